@@ -1,0 +1,237 @@
+//! The sans-IO contract between a scheduler data plane and whatever drives it
+//! (the simulator, the UDP runtime, tests).
+//!
+//! A driver feeds one [`Input`] at a time together with the current time; the
+//! data plane appends what must happen to an [`Outbox`]. It owns no socket,
+//! clock or thread and allocates nothing per input. A [`Action::Resubmit`] is
+//! not executed by the data plane itself: the driver feeds it back as
+//! [`Input::Resubmit`], which starts a new pass, so other packets can interleave
+//! between the passes exactly as they can on a switch.
+
+use crate::switch::Pipeline;
+
+/// A downstream node of one scheduler instance, numbered locally from 0:
+/// a worker for a leaf, a rack (leaf scheduler) for a spine.
+pub type NodeId = u32;
+
+/// Horus §3.2: application id (upper 32 bits) concatenated with a sequence
+/// number (lower 32 bits). RackSched's REQ_ID <client id, local id> maps the
+/// same way.
+pub type TaskId = u64;
+
+/// What a scheduler sees of a task packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TaskMeta {
+    pub id: TaskId,
+    /// First packet of the task (`task` / `REQF`) rather than a continuation.
+    pub first: bool,
+    /// Last packet of the task (Horus `isLastPacket`, §A.4).
+    pub last: bool,
+    /// Set by a Horus spine when it picked the rack from its idle list; read by
+    /// the leaf to detect lost Idle Add/Remove messages (Horus §A.3).
+    pub idle_selected: bool,
+    /// The upstream scheduler the packet came from (a spine id), kept by a
+    /// leaf's connection table (Horus §A.4).
+    pub upstream: u32,
+    /// Task class for per-type load counters (RackSched §3.3 multi-queue).
+    pub class: u8,
+}
+
+/// A state message from a leaf to spine(s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice {
+    IdleAdd,
+    IdleRemove,
+    /// Rack average load in 16.16 fixed point (Horus §A.2) or RS-H rack load.
+    LoadUpdate(u32),
+}
+
+/// Which upstream schedulers a notice goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upstream {
+    /// The one spine this leaf is linked with (Horus §3.4).
+    Linked,
+    /// Every spine serving the pool (RS-H, Horus §5.2).
+    All,
+}
+
+/// Why a data plane dropped an input. Every drop is counted by the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// An idleRemove found the idleNodes lock held (Horus §3.3); the leaf re-sends later.
+    LockHeld,
+    /// Idle Add for a node already idle, or Idle Remove for one that is not (duplicates
+    /// created by the re-send rule of Horus §A.3 while the original is in flight).
+    StaleIdleUpdate,
+    /// A message names a node this scheduler does not have.
+    UnknownNode,
+    /// No downstream node is available (all removed or failed).
+    NoNodes,
+    /// A continuation packet whose task has no affinity entry (expired or never inserted).
+    NoAffinity,
+    /// A bounded queue or table is full.
+    Overflow,
+    /// A task recirculated more often than its budget allows (R2P2 JBSQ).
+    RecirculationBudget,
+    /// A message this scheduler role never handles (a reply at a spine...).
+    Unexpected,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 8] = [
+        DropReason::LockHeld,
+        DropReason::StaleIdleUpdate,
+        DropReason::UnknownNode,
+        DropReason::NoNodes,
+        DropReason::NoAffinity,
+        DropReason::Overflow,
+        DropReason::RecirculationBudget,
+        DropReason::Unexpected,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::LockHeld => "lock_held",
+            DropReason::StaleIdleUpdate => "stale_idle_update",
+            DropReason::UnknownNode => "unknown_node",
+            DropReason::NoNodes => "no_nodes",
+            DropReason::NoAffinity => "no_affinity",
+            DropReason::Overflow => "overflow",
+            DropReason::RecirculationBudget => "recirculation_budget",
+            DropReason::Unexpected => "unexpected",
+        }
+    }
+}
+
+/// How a task's destination was chosen, for the decision-type metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// From an idle list (Horus idleNodes, JIQ).
+    Idle,
+    /// Power-of-k sampling over loads.
+    Sampled,
+    /// Any other rule (random, round robin, JSQ, affinity, central queue).
+    Other,
+}
+
+/// Metadata a resubmitted packet carries into its next pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resubmit {
+    /// Horus Alg. 1 remove, second pass: move `last_node` into `removed_index`.
+    IdleRemove { last_node: NodeId, removed_index: u32 },
+    /// Horus Alg. 1 remove that found the node absent: the second pass only releases the lock.
+    IdleRemoveRelease,
+    /// Horus Alg. 2 resubmit path: actual loads (load + drift) of both samples.
+    Pow2 {
+        task: TaskMeta,
+        first: NodeId,
+        first_load: u32,
+        first_drift: u32,
+        second: NodeId,
+        second_load: u32,
+        second_drift: u32,
+    },
+}
+
+/// One thing a data plane asks its driver to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Forward the task to downstream node `node`.
+    Dispatch {
+        node: NodeId,
+        task: TaskMeta,
+        decision: Decision,
+    },
+    /// Run another pass with this metadata (feed back as [`Input::Resubmit`]).
+    Resubmit(Resubmit),
+    /// Send a state message to upstream scheduler(s).
+    Notify { to: Upstream, notice: Notice },
+    /// The input was dropped.
+    Drop(DropReason),
+    /// The task was buffered inside the scheduler (central queue baselines).
+    Queued,
+}
+
+/// What a driver feeds a data plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A task packet from a client or an upstream scheduler.
+    Task(TaskMeta),
+    /// A reply from downstream node `node` carrying its queue length (Horus
+    /// agent, RackSched LOAD). `class` is the completed task's class.
+    Reply { node: NodeId, qlen: u32, class: u8 },
+    /// Horus: rack `node` has idle workers.
+    IdleAdd { node: NodeId },
+    /// Horus: rack `node` has no idle workers any more.
+    IdleRemove { node: NodeId },
+    /// A leaf reports its rack load (16.16 fixed point).
+    LoadUpdate { node: NodeId, load: u32 },
+    /// Second (or later) pass of a packet.
+    Resubmit(Resubmit),
+    /// Ideal baselines only (JSQ, power-of-k with instant updates): the driver
+    /// reports a queue change with zero delay. Not a packet.
+    QueueChanged { node: NodeId, qlen: u32 },
+}
+
+/// A fixed-capacity list of actions: no allocation per input.
+#[derive(Clone, Debug)]
+pub struct Outbox {
+    len: usize,
+    items: [Action; Outbox::CAPACITY],
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Outbox {
+    pub const CAPACITY: usize = 8;
+
+    pub fn new() -> Self {
+        Outbox {
+            len: 0,
+            items: [Action::Queued; Outbox::CAPACITY],
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, a: Action) {
+        assert!(self.len < Self::CAPACITY, "outbox overflow: a data plane emitted more than {} actions", Self::CAPACITY);
+        self.items[self.len] = a;
+        self.len += 1;
+    }
+
+    #[inline]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_slice(&self) -> &[Action] {
+        &self.items[..self.len]
+    }
+
+    /// Removes and returns all actions, leaving the outbox empty.
+    pub fn drain(&mut self) -> impl Iterator<Item = Action> + '_ {
+        let n = self.len;
+        self.len = 0;
+        self.items[..n].iter().copied()
+    }
+}
+
+/// A scheduler data plane.
+pub trait DataPlane {
+    /// Process one input at time `now` (integer nanoseconds).
+    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox);
+    /// Pass counters of this instance's switch pipeline.
+    fn pipeline(&self) -> &Pipeline;
+}

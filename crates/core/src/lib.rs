@@ -1,0 +1,16 @@
+//! netsched data planes: every scheduler as a sans-IO state machine written
+//! against a programmable-switch model ([`switch`]).
+//!
+//! Drivers (the simulator, the UDP runtime, tests) feed [`dataplane::Input`]s
+//! and execute the [`dataplane::Action`]s a data plane returns.
+
+pub mod affinity;
+pub mod dataplane;
+pub mod fixed;
+pub mod horus;
+pub mod idle;
+pub mod pow2;
+pub mod rng;
+pub mod switch;
+
+pub use dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskId, TaskMeta, Upstream};

@@ -1,0 +1,337 @@
+//! Horus power-of-2 over busy nodes with lazy state update (§3.3, §A.1, Alg. 2).
+//!
+//! Each node's actual queue length is `load + drift`: `load` is the last value
+//! a reply or loadUpdate reported, `drift` counts what this scheduler sent it
+//! since. Two identical copies of each list live in different stages so one
+//! pass can read two random samples. A task is resubmitted only when the drift
+//! of the lighter-looking sample exceeds the load difference (Eq. 1 with `d_n`
+//! dropped): otherwise the decision is provably right and the drift is simply
+//! incremented.
+//!
+//! Nodes are addressed through slots `0..count` so that the control plane can
+//! remove a failed node by moving the last slot into its place while sampling
+//! stays uniform over live nodes. Stage order: `slot_of`, `count`, `load1`,
+//! `load2`, `factor`, `drift1`, `drift2`.
+//!
+//! The resubmit pass folds the selected node's drift into its load (the §A.1
+//! text: "the loadList is updated with the new values, and the driftList
+//! reset") using atomic adds and subtracts of the carried drift rather than
+//! plain writes, so a reply or a first pass that touched the same node between
+//! the two passes is not overwritten (Alg. 2 increments for the same reason).
+
+use crate::dataplane::{NodeId, Resubmit, TaskMeta};
+use crate::rng::Rng;
+use crate::switch::{Pass, RegisterArray};
+
+const NO_SLOT: u32 = u32::MAX;
+
+/// Outcome of a first pass over busy nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pow2First {
+    Chosen(NodeId),
+    Resubmit(Resubmit),
+    /// No live node.
+    Empty,
+}
+
+#[derive(Clone, Debug)]
+pub struct LazyPow2 {
+    slot_of: RegisterArray<u32>,
+    count: RegisterArray<u32>,
+    load1: RegisterArray<(NodeId, u32)>,
+    load2: RegisterArray<(NodeId, u32)>,
+    /// Per-slot increment: 1 at a leaf (loads are queue lengths), the rack's
+    /// additive factor 1/w in 16.16 at a spine (§A.2, §A.6).
+    factor: RegisterArray<u32>,
+    drift1: RegisterArray<u32>,
+    drift2: RegisterArray<u32>,
+}
+
+impl LazyPow2 {
+    /// `nodes` live nodes numbered `0..nodes`, each with increment `factor(n)`.
+    pub fn new(nodes: u32, factor: impl Fn(NodeId) -> u32) -> Self {
+        let n = nodes as usize;
+        let mut s = LazyPow2 {
+            slot_of: RegisterArray::new("pow2.slot_of", n, NO_SLOT),
+            count: RegisterArray::new("pow2.count", 1, 0),
+            load1: RegisterArray::new("pow2.load1", n, (0, 0)),
+            load2: RegisterArray::new("pow2.load2", n, (0, 0)),
+            factor: RegisterArray::new("pow2.factor", n, 0),
+            drift1: RegisterArray::new("pow2.drift1", n, 0),
+            drift2: RegisterArray::new("pow2.drift2", n, 0),
+        };
+        for node in 0..nodes {
+            s.control_add(node, factor(node));
+        }
+        s
+    }
+
+    /// Draws two distinct slots (one if only one node is live).
+    #[inline]
+    fn samples(rng: &mut Rng, count: u32) -> (u32, u32) {
+        let a = rng.below(count);
+        if count == 1 {
+            return (a, a);
+        }
+        let b = (a + 1 + rng.below(count - 1)) % count;
+        (a, b)
+    }
+
+    /// Alg. 2 SCHEDULETASKBUSY, first path.
+    pub fn schedule(&mut self, pass: &Pass, rng: &mut Rng, task: TaskMeta) -> Pow2First {
+        let count = self.count.read(pass, 0);
+        if count == 0 {
+            return Pow2First::Empty;
+        }
+        let (i1, i2) = Self::samples(rng, count);
+        let (n1, l1) = self.load1.read(pass, i1 as usize);
+        let (n2, l2) = self.load2.read(pass, i2 as usize);
+        // CompareSamples: ties go to the first sample.
+        let (sel, sel_node, l_sel, other, other_node, l_other) = if l1 <= l2 {
+            (i1, n1, l1, i2, n2, l2)
+        } else {
+            (i2, n2, l2, i1, n1, l1)
+        };
+        let diff = l_other - l_sel;
+        let inc = self.factor.read(pass, sel as usize);
+        // CheckDrift: one atomic read-modify-write on the first drift copy.
+        let drift_sel = self.drift1.update(pass, sel as usize, |d| {
+            if *d <= diff {
+                *d = d.saturating_add(inc);
+                None
+            } else {
+                Some(*d)
+            }
+        });
+        match drift_sel {
+            None => {
+                self.drift2.update(pass, sel as usize, |d| *d = d.saturating_add(inc));
+                Pow2First::Chosen(sel_node)
+            }
+            Some(d_sel) => {
+                let d_other = self.drift2.read(pass, other as usize);
+                Pow2First::Resubmit(Resubmit::Pow2 {
+                    task,
+                    first: sel_node,
+                    first_load: l_sel,
+                    first_drift: d_sel,
+                    second: other_node,
+                    second_load: l_other,
+                    second_drift: d_other,
+                })
+            }
+        }
+    }
+
+    /// Alg. 2 SCHEDULETASKBUSY, resubmit path: choose on actual loads and fold
+    /// the chosen node's drift into its load.
+    #[allow(clippy::too_many_arguments)]
+    pub fn schedule_resubmitted(
+        &mut self,
+        pass: &Pass,
+        first: NodeId,
+        first_load: u32,
+        first_drift: u32,
+        second: NodeId,
+        second_load: u32,
+        second_drift: u32,
+    ) -> Option<NodeId> {
+        let q1 = first_load.saturating_add(first_drift);
+        let q2 = second_load.saturating_add(second_drift);
+        let (node, carried) = if q1 <= q2 { (first, first_drift) } else { (second, second_drift) };
+        let slot = self.slot_of.read(pass, node as usize);
+        if slot == NO_SLOT {
+            // The node was removed by the control plane between the passes.
+            return None;
+        }
+        let slot = slot as usize;
+        let inc = self.factor.read(pass, slot);
+        let add = carried.saturating_add(inc);
+        self.load1.update(pass, slot, |(_, l)| *l = l.saturating_add(add));
+        self.load2.update(pass, slot, |(_, l)| *l = l.saturating_add(add));
+        self.drift1.update(pass, slot, |d| *d = d.saturating_sub(carried));
+        self.drift2.update(pass, slot, |d| *d = d.saturating_sub(carried));
+        Some(node)
+    }
+
+    /// Alg. 2 UPDATE: a reply or loadUpdate reports `node`'s load.
+    /// Returns false if the node is unknown.
+    pub fn update(&mut self, pass: &Pass, node: NodeId, load: u32) -> bool {
+        if node as usize >= self.slot_of.len() {
+            return false;
+        }
+        let slot = self.slot_of.read(pass, node as usize);
+        if slot == NO_SLOT {
+            return false;
+        }
+        let slot = slot as usize;
+        self.load1.write(pass, slot, (node, load));
+        self.load2.write(pass, slot, (node, load));
+        self.drift1.write(pass, slot, 0);
+        self.drift2.write(pass, slot, 0);
+        true
+    }
+
+    /// Account for a task sent to `node` by another path (the idle list): the
+    /// node's drift grows by its increment. Uses `slot_of`, `factor`, `drift1`,
+    /// `drift2` only, so it composes with idleNodes in the same pass.
+    pub fn add_drift(&mut self, pass: &Pass, node: NodeId) {
+        let slot = self.slot_of.read(pass, node as usize);
+        if slot == NO_SLOT {
+            return;
+        }
+        let slot = slot as usize;
+        let inc = self.factor.read(pass, slot);
+        self.drift1.update(pass, slot, |d| *d = d.saturating_add(inc));
+        self.drift2.update(pass, slot, |d| *d = d.saturating_add(inc));
+    }
+
+    // ---- control plane ----
+
+    /// Make `node` live with increment `factor`.
+    pub fn control_add(&mut self, node: NodeId, factor: u32) {
+        let n = node as usize;
+        if n >= self.slot_of.len() {
+            self.slot_of.control_resize(n + 1, NO_SLOT);
+        }
+        if self.slot_of.peek(n) != NO_SLOT {
+            self.factor.control_write(self.slot_of.peek(n) as usize, factor);
+            return;
+        }
+        let slot = self.count.peek(0) as usize;
+        if slot >= self.load1.len() {
+            let len = slot + 1;
+            self.load1.control_resize(len, (0, 0));
+            self.load2.control_resize(len, (0, 0));
+            self.factor.control_resize(len, 0);
+            self.drift1.control_resize(len, 0);
+            self.drift2.control_resize(len, 0);
+        }
+        self.slot_of.control_write(n, slot as u32);
+        self.load1.control_write(slot, (node, 0));
+        self.load2.control_write(slot, (node, 0));
+        self.factor.control_write(slot, factor);
+        self.drift1.control_write(slot, 0);
+        self.drift2.control_write(slot, 0);
+        self.count.control_write(0, slot as u32 + 1);
+    }
+
+    /// Remove `node` from sampling by moving the last slot into its place.
+    pub fn control_remove(&mut self, node: NodeId) {
+        let n = node as usize;
+        if n >= self.slot_of.len() || self.slot_of.peek(n) == NO_SLOT {
+            return;
+        }
+        let slot = self.slot_of.peek(n) as usize;
+        let last = self.count.peek(0) as usize - 1;
+        if slot != last {
+            let moved = self.load1.peek(last);
+            self.load1.control_write(slot, moved);
+            self.load2.control_write(slot, self.load2.peek(last));
+            self.factor.control_write(slot, self.factor.peek(last));
+            self.drift1.control_write(slot, self.drift1.peek(last));
+            self.drift2.control_write(slot, self.drift2.peek(last));
+            self.slot_of.control_write(moved.0 as usize, slot as u32);
+        }
+        self.slot_of.control_write(n, NO_SLOT);
+        self.count.control_write(0, last as u32);
+    }
+
+    pub fn contains(&self, node: NodeId) -> bool {
+        (node as usize) < self.slot_of.len() && self.slot_of.peek(node as usize) != NO_SLOT
+    }
+
+    pub fn live(&self) -> u32 {
+        self.count.peek(0)
+    }
+
+    /// (load, drift) of `node` as the scheduler sees it (control-plane view).
+    pub fn view(&self, node: NodeId) -> Option<(u32, u32)> {
+        if !self.contains(node) {
+            return None;
+        }
+        let slot = self.slot_of.peek(node as usize) as usize;
+        Some((self.load1.peek(slot).1, self.drift1.peek(slot)))
+    }
+
+    /// Both copies of each list agree (they are always written together).
+    pub fn check_copies(&self) -> Result<(), String> {
+        for s in 0..self.live() as usize {
+            if self.load1.peek(s) != self.load2.peek(s) {
+                return Err(format!("load copies differ at slot {s}"));
+            }
+            if self.drift1.peek(s) != self.drift2.peek(s) {
+                return Err(format!("drift copies differ at slot {s}"));
+            }
+            let node = self.load1.peek(s).0 as usize;
+            if self.slot_of.peek(node) as usize != s {
+                return Err(format!("slot_of[{node}] does not point at slot {s}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::switch::Pipeline;
+
+    /// The worked example of Horus §A.1 (Fig. 13): m=0 with l=3, d=3 and n=2
+    /// with l=4, d=1. The first pass resubmits; the second picks n.
+    #[test]
+    fn appendix_a1_example() {
+        let mut pipe = Pipeline::new();
+        let mut p2 = LazyPow2::new(3, |_| 1);
+        p2.update(&pipe.begin(), 0, 3);
+        p2.update(&pipe.begin(), 2, 4);
+        for _ in 0..3 {
+            p2.add_drift(&pipe.begin(), 0);
+        }
+        p2.add_drift(&pipe.begin(), 2);
+        // Find an rng stream that samples {0, 2}.
+        let mut seed = 0;
+        let (first, mut pipe, resub) = loop {
+            let mut rng = Rng::new(seed);
+            let mut probe = p2.clone();
+            let mut pp = pipe.clone();
+            if let Pow2First::Resubmit(r) = probe.schedule(&pp.begin(), &mut rng, TaskMeta::default()) {
+                break (probe, pp, r);
+            }
+            seed += 1;
+        };
+        let Resubmit::Pow2 { first: m, first_load, first_drift, second: n, second_load, second_drift, .. } = resub else {
+            unreachable!()
+        };
+        assert_eq!((m, first_load, first_drift), (0, 3, 3));
+        assert_eq!((n, second_load, second_drift), (2, 4, 1));
+        let mut p2 = first;
+        let chosen = p2
+            .schedule_resubmitted(&pipe.resubmit(), m, first_load, first_drift, n, second_load, second_drift)
+            .unwrap();
+        assert_eq!(chosen, 2, "actual loads are 6 vs 5: node 2 wins");
+        assert_eq!(p2.view(2), Some((6, 0)), "drift folded into load, plus this task");
+        assert_eq!(p2.view(0), Some((3, 3)), "the other sample is untouched");
+        p2.check_copies().unwrap();
+    }
+
+    #[test]
+    fn control_remove_keeps_sampling_over_live_nodes() {
+        let mut pipe = Pipeline::new();
+        let mut p2 = LazyPow2::new(4, |_| 1);
+        p2.control_remove(1);
+        p2.check_copies().unwrap();
+        let mut rng = Rng::new(3);
+        for _ in 0..200 {
+            match p2.schedule(&pipe.begin(), &mut rng, TaskMeta::default()) {
+                Pow2First::Chosen(n) => assert_ne!(n, 1),
+                Pow2First::Resubmit(Resubmit::Pow2 { first, second, .. }) => {
+                    assert_ne!(first, 1);
+                    assert_ne!(second, 1);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(!p2.update(&pipe.begin(), 1, 5), "updates from a removed node are refused");
+    }
+}
