@@ -1,0 +1,264 @@
+//! Property tests: round trips for every message type, and decoding that never
+//! panics and never accepts a strict prefix.
+
+use netsched_proto::{
+    decode, DecodeError, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
+    RackSchedLoadReport, RackSchedMessage, RackSchedPacket, ReplyStatus, ReqId, MAX_DATAGRAM,
+    MAX_RACKSCHED_PAYLOAD, MAX_REPLY_PAYLOAD, MAX_TASK_PAYLOAD,
+};
+use proptest::prelude::*;
+
+/// A message without its payload, plus the payload it should carry. Messages
+/// borrow their payload, so the strategy yields the owned parts and each test
+/// assembles the message with [`Case::message`].
+#[derive(Clone, Debug)]
+struct Case {
+    shape: Message<'static>,
+    payload: Vec<u8>,
+}
+
+impl Case {
+    fn message(&self) -> Message<'_> {
+        let p = &self.payload[..];
+        match self.shape {
+            Message::Horus(HorusMessage { header, body }) => {
+                let body = match body {
+                    HorusBody::TaskFirst(t) => HorusBody::TaskFirst(HorusTask { payload: p, ..t }),
+                    HorusBody::TaskContinuation(t) => {
+                        HorusBody::TaskContinuation(HorusTask { payload: p, ..t })
+                    }
+                    HorusBody::Reply(r) => HorusBody::Reply(HorusReply { payload: p, ..r }),
+                    HorusBody::IdleAdd => HorusBody::IdleAdd,
+                    HorusBody::IdleRemove => HorusBody::IdleRemove,
+                    HorusBody::LoadUpdate { load } => HorusBody::LoadUpdate { load },
+                    HorusBody::KeepAlive => HorusBody::KeepAlive,
+                };
+                Message::Horus(HorusMessage { header, body })
+            }
+            Message::RackSched(m) => Message::RackSched(match m {
+                RackSchedMessage::ReqFirst(x) => {
+                    RackSchedMessage::ReqFirst(RackSchedPacket { payload: p, ..x })
+                }
+                RackSchedMessage::ReqRest(x) => {
+                    RackSchedMessage::ReqRest(RackSchedPacket { payload: p, ..x })
+                }
+                RackSchedMessage::Reply(x) => {
+                    RackSchedMessage::Reply(RackSchedPacket { payload: p, ..x })
+                }
+                RackSchedMessage::LoadReport(l) => RackSchedMessage::LoadReport(l),
+            }),
+        }
+    }
+}
+
+/// Mostly short payloads, sometimes up to the type's limit.
+fn payload(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => prop::collection::vec(any::<u8>(), 0..=48),
+        1 => prop::collection::vec(any::<u8>(), 0..=max),
+    ]
+}
+
+fn header() -> impl Strategy<Value = HorusHeader> {
+    (
+        any::<u16>(),
+        any::<u16>(),
+        any::<u16>(),
+        any::<u16>(),
+        any::<u16>(),
+    )
+        .prop_map(|(pool_id, src_id, dst_id, qlen, seq)| HorusHeader {
+            pool_id,
+            src_id,
+            dst_id,
+            qlen,
+            seq,
+        })
+}
+
+fn task(first: bool) -> impl Strategy<Value = HorusTask<'static>> {
+    (
+        any::<u64>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<u8>(),
+        any::<u64>(),
+    )
+        .prop_map(
+            move |(task_id, is_last, idle, class, service_time_ns)| HorusTask {
+                task_id,
+                is_last,
+                // Only a spine's scheduling decision sets it (§A.3).
+                idle_selected: first && idle,
+                class,
+                service_time_ns,
+                payload: &[],
+            },
+        )
+}
+
+fn horus_case() -> impl Strategy<Value = Case> {
+    let body = prop_oneof![
+        (task(true), payload(MAX_TASK_PAYLOAD)).prop_map(|(t, p)| (HorusBody::TaskFirst(t), p)),
+        (task(false), payload(MAX_TASK_PAYLOAD))
+            .prop_map(|(t, p)| (HorusBody::TaskContinuation(t), p)),
+        (any::<u64>(), any::<bool>(), payload(MAX_REPLY_PAYLOAD)).prop_map(
+            |(task_id, failed, p)| {
+                let status = if failed {
+                    ReplyStatus::Failed
+                } else {
+                    ReplyStatus::Ok
+                };
+                (
+                    HorusBody::Reply(HorusReply {
+                        task_id,
+                        status,
+                        payload: &[],
+                    }),
+                    p,
+                )
+            }
+        ),
+        Just((HorusBody::IdleAdd, vec![])),
+        Just((HorusBody::IdleRemove, vec![])),
+        any::<u32>().prop_map(|load| (HorusBody::LoadUpdate { load }, vec![])),
+        Just((HorusBody::KeepAlive, vec![])),
+    ];
+    (header(), body).prop_map(|(header, (body, payload))| Case {
+        shape: Message::Horus(HorusMessage { header, body }),
+        payload,
+    })
+}
+
+fn rs_packet(request: bool) -> impl Strategy<Value = RackSchedPacket<'static>> {
+    (
+        any::<u32>(),
+        any::<u32>(),
+        any::<u32>(),
+        any::<bool>(),
+        any::<u8>(),
+        any::<u64>(),
+    )
+        .prop_map(
+            move |(client_id, local_id, load, is_last, class, service_time_ns)| RackSchedPacket {
+                req_id: ReqId {
+                    client_id,
+                    local_id,
+                },
+                // OSDI'20 §3.2: LOAD is only used in replies.
+                load: if request { 0 } else { load },
+                is_last,
+                class,
+                service_time_ns,
+                payload: &[],
+            },
+        )
+}
+
+fn racksched_case() -> impl Strategy<Value = Case> {
+    prop_oneof![
+        (rs_packet(true), payload(MAX_RACKSCHED_PAYLOAD))
+            .prop_map(|(x, p)| (RackSchedMessage::ReqFirst(x), p)),
+        (rs_packet(true), payload(MAX_RACKSCHED_PAYLOAD))
+            .prop_map(|(x, p)| (RackSchedMessage::ReqRest(x), p)),
+        (rs_packet(false), payload(MAX_RACKSCHED_PAYLOAD))
+            .prop_map(|(x, p)| (RackSchedMessage::Reply(x), p)),
+        (any::<u16>(), any::<u16>(), any::<u32>()).prop_map(|(src_id, pool_id, load)| {
+            (
+                RackSchedMessage::LoadReport(RackSchedLoadReport {
+                    src_id,
+                    pool_id,
+                    load,
+                }),
+                vec![],
+            )
+        }),
+    ]
+    .prop_map(|(m, payload)| Case {
+        shape: Message::RackSched(m),
+        payload,
+    })
+}
+
+fn any_case() -> impl Strategy<Value = Case> {
+    prop_oneof![horus_case(), racksched_case()]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn round_trip(case in any_case()) {
+        let msg = case.message();
+        let mut buf = [0u8; MAX_DATAGRAM];
+        let n = msg.encode(&mut buf).unwrap();
+        prop_assert_eq!(n, msg.encoded_len());
+        prop_assert!(n <= MAX_DATAGRAM);
+        prop_assert_eq!(decode(&buf[..n]), Ok(msg));
+        prop_assert_eq!(msg.to_vec().unwrap(), &buf[..n]);
+    }
+
+    #[test]
+    fn every_strict_prefix_is_truncated(case in any_case()) {
+        let bytes = case.message().to_vec().unwrap();
+        for len in 0..bytes.len() {
+            match decode(&bytes[..len]) {
+                Err(DecodeError::Truncated { needed, got }) => {
+                    prop_assert_eq!(got, len);
+                    prop_assert!(needed > got && needed <= bytes.len(), "needed {} for prefix {} of {}", needed, len, bytes.len());
+                }
+                other => prop_assert!(false, "prefix {} of {}: {:?}", len, bytes.len(), other),
+            }
+        }
+    }
+
+    #[test]
+    fn extra_bytes_are_rejected(case in any_case(), extra in prop::collection::vec(any::<u8>(), 1..8)) {
+        let mut bytes = case.message().to_vec().unwrap();
+        bytes.extend_from_slice(&extra);
+        let err = decode(&bytes).unwrap_err();
+        prop_assert!(matches!(err, DecodeError::TrailingBytes | DecodeError::Inconsistent(_)), "{:?}", err);
+    }
+
+    /// Corrupting valid encodings reaches deep into every decoder. Whatever is
+    /// accepted must re-encode to exactly the same bytes (the encoding is
+    /// canonical: no bit is silently dropped).
+    #[test]
+    fn mutations_never_panic_and_stay_canonical(
+        case in any_case(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+    ) {
+        let mut bytes = case.message().to_vec().unwrap();
+        for (at, value) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = value;
+        }
+        if let Ok(msg) = decode(&bytes) {
+            prop_assert_eq!(msg.to_vec().unwrap(), bytes);
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..1600)) {
+        if let Ok(msg) = decode(&bytes) {
+            prop_assert_eq!(msg.to_vec().unwrap(), bytes);
+        }
+    }
+
+    /// Random bytes behind a valid framing byte and a small type code, so the
+    /// per-type decoders see garbage rather than the framing check rejecting it.
+    #[test]
+    fn arbitrary_bodies_never_panic(
+        family in prop_oneof![Just(0x11u8), Just(0x12u8)],
+        ty in 0u8..10,
+        rest in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let mut bytes = vec![family, ty];
+        bytes.extend_from_slice(&rest);
+        match decode(&bytes) {
+            Ok(msg) => prop_assert_eq!(msg.to_vec().unwrap(), bytes),
+            Err(DecodeError::Truncated { needed, got }) => prop_assert!(needed > got),
+            Err(_) => {}
+        }
+    }
+}
