@@ -1,1 +1,141 @@
-fn main() {}
+//! The `netsched` command line.
+
+mod bench;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use netsched_sim::config::{Policy, SimConfig};
+use netsched_sim::error::ConfigError;
+use netsched_sim::report;
+use netsched_sim::run::{run_config, RunOpts};
+
+#[derive(Parser)]
+#[command(
+    name = "netsched",
+    version,
+    about = "In-network task scheduling: Horus, RackSched and baselines"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate a datacenter from a TOML config; prints a p99 table and writes CSV + JSON.
+    Sim(SimArgs),
+    /// Check a config file without running it.
+    Check {
+        /// The TOML config.
+        config: PathBuf,
+    },
+    /// Benchmarks that print their figures.
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
+}
+
+#[derive(clap::Args)]
+struct SimArgs {
+    /// TOML config (see experiments/*.toml).
+    #[arg(short, long)]
+    config: PathBuf,
+    /// Policies to run, comma-separated (overrides the config's policy/sweep).
+    #[arg(long, value_delimiter = ',')]
+    policy: Vec<String>,
+    /// Loads to run, comma-separated fractions in (0, 1].
+    #[arg(long, value_delimiter = ',')]
+    load: Vec<f64>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (0 = all cores); results do not depend on it.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Tasks per worker (run length).
+    #[arg(long)]
+    tasks_per_worker: Option<f64>,
+    /// Number of worker pools (overrides placement.pools).
+    #[arg(long)]
+    pools: Option<u32>,
+    /// Output directory for CSV and JSON.
+    #[arg(short, long, default_value = "results/sim")]
+    out: PathBuf,
+    /// No progress output.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn load_config(path: &PathBuf) -> Result<SimConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    SimConfig::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn apply_overrides(cfg: &mut SimConfig, a: &SimArgs) -> Result<(), ConfigError> {
+    if let Some(s) = a.seed {
+        cfg.seed = s;
+    }
+    if let Some(t) = a.threads {
+        cfg.threads = t;
+    }
+    if let Some(t) = a.tasks_per_worker {
+        cfg.workload.tasks_per_worker = Some(t);
+        cfg.workload.duration_us = None;
+    }
+    if let Some(p) = a.pools {
+        cfg.placement.pools = Some(p);
+        cfg.placement.sizes.clear();
+    }
+    if !a.policy.is_empty() || !a.load.is_empty() {
+        let mut sweep = cfg.sweep.clone().unwrap_or(netsched_sim::config::Sweep {
+            policies: vec![],
+            loads: vec![],
+        });
+        if !a.policy.is_empty() {
+            sweep.policies = a
+                .policy
+                .iter()
+                .map(|p| Policy::parse(p))
+                .collect::<Result<_, _>>()?;
+        }
+        if !a.load.is_empty() {
+            sweep.loads = a.load.clone();
+        }
+        cfg.sweep = Some(sweep);
+    }
+    cfg.validate()
+}
+
+fn sim(a: SimArgs) -> Result<(), String> {
+    let mut cfg = load_config(&a.config)?;
+    apply_overrides(&mut cfg, &a).map_err(|e| e.to_string())?;
+    let base = a.config.parent().map(PathBuf::from).unwrap_or_default();
+    let runs =
+        run_config(&cfg, &base, &RunOpts { progress: !a.quiet }).map_err(|e| e.to_string())?;
+    report::print_table(&runs);
+    report::write_outputs(&a.out, &cfg, &runs)
+        .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    if !a.quiet {
+        eprintln!(
+            "wrote {}/summary.json, runs.csv, pools.csv",
+            a.out.display()
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Sim(a) => sim(a),
+        Cmd::Check { config } => load_config(&config).map(|_| println!("{}: ok", config.display())),
+        Cmd::Bench(b) => bench::run(b),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -41,11 +41,25 @@ pub fn stage_hash(key: u64, stage: u32) -> u64 {
 
 impl AffinityTable {
     pub fn new(stages: u32, slots_per_stage: u32, timeout_ns: u64) -> Self {
-        assert!(stages > 0 && slots_per_stage > 0, "affinity table needs at least one slot");
+        assert!(
+            stages > 0 && slots_per_stage > 0,
+            "affinity table needs at least one slot"
+        );
         const NAMES: [&str; 8] = [
-            "affinity.0", "affinity.1", "affinity.2", "affinity.3", "affinity.4", "affinity.5", "affinity.6", "affinity.7",
+            "affinity.0",
+            "affinity.1",
+            "affinity.2",
+            "affinity.3",
+            "affinity.4",
+            "affinity.5",
+            "affinity.6",
+            "affinity.7",
         ];
-        assert!(stages as usize <= NAMES.len(), "at most {} stages", NAMES.len());
+        assert!(
+            stages as usize <= NAMES.len(),
+            "at most {} stages",
+            NAMES.len()
+        );
         AffinityTable {
             stages: (0..stages as usize)
                 .map(|i| RegisterArray::new(NAMES[i], slots_per_stage as usize, Entry::default()))
@@ -75,7 +89,13 @@ impl AffinityTable {
             let done = self.stages[i].update(pass, slot, |e| {
                 let free = !e.used || now.saturating_sub(e.inserted_at) > timeout || e.key == key;
                 if free {
-                    *e = Entry { key, node, aux, inserted_at: now, used: true };
+                    *e = Entry {
+                        key,
+                        node,
+                        aux,
+                        inserted_at: now,
+                        used: true,
+                    };
                 }
                 free
             });
@@ -150,7 +170,10 @@ impl AffinityTable {
     }
 
     pub fn occupancy(&self) -> usize {
-        self.stages.iter().map(|s| s.as_slice().iter().filter(|e| e.used).count()).sum()
+        self.stages
+            .iter()
+            .map(|s| s.as_slice().iter().filter(|e| e.used).count())
+            .sum()
     }
 }
 
@@ -164,8 +187,15 @@ mod tests {
         let mut pipe = Pipeline::new();
         let mut t = AffinityTable::new(2, 4, 1_000);
         assert!(t.insert(&pipe.begin(), 0, 42, 7, 1));
-        assert_eq!(t.lookup(&pipe.begin(), 10, 42).map(|e| (e.node, e.aux)), Some((7, 1)));
-        assert_eq!(t.lookup(&pipe.begin(), 2_000, 42), None, "expired entries miss");
+        assert_eq!(
+            t.lookup(&pipe.begin(), 10, 42).map(|e| (e.node, e.aux)),
+            Some((7, 1))
+        );
+        assert_eq!(
+            t.lookup(&pipe.begin(), 2_000, 42),
+            None,
+            "expired entries miss"
+        );
         assert!(t.remove(&pipe.begin(), 42).is_some());
         assert_eq!(t.lookup(&pipe.begin(), 10, 42), None);
     }

@@ -118,9 +118,14 @@ pub enum Decision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resubmit {
     /// Horus Alg. 1 remove, second pass: move `last_node` into `removed_index`.
-    IdleRemove { last_node: NodeId, removed_index: u32 },
+    IdleRemove {
+        last_node: NodeId,
+        removed_index: u32,
+    },
     /// Horus Alg. 1 remove that found the node absent: the second pass only releases the lock.
     IdleRemoveRelease,
+    /// A Horus leaf popped a stale idle entry: schedule the task again.
+    Retry { task: TaskMeta },
     /// Horus Alg. 2 resubmit path: actual loads (load + drift) of both samples.
     Pow2 {
         task: TaskMeta,
@@ -158,8 +163,16 @@ pub enum Input {
     /// A task packet from a client or an upstream scheduler.
     Task(TaskMeta),
     /// A reply from downstream node `node` carrying its queue length (Horus
-    /// agent, RackSched LOAD). `class` is the completed task's class.
-    Reply { node: NodeId, qlen: u32, class: u8 },
+    /// agent, RackSched LOAD). `class` is the completed task's class; with
+    /// RackSched multi-queue (§3.6) `qlen` is the queue length of that class.
+    /// `task` is the completed task's id (RackSched REQ_ID: the reply removes
+    /// the task's ReqTable entry, §3.2 Alg. 1 line 7).
+    Reply {
+        node: NodeId,
+        qlen: u32,
+        class: u8,
+        task: TaskId,
+    },
     /// Horus: rack `node` has idle workers.
     IdleAdd { node: NodeId },
     /// Horus: rack `node` has no idle workers any more.
@@ -198,7 +211,11 @@ impl Outbox {
 
     #[inline]
     pub fn push(&mut self, a: Action) {
-        assert!(self.len < Self::CAPACITY, "outbox overflow: a data plane emitted more than {} actions", Self::CAPACITY);
+        assert!(
+            self.len < Self::CAPACITY,
+            "outbox overflow: a data plane emitted more than {} actions",
+            Self::CAPACITY
+        );
         self.items[self.len] = a;
         self.len += 1;
     }

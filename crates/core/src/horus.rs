@@ -8,7 +8,10 @@
 //! (queue length vs rack average in 16.16 fixed point).
 
 use crate::affinity::AffinityTable;
-use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta, Upstream};
+use crate::dataplane::{
+    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
+    Upstream,
+};
 use crate::fixed;
 use crate::idle::{AddOutcome, IdleNodes, RemoveFirst, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
@@ -26,19 +29,37 @@ pub struct ConnTableConfig {
 
 impl Default for ConnTableConfig {
     fn default() -> Self {
-        ConnTableConfig { stages: 2, slots_per_stage: 1024, timeout_ns: 20_000_000 }
+        ConnTableConfig {
+            stages: 2,
+            slots_per_stage: 1024,
+            timeout_ns: 20_000_000,
+        }
     }
 }
 
 /// Multi-packet tasks (§A.4): continuation packets follow the first packet's
 /// choice; the last packet removes the entry. Returns true if it handled `task`.
-fn follow_affinity(conn: &mut AffinityTable, pass: &Pass, now: u64, task: TaskMeta, out: &mut Outbox) -> bool {
+fn follow_affinity(
+    conn: &mut AffinityTable,
+    pass: &Pass,
+    now: u64,
+    task: TaskMeta,
+    out: &mut Outbox,
+) -> bool {
     if task.first {
         return false;
     }
-    let entry = if task.last { conn.remove(pass, task.id) } else { conn.lookup(pass, now, task.id) };
+    let entry = if task.last {
+        conn.remove(pass, task.id)
+    } else {
+        conn.lookup(pass, now, task.id)
+    };
     match entry {
-        Some(e) => out.push(Action::Dispatch { node: e.node, task, decision: Decision::Other }),
+        Some(e) => out.push(Action::Dispatch {
+            node: e.node,
+            task,
+            decision: Decision::Other,
+        }),
         None => out.push(Action::Drop(DropReason::NoAffinity)),
     }
     true
@@ -85,7 +106,15 @@ impl HorusLeaf {
 
     /// Dispatch bookkeeping shared by the first and the resubmit pass: the
     /// rack average grows by 1/w and may trigger a loadUpdate.
-    fn commit(&mut self, pass: &Pass, now: u64, node: NodeId, task: TaskMeta, decision: Decision, out: &mut Outbox) {
+    fn commit(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        node: NodeId,
+        task: TaskMeta,
+        decision: Decision,
+        out: &mut Outbox,
+    ) {
         let factor = self.factor.read(pass, 0);
         let avg = self.avg.update(pass, 0, |a| {
             *a = a.saturating_add(factor);
@@ -95,7 +124,11 @@ impl HorusLeaf {
         if !task.last {
             self.conn.insert(pass, now, task.id, node, task.upstream);
         }
-        out.push(Action::Dispatch { node, task, decision });
+        out.push(Action::Dispatch {
+            node,
+            task,
+            decision,
+        });
     }
 
     /// §3.4: report the average only when it moved by at least one task per worker.
@@ -109,7 +142,10 @@ impl HorusLeaf {
             }
         });
         if send {
-            out.push(Action::Notify { to: Upstream::Linked, notice: Notice::LoadUpdate(avg) });
+            out.push(Action::Notify {
+                to: Upstream::Linked,
+                notice: Notice::LoadUpdate(avg),
+            });
         }
     }
 
@@ -118,32 +154,66 @@ impl HorusLeaf {
         if follow_affinity(&mut self.conn, &pass, now, task, out) {
             return;
         }
-        // Alg. 1 SCHEDULETASKIDLE, else Alg. 2 SCHEDULETASKBUSY.
-        let retrieved = self.idle.retrieve(&pass);
-        // §A.3: compare the spine's belief (idle_selected) with our state after
-        // this task and re-send the Idle Add/Remove it must have missed.
+        self.schedule(&pass, now, task, true, out);
+    }
+
+    /// Alg. 1 SCHEDULETASKIDLE, else Alg. 2 SCHEDULETASKBUSY.
+    ///
+    /// A worker's idle reply can cross, on the wire, a task the leaf sent it
+    /// by power-of-2 while no worker was idle; the reply then puts a busy
+    /// worker on the idle list, possibly twice. A leaf cannot guard the add
+    /// the way a spine does (a retrieve could not clear a membership bit whose
+    /// stage precedes `idle_list`), so it checks at retrieve time instead: a
+    /// popped worker whose load + drift is not 0 is stale, stays popped, and
+    /// the task is resubmitted to try again.
+    fn schedule(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        task: TaskMeta,
+        first_pass: bool,
+        out: &mut Outbox,
+    ) {
+        let retrieved = self.idle.retrieve(pass);
+        // The rack turning busy is announced; besides, on the first pass (§A.3)
+        // compare the spine's belief (idle_selected) with our state after this
+        // task and re-send the Idle Add/Remove it must have missed.
         match retrieved {
-            Retrieved::Node { now_empty: true, .. } => {
-                out.push(Action::Notify { to: Upstream::Linked, notice: Notice::IdleRemove })
-            }
-            Retrieved::Node { now_empty: false, .. } if !task.idle_selected => {
-                out.push(Action::Notify { to: Upstream::Linked, notice: Notice::IdleAdd })
-            }
-            Retrieved::Empty if task.idle_selected => {
-                out.push(Action::Notify { to: Upstream::Linked, notice: Notice::IdleRemove })
-            }
+            Retrieved::Node {
+                now_empty: true, ..
+            } => out.push(Action::Notify {
+                to: Upstream::Linked,
+                notice: Notice::IdleRemove,
+            }),
+            Retrieved::Node {
+                now_empty: false, ..
+            } if first_pass && !task.idle_selected => out.push(Action::Notify {
+                to: Upstream::Linked,
+                notice: Notice::IdleAdd,
+            }),
+            Retrieved::Empty if first_pass && task.idle_selected => out.push(Action::Notify {
+                to: Upstream::Linked,
+                notice: Notice::IdleRemove,
+            }),
             _ => {}
         }
         match retrieved {
             Retrieved::Node { node, .. } => {
-                self.pow2.add_drift(&pass, node);
-                self.commit(&pass, now, node, task, Decision::Idle, out);
+                if self.pow2.claim_idle(pass, node) {
+                    self.commit(pass, now, node, task, Decision::Idle, out);
+                } else {
+                    out.push(Action::Resubmit(Resubmit::Retry { task }));
+                }
             }
-            Retrieved::Empty | Retrieved::Locked => match self.pow2.schedule(&pass, &mut self.rng, task) {
-                Pow2First::Chosen(node) => self.commit(&pass, now, node, task, Decision::Sampled, out),
-                Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
-                Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
-            },
+            Retrieved::Empty | Retrieved::Locked => {
+                match self.pow2.schedule(pass, &mut self.rng, task) {
+                    Pow2First::Chosen(node) => {
+                        self.commit(pass, now, node, task, Decision::Sampled, out)
+                    }
+                    Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
+                    Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
+                }
+            }
         }
     }
 
@@ -165,7 +235,10 @@ impl HorusLeaf {
         // announced to the linked spine.
         if qlen == 0 {
             if let AddOutcome::Added { was_empty: true } = self.idle.add(&pass, node) {
-                out.push(Action::Notify { to: Upstream::Linked, notice: Notice::IdleAdd });
+                out.push(Action::Notify {
+                    to: Upstream::Linked,
+                    notice: Notice::IdleAdd,
+                });
             }
         }
     }
@@ -182,12 +255,20 @@ impl HorusLeaf {
         if self.idle.contains(node) {
             // The switch CPU injects a remove; on a leaf no other remove can hold the lock.
             let pass = self.pipeline.begin();
-            if let RemoveFirst::Resubmit { last_node, removed_index } = self.idle.remove_first(&pass, node) {
-                let pass = self.pipeline.resubmit();
-                self.idle.remove_second(&pass, last_node, removed_index);
-                if self.idle.is_empty() {
-                    out.push(Action::Notify { to: Upstream::Linked, notice: Notice::IdleRemove });
-                }
+            let first = self.idle.remove_first(&pass, node);
+            let pass = self.pipeline.resubmit();
+            match first {
+                RemoveFirst::Resubmit {
+                    last_node,
+                    removed_index,
+                } => self.idle.remove_second(&pass, last_node, removed_index),
+                _ => self.idle.release(&pass),
+            }
+            if self.idle.is_empty() {
+                out.push(Action::Notify {
+                    to: Upstream::Linked,
+                    notice: Notice::IdleRemove,
+                });
             }
         }
         self.workers -= 1;
@@ -205,7 +286,10 @@ impl HorusLeaf {
         self.pow2.control_add(node, 1);
         let pass = self.pipeline.begin();
         if let AddOutcome::Added { was_empty: true } = self.idle.add(&pass, node) {
-            out.push(Action::Notify { to: Upstream::Linked, notice: Notice::IdleAdd });
+            out.push(Action::Notify {
+                to: Upstream::Linked,
+                notice: Notice::IdleAdd,
+            });
         }
         self.workers += 1;
         self.rescale_factor();
@@ -214,7 +298,11 @@ impl HorusLeaf {
     /// The controller recomputes 1/w and rescales the running average (§A.2).
     fn rescale_factor(&mut self) {
         let old = self.factor.peek(0);
-        let new = if self.workers == 0 { 0 } else { fixed::additive_factor(self.workers) };
+        let new = if self.workers == 0 {
+            0
+        } else {
+            fixed::additive_factor(self.workers)
+        };
         if old > 0 {
             let avg = self.avg.peek(0) as u64 * new as u64 / old as u64;
             self.avg.control_write(0, avg as u32);
@@ -253,9 +341,29 @@ impl DataPlane for HorusLeaf {
         match input {
             Input::Task(t) => self.on_task(now, t, out),
             Input::Reply { node, qlen, .. } => self.on_reply(node, qlen, out),
-            Input::Resubmit(Resubmit::Pow2 { task, first, first_load, first_drift, second, second_load, second_drift }) => {
+            Input::Resubmit(Resubmit::Retry { task }) => {
                 let pass = self.pipeline.resubmit();
-                match self.pow2.schedule_resubmitted(&pass, first, first_load, first_drift, second, second_load, second_drift) {
+                self.schedule(&pass, now, task, false, out);
+            }
+            Input::Resubmit(Resubmit::Pow2 {
+                task,
+                first,
+                first_load,
+                first_drift,
+                second,
+                second_load,
+                second_drift,
+            }) => {
+                let pass = self.pipeline.resubmit();
+                match self.pow2.schedule_resubmitted(
+                    &pass,
+                    first,
+                    first_load,
+                    first_drift,
+                    second,
+                    second_load,
+                    second_drift,
+                ) {
                     Some(node) => self.commit(&pass, now, node, task, Decision::Sampled, out),
                     None => out.push(Action::Drop(DropReason::NoNodes)),
                 }
@@ -316,21 +424,35 @@ impl HorusSpine {
                 self.dispatch(&pass, now, rack, task, Decision::Idle, out);
             }
             None => match self.pow2.schedule(&pass, &mut self.rng, task) {
-                Pow2First::Chosen(rack) => self.dispatch(&pass, now, rack, task, Decision::Sampled, out),
+                Pow2First::Chosen(rack) => {
+                    self.dispatch(&pass, now, rack, task, Decision::Sampled, out)
+                }
                 Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
                 Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
             },
         }
     }
 
-    fn dispatch(&mut self, pass: &Pass, now: u64, rack: NodeId, mut task: TaskMeta, decision: Decision, out: &mut Outbox) {
+    fn dispatch(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        rack: NodeId,
+        mut task: TaskMeta,
+        decision: Decision,
+        out: &mut Outbox,
+    ) {
         if decision != Decision::Idle {
             task.idle_selected = false;
         }
         if !task.last {
             self.conn.insert(pass, now, task.id, rack, 0);
         }
-        out.push(Action::Dispatch { node: rack, task, decision });
+        out.push(Action::Dispatch {
+            node: rack,
+            task,
+            decision,
+        });
     }
 
     // ---- control plane ----
@@ -341,12 +463,23 @@ impl HorusSpine {
         self.conn.control_forget_node(rack);
         if self.idle.contains(rack) {
             let pass = self.pipeline.begin();
-            if let RemoveFirst::Resubmit { last_node, removed_index } = self.idle.remove_first(&pass, rack) {
-                let pass = self.pipeline.resubmit();
-                self.idle.remove_second(&pass, last_node, removed_index);
-            } else {
-                let pass = self.pipeline.resubmit();
-                self.idle.release(&pass);
+            match self.idle.remove_first(&pass, rack) {
+                RemoveFirst::Resubmit {
+                    last_node,
+                    removed_index,
+                } => {
+                    let pass = self.pipeline.resubmit();
+                    self.idle.remove_second(&pass, last_node, removed_index);
+                }
+                RemoveFirst::Absent | RemoveFirst::RemovedTop => {
+                    let pass = self.pipeline.resubmit();
+                    self.idle.release(&pass);
+                }
+                // A leaf's idleRemove holds the lock between its passes; the
+                // switch CPU would retry, and the leaf's own remove may be for
+                // this very rack. The rack is already out of power-of-2
+                // sampling; a task the spine still sends it is aborted.
+                RemoveFirst::LockHeld => {}
             }
         }
     }
@@ -381,12 +514,19 @@ impl DataPlane for HorusSpine {
             Input::IdleRemove { node } if self.known(node) => {
                 let pass = self.pipeline.begin();
                 match self.idle.remove_first(&pass, node) {
-                    RemoveFirst::Resubmit { last_node, removed_index } => {
-                        out.push(Action::Resubmit(Resubmit::IdleRemove { last_node, removed_index }))
-                    }
+                    RemoveFirst::Resubmit {
+                        last_node,
+                        removed_index,
+                    } => out.push(Action::Resubmit(Resubmit::IdleRemove {
+                        last_node,
+                        removed_index,
+                    })),
                     RemoveFirst::Absent => {
                         out.push(Action::Drop(DropReason::StaleIdleUpdate));
                         out.push(Action::Resubmit(Resubmit::IdleRemoveRelease));
+                    }
+                    RemoveFirst::RemovedTop => {
+                        out.push(Action::Resubmit(Resubmit::IdleRemoveRelease))
                     }
                     RemoveFirst::LockHeld => out.push(Action::Drop(DropReason::LockHeld)),
                 }
@@ -398,7 +538,10 @@ impl DataPlane for HorusSpine {
             Input::IdleAdd { .. } | Input::IdleRemove { .. } | Input::LoadUpdate { .. } => {
                 out.push(Action::Drop(DropReason::UnknownNode))
             }
-            Input::Resubmit(Resubmit::IdleRemove { last_node, removed_index }) => {
+            Input::Resubmit(Resubmit::IdleRemove {
+                last_node,
+                removed_index,
+            }) => {
                 let pass = self.pipeline.resubmit();
                 self.idle.remove_second(&pass, last_node, removed_index);
             }
@@ -406,14 +549,34 @@ impl DataPlane for HorusSpine {
                 let pass = self.pipeline.resubmit();
                 self.idle.release(&pass);
             }
-            Input::Resubmit(Resubmit::Pow2 { task, first, first_load, first_drift, second, second_load, second_drift }) => {
+            Input::Resubmit(Resubmit::Pow2 {
+                task,
+                first,
+                first_load,
+                first_drift,
+                second,
+                second_load,
+                second_drift,
+            }) => {
                 let pass = self.pipeline.resubmit();
-                match self.pow2.schedule_resubmitted(&pass, first, first_load, first_drift, second, second_load, second_drift) {
+                match self.pow2.schedule_resubmitted(
+                    &pass,
+                    first,
+                    first_load,
+                    first_drift,
+                    second,
+                    second_load,
+                    second_drift,
+                ) {
                     Some(rack) => self.dispatch(&pass, now, rack, task, Decision::Sampled, out),
                     None => out.push(Action::Drop(DropReason::NoNodes)),
                 }
             }
-            Input::Reply { .. } | Input::QueueChanged { .. } => out.push(Action::Drop(DropReason::Unexpected)),
+            Input::Reply { .. }
+            | Input::QueueChanged { .. }
+            | Input::Resubmit(Resubmit::Retry { .. }) => {
+                out.push(Action::Drop(DropReason::Unexpected))
+            }
         }
     }
 

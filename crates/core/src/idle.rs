@@ -36,9 +36,16 @@ use crate::switch::{Pass, RegisterArray};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RemoveFirst {
     /// Lock taken, node found: resubmit with this metadata.
-    Resubmit { last_node: NodeId, removed_index: u32 },
+    Resubmit {
+        last_node: NodeId,
+        removed_index: u32,
+    },
     /// Lock taken but the node was not idle: resubmit only to release the lock.
     Absent,
+    /// The node sat in the top slot and is gone with the decrement of `p`;
+    /// resubmit only to release the lock. Moving `last_node` here in a second
+    /// pass would be wrong: an add between the passes may have reused the slot.
+    RemovedTop,
     /// Lock held by another remove: drop.
     LockHeld,
 }
@@ -60,6 +67,9 @@ pub enum AddOutcome {
     Added { was_empty: bool },
     /// The node was already idle (spine only).
     Duplicate,
+    /// The list is full: only possible at a leaf, whose stale duplicate
+    /// entries are discarded lazily by the leaf (see `horus.rs`).
+    Full,
 }
 
 #[derive(Clone, Debug)]
@@ -103,14 +113,22 @@ impl IdleNodes {
                 return AddOutcome::Duplicate;
             }
         }
+        let capacity = self.idle_list.len() as u32;
         let slot = self.p.update(pass, 0, |p| {
             let old = *p;
-            *p += 1;
+            if old < capacity {
+                *p += 1;
+            }
             old
         });
+        if slot >= capacity {
+            return AddOutcome::Full;
+        }
         self.idle_list.write(pass, slot as usize, node);
         self.idle_index.write(pass, node as usize, slot);
-        AddOutcome::Added { was_empty: slot == 0 }
+        AddOutcome::Added {
+            was_empty: slot == 0,
+        }
     }
 
     /// Alg. 1 SCHEDULETASKIDLE at a leaf: take the top idle node out.
@@ -168,6 +186,9 @@ impl IdleNodes {
         });
         let last_node = self.idle_list.read(pass, new_p as usize);
         let removed_index = self.idle_index.read(pass, node as usize);
+        if removed_index == new_p {
+            return RemoveFirst::RemovedTop;
+        }
         RemoveFirst::Resubmit {
             last_node,
             removed_index,
@@ -177,8 +198,10 @@ impl IdleNodes {
     /// Alg. 1 REMOVE, resubmit path. Returns whether the list is now empty.
     pub fn remove_second(&mut self, pass: &Pass, last_node: NodeId, removed_index: u32) {
         self.lock.write(pass, 0, false);
-        self.idle_list.write(pass, removed_index as usize, last_node);
-        self.idle_index.write(pass, last_node as usize, removed_index);
+        self.idle_list
+            .write(pass, removed_index as usize, last_node);
+        self.idle_index
+            .write(pass, last_node as usize, removed_index);
     }
 
     /// Second pass of a remove that found nothing to remove.
@@ -258,7 +281,11 @@ mod tests {
             idle.add(&pipe.begin(), n);
         }
         assert_eq!(idle.idle(), &[4, 3, 6, 7]);
-        let RemoveFirst::Resubmit { last_node, removed_index } = idle.remove_first(&pipe.begin(), 3) else {
+        let RemoveFirst::Resubmit {
+            last_node,
+            removed_index,
+        } = idle.remove_first(&pipe.begin(), 3)
+        else {
             panic!("remove of an idle node must resubmit")
         };
         assert_eq!((last_node, removed_index), (7, 1));
@@ -277,14 +304,37 @@ mod tests {
         let first = idle.remove_first(&pipe.begin(), 1);
         assert!(matches!(first, RemoveFirst::Resubmit { .. }));
         assert_eq!(idle.remove_first(&pipe.begin(), 2), RemoveFirst::LockHeld);
-        assert_eq!(idle.retrieve(&pipe.begin()), Retrieved::Locked, "retrieve must not race a pending remove");
+        assert_eq!(
+            idle.retrieve(&pipe.begin()),
+            Retrieved::Locked,
+            "retrieve must not race a pending remove"
+        );
+    }
+
+    /// Removing the top node while an add slips in between the passes: the add
+    /// reuses the vacated top slot, and the second pass must not overwrite it.
+    #[test]
+    fn remove_of_top_node_interleaved_with_add_keeps_the_added_node() {
+        let mut pipe = Pipeline::new();
+        let mut idle = IdleNodes::new(8, true);
+        for n in [1, 2, 3] {
+            idle.add(&pipe.begin(), n);
+        }
+        assert_eq!(idle.remove_first(&pipe.begin(), 3), RemoveFirst::RemovedTop);
+        idle.add(&pipe.begin(), 5);
+        idle.release(&pipe.resubmit());
+        assert_eq!(idle.idle(), &[1, 2, 5]);
+        idle.check_invariant().unwrap();
     }
 
     #[test]
     fn duplicate_add_and_absent_remove_are_no_ops_on_spine() {
         let mut pipe = Pipeline::new();
         let mut idle = IdleNodes::new(4, true);
-        assert_eq!(idle.add(&pipe.begin(), 2), AddOutcome::Added { was_empty: true });
+        assert_eq!(
+            idle.add(&pipe.begin(), 2),
+            AddOutcome::Added { was_empty: true }
+        );
         assert_eq!(idle.add(&pipe.begin(), 2), AddOutcome::Duplicate);
         assert_eq!(idle.remove_first(&pipe.begin(), 1), RemoveFirst::Absent);
         idle.release(&pipe.resubmit());

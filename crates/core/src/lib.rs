@@ -5,12 +5,17 @@
 //! and execute the [`dataplane::Action`]s a data plane returns.
 
 pub mod affinity;
+pub mod baselines;
 pub mod dataplane;
 pub mod fixed;
 pub mod horus;
 pub mod idle;
 pub mod pow2;
+pub mod racksched;
 pub mod rng;
 pub mod switch;
 
-pub use dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskId, TaskMeta, Upstream};
+pub use dataplane::{
+    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskId,
+    TaskMeta, Upstream,
+};

@@ -105,7 +105,8 @@ impl LazyPow2 {
         });
         match drift_sel {
             None => {
-                self.drift2.update(pass, sel as usize, |d| *d = d.saturating_add(inc));
+                self.drift2
+                    .update(pass, sel as usize, |d| *d = d.saturating_add(inc));
                 Pow2First::Chosen(sel_node)
             }
             Some(d_sel) => {
@@ -138,7 +139,11 @@ impl LazyPow2 {
     ) -> Option<NodeId> {
         let q1 = first_load.saturating_add(first_drift);
         let q2 = second_load.saturating_add(second_drift);
-        let (node, carried) = if q1 <= q2 { (first, first_drift) } else { (second, second_drift) };
+        let (node, carried) = if q1 <= q2 {
+            (first, first_drift)
+        } else {
+            (second, second_drift)
+        };
         let slot = self.slot_of.read(pass, node as usize);
         if slot == NO_SLOT {
             // The node was removed by the control plane between the passes.
@@ -147,10 +152,14 @@ impl LazyPow2 {
         let slot = slot as usize;
         let inc = self.factor.read(pass, slot);
         let add = carried.saturating_add(inc);
-        self.load1.update(pass, slot, |(_, l)| *l = l.saturating_add(add));
-        self.load2.update(pass, slot, |(_, l)| *l = l.saturating_add(add));
-        self.drift1.update(pass, slot, |d| *d = d.saturating_sub(carried));
-        self.drift2.update(pass, slot, |d| *d = d.saturating_sub(carried));
+        self.load1
+            .update(pass, slot, |(_, l)| *l = l.saturating_add(add));
+        self.load2
+            .update(pass, slot, |(_, l)| *l = l.saturating_add(add));
+        self.drift1
+            .update(pass, slot, |d| *d = d.saturating_sub(carried));
+        self.drift2
+            .update(pass, slot, |d| *d = d.saturating_sub(carried));
         Some(node)
     }
 
@@ -182,8 +191,37 @@ impl LazyPow2 {
         }
         let slot = slot as usize;
         let inc = self.factor.read(pass, slot);
-        self.drift1.update(pass, slot, |d| *d = d.saturating_add(inc));
-        self.drift2.update(pass, slot, |d| *d = d.saturating_add(inc));
+        self.drift1
+            .update(pass, slot, |d| *d = d.saturating_add(inc));
+        self.drift2
+            .update(pass, slot, |d| *d = d.saturating_add(inc));
+    }
+
+    /// A leaf popped `node` off its idle list: confirm it is still idle in
+    /// this scheduler's view (load + drift == 0) and, if so, count the task
+    /// in its drift. Uses `slot_of`, `load1`, `factor`, `drift1`, `drift2`,
+    /// which all sit after idleNodes' stages.
+    pub fn claim_idle(&mut self, pass: &Pass, node: NodeId) -> bool {
+        let slot = self.slot_of.read(pass, node as usize);
+        if slot == NO_SLOT {
+            return false;
+        }
+        let slot = slot as usize;
+        let (_, load) = self.load1.read(pass, slot);
+        let inc = self.factor.read(pass, slot);
+        let claimed = self.drift1.update(pass, slot, |d| {
+            if load == 0 && *d == 0 {
+                *d = inc;
+                true
+            } else {
+                false
+            }
+        });
+        if claimed {
+            self.drift2
+                .update(pass, slot, |d| *d = d.saturating_add(inc));
+        }
+        claimed
     }
 
     // ---- control plane ----
@@ -195,7 +233,8 @@ impl LazyPow2 {
             self.slot_of.control_resize(n + 1, NO_SLOT);
         }
         if self.slot_of.peek(n) != NO_SLOT {
-            self.factor.control_write(self.slot_of.peek(n) as usize, factor);
+            self.factor
+                .control_write(self.slot_of.peek(n) as usize, factor);
             return;
         }
         let slot = self.count.peek(0) as usize;
@@ -295,22 +334,45 @@ mod tests {
             let mut rng = Rng::new(seed);
             let mut probe = p2.clone();
             let mut pp = pipe.clone();
-            if let Pow2First::Resubmit(r) = probe.schedule(&pp.begin(), &mut rng, TaskMeta::default()) {
+            if let Pow2First::Resubmit(r) =
+                probe.schedule(&pp.begin(), &mut rng, TaskMeta::default())
+            {
                 break (probe, pp, r);
             }
             seed += 1;
         };
-        let Resubmit::Pow2 { first: m, first_load, first_drift, second: n, second_load, second_drift, .. } = resub else {
+        let Resubmit::Pow2 {
+            first: m,
+            first_load,
+            first_drift,
+            second: n,
+            second_load,
+            second_drift,
+            ..
+        } = resub
+        else {
             unreachable!()
         };
         assert_eq!((m, first_load, first_drift), (0, 3, 3));
         assert_eq!((n, second_load, second_drift), (2, 4, 1));
         let mut p2 = first;
         let chosen = p2
-            .schedule_resubmitted(&pipe.resubmit(), m, first_load, first_drift, n, second_load, second_drift)
+            .schedule_resubmitted(
+                &pipe.resubmit(),
+                m,
+                first_load,
+                first_drift,
+                n,
+                second_load,
+                second_drift,
+            )
             .unwrap();
         assert_eq!(chosen, 2, "actual loads are 6 vs 5: node 2 wins");
-        assert_eq!(p2.view(2), Some((6, 0)), "drift folded into load, plus this task");
+        assert_eq!(
+            p2.view(2),
+            Some((6, 0)),
+            "drift folded into load, plus this task"
+        );
         assert_eq!(p2.view(0), Some((3, 3)), "the other sample is untouched");
         p2.check_copies().unwrap();
     }
@@ -332,6 +394,9 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        assert!(!p2.update(&pipe.begin(), 1, 5), "updates from a removed node are refused");
+        assert!(
+            !p2.update(&pipe.begin(), 1, 5),
+            "updates from a removed node are refused"
+        );
     }
 }

@@ -155,7 +155,13 @@ mod tests {
         let p1 = pipe.begin();
         a.write(&p1, 0, 5);
         let p2 = pipe.resubmit();
-        assert_eq!(a.update(&p2, 0, |v| { *v += 1; *v }), 6);
+        assert_eq!(
+            a.update(&p2, 0, |v| {
+                *v += 1;
+                *v
+            }),
+            6
+        );
         assert_eq!(pipe.first_passes, 1);
         assert_eq!(pipe.resubmissions, 1);
         assert!(p2.is_resubmission());

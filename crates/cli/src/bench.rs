@@ -1,0 +1,243 @@
+//! `netsched bench ...`: benchmarks that print their figures (docs/benchmarks.md).
+
+use std::time::Instant;
+
+use clap::Subcommand;
+use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
+use netsched_core::rng::Rng;
+use netsched_core::{Action, DataPlane, Input, Outbox, TaskMeta};
+use netsched_sim::config::{Policy, SimConfig};
+use netsched_sim::report;
+use netsched_sim::run::{run_config, RunOpts};
+
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// The full datacenter of Horus §5.1: k=48 fat tree, 1,000 pools (~685K
+    /// workers), Bimodal at load 0.9, 100 tasks per worker (~68M tasks).
+    Sim {
+        #[arg(long, default_value_t = 100.0)]
+        tasks_per_worker: f64,
+        #[arg(long, default_value_t = 1000)]
+        pools: u32,
+        #[arg(long, default_value = "horus")]
+        policy: String,
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+    },
+    /// Decisions per second of the Horus leaf and spine data planes alone, on one core.
+    Dataplane {
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+    },
+}
+
+pub fn run(cmd: BenchCmd) -> Result<(), String> {
+    match cmd {
+        BenchCmd::Sim {
+            tasks_per_worker,
+            pools,
+            policy,
+            threads,
+        } => bench_sim(tasks_per_worker, pools, &policy, threads),
+        BenchCmd::Dataplane { seconds } => {
+            bench_dataplane(seconds);
+            Ok(())
+        }
+    }
+}
+
+/// Peak resident set size of this process (VmHWM), in bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn bench_sim(
+    tasks_per_worker: f64,
+    pools: u32,
+    policy: &str,
+    threads: usize,
+) -> Result<(), String> {
+    let text = format!(
+        r#"
+seed = 1
+policy = "{policy}"
+threads = {threads}
+[topology]
+kind = "fat-tree"
+k = 48
+[placement]
+pools = {pools}
+[workload]
+service = {{ kind = "preset", name = "bimodal" }}
+load = 0.9
+tasks_per_worker = {tasks_per_worker}
+"#
+    );
+    let cfg = SimConfig::from_toml(&text).map_err(|e| e.to_string())?;
+    let _ = Policy::parse(policy).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let runs = run_config(&cfg, std::path::Path::new("."), &RunOpts { progress: true })
+        .map_err(|e| e.to_string())?;
+    let wall = start.elapsed().as_secs_f64();
+    report::print_table(&runs);
+    let r = &runs[0];
+    println!(
+        "bench sim: policy={policy} pools={pools} workers={} tasks={} events={}",
+        r.workers, r.tasks, r.events
+    );
+    println!(
+        "bench sim: wall {:.1} s (setup {:.1} s), {:.2} M tasks/s, {:.2} M events/s, peak RSS {:.2} GiB",
+        wall,
+        r.setup_s,
+        r.tasks as f64 / wall / 1e6,
+        r.events as f64 / wall / 1e6,
+        peak_rss_bytes().unwrap_or(0) as f64 / (1u64 << 30) as f64
+    );
+    Ok(())
+}
+
+/// Runs `step` until `seconds` elapse; returns decisions per second.
+fn measure(seconds: f64, mut step: impl FnMut() -> u64) -> f64 {
+    // Warm up caches and branch predictors first.
+    for _ in 0..10_000 {
+        step();
+    }
+    let start = Instant::now();
+    let mut decisions = 0u64;
+    loop {
+        for _ in 0..10_000 {
+            decisions += step();
+        }
+        let el = start.elapsed().as_secs_f64();
+        if el >= seconds {
+            return decisions as f64 / el;
+        }
+    }
+}
+
+/// Executes a data plane's resubmissions inline and counts dispatches.
+fn drive(dp: &mut impl DataPlane, now: u64, input: Input, out: &mut Outbox) -> u64 {
+    out.clear();
+    dp.handle(now, input, out);
+    let mut decisions = 0;
+    let mut i = 0;
+    while i < out.len() {
+        match out.as_slice()[i] {
+            Action::Dispatch { .. } => decisions += 1,
+            Action::Resubmit(r) => {
+                let mut again = Outbox::new();
+                dp.handle(now, Input::Resubmit(r), &mut again);
+                decisions += again
+                    .as_slice()
+                    .iter()
+                    .filter(|a| matches!(a, Action::Dispatch { .. }))
+                    .count() as u64;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    decisions
+}
+
+fn bench_dataplane(seconds: f64) {
+    let conn = ConnTableConfig::default();
+    let task = TaskMeta {
+        first: true,
+        last: true,
+        ..TaskMeta::default()
+    };
+    println!("{:<52} {:>14}", "data plane (one core)", "M decisions/s");
+    for workers in [24u32, 768] {
+        // Busy leaf: every worker has a queue, each task is followed by one
+        // reply so the state stays in the power-of-2 regime.
+        let mut leaf = HorusLeaf::new(workers, 1, conn);
+        let mut out = Outbox::new();
+        let mut rng = Rng::new(9);
+        for _ in 0..workers * 4 {
+            drive(&mut leaf, 0, Input::Task(task), &mut out);
+        }
+        let rate = measure(seconds, || {
+            let d = drive(&mut leaf, 0, Input::Task(task), &mut out);
+            let w = rng.below(workers);
+            out.clear();
+            leaf.handle(
+                0,
+                Input::Reply {
+                    node: w,
+                    qlen: 3,
+                    class: 0,
+                    task: 0,
+                },
+                &mut out,
+            );
+            d
+        });
+        println!(
+            "{:<52} {:>14.1}",
+            format!("horus leaf, {workers} workers, busy (task + reply)"),
+            rate / 1e6
+        );
+        // Idle-rich leaf: every task finds an idle worker, which comes back idle.
+        let mut leaf = HorusLeaf::new(workers, 1, conn);
+        let mut next = 0u32;
+        let rate = measure(seconds, || {
+            let d = drive(&mut leaf, 0, Input::Task(task), &mut out);
+            out.clear();
+            leaf.handle(
+                0,
+                Input::Reply {
+                    node: next,
+                    qlen: 0,
+                    class: 0,
+                    task: 0,
+                },
+                &mut out,
+            );
+            next = (next + 1) % workers;
+            d
+        });
+        println!(
+            "{:<52} {:>14.1}",
+            format!("horus leaf, {workers} workers, idle (task + reply)"),
+            rate / 1e6
+        );
+    }
+    for racks in [10u32, 1152] {
+        let weights = vec![24u32; racks as usize];
+        let mut spine = HorusSpine::new(&weights, 1, conn);
+        let mut out = Outbox::new();
+        for r in 0..racks {
+            out.clear();
+            spine.handle(0, Input::IdleRemove { node: r }, &mut out);
+            if let Some(Action::Resubmit(rs)) = out.as_slice().first().copied() {
+                out.clear();
+                spine.handle(0, Input::Resubmit(rs), &mut out);
+            }
+        }
+        let mut rng = Rng::new(5);
+        let rate = measure(seconds, || {
+            let d = drive(&mut spine, 0, Input::Task(task), &mut out);
+            let r = rng.below(racks);
+            out.clear();
+            spine.handle(
+                0,
+                Input::LoadUpdate {
+                    node: r,
+                    load: 3 << 16,
+                },
+                &mut out,
+            );
+            d
+        });
+        println!(
+            "{:<52} {:>14.1}",
+            format!("horus spine, {racks} racks, busy (task + loadUpdate)"),
+            rate / 1e6
+        );
+    }
+}

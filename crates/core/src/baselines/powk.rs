@@ -1,0 +1,133 @@
+//! Power-of-k with instant updates: the ideal counterpart of RackSched's
+//! delayed updates (Horus App. C contrasts the two update disciplines).
+
+use super::{follow, remember};
+use crate::affinity::AffinityTable;
+use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
+use crate::racksched::{LoadTable, Report, ReqTableConfig};
+use crate::rng::Rng;
+use crate::switch::Pipeline;
+
+/// Power-of-k over loads the driver updates with zero delay through
+/// `QueueChanged` (an oracle feed, not packets). The sampling itself obeys the
+/// switch model: k copies of RackSched's [`LoadTable`], one read per copy.
+///
+/// Inputs: `Task`, `QueueChanged` (unknown node: `Drop(UnknownNode)`);
+/// `Reply` is ignored; others `Drop(Unexpected)`.
+#[derive(Clone, Debug)]
+pub struct PowKInstant {
+    pipeline: Pipeline,
+    rng: Rng,
+    loads: LoadTable,
+    affinity: AffinityTable,
+}
+
+impl PowKInstant {
+    /// Nodes `0..nodes` with empty queues, `k` distinct samples per task.
+    pub fn new(nodes: u32, k: u32, seed: u64) -> Self {
+        PowKInstant {
+            pipeline: Pipeline::new(),
+            rng: Rng::new(seed),
+            loads: LoadTable::new(nodes, k, 1),
+            affinity: ReqTableConfig::default().build(),
+        }
+    }
+
+    pub fn control_add_node(&mut self, node: NodeId) {
+        self.loads.control_add(node);
+    }
+
+    pub fn control_remove_node(&mut self, node: NodeId) {
+        if self.loads.control_remove(node) {
+            self.affinity.control_forget_node(node);
+        }
+    }
+
+    pub fn control_sweep(&mut self, now: u64) -> u64 {
+        self.affinity.control_sweep(now)
+    }
+
+    pub fn load_table(&self) -> &LoadTable {
+        &self.loads
+    }
+}
+
+impl DataPlane for PowKInstant {
+    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Task(task) => {
+                let pass = self.pipeline.begin();
+                if follow(&mut self.affinity, &pass, now, task, out) {
+                    return;
+                }
+                let active = self.loads.active(&pass);
+                if active == 0 {
+                    out.push(Action::Drop(DropReason::NoNodes));
+                    return;
+                }
+                let (node, _) = self.loads.choose(&pass, &mut self.rng, active, 0);
+                remember(&mut self.affinity, &pass, now, task, node);
+                out.push(Action::Dispatch {
+                    node,
+                    task,
+                    decision: Decision::Sampled,
+                });
+            }
+            Input::QueueChanged { node, qlen } => {
+                let pass = self.pipeline.begin();
+                if self.loads.report(&pass, node, 0, qlen) == Report::UnknownNode {
+                    out.push(Action::Drop(DropReason::UnknownNode));
+                }
+            }
+            Input::Reply { .. } => {}
+            _ => out.push(Action::Drop(DropReason::Unexpected)),
+        }
+    }
+
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn instant_updates_avoid_the_herding_of_delayed_ones() {
+        // k = n: every task sees every queue. With the driver reporting each
+        // dispatch at once, four tasks spread over the four empty nodes.
+        let mut p = PowKInstant::new(4, 4, 1);
+        let mut used = Vec::new();
+        for id in 0..4 {
+            let node = dispatched(&mut p, 0, Input::Task(task(id)));
+            assert!(
+                !used.contains(&node),
+                "node {node} picked twice while others are empty"
+            );
+            used.push(node);
+            run(&mut p, 0, Input::QueueChanged { node, qlen: 1 });
+        }
+        assert!(run(
+            &mut p,
+            0,
+            Input::Reply {
+                node: 0,
+                qlen: 9,
+                class: 0,
+                task: 0
+            }
+        )
+        .is_empty());
+        assert_eq!(
+            p.load_table().load(0),
+            Some(1),
+            "replies do not feed the oracle view"
+        );
+        assert_eq!(
+            run(&mut p, 0, Input::QueueChanged { node: 9, qlen: 1 }),
+            vec![Action::Drop(DropReason::UnknownNode)]
+        );
+    }
+}

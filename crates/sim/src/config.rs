@@ -1,0 +1,501 @@
+//! The simulator's configuration, read from TOML.
+//!
+//! Every struct denies unknown fields, so a typo is an error naming the field
+//! rather than a silently ignored setting. [`SimConfig::validate`] checks the
+//! values and names the offending field in a one-line error.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+use crate::topology::{PlacementConfig, TopologyConfig};
+use crate::workload::ServiceDist;
+
+/// Which scheduler runs at the spine and leaf layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Horus spine + leaf schedulers (NSDI'24 §3).
+    Horus,
+    /// RackSched hierarchically at spines and leaves (Horus §4.1).
+    RsH,
+    /// A uniformly random rack, then RackSched inside it (Horus §4.1; RS-R in §C).
+    RsLb,
+    /// One RackSched ToR scheduler per rack with a uniform spread over racks:
+    /// the same as RS-LB, named for single-rack experiments.
+    Racksched,
+    /// Uniformly random worker.
+    Random,
+    /// Round robin over the pool's workers.
+    RoundRobin,
+    /// Ideal join-shortest-queue with a zero-delay global view.
+    Jsq,
+    /// Join-idle-queue.
+    Jiq,
+    /// Power-of-2 over the pool's workers with instant (zero-delay) updates.
+    Pow2Instant,
+    /// Power-of-2 over the pool's workers with updates only from replies (Horus §C "DU").
+    Pow2Delayed,
+    /// Idle list, random when none is idle (Horus §C).
+    IdleOnly,
+    /// One central FCFS queue over all workers (M/M/c with zero delay).
+    Central,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 12] = [
+        Policy::Horus,
+        Policy::RsH,
+        Policy::RsLb,
+        Policy::Racksched,
+        Policy::Random,
+        Policy::RoundRobin,
+        Policy::Jsq,
+        Policy::Jiq,
+        Policy::Pow2Instant,
+        Policy::Pow2Delayed,
+        Policy::IdleOnly,
+        Policy::Central,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Horus => "horus",
+            Policy::RsH => "rs-h",
+            Policy::RsLb => "rs-lb",
+            Policy::Racksched => "racksched",
+            Policy::Random => "random",
+            Policy::RoundRobin => "round-robin",
+            Policy::Jsq => "jsq",
+            Policy::Jiq => "jiq",
+            Policy::Pow2Instant => "pow2-instant",
+            Policy::Pow2Delayed => "pow2-delayed",
+            Policy::IdleOnly => "idle-only",
+            Policy::Central => "central",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Policy, ConfigError> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| ConfigError {
+                field: "policy".into(),
+                msg: format!(
+                    "unknown policy `{s}` (expected one of: {})",
+                    Policy::ALL.map(|p| p.name()).join(", ")
+                ),
+            })
+    }
+
+    /// One scheduler over all workers of a pool rather than spine + leaf.
+    pub fn is_flat(self) -> bool {
+        !matches!(
+            self,
+            Policy::Horus | Policy::RsH | Policy::RsLb | Policy::Racksched
+        )
+    }
+
+    /// Ideal policies that see queue changes with zero delay.
+    pub fn sees_queues_instantly(self) -> bool {
+        matches!(self, Policy::Jsq | Policy::Pow2Instant)
+    }
+}
+
+/// A per-hop delay: constant, or exponential around a mean.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum DelayDist {
+    Constant { us: f64 },
+    Exp { mean_us: f64 },
+}
+
+impl DelayDist {
+    pub fn mean_ns(&self) -> u64 {
+        match *self {
+            DelayDist::Constant { us } => (us * 1e3).round() as u64,
+            DelayDist::Exp { mean_us } => (mean_us * 1e3).round() as u64,
+        }
+    }
+
+    #[inline]
+    pub fn sample(&self, rng: &mut netsched_core::rng::Rng) -> u64 {
+        match *self {
+            DelayDist::Constant { us } => (us * 1e3).round() as u64,
+            DelayDist::Exp { mean_us } => {
+                if mean_us <= 0.0 {
+                    0
+                } else {
+                    (-rng.unit_open0().ln() * mean_us * 1e3).round() as u64
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Delay of one switch-to-switch or switch-to-server hop (Horus §5.1: 5 µs mean).
+    #[serde(default = "default_hop")]
+    pub hop_delay: DelayDist,
+    /// Per-packet loss probability (Horus §5.1: 1e-3 % = 1e-5).
+    #[serde(default = "default_loss")]
+    pub loss: f64,
+    /// Extra latency of one resubmission pass through a switch pipeline.
+    #[serde(default = "default_resubmit_ns")]
+    pub resubmit_ns: u64,
+}
+
+fn default_hop() -> DelayDist {
+    DelayDist::Exp { mean_us: 5.0 }
+}
+fn default_loss() -> f64 {
+    1e-5
+}
+fn default_resubmit_ns() -> u64 {
+    500
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            hop_delay: default_hop(),
+            loss: default_loss(),
+            resubmit_ns: default_resubmit_ns(),
+        }
+    }
+}
+
+impl NetworkConfig {
+    /// No delay, no loss: for checks against queueing theory.
+    pub fn ideal() -> Self {
+        NetworkConfig {
+            hop_delay: DelayDist::Constant { us: 0.0 },
+            loss: 0.0,
+            resubmit_ns: 0,
+        }
+    }
+}
+
+/// How the cores a pool owns execute tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkerModel {
+    /// Each worker (core) has its own FCFS queue and is a scheduling node (Horus §5.1).
+    Fcfs,
+    /// A server's cores of the pool share one cFCFS queue; the server is the node (RackSched).
+    ServerCfcfs,
+    /// A server's cores share processor sharing with a time slice (RackSched).
+    ServerPs,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    #[serde(default = "default_worker_model")]
+    pub model: WorkerModel,
+    /// Processor-sharing time slice (RackSched §2: 25 µs).
+    #[serde(default = "default_slice")]
+    pub ps_slice_us: f64,
+    /// How long a leaf waits for heartbeats before declaring a server dead (Horus §A.3).
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat_timeout_us: f64,
+}
+
+fn default_worker_model() -> WorkerModel {
+    WorkerModel::Fcfs
+}
+fn default_slice() -> f64 {
+    25.0
+}
+fn default_heartbeat() -> f64 {
+    1000.0
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            model: default_worker_model(),
+            ps_slice_us: default_slice(),
+            heartbeat_timeout_us: default_heartbeat(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerConfig {
+    /// Samples per decision for RackSched and power-of-k baselines (RackSched: k=2).
+    #[serde(default = "default_k")]
+    pub k: u32,
+}
+
+fn default_k() -> u32 {
+    2
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig { k: default_k() }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    pub service: ServiceDist,
+    /// Offered load as a fraction of λ = n / s̄ per pool (Horus §5.1).
+    pub load: f64,
+    /// Run length: each pool generates this many tasks per worker on average.
+    #[serde(default)]
+    pub tasks_per_worker: Option<f64>,
+    /// Run length as simulated time instead.
+    #[serde(default)]
+    pub duration_us: Option<f64>,
+    /// Piecewise load over time: `[[start_us, load], ...]`, replacing `load` from each start.
+    #[serde(default)]
+    pub schedule: Vec<[f64; 2]>,
+    /// Tasks submitted before this fraction of the run are not measured.
+    #[serde(default = "default_warmup")]
+    pub warmup_fraction: f64,
+}
+
+fn default_warmup() -> f64 {
+    0.1
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Queue imbalance sampling interval (Horus §5.2: every 50 µs); 0 disables.
+    #[serde(default = "default_imbalance")]
+    pub imbalance_interval_us: f64,
+    /// Tail-latency target for the throughput metric (Horus §4.1).
+    #[serde(default = "default_target")]
+    pub p99_target_us: f64,
+}
+
+fn default_imbalance() -> f64 {
+    50.0
+}
+fn default_target() -> f64 {
+    3000.0
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            imbalance_interval_us: default_imbalance(),
+            p99_target_us: default_target(),
+        }
+    }
+}
+
+/// A failure or change injected at a given time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum FailureEvent {
+    /// Spine switch `id` (global index) fails.
+    Spine { at_us: f64, id: u32 },
+    /// Leaf switch `id` (global rack index) fails; its rack is cut off.
+    Leaf { at_us: f64, id: u32 },
+    /// Server `id` (global index) fails with all its workers.
+    Server { at_us: f64, id: u32 },
+    /// `count` idle workers join rack slice `rack` (index within the pool) of pool `pool`.
+    AddWorkers {
+        at_us: f64,
+        pool: u32,
+        rack: u32,
+        count: u32,
+    },
+    /// `count` workers leave rack slice `rack` of pool `pool` (they finish their queues).
+    RemoveWorkers {
+        at_us: f64,
+        pool: u32,
+        rack: u32,
+        count: u32,
+    },
+}
+
+impl FailureEvent {
+    pub fn at_ns(&self) -> u64 {
+        let us = match *self {
+            FailureEvent::Spine { at_us, .. }
+            | FailureEvent::Leaf { at_us, .. }
+            | FailureEvent::Server { at_us, .. }
+            | FailureEvent::AddWorkers { at_us, .. }
+            | FailureEvent::RemoveWorkers { at_us, .. } => at_us,
+        };
+        (us * 1e3).round() as u64
+    }
+}
+
+/// Policies × loads run by one invocation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    #[serde(default)]
+    pub policies: Vec<Policy>,
+    #[serde(default)]
+    pub loads: Vec<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_policy")]
+    pub policy: Policy,
+    #[serde(default)]
+    pub sweep: Option<Sweep>,
+    pub topology: TopologyConfig,
+    #[serde(default)]
+    pub placement: PlacementConfig,
+    pub workload: WorkloadConfig,
+    #[serde(default)]
+    pub network: NetworkConfig,
+    #[serde(default)]
+    pub workers: WorkerConfig,
+    #[serde(default)]
+    pub schedulers: SchedulerConfig,
+    #[serde(default)]
+    pub failures: Vec<FailureEvent>,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+    /// Worker threads for pools (0 = all cores). Results do not depend on it.
+    #[serde(default)]
+    pub threads: usize,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_policy() -> Policy {
+    Policy::Horus
+}
+
+fn err(field: &str, msg: impl Into<String>) -> ConfigError {
+    ConfigError {
+        field: field.into(),
+        msg: msg.into(),
+    }
+}
+
+impl SimConfig {
+    /// Parse TOML; serde's errors already name the field and line.
+    pub fn from_toml(text: &str) -> Result<SimConfig, ConfigError> {
+        let cfg: SimConfig = toml::from_str(text).map_err(|e| {
+            let msg = e.message().to_string();
+            let field = msg
+                .split('`')
+                .nth(1)
+                .map(str::to_string)
+                .unwrap_or_else(|| "config".into());
+            err(&field, msg.replace('\n', " "))
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_load("workload.load", self.workload.load)?;
+        for (i, seg) in self.workload.schedule.iter().enumerate() {
+            if seg[0] < 0.0 || !seg[0].is_finite() {
+                return Err(err(
+                    &format!("workload.schedule[{i}]"),
+                    "start time must be >= 0",
+                ));
+            }
+            check_load(&format!("workload.schedule[{i}]"), seg[1])?;
+            if i > 0 && seg[0] <= self.workload.schedule[i - 1][0] {
+                return Err(err(
+                    &format!("workload.schedule[{i}]"),
+                    "start times must increase",
+                ));
+            }
+        }
+        if let Some(sweep) = &self.sweep {
+            for (i, &l) in sweep.loads.iter().enumerate() {
+                check_load(&format!("sweep.loads[{i}]"), l)?;
+            }
+        }
+        match (self.workload.tasks_per_worker, self.workload.duration_us) {
+            (None, None) => {
+                return Err(err(
+                    "workload.tasks_per_worker",
+                    "set tasks_per_worker or duration_us",
+                ))
+            }
+            (Some(t), _) if !(t > 0.0 && t.is_finite()) => {
+                return Err(err("workload.tasks_per_worker", "must be > 0"))
+            }
+            (_, Some(d)) if !(d > 0.0 && d.is_finite()) => {
+                return Err(err("workload.duration_us", "must be > 0"))
+            }
+            _ => {}
+        }
+        if !(0.0..1.0).contains(&self.workload.warmup_fraction) {
+            return Err(err("workload.warmup_fraction", "must be in [0, 1)"));
+        }
+        if !(0.0..=1.0).contains(&self.network.loss) {
+            return Err(err("network.loss", "must be a probability in [0, 1]"));
+        }
+        match self.network.hop_delay {
+            DelayDist::Constant { us } if !(us >= 0.0 && us.is_finite()) => {
+                return Err(err("network.hop_delay.us", "must be >= 0"))
+            }
+            DelayDist::Exp { mean_us } if !(mean_us >= 0.0 && mean_us.is_finite()) => {
+                return Err(err("network.hop_delay.mean_us", "must be >= 0"))
+            }
+            _ => {}
+        }
+        if self.schedulers.k == 0 {
+            return Err(err("schedulers.k", "must be >= 1"));
+        }
+        if !(self.workers.ps_slice_us > 0.0) {
+            return Err(err("workers.ps_slice_us", "must be > 0"));
+        }
+        if self.metrics.imbalance_interval_us < 0.0 {
+            return Err(err("metrics.imbalance_interval_us", "must be >= 0"));
+        }
+        self.workload.service.validate()?;
+        self.topology.validate()?;
+        self.placement.validate()?;
+        Ok(())
+    }
+
+    /// The (policy, load) runs this config asks for.
+    pub fn runs(&self) -> Vec<(Policy, f64)> {
+        let (policies, loads) = match &self.sweep {
+            Some(s) => (
+                if s.policies.is_empty() {
+                    vec![self.policy]
+                } else {
+                    s.policies.clone()
+                },
+                if s.loads.is_empty() {
+                    vec![self.workload.load]
+                } else {
+                    s.loads.clone()
+                },
+            ),
+            None => (vec![self.policy], vec![self.workload.load]),
+        };
+        let mut runs = Vec::new();
+        for &p in &policies {
+            for &l in &loads {
+                runs.push((p, l));
+            }
+        }
+        runs
+    }
+}
+
+fn check_load(field: &str, load: f64) -> Result<(), ConfigError> {
+    if load > 0.0 && load <= 1.0 {
+        Ok(())
+    } else {
+        Err(err(field, format!("load must be in (0, 1], got {load}")))
+    }
+}

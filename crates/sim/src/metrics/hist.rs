@@ -1,0 +1,303 @@
+//! Histograms with a stated error bound (DESIGN.md: "Percentiles come from all
+//! samples or from a histogram whose relative error is stated").
+
+use hdrhistogram::Histogram;
+
+/// Significant decimal digits kept by every histogram here.
+pub const SIGFIG: u8 = 3;
+
+/// Upper bound on the relative error of a reported quantile.
+///
+/// With 3 significant digits HDR keeps 2048 sub-buckets per power of two, so
+/// values below 2048 ns are exact and every larger value shares its bucket only
+/// with values within 1/1024 of it; a quantile is reported as the highest
+/// value of its bucket, so it is never below the true sample quantile and at
+/// most 0.1% above it.
+pub const QUANTILE_REL_ERROR: f64 = 0.001;
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision")
+}
+
+/// Record with growth. (`saturating_record` would clamp to the current range
+/// instead of growing it.) Only a value beyond 2^62, which cannot be grown
+/// to, is clamped.
+#[inline]
+fn record_into(h: &mut Histogram<u64>, v: u64, n: u64) {
+    if h.record_n(v, n).is_err() {
+        h.saturating_record_n(v, n);
+    }
+}
+
+/// Add `src` into `dst`. With auto-resize on `add` cannot fail in practice;
+/// should it ever, fall back to re-recording so that no sample is lost.
+fn add_into(dst: &mut Histogram<u64>, src: &Histogram<u64>) {
+    if dst.add(src).is_err() {
+        for v in src.iter_recorded() {
+            record_into(dst, v.value_iterated_to(), v.count_at_value());
+        }
+    }
+}
+
+/// A latency histogram in ns: HDR with 3 significant digits (quantiles within
+/// [`QUANTILE_REL_ERROR`] = 0.1% relative), growing to whatever range it sees.
+/// Count, mean, min and max are tracked exactly beside it.
+///
+/// Memory grows with the largest value: about 1 000 × (log2(max / 2048) + 2)
+/// counters of 8 bytes, so ~120 KiB for values up to 10 ms.
+#[derive(Clone, Debug)]
+pub struct LatencyHist {
+    h: Histogram<u64>,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Default for LatencyHist {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for LatencyHist {
+    fn eq(&self, other: &Self) -> bool {
+        self.sum == other.sum && self.min == other.min && self.max == other.max && self.h == other.h
+    }
+}
+
+impl LatencyHist {
+    pub fn new() -> Self {
+        LatencyHist {
+            h: new_hist(),
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        record_into(&mut self.h, ns, 1);
+        self.sum += ns as u128;
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+    }
+
+    /// Add every sample of `other`; the result equals having recorded both streams.
+    pub fn merge(&mut self, other: &LatencyHist) {
+        add_into(&mut self.h, &other.h);
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.h.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.h.is_empty()
+    }
+
+    /// The `q`-quantile (q in [0, 1]), at most 0.1% above the exact sample
+    /// quantile and never above the exact maximum; 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.is_empty() {
+            return 0;
+        }
+        if q >= 1.0 {
+            return self.max;
+        }
+        if q <= 0.0 {
+            return self.min;
+        }
+        self.h.value_at_quantile(q).min(self.max)
+    }
+
+    /// Exact mean of the recorded values; 0 when empty.
+    pub fn mean(&self) -> f64 {
+        if self.is_empty() {
+            0.0
+        } else {
+            self.sum as f64 / self.count() as f64
+        }
+    }
+
+    /// Exact maximum; 0 when empty.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Exact minimum; 0 when empty.
+    pub fn min(&self) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.min
+        }
+    }
+}
+
+/// A histogram of ratios ≥ 0 kept in thousandths, for the queue-imbalance
+/// metric (max/mean queue length). Quantization adds at most 0.0005 absolute
+/// to the histogram's 0.1% relative error; ratios here are ≥ 1, so quantiles
+/// stay within 0.15% relative.
+#[derive(Clone, Debug)]
+pub struct RatioHist {
+    h: Histogram<u64>,
+    sum: f64,
+}
+
+impl Default for RatioHist {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for RatioHist {
+    fn eq(&self, other: &Self) -> bool {
+        self.h == other.h
+    }
+}
+
+const RATIO_SCALE: f64 = 1000.0;
+
+impl RatioHist {
+    pub fn new() -> Self {
+        RatioHist {
+            h: new_hist(),
+            sum: 0.0,
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, ratio: f64) {
+        if ratio.is_finite() && ratio >= 0.0 {
+            record_into(&mut self.h, (ratio * RATIO_SCALE).round() as u64, 1);
+            self.sum += ratio;
+        }
+    }
+
+    pub fn merge(&mut self, other: &RatioHist) {
+        add_into(&mut self.h, &other.h);
+        self.sum += other.sum;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.h.len()
+    }
+
+    /// The `q`-quantile of the recorded ratios; 0 when empty.
+    pub fn quantile(&self, q: f64) -> f64 {
+        if self.h.is_empty() {
+            return 0.0;
+        }
+        let v = if q >= 1.0 {
+            self.h.max()
+        } else {
+            self.h.value_at_quantile(q.max(0.0))
+        };
+        v as f64 / RATIO_SCALE
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.h.is_empty() {
+            0.0
+        } else {
+            self.sum / self.count() as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netsched_core::rng::Rng;
+    use proptest::prelude::*;
+
+    /// The exact sample quantile with HDR's rank convention: the
+    /// ceil(q·n)-th smallest value (at least the first).
+    fn exact_quantile(sorted: &[u64], q: f64) -> u64 {
+        let rank = ((q * sorted.len() as f64).ceil() as usize).max(1);
+        sorted[rank - 1]
+    }
+
+    #[test]
+    fn quantiles_within_stated_error() {
+        let mut rng = Rng::new(5);
+        let mut h = LatencyHist::new();
+        let mut xs: Vec<u64> = (0..200_000)
+            .map(|_| (-rng.unit_open0().ln() * 250_000.0) as u64)
+            .collect();
+        for &x in &xs {
+            h.record(x);
+        }
+        xs.sort_unstable();
+        for q in [0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999] {
+            let exact = exact_quantile(&xs, q) as f64;
+            let est = h.quantile(q) as f64;
+            assert!(est >= exact, "q={q}: {est} < {exact}");
+            assert!(
+                (est - exact) / exact <= QUANTILE_REL_ERROR,
+                "q={q}: {est} vs {exact}"
+            );
+        }
+        assert_eq!(h.count(), 200_000);
+        assert_eq!(h.max(), *xs.last().unwrap());
+        assert_eq!(h.min(), xs[0]);
+        assert_eq!(h.quantile(1.0), h.max());
+        let mean = xs.iter().map(|&x| x as f64).sum::<f64>() / xs.len() as f64;
+        assert!((h.mean() - mean).abs() < 1e-6 * mean);
+    }
+
+    #[test]
+    fn small_values_are_exact_and_empty_is_zero() {
+        let mut h = LatencyHist::new();
+        assert_eq!(
+            (h.quantile(0.5), h.mean(), h.max(), h.min()),
+            (0, 0.0, 0, 0)
+        );
+        for v in 1..=1000u64 {
+            h.record(v);
+        }
+        assert_eq!(h.quantile(0.5), 500);
+        assert_eq!(h.quantile(0.99), 990);
+        assert_eq!(h.quantile(0.0), 1);
+        assert_eq!(h.mean(), 500.5);
+    }
+
+    #[test]
+    fn ratio_hist() {
+        let mut r = RatioHist::new();
+        for i in 0..1000 {
+            r.record(1.0 + i as f64 / 1000.0);
+        }
+        assert!((r.quantile(0.5) - 1.5).abs() < 0.003);
+        assert!((r.quantile(0.01) - 1.01).abs() < 0.003);
+        assert!((r.mean() - 1.4995).abs() < 1e-9);
+        r.record(f64::NAN);
+        assert_eq!(r.count(), 1000);
+    }
+
+    proptest! {
+        #[test]
+        fn merge_equals_recording_all(
+            a in proptest::collection::vec(0u64..50_000_000, 0..300),
+            b in proptest::collection::vec(0u64..5_000_000_000, 0..300),
+        ) {
+            let mut ha = LatencyHist::new();
+            let mut hb = LatencyHist::new();
+            let mut all = LatencyHist::new();
+            for &x in &a { ha.record(x); all.record(x); }
+            for &x in &b { hb.record(x); all.record(x); }
+            ha.merge(&hb);
+            prop_assert_eq!(ha.count(), all.count());
+            prop_assert_eq!(ha.mean(), all.mean());
+            prop_assert_eq!(ha.max(), all.max());
+            prop_assert_eq!(ha.min(), all.min());
+            for q in [0.0, 0.25, 0.5, 0.9, 0.99, 1.0] {
+                prop_assert_eq!(ha.quantile(q), all.quantile(q));
+            }
+        }
+    }
+}

@@ -1,0 +1,1095 @@
+//! The discrete-event simulation of one worker pool.
+//!
+//! Pools share no scheduler state (Horus keeps per-pool registers), so each
+//! pool is simulated on its own with its own event queue and random streams,
+//! and a run's results do not depend on how pools are spread over threads.
+//!
+//! Path of a task (Horus §3.2): it is submitted at a spine scheduler (the
+//! response time starts here), which picks a rack; one or more hops later the
+//! rack's leaf scheduler picks a worker; one hop later the worker queues it.
+//! On completion the worker's reply, carrying its queue length, reaches the
+//! leaf one hop later; the leaf's notices reach its spine(s) after the
+//! spine-leaf hops. Flat policies schedule at the spine over all workers.
+
+use netsched_core::dataplane::{
+    Action, DropReason, Input, Notice, Outbox, Resubmit, TaskMeta, Upstream,
+};
+use netsched_core::rng::Rng;
+
+use crate::config::{DelayDist, FailureEvent, Policy, WorkerModel};
+use crate::metrics::{AbortReason, MessageKind, PoolMetrics};
+use crate::nodes::{Discipline, NodeEvent, Nodes, Outcome};
+use crate::queue::EventQueue;
+use crate::sched::{Lower, Upper};
+use crate::workload::{ArrivalProcess, RateSchedule, ServiceSampler};
+
+/// Where a pool's workers are: its rack slices and the spines serving it.
+#[derive(Clone, Debug)]
+pub struct PoolPlan {
+    pub pool_id: u32,
+    pub racks: Vec<RackPlan>,
+    /// Global ids of the spine switches serving the pool.
+    pub spines: Vec<u32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RackPlan {
+    /// Global leaf (rack) id.
+    pub leaf: u32,
+    /// Index into [`PoolPlan::spines`] of the spine this leaf is linked to.
+    pub spine: u32,
+    /// The pool's cores on each server of the rack: (global server id, cores).
+    pub servers: Vec<(u32, u32)>,
+}
+
+impl PoolPlan {
+    pub fn workers(&self) -> u64 {
+        self.racks
+            .iter()
+            .flat_map(|r| r.servers.iter())
+            .map(|&(_, c)| c as u64)
+            .sum()
+    }
+}
+
+/// Everything about a run that is the same for all pools.
+pub struct RunSetup<'a> {
+    pub policy: Policy,
+    pub seed: u64,
+    pub service: &'a ServiceSampler,
+    /// Offered load over time, as a fraction of each pool's capacity n / s̄.
+    pub schedule: RateSchedule,
+    /// Arrivals stop here; the run ends when the last task is done.
+    pub end_ns: u64,
+    pub warmup_ns: u64,
+    pub hop_delay: DelayDist,
+    pub loss: f64,
+    pub resubmit_ns: u64,
+    pub worker_model: WorkerModel,
+    pub ps_slice_ns: u64,
+    pub heartbeat_timeout_ns: u64,
+    pub k: u32,
+    pub failures: &'a [FailureEvent],
+    pub imbalance_interval_ns: u64,
+    /// Spine-to-leaf hop count (1 within a pod, 3 across pods in a fat tree).
+    pub hops: &'a (dyn Fn(u32, u32) -> u32 + Sync),
+}
+
+/// Per-task state while a task is in flight, indexed by a slot number that the
+/// task's `TaskMeta::id` carries through the data planes.
+#[derive(Clone, Copy, Debug, Default)]
+struct TaskRec {
+    seq: u64,
+    submitted: u64,
+    arrived_at_node: u64,
+    service: u64,
+    class: u8,
+    measured: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Arrival,
+    UpperResubmit {
+        upper: u32,
+        r: Resubmit,
+    },
+    AtLower {
+        rack: u32,
+        meta: TaskMeta,
+    },
+    LowerResubmit {
+        rack: u32,
+        r: Resubmit,
+    },
+    AtNode {
+        node: u32,
+        task: u32,
+    },
+    Node(NodeEvent),
+    ReplyAtLower {
+        rack: u32,
+        local: u32,
+        qlen: u32,
+        class: u8,
+        task: u64,
+    },
+    ReplyAtUpper {
+        upper: u32,
+        node: u32,
+        qlen: u32,
+        class: u8,
+        task: u64,
+    },
+    NoticeAtUpper {
+        upper: u32,
+        rack: u32,
+        notice: Notice,
+    },
+    Sample,
+    Failure {
+        index: u32,
+    },
+    /// The controller's notice of a dead spine reaches the leaf of `rack`.
+    SpineFailureKnown {
+        upper: u32,
+        rack: u32,
+    },
+    /// Submissions stop going to a dead spine.
+    UpperRetired {
+        upper: u32,
+    },
+    /// A pool left without a live upper scheduler gets a replacement.
+    ReplaceUpper {
+        upper: u32,
+    },
+    /// Uppers learn a rack is gone (leaf failure).
+    RackFailureKnown {
+        rack: u32,
+    },
+    /// A leaf's heartbeat timeout for a dead node expires.
+    NodeFailureKnown {
+        node: u32,
+    },
+}
+
+struct UpperState {
+    sched: Upper,
+    /// Local node index -> rack (empty for flat policies, whose nodes are pool nodes).
+    nodes: Vec<u32>,
+    /// Rack -> local node index, `NONE` where the rack is not a node of this upper.
+    local: Vec<u32>,
+    /// Global spine id hosting it.
+    spine: u32,
+    alive: bool,
+    /// Submissions may choose it (cleared once clients know it died).
+    routable: bool,
+}
+
+struct RackState {
+    sched: Lower,
+    leaf: u32,
+    /// Upper this leaf is linked with and its index there.
+    link: (u32, u32),
+    /// Local worker index -> pool node index.
+    nodes: Vec<u32>,
+    alive: bool,
+}
+
+pub struct PoolSim<'a> {
+    setup: &'a RunSetup<'a>,
+    plan: &'a PoolPlan,
+    q: EventQueue<Ev>,
+    uppers: Vec<UpperState>,
+    racks: Vec<RackState>,
+    /// Pool node -> (rack, local index in the rack's leaf).
+    node_loc: Vec<(u32, u32)>,
+    node_server: Vec<u32>,
+    node_cores: Vec<u32>,
+    nodes: Nodes,
+    tasks: Vec<TaskRec>,
+    free_tasks: Vec<u32>,
+    arrivals: ArrivalProcess,
+    rng_work: Rng,
+    rng_net: Rng,
+    rng_route: Rng,
+    out: Outbox,
+    lost_buf: Vec<u32>,
+    /// Cumulative routing weights of the uppers, for weighted spine choice.
+    cum_weights: Vec<u32>,
+    weights_dirty: bool,
+    submitted: u64,
+    pub metrics: PoolMetrics,
+}
+
+impl<'a> PoolSim<'a> {
+    pub fn new(setup: &'a RunSetup<'a>, plan: &'a PoolPlan) -> Self {
+        let pool = plan.pool_id as u64;
+        let stream = |k: u64| Rng::derive(setup.seed, pool * 1_000_003 + k);
+        // Nodes: a core per node (per-worker FCFS) or a server per node.
+        let mut node_loc = Vec::new();
+        let mut node_server = Vec::new();
+        let mut node_cores = Vec::new();
+        let mut rack_nodes: Vec<Vec<u32>> = Vec::new();
+        for (r, rack) in plan.racks.iter().enumerate() {
+            let mut local = Vec::new();
+            for &(server, cores) in &rack.servers {
+                let per_node = match setup.worker_model {
+                    WorkerModel::Fcfs => vec![1; cores as usize],
+                    WorkerModel::ServerCfcfs | WorkerModel::ServerPs => vec![cores],
+                };
+                for c in per_node {
+                    let id = node_cores.len() as u32;
+                    node_loc.push((r as u32, local.len() as u32));
+                    local.push(id);
+                    node_server.push(server);
+                    node_cores.push(c);
+                }
+            }
+            rack_nodes.push(local);
+        }
+        let discipline = match setup.worker_model {
+            WorkerModel::ServerPs => Discipline::ProcessorSharing {
+                slice_ns: setup.ps_slice_ns,
+            },
+            _ => Discipline::Fcfs,
+        };
+        let nodes = Nodes::new(&node_cores, discipline);
+        let (uppers, lowers) = crate::build::schedulers(setup, plan, &rack_nodes, &stream);
+        let uppers: Vec<UpperState> = uppers
+            .into_iter()
+            .map(|b| UpperState::new(b.sched, b.nodes, b.spine, plan.racks.len()))
+            .collect();
+        let racks = plan
+            .racks
+            .iter()
+            .zip(lowers)
+            .zip(rack_nodes)
+            .map(|((rp, (sched, link)), nodes)| RackState {
+                sched,
+                leaf: rp.leaf,
+                link,
+                nodes,
+                alive: true,
+            })
+            .collect();
+        let workers = plan.workers();
+        let arrivals =
+            ArrivalProcess::new(&setup.schedule, workers as u32, setup.service.mean_ns())
+                .expect("schedule validated with the config");
+        PoolSim {
+            setup,
+            plan,
+            q: EventQueue::new(),
+            uppers,
+            racks,
+            node_loc,
+            node_server,
+            node_cores,
+            nodes,
+            tasks: Vec::with_capacity(1024),
+            free_tasks: Vec::new(),
+            arrivals,
+            rng_work: stream(1),
+            rng_net: stream(2),
+            rng_route: stream(3),
+            out: Outbox::new(),
+            lost_buf: Vec::new(),
+            cum_weights: Vec::new(),
+            weights_dirty: true,
+            submitted: 0,
+            metrics: PoolMetrics::new(plan.pool_id, workers),
+        }
+    }
+
+    /// Runs the pool to completion. `progress` is bumped per completed task batch.
+    pub fn run(mut self, progress: &dyn Fn(u64)) -> PoolMetrics {
+        if let Some(first) = self.arrivals.next_arrival(0, &mut self.rng_work) {
+            if first < self.setup.end_ns {
+                self.q.at(first, Ev::Arrival);
+            }
+        }
+        if self.setup.imbalance_interval_ns > 0 {
+            self.q.at(self.setup.warmup_ns, Ev::Sample);
+        }
+        for (i, f) in self.setup.failures.iter().enumerate() {
+            if self.failure_concerns_pool(f) {
+                self.q.at(f.at_ns(), Ev::Failure { index: i as u32 });
+            }
+        }
+        let mut since_report = 0u64;
+        while let Some((now, ev)) = self.q.pop() {
+            self.step(now, ev);
+            since_report += 1;
+            if since_report == 1 << 16 {
+                progress(self.metrics.completed_total());
+                since_report = 0;
+            }
+        }
+        progress(self.metrics.completed_total());
+        for u in &self.uppers {
+            let (f, r) = u.sched.passes();
+            self.metrics.add_passes(true, f, r);
+        }
+        for r in &self.racks {
+            let (f, rs) = r.sched.passes();
+            self.metrics.add_passes(false, f, rs);
+        }
+        self.metrics.events = self.q.processed;
+        self.metrics
+    }
+
+    fn failure_concerns_pool(&self, f: &FailureEvent) -> bool {
+        match *f {
+            FailureEvent::Spine { id, .. } => self.plan.spines.contains(&id),
+            FailureEvent::Leaf { id, .. } => self.plan.racks.iter().any(|r| r.leaf == id),
+            FailureEvent::Server { id, .. } => self
+                .plan
+                .racks
+                .iter()
+                .any(|r| r.servers.iter().any(|s| s.0 == id)),
+            FailureEvent::AddWorkers { pool, .. } | FailureEvent::RemoveWorkers { pool, .. } => {
+                pool == self.plan.pool_id
+            }
+        }
+    }
+
+    // ---- network ----
+
+    #[inline]
+    fn hop_delay(&mut self, hops: u32) -> u64 {
+        let mut d = 0;
+        for _ in 0..hops {
+            d += self.setup.hop_delay.sample(&mut self.rng_net);
+        }
+        d
+    }
+
+    #[inline]
+    fn lost(&mut self) -> bool {
+        self.setup.loss > 0.0 && self.rng_net.chance(self.setup.loss)
+    }
+
+    fn spine_leaf_hops(&self, upper: u32, rack: u32) -> u32 {
+        (self.setup.hops)(
+            self.uppers[upper as usize].spine,
+            self.racks[rack as usize].leaf,
+        )
+    }
+
+    // ---- tasks ----
+
+    fn new_task(&mut self, now: u64) -> u32 {
+        let (service, class) = self.setup.service.sample(&mut self.rng_work);
+        self.submitted += 1;
+        let rec = TaskRec {
+            seq: self.submitted,
+            submitted: now,
+            arrived_at_node: 0,
+            service,
+            class,
+            measured: now >= self.setup.warmup_ns,
+        };
+        if let Some(slot) = self.free_tasks.pop() {
+            self.tasks[slot as usize] = rec;
+            slot
+        } else {
+            self.tasks.push(rec);
+            (self.tasks.len() - 1) as u32
+        }
+    }
+
+    fn abort(&mut self, task: u32, reason: AbortReason) {
+        let rec = self.tasks[task as usize];
+        self.metrics.abort(rec.measured, reason);
+        self.free_tasks.push(task);
+    }
+
+    /// Task ids are unique within the pool (a stateless random dispatcher
+    /// hashes them): the submission sequence number above the slot number.
+    fn meta(&self, task: u32) -> TaskMeta {
+        let rec = &self.tasks[task as usize];
+        TaskMeta {
+            id: rec.seq << 32 | task as u64,
+            first: true,
+            last: true,
+            class: rec.class,
+            ..TaskMeta::default()
+        }
+    }
+
+    fn choose_upper(&mut self) -> Option<u32> {
+        if self.weights_dirty {
+            self.recompute_weights();
+        }
+        let total = *self.cum_weights.last()?;
+        if total == 0 {
+            return None;
+        }
+        let x = self.rng_route.below(total);
+        Some(self.cum_weights.partition_point(|&c| c <= x) as u32)
+    }
+
+    /// Horus §3.2: spines are chosen in proportion to the workers behind
+    /// them; other policies' uppers all cover the whole pool (uniform).
+    fn recompute_weights(&mut self) {
+        let mut acc = 0u32;
+        self.cum_weights.clear();
+        for i in 0..self.uppers.len() {
+            let u = &self.uppers[i];
+            if u.routable {
+                acc += self.upper_weight(u);
+            }
+            self.cum_weights.push(acc);
+        }
+        self.weights_dirty = false;
+    }
+
+    fn upper_weight(&self, u: &UpperState) -> u32 {
+        if self.setup.policy == Policy::Horus {
+            u.nodes
+                .iter()
+                .map(|&r| self.racks[r as usize].nodes.len() as u32)
+                .sum::<u32>()
+                .max(1)
+        } else {
+            1
+        }
+    }
+
+    fn step(&mut self, now: u64, ev: Ev) {
+        match ev {
+            Ev::Arrival => {
+                let task = self.new_task(now);
+                self.metrics.submit(self.tasks[task as usize].measured);
+                match self.choose_upper() {
+                    Some(upper) => self.at_upper(now, upper, task),
+                    None => self.abort(task, AbortReason::DeadSpine),
+                }
+                if let Some(next) = self.arrivals.next_arrival(now, &mut self.rng_work) {
+                    if next < self.setup.end_ns {
+                        self.q.at(next, Ev::Arrival);
+                    }
+                }
+            }
+            Ev::UpperResubmit { upper, r } => {
+                if !self.uppers[upper as usize].alive {
+                    if let Some(t) = task_of(&Input::Resubmit(r)) {
+                        self.abort(t, AbortReason::DeadSpine);
+                    }
+                    return;
+                }
+                self.upper_input(now, upper, Input::Resubmit(r), Some(r));
+            }
+            Ev::AtLower { rack, meta } => self.at_lower(now, rack, meta),
+            Ev::LowerResubmit { rack, r } => {
+                if !self.racks[rack as usize].alive {
+                    if let Some(t) = task_of(&Input::Resubmit(r)) {
+                        self.abort(t, AbortReason::DeadLeaf);
+                    }
+                    return;
+                }
+                self.lower_input(now, rack, Input::Resubmit(r));
+            }
+            Ev::AtNode { node, task } => self.at_node(now, node, task),
+            Ev::Node(ne) => self.node_event(now, ne),
+            Ev::ReplyAtLower {
+                rack,
+                local,
+                qlen,
+                class,
+                task,
+            } => {
+                if self.racks[rack as usize].alive {
+                    self.lower_input(
+                        now,
+                        rack,
+                        Input::Reply {
+                            node: local,
+                            qlen,
+                            class,
+                            task,
+                        },
+                    );
+                }
+            }
+            Ev::ReplyAtUpper {
+                upper,
+                node,
+                qlen,
+                class,
+                task,
+            } => {
+                if self.uppers[upper as usize].alive {
+                    self.upper_input(
+                        now,
+                        upper,
+                        Input::Reply {
+                            node,
+                            qlen,
+                            class,
+                            task,
+                        },
+                        None,
+                    );
+                }
+            }
+            Ev::NoticeAtUpper {
+                upper,
+                rack,
+                notice,
+            } => {
+                if self.uppers[upper as usize].alive {
+                    let input = match notice {
+                        Notice::IdleAdd => Input::IdleAdd { node: rack },
+                        Notice::IdleRemove => Input::IdleRemove { node: rack },
+                        Notice::LoadUpdate(load) => Input::LoadUpdate { node: rack, load },
+                    };
+                    self.upper_input(now, upper, input, None);
+                }
+            }
+            Ev::Sample => {
+                let (max, mean) = self.nodes.max_mean(0..self.nodes.len());
+                self.metrics.imbalance(max, mean);
+                if now + self.setup.imbalance_interval_ns < self.setup.end_ns {
+                    self.q.after(self.setup.imbalance_interval_ns, Ev::Sample);
+                }
+            }
+            Ev::Failure { index } => self.failure(now, index),
+            Ev::SpineFailureKnown { upper, rack } => self.relink(now, upper, rack),
+            Ev::UpperRetired { upper } => {
+                self.uppers[upper as usize].routable = false;
+                self.weights_dirty = true;
+            }
+            Ev::ReplaceUpper { upper } => {
+                let dead = &self.uppers[upper as usize];
+                let sched = crate::build::replacement_upper(
+                    self.setup,
+                    &dead.nodes,
+                    self.nodes.len() as u32,
+                    self.uppers.len() as u64,
+                );
+                let (nodes, spine) = (dead.nodes.clone(), dead.spine);
+                self.uppers
+                    .push(UpperState::new(sched, nodes, spine, self.racks.len()));
+                self.weights_dirty = true;
+                let new = (self.uppers.len() - 1) as u32;
+                for rack in self.linked_racks(upper) {
+                    let local = self.racks[rack as usize].link.1;
+                    self.racks[rack as usize].link = (new, local);
+                }
+            }
+            Ev::RackFailureKnown { rack } => {
+                for u in &mut self.uppers {
+                    if let Some(local) = u.local_of(rack) {
+                        u.sched.remove_node(local);
+                    }
+                }
+                if self.setup.policy.is_flat() {
+                    let nodes = self.racks[rack as usize].nodes.clone();
+                    for n in nodes {
+                        for u in &mut self.uppers {
+                            u.sched.remove_node(n);
+                        }
+                    }
+                }
+            }
+            Ev::NodeFailureKnown { node } => {
+                let (rack, local) = self.node_loc[node as usize];
+                if self.setup.policy.is_flat() {
+                    for u in &mut self.uppers {
+                        u.sched.remove_node(node);
+                    }
+                } else if self.racks[rack as usize].alive {
+                    let mut out = std::mem::take(&mut self.out);
+                    self.racks[rack as usize].sched.remove_node(local, &mut out);
+                    self.lower_actions(now, rack, &mut out, None);
+                    self.out = out;
+                }
+            }
+        }
+    }
+
+    fn at_upper(&mut self, now: u64, upper: u32, task: u32) {
+        if !self.uppers[upper as usize].alive {
+            self.abort(task, AbortReason::DeadSpine);
+            return;
+        }
+        let meta = self.meta(task);
+        self.upper_input(now, upper, Input::Task(meta), None);
+    }
+
+    fn upper_input(&mut self, now: u64, upper: u32, input: Input, _r: Option<Resubmit>) {
+        let carries_task = task_of(&input);
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        self.uppers[upper as usize]
+            .sched
+            .handle(now, input, &mut out);
+        self.upper_actions(now, upper, &mut out, carries_task);
+        self.out = out;
+    }
+
+    /// Control plane of an upper scheduler, executing what it emits.
+    fn upper_set_node(&mut self, now: u64, upper: u32, node: u32, workers: u32) {
+        let mut out = Outbox::new();
+        self.uppers[upper as usize]
+            .sched
+            .set_node(node, workers, now, &mut out);
+        self.upper_actions(now, upper, &mut out, None);
+    }
+
+    fn upper_actions(&mut self, now: u64, upper: u32, out: &mut Outbox, carries_task: Option<u32>) {
+        for a in out.drain() {
+            match a {
+                Action::Dispatch {
+                    node,
+                    task,
+                    decision,
+                } => {
+                    let slot = slot(task.id);
+                    let measured = self.tasks[slot as usize].measured;
+                    self.metrics.decision(true, decision, measured);
+                    if self.setup.policy.is_flat() {
+                        // Flat schedulers pick a worker directly: spine -> leaf -> worker.
+                        let (rack, _) = self.node_loc[node as usize];
+                        let hops = self.spine_leaf_hops(upper, rack) + 1;
+                        self.send_task_to_node(now, hops, node, slot);
+                    } else {
+                        let rack = self.uppers[upper as usize].nodes[node as usize];
+                        let hops = self.spine_leaf_hops(upper, rack);
+                        self.metrics.message(MessageKind::Task);
+                        if self.lost() {
+                            self.abort(slot, AbortReason::Lost);
+                            continue;
+                        }
+                        let d = self.hop_delay(hops);
+                        let meta = TaskMeta {
+                            upstream: upper,
+                            ..task
+                        };
+                        self.q.after(d, Ev::AtLower { rack, meta });
+                    }
+                }
+                Action::Resubmit(r) => {
+                    self.metrics
+                        .resubmission(true, carries_task.map(|t| self.tasks[t as usize].measured));
+                    self.q
+                        .after(self.setup.resubmit_ns, Ev::UpperResubmit { upper, r });
+                }
+                Action::Drop(reason) => self.dropped(carries_task, reason, true),
+                Action::Notify { .. } | Action::Queued => {}
+            }
+        }
+    }
+
+    fn dropped(&mut self, task: Option<u32>, reason: DropReason, upper: bool) {
+        self.metrics.drop(reason);
+        if let Some(t) = task {
+            self.abort(
+                t,
+                if upper {
+                    AbortReason::NoSchedulerChoice
+                } else {
+                    AbortReason::NoWorker
+                },
+            );
+        }
+    }
+
+    fn at_lower(&mut self, now: u64, rack: u32, meta: TaskMeta) {
+        if !self.racks[rack as usize].alive {
+            self.abort(meta.id as u32, AbortReason::DeadLeaf);
+            return;
+        }
+        self.lower_input(now, rack, Input::Task(meta));
+    }
+
+    fn lower_input(&mut self, now: u64, rack: u32, input: Input) {
+        let carries_task = task_of(&input);
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        self.racks[rack as usize].sched.handle(now, input, &mut out);
+        self.lower_actions(now, rack, &mut out, carries_task);
+        self.out = out;
+    }
+
+    fn lower_actions(&mut self, now: u64, rack: u32, out: &mut Outbox, carries_task: Option<u32>) {
+        for a in out.drain() {
+            match a {
+                Action::Dispatch {
+                    node,
+                    task,
+                    decision,
+                } => {
+                    let slot = slot(task.id);
+                    let measured = self.tasks[slot as usize].measured;
+                    self.metrics.decision(false, decision, measured);
+                    let pool_node = self.racks[rack as usize].nodes[node as usize];
+                    self.send_task_to_node(now, 1, pool_node, slot);
+                }
+                Action::Resubmit(r) => {
+                    self.metrics
+                        .resubmission(false, carries_task.map(|t| self.tasks[t as usize].measured));
+                    self.q
+                        .after(self.setup.resubmit_ns, Ev::LowerResubmit { rack, r });
+                }
+                Action::Notify { to, notice } => {
+                    let targets: Vec<u32> = match to {
+                        Upstream::Linked => vec![self.racks[rack as usize].link.0],
+                        Upstream::All => (0..self.uppers.len() as u32)
+                            .filter(|&u| self.uppers[u as usize].alive)
+                            .collect(),
+                    };
+                    for upper in targets {
+                        self.send_notice(rack, upper, notice);
+                    }
+                }
+                Action::Drop(reason) => self.dropped(carries_task, reason, false),
+                Action::Queued => {}
+            }
+        }
+    }
+
+    fn send_notice(&mut self, rack: u32, upper: u32, notice: Notice) {
+        self.metrics.message(match notice {
+            Notice::IdleAdd => MessageKind::IdleAdd,
+            Notice::IdleRemove => MessageKind::IdleRemove,
+            Notice::LoadUpdate(_) => MessageKind::LoadUpdate,
+        });
+        if self.lost() {
+            return;
+        }
+        let Some(local) = self.uppers[upper as usize].local_of(rack) else {
+            return;
+        };
+        let hops = self.spine_leaf_hops(upper, rack);
+        let d = self.hop_delay(hops);
+        self.q.after(
+            d,
+            Ev::NoticeAtUpper {
+                upper,
+                rack: local as u32,
+                notice,
+            },
+        );
+    }
+
+    fn send_task_to_node(&mut self, _now: u64, hops: u32, node: u32, task: u32) {
+        self.metrics.message(MessageKind::Task);
+        if self.lost() {
+            self.abort(task, AbortReason::Lost);
+            return;
+        }
+        let d = self.hop_delay(hops);
+        self.q.after(d, Ev::AtNode { node, task });
+    }
+
+    fn at_node(&mut self, now: u64, node: u32, task: u32) {
+        if !self.nodes.alive(node) {
+            self.abort(task, AbortReason::DeadWorker);
+            return;
+        }
+        let service = self.tasks[task as usize].service;
+        self.tasks[task as usize].arrived_at_node = now;
+        if let Some((t, e)) = self.nodes.arrive(now, node, task, service) {
+            self.q.at(t, Ev::Node(e));
+        }
+        self.instant_view(now, node);
+    }
+
+    /// Ideal policies see every queue change at once (not a packet).
+    fn instant_view(&mut self, now: u64, node: u32) {
+        if self.setup.policy.sees_queues_instantly() {
+            let qlen = self.nodes.qlen(node);
+            for u in 0..self.uppers.len() as u32 {
+                if self.uppers[u as usize].alive {
+                    self.upper_input(now, u, Input::QueueChanged { node, qlen }, None);
+                }
+            }
+        }
+    }
+
+    fn node_event(&mut self, now: u64, ev: NodeEvent) {
+        let mut next = None;
+        match self.nodes.on_event(now, ev, &mut next) {
+            Outcome::Finished(f) => {
+                let rec = self.tasks[f.task as usize];
+                self.free_tasks.push(f.task);
+                self.metrics.complete(
+                    rec.measured,
+                    now - rec.submitted,
+                    f.started.saturating_sub(rec.arrived_at_node),
+                    rec.class,
+                );
+                let NodeEvent::SliceEnd { node, .. } = ev;
+                self.instant_view(now, node);
+                self.reply(node, f.qlen, rec.class, rec.seq << 32 | f.task as u64);
+            }
+            Outcome::Lost { task } => self.abort(task, AbortReason::DeadWorker),
+            Outcome::Continue => {}
+        }
+        if let Some((t, e)) = next {
+            self.q.at(t, Ev::Node(e));
+        }
+    }
+
+    fn reply(&mut self, node: u32, qlen: u32, class: u8, task: u64) {
+        self.metrics.message(MessageKind::Reply);
+        if self.lost() {
+            return;
+        }
+        let (rack, local) = self.node_loc[node as usize];
+        if self.setup.policy.is_flat() {
+            // The reply passes the leaf and reaches the flat scheduler at its spine.
+            for upper in 0..self.uppers.len() as u32 {
+                if self.uppers[upper as usize].alive {
+                    let hops = 1 + self.spine_leaf_hops(upper, rack);
+                    let d = self.hop_delay(hops);
+                    self.q.after(
+                        d,
+                        Ev::ReplyAtUpper {
+                            upper,
+                            node,
+                            qlen,
+                            class,
+                            task,
+                        },
+                    );
+                }
+            }
+        } else {
+            let d = self.hop_delay(1);
+            self.q.after(
+                d,
+                Ev::ReplyAtLower {
+                    rack,
+                    local,
+                    qlen,
+                    class,
+                    task,
+                },
+            );
+        }
+    }
+
+    // ---- failures and dynamics (Horus §A.3, §C) ----
+
+    /// Control messages travel hop by hop at the mean per-hop delay.
+    fn control_delay(&self, hops: u32) -> u64 {
+        hops as u64 * self.setup.hop_delay.mean_ns()
+    }
+
+    fn failure(&mut self, now: u64, index: u32) {
+        match self.setup.failures[index as usize].clone() {
+            FailureEvent::Spine { id, .. } => {
+                let dead: Vec<u32> = (0..self.uppers.len() as u32)
+                    .filter(|&u| self.uppers[u as usize].spine == id)
+                    .collect();
+                for &u in &dead {
+                    self.uppers[u as usize].alive = false;
+                }
+                let survivors = self.uppers.iter().any(|u| u.alive);
+                for u in dead {
+                    // The controller notifies every leaf that used the spine,
+                    // each after its hop distance (Horus §C, Fig. 18).
+                    let mut last = now;
+                    let racks = self.linked_racks(u);
+                    for rack in racks {
+                        let d = self
+                            .control_delay((self.setup.hops)(id, self.racks[rack as usize].leaf));
+                        self.metrics.controller_messages += 1;
+                        if self.setup.policy == Policy::Horus {
+                            self.q.after(d, Ev::SpineFailureKnown { upper: u, rack });
+                        }
+                        last = last.max(now + d);
+                    }
+                    self.q.at(last, Ev::UpperRetired { upper: u });
+                    if self.setup.policy != Policy::Horus && !survivors {
+                        self.q.at(last, Ev::ReplaceUpper { upper: u });
+                    }
+                }
+            }
+            FailureEvent::Leaf { id, .. } => {
+                for rack in 0..self.racks.len() as u32 {
+                    if self.racks[rack as usize].leaf != id {
+                        continue;
+                    }
+                    self.racks[rack as usize].alive = false;
+                    for n in self.racks[rack as usize].nodes.clone() {
+                        self.fail_node(n);
+                    }
+                    let hops = self
+                        .uppers
+                        .iter()
+                        .map(|u| (self.setup.hops)(u.spine, id))
+                        .max()
+                        .unwrap_or(1);
+                    self.metrics.controller_messages += self.uppers.len() as u64;
+                    self.q
+                        .after(self.control_delay(hops), Ev::RackFailureKnown { rack });
+                }
+            }
+            FailureEvent::Server { id, .. } => {
+                for n in 0..self.node_server.len() as u32 {
+                    if self.node_server[n as usize] == id && self.nodes.alive(n) {
+                        self.fail_node(n);
+                        let timeout = self.setup.heartbeat_timeout_ns;
+                        self.q.after(timeout, Ev::NodeFailureKnown { node: n });
+                    }
+                }
+            }
+            FailureEvent::AddWorkers { rack, count, .. } => self.add_workers(now, rack, count),
+            FailureEvent::RemoveWorkers { rack, count, .. } => {
+                let Some(r) = self.racks.get(rack as usize) else {
+                    return;
+                };
+                let victims: Vec<u32> = r
+                    .nodes
+                    .iter()
+                    .rev()
+                    .copied()
+                    .filter(|&n| self.nodes.alive(n))
+                    .take(count as usize)
+                    .collect();
+                for n in victims {
+                    // Planned removal: the leaf forgets the worker at once; its
+                    // queued tasks still finish.
+                    self.step(now, Ev::NodeFailureKnown { node: n });
+                }
+            }
+        }
+    }
+
+    fn fail_node(&mut self, node: u32) {
+        let mut lost = std::mem::take(&mut self.lost_buf);
+        self.nodes.fail(node, &mut lost);
+        for t in lost.drain(..) {
+            self.abort(t, AbortReason::DeadWorker);
+        }
+        self.lost_buf = lost;
+    }
+
+    fn linked_racks(&self, upper: u32) -> Vec<u32> {
+        (0..self.racks.len() as u32)
+            .filter(|&r| self.racks[r as usize].link.0 == upper)
+            .collect()
+    }
+
+    /// Horus §A.3/§C: the controller relinks a leaf whose spine died to a
+    /// surviving spine of the pool (or a replacement), which learns the rack's
+    /// weight, and the leaf re-announces its idleness and load.
+    fn relink(&mut self, now: u64, dead: u32, rack: u32) {
+        if self.racks[rack as usize].link.0 != dead {
+            return;
+        }
+        let target = (0..self.uppers.len() as u32)
+            .filter(|&u| self.uppers[u as usize].alive)
+            .min_by_key(|&u| self.linked_racks(u).len());
+        let target = match target {
+            Some(t) => t,
+            None => {
+                let new =
+                    crate::build::replacement_upper(self.setup, &[], 0, self.uppers.len() as u64);
+                let spine = self.uppers[dead as usize].spine;
+                self.uppers
+                    .push(UpperState::new(new, Vec::new(), spine, self.racks.len()));
+                (self.uppers.len() - 1) as u32
+            }
+        };
+        let t = target as usize;
+        let local = self.uppers[t].ensure_node(rack);
+        self.weights_dirty = true;
+        if let Some(w) = self.racks[rack as usize].sched.workers() {
+            self.upper_set_node(now, target, local, w);
+        }
+        self.racks[rack as usize].link = (target, local);
+        if let Some((idle, load)) = self.racks[rack as usize].sched.announce() {
+            if idle {
+                self.send_notice(rack, target, Notice::IdleAdd);
+            }
+            self.send_notice(rack, target, Notice::LoadUpdate(load));
+        }
+    }
+
+    fn add_workers(&mut self, now: u64, rack: u32, count: u32) {
+        if rack as usize >= self.racks.len() || !self.racks[rack as usize].alive {
+            return;
+        }
+        let server = self.plan.racks[rack as usize]
+            .servers
+            .first()
+            .map(|s| s.0)
+            .unwrap_or(0);
+        for _ in 0..count {
+            let node = self.nodes.add_node(1);
+            self.node_cores.push(1);
+            self.node_server.push(server);
+            let local = self.racks[rack as usize].nodes.len() as u32;
+            self.racks[rack as usize].nodes.push(node);
+            self.node_loc.push((rack, local));
+            if self.setup.policy.is_flat() {
+                for u in 0..self.uppers.len() as u32 {
+                    self.upper_set_node(now, u, node, 1);
+                }
+            } else {
+                let mut out = std::mem::take(&mut self.out);
+                out.clear();
+                self.racks[rack as usize].sched.add_node(local, &mut out);
+                self.lower_actions(now, rack, &mut out, None);
+                self.out = out;
+            }
+        }
+        if !self.setup.policy.is_flat() {
+            if let Some(w) = self.racks[rack as usize].sched.workers() {
+                for u in 0..self.uppers.len() as u32 {
+                    if let Some(local) = self.uppers[u as usize].local_of(rack) {
+                        self.upper_set_node(now, u, local, w);
+                    }
+                }
+            }
+        }
+        self.metrics.workers += count as u64;
+        self.weights_dirty = true;
+    }
+}
+
+pub(crate) struct BuiltUpper {
+    pub sched: Upper,
+    pub nodes: Vec<u32>,
+    pub spine: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// The task-table slot a task id carries (its low 32 bits, see `PoolSim::meta`).
+#[inline]
+fn slot(id: u64) -> u32 {
+    id as u32
+}
+
+/// The task slot an input carries, if it carries a task.
+fn task_of(input: &Input) -> Option<u32> {
+    match input {
+        Input::Task(t) => Some(slot(t.id)),
+        Input::Resubmit(Resubmit::Pow2 { task, .. } | Resubmit::Retry { task }) => {
+            Some(slot(task.id))
+        }
+        _ => None,
+    }
+}
+
+impl UpperState {
+    fn new(sched: Upper, nodes: Vec<u32>, spine: u32, racks: usize) -> Self {
+        let mut local = vec![NONE; racks];
+        for (i, &r) in nodes.iter().enumerate() {
+            local[r as usize] = i as u32;
+        }
+        UpperState {
+            sched,
+            nodes,
+            local,
+            spine,
+            alive: true,
+            routable: true,
+        }
+    }
+
+    fn local_of(&self, rack: u32) -> Option<u32> {
+        self.local
+            .get(rack as usize)
+            .copied()
+            .filter(|&l| l != NONE)
+    }
+
+    /// Adds `rack` as a node if it is not one yet; returns its local index.
+    fn ensure_node(&mut self, rack: u32) -> u32 {
+        if let Some(l) = self.local_of(rack) {
+            return l;
+        }
+        self.nodes.push(rack);
+        let l = (self.nodes.len() - 1) as u32;
+        self.local[rack as usize] = l;
+        l
+    }
+}

@@ -1,0 +1,140 @@
+//! A run's outputs: the printed table, `runs.csv`, `pools.csv` and `summary.json`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::config::SimConfig;
+use crate::metrics::{throughput_at_target, Summary};
+use crate::run::RunResult;
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// The readable table: one row per (policy, load).
+pub fn table(runs: &[RunResult]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<13} {:>5} {:>10} {:>10} {:>10} {:>10} {:>11} {:>8} {:>8} {:>9}",
+        "policy",
+        "load",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "mean µs",
+        "completed",
+        "aborted",
+        "resub%",
+        "msgs/task"
+    );
+    for r in runs {
+        let sum = Summary::of_pool(&r.overall);
+        let resub: u64 = sum.resubmitted_tasks.values().sum();
+        let msgs: u64 = sum.messages.values().sum();
+        let _ = writeln!(
+            s,
+            "{:<13} {:>5.2} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>11} {:>8} {:>8.2} {:>9.2}",
+            r.policy.name(),
+            r.load,
+            us(sum.response.p50_ns),
+            us(sum.response.p99_ns),
+            us(sum.response.p999_ns),
+            sum.response.mean_ns / 1e3,
+            sum.completed,
+            sum.aborted,
+            100.0 * resub as f64 / sum.submitted.max(1) as f64,
+            msgs as f64 / sum.submitted_total.max(1) as f64,
+        );
+    }
+    s
+}
+
+pub fn print_table(runs: &[RunResult]) {
+    print!("{}", table(runs));
+}
+
+#[derive(Serialize)]
+struct RunJson<'a> {
+    policy: &'a str,
+    load: f64,
+    wall_s: f64,
+    tasks: u64,
+    events: u64,
+    overall: Summary,
+}
+
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    config: &'a SimConfig,
+    runs: Vec<RunJson<'a>>,
+    /// Per policy: the largest load whose p99 meets `metrics.p99_target_us`.
+    throughput_at_target: BTreeMap<&'a str, Option<f64>>,
+}
+
+/// Writes `runs.csv`, `pools.csv` and `summary.json` into `dir`.
+pub fn write_outputs(dir: &Path, cfg: &SimConfig, runs: &[RunResult]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut runs_csv = format!(
+        "policy,load,p50_us,p99_us,p999_us,mean_us,wall_s,{}\n",
+        Summary::csv_header()
+    );
+    let mut pools_csv = format!("policy,load,{}\n", Summary::csv_header());
+    let mut json_runs = Vec::new();
+    let mut points: BTreeMap<&str, Vec<(f64, u64)>> = BTreeMap::new();
+    for r in runs {
+        let overall = Summary::of_pool(&r.overall);
+        let _ = writeln!(
+            runs_csv,
+            "{},{},{},{},{},{},{:.3},{}",
+            r.policy.name(),
+            r.load,
+            us(overall.response.p50_ns),
+            us(overall.response.p99_ns),
+            us(overall.response.p999_ns),
+            overall.response.mean_ns / 1e3,
+            r.wall_s,
+            overall.to_csv_row()
+        );
+        for p in &r.pools {
+            let _ = writeln!(
+                pools_csv,
+                "{},{},{}",
+                r.policy.name(),
+                r.load,
+                Summary::of_pool(p).to_csv_row()
+            );
+        }
+        points
+            .entry(r.policy.name())
+            .or_default()
+            .push((r.load, overall.response.p99_ns));
+        json_runs.push(RunJson {
+            policy: r.policy.name(),
+            load: r.load,
+            wall_s: r.wall_s,
+            tasks: r.tasks,
+            events: r.events,
+            overall,
+        });
+    }
+    let target = (cfg.metrics.p99_target_us * 1e3) as u64;
+    let summary = SummaryJson {
+        config: cfg,
+        runs: json_runs,
+        throughput_at_target: points
+            .iter()
+            .map(|(p, pts)| (*p, throughput_at_target(pts, target)))
+            .collect(),
+    };
+    std::fs::write(dir.join("runs.csv"), runs_csv)?;
+    std::fs::write(dir.join("pools.csv"), pools_csv)?;
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary).map_err(std::io::Error::other)?,
+    )?;
+    Ok(())
+}

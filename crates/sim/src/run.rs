@@ -1,0 +1,208 @@
+//! Runs a configuration: builds the datacenter, simulates every pool in
+//! parallel, and merges the results in pool order.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use crate::config::{Policy, SimConfig};
+use crate::error::ConfigError;
+use crate::metrics::PoolMetrics;
+use crate::pool::{PoolPlan, PoolSim, RackPlan, RunSetup};
+use crate::topology::{self, Topology};
+use crate::workload::RateSchedule;
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOpts {
+    /// Print progress to stderr while pools run.
+    pub progress: bool,
+}
+
+/// The result of one (policy, load) run.
+pub struct RunResult {
+    pub policy: Policy,
+    pub load: f64,
+    pub overall: PoolMetrics,
+    pub pools: Vec<PoolMetrics>,
+    pub workers: u64,
+    pub tasks: u64,
+    pub events: u64,
+    pub wall_s: f64,
+    /// Building topology and placement.
+    pub setup_s: f64,
+}
+
+fn us(v: f64) -> u64 {
+    (v * 1e3).round() as u64
+}
+
+/// Converts the placement's layouts into the simulator's pool plans.
+pub fn plans(topo: &Topology, cfg: &SimConfig) -> Result<Vec<PoolPlan>, ConfigError> {
+    let layouts = topology::Placement::place(topo, &cfg.placement, cfg.seed)?.pools;
+    Ok(layouts
+        .into_iter()
+        .map(|l| PoolPlan {
+            pool_id: l.pool_id,
+            racks: l
+                .racks
+                .iter()
+                .zip(&l.leaf_spine)
+                .map(|(r, &s)| RackPlan {
+                    leaf: r.leaf_id,
+                    spine: s,
+                    servers: r.servers.clone(),
+                })
+                .collect(),
+            spines: l.spines.clone(),
+        })
+        .collect())
+}
+
+/// Runs every (policy, load) combination the config asks for.
+pub fn run_config(
+    cfg: &SimConfig,
+    base_dir: &Path,
+    opts: &RunOpts,
+) -> Result<Vec<RunResult>, ConfigError> {
+    cfg.validate()?;
+    let t0 = Instant::now();
+    let topo = Topology::build(&cfg.topology)?;
+    let plans = plans(&topo, cfg)?;
+    let setup_s = t0.elapsed().as_secs_f64();
+    let service = cfg.workload.service.build_relative_to(base_dir)?;
+    let threads = if cfg.threads == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    } else {
+        cfg.threads
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| ConfigError::new("threads", e.to_string()))?;
+    // Biggest pools first so that one straggler does not finish alone.
+    let mut order: Vec<usize> = (0..plans.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(plans[i].workers()));
+    let workers: u64 = plans.iter().map(|p| p.workers()).sum();
+    let mut results = Vec::new();
+    for (policy, load) in cfg.runs() {
+        let schedule = RateSchedule::from_us_pairs(load, &cfg.workload.schedule)
+            .map_err(|e| e.within("workload"))?;
+        let arrival_ns = match (cfg.workload.duration_us, cfg.workload.tasks_per_worker) {
+            (Some(d), _) => us(d),
+            (None, Some(t)) => (t * service.mean_ns() / load).round() as u64,
+            (None, None) => unreachable!("validated"),
+        };
+        let warmup_ns = (arrival_ns as f64 * cfg.workload.warmup_fraction) as u64;
+        let hops = |spine: u32, leaf: u32| topo.spine_leaf_hops(spine, leaf);
+        let setup = RunSetup {
+            policy,
+            seed: cfg.seed,
+            service: &service,
+            schedule,
+            end_ns: arrival_ns,
+            warmup_ns,
+            hop_delay: cfg.network.hop_delay,
+            loss: cfg.network.loss,
+            resubmit_ns: cfg.network.resubmit_ns,
+            worker_model: cfg.workers.model,
+            ps_slice_ns: us(cfg.workers.ps_slice_us),
+            heartbeat_timeout_ns: us(cfg.workers.heartbeat_timeout_us),
+            k: cfg.schedulers.k,
+            failures: &cfg.failures,
+            imbalance_interval_ns: us(cfg.metrics.imbalance_interval_us),
+            hops: &hops,
+        };
+        let expected = (workers as f64 * load * arrival_ns as f64 / service.mean_ns()) as u64;
+        let done = Arc::new(AtomicU64::new(0));
+        let finished = Arc::new(AtomicBool::new(false));
+        let label = format!("{} load {load}", policy.name());
+        let reporter = opts
+            .progress
+            .then(|| spawn_progress(label, expected, done.clone(), finished.clone()));
+        let start = Instant::now();
+        let mut per_pool: Vec<Option<PoolMetrics>> = (0..plans.len()).map(|_| None).collect();
+        let computed: Vec<(usize, PoolMetrics)> = pool.install(|| {
+            order
+                .par_iter()
+                .map(|&i| {
+                    let last = std::cell::Cell::new(0u64);
+                    let progress = |completed: u64| {
+                        done.fetch_add(completed - last.get(), Ordering::Relaxed);
+                        last.set(completed);
+                    };
+                    let mut m = PoolSim::new(&setup, &plans[i]).run(&progress);
+                    m.set_window(warmup_ns, arrival_ns);
+                    (i, m)
+                })
+                .collect()
+        });
+        for (i, m) in computed {
+            per_pool[i] = Some(m);
+        }
+        let pools: Vec<PoolMetrics> = per_pool
+            .into_iter()
+            .map(|m| m.expect("every pool ran"))
+            .collect();
+        finished.store(true, Ordering::Relaxed);
+        if let Some(h) = reporter {
+            let _ = h.join();
+        }
+        let overall = PoolMetrics::merge_all(&pools);
+        results.push(RunResult {
+            policy,
+            load,
+            tasks: overall.submitted_total,
+            events: overall.events,
+            workers,
+            overall,
+            pools,
+            wall_s: start.elapsed().as_secs_f64(),
+            setup_s,
+        });
+    }
+    Ok(results)
+}
+
+fn spawn_progress(
+    label: String,
+    expected: u64,
+    done: Arc<AtomicU64>,
+    finished: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        let mut last_print = Instant::now();
+        while !finished.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+            if last_print.elapsed() < Duration::from_secs(2) {
+                continue;
+            }
+            last_print = Instant::now();
+            let d = done.load(Ordering::Relaxed);
+            let el = start.elapsed().as_secs_f64();
+            let rate = d as f64 / el.max(1e-9);
+            let frac = (d as f64 / expected.max(1) as f64).min(1.0);
+            let eta = if rate > 0.0 {
+                (expected.saturating_sub(d)) as f64 / rate
+            } else {
+                f64::NAN
+            };
+            eprintln!(
+                "[{label}] {:5.1}%  {:.2}M/{:.2}M tasks  {:.2}M tasks/s  elapsed {:.0}s  eta {:.0}s",
+                frac * 100.0,
+                d as f64 / 1e6,
+                expected as f64 / 1e6,
+                rate / 1e6,
+                el,
+                eta
+            );
+            let _ = std::io::stderr().flush();
+        }
+    })
+}

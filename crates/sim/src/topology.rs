@@ -1,0 +1,1135 @@
+//! The datacenter and where each pool's workers run.
+//!
+//! Horus §5.1 simulates a Clos (fat-tree) network of 48-port switches: 1,152
+//! leaf (ToR) and 1,152 spine switches, 24 servers of 32 cores per rack,
+//! 27,648 servers; 1,000 worker pools whose sizes follow an exponential
+//! distribution with min 50, max 20K and mean 685 (685K workers, one per
+//! core). Horus §4.1 adds the testbed's Uniform (4 racks × 8 workers) and
+//! Skewed (4, 4, 8 and 32 workers) setups.
+//!
+//! Numbering: racks (= leaves) are pod-major and contiguous, servers are
+//! rack-major, cores server-major, so a sorted list of cores is also sorted by
+//! server, rack and pod. Spine `s` of pod `p` is `p * spines_per_pod + s`.
+
+use std::ops::Range;
+
+use netsched_core::rng::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// Where the topology and placement tables sit in the simulator's TOML file.
+pub const TOPOLOGY_FIELD: &str = "topology";
+pub const PLACEMENT_FIELD: &str = "placement";
+
+/// Random streams (for [`Rng::derive`]) used by [`Placement::place`].
+const STREAM_POOL_SIZES: u64 = 0x504f_4f4c_5349_5a45;
+const STREAM_CORES: u64 = 0x434f_5245_5348_5546;
+
+fn default_k() -> u32 {
+    48
+}
+fn default_cores() -> u32 {
+    32
+}
+
+/// The datacenter as written in the config.
+///
+/// ```toml
+/// topology = { kind = "fat-tree", k = 48, cores_per_server = 32 }
+/// topology = { kind = "single-rack", servers = 8, cores_per_server = 8 }
+/// topology = { kind = "testbed-uniform" }
+/// topology = { kind = "testbed-skewed" }
+/// topology = { kind = "racks", racks = [[8], [8], [16, 8, 8]] }  # cores per server, per rack
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TopologyConfig {
+    /// k-ary fat tree: k pods of k/2 leaves and k/2 spines, k/2 servers per rack.
+    FatTree {
+        #[serde(default = "default_k")]
+        k: u32,
+        #[serde(default = "default_cores")]
+        cores_per_server: u32,
+    },
+    /// One rack under one spine.
+    SingleRack {
+        servers: u32,
+        #[serde(default = "default_cores")]
+        cores_per_server: u32,
+    },
+    /// Horus §4.1 Uniform: 4 racks, each one server running 8 workers.
+    TestbedUniform,
+    /// Horus §4.1 Skewed: racks of 4, 4, 8 and 32 workers (the last on three
+    /// servers running 16, 8 and 8).
+    TestbedSkewed,
+    /// Arbitrary racks in one pod under one spine: cores of each server, per rack.
+    Racks { racks: Vec<Vec<u32>> },
+}
+
+impl Default for TopologyConfig {
+    fn default() -> Self {
+        TopologyConfig::FatTree {
+            k: default_k(),
+            cores_per_server: default_cores(),
+        }
+    }
+}
+
+impl TopologyConfig {
+    /// Check the parameters, naming fields under `topology`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.build().map(|_| ())
+    }
+
+    pub fn build(&self) -> Result<Topology, ConfigError> {
+        match self {
+            TopologyConfig::FatTree {
+                k,
+                cores_per_server,
+            } => Topology::fat_tree(*k, *cores_per_server),
+            TopologyConfig::SingleRack {
+                servers,
+                cores_per_server,
+            } => Topology::single_rack(*servers, *cores_per_server),
+            TopologyConfig::TestbedUniform => Ok(Topology::testbed_uniform()),
+            TopologyConfig::TestbedSkewed => Ok(Topology::testbed_skewed()),
+            TopologyConfig::Racks { racks } => Topology::from_racks(racks),
+        }
+        .map_err(|e| e.within(TOPOLOGY_FIELD))
+    }
+}
+
+/// Racks, servers, cores and spines, in flat vectors indexed by id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topology {
+    pods: u32,
+    spines_per_pod: u32,
+    rack_pod: Vec<u32>,
+    /// Servers of rack r are `rack_first_server[r]..rack_first_server[r + 1]`.
+    rack_first_server: Vec<u32>,
+    /// Cores of server s are `server_first_core[s]..server_first_core[s + 1]`.
+    server_first_core: Vec<u32>,
+    server_rack: Vec<u32>,
+}
+
+impl Topology {
+    /// A k-ary fat tree (k even): k pods, each with k/2 leaves and k/2 spines
+    /// (aggregation switches, Horus's "spine schedulers"), k/2 servers per
+    /// rack. k = 48, 32 cores: 1,152 leaves and spines, 27,648 servers,
+    /// 884,736 cores (Horus §5.1).
+    pub fn fat_tree(k: u32, cores_per_server: u32) -> Result<Self, ConfigError> {
+        if k < 2 || k & 1 == 1 {
+            return Err(ConfigError::new(
+                "k",
+                format!("must be even and >= 2, got {k}"),
+            ));
+        }
+        if cores_per_server == 0 {
+            return Err(ConfigError::new("cores_per_server", "must be >= 1"));
+        }
+        let half = k / 2;
+        let cores = (k as u64) * (half as u64) * (half as u64) * cores_per_server as u64;
+        if cores > u32::MAX as u64 {
+            return Err(ConfigError::new(
+                "k",
+                format!("{cores} cores in total; at most 2^32 - 1 are supported"),
+            ));
+        }
+        let racks = vec![vec![cores_per_server; half as usize]; (k * half) as usize];
+        let pods: Vec<u32> = (0..k * half).map(|r| r / half).collect();
+        Topology::assemble(k, half, &racks, pods)
+    }
+
+    /// One rack of `servers` servers under one spine.
+    pub fn single_rack(servers: u32, cores_per_server: u32) -> Result<Self, ConfigError> {
+        if servers == 0 {
+            return Err(ConfigError::new("servers", "must be >= 1"));
+        }
+        if cores_per_server == 0 {
+            return Err(ConfigError::new("cores_per_server", "must be >= 1"));
+        }
+        if servers as u64 * cores_per_server as u64 > u32::MAX as u64 {
+            return Err(ConfigError::new(
+                "servers",
+                "too many cores (at most 2^32 - 1)",
+            ));
+        }
+        Topology::from_racks(&[vec![cores_per_server; servers as usize]])
+    }
+
+    /// Horus §4.1 Uniform: 32 workers, 8 per rack on one server each.
+    pub fn testbed_uniform() -> Self {
+        Topology::from_racks(&[vec![8], vec![8], vec![8], vec![8]]).expect("valid testbed")
+    }
+
+    /// Horus §4.1 Skewed: 48 workers in racks of 4, 4, 8 and 32; the 32 run on
+    /// a 16-worker server and two 8-worker servers.
+    pub fn testbed_skewed() -> Self {
+        Topology::from_racks(&[vec![4], vec![4], vec![8], vec![16, 8, 8]]).expect("valid testbed")
+    }
+
+    /// Racks in one pod under one spine (the testbed: one Tofino plays the
+    /// spine and every leaf). `racks[r][i]` is the core count of server i of
+    /// rack r.
+    pub fn from_racks(racks: &[Vec<u32>]) -> Result<Self, ConfigError> {
+        if racks.is_empty() {
+            return Err(ConfigError::new("racks", "needs at least one rack"));
+        }
+        let mut total = 0u64;
+        for (r, servers) in racks.iter().enumerate() {
+            if servers.is_empty() {
+                return Err(ConfigError::new(
+                    format!("racks[{r}]"),
+                    "needs at least one server",
+                ));
+            }
+            for (i, &c) in servers.iter().enumerate() {
+                if c == 0 {
+                    return Err(ConfigError::new(
+                        format!("racks[{r}][{i}]"),
+                        "a server needs at least one core",
+                    ));
+                }
+                total += c as u64;
+            }
+        }
+        if total > u32::MAX as u64 {
+            return Err(ConfigError::new(
+                "racks",
+                "too many cores (at most 2^32 - 1)",
+            ));
+        }
+        Topology::assemble(1, 1, racks, vec![0; racks.len()])
+    }
+
+    /// The topology a config describes (same as [`TopologyConfig::build`]).
+    pub fn build(cfg: &TopologyConfig) -> Result<Self, ConfigError> {
+        cfg.build()
+    }
+
+    fn assemble(
+        pods: u32,
+        spines_per_pod: u32,
+        racks: &[Vec<u32>],
+        rack_pod: Vec<u32>,
+    ) -> Result<Self, ConfigError> {
+        let n_servers: usize = racks.iter().map(Vec::len).sum();
+        let mut rack_first_server = Vec::with_capacity(racks.len() + 1);
+        let mut server_first_core = Vec::with_capacity(n_servers + 1);
+        let mut server_rack = Vec::with_capacity(n_servers);
+        let mut core = 0u32;
+        for (r, servers) in racks.iter().enumerate() {
+            rack_first_server.push(server_rack.len() as u32);
+            for &c in servers {
+                server_first_core.push(core);
+                server_rack.push(r as u32);
+                core += c;
+            }
+        }
+        rack_first_server.push(server_rack.len() as u32);
+        server_first_core.push(core);
+        Ok(Topology {
+            pods,
+            spines_per_pod,
+            rack_pod,
+            rack_first_server,
+            server_first_core,
+            server_rack,
+        })
+    }
+
+    pub fn pods(&self) -> u32 {
+        self.pods
+    }
+    pub fn leaves(&self) -> u32 {
+        self.rack_pod.len() as u32
+    }
+    pub fn spines(&self) -> u32 {
+        self.pods * self.spines_per_pod
+    }
+    pub fn spines_per_pod(&self) -> u32 {
+        self.spines_per_pod
+    }
+    pub fn servers(&self) -> u32 {
+        self.server_rack.len() as u32
+    }
+    pub fn cores(&self) -> u32 {
+        *self.server_first_core.last().expect("sentinel")
+    }
+    pub fn leaf_pod(&self, leaf: u32) -> u32 {
+        self.rack_pod[leaf as usize]
+    }
+    pub fn spine_pod(&self, spine: u32) -> u32 {
+        spine / self.spines_per_pod
+    }
+    pub fn spines_in_pod(&self, pod: u32) -> Range<u32> {
+        pod * self.spines_per_pod..(pod + 1) * self.spines_per_pod
+    }
+    pub fn servers_of_rack(&self, leaf: u32) -> Range<u32> {
+        self.rack_first_server[leaf as usize]..self.rack_first_server[leaf as usize + 1]
+    }
+    pub fn rack_of_server(&self, server: u32) -> u32 {
+        self.server_rack[server as usize]
+    }
+    pub fn cores_of_server(&self, server: u32) -> Range<u32> {
+        self.server_first_core[server as usize]..self.server_first_core[server as usize + 1]
+    }
+    pub fn cores_of_rack(&self, leaf: u32) -> Range<u32> {
+        let s = self.servers_of_rack(leaf);
+        self.server_first_core[s.start as usize]..self.server_first_core[s.end as usize]
+    }
+    pub fn server_of_core(&self, core: u32) -> u32 {
+        (self.server_first_core.partition_point(|&c| c <= core) - 1) as u32
+    }
+
+    /// Switch hops between a spine and a leaf: 1 inside a pod, else 3 (spine
+    /// → core → the leaf's pod's spine → leaf). Used to delay the controller's
+    /// failure notices (Horus §5.3: "based on the number of hops between the
+    /// failed spine and each impacted leaf") and cross-pod scheduler traffic.
+    pub fn spine_leaf_hops(&self, spine: u32, leaf: u32) -> u32 {
+        if self.spine_pod(spine) == self.leaf_pod(leaf) {
+            1
+        } else {
+            3
+        }
+    }
+}
+
+/// How workers are spread over the datacenter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementMode {
+    /// Every worker on a uniformly random free core anywhere (Horus §5.1:
+    /// workers "randomly distributed across racks").
+    #[default]
+    Scattered,
+    /// Pools fill cores in order, each taking the next free cores: whole
+    /// servers and racks, spilling into the next rack.
+    Colocated,
+}
+
+/// How a pool's leaves are grouped under its spine schedulers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpineGrouping {
+    /// Groups never cross pods (Horus §3.2: groups "aligned with datacenter
+    /// pods", so spine–leaf traffic is one hop).
+    #[default]
+    Pod,
+    /// Groups of up to r consecutive racks regardless of pods, so that r
+    /// alone sets the number of spines (Horus §5.3's r = 10/20/40 comparison
+    /// when a pool has fewer than r racks per pod).
+    Global,
+}
+
+/// Pools and their placement, as written in the config. Every field has a
+/// default (Horus §5.1):
+///
+/// ```toml
+/// [placement]
+/// pools = 1000          # omit when giving `sizes`
+/// min_size = 50
+/// max_size = 20000
+/// mean_size = 685.0
+/// sizes = []            # explicit pool sizes; replaces the random draw
+/// mode = "scattered"    # or "colocated"
+/// ratio = 10            # r: leaf schedulers per spine scheduler
+/// grouping = "pod"      # or "global"
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlacementConfig {
+    /// Number of pools; 1000 if unset (and `sizes` is empty).
+    pub pools: Option<u32>,
+    pub min_size: u32,
+    pub max_size: u32,
+    pub mean_size: f64,
+    pub sizes: Vec<u32>,
+    pub mode: PlacementMode,
+    /// r, leaf to spine schedulers (Horus §5.3). The paper compares 10, 20
+    /// and 40 without naming a default; 10 uses the most spines.
+    pub ratio: u32,
+    pub grouping: SpineGrouping,
+}
+
+impl Default for PlacementConfig {
+    fn default() -> Self {
+        PlacementConfig {
+            pools: None,
+            min_size: 50,
+            max_size: 20_000,
+            mean_size: 685.0,
+            sizes: Vec::new(),
+            mode: PlacementMode::Scattered,
+            ratio: 10,
+            grouping: SpineGrouping::Pod,
+        }
+    }
+}
+
+impl PlacementConfig {
+    pub const DEFAULT_POOLS: u32 = 1000;
+
+    /// One pool of `workers`, filling cores in order (single-rack and
+    /// testbed experiments: `single_pool(32)` on the Uniform testbed puts 8
+    /// workers in each rack).
+    pub fn single_pool(workers: u32) -> Self {
+        PlacementConfig {
+            sizes: vec![workers],
+            mode: PlacementMode::Colocated,
+            ..PlacementConfig::default()
+        }
+    }
+
+    pub fn pool_count(&self) -> u32 {
+        if self.sizes.is_empty() {
+            self.pools.unwrap_or(Self::DEFAULT_POOLS)
+        } else {
+            self.sizes.len() as u32
+        }
+    }
+
+    /// Check the parameters, naming fields under `placement`. Whether the
+    /// pools fit the topology is checked by [`Placement::place`].
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check().map_err(|e| e.within(PLACEMENT_FIELD))
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.ratio == 0 {
+            return Err(ConfigError::new("ratio", "must be >= 1"));
+        }
+        if !self.sizes.is_empty() {
+            if let Some(p) = self.pools {
+                if p as usize != self.sizes.len() {
+                    return Err(ConfigError::new(
+                        "pools",
+                        format!(
+                            "is {p} but sizes lists {} pools; leave pools out",
+                            self.sizes.len()
+                        ),
+                    ));
+                }
+            }
+            if let Some(i) = self.sizes.iter().position(|&s| s == 0) {
+                return Err(ConfigError::new(
+                    format!("sizes[{i}]"),
+                    "a pool needs at least one worker",
+                ));
+            }
+            return Ok(());
+        }
+        if self.pools == Some(0) {
+            return Err(ConfigError::new("pools", "must be >= 1"));
+        }
+        if self.min_size == 0 {
+            return Err(ConfigError::new("min_size", "must be >= 1"));
+        }
+        if self.max_size < self.min_size {
+            return Err(ConfigError::new(
+                "max_size",
+                format!("{} is below min_size {}", self.max_size, self.min_size),
+            ));
+        }
+        let m = self.mean_size;
+        if !(m.is_finite() && m >= self.min_size as f64 && m <= self.max_size as f64) {
+            return Err(ConfigError::new(
+                "mean_size",
+                format!(
+                    "must lie in [min_size, max_size] = [{}, {}], got {m}",
+                    self.min_size, self.max_size
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Draw pool sizes: `min + min(round(θ·E), max − min)` with E ~ Exp(1), i.e.
+/// an exponential shifted to start at `min` and clamped at `max` (Horus
+/// §5.1). Clamping (rather than redrawing) keeps pools at exactly 20K as the
+/// paper's max. The scale θ is then calibrated by bisection *on the drawn
+/// sample*, so that the realised mean is `mean_size` (to within one worker per
+/// pool in total) rather than only its expectation: the paper reports 685K
+/// workers for 1K pools, and the spread of a 1000-pool sample mean (±3%)
+/// would otherwise make every seed's datacenter a different size.
+pub fn pool_sizes(cfg: &PlacementConfig, rng: &mut Rng) -> Vec<u32> {
+    if !cfg.sizes.is_empty() {
+        return cfg.sizes.clone();
+    }
+    let n = cfg.pool_count() as usize;
+    let (min, max) = (cfg.min_size, cfg.max_size);
+    let span = (max - min) as f64;
+    let draws: Vec<f64> = (0..n).map(|_| -rng.unit_open0().ln()).collect();
+    let size = |theta: f64, e: f64| min + (theta * e).round().min(span) as u32;
+    let total = |theta: f64| draws.iter().map(|&e| size(theta, e) as u64).sum::<u64>();
+    let target = (cfg.mean_size * n as f64).round() as u64;
+    let (mut lo, mut hi) = (0.0f64, (cfg.mean_size - min as f64).max(1.0));
+    // total() is non-decreasing in θ; grow hi until it brackets the target.
+    for _ in 0..200 {
+        if total(hi) >= target {
+            break;
+        }
+        lo = hi;
+        hi *= 2.0;
+    }
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if total(mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let theta = if target.abs_diff(total(lo)) < target.abs_diff(total(hi)) {
+        lo
+    } else {
+        hi
+    };
+    draws.iter().map(|&e| size(theta, e)).collect()
+}
+
+/// The part of a pool in one rack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RackSlice {
+    /// Global rack (leaf switch) index.
+    pub leaf_id: u32,
+    pub workers: u32,
+    /// Pool-wide index of this rack's first worker; the rack holds workers
+    /// `first_worker..first_worker + workers`.
+    pub first_worker: u32,
+    /// The pool's cores per server: (global server id, cores), by server id.
+    pub servers: Vec<(u32, u32)>,
+}
+
+/// Where one pool's workers are and which spines schedule for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolLayout {
+    pub pool_id: u32,
+    /// By leaf id (hence by pod).
+    pub racks: Vec<RackSlice>,
+    /// Global ids of the spine schedulers serving the pool.
+    pub spines: Vec<u32>,
+    /// For each entry of `racks`, the index into `spines` of the spine its
+    /// leaf scheduler is linked to (Horus §3.2: each leaf belongs to one group).
+    pub leaf_spine: Vec<u32>,
+}
+
+impl PoolLayout {
+    pub fn workers(&self) -> u32 {
+        self.racks.iter().map(|r| r.workers).sum()
+    }
+
+    /// Workers under each entry of `spines`. Clients pick a spine with these
+    /// weights: Horus §3.2 weights the choice "in proportion to the number of
+    /// workers per pod".
+    pub fn spine_workers(&self) -> Vec<u64> {
+        let mut w = vec![0u64; self.spines.len()];
+        for (r, &s) in self.racks.iter().zip(&self.leaf_spine) {
+            w[s as usize] += r.workers as u64;
+        }
+        w
+    }
+
+    /// Index into `racks` of the rack holding pool worker `w`.
+    pub fn rack_of_worker(&self, w: u32) -> Option<usize> {
+        let i = self.racks.partition_point(|r| r.first_worker <= w);
+        let r = self.racks.get(i.checked_sub(1)?)?;
+        (w < r.first_worker + r.workers).then_some(i - 1)
+    }
+
+    /// A pool of `workers` on one server of one rack (leaf 0, server 0) under
+    /// spine 0: for single-rack tests.
+    pub fn single_rack(pool_id: u32, workers: u32) -> Self {
+        PoolLayout::on_racks(pool_id, &[workers])
+    }
+
+    /// A pool over racks `0..sizes.len()` holding `sizes[i]` workers each
+    /// (rack i = leaf i with one server, id i), all linked to spine 0: the
+    /// testbed setups of Horus §4.1 (`&[8, 8, 8, 8]`, `&[4, 4, 8, 32]`).
+    /// Empty racks are left out.
+    pub fn on_racks(pool_id: u32, sizes: &[u32]) -> Self {
+        let mut racks = Vec::new();
+        let mut first = 0;
+        for (i, &n) in sizes.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            racks.push(RackSlice {
+                leaf_id: i as u32,
+                workers: n,
+                first_worker: first,
+                servers: vec![(i as u32, n)],
+            });
+            first += n;
+        }
+        let leaf_spine = vec![0; racks.len()];
+        PoolLayout {
+            pool_id,
+            racks,
+            spines: vec![0],
+            leaf_spine,
+        }
+    }
+}
+
+/// Every pool's layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub pools: Vec<PoolLayout>,
+}
+
+impl Placement {
+    /// Draw pool sizes and place every worker on its own core.
+    ///
+    /// Scattered: a partial Fisher–Yates shuffle of all cores hands each pool
+    /// its next `size` cores, which is the same as every worker taking a
+    /// uniformly random free core. Colocated: pools take consecutive cores.
+    ///
+    /// Spines (Horus §3.2, §5.3): a pool's racks, in leaf order, are split
+    /// into groups of at most `ratio` racks, as evenly as possible, each group
+    /// led by one spine. With [`SpineGrouping::Pod`] groups are formed per pod
+    /// and the spine is in that pod; with [`SpineGrouping::Global`] groups are
+    /// formed over all the pool's racks and the spine is in the pod holding
+    /// most of the group. Within a pod, the j-th group of pool p gets spine
+    /// `(p + j) mod spines_per_pod` of that pod, so pools spread over all the
+    /// pod's spines instead of piling onto the first. A pod has k/2 racks and
+    /// k/2 spines, so per-pod groups never outnumber the pod's spines; in
+    /// smaller topologies (one spine) groups share a spine.
+    pub fn place(topo: &Topology, cfg: &PlacementConfig, seed: u64) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let sizes = pool_sizes(cfg, &mut Rng::derive(seed, STREAM_POOL_SIZES));
+        let total: u64 = sizes.iter().map(|&s| s as u64).sum();
+        if total > topo.cores() as u64 {
+            return Err(ConfigError::new(
+                PLACEMENT_FIELD,
+                format!(
+                    "{} pools need {total} workers but the topology has {} cores",
+                    sizes.len(),
+                    topo.cores()
+                ),
+            ));
+        }
+        let total = total as usize;
+        let mut spine_slot = vec![u32::MAX; topo.spines() as usize];
+        let mut pools = Vec::with_capacity(sizes.len());
+        match cfg.mode {
+            PlacementMode::Scattered => {
+                let mut rng = Rng::derive(seed, STREAM_CORES);
+                let n = topo.cores();
+                let mut cores: Vec<u32> = (0..n).collect();
+                for i in 0..total {
+                    let j = i + rng.below(n - i as u32) as usize;
+                    cores.swap(i, j);
+                }
+                let mut off = 0;
+                let mut mine: Vec<u32> = Vec::new();
+                for (p, &size) in sizes.iter().enumerate() {
+                    mine.clear();
+                    mine.extend_from_slice(&cores[off..off + size as usize]);
+                    mine.sort_unstable();
+                    off += size as usize;
+                    pools.push(layout(
+                        topo,
+                        cfg,
+                        p as u32,
+                        mine.iter().copied(),
+                        &mut spine_slot,
+                    ));
+                }
+            }
+            PlacementMode::Colocated => {
+                let mut next = 0u32;
+                for (p, &size) in sizes.iter().enumerate() {
+                    pools.push(layout(
+                        topo,
+                        cfg,
+                        p as u32,
+                        next..next + size,
+                        &mut spine_slot,
+                    ));
+                    next += size;
+                }
+            }
+        }
+        Ok(Placement { pools })
+    }
+
+    pub fn total_workers(&self) -> u64 {
+        self.pools.iter().map(|p| p.workers() as u64).sum()
+    }
+}
+
+/// Every pool's layout: [`Placement::place`] without the wrapper.
+pub fn place(
+    topo: &Topology,
+    cfg: &PlacementConfig,
+    seed: u64,
+) -> Result<Vec<PoolLayout>, ConfigError> {
+    Placement::place(topo, cfg, seed).map(|p| p.pools)
+}
+
+/// A pool's layout from its cores in increasing order.
+fn layout(
+    topo: &Topology,
+    cfg: &PlacementConfig,
+    pool_id: u32,
+    cores: impl Iterator<Item = u32>,
+    spine_slot: &mut [u32],
+) -> PoolLayout {
+    let mut racks: Vec<RackSlice> = Vec::new();
+    let mut server_end = 0u32;
+    for (worker, c) in cores.enumerate() {
+        if racks.is_empty() || c >= server_end {
+            let s = topo.server_of_core(c);
+            server_end = topo.cores_of_server(s).end;
+            let leaf = topo.rack_of_server(s);
+            if racks.last().map(|r| r.leaf_id) != Some(leaf) {
+                racks.push(RackSlice {
+                    leaf_id: leaf,
+                    workers: 0,
+                    first_worker: worker as u32,
+                    servers: Vec::new(),
+                });
+            }
+            racks.last_mut().expect("pushed").servers.push((s, 0));
+        }
+        let r = racks
+            .last_mut()
+            .expect("a rack exists once a core was seen");
+        r.workers += 1;
+        r.servers.last_mut().expect("a server exists").1 += 1;
+    }
+    let (spines, leaf_spine) =
+        assign_spines(topo, pool_id, &racks, cfg.ratio, cfg.grouping, spine_slot);
+    PoolLayout {
+        pool_id,
+        racks,
+        spines,
+        leaf_spine,
+    }
+}
+
+fn assign_spines(
+    topo: &Topology,
+    pool_id: u32,
+    racks: &[RackSlice],
+    ratio: u32,
+    grouping: SpineGrouping,
+    spine_slot: &mut [u32],
+) -> (Vec<u32>, Vec<u32>) {
+    let spp = topo.spines_per_pod();
+    let rot = pool_id % spp;
+    let ratio = ratio.max(1) as usize;
+    let mut spines: Vec<u32> = Vec::new();
+    let mut leaf_spine = vec![0u32; racks.len()];
+    // spine_slot maps a global spine id to its index in `spines` (u32::MAX =
+    // not yet used by this pool); reset below so the scratch can be reused.
+    let mut slot = |spine: u32, spines: &mut Vec<u32>| -> u32 {
+        let e = &mut spine_slot[spine as usize];
+        if *e == u32::MAX {
+            *e = spines.len() as u32;
+            spines.push(spine);
+        }
+        *e
+    };
+    // Runs of racks in the same pod (racks are in leaf order, hence pod order).
+    let mut runs: Vec<(usize, usize, u32)> = Vec::new();
+    for (i, r) in racks.iter().enumerate() {
+        let pod = topo.leaf_pod(r.leaf_id);
+        match runs.last_mut() {
+            Some(run) if run.2 == pod => run.1 = i + 1,
+            _ => runs.push((i, i + 1, pod)),
+        }
+    }
+    match grouping {
+        SpineGrouping::Pod => {
+            for &(a, b, pod) in &runs {
+                let m = b - a;
+                let groups = m.div_ceil(ratio);
+                let base = topo.spines_in_pod(pod).start;
+                for j in 0..m {
+                    // Balanced split: group sizes differ by at most one, each <= ratio.
+                    let g = (j * groups / m) as u32;
+                    let spine = base + (rot + g) % spp;
+                    leaf_spine[a + j] = slot(spine, &mut spines);
+                }
+            }
+        }
+        SpineGrouping::Global => {
+            let m = racks.len();
+            let groups = m.div_ceil(ratio);
+            let mut used_in_pod = vec![0u32; topo.pods() as usize];
+            let mut start = 0;
+            for g in 0..groups {
+                let end = (g + 1) * m / groups;
+                // The pod holding most of the group (first on ties).
+                let mut best = (0usize, 0u32);
+                for &(a, b, pod) in &runs {
+                    let overlap = b.min(end).saturating_sub(a.max(start));
+                    if overlap > best.0 {
+                        best = (overlap, pod);
+                    }
+                }
+                let pod = best.1;
+                let spine = topo.spines_in_pod(pod).start + (rot + used_in_pod[pod as usize]) % spp;
+                used_in_pod[pod as usize] += 1;
+                let s = slot(spine, &mut spines);
+                for e in &mut leaf_spine[start..end] {
+                    *e = s;
+                }
+                start = end;
+            }
+        }
+    }
+    for &s in &spines {
+        spine_slot[s as usize] = u32::MAX;
+    }
+    (spines, leaf_spine)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fat_tree_counts_at_k48() {
+        let t = Topology::fat_tree(48, 32).unwrap();
+        assert_eq!(t.pods(), 48);
+        assert_eq!(t.leaves(), 1_152);
+        assert_eq!(t.spines(), 1_152);
+        assert_eq!(t.servers(), 27_648);
+        assert_eq!(t.cores(), 884_736);
+        assert_eq!(t.servers_of_rack(5).len(), 24);
+        assert_eq!(t.cores_of_server(100).len(), 32);
+        assert_eq!(t.leaf_pod(23), 0);
+        assert_eq!(t.leaf_pod(24), 1);
+        assert_eq!(t.spine_pod(1_151), 47);
+        assert_eq!(t.spines_in_pod(2), 48..72);
+        assert_eq!(t.spine_leaf_hops(0, 23), 1);
+        assert_eq!(t.spine_leaf_hops(0, 24), 3);
+        assert_eq!(t.spine_leaf_hops(30, 24), 1);
+        for core in [0, 31, 32, 884_735, 123_456] {
+            let s = t.server_of_core(core);
+            assert!(t.cores_of_server(s).contains(&core));
+            assert!(t.cores_of_rack(t.rack_of_server(s)).contains(&core));
+        }
+        assert_eq!(TopologyConfig::default().build().unwrap(), t);
+        assert!(Topology::fat_tree(47, 32).is_err());
+        assert_eq!(
+            TopologyConfig::FatTree {
+                k: 4,
+                cores_per_server: 0
+            }
+            .validate()
+            .unwrap_err()
+            .field,
+            "topology.cores_per_server"
+        );
+    }
+
+    #[test]
+    fn testbeds_and_single_rack() {
+        let u = Topology::testbed_uniform();
+        assert_eq!((u.leaves(), u.spines(), u.cores()), (4, 1, 32));
+        let s = Topology::testbed_skewed();
+        assert_eq!((s.leaves(), s.servers(), s.cores()), (4, 6, 48));
+        assert_eq!(s.cores_of_rack(3).len(), 32);
+        let r = Topology::single_rack(8, 8).unwrap();
+        assert_eq!(
+            (r.leaves(), r.servers(), r.cores(), r.spines()),
+            (1, 8, 64, 1)
+        );
+        assert_eq!(r.spine_leaf_hops(0, 0), 1);
+        // One pool over the whole testbed reproduces the paper's rack sizes.
+        let p = Placement::place(&s, &PlacementConfig::single_pool(48), 1).unwrap();
+        let sizes: Vec<u32> = p.pools[0].racks.iter().map(|r| r.workers).collect();
+        assert_eq!(sizes, vec![4, 4, 8, 32]);
+        assert_eq!(p.pools[0].racks[3].servers, vec![(3, 16), (4, 8), (5, 8)]);
+        assert_eq!(p.pools[0].spines, vec![0]);
+        let p = Placement::place(&u, &PlacementConfig::single_pool(32), 1).unwrap();
+        let sizes: Vec<u32> = p.pools[0].racks.iter().map(|r| r.workers).collect();
+        assert_eq!(sizes, vec![8, 8, 8, 8]);
+        assert!(Placement::place(&u, &PlacementConfig::single_pool(33), 1).is_err());
+    }
+
+    #[test]
+    fn layout_helpers() {
+        let l = PoolLayout::on_racks(7, &[4, 0, 8, 32]);
+        assert_eq!(l.workers(), 44);
+        assert_eq!(l.racks.len(), 3);
+        assert_eq!(l.racks[1].leaf_id, 2);
+        assert_eq!(l.racks[2].first_worker, 12);
+        assert_eq!(l.rack_of_worker(0), Some(0));
+        assert_eq!(l.rack_of_worker(11), Some(1));
+        assert_eq!(l.rack_of_worker(12), Some(2));
+        assert_eq!(l.rack_of_worker(44), None);
+        assert_eq!(l.spine_workers(), vec![44]);
+        let s = PoolLayout::single_rack(0, 16);
+        assert_eq!(
+            (s.racks.len(), s.workers(), s.leaf_spine.clone()),
+            (1, 16, vec![0])
+        );
+    }
+
+    #[test]
+    fn pool_sizes_follow_the_paper() {
+        let cfg = PlacementConfig::default();
+        for seed in 0..5 {
+            let sizes = pool_sizes(&cfg, &mut Rng::new(seed));
+            assert_eq!(sizes.len(), 1000);
+            assert!(sizes.iter().all(|&s| (50..=20_000).contains(&s)));
+            let mean = sizes.iter().map(|&s| s as f64).sum::<f64>() / 1000.0;
+            assert!((mean / 685.0 - 1.0).abs() < 0.05, "mean {mean}");
+            // Calibrated on the sample: the total is 685K to within a few workers.
+            assert!((mean - 685.0).abs() < 0.05, "mean {mean}");
+            // Still exponential-looking: median near min + θ ln 2 ≈ 490.
+            let mut sorted = sizes.clone();
+            sorted.sort_unstable();
+            assert!((380..600).contains(&sorted[500]), "median {}", sorted[500]);
+        }
+        let flat = PlacementConfig {
+            min_size: 10,
+            max_size: 10,
+            mean_size: 10.0,
+            pools: Some(3),
+            ..PlacementConfig::default()
+        };
+        assert_eq!(pool_sizes(&flat, &mut Rng::new(1)), vec![10, 10, 10]);
+    }
+
+    #[test]
+    fn placement_validation() {
+        let bad = |c: PlacementConfig| c.validate().unwrap_err().field;
+        assert_eq!(
+            bad(PlacementConfig {
+                ratio: 0,
+                ..Default::default()
+            }),
+            "placement.ratio"
+        );
+        assert_eq!(
+            bad(PlacementConfig {
+                mean_size: 30.0,
+                ..Default::default()
+            }),
+            "placement.mean_size"
+        );
+        assert_eq!(
+            bad(PlacementConfig {
+                max_size: 10,
+                ..Default::default()
+            }),
+            "placement.max_size"
+        );
+        assert_eq!(
+            bad(PlacementConfig {
+                pools: Some(2),
+                sizes: vec![3],
+                ..Default::default()
+            }),
+            "placement.pools"
+        );
+        assert_eq!(
+            bad(PlacementConfig {
+                sizes: vec![3, 0],
+                ..Default::default()
+            }),
+            "placement.sizes[1]"
+        );
+        let t = Topology::fat_tree(4, 2).unwrap(); // 32 cores
+        let e = Placement::place(&t, &PlacementConfig::default(), 1).unwrap_err();
+        assert_eq!(e.field, "placement");
+        assert!(e.msg.contains("32 cores"), "{e}");
+    }
+
+    /// Layouts list servers, not cores; no server handing out more cores
+    /// than it has (summed over all pools) is what "every worker on its own
+    /// core" means for them.
+    fn check_distinct_cores(topo: &Topology, p: &Placement) {
+        let mut used = vec![0u32; topo.servers() as usize];
+        for pool in &p.pools {
+            let mut next_worker = 0;
+            for r in &pool.racks {
+                assert_eq!(r.first_worker, next_worker);
+                next_worker += r.workers;
+                assert_eq!(r.servers.iter().map(|s| s.1).sum::<u32>(), r.workers);
+                assert!(r.servers.windows(2).all(|w| w[0].0 < w[1].0));
+                for &(s, c) in &r.servers {
+                    assert_eq!(topo.rack_of_server(s), r.leaf_id);
+                    assert!(c >= 1);
+                    used[s as usize] += c;
+                }
+            }
+            assert_eq!(pool.leaf_spine.len(), pool.racks.len());
+            assert!(pool.racks.windows(2).all(|w| w[0].leaf_id < w[1].leaf_id));
+        }
+        for s in 0..topo.servers() {
+            assert!(
+                used[s as usize] <= topo.cores_of_server(s).len() as u32,
+                "server {s} oversubscribed"
+            );
+        }
+        assert_eq!(
+            used.iter().map(|&u| u as u64).sum::<u64>(),
+            p.total_workers()
+        );
+    }
+
+    #[test]
+    fn scattered_placement_at_scale() {
+        let topo = Topology::fat_tree(48, 32).unwrap();
+        let cfg = PlacementConfig::default();
+        let started = std::time::Instant::now();
+        let p = Placement::place(&topo, &cfg, 42).unwrap();
+        let took = started.elapsed();
+        assert!(took.as_secs_f64() < 5.0, "placement took {took:?}");
+        assert_eq!(p.pools.len(), 1000);
+        let total = p.total_workers();
+        assert!((total as f64 / 685_000.0 - 1.0).abs() < 0.001, "{total}");
+        check_distinct_cores(&topo, &p);
+        // Deterministic for a seed.
+        assert_eq!(Placement::place(&topo, &cfg, 42).unwrap(), p);
+        assert_ne!(Placement::place(&topo, &cfg, 43).unwrap(), p);
+        // Spine grouping: within a pod, a spine leads at most r of the pool's racks.
+        for pool in &p.pools {
+            let mut per_spine = vec![0u32; pool.spines.len()];
+            for (r, &s) in pool.racks.iter().zip(&pool.leaf_spine) {
+                per_spine[s as usize] += 1;
+                assert_eq!(
+                    topo.spine_pod(pool.spines[s as usize]),
+                    topo.leaf_pod(r.leaf_id)
+                );
+            }
+            assert!(
+                per_spine.iter().all(|&n| (1..=cfg.ratio).contains(&n)),
+                "{per_spine:?}"
+            );
+            let w: u64 = pool.spine_workers().iter().sum();
+            assert_eq!(w, pool.workers() as u64);
+        }
+    }
+
+    #[test]
+    fn colocated_uses_far_fewer_racks() {
+        let topo = Topology::fat_tree(16, 32).unwrap(); // 128 racks, 8 servers each, 32,768 cores
+        let base = PlacementConfig {
+            pools: Some(40),
+            min_size: 50,
+            max_size: 2_000,
+            mean_size: 400.0,
+            ..PlacementConfig::default()
+        };
+        let scattered = Placement::place(&topo, &base, 3).unwrap();
+        let colocated = Placement::place(
+            &topo,
+            &PlacementConfig {
+                mode: PlacementMode::Colocated,
+                ..base.clone()
+            },
+            3,
+        )
+        .unwrap();
+        check_distinct_cores(&topo, &scattered);
+        check_distinct_cores(&topo, &colocated);
+        let racks = |p: &Placement| p.pools.iter().map(|l| l.racks.len()).sum::<usize>();
+        // Same sizes either way (same seed and size stream).
+        let sizes = |p: &Placement| p.pools.iter().map(|l| l.workers()).collect::<Vec<_>>();
+        assert_eq!(sizes(&scattered), sizes(&colocated));
+        assert!(
+            racks(&colocated) * 5 < racks(&scattered),
+            "{} vs {}",
+            racks(&colocated),
+            racks(&scattered)
+        );
+        // Colocated: a pool's racks are consecutive, each full except the ends.
+        for l in &colocated.pools {
+            assert!(l.racks.windows(2).all(|w| w[1].leaf_id == w[0].leaf_id + 1));
+            let n = l.racks.len();
+            if n > 2 {
+                assert!(l.racks[1..n - 1].iter().all(|r| r.workers == 256));
+            }
+        }
+    }
+
+    #[test]
+    fn ratio_controls_spine_count() {
+        let topo = Topology::fat_tree(48, 32).unwrap();
+        let sizes = vec![20_000, 5_000, 685];
+        let spines = |ratio: u32, grouping: SpineGrouping, mode: PlacementMode| -> Vec<usize> {
+            let cfg = PlacementConfig {
+                sizes: sizes.clone(),
+                ratio,
+                grouping,
+                mode,
+                ..PlacementConfig::default()
+            };
+            let p = Placement::place(&topo, &cfg, 9).unwrap();
+            for l in &p.pools {
+                let mut per = vec![0usize; l.spines.len()];
+                for &s in &l.leaf_spine {
+                    per[s as usize] += 1;
+                }
+                assert!(
+                    per.iter().all(|&n| n >= 1 && n <= ratio as usize),
+                    "{per:?}"
+                );
+                // Groups are as even as possible: ceil(racks / r) spines when global.
+                if grouping == SpineGrouping::Global {
+                    assert_eq!(l.spines.len(), l.racks.len().div_ceil(ratio as usize));
+                }
+            }
+            p.pools.iter().map(|l| l.spines.len()).collect()
+        };
+        for mode in [PlacementMode::Scattered, PlacementMode::Colocated] {
+            let s10 = spines(10, SpineGrouping::Global, mode);
+            let s40 = spines(40, SpineGrouping::Global, mode);
+            for (a, b) in s10.iter().zip(&s40) {
+                assert!(a >= b);
+            }
+            // The 20K pool covers (nearly) every rack: ~1152/10 vs ~1152/40 spines.
+            assert!(s10[0] >= 3 * s40[0], "{s10:?} {s40:?}");
+            let p10 = spines(10, SpineGrouping::Pod, mode);
+            let p40 = spines(40, SpineGrouping::Pod, mode);
+            assert!(p10[0] > p40[0], "{p10:?} {p40:?}");
+        }
+    }
+
+    #[test]
+    fn toml_shapes() {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Cfg {
+            topology: TopologyConfig,
+            #[serde(default)]
+            placement: PlacementConfig,
+        }
+        let c: Cfg = toml::from_str(
+            "topology = { kind = \"fat-tree\", k = 8 }\n[placement]\npools = 3\nmode = \"colocated\"\nratio = 20\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.topology,
+            TopologyConfig::FatTree {
+                k: 8,
+                cores_per_server: 32
+            }
+        );
+        assert_eq!(c.placement.pool_count(), 3);
+        assert_eq!(c.placement.mode, PlacementMode::Colocated);
+        assert_eq!(c.placement.min_size, 50);
+        let c: Cfg = toml::from_str("topology = { kind = \"testbed-skewed\" }").unwrap();
+        assert_eq!(c.topology.build().unwrap().cores(), 48);
+        assert_eq!(c.placement, PlacementConfig::default());
+        let c: Cfg = toml::from_str("topology = { kind = \"racks\", racks = [[8], [16, 8]] }\n[placement]\nsizes = [20]\ngrouping = \"global\"\n").unwrap();
+        assert_eq!(c.topology.build().unwrap().cores(), 32);
+        assert_eq!(c.placement.pool_count(), 1);
+        assert!(toml::from_str::<Cfg>("topology = { kind = \"fat-tree\", kk = 8 }").is_err());
+        assert!(toml::from_str::<Cfg>(
+            "topology = { kind = \"testbed-uniform\" }\n[placement]\nmod = \"x\"\n"
+        )
+        .is_err());
+        assert!(toml::from_str::<Cfg>("topology = { kind = \"torus\" }").is_err());
+    }
+}
