@@ -29,6 +29,9 @@ fn rs_config(setup: &RunSetup, report_load: bool) -> RackSchedConfig {
     }
 }
 
+/// A rack's lower scheduler and the (upper, local index) it is linked with.
+pub(crate) type LinkedLower = (Lower, (u32, u32));
+
 /// The pool's uppers, and per rack its lower with the (upper, local index) it
 /// is linked with.
 pub(crate) fn schedulers(
@@ -36,7 +39,7 @@ pub(crate) fn schedulers(
     plan: &PoolPlan,
     rack_nodes: &[Vec<u32>],
     stream: &dyn Fn(u64) -> Rng,
-) -> (Vec<BuiltUpper>, Vec<(Lower, (u32, u32))>) {
+) -> (Vec<BuiltUpper>, Vec<LinkedLower>) {
     let seed = |k: u64| stream(100 + k).next_u64();
     let rack_sizes: Vec<u32> = rack_nodes.iter().map(|n| n.len() as u32).collect();
     let racks = plan.racks.len() as u32;

@@ -453,7 +453,7 @@ impl SimConfig {
         if self.schedulers.k == 0 {
             return Err(err("schedulers.k", "must be >= 1"));
         }
-        if !(self.workers.ps_slice_us > 0.0) {
+        if self.workers.ps_slice_us.is_nan() || self.workers.ps_slice_us <= 0.0 {
             return Err(err("workers.ps_slice_us", "must be > 0"));
         }
         if self.metrics.imbalance_interval_us < 0.0 {

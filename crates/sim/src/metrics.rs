@@ -3,7 +3,8 @@
 //! Each paper's metric keeps that paper's definition (DESIGN.md): the
 //! *response time* is Horus's, from submission at the spine scheduler to
 //! completion at the worker (Horus §4.1 "Methodology"); the *waiting time* is
-//! the part of it spent queued at the worker before service starts. Counters
+//! the part of it before service starts (network, scheduler and node queues;
+//! see docs/metrics.md). Counters
 //! are small fixed arrays indexed by enums, so recording is a few adds and the
 //! output order never depends on hashing.
 //!

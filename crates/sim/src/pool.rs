@@ -81,7 +81,6 @@ pub struct RunSetup<'a> {
 struct TaskRec {
     seq: u64,
     submitted: u64,
-    arrived_at_node: u64,
     service: u64,
     class: u8,
     measured: bool,
@@ -365,7 +364,6 @@ impl<'a> PoolSim<'a> {
         let rec = TaskRec {
             seq: self.submitted,
             submitted: now,
-            arrived_at_node: 0,
             service,
             class,
             measured: now >= self.setup.warmup_ns,
@@ -749,7 +747,7 @@ impl<'a> PoolSim<'a> {
             d,
             Ev::NoticeAtUpper {
                 upper,
-                rack: local as u32,
+                rack: local,
                 notice,
             },
         );
@@ -771,7 +769,6 @@ impl<'a> PoolSim<'a> {
             return;
         }
         let service = self.tasks[task as usize].service;
-        self.tasks[task as usize].arrived_at_node = now;
         if let Some((t, e)) = self.nodes.arrive(now, node, task, service) {
             self.q.at(t, Ev::Node(e));
         }
@@ -799,7 +796,9 @@ impl<'a> PoolSim<'a> {
                 self.metrics.complete(
                     rec.measured,
                     now - rec.submitted,
-                    f.started.saturating_sub(rec.arrived_at_node),
+                    // Waiting: everything before service starts (network,
+                    // scheduler and node queues), so response = waiting + service.
+                    f.started.saturating_sub(rec.submitted),
                     rec.class,
                 );
                 let NodeEvent::SliceEnd { node, .. } = ev;

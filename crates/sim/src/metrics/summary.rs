@@ -110,7 +110,7 @@ pub struct Summary {
     pub passes: BTreeMap<String, u64>,
     /// Horus response time (spine submission to completion at the worker).
     pub response: LatencyStats,
-    /// Queueing at the worker before service.
+    /// Submission to start of service (response = waiting + service).
     pub waiting: LatencyStats,
     pub per_class: Vec<ClassStats>,
     pub imbalance: ImbalanceStats,
