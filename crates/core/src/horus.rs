@@ -76,8 +76,10 @@ pub struct HorusLeaf {
     factor: RegisterArray<u32>,
     /// Rack average queue length, 16.16 (§A.2).
     avg: RegisterArray<u32>,
-    /// The average last reported to the spine (§3.4 aggregated updates).
-    last_sent: RegisterArray<u32>,
+    /// The spine's view of this rack's average: the value last reported
+    /// (§3.4 aggregated updates) plus the 1/w the spine has added for every
+    /// task it sent here since (its drift, §A.6).
+    spine_view: RegisterArray<u32>,
     conn: AffinityTable,
     workers: u32,
 }
@@ -93,7 +95,7 @@ impl HorusLeaf {
             pow2: LazyPow2::new(workers, |_| 1),
             factor: RegisterArray::new("leaf.factor", 1, fixed::additive_factor(workers)),
             avg: RegisterArray::new("leaf.avg", 1, 0),
-            last_sent: RegisterArray::new("leaf.last_sent", 1, 0),
+            spine_view: RegisterArray::new("leaf.spine_view", 1, 0),
             conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
             workers,
         };
@@ -120,7 +122,9 @@ impl HorusLeaf {
             *a = a.saturating_add(factor);
             *a
         });
-        self.maybe_load_update(pass, avg, out);
+        // Every task here came from the linked spine, which added 1/w to its
+        // view of the rack when it sent it.
+        self.maybe_load_update(pass, avg, factor, out);
         if !task.last {
             self.conn.insert(pass, now, task.id, node, task.upstream);
         }
@@ -131,11 +135,23 @@ impl HorusLeaf {
         });
     }
 
-    /// §3.4: report the average only when it moved by at least one task per worker.
-    fn maybe_load_update(&mut self, pass: &Pass, avg: u32, out: &mut Outbox) {
-        let send = self.last_sent.update(pass, 0, |last| {
-            if avg.abs_diff(*last) >= fixed::ONE {
-                *last = avg;
+    /// §3.4: report the average only when it is at least one task per worker
+    /// away from what the spine believes.
+    ///
+    /// The spine believes the last reported value plus its drift, the 1/w it
+    /// adds per task it sends here (§A.6), and resets the drift only when a
+    /// report arrives. Comparing against the last reported value alone, as a
+    /// literal reading of §3.4 would, lets that drift grow without bound while
+    /// the rack sits in a steady state (tasks in = tasks out keeps the average
+    /// flat, so nothing is ever reported): the spine then shuns a lightly
+    /// loaded rack forever. Mirroring the spine's drift keeps its view within
+    /// one task per worker of the truth, at about one report per w tasks
+    /// (Horus App. B Fig. 16: < 0.15 load updates per task).
+    fn maybe_load_update(&mut self, pass: &Pass, avg: u32, spine_drift: u32, out: &mut Outbox) {
+        let send = self.spine_view.update(pass, 0, |view| {
+            *view = view.saturating_add(spine_drift);
+            if avg.abs_diff(*view) >= fixed::ONE {
+                *view = avg;
                 true
             } else {
                 false
@@ -230,7 +246,7 @@ impl HorusLeaf {
             *a = a.saturating_sub(factor);
             *a
         });
-        self.maybe_load_update(&pass, avg, out);
+        self.maybe_load_update(&pass, avg, 0, out);
         // §3.4: an idle worker joins the idle list; the rack turning idle is
         // announced to the linked spine.
         if qlen == 0 {
@@ -321,6 +337,14 @@ impl HorusLeaf {
 
     pub fn average_load(&self) -> u32 {
         self.avg.peek(0)
+    }
+
+    /// The controller linked this leaf to a (new) spine, which starts from the
+    /// report the leaf sends now: returns (has idle workers, average load).
+    pub fn control_resync(&mut self) -> (bool, u32) {
+        let avg = self.avg.peek(0);
+        self.spine_view.control_write(0, avg);
+        (!self.idle.is_empty(), avg)
     }
 
     pub fn idle_nodes(&self) -> &IdleNodes {

@@ -94,10 +94,11 @@ fn idle_ops(cap: u32, leaf: bool) -> impl Strategy<Value = Vec<IdleOp>> {
     prop::collection::vec(op, 0..100)
 }
 
-/// Checks a first pass that took the lock for idle node `n`, and returns what
+/// Checks a first pass that took the lock for idle node `n` and returns what
 /// its second pass must do. Alg. 1 moves the last idle node into the hole;
-/// when `n` itself is the last one there is nothing to move, so a release-only
-/// second pass (what a fix of bug 1 needs) is accepted there too.
+/// when `n` itself sits in the top slot there is nothing to move, and the
+/// second pass must only release the lock (an add between the passes may
+/// already have reused that slot).
 fn expect_remove_of_member(
     got: RemoveFirst,
     n: NodeId,
@@ -108,35 +109,26 @@ fn expect_remove_of_member(
         .position(|&x| x == n)
         .expect("quiescent list holds the model") as u32;
     let last_node = *before.last().unwrap();
-    let is_top = last_node == n;
-    match got {
-        RemoveFirst::Resubmit {
-            last_node: l,
-            removed_index,
-        } if is_top && l == n && removed_index != pos => Ok(PendingRemove::Move {
-            node: n,
-            last_node: l,
-            removed_index,
-        }),
-        RemoveFirst::Absent if is_top => Ok(PendingRemove::Release),
-        _ => {
-            prop_assert_eq!(
-                got,
-                RemoveFirst::Resubmit {
-                    last_node,
-                    removed_index: pos
-                },
-                "remove({}) from {:?}",
-                n,
-                before
-            );
-            Ok(PendingRemove::Move {
-                node: n,
-                last_node,
-                removed_index: pos,
-            })
-        }
+    if last_node == n {
+        prop_assert_eq!(
+            got,
+            RemoveFirst::RemovedTop,
+            "remove({}) from {:?}",
+            n,
+            before
+        );
+        return Ok(PendingRemove::Release);
     }
+    let want = RemoveFirst::Resubmit {
+        last_node,
+        removed_index: pos,
+    };
+    prop_assert_eq!(got, want, "remove({}) from {:?}", n, before);
+    Ok(PendingRemove::Move {
+        node: n,
+        last_node,
+        removed_index: pos,
+    })
 }
 
 fn complete_pending(
@@ -385,7 +377,7 @@ proptest! {
 
     /// Spine idleNodes: add / remove (both passes, lock contention, absent
     /// nodes, duplicate adds) / peek keep the list equal to the model set.
-    /// Adds only at quiescent points: see the ignored variant below.
+    /// Adds only at quiescent points.
     #[test]
     fn spine_idle_nodes_match_set_model((cap, ops) in spine_idle_case()) {
         run_spine_idle(cap, &ops, false)?;
@@ -393,9 +385,8 @@ proptest! {
 
     /// Same, with adds also landing between the two passes of a remove, which
     /// HorusSpine allows (an IdleAdd from another leaf can arrive any time).
+    /// Found bug 1 (fixed in 77c7e33).
     #[test]
-    #[ignore = "bug: idle.rs add between the passes of a remove of the top node is overwritten by remove_second \
-                (see idle_add_between_passes_of_top_remove_is_kept)"]
     fn spine_idle_nodes_match_set_model_with_adds_between_passes((cap, ops) in spine_idle_case()) {
         run_spine_idle(cap, &ops, true)?;
     }
@@ -408,20 +399,16 @@ proptest! {
     }
 
     #[test]
-    #[ignore = "bug: idle.rs add between the passes of a remove of the top node is overwritten by remove_second \
-                (see idle_add_between_passes_of_top_remove_is_kept)"]
     fn leaf_idle_nodes_match_set_model_with_adds_between_passes((cap, ops) in leaf_idle_case()) {
         run_leaf_idle(cap, &ops, true)?;
     }
 }
 
-/// Bug 1 (idle.rs): the module docs say an add between the two passes of a
-/// remove "fills the slot the remove vacated at the top, which the remove's
-/// second pass does not touch". When the removed node IS the top node,
-/// `removed_index == new p`, so the second pass writes `idle_list[p] = last_node`
-/// (= the removed node) over the node just added there.
+/// Regression for bug 1 (found by the property above, fixed in 77c7e33 with
+/// `RemoveFirst::RemovedTop`): when the removed node was the top one, the
+/// second pass used to write `idle_list[p] = last_node` (the removed node)
+/// over a node added between the passes.
 #[test]
-#[ignore = "bug: idle.rs add between the passes of a remove of the top node is overwritten by remove_second"]
 fn idle_add_between_passes_of_top_remove_is_kept() {
     let mut pipe = Pipeline::new();
     let mut idle = IdleNodes::new(4, true);
@@ -437,10 +424,10 @@ fn idle_add_between_passes_of_top_remove_is_kept() {
             last_node,
             removed_index,
         } => idle.remove_second(&pipe.resubmit(), last_node, removed_index),
-        RemoveFirst::Absent => idle.release(&pipe.resubmit()),
+        RemoveFirst::Absent | RemoveFirst::RemovedTop => idle.release(&pipe.resubmit()),
         RemoveFirst::LockHeld => panic!("lock was free"),
     }
-    // Actual: idle() == [0, 1]: node 1 (removed) is back, node 2 (added) is lost.
+    // Before the fix: [0, 1], node 1 (removed) back and node 2 (added) lost.
     let got: BTreeSet<NodeId> = idle.idle().iter().copied().collect();
     assert_eq!(got, BTreeSet::from([0, 2]), "list {:?}", idle.idle());
     idle.check_invariant().unwrap();
@@ -449,7 +436,6 @@ fn idle_add_between_passes_of_top_remove_is_kept() {
 /// Bug 1 through the HorusSpine API: rack 2 announces IdleRemove, rack 1's
 /// IdleAdd overtakes the resubmitted second pass.
 #[test]
-#[ignore = "bug: idle.rs add between the passes of a remove of the top node is overwritten by remove_second"]
 fn spine_idle_add_between_passes_of_idle_remove_is_kept() {
     let mut spine = HorusSpine::new(&[4, 4, 4], 1, ConnTableConfig::default());
     let mut out = Outbox::new();
@@ -472,8 +458,8 @@ fn spine_idle_add_between_passes_of_idle_remove_is_kept() {
     };
     assert!(feed(&mut spine, Input::IdleAdd { node: 1 }).is_empty());
     assert!(feed(&mut spine, Input::Resubmit(second_pass)).is_empty());
-    // Actual: [0, 2]; rack 2 has no idle worker but keeps receiving "idle" tasks,
-    // rack 1 is idle but never picked from the list.
+    // Before the fix: [0, 2]; rack 2 had no idle worker but kept receiving
+    // "idle" tasks, rack 1 was idle but never picked from the list.
     let got: BTreeSet<NodeId> = spine.idle_nodes().idle().iter().copied().collect();
     assert_eq!(
         got,
@@ -972,8 +958,9 @@ struct Cluster {
     /// Tasks that reached a worker.
     delivered: HashSet<u64>,
     completed: u64,
-    /// Last LoadUpdate each leaf emitted (§3.4 aggregated updates).
-    last_load_update: Vec<u32>,
+    /// What each leaf believes its spine believes (§3.4 aggregated updates):
+    /// its last LoadUpdate plus 1/w per task it committed since.
+    leaf_mirror: Vec<u64>,
     /// 1/w of each rack in 16.16.
     factor: Vec<u32>,
     /// What the spine's load + drift of each rack should be: the last
@@ -1028,7 +1015,7 @@ impl Cluster {
             next_task: 0,
             delivered: HashSet::new(),
             completed: 0,
-            last_load_update: vec![0; rack_workers.len()],
+            leaf_mirror: vec![0; rack_workers.len()],
             factor: rack_workers
                 .iter()
                 .map(|&w| fixed::additive_factor(w))
@@ -1131,6 +1118,7 @@ impl Cluster {
                 }
                 Ev::Leaf(r, input) => {
                     self.leaves[r].handle(self.now, input, &mut out);
+                    let mut load_update = None;
                     for a in out.drain() {
                         match a {
                             Action::Dispatch {
@@ -1150,11 +1138,21 @@ impl Cluster {
                                     "task {} dispatched twice",
                                     task.id
                                 );
-                                self.queues[r][w].push_back(task.id);
                                 match decision {
-                                    Decision::Idle => self.idle_decisions += 1,
+                                    Decision::Idle => {
+                                        // A stale idle entry must never win.
+                                        prop_assert!(
+                                            self.queues[r][w].is_empty(),
+                                            "leaf {} sent an idle-path task to busy worker {}",
+                                            r,
+                                            w
+                                        );
+                                        self.idle_decisions += 1
+                                    }
                                     _ => self.sampled_decisions += 1,
                                 }
+                                self.queues[r][w].push_back(task.id);
+                                self.leaf_mirror[r] += self.factor[r] as u64;
                             }
                             Action::Resubmit(rs) => {
                                 self.resubmits += 1;
@@ -1167,7 +1165,7 @@ impl Cluster {
                             Action::Notify { to, notice } => {
                                 prop_assert_eq!(to, Upstream::Linked);
                                 if let Notice::LoadUpdate(v) = notice {
-                                    self.last_load_update[r] = v;
+                                    load_update = Some(v);
                                     self.load_updates += 1;
                                 }
                                 if self.cfg.notices == NoticeMode::Immediate {
@@ -1184,6 +1182,11 @@ impl Cluster {
                                 input
                             ),
                         }
+                    }
+                    // A report replaces the mirrored view, including the task
+                    // committed in the same pass.
+                    if let Some(v) = load_update {
+                        self.leaf_mirror[r] = v as u64;
                     }
                     self.check_leaf(r)?;
                 }
@@ -1202,13 +1205,14 @@ impl Cluster {
             "leaf {} average",
             r
         );
-        // §3.4: the spine hears about every change of at least one task per worker.
+        // §3.4: the leaf reports whenever the spine's view (last report plus
+        // 1/w per task sent) is a whole task per worker off the true average.
         prop_assert!(
-            leaf.average_load().abs_diff(self.last_load_update[r]) < fixed::ONE,
-            "leaf {} average {:#x} drifted from last LoadUpdate {:#x}",
+            (leaf.average_load() as u64).abs_diff(self.leaf_mirror[r]) < fixed::ONE as u64,
+            "leaf {} average {:#x} is a task per worker away from the spine's view {:#x}",
             r,
             leaf.average_load(),
-            self.last_load_update[r]
+            self.leaf_mirror[r]
         );
         Ok(())
     }

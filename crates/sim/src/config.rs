@@ -144,6 +144,11 @@ pub struct NetworkConfig {
     /// Extra latency of one resubmission pass through a switch pipeline.
     #[serde(default = "default_resubmit_ns")]
     pub resubmit_ns: u64,
+    /// Time for the fabric manager to detect a switch failure before the
+    /// controller starts notifying (Horus §C adds only the hop latency of the
+    /// notices, i.e. 0 here).
+    #[serde(default)]
+    pub failure_detection_us: f64,
 }
 
 fn default_hop() -> DelayDist {
@@ -162,6 +167,7 @@ impl Default for NetworkConfig {
             hop_delay: default_hop(),
             loss: default_loss(),
             resubmit_ns: default_resubmit_ns(),
+            failure_detection_us: 0.0,
         }
     }
 }
@@ -173,6 +179,7 @@ impl NetworkConfig {
             hop_delay: DelayDist::Constant { us: 0.0 },
             loss: 0.0,
             resubmit_ns: 0,
+            failure_detection_us: 0.0,
         }
     }
 }
@@ -449,6 +456,11 @@ impl SimConfig {
                 return Err(err("network.hop_delay.mean_us", "must be >= 0"))
             }
             _ => {}
+        }
+        if !(self.network.failure_detection_us >= 0.0
+            && self.network.failure_detection_us.is_finite())
+        {
+            return Err(err("network.failure_detection_us", "must be >= 0"));
         }
         if self.schedulers.k == 0 {
             return Err(err("schedulers.k", "must be >= 1"));

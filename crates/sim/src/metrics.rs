@@ -35,10 +35,13 @@ pub enum AbortReason {
     NoSchedulerChoice,
     /// A leaf scheduler had no live worker to send it to.
     NoWorker,
+    /// Still waiting inside a scheduler when the run ended: a central queue
+    /// whose workers' idle replies were lost never hands it out.
+    Stranded,
 }
 
 impl AbortReason {
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 7;
     pub const ALL: [AbortReason; AbortReason::COUNT] = [
         AbortReason::DeadSpine,
         AbortReason::DeadLeaf,
@@ -46,6 +49,7 @@ impl AbortReason {
         AbortReason::Lost,
         AbortReason::NoSchedulerChoice,
         AbortReason::NoWorker,
+        AbortReason::Stranded,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +60,7 @@ impl AbortReason {
             AbortReason::Lost => "lost",
             AbortReason::NoSchedulerChoice => "no_scheduler_choice",
             AbortReason::NoWorker => "no_worker",
+            AbortReason::Stranded => "stranded",
         }
     }
 }

@@ -68,6 +68,8 @@ pub struct RunSetup<'a> {
     pub worker_model: WorkerModel,
     pub ps_slice_ns: u64,
     pub heartbeat_timeout_ns: u64,
+    /// Switch failure detection time before the controller acts.
+    pub failure_detection_ns: u64,
     pub k: u32,
     pub failures: &'a [FailureEvent],
     pub imbalance_interval_ns: u64,
@@ -79,6 +81,8 @@ pub struct RunSetup<'a> {
 /// task's `TaskMeta::id` carries through the data planes.
 #[derive(Clone, Copy, Debug, Default)]
 struct TaskRec {
+    /// In flight (not yet completed or aborted).
+    live: bool,
     seq: u64,
     submitted: u64,
     service: u64,
@@ -306,6 +310,13 @@ impl<'a> PoolSim<'a> {
             }
         }
         progress(self.metrics.completed_total());
+        // Nothing accepted is lost silently: whatever is still held by a
+        // scheduler when the last event has run is counted.
+        for t in 0..self.tasks.len() as u32 {
+            if self.tasks[t as usize].live {
+                self.abort(t, AbortReason::Stranded);
+            }
+        }
         for u in &self.uppers {
             let (f, r) = u.sched.passes();
             self.metrics.add_passes(true, f, r);
@@ -362,6 +373,7 @@ impl<'a> PoolSim<'a> {
         let (service, class) = self.setup.service.sample(&mut self.rng_work);
         self.submitted += 1;
         let rec = TaskRec {
+            live: true,
             seq: self.submitted,
             submitted: now,
             service,
@@ -378,7 +390,9 @@ impl<'a> PoolSim<'a> {
     }
 
     fn abort(&mut self, task: u32, reason: AbortReason) {
-        let rec = self.tasks[task as usize];
+        let rec = &mut self.tasks[task as usize];
+        debug_assert!(rec.live, "task ended twice");
+        rec.live = false;
         self.metrics.abort(rec.measured, reason);
         self.free_tasks.push(task);
     }
@@ -792,6 +806,8 @@ impl<'a> PoolSim<'a> {
         match self.nodes.on_event(now, ev, &mut next) {
             Outcome::Finished(f) => {
                 let rec = self.tasks[f.task as usize];
+                debug_assert!(rec.live, "task ended twice");
+                self.tasks[f.task as usize].live = false;
                 self.free_tasks.push(f.task);
                 self.metrics.complete(
                     rec.measured,
@@ -854,9 +870,10 @@ impl<'a> PoolSim<'a> {
 
     // ---- failures and dynamics (Horus §A.3, §C) ----
 
-    /// Control messages travel hop by hop at the mean per-hop delay.
+    /// The controller learns of a switch failure after the detection time;
+    /// its notices travel hop by hop at the mean per-hop delay (Horus §C).
     fn control_delay(&self, hops: u32) -> u64 {
-        hops as u64 * self.setup.hop_delay.mean_ns()
+        self.setup.failure_detection_ns + hops as u64 * self.setup.hop_delay.mean_ns()
     }
 
     fn failure(&mut self, now: u64, index: u32) {

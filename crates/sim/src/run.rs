@@ -113,6 +113,7 @@ pub fn run_config(
             worker_model: cfg.workers.model,
             ps_slice_ns: us(cfg.workers.ps_slice_us),
             heartbeat_timeout_ns: us(cfg.workers.heartbeat_timeout_us),
+            failure_detection_ns: us(cfg.network.failure_detection_us),
             k: cfg.schedulers.k,
             failures: &cfg.failures,
             imbalance_interval_ns: us(cfg.metrics.imbalance_interval_us),

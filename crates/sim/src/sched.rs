@@ -139,9 +139,9 @@ impl Lower {
 
     /// What a leaf re-announces to a spine it was newly linked to (Horus §A.3):
     /// whether it has idle workers and its average load.
-    pub fn announce(&self) -> Option<(bool, u32)> {
+    pub fn announce(&mut self) -> Option<(bool, u32)> {
         match self {
-            Lower::Horus(l) => Some((!l.idle_nodes().is_empty(), l.average_load())),
+            Lower::Horus(l) => Some(l.control_resync()),
             Lower::Rs(_) | Lower::Forward => None,
         }
     }

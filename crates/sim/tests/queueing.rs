@@ -42,7 +42,12 @@ resubmit_ns = 0
 
 fn close(actual: f64, expected: f64, rel: f64, what: &str) {
     let err = (actual - expected).abs() / expected;
-    assert!(err <= rel, "{what}: got {actual:.2}, theory {expected:.2} (error {:.2}% > {:.2}%)", err * 100.0, rel * 100.0);
+    assert!(
+        err <= rel,
+        "{what}: got {actual:.2}, theory {expected:.2} (error {:.2}% > {:.2}%)",
+        err * 100.0,
+        rel * 100.0
+    );
 }
 
 #[test]
@@ -52,13 +57,28 @@ fn random_dispatch_is_mm1() {
         let sum = run("random", 8, rho, 25_000);
         assert_eq!(sum.aborted, 0);
         let mean = s / (1.0 - rho);
-        close(sum.response.mean_ns / 1e3, mean, 0.03, &format!("M/M/1 mean response at ρ={rho}"));
+        close(
+            sum.response.mean_ns / 1e3,
+            mean,
+            0.03,
+            &format!("M/M/1 mean response at ρ={rho}"),
+        );
         // Response time is exponential with mean s/(1-ρ): the q-quantile is -ln(1-q)·mean.
         for (q, got) in [(0.5, sum.response.p50_ns), (0.99, sum.response.p99_ns)] {
-            close(got as f64 / 1e3, -(1.0f64 - q).ln() * mean, 0.04, &format!("M/M/1 p{} at ρ={rho}", q * 100.0));
+            close(
+                got as f64 / 1e3,
+                -(1.0f64 - q).ln() * mean,
+                0.04,
+                &format!("M/M/1 p{} at ρ={rho}", q * 100.0),
+            );
         }
         // P(wait = 0) = 1 - ρ: the waiting-time median is 0 when ρ < 0.5.
-        close(sum.waiting.mean_ns / 1e3, rho * s / (1.0 - rho), 0.04, &format!("M/M/1 mean wait at ρ={rho}"));
+        close(
+            sum.waiting.mean_ns / 1e3,
+            rho * s / (1.0 - rho),
+            0.04,
+            &format!("M/M/1 mean wait at ρ={rho}"),
+        );
     }
 }
 
@@ -86,11 +106,26 @@ fn central_queue_is_mmc() {
         assert_eq!(sum.aborted, 0);
         let pw = erlang_c(c, rho * c as f64);
         let rate = c as f64 * (1.0 - rho) / s; // of the conditional wait's exponential
-        close(sum.waiting.mean_ns / 1e3, pw / rate, 0.05, &format!("M/M/{c} mean wait at ρ={rho}"));
-        close(sum.response.mean_ns / 1e3, s + pw / rate, 0.02, &format!("M/M/{c} mean response at ρ={rho}"));
+        close(
+            sum.waiting.mean_ns / 1e3,
+            pw / rate,
+            0.05,
+            &format!("M/M/{c} mean wait at ρ={rho}"),
+        );
+        close(
+            sum.response.mean_ns / 1e3,
+            s + pw / rate,
+            0.02,
+            &format!("M/M/{c} mean response at ρ={rho}"),
+        );
         // P(W > t) = C·e^{-rate·t}: the 99th percentile of the wait.
         let p99 = (pw / 0.01).ln() / rate;
-        close(sum.waiting.p99_ns as f64 / 1e3, p99, 0.05, &format!("M/M/{c} p99 wait at ρ={rho}"));
+        close(
+            sum.waiting.p99_ns as f64 / 1e3,
+            p99,
+            0.05,
+            &format!("M/M/{c} p99 wait at ρ={rho}"),
+        );
     }
 }
 
@@ -102,5 +137,8 @@ fn jsq_and_horus_beat_random_and_central_is_best_at_high_load() {
     let central = run("central", 16, 0.9, 5_000).response.p99_ns;
     assert!(jsq < random / 2, "jsq {jsq} vs random {random}");
     assert!(horus < random / 2, "horus {horus} vs random {random}");
-    assert!(central <= jsq, "a central queue is optimal: central {central} vs jsq {jsq}");
+    assert!(
+        central <= jsq,
+        "a central queue is optimal: central {central} vs jsq {jsq}"
+    );
 }

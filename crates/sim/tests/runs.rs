@@ -1,0 +1,200 @@
+//! Whole-run properties: determinism across thread counts, task accounting
+//! under failures, and the policies' relative behaviour on a multi-rack pool.
+
+use std::path::Path;
+
+use netsched_sim::config::SimConfig;
+use netsched_sim::metrics::Summary;
+use netsched_sim::run::{run_config, RunOpts, RunResult};
+
+fn config(policy: &str, extra: &str) -> SimConfig {
+    let text = format!(
+        r#"
+seed = 5
+policy = "{policy}"
+[topology]
+kind = "fat-tree"
+k = 8
+cores_per_server = 16
+[placement]
+sizes = [120, 60, 200, 50]
+mode = "scattered"
+ratio = 2
+[workload]
+service = {{ kind = "preset", name = "bimodal" }}
+load = 0.8
+tasks_per_worker = 150
+[network]
+hop_delay = {{ kind = "exp", mean_us = 5 }}
+loss = 1e-3
+{extra}
+"#
+    );
+    SimConfig::from_toml(&text).unwrap()
+}
+
+fn run(cfg: &SimConfig) -> Vec<RunResult> {
+    run_config(cfg, Path::new("."), &RunOpts::default()).unwrap()
+}
+
+fn summaries(runs: &[RunResult]) -> Vec<String> {
+    runs.iter()
+        .flat_map(|r| {
+            std::iter::once(Summary::of_pool(&r.overall))
+                .chain(r.pools.iter().map(Summary::of_pool))
+        })
+        .map(|s| s.to_json())
+        .collect()
+}
+
+#[test]
+fn results_identical_for_one_and_many_threads() {
+    for policy in ["horus", "rs-h", "jsq", "central"] {
+        let mut cfg = config(policy, "");
+        cfg.threads = 1;
+        let one = summaries(&run(&cfg));
+        cfg.threads = 3;
+        let many = summaries(&run(&cfg));
+        assert_eq!(one, many, "{policy}: results depend on the thread count");
+    }
+}
+
+#[test]
+fn different_seeds_give_different_results() {
+    let mut cfg = config("horus", "");
+    let a = summaries(&run(&cfg));
+    cfg.seed = 6;
+    let b = summaries(&run(&cfg));
+    assert_ne!(a, b);
+}
+
+/// Every submitted task ends completed or aborted, per pool, whatever fails.
+fn assert_accounted(runs: &[RunResult]) {
+    for r in runs {
+        for p in &r.pools {
+            assert_eq!(
+                p.submitted_total,
+                p.completed_total + p.aborted_total,
+                "{} pool {}: {} submitted, {} completed, {} aborted",
+                r.policy.name(),
+                p.pool_id,
+                p.submitted_total,
+                p.completed_total,
+                p.aborted_total
+            );
+        }
+    }
+}
+
+const FAILURES: &str = r#"
+[[failures]]
+kind = "spine"
+at_us = 20000
+id = 0
+[[failures]]
+kind = "leaf"
+at_us = 30000
+id = 3
+[[failures]]
+kind = "server"
+at_us = 25000
+id = 9
+[[failures]]
+kind = "add-workers"
+at_us = 10000
+pool = 0
+rack = 0
+count = 4
+[[failures]]
+kind = "remove-workers"
+at_us = 15000
+pool = 2
+rack = 1
+count = 1
+"#;
+
+#[test]
+fn every_task_is_accounted_for_under_failures_and_loss() {
+    for policy in [
+        "horus",
+        "rs-h",
+        "rs-lb",
+        "random",
+        "jsq",
+        "jiq",
+        "central",
+        "pow2-delayed",
+    ] {
+        let runs = run(&config(policy, FAILURES));
+        assert_accounted(&runs);
+        let sum = Summary::of_pool(&runs[0].overall);
+        assert!(sum.completed > 0, "{policy}");
+    }
+}
+
+#[test]
+fn spine_failure_aborts_tasks_sent_to_it_until_leaves_are_told() {
+    // Spine 0 serves pools in pod 0; fail it mid-run.
+    let spine_fail = "[[failures]]\nkind = \"spine\"\nat_us = 20000\nid = 0\n";
+    let mut cfg = config("horus", spine_fail);
+    cfg.network.loss = 0.0;
+    cfg.network.failure_detection_us = 500.0;
+    let runs = run(&cfg);
+    assert_accounted(&runs);
+    let sum = Summary::of_pool(&runs[0].overall);
+    let dead_spine = sum.aborted_by["dead_spine"];
+    assert!(
+        dead_spine > 0,
+        "tasks reached the dead spine before the controller's notice"
+    );
+    assert!(sum.messages["controller"] > 0);
+    // Detection plus a few hop delays: only a small fraction is lost.
+    assert!(
+        (dead_spine as f64) < 0.01 * sum.submitted as f64,
+        "{dead_spine} of {}",
+        sum.submitted
+    );
+    // Without the failure nothing is aborted.
+    let mut clean = config("horus", "");
+    clean.network.loss = 0.0;
+    let sum = Summary::of_pool(&run(&clean)[0].overall);
+    assert_eq!(sum.aborted, 0);
+}
+
+#[test]
+fn horus_beats_rs_h_and_rs_lb_at_high_load_on_scattered_pools() {
+    let p99 = |p: &str| {
+        Summary::of_pool(&run(&config(p, ""))[0].overall)
+            .response
+            .p99_ns
+    };
+    let horus = p99("horus");
+    let rs_h = p99("rs-h");
+    let rs_lb = p99("rs-lb");
+    assert!(horus < rs_h, "horus {horus} rs-h {rs_h}");
+    assert!(horus < rs_lb, "horus {horus} rs-lb {rs_lb}");
+}
+
+#[test]
+fn loss_triggers_idle_message_resends_but_horus_keeps_working() {
+    let mut cfg = config("horus", "");
+    cfg.network.loss = 0.0;
+    let clean = Summary::of_pool(&run(&cfg)[0].overall);
+    cfg.network.loss = 0.01;
+    let lossy = Summary::of_pool(&run(&cfg)[0].overall);
+    let idle_msgs = |s: &Summary| {
+        (s.messages["idle_add"] + s.messages["idle_remove"]) as f64 / s.submitted_total as f64
+    };
+    assert!(
+        idle_msgs(&lossy) > idle_msgs(&clean),
+        "Horus §A.3 re-sends lost Idle Add/Remove"
+    );
+    assert!(lossy.aborted_by["lost"] > 0);
+    // Tail latency degrades gracefully (Horus §5.3 Fig. 12c): within 3x at 1 % loss.
+    assert!(
+        lossy.response.p99_ns < 3 * clean.response.p99_ns,
+        "{} vs {}",
+        lossy.response.p99_ns,
+        clean.response.p99_ns
+    );
+}
