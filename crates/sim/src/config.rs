@@ -390,16 +390,16 @@ fn err(field: &str, msg: impl Into<String>) -> ConfigError {
 }
 
 impl SimConfig {
-    /// Parse TOML; serde's errors already name the field and line.
+    /// Parse TOML and validate. Errors name the dotted field (`sweep.policies`)
+    /// and the line, in one line.
     pub fn from_toml(text: &str) -> Result<SimConfig, ConfigError> {
         let cfg: SimConfig = toml::from_str(text).map_err(|e| {
-            let msg = e.message().to_string();
-            let field = msg
-                .split('`')
-                .nth(1)
-                .map(str::to_string)
-                .unwrap_or_else(|| "config".into());
-            err(&field, msg.replace('\n', " "))
+            let msg = e.message().replace('\n', " ");
+            let field = match e.span() {
+                Some(span) => field_at(text, span.start),
+                None => msg.split('`').nth(1).unwrap_or("config").to_string(),
+            };
+            err(&field, msg)
         })?;
         cfg.validate()?;
         Ok(cfg)
@@ -502,6 +502,29 @@ impl SimConfig {
         }
         runs
     }
+}
+
+/// The dotted key being defined at byte `offset` of a TOML text, with its
+/// line: `sweep.policies (line 6)`. Good enough for error messages: the table
+/// is the nearest `[header]` above, the key what precedes `=` on the line.
+fn field_at(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let line_no = text[..offset].matches('\n').count() + 1;
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let key = line.split('=').next().unwrap_or("").trim();
+    let table = text[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    let field = match (table, key.starts_with('[') || key.is_empty()) {
+        (_, true) => key.trim_matches(|c| c == '[' || c == ']').to_string(),
+        (Some(t), false) => format!("{t}.{key}"),
+        (None, false) => key.to_string(),
+    };
+    format!("{field} (line {line_no})")
 }
 
 fn check_load(field: &str, load: f64) -> Result<(), ConfigError> {

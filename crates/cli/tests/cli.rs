@@ -1,0 +1,142 @@
+//! The `netsched` binary end to end: bad input gets a one-line error naming the
+//! field and a non-zero exit; a small run writes its outputs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const BASE: &str = r#"
+seed = 1
+policy = "horus"
+[topology]
+kind = "fat-tree"
+k = 4
+cores_per_server = 8
+[placement]
+sizes = [20, 10]
+[workload]
+service = { kind = "preset", name = "bimodal" }
+load = 0.7
+tasks_per_worker = 30
+"#;
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("netsched-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn netsched(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn assert_rejected(name: &str, text: &str, field: &str) {
+    let p = write(name, text);
+    let (code, _, err) = netsched(&[
+        "sim",
+        "-q",
+        "-c",
+        p.to_str().unwrap(),
+        "--out",
+        "/dev/null/x",
+    ]);
+    assert_ne!(code, 0, "{name}: accepted");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{name}: not one line: {err}"
+    );
+    assert!(
+        err.contains(field),
+        "{name}: error does not name `{field}`: {err}"
+    );
+}
+
+#[test]
+fn invalid_configs_are_rejected_with_the_field_named() {
+    assert_rejected(
+        "policy.toml",
+        &BASE.replace("policy = \"horus\"", "policy = \"fifo\""),
+        "policy",
+    );
+    assert_rejected(
+        "load.toml",
+        &BASE.replace("load = 0.7", "load = 1.5"),
+        "workload.load",
+    );
+    assert_rejected(
+        "load0.toml",
+        &BASE.replace("load = 0.7", "load = 0"),
+        "workload.load",
+    );
+    assert_rejected(
+        "empty.toml",
+        &BASE.replace("sizes = [20, 10]", "sizes = [20, 0]"),
+        "placement.sizes[1]",
+    );
+    assert_rejected("k.toml", &BASE.replace("k = 4", "k = 5"), "topology.k");
+    assert_rejected(
+        "unknown.toml",
+        &BASE.replace("seed = 1", "seed = 1\nsed = 2"),
+        "sed",
+    );
+    assert_rejected(
+        "type.toml",
+        &BASE.replace("load = 0.7", "load = \"high\""),
+        "workload.load",
+    );
+    assert_rejected(
+        "toobig.toml",
+        &BASE.replace("sizes = [20, 10]", "sizes = [1000]"),
+        "placement",
+    );
+}
+
+#[test]
+fn policy_and_load_flags_are_validated_too() {
+    let p = write("ok.toml", BASE);
+    let (code, _, err) = netsched(&["sim", "-q", "-c", p.to_str().unwrap(), "--policy", "nope"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown policy `nope`"), "{err}");
+    let (code, _, err) = netsched(&["sim", "-q", "-c", p.to_str().unwrap(), "--load", "1.2"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("load must be in (0, 1]"), "{err}");
+}
+
+#[test]
+fn a_small_run_prints_the_table_and_writes_outputs() {
+    let p = write("run.toml", BASE);
+    let out = std::env::temp_dir().join(format!("netsched-cli-out-{}", std::process::id()));
+    let (code, stdout, err) = netsched(&[
+        "sim",
+        "-q",
+        "-c",
+        p.to_str().unwrap(),
+        "--policy",
+        "horus,rs-h",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("horus") && stdout.contains("rs-h"),
+        "{stdout}"
+    );
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 3, "header + 2 runs");
+    let pools = std::fs::read_to_string(out.join("pools.csv")).unwrap();
+    assert_eq!(pools.lines().count(), 5, "header + 2 runs x 2 pools");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"].as_array().unwrap().len(), 2);
+    assert!(json["runs"][0]["overall"]["completed"].as_u64().unwrap() > 0);
+}
