@@ -281,7 +281,9 @@ impl<'a> PoolSim<'a> {
             cum_weights: Vec::new(),
             weights_dirty: true,
             submitted: 0,
-            metrics: PoolMetrics::new(plan.pool_id, workers),
+            // Per-class response times (GET vs SCAN, TPC-C transactions) when
+            // the workload has classes: one histogram per class per pool.
+            metrics: PoolMetrics::with_classes(plan.pool_id, workers, setup.service.classes().max(1)),
         }
     }
 

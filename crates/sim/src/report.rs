@@ -32,7 +32,7 @@ pub fn table(runs: &[RunResult]) -> String {
         "msgs/task"
     );
     for r in runs {
-        let sum = Summary::of_pool(&r.overall);
+        let sum = r.summary();
         let resub: u64 = sum.resubmitted_tasks.values().sum();
         let msgs: u64 = sum.messages.values().sum();
         let _ = writeln!(
@@ -86,7 +86,7 @@ pub fn write_outputs(dir: &Path, cfg: &SimConfig, runs: &[RunResult]) -> std::io
     let mut json_runs = Vec::new();
     let mut points: BTreeMap<&str, Vec<(f64, u64)>> = BTreeMap::new();
     for r in runs {
-        let overall = Summary::of_pool(&r.overall);
+        let overall = r.summary();
         let _ = writeln!(
             runs_csv,
             "{},{},{},{},{},{},{:.3},{}",

@@ -34,6 +34,17 @@ pub struct RunResult {
     pub wall_s: f64,
     /// Building topology and placement.
     pub setup_s: f64,
+    /// Names of the workload's task classes (`get`, `scan`, ...).
+    pub class_names: Vec<String>,
+}
+
+impl RunResult {
+    /// The merged summary with class names attached.
+    pub fn summary(&self) -> crate::metrics::Summary {
+        let mut s = crate::metrics::Summary::of_pool(&self.overall);
+        s.name_classes(&self.class_names);
+        s
+    }
 }
 
 fn us(v: f64) -> u64 {
@@ -165,6 +176,7 @@ pub fn run_config(
             pools,
             wall_s: start.elapsed().as_secs_f64(),
             setup_s,
+            class_names: service.class_names().to_vec(),
         });
     }
     Ok(results)
