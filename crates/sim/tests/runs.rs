@@ -198,3 +198,45 @@ fn loss_triggers_idle_message_resends_but_horus_keeps_working() {
         clean.response.p99_ns
     );
 }
+
+/// RackSched's server models (§2): with a high-dispersion workload, processor
+/// sharing (25 µs slices) lets short tasks overtake long ones, so the short
+/// class's tail is far lower than under cFCFS.
+#[test]
+fn processor_sharing_protects_short_tasks_against_cfcfs() {
+    let run_model = |model: &str| {
+        let text = format!(
+            r#"
+seed = 2
+policy = "racksched"
+[topology]
+kind = "single-rack"
+servers = 8
+cores_per_server = 8
+[placement]
+sizes = [64]
+mode = "colocated"
+[workload]
+service = {{ kind = "preset", name = "rs-trimodal" }}
+load = 0.8
+tasks_per_worker = 400
+[workers]
+model = "{model}"
+"#
+        );
+        let cfg = SimConfig::from_toml(&text).unwrap();
+        let runs = run(&cfg);
+        assert_accounted(&runs);
+        runs[0].summary()
+    };
+    let cfcfs = run_model("server-cfcfs");
+    let ps = run_model("server-ps");
+    let class_p99 = |s: &Summary, c: usize| s.per_class[c].response.p99_ns;
+    // Class 0 is the 5 µs tasks, class 2 the 500 µs ones.
+    assert!(
+        class_p99(&ps, 0) * 3 < class_p99(&cfcfs, 0),
+        "short tasks: ps {} cfcfs {}",
+        class_p99(&ps, 0),
+        class_p99(&cfcfs, 0)
+    );
+}
