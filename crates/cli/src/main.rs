@@ -113,6 +113,9 @@ fn sim(a: SimArgs) -> Result<(), String> {
     let runs =
         run_config(&cfg, &base, &RunOpts { progress: !a.quiet }).map_err(|e| e.to_string())?;
     report::print_table(&runs);
+    if let Some(line) = report::throughput_line(&runs, (cfg.metrics.p99_target_us * 1e3) as u64) {
+        println!("{line}");
+    }
     report::write_outputs(&a.out, &cfg, &runs)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
     if !a.quiet {

@@ -57,6 +57,42 @@ pub fn print_table(runs: &[RunResult]) {
     print!("{}", table(runs));
 }
 
+/// Horus §4.1 "achievable throughput" per policy: the largest swept load whose
+/// p99 stays within `target_ns` (interpolated between swept loads).
+pub fn throughput_at(runs: &[RunResult], target_ns: u64) -> BTreeMap<&'static str, Option<f64>> {
+    let mut points: BTreeMap<&'static str, Vec<(f64, u64)>> = BTreeMap::new();
+    for r in runs {
+        points
+            .entry(r.policy.name())
+            .or_default()
+            .push((r.load, r.summary().response.p99_ns));
+    }
+    points
+        .into_iter()
+        .map(|(p, pts)| (p, throughput_at_target(&pts, target_ns)))
+        .collect()
+}
+
+/// A one-line summary of [`throughput_at`], printed when a run swept loads.
+pub fn throughput_line(runs: &[RunResult], target_ns: u64) -> Option<String> {
+    let loads: std::collections::BTreeSet<u64> = runs.iter().map(|r| r.load.to_bits()).collect();
+    if loads.len() < 2 {
+        return None;
+    }
+    let parts: Vec<String> = throughput_at(runs, target_ns)
+        .into_iter()
+        .map(|(p, t)| match t {
+            Some(t) => format!("{p} {t:.2}"),
+            None => format!("{p} -"),
+        })
+        .collect();
+    Some(format!(
+        "max load with p99 <= {:.0} µs: {}",
+        target_ns as f64 / 1e3,
+        parts.join(", ")
+    ))
+}
+
 #[derive(Serialize)]
 struct RunJson<'a> {
     policy: &'a str,
@@ -72,7 +108,7 @@ struct SummaryJson<'a> {
     config: &'a SimConfig,
     runs: Vec<RunJson<'a>>,
     /// Per policy: the largest load whose p99 meets `metrics.p99_target_us`.
-    throughput_at_target: BTreeMap<&'a str, Option<f64>>,
+    throughput_at_target: BTreeMap<&'static str, Option<f64>>,
 }
 
 /// Writes `runs.csv`, `pools.csv` and `summary.json` into `dir`.
@@ -84,7 +120,6 @@ pub fn write_outputs(dir: &Path, cfg: &SimConfig, runs: &[RunResult]) -> std::io
     );
     let mut pools_csv = format!("policy,load,{}\n", Summary::csv_header());
     let mut json_runs = Vec::new();
-    let mut points: BTreeMap<&str, Vec<(f64, u64)>> = BTreeMap::new();
     for r in runs {
         let overall = r.summary();
         let _ = writeln!(
@@ -108,10 +143,6 @@ pub fn write_outputs(dir: &Path, cfg: &SimConfig, runs: &[RunResult]) -> std::io
                 Summary::of_pool(p).to_csv_row()
             );
         }
-        points
-            .entry(r.policy.name())
-            .or_default()
-            .push((r.load, overall.response.p99_ns));
         json_runs.push(RunJson {
             policy: r.policy.name(),
             load: r.load,
@@ -125,10 +156,7 @@ pub fn write_outputs(dir: &Path, cfg: &SimConfig, runs: &[RunResult]) -> std::io
     let summary = SummaryJson {
         config: cfg,
         runs: json_runs,
-        throughput_at_target: points
-            .iter()
-            .map(|(p, pts)| (*p, throughput_at_target(pts, target)))
-            .collect(),
+        throughput_at_target: throughput_at(runs, target),
     };
     std::fs::write(dir.join("runs.csv"), runs_csv)?;
     std::fs::write(dir.join("pools.csv"), pools_csv)?;
