@@ -283,7 +283,11 @@ impl<'a> PoolSim<'a> {
             submitted: 0,
             // Per-class response times (GET vs SCAN, TPC-C transactions) when
             // the workload has classes: one histogram per class per pool.
-            metrics: PoolMetrics::with_classes(plan.pool_id, workers, setup.service.classes().max(1)),
+            metrics: PoolMetrics::with_classes(
+                plan.pool_id,
+                workers,
+                setup.service.classes().max(1),
+            ),
         }
     }
 
@@ -473,7 +477,7 @@ impl<'a> PoolSim<'a> {
                     }
                     return;
                 }
-                self.upper_input(now, upper, Input::Resubmit(r), Some(r));
+                self.upper_input(now, upper, Input::Resubmit(r));
             }
             Ev::AtLower { rack, meta } => self.at_lower(now, rack, meta),
             Ev::LowerResubmit { rack, r } => {
@@ -524,7 +528,6 @@ impl<'a> PoolSim<'a> {
                             class,
                             task,
                         },
-                        None,
                     );
                 }
             }
@@ -539,7 +542,7 @@ impl<'a> PoolSim<'a> {
                         Notice::IdleRemove => Input::IdleRemove { node: rack },
                         Notice::LoadUpdate(load) => Input::LoadUpdate { node: rack, load },
                     };
-                    self.upper_input(now, upper, input, None);
+                    self.upper_input(now, upper, input);
                 }
             }
             Ev::Sample => {
@@ -610,10 +613,10 @@ impl<'a> PoolSim<'a> {
             return;
         }
         let meta = self.meta(task);
-        self.upper_input(now, upper, Input::Task(meta), None);
+        self.upper_input(now, upper, Input::Task(meta));
     }
 
-    fn upper_input(&mut self, now: u64, upper: u32, input: Input, _r: Option<Resubmit>) {
+    fn upper_input(&mut self, now: u64, upper: u32, input: Input) {
         let carries_task = task_of(&input);
         let mut out = std::mem::take(&mut self.out);
         out.clear();
@@ -797,7 +800,7 @@ impl<'a> PoolSim<'a> {
             let qlen = self.nodes.qlen(node);
             for u in 0..self.uppers.len() as u32 {
                 if self.uppers[u as usize].alive {
-                    self.upper_input(now, u, Input::QueueChanged { node, qlen }, None);
+                    self.upper_input(now, u, Input::QueueChanged { node, qlen });
                 }
             }
         }
