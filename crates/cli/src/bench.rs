@@ -157,9 +157,21 @@ fn drive(dp: &mut impl DataPlane, now: u64, input: Input, out: &mut Outbox) -> (
 
 fn bench_dataplane(seconds: f64) {
     let conn = ConnTableConfig::default();
-    let task = TaskMeta { first: true, last: true, ..TaskMeta::default() };
-    let reply = |node, qlen| Input::Reply { node, qlen, class: 0, task: 0 };
-    println!("{:<52} {:>14}", "data plane (one core; each step = 1 task + 1 update)", "M decisions/s");
+    let task = TaskMeta {
+        first: true,
+        last: true,
+        ..TaskMeta::default()
+    };
+    let reply = |node, qlen| Input::Reply {
+        node,
+        qlen,
+        class: 0,
+        task: 0,
+    };
+    println!(
+        "{:<52} {:>14}",
+        "data plane (one core; each step = 1 task + 1 update)", "M decisions/s"
+    );
     for workers in [24u32, 768] {
         // Busy leaf: every worker has a queue and each task is followed by one
         // reply, so decisions stay on the power-of-2 path.
@@ -175,7 +187,11 @@ fn bench_dataplane(seconds: f64) {
             leaf.handle(0, reply(rng.below(workers), 3), &mut out);
             d
         });
-        println!("{:<52} {:>14.1}", format!("horus leaf, {workers} workers, busy"), rate / 1e6);
+        println!(
+            "{:<52} {:>14.1}",
+            format!("horus leaf, {workers} workers, busy"),
+            rate / 1e6
+        );
         // Idle-rich leaf: every task finds an idle worker, which replies idle.
         let mut leaf = HorusLeaf::new(workers, 1, conn);
         let rate = measure(seconds, || {
@@ -184,7 +200,11 @@ fn bench_dataplane(seconds: f64) {
             leaf.handle(0, reply(node, 0), &mut out);
             d
         });
-        println!("{:<52} {:>14.1}", format!("horus leaf, {workers} workers, idle"), rate / 1e6);
+        println!(
+            "{:<52} {:>14.1}",
+            format!("horus leaf, {workers} workers, idle"),
+            rate / 1e6
+        );
     }
     for racks in [10u32, 1152] {
         // Busy spine: no idle rack, loads arrive as loadUpdates.
@@ -198,9 +218,20 @@ fn bench_dataplane(seconds: f64) {
         let rate = measure(seconds, || {
             let (d, _) = drive(&mut spine, 0, Input::Task(task), &mut out);
             out.clear();
-            spine.handle(0, Input::LoadUpdate { node: rng.below(racks), load: 3 << 16 }, &mut out);
+            spine.handle(
+                0,
+                Input::LoadUpdate {
+                    node: rng.below(racks),
+                    load: 3 << 16,
+                },
+                &mut out,
+            );
             d
         });
-        println!("{:<52} {:>14.1}", format!("horus spine, {racks} racks, busy"), rate / 1e6);
+        println!(
+            "{:<52} {:>14.1}",
+            format!("horus spine, {racks} racks, busy"),
+            rate / 1e6
+        );
     }
 }
