@@ -91,7 +91,9 @@ impl HorusLeaf {
         let mut leaf = HorusLeaf {
             pipeline: Pipeline::new(),
             rng: Rng::new(seed),
-            idle: IdleNodes::new(workers as usize, false),
+            // Twice the workers: stale duplicates (see `schedule`) must not
+            // crowd an idle worker out of the list before they are popped.
+            idle: IdleNodes::new(2 * workers as usize, false),
             pow2: LazyPow2::new(workers, |_| 1),
             factor: RegisterArray::new("leaf.factor", 1, fixed::additive_factor(workers)),
             avg: RegisterArray::new("leaf.avg", 1, 0),
@@ -296,8 +298,8 @@ impl HorusLeaf {
         if self.pow2.contains(node) {
             return;
         }
-        if node as usize >= self.idle.capacity() {
-            self.idle.control_resize(node as usize + 1);
+        if 2 * (node as usize + 1) > self.idle.capacity() {
+            self.idle.control_resize(2 * (node as usize + 1));
         }
         self.pow2.control_add(node, 1);
         let pass = self.pipeline.begin();
@@ -410,6 +412,9 @@ pub struct HorusSpine {
     idle: IdleNodes,
     pow2: LazyPow2,
     conn: AffinityTable,
+    /// Racks the control plane removed while a leaf's idleRemove held the
+    /// idleNodes lock; taken off the idle list when the lock is released.
+    pending_removals: Vec<NodeId>,
 }
 
 impl HorusSpine {
@@ -423,6 +428,7 @@ impl HorusSpine {
             idle: IdleNodes::new(rack_workers.len(), true),
             pow2: LazyPow2::new(racks, |r| fixed::additive_factor(rack_workers[r as usize])),
             conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
+            pending_removals: Vec::new(),
         };
         for r in 0..racks {
             let pass = spine.pipeline.begin();
@@ -485,26 +491,37 @@ impl HorusSpine {
     pub fn control_remove_rack(&mut self, rack: NodeId) {
         self.pow2.control_remove(rack);
         self.conn.control_forget_node(rack);
-        if self.idle.contains(rack) {
-            let pass = self.pipeline.begin();
-            match self.idle.remove_first(&pass, rack) {
-                RemoveFirst::Resubmit {
-                    last_node,
-                    removed_index,
-                } => {
-                    let pass = self.pipeline.resubmit();
-                    self.idle.remove_second(&pass, last_node, removed_index);
-                }
-                RemoveFirst::Absent | RemoveFirst::RemovedTop => {
-                    let pass = self.pipeline.resubmit();
-                    self.idle.release(&pass);
-                }
-                // A leaf's idleRemove holds the lock between its passes; the
-                // switch CPU would retry, and the leaf's own remove may be for
-                // this very rack. The rack is already out of power-of-2
-                // sampling; a task the spine still sends it is aborted.
-                RemoveFirst::LockHeld => {}
-            }
+        self.control_remove_idle(rack);
+    }
+
+    /// The switch CPU injects a two-pass remove. If a leaf's idleRemove holds
+    /// the lock between its passes, the removal waits for the release: taking
+    /// the lock from under it would corrupt the list.
+    fn control_remove_idle(&mut self, rack: NodeId) {
+        if !self.idle.contains(rack) {
+            return;
+        }
+        if self.idle.is_locked() {
+            self.pending_removals.push(rack);
+            return;
+        }
+        let pass = self.pipeline.begin();
+        let first = self.idle.remove_first(&pass, rack);
+        let pass = self.pipeline.resubmit();
+        match first {
+            RemoveFirst::Resubmit {
+                last_node,
+                removed_index,
+            } => self.idle.remove_second(&pass, last_node, removed_index),
+            RemoveFirst::Absent | RemoveFirst::RemovedTop => self.idle.release(&pass),
+            RemoveFirst::LockHeld => unreachable!("the lock was checked above"),
+        }
+    }
+
+    /// After a second pass released the lock: apply removals that waited for it.
+    fn after_unlock(&mut self) {
+        while let Some(rack) = self.pending_removals.pop() {
+            self.control_remove_idle(rack);
         }
     }
 
@@ -568,10 +585,12 @@ impl DataPlane for HorusSpine {
             }) => {
                 let pass = self.pipeline.resubmit();
                 self.idle.remove_second(&pass, last_node, removed_index);
+                self.after_unlock();
             }
             Input::Resubmit(Resubmit::IdleRemoveRelease) => {
                 let pass = self.pipeline.resubmit();
                 self.idle.release(&pass);
+                self.after_unlock();
             }
             Input::Resubmit(Resubmit::Pow2 {
                 task,

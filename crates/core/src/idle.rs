@@ -230,6 +230,9 @@ impl IdleNodes {
 
     /// Whether `node` is in the idle region (control-plane lookup).
     pub fn contains(&self, node: NodeId) -> bool {
+        if node as usize >= self.idle_index.len() {
+            return false;
+        }
         let i = self.idle_index.peek(node as usize);
         i < self.len() && self.idle_list.peek(i as usize) == node
     }

@@ -1,0 +1,698 @@
+//! Pull-based scheduling: Draconis (EuroSys'24) and the systems it is compared
+//! against that do not fit the push contract of [`crate::dataplane`].
+//!
+//! * [`Draconis`]: one central task queue in the switch ([`queue`]); executors
+//!   pull tasks with task requests. cFCFS (§4.8), priority by queue
+//!   replication (§6), resource- and locality-aware scheduling by task
+//!   swapping (§5). Written against [`crate::switch`]: every register array is
+//!   touched at most once per pass and every extra pass is an explicit
+//!   [`DraconisAction::Recirculate`] the driver feeds back as
+//!   [`DraconisInput::Resubmit`], so other packets can interleave.
+//! * [`server::DraconisServer`]: the same state machine run as a software
+//!   scheduler (Draconis-DPDK/Socket-Server, §8): recirculations run inline.
+//! * [`r2p2::R2p2Jbsq`]: R2P2's JBSQ(k) push scheduler with recirculation.
+//! * [`sparrow`]: Sparrow batch sampling with late binding.
+//!
+//! Pull scheduling needs messages the push contract lacks (job submissions
+//! with several tasks, task requests, acknowledgments, error packets, no-ops),
+//! so this module has its own sans-IO inputs and actions, with the same rules:
+//! no socket, clock or thread; no allocation per input (action buffers are
+//! allocated once, packets are fixed-size `Copy` values).
+
+pub mod bench;
+pub mod policy;
+pub mod queue;
+pub mod r2p2;
+pub mod server;
+pub mod sparrow;
+
+use crate::dataplane::DropReason;
+use crate::switch::{Pass, Pipeline};
+
+pub use policy::{Constraint, Fit};
+pub use queue::{CircularQueue, Repair, Slot};
+
+/// A client (IP address and port in the paper).
+pub type ClientId = u32;
+/// An executor: one process pulling tasks, typically one per core (§3.1).
+pub type ExecutorId = u32;
+/// <UID, JID> of a job (§4.1).
+pub type JobId = u64;
+
+/// Tasks one job_submission packet carries. The paper bounds it by the MTU
+/// and splits larger jobs across packets (§4.3 "Handling Large Jobs").
+pub const MAX_TASKS_PER_PACKET: usize = 8;
+/// Priority levels of the priority policy unless configured (§6, §7: four on
+/// the first-generation Tofino).
+pub const DEFAULT_PRIORITY_LEVELS: u8 = 4;
+
+/// TASK_INFO (§4.1, Fig. 3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TaskInfo {
+    /// <UID, JID, TID>, unique in the system.
+    pub id: u64,
+    pub fn_id: u32,
+    /// Priority level, 1 = highest (§6.1). Only the priority policy reads it.
+    pub priority: u8,
+    pub fn_par: u64,
+    /// TPROPS: required-resource bitmap (§5.2) or data-local nodes (§5.3).
+    pub props: u64,
+}
+
+impl TaskInfo {
+    pub fn new(id: u64) -> Self {
+        TaskInfo {
+            id,
+            ..TaskInfo::default()
+        }
+    }
+}
+
+/// The task list of one packet: at most [`MAX_TASKS_PER_PACKET`], inline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskList {
+    len: u8,
+    items: [TaskInfo; MAX_TASKS_PER_PACKET],
+}
+
+impl Default for TaskList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TaskList {
+    pub fn new() -> Self {
+        TaskList {
+            len: 0,
+            items: [TaskInfo::default(); MAX_TASKS_PER_PACKET],
+        }
+    }
+
+    /// `None` if `tasks` does not fit one packet (split the job, §4.3).
+    pub fn from_slice(tasks: &[TaskInfo]) -> Option<Self> {
+        let mut l = TaskList::new();
+        for &t in tasks {
+            if !l.push(t) {
+                return None;
+            }
+        }
+        Some(l)
+    }
+
+    /// Appends `t`; false if the list is full.
+    pub fn push(&mut self, t: TaskInfo) -> bool {
+        if self.len as usize == MAX_TASKS_PER_PACKET {
+            return false;
+        }
+        self.items[self.len as usize] = t;
+        self.len += 1;
+        true
+    }
+
+    pub fn as_slice(&self) -> &[TaskInfo] {
+        &self.items[..self.len as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A job_submission packet (§4.1, Fig. 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobSubmission {
+    pub client: ClientId,
+    pub job: JobId,
+    pub tasks: TaskList,
+}
+
+/// What a task_request carries about its executor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecInfo {
+    pub id: ExecutorId,
+    /// The node the executor runs on (§5.3).
+    pub node: u32,
+    /// EXEC_RSRC bitmap (§5.2).
+    pub resources: u64,
+}
+
+/// Metadata a recirculated packet carries into its next pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recirc {
+    /// §4.3: the rest of a job_submission; task `next` is enqueued next.
+    /// `rejected` has bit i set for each task i that did not fit.
+    Submit {
+        job: JobSubmission,
+        next: u8,
+        accepted: u8,
+        rejected: u16,
+    },
+    /// §4.5: a repair packet.
+    Repair(Repair),
+    /// §6.1: a task_request moving to the next priority level (RTRV_PRIO + 1).
+    Request { exec: ExecInfo, level: u8 },
+    /// §5.1: a swap_task packet. `level` is the queue being walked.
+    Swap {
+        exec: ExecInfo,
+        level: u8,
+        hand: Slot,
+        swap_indx: u32,
+        pkt_retrieve_ptr: u32,
+        swaps: u16,
+    },
+}
+
+/// What a driver feeds [`Draconis::handle`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DraconisInput {
+    /// A client's job_submission packet.
+    JobSubmission(JobSubmission),
+    /// A free executor asks for a task (§4.6), RTRV_PRIO = 1.
+    TaskRequest(ExecInfo),
+    /// A later pass of a recirculated packet.
+    Resubmit(Recirc),
+}
+
+/// One thing the switch asks its driver to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DraconisAction {
+    /// task_assignment packet to `executor` (§4.1). `skips` is the task's
+    /// skip_counter at assignment (locality, §5.3; 0 otherwise).
+    AssignTask {
+        executor: ExecutorId,
+        client: ClientId,
+        task: TaskInfo,
+        skips: u16,
+    },
+    /// No task for this executor; it retries after a while (§3.1, §4.6).
+    NoOp { executor: ExecutorId },
+    /// The job_submission packet was processed; `accepted` tasks are queued.
+    Ack {
+        client: ClientId,
+        job: JobId,
+        accepted: u8,
+    },
+    /// error_packet (§4.3): tasks that did not fit; the client resubmits them.
+    ErrorPacket { client: ClientId, tasks: TaskList },
+    /// Run another pass with this metadata (feed back as `Resubmit`).
+    Recirculate(Recirc),
+    Drop(DropReason),
+}
+
+/// A bounded action list, allocated once: no allocation per input.
+#[derive(Clone, Debug)]
+pub struct Actions<A> {
+    items: Vec<A>,
+}
+
+impl<A: Copy> Actions<A> {
+    pub fn with_capacity(cap: usize) -> Self {
+        Actions {
+            items: Vec::with_capacity(cap),
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, a: A) {
+        assert!(
+            self.items.len() < self.items.capacity(),
+            "action buffer overflow"
+        );
+        self.items.push(a);
+    }
+
+    #[inline]
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+
+    pub fn as_slice(&self) -> &[A] {
+        &self.items
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Removes and returns all actions.
+    pub fn drain(&mut self) -> impl Iterator<Item = A> + '_ {
+        self.items.drain(..)
+    }
+}
+
+/// The action buffer [`Draconis::handle`] appends to.
+pub type DraconisOutbox = Actions<DraconisAction>;
+
+impl DraconisOutbox {
+    /// Most actions one Draconis pass emits (repair + continuation + ack +
+    /// error packet), with headroom.
+    pub const CAPACITY: usize = 8;
+
+    pub fn new() -> Self {
+        Self::with_capacity(Self::CAPACITY)
+    }
+}
+
+impl Default for DraconisOutbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Switch configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DraconisConfig {
+    /// Entries per queue (per priority level); a power of two.
+    pub capacity: u32,
+    /// Priority levels (1 = plain FCFS); one queue each (§6).
+    pub levels: u8,
+    pub constraint: Constraint,
+    /// Most swap passes one task request may make before the task in hand
+    /// goes back to the tail (§5.1: "a bounded number of times").
+    pub max_swaps: u16,
+}
+
+impl Default for DraconisConfig {
+    fn default() -> Self {
+        Self::fcfs(1 << 17)
+    }
+}
+
+impl DraconisConfig {
+    /// cFCFS (§4.8). 2^17 entries is the power of two nearest the 164K of
+    /// the paper's Tofino (§7).
+    pub fn fcfs(capacity: u32) -> Self {
+        DraconisConfig {
+            capacity,
+            levels: 1,
+            constraint: Constraint::None,
+            max_swaps: 16,
+        }
+    }
+
+    /// Priority with [`DEFAULT_PRIORITY_LEVELS`] queues (§6.1).
+    pub fn priority(capacity: u32) -> Self {
+        DraconisConfig {
+            levels: DEFAULT_PRIORITY_LEVELS,
+            ..Self::fcfs(capacity)
+        }
+    }
+
+    /// Resource-aware (§5.2).
+    pub fn resource(capacity: u32, max_swaps: u16) -> Self {
+        DraconisConfig {
+            constraint: Constraint::Resource,
+            max_swaps,
+            ..Self::fcfs(capacity)
+        }
+    }
+
+    /// Locality-aware (§5.3). The swap bound is `global_start_limit + 1`,
+    /// enough for one task to reach its global limit (§5.3: "the number of
+    /// times a task is recirculated is bounded by the global_start_limit").
+    pub fn locality(
+        capacity: u32,
+        rack_start_limit: u16,
+        global_start_limit: u16,
+        nodes_per_rack: u32,
+    ) -> Self {
+        DraconisConfig {
+            constraint: Constraint::Locality {
+                rack_start_limit,
+                global_start_limit,
+                nodes_per_rack,
+            },
+            max_swaps: global_start_limit.saturating_add(1),
+            ..Self::fcfs(capacity)
+        }
+    }
+}
+
+/// Counters of one switch (all also derivable from actions; kept for metrics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DraconisStats {
+    pub tasks_enqueued: u64,
+    pub tasks_rejected: u64,
+    pub assigned: u64,
+    pub noops: u64,
+    pub add_repairs: u64,
+    pub retrieve_repairs: u64,
+    pub swaps: u64,
+    /// Tasks put back at the tail by a swap walk (end of queue or swap bound).
+    pub tail_returns: u64,
+}
+
+/// The Draconis switch scheduler.
+#[derive(Clone, Debug)]
+pub struct Draconis {
+    pipeline: Pipeline,
+    queue: CircularQueue,
+    config: DraconisConfig,
+    pub stats: DraconisStats,
+}
+
+impl Draconis {
+    pub fn new(config: DraconisConfig) -> Self {
+        Draconis {
+            pipeline: Pipeline::new(),
+            queue: CircularQueue::new(config.capacity, config.levels.max(1)),
+            config,
+            stats: DraconisStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &DraconisConfig {
+        &self.config
+    }
+
+    pub fn queue(&self) -> &CircularQueue {
+        &self.queue
+    }
+
+    /// Control plane access to the queue (tests move the pointers).
+    pub fn queue_mut(&mut self) -> &mut CircularQueue {
+        &mut self.queue
+    }
+
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// The queue index of a task: its priority level, 1-based (§6.1). Out of
+    /// range priorities are clamped (0 counts as 1, above the lowest level as
+    /// the lowest) rather than refused: a client with a finer priority scale
+    /// (Google's 12 levels, §8.6) still gets its tasks run.
+    #[inline]
+    fn level_of(&self, task: &TaskInfo) -> u8 {
+        let levels = self.config.levels.max(1);
+        task.priority.clamp(1, levels) - 1
+    }
+
+    /// Process one packet (one pass).
+    pub fn handle(&mut self, input: DraconisInput, out: &mut DraconisOutbox) {
+        match input {
+            DraconisInput::JobSubmission(job) => {
+                let pass = self.pipeline.begin();
+                self.submit(&pass, job, 0, 0, 0, out);
+            }
+            DraconisInput::TaskRequest(exec) => {
+                let pass = self.pipeline.begin();
+                self.request(&pass, exec, 0, out);
+            }
+            DraconisInput::Resubmit(r) => {
+                let pass = self.pipeline.resubmit();
+                match r {
+                    Recirc::Submit {
+                        job,
+                        next,
+                        accepted,
+                        rejected,
+                    } => self.submit(&pass, job, next, accepted, rejected, out),
+                    Recirc::Repair(rep) => {
+                        match rep {
+                            Repair::Add { .. } => self.stats.add_repairs += 1,
+                            Repair::Retrieve { .. } => self.stats.retrieve_repairs += 1,
+                        }
+                        self.queue.repair(&pass, rep);
+                    }
+                    Recirc::Request { exec, level } => self.request(&pass, exec, level, out),
+                    Recirc::Swap {
+                        exec,
+                        level,
+                        hand,
+                        swap_indx,
+                        pkt_retrieve_ptr,
+                        swaps,
+                    } => self.swap(
+                        &pass,
+                        exec,
+                        level,
+                        hand,
+                        swap_indx,
+                        pkt_retrieve_ptr,
+                        swaps,
+                        out,
+                    ),
+                }
+            }
+        }
+    }
+
+    /// §4.3: enqueue task `next` of the packet, recirculate for the rest.
+    fn submit(
+        &mut self,
+        pass: &Pass,
+        job: JobSubmission,
+        next: u8,
+        mut accepted: u8,
+        mut rejected: u16,
+        out: &mut DraconisOutbox,
+    ) {
+        let tasks = job.tasks.as_slice();
+        if let Some(&task) = tasks.get(next as usize) {
+            let level = self.level_of(&task);
+            match self
+                .queue
+                .enqueue(pass, level, Slot::new(task, job.client))
+            {
+                queue::Enqueued::Inserted { repair, .. } => {
+                    accepted += 1;
+                    self.stats.tasks_enqueued += 1;
+                    if let Some(rep) = repair {
+                        out.push(DraconisAction::Recirculate(Recirc::Repair(rep)));
+                    }
+                }
+                queue::Enqueued::Full { repair } => {
+                    rejected |= 1 << next;
+                    self.stats.tasks_rejected += 1;
+                    if let Some(rep) = repair {
+                        out.push(DraconisAction::Recirculate(Recirc::Repair(rep)));
+                    }
+                }
+            }
+        }
+        let next = next + 1;
+        if (next as usize) < tasks.len() {
+            out.push(DraconisAction::Recirculate(Recirc::Submit {
+                job,
+                next,
+                accepted,
+                rejected,
+            }));
+            return;
+        }
+        // The last task is in (§4.7 step 6): acknowledge, and return what did
+        // not fit in one error_packet (§4.3).
+        out.push(DraconisAction::Ack {
+            client: job.client,
+            job: job.job,
+            accepted,
+        });
+        if rejected != 0 {
+            let mut back = TaskList::new();
+            for (i, &t) in tasks.iter().enumerate() {
+                if rejected & (1 << i) != 0 {
+                    back.push(t);
+                }
+            }
+            out.push(DraconisAction::ErrorPacket {
+                client: job.client,
+                tasks: back,
+            });
+        }
+    }
+
+    /// §4.6 / §6.1: retrieve from queue `level`.
+    fn request(&mut self, pass: &Pass, exec: ExecInfo, level: u8, out: &mut DraconisOutbox) {
+        match self.queue.dequeue(pass, level) {
+            // §4.7.2: a task request that meets a pending retrieve repair
+            // gets a no-op; with priorities it does not fall through to a
+            // lower level either, since the repair means a task was just
+            // queued at this one.
+            queue::Dequeued::RepairPending => self.noop(exec, out),
+            queue::Dequeued::Empty => self.next_level(exec, level, out),
+            queue::Dequeued::Task { slot, pos } => {
+                let next = pos.wrapping_add(1);
+                self.examine(exec, level, slot, next, next, 0, out)
+            }
+        }
+    }
+
+    /// A task is in hand: run it, or start/continue a swap walk (§5.1).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn examine(
+        &mut self,
+        exec: ExecInfo,
+        level: u8,
+        mut slot: Slot,
+        swap_indx: u32,
+        pkt_retrieve_ptr: u32,
+        swaps: u16,
+        out: &mut DraconisOutbox,
+    ) {
+        match self.config.constraint.check(&exec, &mut slot) {
+            Fit::Run => {
+                self.stats.assigned += 1;
+                out.push(DraconisAction::AssignTask {
+                    executor: exec.id,
+                    client: slot.client,
+                    task: slot.task,
+                    skips: slot.skips,
+                });
+            }
+            Fit::Skip => out.push(DraconisAction::Recirculate(Recirc::Swap {
+                exec,
+                level,
+                hand: slot,
+                swap_indx,
+                pkt_retrieve_ptr,
+                swaps,
+            })),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn swap(
+        &mut self,
+        pass: &Pass,
+        exec: ExecInfo,
+        level: u8,
+        hand: Slot,
+        swap_indx: u32,
+        pkt_retrieve_ptr: u32,
+        swaps: u16,
+        out: &mut DraconisOutbox,
+    ) {
+        if swaps >= self.config.max_swaps {
+            // §5.1 bound reached: the hand goes back like a submission, at
+            // the tail. This is the one place a swap walk reorders tasks.
+            let outcome = self.queue.enqueue(pass, level, hand);
+            self.tail_return(hand, outcome, out);
+            self.next_level(exec, level, out);
+            return;
+        }
+        self.stats.swaps += 1;
+        match self
+            .queue
+            .swap(pass, level, hand, swap_indx, pkt_retrieve_ptr)
+        {
+            queue::Swapped::Exchanged {
+                got,
+                at,
+                retrieve_ptr,
+            } => {
+                if got.valid && got.pos == at {
+                    self.examine(
+                        exec,
+                        level,
+                        got,
+                        at.wrapping_add(1),
+                        retrieve_ptr,
+                        swaps + 1,
+                        out,
+                    );
+                } else {
+                    // Nothing was there: the hand filled the slot.
+                    self.next_level(exec, level, out);
+                }
+            }
+            queue::Swapped::Appended { pos, repair } => {
+                self.tail_return(hand, queue::Enqueued::Inserted { pos, repair }, out);
+                self.next_level(exec, level, out);
+            }
+            queue::Swapped::Full { repair } => {
+                self.tail_return(hand, queue::Enqueued::Full { repair }, out);
+                self.next_level(exec, level, out);
+            }
+        }
+    }
+
+    /// Bookkeeping of a hand put back at the tail.
+    fn tail_return(&mut self, hand: Slot, outcome: queue::Enqueued, out: &mut DraconisOutbox) {
+        let repair = match outcome {
+            queue::Enqueued::Inserted { repair, .. } => {
+                self.stats.tail_returns += 1;
+                repair
+            }
+            queue::Enqueued::Full { repair } => {
+                // The queue refilled while the task was out: back to its client
+                // like any task that does not fit (§4.3).
+                self.stats.tasks_rejected += 1;
+                let mut tasks = TaskList::new();
+                tasks.push(hand.task);
+                out.push(DraconisAction::ErrorPacket {
+                    client: hand.client,
+                    tasks,
+                });
+                repair
+            }
+        };
+        if let Some(rep) = repair {
+            out.push(DraconisAction::Recirculate(Recirc::Repair(rep)));
+        }
+    }
+
+    /// §6.1: RTRV_PRIO + 1, or a no-op past the last level.
+    fn next_level(&mut self, exec: ExecInfo, level: u8, out: &mut DraconisOutbox) {
+        if level + 1 < self.queue.levels() {
+            out.push(DraconisAction::Recirculate(Recirc::Request {
+                exec,
+                level: level + 1,
+            }));
+        } else {
+            self.noop(exec, out);
+        }
+    }
+
+    fn noop(&mut self, exec: ExecInfo, out: &mut DraconisOutbox) {
+        self.stats.noops += 1;
+        out.push(DraconisAction::NoOp { executor: exec.id });
+    }
+}
+
+/// The executor side of the pull protocol (§3.1): it asks when free, and
+/// after a no-op asks again `retry_ns` later. Sans-IO: the driver owns time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Executor {
+    pub info: ExecInfo,
+    pub retry_ns: u64,
+    /// Consecutive no-ops since the last task.
+    pub noops: u32,
+}
+
+impl Executor {
+    pub fn new(info: ExecInfo, retry_ns: u64) -> Self {
+        Executor {
+            info,
+            retry_ns,
+            noops: 0,
+        }
+    }
+
+    /// The task_request to send (on becoming free, piggybacked on the
+    /// completion, or on a retry).
+    pub fn request(&self) -> DraconisInput {
+        DraconisInput::TaskRequest(self.info)
+    }
+
+    /// A no-op arrived at `now`: when to send the next request.
+    pub fn on_noop(&mut self, now: u64) -> u64 {
+        self.noops += 1;
+        now + self.retry_ns
+    }
+
+    /// A task arrived; the executor is busy until it completes.
+    pub fn on_task(&mut self) {
+        self.noops = 0;
+    }
+}

@@ -1,0 +1,215 @@
+//! R2P2's JBSQ(k) in-switch scheduler (ATC'19), as Draconis describes and
+//! evaluates it (§2.2, §8.3).
+//!
+//! The switch keeps one outstanding-task counter per executor. A task looks
+//! for an executor with fewer than `bound` outstanding tasks, starting with
+//! `bound = 1` (an idle executor) and raising the bound to `k` after a full
+//! sweep at each bound. A register array allows one access per pass, so each
+//! pass probes one executor with one conditional increment (`if c < bound
+//! { c += 1 }`) and recirculates to probe the next: O(n) passes per bound,
+//! O(n·k) worst case (§2.2). When every executor holds `k` tasks the packet
+//! keeps recirculating (sweeping at bound k) until a slot frees,
+//! and is dropped once it has used its recirculation budget (§8.3: "If a
+//! switch does not have the capacity to recirculate a packet, it simply drops
+//! it"), counted as [`DropReason::RecirculationBudget`].
+//!
+//! A completion reported by an executor decrements its counter.
+//!
+//! Each sweep starts at a rotating cursor (one read-and-increment of a
+//! one-cell array on the first pass), so that simultaneous arrivals at low
+//! load do not all probe executor 0 first.
+
+use super::{Actions, ClientId, ExecutorId, TaskInfo};
+use crate::dataplane::DropReason;
+use crate::switch::{Pass, Pipeline, RegisterArray};
+
+/// R2P2 configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct R2p2Config {
+    /// JBSQ bound: at most `k` tasks at an executor, one running (§8: k = 3).
+    pub k: u32,
+    /// Recirculations a task may use before it is dropped.
+    pub recirc_budget: u32,
+}
+
+impl Default for R2p2Config {
+    fn default() -> Self {
+        R2p2Config {
+            k: 3,
+            recirc_budget: 1024,
+        }
+    }
+}
+
+/// What a recirculated R2P2 request carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JbsqProbe {
+    pub client: ClientId,
+    pub task: TaskInfo,
+    /// The executor this pass probes.
+    pub next: ExecutorId,
+    /// Executors probed at the current bound.
+    pub probed: u32,
+    /// Current bound, 1..=k.
+    pub bound: u32,
+    /// Recirculations used so far.
+    pub recircs: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum R2p2Input {
+    /// A client request (one task).
+    Request { client: ClientId, task: TaskInfo },
+    /// Executor finished a task (its reply passes the switch).
+    Completion { executor: ExecutorId },
+    Resubmit(JbsqProbe),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum R2p2Action {
+    Dispatch {
+        executor: ExecutorId,
+        client: ClientId,
+        task: TaskInfo,
+    },
+    Recirculate(JbsqProbe),
+    Drop(DropReason),
+}
+
+pub type R2p2Outbox = Actions<R2p2Action>;
+
+impl R2p2Outbox {
+    pub fn new() -> Self {
+        Self::with_capacity(2)
+    }
+}
+
+impl Default for R2p2Outbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct R2p2Stats {
+    pub dispatched: u64,
+    pub recirculations: u64,
+    pub dropped: u64,
+}
+
+/// The JBSQ(k) switch.
+#[derive(Clone, Debug)]
+pub struct R2p2Jbsq {
+    pipeline: Pipeline,
+    config: R2p2Config,
+    executors: u32,
+    cursor: RegisterArray<u32>,
+    outstanding: RegisterArray<u32>,
+    pub stats: R2p2Stats,
+}
+
+impl R2p2Jbsq {
+    pub fn new(executors: u32, config: R2p2Config) -> Self {
+        assert!(executors > 0, "R2P2 needs at least one executor");
+        assert!(config.k > 0, "JBSQ bound must be at least 1");
+        R2p2Jbsq {
+            pipeline: Pipeline::new(),
+            config,
+            executors,
+            cursor: RegisterArray::new("r2p2.cursor", 1, 0),
+            outstanding: RegisterArray::new("r2p2.outstanding", executors as usize, 0),
+            stats: R2p2Stats::default(),
+        }
+    }
+
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// Outstanding tasks per executor (control-plane read).
+    pub fn outstanding(&self) -> &[u32] {
+        self.outstanding.as_slice()
+    }
+
+    pub fn handle(&mut self, input: R2p2Input, out: &mut R2p2Outbox) {
+        match input {
+            R2p2Input::Request { client, task } => {
+                let pass = self.pipeline.begin();
+                let n = self.executors;
+                let start = self.cursor.update(&pass, 0, |c| {
+                    let old = *c;
+                    *c = if old + 1 >= n { 0 } else { old + 1 };
+                    old
+                });
+                let probe = JbsqProbe {
+                    client,
+                    task,
+                    next: start,
+                    probed: 0,
+                    bound: 1,
+                    recircs: 0,
+                };
+                self.probe(&pass, probe, out);
+            }
+            R2p2Input::Completion { executor } => {
+                if executor >= self.executors {
+                    out.push(R2p2Action::Drop(DropReason::UnknownNode));
+                    return;
+                }
+                let pass = self.pipeline.begin();
+                self.outstanding
+                    .update(&pass, executor as usize, |c| *c = c.saturating_sub(1));
+            }
+            R2p2Input::Resubmit(p) => {
+                if p.next >= self.executors {
+                    out.push(R2p2Action::Drop(DropReason::Unexpected));
+                    return;
+                }
+                let pass = self.pipeline.resubmit();
+                self.probe(&pass, p, out);
+            }
+        }
+    }
+
+    fn probe(&mut self, pass: &Pass, mut p: JbsqProbe, out: &mut R2p2Outbox) {
+        let bound = p.bound;
+        let took = self.outstanding.update(pass, p.next as usize, |c| {
+            if *c < bound {
+                *c += 1;
+                true
+            } else {
+                false
+            }
+        });
+        if took {
+            self.stats.dispatched += 1;
+            out.push(R2p2Action::Dispatch {
+                executor: p.next,
+                client: p.client,
+                task: p.task,
+            });
+            return;
+        }
+        if p.recircs >= self.config.recirc_budget {
+            self.stats.dropped += 1;
+            out.push(R2p2Action::Drop(DropReason::RecirculationBudget));
+            return;
+        }
+        p.recircs += 1;
+        p.probed += 1;
+        p.next = if p.next + 1 >= self.executors {
+            0
+        } else {
+            p.next + 1
+        };
+        if p.probed >= self.executors {
+            // A full sweep found nobody under the bound: raise it. At k every
+            // queue is full; keep sweeping at k until a slot frees (§2.2).
+            p.probed = 0;
+            p.bound = (p.bound + 1).min(self.config.k);
+        }
+        self.stats.recirculations += 1;
+        out.push(R2p2Action::Recirculate(p));
+    }
+}
