@@ -10,8 +10,8 @@
 //! Deterministic tests for the bugs these properties found sit next to the
 //! property that found them. Bugs 1 (idle list top-slot remove racing an add)
 //! and 2 (a leaf listing a worker twice, then indexing past its idle list) are
-//! fixed in 77c7e33 and their tests run; what is still open is marked
-//! `#[ignore = "bug: ..."]` (run it with `cargo test -- --ignored`).
+//! fixed in 77c7e33, and the control-plane removal bugs after it; every
+//! regression test runs.
 //!
 //! The LazyPow2 model replays `LazyPow2::samples` to know which two slots a
 //! first pass drew; keep `replay_samples` in step with `src/pow2.rs`.
