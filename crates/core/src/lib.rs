@@ -7,6 +7,7 @@
 pub mod affinity;
 pub mod baselines;
 pub mod dataplane;
+pub mod draconis;
 pub mod fixed;
 pub mod horus;
 pub mod idle;

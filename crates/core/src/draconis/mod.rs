@@ -142,6 +142,9 @@ pub struct ExecInfo {
 }
 
 /// Metadata a recirculated packet carries into its next pass.
+// Packets are fixed-size `Copy` values (no boxing or allocation per packet,
+// DESIGN.md); a job_submission is simply the largest packet.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recirc {
     /// §4.3: the rest of a job_submission; task `next` is enqueued next.
@@ -156,7 +159,8 @@ pub enum Recirc {
     Repair(Repair),
     /// §6.1: a task_request moving to the next priority level (RTRV_PRIO + 1).
     Request { exec: ExecInfo, level: u8 },
-    /// §5.1: a swap_task packet. `level` is the queue being walked.
+    /// §5.1: a swap_task packet. `level` is the queue being walked;
+    /// `pkt_retrieve_ptr` is the retrieve_ptr its last pass read.
     Swap {
         exec: ExecInfo,
         level: u8,
@@ -168,6 +172,9 @@ pub enum Recirc {
 }
 
 /// What a driver feeds [`Draconis::handle`].
+// Packets are fixed-size `Copy` values (no boxing or allocation per packet,
+// DESIGN.md); a job_submission is simply the largest packet.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DraconisInput {
     /// A client's job_submission packet.
@@ -179,6 +186,9 @@ pub enum DraconisInput {
 }
 
 /// One thing the switch asks its driver to do.
+// Packets are fixed-size `Copy` values (no boxing or allocation per packet,
+// DESIGN.md); a job_submission is simply the largest packet.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DraconisAction {
     /// task_assignment packet to `executor` (§4.1). `skips` is the task's
@@ -201,6 +211,7 @@ pub enum DraconisAction {
     ErrorPacket { client: ClientId, tasks: TaskList },
     /// Run another pass with this metadata (feed back as `Resubmit`).
     Recirculate(Recirc),
+    /// Only for a `Resubmit` naming a queue level this switch does not have.
     Drop(DropReason),
 }
 
@@ -402,13 +413,26 @@ impl Draconis {
         match input {
             DraconisInput::JobSubmission(job) => {
                 let pass = self.pipeline.begin();
-                self.submit(&pass, job, 0, 0, 0, out);
+                self.submit(&pass, &job, 0, 0, 0, out);
             }
             DraconisInput::TaskRequest(exec) => {
                 let pass = self.pipeline.begin();
                 self.request(&pass, exec, 0, out);
             }
             DraconisInput::Resubmit(r) => {
+                // Recirculated metadata is this switch's own; a level it does
+                // not have can only come from a confused driver.
+                let level = match r {
+                    Recirc::Submit { .. } => 0,
+                    Recirc::Repair(Repair::Add { level, .. })
+                    | Recirc::Repair(Repair::Retrieve { level, .. })
+                    | Recirc::Request { level, .. }
+                    | Recirc::Swap { level, .. } => level,
+                };
+                if level >= self.queue.levels() {
+                    out.push(DraconisAction::Drop(DropReason::Unexpected));
+                    return;
+                }
                 let pass = self.pipeline.resubmit();
                 match r {
                     Recirc::Submit {
@@ -416,7 +440,7 @@ impl Draconis {
                         next,
                         accepted,
                         rejected,
-                    } => self.submit(&pass, job, next, accepted, rejected, out),
+                    } => self.submit(&pass, &job, next, accepted, rejected, out),
                     Recirc::Repair(rep) => {
                         match rep {
                             Repair::Add { .. } => self.stats.add_repairs += 1,
@@ -451,7 +475,7 @@ impl Draconis {
     fn submit(
         &mut self,
         pass: &Pass,
-        job: JobSubmission,
+        job: &JobSubmission,
         next: u8,
         mut accepted: u8,
         mut rejected: u16,
@@ -460,10 +484,7 @@ impl Draconis {
         let tasks = job.tasks.as_slice();
         if let Some(&task) = tasks.get(next as usize) {
             let level = self.level_of(&task);
-            match self
-                .queue
-                .enqueue(pass, level, Slot::new(task, job.client))
-            {
+            match self.queue.enqueue(pass, level, Slot::new(task, job.client)) {
                 queue::Enqueued::Inserted { repair, .. } => {
                     accepted += 1;
                     self.stats.tasks_enqueued += 1;
@@ -483,7 +504,7 @@ impl Draconis {
         let next = next + 1;
         if (next as usize) < tasks.len() {
             out.push(DraconisAction::Recirculate(Recirc::Submit {
-                job,
+                job: *job,
                 next,
                 accepted,
                 rejected,
@@ -582,10 +603,10 @@ impl Draconis {
             return;
         }
         self.stats.swaps += 1;
-        match self
-            .queue
-            .swap(pass, level, hand, swap_indx, pkt_retrieve_ptr)
-        {
+        // pkt_retrieve_ptr rides along for tracing; the head rule compares
+        // retrieve_ptr with SWAP_INDX (see `CircularQueue::swap`).
+        let _ = pkt_retrieve_ptr;
+        match self.queue.swap(pass, level, hand, swap_indx) {
             queue::Swapped::Exchanged {
                 got,
                 at,
@@ -605,6 +626,23 @@ impl Draconis {
                     // Nothing was there: the hand filled the slot.
                     self.next_level(exec, level, out);
                 }
+            }
+            queue::Swapped::Reaim {
+                swap_indx,
+                retrieve_ptr,
+                repair,
+            } => {
+                if let Some(rep) = repair {
+                    out.push(DraconisAction::Recirculate(Recirc::Repair(rep)));
+                }
+                out.push(DraconisAction::Recirculate(Recirc::Swap {
+                    exec,
+                    level,
+                    hand,
+                    swap_indx,
+                    pkt_retrieve_ptr: retrieve_ptr,
+                    swaps: swaps + 1,
+                }));
             }
             queue::Swapped::Appended { pos, repair } => {
                 self.tail_return(hand, queue::Enqueued::Inserted { pos, repair }, out);

@@ -99,7 +99,10 @@ pub enum Enqueued {
 /// Outcome of one dequeue pass (§4.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dequeued {
-    Task { slot: Slot, pos: u32 },
+    Task {
+        slot: Slot,
+        pos: u32,
+    },
     /// Nothing valid at the head: the queue is empty (retrieve_ptr now
     /// overshoots; the next submission repairs it, §4.5).
     Empty,
@@ -123,6 +126,13 @@ pub enum Swapped {
     Appended { pos: u32, repair: Option<Repair> },
     /// End of queue but no room (the queue refilled while the hand was out).
     Full { repair: Option<Repair> },
+    /// Nothing was exchanged: retry at `swap_indx` in another pass (and send
+    /// `repair` if set).
+    Reaim {
+        swap_indx: u32,
+        retrieve_ptr: u32,
+        repair: Option<Repair>,
+    },
 }
 
 /// Admission decision of a pass that claimed position `a` (a submission, or a
@@ -238,6 +248,19 @@ impl CircularQueue {
         let decision = self
             .repair
             .update(pass, level as usize, |f| admit(f, a, r, cap));
+        self.write_admitted(pass, level, a, decision, slot)
+    }
+
+    /// Stage 4 of a pass whose admission decision is `decision`.
+    #[inline]
+    fn write_admitted(
+        &mut self,
+        pass: &Pass,
+        level: u8,
+        a: u32,
+        decision: Admit,
+        slot: &mut Slot,
+    ) -> Enqueued {
         match decision {
             Admit::Reject => Enqueued::Full { repair: None },
             Admit::RejectRepairAdd => Enqueued::Full {
@@ -282,32 +305,25 @@ impl CircularQueue {
     }
 
     /// Swap pass (§5.1): exchange `hand` with the entry at `swap_indx`, or at
-    /// the head if retrieve_ptr has moved past both `pkt_retrieve_ptr` and
-    /// `swap_indx`; append `hand` at the tail if that position is the end of
-    /// the queue.
+    /// the head if retrieve_ptr has passed `swap_indx`; append `hand` at the
+    /// tail if that position is the end of the queue.
     ///
-    /// The paper's rule ("if pkt_retrieve_ptr is lower than retrieve_ptr, swap
-    /// with the head") is applied only when retrieve_ptr has also passed
-    /// SWAP_INDX. Read literally it would move the hand back to the head
-    /// whenever any other request was served meanwhile, placing it before
-    /// tasks it was already swapped past and breaking the relative order the
-    /// swap is meant to keep; the rule exists to avoid writing behind
-    /// retrieve_ptr, which only happens once retrieve_ptr passed SWAP_INDX.
-    pub fn swap(
-        &mut self,
-        pass: &Pass,
-        level: u8,
-        mut hand: Slot,
-        swap_indx: u32,
-        pkt_retrieve_ptr: u32,
-    ) -> Swapped {
+    /// The paper detects that retrieve_ptr moved by comparing it with the
+    /// packet's pkt_retrieve_ptr and then swaps with the head. We compare it
+    /// with SWAP_INDX instead, for two reasons found by the property tests
+    /// (docs/draconis.md): (1) retrieve_ptr moving is not enough to jump: if
+    /// it has not passed SWAP_INDX, the head is behind tasks the hand was
+    /// already swapped past, and jumping there breaks the relative order the
+    /// swap is meant to keep; (2) a retrieve repair *lowers* retrieve_ptr, so
+    /// "pkt_retrieve_ptr < retrieve_ptr" can be false while retrieve_ptr has
+    /// passed SWAP_INDX, and writing the hand there strands it behind the
+    /// head, lost. The danger the rule guards against, writing behind
+    /// retrieve_ptr, is exactly "retrieve_ptr > SWAP_INDX".
+    pub fn swap(&mut self, pass: &Pass, level: u8, mut hand: Slot, swap_indx: u32) -> Swapped {
         let l = level as usize;
         let r = self.retrieve_ptr.read(pass, l);
-        let target = if ahead(r, pkt_retrieve_ptr) && ahead(r, swap_indx) {
-            r
-        } else {
-            swap_indx
-        };
+        let jump = ahead(r, swap_indx);
+        let target = if jump { r } else { swap_indx };
         // One conditional read-and-increment: claim the tail only if the
         // target is at or beyond it (a comparison of the register with a
         // packet field, which a stateful ALU evaluates).
@@ -321,14 +337,65 @@ impl CircularQueue {
             }
         });
         match claim {
+            Ok(a) if jump => {
+                // Jumped to an empty tail. If a retrieve repair is pending,
+                // retrieve_ptr overshoots the real head `t` and the entries
+                // from `t` on are younger than the hand: appending would put
+                // it behind them. Undo the claim the way a full queue undoes
+                // one (an add repair back to `a`, unless one is already
+                // pending, which rolls back further) and aim at `t` next pass.
+                let cap = self.capacity;
+                let mut reaim = None;
+                let decision = self.repair.update(pass, l, |f| match f.retrieve {
+                    Some(t) => {
+                        let repair = if f.add.is_none() {
+                            f.add = Some(a);
+                            Some(Repair::Add { level, value: a })
+                        } else {
+                            None
+                        };
+                        reaim = Some((t, repair));
+                        Admit::Reject
+                    }
+                    None => admit(f, a, r, cap),
+                });
+                if let Some((t, repair)) = reaim {
+                    let swap_indx = if ahead(t, swap_indx) { t } else { swap_indx };
+                    return Swapped::Reaim {
+                        swap_indx,
+                        retrieve_ptr: r,
+                        repair,
+                    };
+                }
+                match self.write_admitted(pass, level, a, decision, &mut hand) {
+                    Enqueued::Inserted { pos, repair } => Swapped::Appended { pos, repair },
+                    Enqueued::Full { repair } => Swapped::Full { repair },
+                }
+            }
             Ok(a) => match self.commit(pass, level, a, r, &mut hand) {
                 Enqueued::Inserted { pos, repair } => Swapped::Appended { pos, repair },
                 Enqueued::Full { repair } => Swapped::Full { repair },
             },
             Err(_) => {
+                let flags = self.repair.read(pass, l);
+                if jump {
+                    // A pending retrieve repair means retrieve_ptr overshoots
+                    // the real head `t` (the queue drained while this hand
+                    // was out and refilled from `t`): jumping to retrieve_ptr
+                    // would skip the younger entries from `t` on. Aim at `t`.
+                    if let Some(t) = flags.retrieve {
+                        if ahead(target, t) {
+                            let swap_indx = if ahead(t, swap_indx) { t } else { swap_indx };
+                            return Swapped::Reaim {
+                                swap_indx,
+                                retrieve_ptr: r,
+                                repair: None,
+                            };
+                        }
+                    }
+                }
                 // A pending add repair will roll add_ptr back to `v`: the
                 // positions from `v` on are not queue entries.
-                let flags = self.repair.read(pass, l);
                 if let Some(v) = flags.add {
                     if !ahead(v, target) {
                         return Swapped::Full { repair: None };
@@ -429,7 +496,10 @@ impl CircularQueue {
     /// Control plane: start every pointer of every level at `value` (tests use
     /// it to exercise the 2^32 wrap-around). Only valid on an empty queue.
     pub fn control_set_pointers(&mut self, value: u32) {
-        assert!(self.is_empty(), "pointers can only be moved on an empty queue");
+        assert!(
+            self.is_empty(),
+            "pointers can only be moved on an empty queue"
+        );
         for l in 0..self.levels as usize {
             self.retrieve_ptr.control_write(l, value);
             self.add_ptr.control_write(l, value);

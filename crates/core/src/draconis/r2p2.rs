@@ -59,9 +59,14 @@ pub struct JbsqProbe {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum R2p2Input {
     /// A client request (one task).
-    Request { client: ClientId, task: TaskInfo },
+    Request {
+        client: ClientId,
+        task: TaskInfo,
+    },
     /// Executor finished a task (its reply passes the switch).
-    Completion { executor: ExecutorId },
+    Completion {
+        executor: ExecutorId,
+    },
     Resubmit(JbsqProbe),
 }
 

@@ -1,0 +1,1130 @@
+//! Property and scenario tests for the Draconis data planes (EuroSys'24 §4-§6)
+//! and the pull-model baselines (R2P2 JBSQ, Sparrow, Draconis-Server).
+//!
+//! Property tests drive the switch through a harness that keeps every
+//! recirculated packet in a pool and delivers them in any order, interleaved
+//! with new submissions and task requests: the interleavings a pipeline with
+//! recirculation allows. Any second access to a register array in one pass
+//! panics inside the switch model, so every test also checks that rule.
+
+use std::collections::HashMap;
+
+use netsched_core::dataplane::DropReason;
+use netsched_core::draconis::queue::ahead;
+use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
+use netsched_core::draconis::server::DraconisServer;
+use netsched_core::draconis::sparrow::{
+    SparrowAction, SparrowConfig, SparrowInput, SparrowScheduler, SparrowWorker,
+};
+use netsched_core::draconis::{
+    Constraint, Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo,
+    JobSubmission, Recirc, Repair, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
+};
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+fn quick(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        failure_persistence: None,
+        ..ProptestConfig::with_cases(cases)
+    }
+}
+
+fn job(client: u32, id: u64, tasks: &[TaskInfo]) -> DraconisInput {
+    DraconisInput::JobSubmission(JobSubmission {
+        client,
+        job: id,
+        tasks: TaskList::from_slice(tasks).unwrap(),
+    })
+}
+
+fn exec(id: u32) -> ExecInfo {
+    ExecInfo {
+        id,
+        node: id,
+        resources: u64::MAX,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Ledger {
+    /// Times each task id was assigned.
+    assigned: HashMap<u64, u32>,
+    /// Times each task id came back in an error packet.
+    returned: HashMap<u64, u32>,
+    submitted: Vec<TaskInfo>,
+    /// Per level: task ids in the order their insert passes succeeded.
+    accepted_order: Vec<Vec<u64>>,
+    /// Acceptance sequence number of each task id (its latest insertion).
+    seq: HashMap<u64, u64>,
+    next_seq: u64,
+    /// Per level: ids in assignment order.
+    assign_order: Vec<Vec<u64>>,
+    /// Locality violations found.
+    violations: Vec<String>,
+    noops: u64,
+    acks: u64,
+}
+
+struct Harness {
+    dp: Draconis,
+    out: DraconisOutbox,
+    pool: Vec<Recirc>,
+    ledger: Ledger,
+    next_job: u64,
+    next_task: u64,
+}
+
+impl Harness {
+    fn new(config: DraconisConfig) -> Self {
+        Harness {
+            dp: Draconis::new(config),
+            out: DraconisOutbox::new(),
+            pool: Vec::new(),
+            ledger: Ledger {
+                accepted_order: vec![Vec::new(); config.levels as usize],
+                assign_order: vec![Vec::new(); config.levels as usize],
+                ..Ledger::default()
+            },
+            next_job: 0,
+            next_task: 0,
+        }
+    }
+
+    fn level_of(&self, t: &TaskInfo) -> usize {
+        t.priority.clamp(1, self.dp.config().levels) as usize - 1
+    }
+
+    /// The task a submission-like pass is about to enqueue, if any.
+    fn inserting(&self, input: &DraconisInput) -> Option<TaskInfo> {
+        match input {
+            DraconisInput::JobSubmission(j) => j.tasks.as_slice().first().copied(),
+            DraconisInput::Resubmit(Recirc::Submit { job, next, .. }) => {
+                job.tasks.as_slice().get(*next as usize).copied()
+            }
+            DraconisInput::Resubmit(Recirc::Swap { hand, .. }) => Some(hand.task),
+            _ => None,
+        }
+    }
+
+    fn feed(&mut self, input: DraconisInput) {
+        let before = (
+            self.dp.stats.tasks_enqueued,
+            self.dp.stats.tail_returns,
+            self.dp.stats.swaps,
+        );
+        let candidate = self.inserting(&input);
+        self.out.clear();
+        self.dp.handle(input, &mut self.out);
+        let after = (
+            self.dp.stats.tasks_enqueued,
+            self.dp.stats.tail_returns,
+            self.dp.stats.swaps,
+        );
+        // Record insertions (submission or tail return of a swap hand).
+        if let Some(t) = candidate {
+            let inserted = after.0 > before.0 || after.1 > before.1;
+            if inserted {
+                let l = self.level_of(&t);
+                self.ledger.accepted_order[l].push(t.id);
+                self.ledger.seq.insert(t.id, self.ledger.next_seq);
+                self.ledger.next_seq += 1;
+            }
+        }
+        let constraint = self.dp.config().constraint;
+        let actions: Vec<DraconisAction> = self.out.as_slice().to_vec();
+        for a in actions {
+            match a {
+                DraconisAction::Recirculate(r) => self.pool.push(r),
+                DraconisAction::AssignTask {
+                    executor,
+                    task,
+                    skips,
+                    ..
+                } => {
+                    *self.ledger.assigned.entry(task.id).or_default() += 1;
+                    let l = self.level_of(&task);
+                    self.ledger.assign_order[l].push(task.id);
+                    if let Constraint::Locality {
+                        rack_start_limit,
+                        global_start_limit,
+                        nodes_per_rack,
+                    } = constraint
+                    {
+                        let node = executor; // harness: executor id == node id
+                        let local: Vec<u16> = task.local_nodes().collect();
+                        let is_local = local.is_empty() || local.iter().any(|&n| n as u32 == node);
+                        let same_rack = local
+                            .iter()
+                            .any(|&n| n as u32 / nodes_per_rack == node / nodes_per_rack);
+                        let allowed = is_local
+                            || skips > global_start_limit
+                            || (same_rack && skips > rack_start_limit);
+                        if !allowed {
+                            self.ledger.violations.push(format!(
+                                "task {} on node {node} after {skips} skips (local {local:?})",
+                                task.id
+                            ));
+                        }
+                    }
+                    if let Constraint::Resource = constraint {
+                        // Executors in these tests have the resources given by
+                        // `exec_resources`.
+                        if task.props & !exec_resources(executor) != 0 {
+                            self.ledger
+                                .violations
+                                .push(format!("task {} lacks resources", task.id));
+                        }
+                    }
+                }
+                DraconisAction::ErrorPacket { tasks, .. } => {
+                    for t in tasks.as_slice() {
+                        *self.ledger.returned.entry(t.id).or_default() += 1;
+                    }
+                }
+                DraconisAction::NoOp { .. } => self.ledger.noops += 1,
+                DraconisAction::Ack { .. } => self.ledger.acks += 1,
+                DraconisAction::Drop(r) => panic!("unexpected drop {r:?}"),
+            }
+        }
+    }
+
+    fn submit(&mut self, tasks: &[TaskInfo]) {
+        let mut ts = Vec::new();
+        for t in tasks {
+            let mut t = *t;
+            t.id = self.next_task;
+            self.next_task += 1;
+            ts.push(t);
+        }
+        self.ledger.submitted.extend_from_slice(&ts);
+        let j = self.next_job;
+        self.next_job += 1;
+        self.feed(job(7, j, &ts));
+    }
+
+    fn deliver(&mut self, index: usize) {
+        if self.pool.is_empty() {
+            return;
+        }
+        let r = self.pool.remove(index % self.pool.len());
+        self.feed(DraconisInput::Resubmit(r));
+    }
+
+    fn has_swap_in_flight(&self) -> bool {
+        self.pool.iter().any(|r| matches!(r, Recirc::Swap { .. }))
+    }
+
+    /// Delivers everything, then pulls with a capable executor until empty.
+    fn drain(&mut self) -> Result<(), TestCaseError> {
+        for _ in 0..100_000 {
+            if !self.pool.is_empty() {
+                self.deliver(0);
+            } else if !self.dp.queue().is_empty() {
+                self.feed(DraconisInput::TaskRequest(ExecInfo {
+                    id: DRAIN_EXEC,
+                    node: DRAIN_EXEC,
+                    resources: u64::MAX,
+                }));
+            } else {
+                return Ok(());
+            }
+        }
+        Err(TestCaseError::fail(format!(
+            "drain did not finish: {} queued, pointers {:?}",
+            self.dp.queue().len(),
+            self.dp.queue().pointers(0)
+        )))
+    }
+
+    /// Every submitted task was assigned or returned, exactly once.
+    fn check_conservation(&self) -> Result<(), TestCaseError> {
+        for t in &self.ledger.submitted {
+            let a = self.ledger.assigned.get(&t.id).copied().unwrap_or(0);
+            let r = self.ledger.returned.get(&t.id).copied().unwrap_or(0);
+            prop_assert_eq!(
+                a + r,
+                1,
+                "task {} assigned {} times, returned {} times",
+                t.id,
+                a,
+                r
+            );
+        }
+        prop_assert_eq!(
+            self.ledger.assigned.len() + self.ledger.returned.len(),
+            self.ledger.submitted.len()
+        );
+        Ok(())
+    }
+
+    /// Tasks of each level are queued in acceptance order.
+    fn check_queue_order(&self) -> Result<(), TestCaseError> {
+        for l in 0..self.dp.config().levels {
+            let contents = self.dp.queue().contents(l);
+            let seqs: Vec<u64> = contents
+                .iter()
+                .map(|s| self.ledger.seq[&s.task.id])
+                .collect();
+            prop_assert!(
+                seqs.windows(2).all(|w| w[0] < w[1]),
+                "level {} out of order: {:?}",
+                l,
+                seqs
+            );
+            // Every valid entry is reachable by the pointers.
+            prop_assert_eq!(self.dp.queue().reachable(l), contents.len());
+        }
+        Ok(())
+    }
+}
+
+/// The executor that drains the queue at the end: has every resource and
+/// is on a node of its own.
+const DRAIN_EXEC: u32 = 1000;
+
+/// Resources of executor `e` in the resource tests: bit i set if i+1 divides e+1.
+fn exec_resources(e: u32) -> u64 {
+    if e == DRAIN_EXEC {
+        return u64::MAX;
+    }
+    (0..4u32)
+        .filter(|i| (e + 1).is_multiple_of(i + 1))
+        .fold(0, |m, i| m | 1 << i)
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// A job of these (priority or props, per policy) tasks.
+    Submit(Vec<u8>),
+    /// A task request from executor `e`.
+    Request(u32),
+    /// Deliver the `i`-th recirculated packet in the pool.
+    Deliver(usize),
+}
+
+fn ops(max: usize) -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(
+        prop_oneof![
+            3 => prop::collection::vec(0u8..16, 1..=MAX_TASKS_PER_PACKET).prop_map(Op::Submit),
+            3 => (0u32..8).prop_map(Op::Request),
+            5 => (0usize..64).prop_map(Op::Deliver),
+        ],
+        1..max,
+    )
+}
+
+fn task_for(c: &DraconisConfig, x: u8) -> TaskInfo {
+    let mut t = TaskInfo::new(0);
+    // Priority is read only with several levels; 0 and 5+ are clamped.
+    t.priority = x % 6;
+    match c.constraint {
+        Constraint::None => t.priority = x % 5, // includes 0, clamped
+        Constraint::Resource => t.props = (x % 16) as u64,
+        Constraint::Locality { .. } => {
+            t = t.with_local_nodes(&[(x % 8) as u16]);
+        }
+    }
+    t
+}
+
+fn exec_for(c: &DraconisConfig, e: u32) -> ExecInfo {
+    ExecInfo {
+        id: e,
+        node: e,
+        resources: match c.constraint {
+            Constraint::Resource => exec_resources(e),
+            _ => u64::MAX,
+        },
+    }
+}
+
+fn run_ops(
+    config: DraconisConfig,
+    ops: &[Op],
+    one_walk: bool,
+    check_order_each_step: bool,
+) -> Result<Harness, TestCaseError> {
+    let mut h = Harness::new(config);
+    for op in ops {
+        match op {
+            Op::Submit(xs) => {
+                let ts: Vec<TaskInfo> = xs.iter().map(|&x| task_for(&config, x)).collect();
+                h.submit(&ts);
+            }
+            Op::Request(e) => {
+                // With `one_walk`, a request that could start a second walk
+                // while one is in flight comes from an executor that runs
+                // anything instead: it still moves retrieve_ptr under the walk.
+                let e = if one_walk && h.has_swap_in_flight() {
+                    DRAIN_EXEC
+                } else {
+                    *e
+                };
+                h.feed(DraconisInput::TaskRequest(exec_for(&config, e)));
+            }
+            Op::Deliver(i) => h.deliver(*i),
+        }
+        // Nothing is assigned twice, at any time.
+        for (id, n) in &h.ledger.assigned {
+            prop_assert!(*n == 1, "task {} assigned {} times", id, n);
+        }
+        if check_order_each_step {
+            h.check_queue_order()?;
+        }
+    }
+    h.drain()?;
+    h.check_conservation()?;
+    prop_assert!(h.ledger.violations.is_empty(), "{:?}", h.ledger.violations);
+    Ok(h)
+}
+
+// ---------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(quick(512))]
+
+    /// cFCFS on a tiny queue (full and empty are frequent): no task lost or
+    /// duplicated under any interleaving; FIFO assignment order.
+    #[test]
+    fn fcfs_conserves_tasks_and_is_fifo(ops in ops(120), cap_log in 0u32..4) {
+        let config = DraconisConfig::fcfs(1 << cap_log);
+        let h = run_ops(config, &ops, false, true)?;
+        let acc = &h.ledger.accepted_order[0];
+        let asg = &h.ledger.assign_order[0];
+        prop_assert_eq!(acc, asg);
+    }
+
+    /// Same with pointers starting just below the 2^32 wrap.
+    #[test]
+    fn fcfs_across_pointer_wrap(ops in ops(120), start in 0u32..40) {
+        let config = DraconisConfig::fcfs(4);
+        let mut h = Harness::new(config);
+        h.dp.queue_mut().control_set_pointers(u32::MAX - start);
+        for op in &ops {
+            match op {
+                Op::Submit(xs) => h.submit(&vec![TaskInfo::new(0); xs.len()]),
+                Op::Request(e) => h.feed(DraconisInput::TaskRequest(exec(*e))),
+                Op::Deliver(i) => h.deliver(*i),
+            }
+            h.check_queue_order()?;
+        }
+        h.drain()?;
+        h.check_conservation()?;
+        prop_assert_eq!(&h.ledger.accepted_order[0], &h.ledger.assign_order[0]);
+    }
+
+    /// Four priority queues (§6): conservation, FIFO within each level.
+    #[test]
+    fn priority_conserves_and_fifo_per_level(ops in ops(120), cap_log in 0u32..3) {
+        let config = DraconisConfig::priority(1 << cap_log);
+        let h = run_ops(config, &ops, false, true)?;
+        for l in 0..4 {
+            prop_assert_eq!(&h.ledger.accepted_order[l], &h.ledger.assign_order[l], "level {}", l);
+        }
+    }
+
+    /// Resource-aware swapping (§5.1, §5.2) with concurrent swap walks and a
+    /// small swap bound: conservation, and only capable executors run tasks.
+    #[test]
+    fn resource_swapping_conserves(ops in ops(120), cap_log in 0u32..4, max_swaps in 0u16..6) {
+        let config = DraconisConfig::resource(1 << cap_log, max_swaps);
+        run_ops(config, &ops, false, false)?;
+    }
+
+    /// Swapping inside four priority queues: conservation, constraints.
+    #[test]
+    fn resource_with_priorities_conserves(ops in ops(120), cap_log in 0u32..3, max_swaps in 0u16..4) {
+        let config = DraconisConfig {
+            levels: 4,
+            ..DraconisConfig::resource(1 << cap_log, max_swaps)
+        };
+        run_ops(config, &ops, false, false)?;
+    }
+
+    /// One swap walk at a time, unbounded: the queue stays in acceptance
+    /// order after every pass (swapping keeps relative order, §5.1).
+    #[test]
+    fn swapping_keeps_relative_order(ops in ops(120), cap_log in 0u32..4) {
+        let config = DraconisConfig::resource(1 << cap_log, u16::MAX);
+        run_ops(config, &ops, true, true)?;
+    }
+
+    /// Locality (§5.3): conservation and the start limits are respected.
+    #[test]
+    fn locality_limits_respected(
+        ops in ops(120), cap_log in 0u32..4, rack in 0u16..4, extra in 0u16..4, per_rack in 1u32..4,
+    ) {
+        let config = DraconisConfig::locality(1 << cap_log, rack, rack + extra, per_rack);
+        run_ops(config, &ops, false, false)?;
+    }
+
+    /// Draconis-Server gives the same external behaviour as the switch fed
+    /// its recirculations immediately.
+    #[test]
+    fn server_matches_switch_inline(ops in ops(80), cap_log in 0u32..3) {
+        let config = DraconisConfig::priority(1 << cap_log);
+        let mut server = DraconisServer::new(config);
+        let mut sw = Draconis::new(config);
+        let (mut so, mut wo) = (DraconisServer::outbox(), DraconisOutbox::new());
+        let mut n = 0u64;
+        for op in &ops {
+            let input = match op {
+                Op::Submit(xs) => {
+                    let ts: Vec<TaskInfo> = xs.iter().map(|&x| {
+                        n += 1;
+                        let mut t = TaskInfo::new(n);
+                        t.priority = x % 5;
+                        t
+                    }).collect();
+                    job(1, n, &ts)
+                }
+                Op::Request(e) => DraconisInput::TaskRequest(exec(*e)),
+                Op::Deliver(i) => DraconisInput::TaskRequest(exec(*i as u32 % 8)),
+            };
+            so.clear();
+            server.handle(input, &mut so);
+            let mut expect = Vec::new();
+            let mut queue = std::collections::VecDeque::from([input]);
+            while let Some(i) = queue.pop_front() {
+                wo.clear();
+                sw.handle(i, &mut wo);
+                for a in wo.as_slice() {
+                    match *a {
+                        DraconisAction::Recirculate(r) => queue.push_back(DraconisInput::Resubmit(r)),
+                        other => expect.push(other),
+                    }
+                }
+            }
+            prop_assert_eq!(so.as_slice(), &expect[..]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Decisions the paper leaves open, one test each (docs/draconis.md)
+// ---------------------------------------------------------------------------
+
+fn feed(dp: &mut Draconis, input: DraconisInput) -> Vec<DraconisAction> {
+    let mut out = DraconisOutbox::new();
+    dp.handle(input, &mut out);
+    out.as_slice().to_vec()
+}
+
+fn repairs(actions: &[DraconisAction]) -> Vec<Repair> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            DraconisAction::Recirculate(Recirc::Repair(r)) => Some(*r),
+            _ => None,
+        })
+        .collect()
+}
+
+fn assigned(actions: &[DraconisAction]) -> Option<u64> {
+    actions.iter().find_map(|a| match a {
+        DraconisAction::AssignTask { task, .. } => Some(task.id),
+        _ => None,
+    })
+}
+
+#[test]
+fn pointers_wrap_around_u32() {
+    assert!(ahead(0, u32::MAX));
+    assert!(!ahead(u32::MAX, 0));
+    let mut dp = Draconis::new(DraconisConfig::fcfs(4));
+    dp.queue_mut().control_set_pointers(u32::MAX - 1);
+    for i in 0..4 {
+        feed(&mut dp, job(1, i, &[TaskInfo::new(i)]));
+    }
+    let (_, a, _) = dp.queue().pointers(0);
+    assert_eq!(a, 2, "add_ptr wrapped");
+    for i in 0..4 {
+        assert_eq!(
+            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            Some(i)
+        );
+    }
+}
+
+#[test]
+fn dequeued_entry_is_invalidated_and_tagged() {
+    let mut dp = Draconis::new(DraconisConfig::fcfs(2));
+    feed(&mut dp, job(1, 0, &[TaskInfo::new(10)]));
+    assert_eq!(dp.queue().contents(0)[0].pos, 0);
+    assert_eq!(
+        assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+        Some(10)
+    );
+    assert!(dp.queue().is_empty(), "the taken entry is marked invalid");
+    // Two laps later the slot of position 0 is reused; a request at a stale
+    // position never takes an entry of another lap.
+    let acts = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+    assert!(matches!(acts[0], DraconisAction::NoOp { .. }));
+}
+
+#[test]
+fn add_repair_restores_value_read_by_first_overshoot() {
+    let mut dp = Draconis::new(DraconisConfig::fcfs(2));
+    feed(&mut dp, job(1, 0, &[TaskInfo::new(0), TaskInfo::new(1)]));
+    // The two-task job recirculates its second task.
+    let mut acts = feed(&mut dp, job(1, 1, &[TaskInfo::new(2)]));
+    // queue: only task 0 in (the job's second task is still in its packet)
+    assert!(repairs(&acts).is_empty());
+    acts.clear();
+    let a1 = feed(&mut dp, job(1, 2, &[TaskInfo::new(3)]));
+    let a2 = feed(&mut dp, job(1, 3, &[TaskInfo::new(4)]));
+    let a3 = feed(&mut dp, job(1, 4, &[TaskInfo::new(5)]));
+    // Full at position 2: the first overshooting submission sends the only
+    // repair, with the value it read.
+    assert_eq!(repairs(&a1), vec![Repair::Add { level: 0, value: 2 }]);
+    assert!(repairs(&a2).is_empty() && repairs(&a3).is_empty());
+    assert!(a2
+        .iter()
+        .any(|a| matches!(a, DraconisAction::ErrorPacket { .. })));
+    // A retrieval frees room, but while the repair is pending submissions
+    // are still refused: add_ptr (5) is past the real tail (2).
+    assert_eq!(
+        assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+        Some(0)
+    );
+    let a4 = feed(&mut dp, job(1, 5, &[TaskInfo::new(6)]));
+    assert!(a4
+        .iter()
+        .any(|a| matches!(a, DraconisAction::ErrorPacket { .. })));
+    assert_eq!(dp.queue().pointers(0).1, 6);
+    feed(
+        &mut dp,
+        DraconisInput::Resubmit(Recirc::Repair(Repair::Add { level: 0, value: 2 })),
+    );
+    assert_eq!(dp.queue().pointers(0).1, 2);
+    // Now the freed slot is used at the right position: FIFO holds.
+    let a5 = feed(&mut dp, job(1, 6, &[TaskInfo::new(7)]));
+    assert!(a5
+        .iter()
+        .any(|a| matches!(a, DraconisAction::Ack { accepted: 1, .. })));
+    assert_eq!(
+        assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+        Some(2)
+    );
+    assert_eq!(
+        assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+        Some(7)
+    );
+}
+
+#[test]
+fn retrieve_repair_and_requests_while_pending() {
+    let mut dp = Draconis::new(DraconisConfig::fcfs(4));
+    for _ in 0..10 {
+        let a = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+        assert!(matches!(a[0], DraconisAction::NoOp { .. }));
+    }
+    assert_eq!(dp.queue().pointers(0).0, 10, "retrieve_ptr overshoots");
+    let a = feed(&mut dp, job(1, 0, &[TaskInfo::new(100)]));
+    let rep = repairs(&a);
+    assert_eq!(rep, vec![Repair::Retrieve { level: 0, value: 0 }]);
+    // §4.7.2: a request meeting the pending repair gets a no-op and does not
+    // consume the task.
+    let b = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+    assert!(matches!(b[0], DraconisAction::NoOp { .. }));
+    // While pending, fullness is judged against the repair's target: the
+    // queue takes 4 tasks, not 4 + overshoot.
+    let mut accepted = 1;
+    for i in 0..6 {
+        let a = feed(&mut dp, job(1, i + 1, &[TaskInfo::new(101 + i)]));
+        if a.iter()
+            .any(|a| matches!(a, DraconisAction::Ack { accepted: 1, .. }))
+        {
+            accepted += 1;
+        }
+        assert!(repairs(&a).iter().all(|r| matches!(r, Repair::Add { .. })));
+    }
+    assert_eq!(accepted, 4);
+    feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(rep[0])));
+    for want in 100..104 {
+        assert_eq!(
+            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            Some(want)
+        );
+    }
+}
+
+#[test]
+fn multi_task_job_one_pass_per_task_ack_and_error_packet() {
+    let mut dp = Draconis::new(DraconisConfig::fcfs(4));
+    let tasks: Vec<TaskInfo> = (0..6).map(TaskInfo::new).collect();
+    let mut input = job(9, 42, &tasks);
+    let mut passes = 0;
+    let mut acks = Vec::new();
+    let mut errors = Vec::new();
+    loop {
+        passes += 1;
+        let mut next = None;
+        for a in feed(&mut dp, input) {
+            match a {
+                DraconisAction::Recirculate(r @ Recirc::Submit { .. }) => {
+                    next = Some(DraconisInput::Resubmit(r))
+                }
+                DraconisAction::Recirculate(Recirc::Repair(r)) => {
+                    feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(r)));
+                }
+                DraconisAction::Ack {
+                    client,
+                    job,
+                    accepted,
+                } => acks.push((client, job, accepted)),
+                DraconisAction::ErrorPacket { client, tasks } => errors.push((
+                    client,
+                    tasks.as_slice().iter().map(|t| t.id).collect::<Vec<_>>(),
+                )),
+                other => panic!("{other:?}"),
+            }
+        }
+        match next {
+            Some(i) => input = i,
+            None => break,
+        }
+    }
+    assert_eq!(passes, 6, "one pass per task (§4.3)");
+    assert_eq!(acks, vec![(9, 42, 4)]);
+    assert_eq!(errors, vec![(9, vec![4, 5])]);
+    // Each overflowing task found the earlier repair already landed (it is
+    // fed at once here), so each sent its own.
+    assert_eq!(
+        dp.pipeline().resubmissions,
+        5 + 2,
+        "5 continuations + 2 add repairs"
+    );
+}
+
+#[test]
+fn priority_walks_levels_then_noop() {
+    let mut dp = Draconis::new(DraconisConfig::priority(8));
+    let mut low = TaskInfo::new(1);
+    low.priority = 4;
+    let mut high = TaskInfo::new(2);
+    high.priority = 2;
+    feed(&mut dp, job(1, 0, &[low]));
+    feed(&mut dp, job(1, 1, &[high]));
+    let mut input = DraconisInput::TaskRequest(exec(0));
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let mut walked = 0;
+        loop {
+            let a = feed(&mut dp, input);
+            match a[0] {
+                DraconisAction::Recirculate(r @ Recirc::Request { .. }) => {
+                    walked += 1;
+                    input = DraconisInput::Resubmit(r);
+                }
+                DraconisAction::AssignTask { task, .. } => {
+                    got.push((task.id, walked));
+                    break;
+                }
+                DraconisAction::NoOp { .. } => {
+                    got.push((0, walked));
+                    break;
+                }
+                ref other => panic!("{other:?}"),
+            }
+        }
+        input = DraconisInput::TaskRequest(exec(0));
+    }
+    assert_eq!(got, vec![(2, 1), (1, 3), (0, 3)]);
+}
+
+#[test]
+fn swap_finds_capable_task_and_keeps_order() {
+    let gpu = |id| {
+        let mut t = TaskInfo::new(id);
+        t.props = 0b10;
+        t
+    };
+    let mut dp2 = Draconis::new(DraconisConfig::resource(8, 16));
+    let h = |dp: &mut Draconis, input: DraconisInput| -> Vec<DraconisAction> {
+        let mut all = Vec::new();
+        let mut q = std::collections::VecDeque::from([input]);
+        while let Some(i) = q.pop_front() {
+            for a in feed(dp, i) {
+                match a {
+                    DraconisAction::Recirculate(r) => q.push_back(DraconisInput::Resubmit(r)),
+                    other => all.push(other),
+                }
+            }
+        }
+        all
+    };
+    h(
+        &mut dp2,
+        job(1, 0, &[gpu(1), gpu(2), TaskInfo::new(3), gpu(4)]),
+    );
+    let cpu_only = ExecInfo {
+        id: 5,
+        node: 5,
+        resources: 0b01,
+    };
+    let a = h(&mut dp2, DraconisInput::TaskRequest(cpu_only));
+    assert_eq!(assigned(&a), Some(3));
+    assert_eq!(dp2.stats.swaps, 2);
+    let ids: Vec<u64> = dp2.queue().contents(0).iter().map(|s| s.task.id).collect();
+    assert_eq!(ids, vec![1, 2, 4], "relative order kept");
+    // No capable task left: the walk reaches the end, the hand goes back at
+    // the tail in the same pass, the executor gets a no-op.
+    let a = h(&mut dp2, DraconisInput::TaskRequest(cpu_only));
+    assert!(matches!(a[..], [DraconisAction::NoOp { executor: 5 }]));
+    let ids: Vec<u64> = dp2.queue().contents(0).iter().map(|s| s.task.id).collect();
+    assert_eq!(ids, vec![1, 2, 4]);
+    let gpu_exec = ExecInfo {
+        id: 6,
+        node: 6,
+        resources: 0b11,
+    };
+    for want in [1, 2, 4] {
+        assert_eq!(
+            assigned(&h(&mut dp2, DraconisInput::TaskRequest(gpu_exec))),
+            Some(want)
+        );
+    }
+}
+
+#[test]
+fn swap_bound_returns_hand_to_tail() {
+    let mut dp = Draconis::new(DraconisConfig::resource(8, 1));
+    let mut q = std::collections::VecDeque::new();
+    let gpu = |id| {
+        let mut t = TaskInfo::new(id);
+        t.props = 0b10;
+        t
+    };
+    q.push_back(job(1, 0, &[gpu(1), gpu(2), gpu(3), TaskInfo::new(4)]));
+    let mut outs = Vec::new();
+    let mut requested = false;
+    loop {
+        let Some(i) = q.pop_front() else {
+            if requested {
+                break;
+            }
+            requested = true;
+            q.push_back(DraconisInput::TaskRequest(ExecInfo {
+                id: 9,
+                node: 9,
+                resources: 1,
+            }));
+            continue;
+        };
+        for a in feed(&mut dp, i) {
+            match a {
+                DraconisAction::Recirculate(r) => q.push_back(DraconisInput::Resubmit(r)),
+                other => outs.push(other),
+            }
+        }
+    }
+    assert!(outs.contains(&DraconisAction::NoOp { executor: 9 }));
+    assert_eq!(dp.stats.tail_returns, 1);
+    let ids: Vec<u64> = dp.queue().contents(0).iter().map(|s| s.task.id).collect();
+    assert_eq!(
+        ids,
+        vec![1, 3, 4, 2],
+        "only the bound reorders: 2 went to the tail"
+    );
+}
+
+#[test]
+fn locality_skip_counter_and_limits() {
+    // Nodes 0..4, two per rack. Task local to node 0 (rack 0).
+    let config = DraconisConfig::locality(8, 1, 3, 2);
+    let mut dp = Draconis::new(config);
+    let t = TaskInfo::new(1).with_local_nodes(&[0]);
+    feed(&mut dp, job(1, 0, &[t]));
+    let run = |dp: &mut Draconis, node: u32| {
+        let mut q = std::collections::VecDeque::from([DraconisInput::TaskRequest(ExecInfo {
+            id: node,
+            node,
+            resources: 0,
+        })]);
+        let mut res = None;
+        while let Some(i) = q.pop_front() {
+            for a in feed(dp, i) {
+                match a {
+                    DraconisAction::Recirculate(r) => q.push_back(DraconisInput::Resubmit(r)),
+                    DraconisAction::AssignTask { skips, .. } => res = Some(skips),
+                    _ => {}
+                }
+            }
+        }
+        res
+    };
+    assert_eq!(
+        run(&mut dp, 2),
+        None,
+        "other rack: skip 1, not > rack limit 1"
+    );
+    assert_eq!(run(&mut dp, 1), Some(2), "same rack: skip 2 > rack limit 1");
+    let t = TaskInfo::new(2).with_local_nodes(&[0]);
+    feed(&mut dp, job(1, 1, &[t]));
+    assert_eq!(run(&mut dp, 2), None, "skip 1");
+    assert_eq!(run(&mut dp, 3), None, "skip 2: other rack needs > 3");
+    assert_eq!(run(&mut dp, 2), None, "skip 3");
+    assert_eq!(
+        run(&mut dp, 3),
+        Some(4),
+        "skip 4 > global limit 3: anywhere"
+    );
+    let t = TaskInfo::new(3).with_local_nodes(&[0]);
+    feed(&mut dp, job(1, 2, &[t]));
+    assert_eq!(run(&mut dp, 0), Some(0), "data-local node runs it at once");
+}
+
+// ---------------------------------------------------------------------------
+// R2P2 JBSQ(k)
+// ---------------------------------------------------------------------------
+
+fn r2p2_run(sw: &mut R2p2Jbsq, input: R2p2Input) -> (Option<u32>, u32, Option<DropReason>) {
+    let mut out = R2p2Outbox::new();
+    let mut input = input;
+    let mut recircs = 0;
+    loop {
+        out.clear();
+        sw.handle(input, &mut out);
+        match out.as_slice()[0] {
+            R2p2Action::Dispatch { executor, .. } => return (Some(executor), recircs, None),
+            R2p2Action::Recirculate(p) => {
+                recircs += 1;
+                input = R2p2Input::Resubmit(p);
+            }
+            R2p2Action::Drop(r) => return (None, recircs, Some(r)),
+        }
+    }
+}
+
+#[test]
+fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
+    let mut sw = R2p2Jbsq::new(
+        4,
+        R2p2Config {
+            k: 3,
+            recirc_budget: 20,
+        },
+    );
+    let req = |id| R2p2Input::Request {
+        client: 0,
+        task: TaskInfo::new(id),
+    };
+    let mut per = [0u32; 4];
+    for i in 0..12 {
+        let (e, _, _) = r2p2_run(&mut sw, req(i));
+        per[e.unwrap() as usize] += 1;
+        // JBSQ: no executor more than one ahead of the least loaded.
+        assert!(per.iter().max().unwrap() - per.iter().min().unwrap() <= 1);
+    }
+    assert_eq!(sw.outstanding(), &[3, 3, 3, 3]);
+    let (e, recircs, drop) = r2p2_run(&mut sw, req(99));
+    assert_eq!(
+        (e, recircs, drop),
+        (None, 20, Some(DropReason::RecirculationBudget))
+    );
+    assert_eq!(sw.stats.dropped, 1);
+    let mut out = R2p2Outbox::new();
+    sw.handle(R2p2Input::Completion { executor: 2 }, &mut out);
+    assert_eq!(r2p2_run(&mut sw, req(100)).0, Some(2));
+    sw.handle(R2p2Input::Completion { executor: 77 }, &mut out);
+    assert_eq!(out.as_slice(), &[R2p2Action::Drop(DropReason::UnknownNode)]);
+}
+
+proptest! {
+    #![proptest_config(quick(64))]
+
+    /// JBSQ never exceeds k outstanding tasks at any executor; every request
+    /// is dispatched or dropped for budget, nothing else.
+    #[test]
+    fn r2p2_bound_never_exceeded(ops in prop::collection::vec((any::<bool>(), 0u32..6), 1..200), k in 1u32..4) {
+        let mut sw = R2p2Jbsq::new(6, R2p2Config { k, recirc_budget: 30 });
+        let mut dispatched = 0u64;
+        let mut dropped = 0u64;
+        for (i, (is_req, e)) in ops.iter().enumerate() {
+            if *is_req {
+                match r2p2_run(&mut sw, R2p2Input::Request { client: 0, task: TaskInfo::new(i as u64) }) {
+                    (Some(_), _, None) => dispatched += 1,
+                    (None, _, Some(DropReason::RecirculationBudget)) => dropped += 1,
+                    other => prop_assert!(false, "{:?}", other),
+                }
+            } else {
+                let mut out = R2p2Outbox::new();
+                sw.handle(R2p2Input::Completion { executor: *e }, &mut out);
+            }
+            prop_assert!(sw.outstanding().iter().all(|&c| c <= k));
+        }
+        prop_assert_eq!(sw.stats.dispatched, dispatched);
+        prop_assert_eq!(sw.stats.dropped, dropped);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sparrow
+// ---------------------------------------------------------------------------
+
+#[test]
+fn sparrow_batch_sampling_late_binding() {
+    let mut s = SparrowScheduler::new(
+        10,
+        SparrowConfig {
+            probe_ratio: 2,
+            max_jobs: 4,
+        },
+        3,
+    );
+    let mut out = s.outbox();
+    let tasks: Vec<TaskInfo> = (0..3).map(TaskInfo::new).collect();
+    s.handle(
+        SparrowInput::Job {
+            client: 1,
+            job: 1,
+            tasks: TaskList::from_slice(&tasks).unwrap(),
+        },
+        &mut out,
+    );
+    let probes: Vec<(u32, u32)> = out
+        .as_slice()
+        .iter()
+        .map(|a| match *a {
+            SparrowAction::Probe { worker, slot } => (worker, slot),
+            ref o => panic!("{o:?}"),
+        })
+        .collect();
+    assert_eq!(probes.len(), 6, "d·m probes");
+    let mut ws: Vec<u32> = probes.iter().map(|p| p.0).collect();
+    ws.sort();
+    ws.dedup();
+    assert_eq!(ws.len(), 6, "distinct workers");
+    // Workers answer in any order; the first three get tasks in order.
+    let mut workers: Vec<SparrowWorker> = (0..10).map(|i| SparrowWorker::new(i, 8)).collect();
+    let mut got = Vec::new();
+    for &(w, slot) in probes.iter().rev() {
+        let req = workers[w as usize].on_probe(slot).unwrap();
+        out.clear();
+        s.handle(req, &mut out);
+        match out.as_slice()[0] {
+            SparrowAction::Assign { task, worker, .. } => {
+                workers[worker as usize].on_assign();
+                got.push(task.id)
+            }
+            SparrowAction::NoOp { worker } => assert!(workers[worker as usize].on_free().is_none()),
+            ref o => panic!("{o:?}"),
+        }
+    }
+    assert_eq!(got, vec![0, 1, 2]);
+    assert_eq!(s.stats.cancelled, 3);
+    assert_eq!(s.active_jobs(), 0, "job state freed after the last probe");
+    out.clear();
+    s.handle(SparrowInput::GetTask { worker: 0, slot: 0 }, &mut out);
+    assert_eq!(
+        out.as_slice(),
+        &[SparrowAction::Drop(DropReason::Unexpected)]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Switch model accounting
+// ---------------------------------------------------------------------------
+
+#[test]
+fn fcfs_request_is_one_pass_and_no_recirculation_in_steady_state() {
+    let mut dp = Draconis::new(DraconisConfig::fcfs(16));
+    for i in 0..8 {
+        feed(&mut dp, job(1, i, &[TaskInfo::new(i)]));
+        assert_eq!(
+            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            Some(i)
+        );
+    }
+    assert_eq!(dp.pipeline().resubmissions, 0);
+    assert_eq!(dp.pipeline().first_passes, 16);
+}
+
+/// A swap walk whose queue drained and refilled while its hand was out, with
+/// the retrieve repair still pending and retrieve_ptr overshot past the new
+/// tail: the hand (older) must go before the refill, not behind it.
+#[test]
+fn swap_hand_stays_ahead_of_refill_during_retrieve_repair() {
+    let mut dp = Draconis::new(DraconisConfig::resource(8, 64));
+    let mut gpu = TaskInfo::new(1);
+    gpu.props = 0b10;
+    feed(&mut dp, job(1, 0, &[gpu]));
+    let cpu = ExecInfo {
+        id: 2,
+        node: 2,
+        resources: 1,
+    };
+    // The cpu executor takes the gpu task: a swap packet is in flight.
+    let a = feed(&mut dp, DraconisInput::TaskRequest(cpu));
+    let DraconisAction::Recirculate(swap @ Recirc::Swap { .. }) = a[0] else {
+        panic!("{a:?}")
+    };
+    // Empty queue: requests overshoot retrieve_ptr.
+    for _ in 0..3 {
+        feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+    }
+    // Refill: the first insert sends a retrieve repair (kept in flight).
+    let r1 = feed(&mut dp, job(1, 1, &[TaskInfo::new(2)]));
+    let rep = repairs(&r1);
+    assert_eq!(rep.len(), 1);
+    feed(&mut dp, job(1, 2, &[TaskInfo::new(3)]));
+    for _ in 0..4 {
+        feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+    }
+    // retrieve_ptr is now past the tail; the swap must not append there.
+    let mut q = std::collections::VecDeque::from([DraconisInput::Resubmit(swap)]);
+    let mut repaired = false;
+    while let Some(i) = q.pop_front() {
+        for a in feed(&mut dp, i) {
+            if let DraconisAction::Recirculate(r) = a {
+                q.push_back(DraconisInput::Resubmit(r));
+            }
+        }
+        if !repaired {
+            repaired = true;
+            feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(rep[0])));
+        }
+    }
+    let ids: Vec<u64> = dp.queue().contents(0).iter().map(|s| s.task.id).collect();
+    assert_eq!(
+        ids,
+        vec![1, 3],
+        "hand kept ahead; cpu task 2 was taken by the walk"
+    );
+}
+
+#[test]
+fn executor_retries_after_noop_and_bad_recirculation_is_dropped() {
+    let mut dp = Draconis::new(DraconisConfig::fcfs(4));
+    let mut e = netsched_core::draconis::Executor::new(exec(3), 2_000);
+    let a = feed(&mut dp, e.request());
+    assert_eq!(a, vec![DraconisAction::NoOp { executor: 3 }]);
+    assert_eq!(e.on_noop(10_000), 12_000);
+    // The submission finds retrieve_ptr overshot by the first request.
+    let a = feed(&mut dp, job(1, 0, &[TaskInfo::new(5)]));
+    let rep = repairs(&a);
+    assert_eq!(rep, vec![Repair::Retrieve { level: 0, value: 0 }]);
+    let rep = DraconisInput::Resubmit(Recirc::Repair(rep[0]));
+    let a = feed(&mut dp, e.request());
+    assert_eq!(a, vec![DraconisAction::NoOp { executor: 3 }], "§4.7.2");
+    feed(&mut dp, rep);
+    assert_eq!(assigned(&feed(&mut dp, e.request())), Some(5));
+    e.on_task();
+    assert_eq!(e.noops, 0);
+    let bad = DraconisInput::Resubmit(Recirc::Request {
+        exec: exec(0),
+        level: 3,
+    });
+    assert_eq!(
+        feed(&mut dp, bad),
+        vec![DraconisAction::Drop(DropReason::Unexpected)]
+    );
+}
