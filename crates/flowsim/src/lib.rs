@@ -1,0 +1,17 @@
+//! netsched's flow-level simulator for task-aware flow scheduling: Baraat
+//! (Dogar et al., SIGCOMM'14) against fair sharing (ideal RCP), pFabric
+//! (shortest flow first), Orchestra (FIFO) and shortest task first, on §5.2's
+//! three-level tree. See docs/flowsim.md.
+
+pub mod config;
+pub mod engine;
+pub mod iheap;
+pub mod policy;
+pub mod report;
+pub mod run;
+pub mod spc;
+pub mod topology;
+pub mod workload;
+
+pub use config::FlowConfig;
+pub use policy::Policy;
