@@ -30,10 +30,13 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 1.0)]
         seconds: f64,
     },
+    /// Scheduler daemon on loopback: tasks/s per core and latency added at low load.
+    Switch(crate::node::BenchSwitchArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
+        BenchCmd::Switch(a) => crate::node::bench_switch(a),
         BenchCmd::Sim {
             tasks_per_worker,
             pools,

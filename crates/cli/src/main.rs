@@ -1,6 +1,8 @@
 //! The `netsched` command line.
 
 mod bench;
+mod flow;
+mod node;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +36,11 @@ enum Cmd {
     /// Benchmarks that print their figures.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// Baraat flow-level simulator (task-aware flow scheduling); see docs/flowsim.md.
+    Flowsim(flow::FlowArgs),
+    /// The UDP runtime: `switch`, `worker`, `client` (docs/runtime.md).
+    #[command(flatten)]
+    Node(node::NodeCmd),
 }
 
 #[derive(clap::Args)]
@@ -133,6 +140,8 @@ fn main() -> ExitCode {
         Cmd::Sim(a) => sim(a),
         Cmd::Check { config } => load_config(&config).map(|_| println!("{}: ok", config.display())),
         Cmd::Bench(b) => bench::run(b),
+        Cmd::Flowsim(a) => flow::run(a),
+        Cmd::Node(n) => node::run(n),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,240 @@
+//! `netsched switch | worker | client` and `netsched bench switch`: the UDP
+//! runtime of crates/node (docs/runtime.md).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Subcommand;
+use netsched_node::bench::{BenchOpts, BenchRole};
+use netsched_node::cluster::{ClusterSpec, LocalCluster};
+use netsched_node::config::{PolicyName, Target};
+use netsched_node::{Client, ClientConfig, SwitchConfig, Worker, WorkerConfig};
+
+#[derive(Subcommand)]
+pub enum NodeCmd {
+    /// Scheduler daemon: Horus spine/leaf instances (or baselines) from a TOML config.
+    Switch {
+        #[arg(short, long)]
+        config: PathBuf,
+        /// Stop after this many seconds (default: run until killed).
+        #[arg(long)]
+        duration_s: Option<f64>,
+    },
+    /// Worker agent: one executor thread per listen address.
+    Worker {
+        #[arg(short, long)]
+        config: PathBuf,
+        #[arg(long)]
+        duration_s: Option<f64>,
+    },
+    /// Open-loop Poisson client; prints the accounting and latency percentiles.
+    Client {
+        #[arg(short, long)]
+        config: PathBuf,
+        /// Override the config's rate (tasks/s).
+        #[arg(long)]
+        rate: Option<f64>,
+        /// Override the config's duration (ms).
+        #[arg(long)]
+        duration_ms: Option<u64>,
+        /// Also write the report as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// A local cluster in one process (spine, leaves, executors as threads on
+    /// loopback) under an open-loop client; prints the client's report.
+    Cluster(ClusterArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ClusterArgs {
+    #[arg(long, default_value_t = 2)]
+    racks: usize,
+    /// Executors (workers) per rack.
+    #[arg(long, default_value_t = 2)]
+    executors: usize,
+    /// horus | random | round-robin | rs-lb (random spine, RackSched leaves) | rs-h
+    #[arg(long, default_value = "horus")]
+    policy: String,
+    /// Tasks per second.
+    #[arg(long, default_value_t = 2000.0)]
+    rate: f64,
+    #[arg(long, default_value_t = 3000)]
+    duration_ms: u64,
+    /// Service-time distribution as a TOML inline table (µs), as in configs.
+    #[arg(long, default_value = "{ kind = \"exp\", mean_us = 100 }")]
+    service: String,
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Also write the client's report as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct BenchSwitchArgs {
+    /// Role of the daemon under test: leaf or spine.
+    #[arg(long, default_value = "leaf")]
+    role: String,
+    /// Downstream nodes (workers or racks).
+    #[arg(long, default_value_t = 16)]
+    nodes: u32,
+    /// Seconds of saturation.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Tasks in flight during the throughput part.
+    #[arg(long, default_value_t = 64)]
+    window: usize,
+    /// Rate of the latency part, tasks/s.
+    #[arg(long, default_value_t = 2000.0)]
+    low_rate: f64,
+}
+
+fn read(path: &PathBuf) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn stop_after(duration_s: Option<f64>) -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Some(s) = duration_s {
+        let st = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs_f64(s.max(0.0)));
+            st.store(true, Ordering::Relaxed);
+        });
+    }
+    stop
+}
+
+pub fn run(cmd: NodeCmd) -> Result<(), String> {
+    match cmd {
+        NodeCmd::Cluster(a) => cluster(a),
+        NodeCmd::Switch { config, duration_s } => {
+            let cfg = SwitchConfig::from_toml(&read(&config)?)
+                .map_err(|e| format!("{}: {e}", config.display()))?;
+            netsched_node::switch::run_config(&cfg, stop_after(duration_s))
+        }
+        NodeCmd::Worker { config, duration_s } => {
+            let cfg = WorkerConfig::from_toml(&read(&config)?)
+                .map_err(|e| format!("{}: {e}", config.display()))?;
+            let stop = stop_after(duration_s);
+            let w = Worker::bind(&cfg, stop.clone())?;
+            let metrics = match &cfg.metrics {
+                Some(a) => Some(
+                    netsched_node::metrics::serve(a, w.registry(), stop.clone())
+                        .map_err(|e| format!("{a}: {e}"))?,
+                ),
+                None => None,
+            };
+            let addrs: Vec<String> = w.addrs().iter().map(|a| a.to_string()).collect();
+            netsched_node::metrics::log(
+                "info",
+                "worker",
+                "started",
+                &[
+                    ("executors", &addrs.join(",")),
+                    ("leaf", &format!("{:?}", cfg.leaf)),
+                ],
+            );
+            w.join();
+            if let Some((_, h)) = metrics {
+                let _ = h.join();
+            }
+            Ok(())
+        }
+        NodeCmd::Client {
+            config,
+            rate,
+            duration_ms,
+            json,
+        } => {
+            let mut cfg = ClientConfig::from_toml(&read(&config)?)
+                .map_err(|e| format!("{}: {e}", config.display()))?;
+            if let Some(r) = rate {
+                cfg.rate = r;
+            }
+            if let Some(d) = duration_ms {
+                cfg.duration_ms = d;
+            }
+            let mut c = Client::bind(cfg)?;
+            let r = c.run();
+            println!("{}", r.summary());
+            if let Some(p) = json {
+                std::fs::write(&p, r.to_json() + "\n")
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn cluster(a: ClusterArgs) -> Result<(), String> {
+    let (spine, leaf) = match a.policy.as_str() {
+        "horus" => (PolicyName::Horus, PolicyName::Horus),
+        "random" => (PolicyName::Random, PolicyName::Random),
+        "round-robin" => (PolicyName::RoundRobin, PolicyName::RoundRobin),
+        "rs-lb" => (PolicyName::Random, PolicyName::Racksched),
+        "rs-h" => (PolicyName::Racksched, PolicyName::Racksched),
+        p => return Err(format!("unknown policy {p:?}")),
+    };
+    let service =
+        netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
+    let c = LocalCluster::start(&ClusterSpec {
+        racks: a.racks,
+        executors: a.executors,
+        spine_policy: spine,
+        leaf_policy: leaf,
+        seed: a.seed,
+        ..ClusterSpec::default()
+    })?;
+    let cfg = ClientConfig {
+        targets: vec![Target {
+            addr: c.spine,
+            weight: 1.0,
+        }],
+        pool: 1,
+        app_id: 1,
+        rate: a.rate,
+        duration_ms: a.duration_ms,
+        service,
+        timeout_ms: a.timeout_ms,
+        seed: a.seed,
+        bind: "127.0.0.1:0".into(),
+    };
+    let report = Client::bind(cfg).map(|mut cl| cl.run());
+    c.shutdown()?;
+    let r = report?;
+    println!(
+        "cluster: {} racks x {} executors, policy {}",
+        a.racks, a.executors, a.policy
+    );
+    println!("{}", r.summary());
+    if let Some(p) = a.json {
+        std::fs::write(&p, r.to_json() + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), String> {
+    let role = match a.role.as_str() {
+        "leaf" => BenchRole::Leaf,
+        "spine" => BenchRole::Spine,
+        r => return Err(format!("unknown role {r:?} (leaf or spine)")),
+    };
+    let opts = BenchOpts {
+        role,
+        nodes: a.nodes,
+        duration: Duration::from_secs_f64(a.seconds),
+        window: a.window,
+        low_rate: a.low_rate,
+        ..BenchOpts::default()
+    };
+    let r = netsched_node::bench::run(&opts)?;
+    println!("daemon role {} over {} nodes", a.role, a.nodes);
+    println!("{}", r.summary());
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! `netsched switch | worker | client` as processes: config errors are one
+//! line and a non-zero exit; daemons start, log and stop by themselves; a
+//! client facing nothing still accounts for every task (as timed out).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("netsched-node-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn netsched(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_switch_config_is_one_line_and_exit_1() {
+    let p = write(
+        "bad.toml",
+        "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 1\nrole = \"leaf\"\ndownstream = []\n",
+    );
+    let (code, _, err) = netsched(&["switch", "-c", p.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no downstream"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn daemons_start_log_and_stop() {
+    let s = write(
+        "leaf.toml",
+        "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 1\nrole = \"leaf\"\ndownstream = [\"127.0.0.1:9\"]\n",
+    );
+    let (code, _, err) = netsched(&["switch", "-c", s.to_str().unwrap(), "--duration-s", "0.2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("msg=\"started\""), "{err}");
+    assert!(err.contains("msg=\"stopped\""), "{err}");
+    let w = write(
+        "worker.toml",
+        "listen = [\"127.0.0.1:0\", \"127.0.0.1:0\"]\nheartbeat_ms = 0\n",
+    );
+    let (code, _, err) = netsched(&["worker", "-c", w.to_str().unwrap(), "--duration-s", "0.2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("comp=worker"), "{err}");
+}
+
+#[test]
+fn client_without_a_cluster_times_every_task_out() {
+    // Nothing listens on the discard port: every task times out, none is lost.
+    let c = write(
+        "client.toml",
+        "targets = [{ addr = \"127.0.0.1:9\" }]\npool = 1\napp_id = 3\nrate = 200\n\
+         duration_ms = 200\nservice = { kind = \"fixed\", value_us = 10 }\ntimeout_ms = 100\n",
+    );
+    let json = write("out.json", "");
+    let (code, out, err) = netsched(&[
+        "client",
+        "-c",
+        c.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let field = |k: &str| -> u64 {
+        out.split_whitespace()
+            .find_map(|f| f.strip_prefix(&format!("{k}=")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(field("submitted") > 10, "{out}");
+    assert_eq!(field("submitted"), field("timed_out"), "{out}");
+    assert_eq!(field("completed"), 0);
+    let j = std::fs::read_to_string(json).unwrap();
+    assert!(
+        j.contains(&format!("\"timed_out\": {}", field("timed_out"))),
+        "{j}"
+    );
+}
+
+#[test]
+fn in_process_cluster_completes_every_task() {
+    let (code, out, err) = netsched(&[
+        "cluster",
+        "--rate",
+        "500",
+        "--duration-ms",
+        "300",
+        "--service",
+        "{ kind = \"fixed\", value_us = 50 }",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let line = out.lines().last().unwrap();
+    let field = |k: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(&format!("{k}=")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(field("submitted") > 50, "{out}");
+    assert_eq!(field("completed"), field("submitted"), "{out}");
+    let (code, _, err) = netsched(&["cluster", "--service", "{ kind = \"nope\" }"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--service"), "{err}");
+}

@@ -1,0 +1,172 @@
+//! An in-process local cluster on loopback: one spine, `racks` leaves with
+//! `executors` executors each (one worker agent per rack), every component on
+//! its own thread and real UDP socket. For tests, quick experiments
+//! (`netsched cluster`) and, later, runtime-vs-simulator comparisons.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::config::{PolicyName, PoolConfig, Role};
+use crate::metrics::Registry;
+use crate::{SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
+
+/// Shape of a local cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterSpec {
+    pub pool: u16,
+    pub racks: usize,
+    pub executors: usize,
+    /// Policy of the spine and of the leaves (RS-LB: random spine, RackSched
+    /// leaves).
+    pub spine_policy: PolicyName,
+    pub leaf_policy: PolicyName,
+    pub seed: u64,
+    /// Executors' keep-alive period; leaves time workers out after 10×.
+    pub heartbeat_ms: u64,
+    pub spin_us: u64,
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        ClusterSpec {
+            pool: 1,
+            racks: 2,
+            executors: 2,
+            spine_policy: PolicyName::Horus,
+            leaf_policy: PolicyName::Horus,
+            seed: 1,
+            heartbeat_ms: 100,
+            spin_us: 20,
+        }
+    }
+}
+
+/// A running local cluster; [`shutdown`](Self::shutdown) stops and joins it.
+pub struct LocalCluster {
+    pub stop: Arc<AtomicBool>,
+    /// Where clients submit.
+    pub spine: SocketAddr,
+    pub spine_metrics: Arc<Registry>,
+    pub leaf_metrics: Vec<Arc<Registry>>,
+    pub worker_metrics: Vec<Arc<Registry>>,
+    daemons: Vec<JoinHandle<Result<(), String>>>,
+    workers: Vec<Worker>,
+}
+
+fn loopback() -> Result<UdpSocket, String> {
+    UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())
+}
+
+fn addr(s: &UdpSocket) -> Result<SocketAddr, String> {
+    s.local_addr().map_err(|e| e.to_string())
+}
+
+impl LocalCluster {
+    pub fn start(spec: &ClusterSpec) -> Result<Self, String> {
+        if spec.racks == 0 || spec.executors == 0 {
+            return Err("a cluster needs at least one rack and one executor".into());
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        // Bind everything first, so each config can name its neighbours.
+        let spine_sock = loopback()?;
+        let spine = addr(&spine_sock)?;
+        let leaf_socks = (0..spec.racks)
+            .map(|_| loopback())
+            .collect::<Result<Vec<_>, _>>()?;
+        let leaf_addrs = leaf_socks.iter().map(addr).collect::<Result<Vec<_>, _>>()?;
+        let spawn = |mut d: SwitchDaemon, stop: Arc<AtomicBool>| {
+            std::thread::Builder::new()
+                .name("switch".into())
+                .spawn(move || d.run(&stop).map_err(|e| e.to_string()))
+                .map_err(|e| e.to_string())
+        };
+        let spine_cfg = SwitchConfig {
+            listen: spine.to_string(),
+            metrics: None,
+            seed: spec.seed,
+            batch: 32,
+            fail_replies: true,
+            instances: vec![PoolConfig {
+                pool: spec.pool,
+                role: Role::Spine,
+                policy: spec.spine_policy,
+                downstream: leaf_addrs.clone(),
+                rack_workers: vec![spec.executors as u32; spec.racks],
+                upstream: vec![],
+                rack: 0,
+                heartbeat_timeout_ms: 0,
+            }],
+        };
+        let d = SwitchDaemon::new(&spine_cfg, spine_sock)?;
+        let spine_metrics = d.registry();
+        let mut daemons = vec![spawn(d, stop.clone())?];
+        let mut leaf_metrics = Vec::new();
+        let mut workers = Vec::new();
+        let mut worker_metrics = Vec::new();
+        for (r, ls) in leaf_socks.into_iter().enumerate() {
+            let es = (0..spec.executors)
+                .map(|_| loopback())
+                .collect::<Result<Vec<_>, _>>()?;
+            let exec_addrs = es.iter().map(addr).collect::<Result<Vec<_>, _>>()?;
+            let cfg = SwitchConfig {
+                listen: leaf_addrs[r].to_string(),
+                metrics: None,
+                seed: spec.seed.wrapping_add(1 + r as u64),
+                batch: 32,
+                fail_replies: true,
+                instances: vec![PoolConfig {
+                    pool: spec.pool,
+                    role: Role::Leaf,
+                    policy: spec.leaf_policy,
+                    downstream: exec_addrs.clone(),
+                    rack_workers: vec![],
+                    upstream: vec![spine],
+                    rack: r as u16,
+                    heartbeat_timeout_ms: spec.heartbeat_ms * 10,
+                }],
+            };
+            let d = SwitchDaemon::new(&cfg, ls)?;
+            leaf_metrics.push(d.registry());
+            daemons.push(spawn(d, stop.clone())?);
+            let wcfg = WorkerConfig {
+                listen: exec_addrs.iter().map(|a| a.to_string()).collect(),
+                first_id: 0,
+                leaf: Some(leaf_addrs[r]),
+                pool: spec.pool,
+                heartbeat_ms: spec.heartbeat_ms,
+                spin_us: spec.spin_us,
+                metrics: None,
+            };
+            let w = Worker::start(&wcfg, es, stop.clone())?;
+            worker_metrics.push(w.registry());
+            workers.push(w);
+        }
+        Ok(LocalCluster {
+            stop,
+            spine,
+            spine_metrics,
+            leaf_metrics,
+            worker_metrics,
+            daemons,
+            workers,
+        })
+    }
+
+    /// Stops every thread and waits for it; the first daemon error, if any.
+    pub fn shutdown(self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut first = Ok(());
+        for d in self.daemons {
+            let r = d.join().unwrap_or_else(|_| Err("daemon panicked".into()));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        for w in self.workers {
+            w.join();
+        }
+        first
+    }
+}

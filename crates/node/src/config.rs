@@ -1,0 +1,282 @@
+//! TOML configs of the three programs (docs/runtime.md has examples).
+
+use netsched_sim::workload::ServiceDist;
+use serde::Deserialize;
+use std::net::SocketAddr;
+
+/// Which side of the two-layer hierarchy an instance is (Horus §3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Schedules over racks (leaf daemons); receives idle/load notices.
+    Spine,
+    /// Schedules over workers; receives replies and heartbeats, notifies
+    /// its upstream spine(s).
+    Leaf,
+}
+
+/// The data plane an instance runs. Horus is the system; the others are the
+/// papers' stateless baselines, cheap to host because the loop is the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyName {
+    Horus,
+    Random,
+    RoundRobin,
+    /// RackSched's power-of-2 over piggybacked loads (OSDI'20 §3.3) at a leaf;
+    /// at a spine, RS-H's upper layer (Horus §4.1). A RackSched leaf with
+    /// upstream spines reports its rack load to all of them after every reply
+    /// (RS-H). Carried over the Horus wire family (see docs/runtime.md).
+    Racksched,
+}
+
+/// One scheduler instance: one role of one pool.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    /// Pool id (Horus header `pool_id`).
+    pub pool: u16,
+    pub role: Role,
+    #[serde(default = "default_policy")]
+    pub policy: PolicyName,
+    /// Downstream nodes, node id = index: workers (executors) for a leaf,
+    /// leaf daemons for a spine.
+    pub downstream: Vec<SocketAddr>,
+    /// Spine only: workers of this pool in each downstream rack, for the 1/w
+    /// increment of §A.2 (default 1 per rack).
+    #[serde(default)]
+    pub rack_workers: Vec<u32>,
+    /// Leaf only: upstream spine(s); the first is the linked spine that
+    /// receives idle and load notices (§3.4). Empty: a standalone leaf.
+    #[serde(default)]
+    pub upstream: Vec<SocketAddr>,
+    /// Leaf only: this rack's id at its spine (`src_id` of notices).
+    #[serde(default)]
+    pub rack: u16,
+    /// Leaf only: a worker silent (no keep-alive, no reply) for this long is
+    /// removed from the data plane, and re-added when heard again (the leaf
+    /// controller's heartbeat timeout, Horus §A.3). 0 disables it.
+    #[serde(default)]
+    pub heartbeat_timeout_ms: u64,
+}
+
+fn default_policy() -> PolicyName {
+    PolicyName::Horus
+}
+
+/// `netsched switch`: a scheduler daemon.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchConfig {
+    /// UDP address every message for this daemon arrives on.
+    pub listen: String,
+    /// HTTP address of the Prometheus endpoint; none if absent.
+    #[serde(default)]
+    pub metrics: Option<String>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Datagrams read per batch before the loop checks its stop flag and
+    /// gauges.
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+    /// Report failed tasks (data plane drops) to the client as a failed
+    /// reply carrying the reason, so none is lost silently.
+    #[serde(default = "default_true")]
+    pub fail_replies: bool,
+    #[serde(default, rename = "instance")]
+    pub instances: Vec<PoolConfig>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_batch() -> usize {
+    32
+}
+fn default_true() -> bool {
+    true
+}
+
+impl SwitchConfig {
+    pub fn from_toml(s: &str) -> Result<Self, String> {
+        let c: SwitchConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.batch == 0 {
+            return Err("batch must be at least 1".into());
+        }
+        let mut pools: Vec<u16> = self.instances.iter().map(|i| i.pool).collect();
+        pools.sort_unstable();
+        if pools.windows(2).any(|w| w[0] == w[1]) {
+            return Err("one instance per pool per daemon".into());
+        }
+        for i in &self.instances {
+            if i.downstream.is_empty() {
+                return Err(format!("pool {}: no downstream nodes", i.pool));
+            }
+            if i.downstream.len() > u16::MAX as usize {
+                return Err(format!("pool {}: too many downstream nodes", i.pool));
+            }
+            match i.role {
+                Role::Spine if i.heartbeat_timeout_ms > 0 => {
+                    return Err(format!(
+                        "pool {}: heartbeat_timeout_ms is for leaves",
+                        i.pool
+                    ));
+                }
+                Role::Spine => {
+                    if !i.rack_workers.is_empty() && i.rack_workers.len() != i.downstream.len() {
+                        return Err(format!(
+                            "pool {}: rack_workers needs one entry per downstream leaf",
+                            i.pool
+                        ));
+                    }
+                    if i.rack_workers.contains(&0) {
+                        return Err(format!("pool {}: a rack needs at least one worker", i.pool));
+                    }
+                    if !i.upstream.is_empty() {
+                        return Err(format!("pool {}: a spine has no upstream", i.pool));
+                    }
+                }
+                Role::Leaf => {
+                    if !i.rack_workers.is_empty() {
+                        return Err(format!("pool {}: rack_workers is for spines", i.pool));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `netsched worker`: a worker agent with one executor per address.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// One UDP address per executor; executor `i` is node `first_id + i` at
+    /// its leaf.
+    pub listen: Vec<String>,
+    #[serde(default)]
+    pub first_id: u16,
+    /// The leaf daemon replies and heartbeats go to; absent: reply to each
+    /// task's sender and send no heartbeats.
+    #[serde(default)]
+    pub leaf: Option<SocketAddr>,
+    /// Pool of the heartbeats (tasks carry their own pool id).
+    #[serde(default)]
+    pub pool: u16,
+    /// KeepAlive period (§A.3); 0 disables heartbeats.
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat_ms: u64,
+    /// Final part of a synthetic task that is spun rather than slept.
+    #[serde(default = "default_spin")]
+    pub spin_us: u64,
+    #[serde(default)]
+    pub metrics: Option<String>,
+}
+
+fn default_heartbeat() -> u64 {
+    100
+}
+fn default_spin() -> u64 {
+    20
+}
+
+impl WorkerConfig {
+    pub fn from_toml(s: &str) -> Result<Self, String> {
+        let c: WorkerConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        if c.listen.is_empty() {
+            return Err("a worker needs at least one executor address".into());
+        }
+        if c.first_id as usize + c.listen.len() > u16::MAX as usize {
+            return Err("executor ids exceed u16".into());
+        }
+        Ok(c)
+    }
+}
+
+/// One scheduler a client submits to, chosen with probability ∝ weight.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub addr: SocketAddr,
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+}
+
+fn default_weight() -> f64 {
+    1.0
+}
+
+/// `netsched client`: an open-loop Poisson load generator.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientConfig {
+    pub targets: Vec<Target>,
+    pub pool: u16,
+    /// Application id: the upper half of every task id (Horus §3.2), and the
+    /// key schedulers use to route replies back to this client.
+    pub app_id: u32,
+    /// Mean submission rate, tasks per second.
+    pub rate: f64,
+    pub duration_ms: u64,
+    pub service: ServiceDist,
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u64,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_bind")]
+    pub bind: String,
+}
+
+fn default_timeout() -> u64 {
+    1000
+}
+fn default_bind() -> String {
+    "127.0.0.1:0".into()
+}
+
+impl ClientConfig {
+    pub fn from_toml(s: &str) -> Result<Self, String> {
+        let c: ClientConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.targets.is_empty() {
+            return Err("no targets".into());
+        }
+        if self
+            .targets
+            .iter()
+            .any(|t| t.weight.is_nan() || t.weight <= 0.0 || t.weight.is_infinite())
+        {
+            return Err("target weights must be positive".into());
+        }
+        if !(self.rate > 0.0 && self.rate.is_finite()) {
+            return Err("rate must be positive".into());
+        }
+        let n = self.rate * self.duration_ms as f64 / 1e3;
+        if n > u32::MAX as f64 / 2.0 {
+            return Err("too many tasks for 32-bit sequence numbers".into());
+        }
+        self.service.validate().map_err(|e| e.to_string())
+    }
+}
+
+/// A service-time distribution written as a TOML inline table, as in
+/// configs: `{ kind = "exp", mean_us = 100 }`.
+pub fn parse_service(s: &str) -> Result<ServiceDist, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Wrap {
+        service: ServiceDist,
+    }
+    let w: Wrap = toml::from_str(&format!("service = {s}")).map_err(|e| e.to_string())?;
+    w.service.validate().map_err(|e| e.to_string())?;
+    Ok(w.service)
+}

@@ -1,0 +1,969 @@
+//! The scheduler daemon (`netsched switch`): software Horus spines and leaves
+//! (Horus §4.1 runs its schedulers in software too when no Tofino is at hand)
+//! for any number of pools on one UDP socket.
+//!
+//! The daemon is only a driver of the `netsched-core` data planes: it decodes
+//! a datagram, maps it to an [`Input`], calls [`DataPlane::handle`] and
+//! executes the [`Action`]s. Every scheduling choice is the data plane's. The
+//! loop runs to completion per datagram: a [`Action::Resubmit`] is fed back
+//! as [`Input::Resubmit`] (a real second pass, Horus §3.3, Alg. 1-2) before
+//! the next datagram is read, so the packet it belongs to is still in the
+//! receive buffer when the later pass dispatches it.
+//!
+//! Nothing is allocated per datagram once the reply-route table has seen
+//! every client: receive and send buffers, the outbox and the resubmission
+//! queue are reused.
+//!
+//! What the runtime adds, because UDP sockets are not switch ports:
+//! * **Source checks.** A notice, reply or heartbeat must come from the
+//!   address registered for the node its header names (a leaf's `src_id` at
+//!   its spine, a worker's at its leaf); anything else is a counted drop. A
+//!   switch gets this from its port numbers.
+//! * **Reply routes.** A worker cannot address the client in a reply (no IP
+//!   header of its own to rewrite), so each daemon learns, per application id
+//!   (the upper half of the task id, §3.2), where that application's tasks
+//!   came from and sends its replies back there: worker → leaf → spine →
+//!   client, the path a reply takes through a leaf-spine fabric anyway.
+//! * **Failed replies.** A task the data plane drops (no nodes, no affinity
+//!   entry, …) is answered with a failed reply naming the reason, so the
+//!   client accounts for every task (DESIGN.md: nothing accepted is lost
+//!   silently).
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use netsched_core::baselines::{RandomDispatch, RoundRobin};
+use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
+use netsched_core::racksched::{RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
+use netsched_core::rng::Rng;
+use netsched_core::{
+    Action, DataPlane, Decision, DropReason, Input, Notice, Outbox, Resubmit, TaskMeta, Upstream,
+};
+use netsched_proto::{
+    task_id, DecodeError, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
+    ReplyStatus, MAX_DATAGRAM,
+};
+
+use crate::config::{PolicyName, PoolConfig, Role, SwitchConfig};
+use crate::metrics::{Kind, Registry, Slot};
+use crate::net::{self, Clock};
+
+/// Why the runtime (not a data plane) dropped a datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum RuntimeDrop {
+    /// `DecodeError::Truncated`.
+    Truncated,
+    /// `DecodeError::UnknownType`.
+    UnknownType,
+    /// `DecodeError::Inconsistent` (also a bad version or family nibble).
+    Inconsistent,
+    /// `DecodeError::TrailingBytes`.
+    TrailingBytes,
+    /// A RackSched-family datagram: this daemon hosts Horus-wire instances.
+    UnsupportedFamily,
+    /// No instance of this daemon serves the header's pool.
+    UnknownPool,
+    /// A notice, reply or heartbeat whose source address is not the one
+    /// registered for the node it names (spoofed or misconfigured).
+    UnregisteredSource,
+    /// A message this role never receives (a heartbeat at a spine, …).
+    WrongRole,
+    /// A reply for an application whose tasks never passed here.
+    NoRoute,
+    /// A leaf notice with no upstream spine configured (standalone leaf).
+    NoUpstream,
+    /// A dispatch not caused by a task packet (queueing baselines are not
+    /// hosted); counted rather than invented.
+    NoPacket,
+    /// Encoding failed (cannot happen for decoded input; counted anyway).
+    Encode,
+    /// The kernel refused the send (buffer full, unreachable).
+    Send,
+}
+
+impl RuntimeDrop {
+    pub const ALL: [RuntimeDrop; 13] = [
+        RuntimeDrop::Truncated,
+        RuntimeDrop::UnknownType,
+        RuntimeDrop::Inconsistent,
+        RuntimeDrop::TrailingBytes,
+        RuntimeDrop::UnsupportedFamily,
+        RuntimeDrop::UnknownPool,
+        RuntimeDrop::UnregisteredSource,
+        RuntimeDrop::WrongRole,
+        RuntimeDrop::NoRoute,
+        RuntimeDrop::NoUpstream,
+        RuntimeDrop::NoPacket,
+        RuntimeDrop::Encode,
+        RuntimeDrop::Send,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeDrop::Truncated => "truncated",
+            RuntimeDrop::UnknownType => "unknown_type",
+            RuntimeDrop::Inconsistent => "inconsistent",
+            RuntimeDrop::TrailingBytes => "trailing_bytes",
+            RuntimeDrop::UnsupportedFamily => "unsupported_family",
+            RuntimeDrop::UnknownPool => "unknown_pool",
+            RuntimeDrop::UnregisteredSource => "unregistered_source",
+            RuntimeDrop::WrongRole => "wrong_role",
+            RuntimeDrop::NoRoute => "no_route",
+            RuntimeDrop::NoUpstream => "no_upstream",
+            RuntimeDrop::NoPacket => "no_packet",
+            RuntimeDrop::Encode => "encode",
+            RuntimeDrop::Send => "send",
+        }
+    }
+}
+
+const RX_TYPES: [&str; 8] = [
+    "task_first",
+    "task_continuation",
+    "reply",
+    "idle_add",
+    "idle_remove",
+    "load_update",
+    "keep_alive",
+    "invalid",
+];
+const TX_TYPES: [&str; 6] = [
+    "task",
+    "reply",
+    "failed_reply",
+    "idle_add",
+    "idle_remove",
+    "load_update",
+];
+const TX_TASK: usize = 0;
+const TX_REPLY: usize = 1;
+const TX_FAILED: usize = 2;
+
+/// Receive buffer per datagram: larger than any valid one.
+const RX_SLOT: usize = 2048;
+
+/// Pre-registered metric slots of a switch daemon.
+struct Slots {
+    rx: [Slot; 8],
+    tx: [Slot; 6],
+    decisions: [Slot; 3],
+    resubmissions: Slot,
+    queued: Slot,
+    failed_workers: Slot,
+    recovered_workers: Slot,
+    runtime_drops: Vec<Slot>,
+    dp_drops: Vec<Slot>,
+}
+
+/// The data plane of one instance. An enum rather than a trait object so the
+/// gauges can read role-specific state (idle list lengths, rack average).
+enum Plane {
+    HorusSpine(HorusSpine),
+    HorusLeaf(HorusLeaf),
+    Random(RandomDispatch),
+    RoundRobin(RoundRobin),
+    RackSched(RackSched),
+    RackSchedSpine(RackSchedSpine),
+}
+
+impl Plane {
+    #[inline]
+    fn dp(&mut self) -> &mut dyn DataPlane {
+        match self {
+            Plane::HorusSpine(p) => p,
+            Plane::HorusLeaf(p) => p,
+            Plane::Random(p) => p,
+            Plane::RoundRobin(p) => p,
+            Plane::RackSched(p) => p,
+            Plane::RackSchedSpine(p) => p,
+        }
+    }
+
+    fn idle_len(&self) -> Option<u32> {
+        match self {
+            Plane::HorusSpine(p) => Some(p.idle_nodes().len()),
+            Plane::HorusLeaf(p) => Some(p.idle_nodes().len()),
+            _ => None,
+        }
+    }
+
+    /// The leaf controller removes a failed worker (Horus §A.3).
+    fn control_remove(&mut self, node: u32, out: &mut Outbox) {
+        match self {
+            Plane::HorusLeaf(p) => p.control_remove_worker(node, out),
+            Plane::Random(p) => p.control_remove_node(node),
+            Plane::RoundRobin(p) => p.control_remove_node(node),
+            Plane::RackSched(p) => p.control_remove_node(node),
+            // Racks leave a spine through the centralized controller.
+            Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
+        }
+    }
+
+    /// A worker heard from again is schedulable (idle) at once.
+    fn control_add(&mut self, node: u32, out: &mut Outbox) {
+        match self {
+            Plane::HorusLeaf(p) => p.control_add_worker(node, out),
+            Plane::Random(p) => p.control_add_node(node),
+            Plane::RoundRobin(p) => p.control_add_node(node),
+            Plane::RackSched(p) => p.control_add_node(node),
+            Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
+        }
+    }
+
+    fn passes(&mut self) -> (u64, u64) {
+        let p = self.dp().pipeline();
+        (p.first_passes, p.resubmissions)
+    }
+}
+
+struct Instance {
+    cfg: PoolConfig,
+    plane: Plane,
+    /// Last queue length each downstream worker reported (leaf), for the gauge.
+    qlen_gauges: Vec<Slot>,
+    idle_gauge: Slot,
+    load_gauge: Slot,
+    passes_gauge: [Slot; 2],
+    live_gauge: Slot,
+    /// Leaf: when each worker was last heard from (ns), and whether the data
+    /// plane currently has it.
+    last_seen: Vec<u64>,
+    alive: Vec<bool>,
+}
+
+impl Instance {
+    /// Is `src` the registered address of downstream node `node`?
+    #[inline]
+    fn is_node(&self, node: u16, src: SocketAddr) -> bool {
+        self.cfg.downstream.get(node as usize) == Some(&src)
+    }
+}
+
+/// A scheduler daemon hosting one instance per configured pool.
+pub struct SwitchDaemon {
+    sock: UdpSocket,
+    clock: Clock,
+    instances: Vec<Instance>,
+    /// Pool id → instance index + 1 (0: not served). 128 KiB, no hashing.
+    pool_index: Vec<u16>,
+    /// Application id → where its tasks came from (reply route).
+    routes: HashMap<u32, SocketAddr>,
+    registry: Arc<Registry>,
+    slots: Slots,
+    /// recvmmsg buffers: one system call per batch of datagrams.
+    rxb: net::Mmsg,
+    /// sendmmsg buffers: sends of a batch leave in one system call at its end.
+    txb: net::Mmsg,
+    resubmits: VecDeque<Resubmit>,
+    fail_replies: bool,
+}
+
+impl SwitchDaemon {
+    /// Builds the daemon on an already bound socket (made non-blocking here),
+    /// so tests and the benchmark can pick ports before writing configs.
+    pub fn new(cfg: &SwitchConfig, sock: UdpSocket) -> Result<Self, String> {
+        cfg.validate()?;
+        net::prepare(&sock).map_err(|e| e.to_string())?;
+        let mut reg = Registry::new();
+        let rx = RX_TYPES.map(|t| {
+            reg.register(
+                "netsched_rx_packets_total",
+                "Datagrams received, by Horus message type",
+                Kind::Counter,
+                &[("type", t)],
+            )
+        });
+        let tx = TX_TYPES.map(|t| {
+            reg.register(
+                "netsched_tx_packets_total",
+                "Datagrams sent, by message type",
+                Kind::Counter,
+                &[("type", t)],
+            )
+        });
+        let decisions = ["idle", "sampled", "other"].map(|d| {
+            reg.register(
+                "netsched_decisions_total",
+                "Tasks dispatched, by how the data plane chose the node",
+                Kind::Counter,
+                &[("decision", d)],
+            )
+        });
+        let resubmissions = reg.register(
+            "netsched_resubmissions_total",
+            "Resubmission passes run (Horus Alg. 1/2 second passes)",
+            Kind::Counter,
+            &[],
+        );
+        let queued = reg.register(
+            "netsched_queued_total",
+            "Tasks buffered by a data plane",
+            Kind::Counter,
+            &[],
+        );
+        let failed_workers = reg.register(
+            "netsched_worker_failures_total",
+            "Workers removed after the heartbeat timeout (Horus A.3)",
+            Kind::Counter,
+            &[],
+        );
+        let recovered_workers = reg.register(
+            "netsched_worker_recoveries_total",
+            "Removed workers re-added when heard from again",
+            Kind::Counter,
+            &[],
+        );
+        let runtime_drops = RuntimeDrop::ALL
+            .iter()
+            .map(|r| {
+                reg.register(
+                    "netsched_drops_total",
+                    "Datagrams or tasks dropped, by who dropped them and why",
+                    Kind::Counter,
+                    &[("by", "runtime"), ("reason", r.name())],
+                )
+            })
+            .collect();
+        let dp_drops = DropReason::ALL
+            .iter()
+            .map(|r| {
+                reg.register(
+                    "netsched_drops_total",
+                    "Datagrams or tasks dropped, by who dropped them and why",
+                    Kind::Counter,
+                    &[("by", "dataplane"), ("reason", r.name())],
+                )
+            })
+            .collect();
+        let mut instances = Vec::new();
+        let mut pool_index = vec![0u16; 1 << 16];
+        for (i, pc) in cfg.instances.iter().enumerate() {
+            let n = pc.downstream.len() as u32;
+            // One stream per pool so instances do not move in lockstep.
+            let seed = Rng::derive(cfg.seed, pc.pool as u64).next_u64();
+            let plane =
+                match (pc.role, pc.policy) {
+                    (Role::Spine, PolicyName::Horus) => {
+                        let w: Vec<u32> = if pc.rack_workers.is_empty() {
+                            vec![1; n as usize]
+                        } else {
+                            pc.rack_workers.clone()
+                        };
+                        Plane::HorusSpine(HorusSpine::new(&w, seed, ConnTableConfig::default()))
+                    }
+                    (Role::Leaf, PolicyName::Horus) => {
+                        Plane::HorusLeaf(HorusLeaf::new(n, seed, ConnTableConfig::default()))
+                    }
+                    (_, PolicyName::Random) => Plane::Random(RandomDispatch::new(n, seed)),
+                    (_, PolicyName::RoundRobin) => Plane::RoundRobin(RoundRobin::new(n, seed)),
+                    (Role::Leaf, PolicyName::Racksched) => Plane::RackSched(RackSched::new(
+                        n,
+                        seed,
+                        RackSchedConfig {
+                            report_load: !pc.upstream.is_empty(),
+                            ..RackSchedConfig::default()
+                        },
+                    )),
+                    (Role::Spine, PolicyName::Racksched) => Plane::RackSchedSpine(
+                        RackSchedSpine::new(n, seed, 2, ReqTableConfig::default()),
+                    ),
+                };
+            let pool = pc.pool.to_string();
+            let qlen_gauges = if pc.role == Role::Leaf {
+                (0..n)
+                    .map(|node| {
+                        reg.register(
+                            "netsched_worker_qlen",
+                            "Queue length a worker last reported (reply or keep-alive)",
+                            Kind::Gauge,
+                            &[("pool", &pool), ("node", &node.to_string())],
+                        )
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let idle_gauge = reg.register(
+                "netsched_idle_nodes",
+                "Length of the data plane's idle list (Horus idleNodes)",
+                Kind::Gauge,
+                &[("pool", &pool)],
+            );
+            let load_gauge = reg.register(
+                "netsched_rack_load_fixed16",
+                "Leaf: rack average queue length, 16.16 fixed point (Horus A.2)",
+                Kind::Gauge,
+                &[("pool", &pool)],
+            );
+            let passes_gauge = ["first", "resubmit"].map(|k| {
+                reg.register(
+                    "netsched_pipeline_passes",
+                    "Pipeline passes the data plane ran",
+                    Kind::Gauge,
+                    &[("pool", &pool), ("pass", k)],
+                )
+            });
+            let live_gauge = reg.register(
+                "netsched_live_nodes",
+                "Downstream nodes the data plane schedules over",
+                Kind::Gauge,
+                &[("pool", &pool)],
+            );
+            reg.set(live_gauge, n as u64);
+            pool_index[pc.pool as usize] = (i + 1) as u16;
+            instances.push(Instance {
+                cfg: pc.clone(),
+                plane,
+                qlen_gauges,
+                idle_gauge,
+                load_gauge,
+                passes_gauge,
+                live_gauge,
+                last_seen: vec![0; n as usize],
+                alive: vec![true; n as usize],
+            });
+        }
+        Ok(SwitchDaemon {
+            sock,
+            clock: Clock::new(),
+            instances,
+            pool_index,
+            routes: HashMap::new(),
+            registry: Arc::new(reg),
+            slots: Slots {
+                rx,
+                tx,
+                decisions,
+                resubmissions,
+                queued,
+                failed_workers,
+                recovered_workers,
+                runtime_drops,
+                dp_drops,
+            },
+            // A datagram longer than a slot is truncated by the kernel and
+            // then rejected by the decoder (counted).
+            rxb: net::Mmsg::new(cfg.batch, RX_SLOT),
+            txb: net::Mmsg::new((cfg.batch * 4).max(64), MAX_DATAGRAM),
+            resubmits: VecDeque::with_capacity(Outbox::CAPACITY * 4),
+            fail_replies: cfg.fail_replies,
+        })
+    }
+
+    /// Binds `cfg.listen` and builds the daemon.
+    pub fn bind(cfg: &SwitchConfig) -> Result<Self, String> {
+        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| format!("{}: {e}", cfg.listen))?;
+        Self::new(cfg, sock)
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.sock.local_addr().expect("bound socket")
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    /// Runs until `stop` is set: batched non-blocking receive, park in
+    /// `poll` when the socket is empty.
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        let mut last_gauges = 0u64;
+        let mut last_check = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            let got = self.poll_batch()?;
+            if got == 0 {
+                net::wait_readable(&self.sock, Duration::from_millis(10));
+            }
+            let now = self.clock.now_ns();
+            if now.saturating_sub(last_check) >= 5_000_000 {
+                last_check = now;
+                self.check_liveness(now);
+                self.flush();
+            }
+            if now.saturating_sub(last_gauges) >= 100_000_000 {
+                last_gauges = now;
+                self.publish_gauges();
+            }
+        }
+        self.publish_gauges();
+        Ok(())
+    }
+
+    /// Parks until a datagram is queued or `timeout` passed.
+    pub fn wait(&self, timeout: Duration) {
+        net::wait_readable(&self.sock, timeout);
+    }
+
+    /// Reads (one `recvmmsg`) and handles up to `batch` datagrams without
+    /// blocking, then sends what they produced (one `sendmmsg`); returns how
+    /// many datagrams it handled.
+    pub fn poll_batch(&mut self) -> io::Result<usize> {
+        let mut rxb = std::mem::take(&mut self.rxb);
+        let r = rxb.recv(&self.sock);
+        let n = *r.as_ref().unwrap_or(&0);
+        if n > 0 {
+            let now = self.clock.now_ns();
+            for k in 0..n {
+                match rxb.get(k) {
+                    (data, Some(src)) => self.handle_datagram(data, src, now),
+                    (_, None) => self.drop_rt(RuntimeDrop::Inconsistent),
+                }
+            }
+        }
+        self.rxb = rxb;
+        self.flush();
+        r
+    }
+
+    /// Sends every queued datagram.
+    pub fn flush(&mut self) {
+        let SwitchDaemon {
+            txb,
+            sock,
+            registry,
+            slots,
+            ..
+        } = self;
+        txb.flush(sock, |tag, ok| {
+            if ok {
+                registry.inc(slots.tx[tag as usize]);
+            } else {
+                registry.inc(slots.runtime_drops[RuntimeDrop::Send as usize]);
+            }
+        });
+    }
+
+    /// Copies data-plane state into the gauges (the metrics thread must not
+    /// touch the data planes).
+    pub fn publish_gauges(&mut self) {
+        for inst in &mut self.instances {
+            if let Some(n) = inst.plane.idle_len() {
+                self.registry.set(inst.idle_gauge, n as u64);
+            }
+            if let Plane::HorusLeaf(l) = &inst.plane {
+                self.registry.set(inst.load_gauge, l.average_load() as u64);
+            }
+            let (f, r) = inst.plane.passes();
+            self.registry.set(inst.passes_gauge[0], f);
+            self.registry.set(inst.passes_gauge[1], r);
+        }
+    }
+
+    #[inline]
+    fn drop_rt(&self, r: RuntimeDrop) {
+        self.registry.inc(self.slots.runtime_drops[r as usize]);
+    }
+
+    /// One datagram, run to completion (including its resubmission passes),
+    /// and its output sent.
+    pub fn on_datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
+        self.handle_datagram(data, src, now);
+        self.flush();
+    }
+
+    /// One datagram, run to completion; output stays queued until `flush`.
+    fn handle_datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
+        let msg = match Message::decode(data) {
+            Ok(Message::Horus(m)) => m,
+            Ok(Message::RackSched(_)) => {
+                self.registry.inc(self.slots.rx[7]);
+                return self.drop_rt(RuntimeDrop::UnsupportedFamily);
+            }
+            Err(e) => {
+                self.registry.inc(self.slots.rx[7]);
+                return self.drop_rt(match e {
+                    DecodeError::Truncated { .. } => RuntimeDrop::Truncated,
+                    DecodeError::UnknownType(_) => RuntimeDrop::UnknownType,
+                    DecodeError::Inconsistent(_) => RuntimeDrop::Inconsistent,
+                    DecodeError::TrailingBytes => RuntimeDrop::TrailingBytes,
+                });
+            }
+        };
+        self.registry
+            .inc(self.slots.rx[msg.body.horus_type().code() as usize - 1]);
+        let idx = self.pool_index[msg.header.pool_id as usize];
+        if idx == 0 {
+            return self.drop_rt(RuntimeDrop::UnknownPool);
+        }
+        let i = idx as usize - 1;
+        let h = msg.header;
+        match msg.body {
+            HorusBody::TaskFirst(t) | HorusBody::TaskContinuation(t) => {
+                let app = task_id::app_id(t.task_id);
+                if self.routes.get(&app) != Some(&src) {
+                    self.routes.insert(app, src);
+                }
+                let inst = &self.instances[i];
+                // §A.4: a leaf's connection table remembers which spine a
+                // task came from.
+                let upstream = inst
+                    .cfg
+                    .upstream
+                    .iter()
+                    .position(|a| *a == src)
+                    .unwrap_or(0) as u32;
+                let meta = TaskMeta {
+                    id: t.task_id,
+                    first: matches!(msg.body, HorusBody::TaskFirst(_)),
+                    last: t.is_last,
+                    idle_selected: t.idle_selected,
+                    upstream,
+                    class: t.class,
+                };
+                self.run_passes(i, now, Input::Task(meta), Some(&msg));
+            }
+            HorusBody::Reply(r) => {
+                let inst = &self.instances[i];
+                match inst.cfg.role {
+                    Role::Leaf => {
+                        if !inst.is_node(h.src_id, src) {
+                            return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                        }
+                        self.registry
+                            .set(inst.qlen_gauges[h.src_id as usize], h.qlen as u64);
+                        self.heard_from(i, h.src_id as usize, now);
+                        // §3.4: the reply carries the worker's queue length.
+                        let input = Input::Reply {
+                            node: h.src_id as u32,
+                            qlen: h.qlen as u32,
+                            class: 0,
+                            task: r.task_id,
+                        };
+                        self.run_passes(i, now, input, None);
+                    }
+                    Role::Spine => {
+                        // Replies pass through on their way to the client; a
+                        // spine's data plane has nothing to learn from them.
+                        if !inst.cfg.downstream.contains(&src) {
+                            return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                        }
+                    }
+                }
+                self.forward_reply(data, r.task_id, TX_REPLY);
+            }
+            HorusBody::IdleAdd | HorusBody::IdleRemove | HorusBody::LoadUpdate { .. } => {
+                let inst = &self.instances[i];
+                if inst.cfg.role != Role::Spine {
+                    return self.drop_rt(RuntimeDrop::WrongRole);
+                }
+                if !inst.is_node(h.src_id, src) {
+                    return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                }
+                let node = h.src_id as u32;
+                let input = match msg.body {
+                    HorusBody::IdleAdd => Input::IdleAdd { node },
+                    HorusBody::IdleRemove => Input::IdleRemove { node },
+                    HorusBody::LoadUpdate { load } => Input::LoadUpdate { node, load },
+                    _ => unreachable!(),
+                };
+                self.run_passes(i, now, input, None);
+            }
+            HorusBody::KeepAlive => {
+                let inst = &self.instances[i];
+                if inst.cfg.role != Role::Leaf {
+                    return self.drop_rt(RuntimeDrop::WrongRole);
+                }
+                if !inst.is_node(h.src_id, src) {
+                    return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                }
+                // Heartbeats feed the leaf controller's failure detector
+                // (§A.3), not the data plane.
+                self.registry
+                    .set(inst.qlen_gauges[h.src_id as usize], h.qlen as u64);
+                self.heard_from(i, h.src_id as usize, now);
+            }
+        }
+    }
+
+    /// Leaf controller (§A.3): a worker heard from is alive; one that was
+    /// removed is added back, idle.
+    fn heard_from(&mut self, i: usize, node: usize, now: u64) {
+        let inst = &mut self.instances[i];
+        inst.last_seen[node] = now;
+        if !inst.alive[node] {
+            inst.alive[node] = true;
+            let mut out = Outbox::new();
+            inst.plane.control_add(node as u32, &mut out);
+            let live = inst.alive.iter().filter(|a| **a).count() as u64;
+            self.registry.set(inst.live_gauge, live);
+            self.registry.inc(self.slots.recovered_workers);
+            let pool = inst.cfg.pool;
+            crate::metrics::log(
+                "info",
+                "switch",
+                "worker back",
+                &[("pool", &pool), ("node", &node)],
+            );
+            self.execute(i, &mut out, false, None);
+            self.flush_resubmits(i, now);
+        }
+    }
+
+    /// Runs resubmissions a control operation left queued (none today).
+    fn flush_resubmits(&mut self, i: usize, now: u64) {
+        if let Some(r) = self.resubmits.pop_front() {
+            self.run_passes(i, now, Input::Resubmit(r), None);
+        }
+    }
+
+    /// Leaf controller (§A.3): removes workers silent for longer than the
+    /// heartbeat timeout. Racks' 1/w at the spine is the centralized
+    /// controller's to update (not implemented yet).
+    pub fn check_liveness(&mut self, now: u64) {
+        for i in 0..self.instances.len() {
+            let timeout = self.instances[i].cfg.heartbeat_timeout_ms * 1_000_000;
+            if timeout == 0 {
+                continue;
+            }
+            for node in 0..self.instances[i].alive.len() {
+                let inst = &mut self.instances[i];
+                if inst.alive[node] && now.saturating_sub(inst.last_seen[node]) > timeout {
+                    inst.alive[node] = false;
+                    let mut out = Outbox::new();
+                    inst.plane.control_remove(node as u32, &mut out);
+                    let live = inst.alive.iter().filter(|a| **a).count() as u64;
+                    self.registry.set(inst.live_gauge, live);
+                    self.registry.inc(self.slots.failed_workers);
+                    let pool = inst.cfg.pool;
+                    crate::metrics::log(
+                        "warn",
+                        "switch",
+                        "worker failed: heartbeat timeout",
+                        &[("pool", &pool), ("node", &node)],
+                    );
+                    self.execute(i, &mut out, false, None);
+                    self.flush_resubmits(i, now);
+                }
+            }
+        }
+    }
+
+    /// Feeds `input` and then every resubmission it causes, in order, before
+    /// returning (run to completion).
+    fn run_passes(&mut self, i: usize, now: u64, input: Input, task: Option<&HorusMessage<'_>>) {
+        let mut input = input;
+        let mut out = Outbox::new();
+        loop {
+            let carries_task = matches!(
+                input,
+                Input::Task(_)
+                    | Input::Resubmit(Resubmit::Retry { .. })
+                    | Input::Resubmit(Resubmit::Pow2 { .. })
+            );
+            self.instances[i].plane.dp().handle(now, input, &mut out);
+            self.execute(i, &mut out, carries_task, task);
+            match self.resubmits.pop_front() {
+                Some(r) => input = Input::Resubmit(r),
+                None => break,
+            }
+        }
+    }
+
+    /// Executes the actions in `out` (resubmissions are queued, not run).
+    fn execute(
+        &mut self,
+        i: usize,
+        out: &mut Outbox,
+        carries_task: bool,
+        task: Option<&HorusMessage<'_>>,
+    ) {
+        for a in out.drain() {
+            match a {
+                Action::Dispatch {
+                    node,
+                    task: meta,
+                    decision,
+                } => {
+                    let d = match decision {
+                        Decision::Idle => 0,
+                        Decision::Sampled => 1,
+                        Decision::Other => 2,
+                    };
+                    self.registry.inc(self.slots.decisions[d]);
+                    self.dispatch(i, node, meta, task);
+                }
+                Action::Resubmit(r) => {
+                    self.registry.inc(self.slots.resubmissions);
+                    self.resubmits.push_back(r);
+                }
+                Action::Notify { to, notice } => self.notify(i, to, notice),
+                Action::Drop(reason) => {
+                    let k = DropReason::ALL.iter().position(|r| *r == reason);
+                    self.registry.inc(self.slots.dp_drops[k.unwrap_or(0)]);
+                    if carries_task && self.fail_replies {
+                        if let Some(m) = task {
+                            self.fail_task(m, reason);
+                        }
+                    }
+                }
+                Action::Queued => self.registry.inc(self.slots.queued),
+            }
+        }
+    }
+
+    /// Forwards the task packet being processed to downstream `node`, with
+    /// the header's `dst_id` and the idleSelected mark set by the data plane.
+    fn dispatch(&mut self, i: usize, node: u32, meta: TaskMeta, task: Option<&HorusMessage<'_>>) {
+        let Some(m) = task else {
+            return self.drop_rt(RuntimeDrop::NoPacket);
+        };
+        let t = match m.body {
+            HorusBody::TaskFirst(t) | HorusBody::TaskContinuation(t) => t,
+            _ => return self.drop_rt(RuntimeDrop::NoPacket),
+        };
+        let t = HorusTask {
+            idle_selected: meta.idle_selected && meta.first,
+            ..t
+        };
+        let body = if meta.first {
+            HorusBody::TaskFirst(t)
+        } else {
+            HorusBody::TaskContinuation(t)
+        };
+        let out = HorusMessage {
+            header: HorusHeader {
+                dst_id: node as u16,
+                ..m.header
+            },
+            body,
+        };
+        let Some(&dst) = self.instances[i].cfg.downstream.get(node as usize) else {
+            return self.drop_rt(RuntimeDrop::NoPacket);
+        };
+        self.send(Message::Horus(out), dst, TX_TASK);
+    }
+
+    fn notify(&mut self, i: usize, to: Upstream, notice: Notice) {
+        let inst = &self.instances[i];
+        let (body, tx) = match notice {
+            Notice::IdleAdd => (HorusBody::IdleAdd, 3),
+            Notice::IdleRemove => (HorusBody::IdleRemove, 4),
+            Notice::LoadUpdate(load) => (HorusBody::LoadUpdate { load }, 5),
+        };
+        let msg = Message::Horus(HorusMessage {
+            header: HorusHeader {
+                pool_id: inst.cfg.pool,
+                src_id: inst.cfg.rack,
+                ..Default::default()
+            },
+            body,
+        });
+        let n = match to {
+            Upstream::Linked => inst.cfg.upstream.len().min(1),
+            Upstream::All => inst.cfg.upstream.len(),
+        };
+        if n == 0 {
+            return self.drop_rt(RuntimeDrop::NoUpstream);
+        }
+        for k in 0..n {
+            let dst = self.instances[i].cfg.upstream[k];
+            self.send(msg, dst, tx);
+        }
+    }
+
+    /// Answers a task the data plane dropped with a failed reply whose
+    /// payload names the reason.
+    fn fail_task(&mut self, m: &HorusMessage<'_>, reason: DropReason) {
+        let Some(id) = m.task_id() else { return };
+        let Some(&dst) = self.routes.get(&task_id::app_id(id)) else {
+            return self.drop_rt(RuntimeDrop::NoRoute);
+        };
+        let reply = Message::Horus(HorusMessage {
+            header: HorusHeader {
+                pool_id: m.header.pool_id,
+                seq: m.header.seq,
+                ..Default::default()
+            },
+            body: HorusBody::Reply(HorusReply {
+                task_id: id,
+                status: ReplyStatus::Failed,
+                payload: reason.name().as_bytes(),
+            }),
+        });
+        self.send(reply, dst, TX_FAILED);
+    }
+
+    fn forward_reply(&mut self, data: &[u8], id: u64, tx: usize) {
+        let Some(&dst) = self.routes.get(&task_id::app_id(id)) else {
+            return self.drop_rt(RuntimeDrop::NoRoute);
+        };
+        self.send_raw(data, dst, tx);
+    }
+
+    fn send(&mut self, msg: Message<'_>, dst: SocketAddr, tx: usize) {
+        if self.txb.is_full() {
+            self.flush();
+        }
+        match msg.encode(self.txb.next_buf()) {
+            Ok(n) => self.txb.commit(n, dst, tx as u8),
+            Err(_) => self.drop_rt(RuntimeDrop::Encode),
+        }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8], dst: SocketAddr, tx: usize) {
+        if self.txb.is_full() {
+            self.flush();
+        }
+        let buf = self.txb.next_buf();
+        match buf.get_mut(..bytes.len()) {
+            Some(b) => {
+                b.copy_from_slice(bytes);
+                self.txb.commit(bytes.len(), dst, tx as u8);
+            }
+            None => self.drop_rt(RuntimeDrop::Encode),
+        }
+    }
+}
+
+/// Runs a daemon from its config until `stop`: binds, serves metrics, logs.
+pub fn run_config(cfg: &SwitchConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+    let mut d = SwitchDaemon::bind(cfg)?;
+    let metrics = match &cfg.metrics {
+        Some(a) => Some(
+            crate::metrics::serve(a, d.registry(), stop.clone())
+                .map_err(|e| format!("{a}: {e}"))?,
+        ),
+        None => None,
+    };
+    let listen = d.local_addr();
+    crate::metrics::log(
+        "info",
+        "switch",
+        "started",
+        &[
+            ("listen", &listen),
+            ("instances", &cfg.instances.len()),
+            (
+                "metrics",
+                &metrics
+                    .as_ref()
+                    .map(|(a, _)| a.to_string())
+                    .unwrap_or_else(|| "off".into()),
+            ),
+        ],
+    );
+    d.run(&stop).map_err(|e| e.to_string())?;
+    let r = d.registry();
+    crate::metrics::log(
+        "info",
+        "switch",
+        "stopped",
+        &[
+            ("listen", &listen),
+            ("rx", &r.sum("netsched_rx_packets_total")),
+            ("tx", &r.sum("netsched_tx_packets_total")),
+            ("decisions", &r.sum("netsched_decisions_total")),
+            ("resubmissions", &r.sum("netsched_resubmissions_total")),
+            ("drops", &r.sum("netsched_drops_total")),
+        ],
+    );
+    if let Some((_, h)) = metrics {
+        let _ = h.join();
+    }
+    Ok(())
+}

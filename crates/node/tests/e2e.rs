@@ -1,0 +1,192 @@
+//! End-to-end on loopback: client → spine → leaf → executor → leaf → spine
+//! → client, Horus on both layers (issue 3, scope item 4).
+
+mod common;
+
+use common::{cluster, decisions};
+use netsched_node::config::{ClientConfig, PolicyName, Target};
+use netsched_node::Client;
+use netsched_sim::workload::ServiceDist;
+
+fn client(target: std::net::SocketAddr, rate: f64, ms: u64, service: ServiceDist) -> ClientConfig {
+    ClientConfig {
+        targets: vec![Target {
+            addr: target,
+            weight: 1.0,
+        }],
+        pool: 3,
+        app_id: 42,
+        rate,
+        duration_ms: ms,
+        service,
+        timeout_ms: 1000,
+        seed: 9,
+        bind: "127.0.0.1:0".into(),
+    }
+}
+
+#[test]
+fn horus_low_load_every_task_completes_near_service_time() {
+    let c = cluster(3, 2, 2, PolicyName::Horus);
+    // 4 workers, 1,000 tasks/s of 200 µs: load 0.05, so idle lists should
+    // serve almost every task and the response time is the service time plus
+    // a few loopback hops.
+    let mut cl = Client::bind(client(
+        c.spine,
+        1000.0,
+        1500,
+        ServiceDist::Fixed { value_us: 200.0 },
+    ))
+    .unwrap();
+    let r = cl.run();
+    eprintln!("{}", r.summary());
+    let spine = c.spine_metrics.clone();
+    let leaves = c.leaf_metrics.clone();
+    let workers = c.worker_metrics.clone();
+    c.shutdown().unwrap();
+    assert!(r.accounted(), "every task accounted for: {}", r.summary());
+    assert!(r.submitted > 1000, "{}", r.summary());
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    assert_eq!(r.duplicate_replies + r.unknown_replies + r.late_replies, 0);
+    let p50 = r.percentile_us(0.5);
+    assert!(p50 >= 200.0, "p50 {p50} below the service time");
+    assert!(p50 < 200.0 + 1500.0, "p50 {p50}: too much overhead");
+    // Every task went through the spine and one of the leaves.
+    let spine_tasks: u64 = ["idle", "sampled", "other"]
+        .iter()
+        .map(|d| decisions(&spine, d))
+        .sum();
+    assert_eq!(spine_tasks, r.submitted);
+    let leaf_idle: u64 = leaves.iter().map(|l| decisions(l, "idle")).sum();
+    let leaf_all: u64 = leaves
+        .iter()
+        .map(|l| {
+            ["idle", "sampled", "other"]
+                .iter()
+                .map(|d| decisions(l, d))
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(leaf_all, r.submitted);
+    // Idle lists work: at 5 % load nearly every decision is an idle one.
+    assert!(
+        leaf_idle * 10 >= leaf_all * 9,
+        "leaf idle decisions {leaf_idle} of {leaf_all}"
+    );
+    assert!(decisions(&spine, "idle") * 10 >= spine_tasks * 9);
+    // Both racks got work.
+    for l in &leaves {
+        assert!(l.sum("netsched_decisions_total") > 0);
+    }
+    let done: u64 = workers
+        .iter()
+        .map(|w| w.sum("netsched_worker_tasks_total"))
+        .sum();
+    assert_eq!(done, r.submitted);
+    // Replies passed both layers on their way back.
+    let fwd = |reg: &netsched_node::metrics::Registry| {
+        reg.value("netsched_tx_packets_total", "{type=\"reply\"}")
+            .unwrap()
+    };
+    assert_eq!(fwd(&spine), r.submitted);
+    assert_eq!(leaves.iter().map(|l| fwd(l)).sum::<u64>(), r.submitted);
+    // Heartbeats arrived and nothing was dropped by the runtime.
+    assert!(leaves.iter().all(|l| l
+        .value("netsched_rx_packets_total", "{type=\"keep_alive\"}")
+        .unwrap()
+        > 0));
+    for reg in leaves.iter().chain(std::iter::once(&spine)) {
+        assert_eq!(
+            reg.value(
+                "netsched_drops_total",
+                "{by=\"runtime\",reason=\"unregistered_source\"}"
+            ),
+            Some(0)
+        );
+    }
+}
+
+#[test]
+fn horus_busy_cluster_accounts_for_every_task() {
+    let c = cluster(3, 2, 2, PolicyName::Horus);
+    // Load ≈ 0.7 on 4 executors with exponential service: queues form, the
+    // spine and leaves fall back to power-of-2 and send load updates.
+    let mut cl = Client::bind(client(
+        c.spine,
+        7000.0,
+        1000,
+        ServiceDist::Exp { mean_us: 400.0 },
+    ))
+    .unwrap();
+    let r = cl.run();
+    eprintln!("{}", r.summary());
+    let spine = c.spine_metrics.clone();
+    let leaves = c.leaf_metrics.clone();
+    c.shutdown().unwrap();
+    assert!(r.accounted(), "{}", r.summary());
+    assert!(r.submitted > 5000);
+    assert!(
+        r.completed * 100 >= r.submitted * 95,
+        "completed too few: {}",
+        r.summary()
+    );
+    let sampled: u64 =
+        decisions(&spine, "sampled") + leaves.iter().map(|l| decisions(l, "sampled")).sum::<u64>();
+    assert!(sampled > 0, "power-of-2 never used under load");
+    let notices = ["idle_add", "idle_remove", "load_update"]
+        .iter()
+        .map(|t| {
+            spine
+                .value("netsched_rx_packets_total", &format!("{{type=\"{t}\"}}"))
+                .unwrap()
+        })
+        .sum::<u64>();
+    assert!(notices > 0, "leaves never notified the spine");
+}
+
+#[test]
+fn flat_random_baseline_runs_on_the_same_loop() {
+    let c = cluster(3, 2, 2, PolicyName::Random);
+    let mut cl = Client::bind(client(
+        c.spine,
+        1000.0,
+        500,
+        ServiceDist::Fixed { value_us: 100.0 },
+    ))
+    .unwrap();
+    let r = cl.run();
+    c.shutdown().unwrap();
+    assert!(r.accounted(), "{}", r.summary());
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    let j = r.to_json();
+    assert!(j.starts_with('{') && j.ends_with('}'), "{j}");
+    assert!(
+        j.contains(&format!("\"submitted\": {}", r.submitted)),
+        "{j}"
+    );
+}
+
+#[test]
+fn rs_h_racksched_on_both_layers_runs_on_the_same_loop() {
+    // RS-H (Horus §4.1): RackSched at the spine over rack loads that the
+    // leaves report after every reply, RackSched at the leaves.
+    let c = cluster(3, 2, 2, PolicyName::Racksched);
+    let mut cl = Client::bind(client(
+        c.spine,
+        2000.0,
+        500,
+        ServiceDist::Exp { mean_us: 200.0 },
+    ))
+    .unwrap();
+    let r = cl.run();
+    let spine = c.spine_metrics.clone();
+    c.shutdown().unwrap();
+    assert!(r.accounted(), "{}", r.summary());
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    // One load report per completed task reaches the spine.
+    let reports = spine
+        .value("netsched_rx_packets_total", "{type=\"load_update\"}")
+        .unwrap();
+    assert_eq!(reports, r.submitted);
+    assert!(decisions(&spine, "sampled") > 0);
+}
