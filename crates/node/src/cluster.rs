@@ -138,6 +138,7 @@ impl LocalCluster {
                 heartbeat_ms: spec.heartbeat_ms,
                 spin_us: spec.spin_us,
                 metrics: None,
+                ..Default::default()
             };
             let w = Worker::start(&wcfg, es, stop.clone())?;
             worker_metrics.push(w.registry());

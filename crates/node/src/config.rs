@@ -176,6 +176,40 @@ pub struct WorkerConfig {
     pub spin_us: u64,
     #[serde(default)]
     pub metrics: Option<String>,
+    /// Executor threads per address. 1: the address is one Horus worker with
+    /// its own FCFS queue (§3.1). k > 1: the address is one server whose k
+    /// executors share a single cFCFS queue (RackSched §3.1, §4).
+    #[serde(default = "default_executors")]
+    pub executors: usize,
+    /// Preempt synthetic tasks after this long; the rest goes back to the
+    /// queue's tail (RackSched §4: 250 µs, as Shinjuku). 0: run to completion.
+    #[serde(default)]
+    pub preempt_us: u64,
+    /// An embedded RocksDB for GET/SCAN tasks (crate::tasks); none: such tasks
+    /// fail with `no_rocksdb`.
+    #[serde(default)]
+    pub rocksdb: Option<crate::tasks::RocksConfig>,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            listen: Vec::new(),
+            first_id: 0,
+            leaf: None,
+            pool: 0,
+            heartbeat_ms: default_heartbeat(),
+            spin_us: default_spin(),
+            metrics: None,
+            executors: default_executors(),
+            preempt_us: 0,
+            rocksdb: None,
+        }
+    }
+}
+
+fn default_executors() -> usize {
+    1
 }
 
 fn default_heartbeat() -> u64 {
@@ -193,6 +227,9 @@ impl WorkerConfig {
         }
         if c.first_id as usize + c.listen.len() > u16::MAX as usize {
             return Err("executor ids exceed u16".into());
+        }
+        if c.executors == 0 || c.executors > 256 {
+            return Err(format!("executors must be in 1..=256, got {}", c.executors));
         }
         Ok(c)
     }

@@ -21,6 +21,7 @@ pub mod config;
 pub mod metrics;
 pub mod net;
 pub mod switch;
+pub mod tasks;
 pub mod worker;
 
 pub use client::{Client, ClientReport};

@@ -1,49 +1,87 @@
-//! The worker agent (`netsched worker`): N executors per process, each a
-//! Horus worker with its own FCFS queue (Horus §3.1: a worker is a core with
-//! its own queue; §3.4: the agent reports its queue length in replies).
+//! The worker agent (`netsched worker`): one node per listen address.
 //!
-//! Each executor is one thread with one UDP socket, so each is a distinct
-//! node address at its leaf. A task is a synthetic busy period of the service
-//! time its packet carries: the executor sleeps until the deadline and spins
-//! the last few µs, which keeps the timing accurate while letting many
-//! executors share a small machine. While it runs a task, newly arrived
-//! tasks wait in the socket's receive queue; they are moved into the FCFS
-//! queue before the reply is sent, so the reply's `qlen` counts them (§3.4:
-//! the queue length "after completion").
+//! * `executors = 1` (default): the node is one Horus worker, a core with its
+//!   own FCFS queue (Horus §3.1); its replies carry the queue length after
+//!   completion (§3.4).
+//! * `executors = k > 1`: the node is one RackSched server whose k executors
+//!   share a single queue served centralized-FCFS (RackSched §3.1: the
+//!   intra-server scheduler is cFCFS, as Shinjuku's). Its replies carry LOAD,
+//!   the server's outstanding tasks (queued and running, RackSched §4
+//!   "maintain a counter … upon request arrival and reply departure").
+//!
+//! With `preempt_us > 0` a synthetic task runs at most that long at a time;
+//! the rest of it goes back to the tail of the queue (RackSched §4: "both
+//! RackSched and Shinjuku preempt requests that exceed 250 µs"). RocksDB
+//! tasks run to completion (a SCAN holds a RocksDB iterator).
+//!
+//! Task kinds (crate::tasks): synthetic (the service time the packet carries,
+//! by sleeping to just before the deadline and spinning the rest, so many
+//! executors share a small machine), RocksDB GET/SCAN on an embedded
+//! database shared by the process, and TPC-C's classes as synthetic tasks.
+//!
+//! The worker replies in the family the task came in: a Horus task gets a
+//! Horus reply (`qlen`), a RackSched REQF/REQR a REP (`LOAD`, REQ_ID). Tasks
+//! that arrive while every executor is busy wait in the socket; an executor
+//! moves them into the queue before it reports a length, so the report
+//! counts them.
+//!
+//! Multi-packet tasks (Horus §A.4, RackSched REQR): schedulers keep every
+//! packet of a task on one node; the task runs when its last packet arrives.
+//! Earlier packets are only counted.
 
 use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use netsched_proto::{
-    HorusBody, HorusHeader, HorusMessage, HorusReply, Message, ReplyStatus, MAX_DATAGRAM,
+    HorusBody, HorusHeader, HorusMessage, HorusReply, Message, RackSchedMessage, RackSchedPacket,
+    ReplyStatus, ReqId, MAX_DATAGRAM,
 };
 
 use crate::config::WorkerConfig;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
+use crate::tasks::{RocksStore, TaskKind};
+
+/// Class byte of a RackSched REP that reports a failed request (the REP
+/// header has no status field; payload = reason). docs/protocol.md.
+pub const RS_FAILED_CLASS: u8 = 0xff;
+
+/// Wire family a task came in, and so its reply's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    Horus { pool: u16, seq: u16 },
+    RackSched,
+}
 
 #[derive(Clone, Copy, Debug)]
 struct Task {
     id: u64,
-    pool: u16,
-    seq: u16,
-    service_ns: u64,
+    family: Family,
+    class: u8,
+    kind: TaskKind,
+    /// Synthetic service time still to run, ns.
+    remaining_ns: u64,
     /// Where to reply when no leaf is configured.
     from: SocketAddr,
+    /// The payload named no task kind: answered as failed.
+    bad: Option<&'static str>,
 }
 
-/// Per-executor metric slots.
+/// Per-node metric slots.
 #[derive(Clone, Copy)]
-struct ExecSlots {
+struct NodeSlots {
     completed: Slot,
     busy_ns: Slot,
     qlen: Slot,
     invalid: Slot,
     queue_full: Slot,
+    preempted: Slot,
+    failed: Slot,
+    fragments: Slot,
 }
 
 /// A running worker process: its executor threads.
@@ -51,86 +89,178 @@ pub struct Worker {
     threads: Vec<JoinHandle<()>>,
     addrs: Vec<SocketAddr>,
     registry: Arc<Registry>,
+    rocks: Option<Arc<RocksStore>>,
 }
 
-/// Bound on each executor's FCFS queue; beyond it a task is answered with a
-/// failed reply (`queue_full`) rather than buffered without limit.
+/// Bound on each node's queue; beyond it a task is answered with a failed
+/// reply (`queue_full`) rather than buffered without limit.
 pub const QUEUE_CAPACITY: usize = 4096;
 
+/// What the executors of one node share.
+struct Node {
+    sock: UdpSocket,
+    id: u16,
+    pool: u16,
+    leaf: Option<SocketAddr>,
+    heartbeat: Duration,
+    spin: Duration,
+    preempt: Option<Duration>,
+    rocks: Option<Arc<RocksStore>>,
+    registry: Arc<Registry>,
+    slots: NodeSlots,
+    state: Mutex<Shared>,
+    /// Signalled when the queue gains a task (idle executors wait on it).
+    cv: Condvar,
+}
+
+struct Shared {
+    queue: VecDeque<Task>,
+    /// Executors of this node running a task now.
+    running: usize,
+    /// An executor is parked in poll on the socket.
+    poller: bool,
+    next_beat: Instant,
+    rx: Vec<u8>,
+}
+
+fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
+    let id = id.to_string();
+    let l: &[(&str, &str)] = &[("executor", &id)];
+    let c = Kind::Counter;
+    NodeSlots {
+        completed: reg.register("netsched_worker_tasks_total", "Tasks completed", c, l),
+        busy_ns: reg.register(
+            "netsched_worker_busy_ns_total",
+            "Time spent running tasks, ns",
+            c,
+            l,
+        ),
+        qlen: reg.register(
+            "netsched_worker_qlen",
+            "Tasks waiting in the node's queue",
+            Kind::Gauge,
+            l,
+        ),
+        invalid: reg.register(
+            "netsched_worker_invalid_total",
+            "Datagrams dropped: undecodable or not a task",
+            c,
+            l,
+        ),
+        queue_full: reg.register(
+            "netsched_worker_queue_full_total",
+            "Tasks refused because the queue was full",
+            c,
+            l,
+        ),
+        preempted: reg.register(
+            "netsched_worker_preemptions_total",
+            "Synthetic tasks preempted and requeued at the tail",
+            c,
+            l,
+        ),
+        failed: reg.register(
+            "netsched_worker_failed_total",
+            "Tasks answered as failed (bad payload, no RocksDB, RocksDB error)",
+            c,
+            l,
+        ),
+        fragments: reg.register(
+            "netsched_worker_fragments_total",
+            "Non-last packets of multi-packet tasks",
+            c,
+            l,
+        ),
+    }
+}
+
 impl Worker {
-    /// Starts one executor per socket (already bound; made non-blocking).
+    /// Starts one node per socket (already bound; made non-blocking) with
+    /// `cfg.executors` executor threads each.
     pub fn start(
         cfg: &WorkerConfig,
         socks: Vec<UdpSocket>,
         stop: Arc<AtomicBool>,
     ) -> Result<Self, String> {
-        let mut reg = Registry::new();
-        let mut slots = Vec::new();
-        for i in 0..socks.len() {
-            let id = (cfg.first_id as usize + i).to_string();
-            let l: &[(&str, &str)] = &[("executor", &id)];
-            slots.push(ExecSlots {
-                completed: reg.register(
-                    "netsched_worker_tasks_total",
-                    "Tasks completed",
-                    Kind::Counter,
-                    l,
-                ),
-                busy_ns: reg.register(
-                    "netsched_worker_busy_ns_total",
-                    "Time spent running tasks, ns",
-                    Kind::Counter,
-                    l,
-                ),
-                qlen: reg.register(
-                    "netsched_worker_qlen",
-                    "Tasks waiting in the FCFS queue",
-                    Kind::Gauge,
-                    l,
-                ),
-                invalid: reg.register(
-                    "netsched_worker_invalid_total",
-                    "Datagrams dropped: undecodable or not a task",
-                    Kind::Counter,
-                    l,
-                ),
-                queue_full: reg.register(
-                    "netsched_worker_queue_full_total",
-                    "Tasks refused because the FCFS queue was full",
-                    Kind::Counter,
-                    l,
-                ),
-            });
+        if cfg.executors == 0 {
+            return Err("executors must be at least 1".into());
         }
+        let rocks = match &cfg.rocksdb {
+            Some(rc) => {
+                let s = Arc::new(RocksStore::open(rc)?);
+                crate::metrics::log(
+                    "info",
+                    "worker",
+                    "rocksdb ready",
+                    &[
+                        ("keys", &s.keys()),
+                        (
+                            "get60_us",
+                            &(s.time_median(TaskKind::Get { key: 0, count: 60 }, 21) / 1000),
+                        ),
+                        (
+                            "scan5000_us",
+                            &(s.time_median(
+                                TaskKind::Scan {
+                                    key: 0,
+                                    count: 5000,
+                                },
+                                5,
+                            ) / 1000),
+                        ),
+                    ],
+                );
+                Some(s)
+            }
+            None => None,
+        };
+        let mut reg = Registry::new();
+        let slots: Vec<NodeSlots> = (0..socks.len())
+            .map(|i| register_slots(&mut reg, cfg.first_id + i as u16))
+            .collect();
         let registry = Arc::new(reg);
         let mut threads = Vec::new();
         let mut addrs = Vec::new();
         for (i, sock) in socks.into_iter().enumerate() {
             net::prepare(&sock).map_err(|e| e.to_string())?;
             addrs.push(sock.local_addr().map_err(|e| e.to_string())?);
-            let exec = Executor {
+            let node = Arc::new(Node {
                 sock,
                 id: cfg.first_id + i as u16,
                 pool: cfg.pool,
                 leaf: cfg.leaf,
                 heartbeat: Duration::from_millis(cfg.heartbeat_ms),
                 spin: Duration::from_micros(cfg.spin_us),
-                queue: VecDeque::with_capacity(QUEUE_CAPACITY),
+                preempt: (cfg.preempt_us > 0).then(|| Duration::from_micros(cfg.preempt_us)),
+                rocks: rocks.clone(),
                 registry: registry.clone(),
                 slots: slots[i],
-            };
-            let stop = stop.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("exec-{}", exec.id))
-                    .spawn(move || exec.run(&stop))
-                    .map_err(|e| e.to_string())?,
-            );
+                // Announce ourselves at once: the leaf sees the node alive (§A.3).
+                state: Mutex::new(Shared {
+                    queue: VecDeque::with_capacity(QUEUE_CAPACITY),
+                    running: 0,
+                    poller: false,
+                    next_beat: Instant::now(),
+                    rx: vec![0u8; 2048],
+                }),
+                cv: Condvar::new(),
+            });
+            for e in 0..cfg.executors {
+                let node = node.clone();
+                let stop = stop.clone();
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("exec-{}.{e}", node.id))
+                        .spawn(move || executor(&node, &stop))
+                        .map_err(|e| e.to_string())?,
+                );
+            }
         }
         Ok(Worker {
             threads,
             addrs,
             registry,
+            rocks,
         })
     }
 
@@ -152,128 +282,186 @@ impl Worker {
         self.registry.clone()
     }
 
-    /// Waits for every executor to stop (after `stop` is set).
+    /// Waits for every executor to stop (after `stop` is set), then closes
+    /// and removes the process's RocksDB.
     pub fn join(self) {
         for t in self.threads {
             let _ = t.join();
         }
+        drop(self.rocks);
     }
 }
 
-struct Executor {
-    sock: UdpSocket,
-    id: u16,
-    pool: u16,
-    leaf: Option<SocketAddr>,
-    heartbeat: Duration,
-    spin: Duration,
-    queue: VecDeque<Task>,
-    registry: Arc<Registry>,
-    slots: ExecSlots,
-}
-
-impl Executor {
-    fn run(mut self, stop: &AtomicBool) {
-        net::tighten_timer_slack();
-        let mut rx = vec![0u8; 2048];
-        let mut tx = vec![0u8; MAX_DATAGRAM];
-        // Announce ourselves at once: the leaf sees the executor alive (§A.3).
-        let mut next_beat = Instant::now();
-        while !stop.load(Ordering::Relaxed) {
-            self.drain(&mut rx, &mut tx);
-            let now = Instant::now();
-            if !self.heartbeat.is_zero() && now >= next_beat {
-                self.keep_alive(&mut tx);
-                next_beat = now + self.heartbeat;
-            }
-            match self.queue.pop_front() {
-                Some(t) => {
-                    let start = Instant::now();
-                    if t.service_ns > 0 {
-                        net::sleep_until(start + Duration::from_nanos(t.service_ns), self.spin);
-                    }
-                    self.registry
-                        .add(self.slots.busy_ns, start.elapsed().as_nanos() as u64);
-                    // Tasks that arrived meanwhile are queued before the
-                    // queue length is reported.
-                    self.drain(&mut rx, &mut tx);
-                    self.reply(&t, ReplyStatus::Ok, b"", &mut tx);
-                    self.registry.inc(self.slots.completed);
-                }
-                None => {
-                    let wait = if self.heartbeat.is_zero() {
-                        Duration::from_millis(10)
-                    } else {
-                        next_beat
-                            .saturating_duration_since(Instant::now())
-                            .min(Duration::from_millis(10))
-                    };
-                    net::wait_readable(&self.sock, wait);
-                }
-            }
+/// One executor thread of a node: take the queue's head (cFCFS when several
+/// executors share the node), run it, reply. An idle executor either polls
+/// the socket (one at a time) or waits on the node's condition variable, so
+/// a task queued by a busy executor's drain wakes an idle one at once.
+fn executor(node: &Node, stop: &AtomicBool) {
+    net::tighten_timer_slack();
+    let mut tx = vec![0u8; MAX_DATAGRAM];
+    let mut st = node.state.lock().unwrap();
+    while !stop.load(Ordering::Relaxed) {
+        node.drain(&mut st, &mut tx);
+        let now = Instant::now();
+        if !node.heartbeat.is_zero() && now >= st.next_beat {
+            let load = st.queue.len() + st.running;
+            node.keep_alive(load, &mut tx);
+            st.next_beat = now + node.heartbeat;
         }
-    }
-
-    /// Moves every queued datagram into the FCFS queue.
-    fn drain(&mut self, rx: &mut [u8], tx: &mut [u8]) {
-        while let Ok(Some((n, src))) = net::try_recv(&self.sock, rx) {
-            let task = match Message::decode(&rx[..n]) {
-                Ok(Message::Horus(HorusMessage {
-                    header,
-                    body: HorusBody::TaskFirst(t) | HorusBody::TaskContinuation(t),
-                })) => Task {
-                    id: t.task_id,
-                    pool: header.pool_id,
-                    seq: header.seq,
-                    service_ns: t.service_time_ns,
-                    from: src,
-                },
-                _ => {
-                    self.registry.inc(self.slots.invalid);
-                    continue;
-                }
-            };
-            if self.queue.len() >= QUEUE_CAPACITY {
-                self.registry.inc(self.slots.queue_full);
-                self.reply(&task, ReplyStatus::Failed, b"queue_full", tx);
+        let Some(mut t) = st.queue.pop_front() else {
+            let wait = if node.heartbeat.is_zero() {
+                Duration::from_millis(10)
             } else {
-                self.queue.push_back(task);
+                st.next_beat
+                    .saturating_duration_since(now)
+                    .clamp(Duration::from_micros(50), Duration::from_millis(10))
+            };
+            if st.poller {
+                st = node.cv.wait_timeout(st, wait).unwrap().0;
+            } else {
+                st.poller = true;
+                drop(st);
+                net::wait_readable(&node.sock, wait);
+                st = node.state.lock().unwrap();
+                st.poller = false;
+            }
+            continue;
+        };
+        st.running += 1;
+        drop(st);
+        let start = Instant::now();
+        let outcome = node.run(&mut t);
+        node.registry
+            .add(node.slots.busy_ns, start.elapsed().as_nanos() as u64);
+        st = node.state.lock().unwrap();
+        st.running -= 1;
+        // Tasks that arrived meanwhile are queued before the load is reported.
+        node.drain(&mut st, &mut tx);
+        let load = st.queue.len() + st.running;
+        match outcome {
+            Outcome::Preempted => {
+                node.registry.inc(node.slots.preempted);
+                st.queue.push_back(t);
+            }
+            Outcome::Done => {
+                node.reply(&t, load, ReplyStatus::Ok, b"", &mut tx);
+                node.registry.inc(node.slots.completed);
+            }
+            Outcome::Failed(reason) => {
+                node.registry.inc(node.slots.failed);
+                node.reply(&t, load, ReplyStatus::Failed, reason.as_bytes(), &mut tx);
             }
         }
-        self.registry.set(self.slots.qlen, self.queue.len() as u64);
+    }
+}
+
+enum Outcome {
+    Done,
+    Preempted,
+    Failed(&'static str),
+}
+
+impl Node {
+    /// Runs (a slice of) `t`.
+    fn run(&self, t: &mut Task) -> Outcome {
+        if let Some(reason) = t.bad {
+            return Outcome::Failed(reason);
+        }
+        if t.kind.is_real() {
+            let Some(db) = &self.rocks else {
+                return Outcome::Failed("no_rocksdb");
+            };
+            return match db.run(t.kind) {
+                Ok(_) => Outcome::Done,
+                Err(_) => Outcome::Failed("rocksdb_error"),
+            };
+        }
+        let slice = match self.preempt {
+            Some(p) => (p.as_nanos() as u64).min(t.remaining_ns),
+            None => t.remaining_ns,
+        };
+        if slice > 0 {
+            net::sleep_until(Instant::now() + Duration::from_nanos(slice), self.spin);
+        }
+        t.remaining_ns -= slice;
+        if t.remaining_ns > 0 {
+            Outcome::Preempted
+        } else {
+            Outcome::Done
+        }
     }
 
-    fn qlen(&self) -> u16 {
-        self.queue.len().min(u16::MAX as usize) as u16
+    /// Moves every datagram waiting in the socket into the queue.
+    fn drain(&self, st: &mut Shared, tx: &mut [u8]) {
+        let mut rx = std::mem::take(&mut st.rx);
+        while let Ok(Some((n, src))) = net::try_recv(&self.sock, &mut rx) {
+            let Some((task, last)) = parse_task(&rx[..n], src) else {
+                self.registry.inc(self.slots.invalid);
+                continue;
+            };
+            if !last {
+                self.registry.inc(self.slots.fragments);
+                continue;
+            }
+            if st.queue.len() >= QUEUE_CAPACITY {
+                self.registry.inc(self.slots.queue_full);
+                let load = st.queue.len() + st.running;
+                self.reply(&task, load, ReplyStatus::Failed, b"queue_full", tx);
+            } else {
+                st.queue.push_back(task);
+            }
+        }
+        st.rx = rx;
+        if !st.queue.is_empty() {
+            self.cv.notify_all();
+        }
+        self.registry.set(self.slots.qlen, st.queue.len() as u64);
     }
 
-    fn reply(&self, t: &Task, status: ReplyStatus, payload: &[u8], tx: &mut [u8]) {
-        let msg = Message::Horus(HorusMessage {
-            header: HorusHeader {
-                pool_id: t.pool,
-                src_id: self.id,
-                qlen: self.qlen(),
-                seq: t.seq,
-                ..Default::default()
-            },
-            body: HorusBody::Reply(HorusReply {
-                task_id: t.id,
-                status,
-                payload,
+    fn reply(&self, t: &Task, load: usize, status: ReplyStatus, payload: &[u8], tx: &mut [u8]) {
+        let msg = match t.family {
+            Family::Horus { pool, seq } => Message::Horus(HorusMessage {
+                header: HorusHeader {
+                    pool_id: pool,
+                    src_id: self.id,
+                    qlen: load.min(u16::MAX as usize) as u16,
+                    seq,
+                    ..Default::default()
+                },
+                body: HorusBody::Reply(HorusReply {
+                    task_id: t.id,
+                    status,
+                    payload,
+                }),
             }),
-        });
+            Family::RackSched => Message::RackSched(RackSchedMessage::Reply(RackSchedPacket {
+                req_id: ReqId {
+                    client_id: (t.id >> 32) as u32,
+                    local_id: t.id as u32,
+                },
+                load: load as u32,
+                is_last: true,
+                class: if status == ReplyStatus::Ok {
+                    t.class
+                } else {
+                    RS_FAILED_CLASS
+                },
+                service_time_ns: 0,
+                payload,
+            })),
+        };
         if let Ok(n) = msg.encode(tx) {
             let _ = self.sock.send_to(&tx[..n], self.leaf.unwrap_or(t.from));
         }
     }
 
-    fn keep_alive(&self, tx: &mut [u8]) {
+    fn keep_alive(&self, load: usize, tx: &mut [u8]) {
         let Some(leaf) = self.leaf else { return };
         let msg = Message::Horus(HorusMessage {
             header: HorusHeader {
                 pool_id: self.pool,
                 src_id: self.id,
-                qlen: self.qlen(),
+                qlen: load.min(u16::MAX as usize) as u16,
                 ..Default::default()
             },
             body: HorusBody::KeepAlive,
@@ -282,4 +470,49 @@ impl Executor {
             let _ = self.sock.send_to(&tx[..n], leaf);
         }
     }
+}
+
+/// A task packet of either family, and whether it is the task's last packet.
+fn parse_task(bytes: &[u8], src: SocketAddr) -> Option<(Task, bool)> {
+    let (id, family, class, service, payload, last) = match Message::decode(bytes).ok()? {
+        Message::Horus(HorusMessage {
+            header,
+            body: HorusBody::TaskFirst(t) | HorusBody::TaskContinuation(t),
+        }) => (
+            t.task_id,
+            Family::Horus {
+                pool: header.pool_id,
+                seq: header.seq,
+            },
+            t.class,
+            t.service_time_ns,
+            t.payload,
+            t.is_last,
+        ),
+        Message::RackSched(RackSchedMessage::ReqFirst(p) | RackSchedMessage::ReqRest(p)) => (
+            p.req_id.as_u64(),
+            Family::RackSched,
+            p.class,
+            p.service_time_ns,
+            p.payload,
+            p.is_last,
+        ),
+        _ => return None,
+    };
+    let (kind, bad) = match TaskKind::decode(payload) {
+        Ok(k) => (k, None),
+        Err(e) => (TaskKind::Synthetic, Some(e.reason())),
+    };
+    Some((
+        Task {
+            id,
+            family,
+            class,
+            kind,
+            remaining_ns: service,
+            from: src,
+            bad,
+        },
+        last,
+    ))
 }

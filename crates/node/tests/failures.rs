@@ -62,6 +62,7 @@ fn silent_worker_is_removed_and_readmitted() {
         heartbeat_ms: 20,
         spin_us: 20,
         metrics: None,
+        ..Default::default()
     };
     let wa = Worker::start(&wcfg(0), vec![a], stop.clone()).unwrap();
     // Worker 1 (socket b) stays silent: after 100 ms the leaf drops it.
