@@ -213,6 +213,7 @@ fn daemon_config(role: BenchRole, nodes: u32, echo: SocketAddr) -> SwitchConfig 
             rack: 0,
             heartbeat_timeout_ms: 0,
         }],
+        ..Default::default()
     }
 }
 

@@ -98,6 +98,7 @@ impl LocalCluster {
                 rack: 0,
                 heartbeat_timeout_ms: 0,
             }],
+            ..Default::default()
         };
         let d = SwitchDaemon::new(&spine_cfg, spine_sock)?;
         let spine_metrics = d.registry();
@@ -126,6 +127,7 @@ impl LocalCluster {
                     rack: r as u16,
                     heartbeat_timeout_ms: spec.heartbeat_ms * 10,
                 }],
+                ..Default::default()
             };
             let d = SwitchDaemon::new(&cfg, ls)?;
             leaf_metrics.push(d.registry());

@@ -85,6 +85,36 @@ pub struct SwitchConfig {
     pub fail_replies: bool,
     #[serde(default, rename = "instance")]
     pub instances: Vec<PoolConfig>,
+    /// The centralized controller (Horus §3.2): status reports go there every
+    /// `status_ms`, and configuration pushes are accepted only from it
+    /// (docs/runtime.md, control protocol). Absent: static config.
+    #[serde(default)]
+    pub controller: Option<SocketAddr>,
+    #[serde(default = "default_status_ms")]
+    pub status_ms: u64,
+    /// Fault injection on the receive path (tests: packet loss without tc).
+    #[serde(default)]
+    pub fault: crate::fault::FaultConfig,
+}
+
+fn default_status_ms() -> u64 {
+    100
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            listen: "127.0.0.1:0".into(),
+            metrics: None,
+            seed: default_seed(),
+            batch: default_batch(),
+            fail_replies: true,
+            instances: Vec::new(),
+            controller: None,
+            status_ms: default_status_ms(),
+            fault: Default::default(),
+        }
+    }
 }
 
 fn default_seed() -> u64 {
@@ -107,6 +137,10 @@ impl SwitchConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.batch == 0 {
             return Err("batch must be at least 1".into());
+        }
+        self.fault.validate()?;
+        if self.controller.is_some() && self.status_ms == 0 {
+            return Err("status_ms must be at least 1 with a controller".into());
         }
         let mut pools: Vec<u16> = self.instances.iter().map(|i| i.pool).collect();
         pools.sort_unstable();

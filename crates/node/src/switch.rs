@@ -49,8 +49,14 @@ use netsched_proto::{
 };
 
 use crate::config::{PolicyName, PoolConfig, Role, SwitchConfig};
+use crate::fault::Fault;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net::{self, Clock};
+
+// Controller hooks (configuration pushes, status reports): a child module so
+// they can reach the instances without widening their visibility.
+#[path = "controller_hooks.rs"]
+mod controller_hooks;
 
 /// Why the runtime (not a data plane) dropped a datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +164,7 @@ struct Slots {
     recovered_workers: Slot,
     runtime_drops: Vec<Slot>,
     dp_drops: Vec<Slot>,
+    control: controller_hooks::ControlSlots,
 }
 
 /// The data plane of one instance. An enum rather than a trait object so the
@@ -234,6 +241,11 @@ struct Instance {
     /// plane currently has it.
     last_seen: Vec<u64>,
     alive: Vec<bool>,
+    /// Nodes the controller allows (leaf: workers not removed by the admin
+    /// API; spine: racks it admitted). All at start.
+    enabled: Vec<bool>,
+    /// Spine: workers per rack behind the installed 1/w (§A.2).
+    rack_w: Vec<u32>,
 }
 
 impl Instance {
@@ -261,6 +273,11 @@ pub struct SwitchDaemon {
     txb: net::Mmsg,
     resubmits: VecDeque<Resubmit>,
     fail_replies: bool,
+    /// Centralized controller: status goes there, configuration only comes
+    /// from there.
+    controller: Option<SocketAddr>,
+    status_ns: u64,
+    fault: Fault,
 }
 
 impl SwitchDaemon {
@@ -426,8 +443,15 @@ impl SwitchDaemon {
                 live_gauge,
                 last_seen: vec![0; n as usize],
                 alive: vec![true; n as usize],
+                enabled: vec![true; n as usize],
+                rack_w: if pc.rack_workers.is_empty() {
+                    vec![1; n as usize]
+                } else {
+                    pc.rack_workers.clone()
+                },
             });
         }
+        let control = controller_hooks::ControlSlots::register(&mut reg);
         Ok(SwitchDaemon {
             sock,
             clock: Clock::new(),
@@ -445,6 +469,7 @@ impl SwitchDaemon {
                 recovered_workers,
                 runtime_drops,
                 dp_drops,
+                control,
             },
             // A datagram longer than a slot is truncated by the kernel and
             // then rejected by the decoder (counted).
@@ -452,6 +477,9 @@ impl SwitchDaemon {
             txb: net::Mmsg::new((cfg.batch * 4).max(64), MAX_DATAGRAM),
             resubmits: VecDeque::with_capacity(Outbox::CAPACITY * 4),
             fail_replies: cfg.fail_replies,
+            controller: cfg.controller,
+            status_ns: cfg.status_ms.saturating_mul(1_000_000),
+            fault: Fault::new(&cfg.fault),
         })
     }
 
@@ -474,6 +502,7 @@ impl SwitchDaemon {
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         let mut last_gauges = 0u64;
         let mut last_check = 0u64;
+        let mut last_status = 0u64;
         while !stop.load(Ordering::Relaxed) {
             let got = self.poll_batch()?;
             if got == 0 {
@@ -484,6 +513,10 @@ impl SwitchDaemon {
                 last_check = now;
                 self.check_liveness(now);
                 self.flush();
+            }
+            if self.controller.is_some() && now.saturating_sub(last_status) >= self.status_ns {
+                last_status = now;
+                self.send_status();
             }
             if now.saturating_sub(last_gauges) >= 100_000_000 {
                 last_gauges = now;
@@ -510,6 +543,12 @@ impl SwitchDaemon {
             let now = self.clock.now_ns();
             for k in 0..n {
                 match rxb.get(k) {
+                    (data, Some(src)) if crate::controller_proto::is_control(data) => {
+                        self.on_control(data, src, now)
+                    }
+                    (_, Some(_)) if self.fault.drop_now(now) => {
+                        self.registry.inc(self.slots.control.fault_drops)
+                    }
                     (data, Some(src)) => self.handle_datagram(data, src, now),
                     (_, None) => self.drop_rt(RuntimeDrop::Inconsistent),
                 }
@@ -562,6 +601,10 @@ impl SwitchDaemon {
     /// One datagram, run to completion (including its resubmission passes),
     /// and its output sent.
     pub fn on_datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
+        if crate::controller_proto::is_control(data) {
+            self.on_control(data, src, now);
+            return self.flush();
+        }
         self.handle_datagram(data, src, now);
         self.flush();
     }
@@ -673,8 +716,9 @@ impl SwitchDaemon {
                 }
                 // Heartbeats feed the leaf controller's failure detector
                 // (§A.3), not the data plane.
-                self.registry
-                    .set(inst.qlen_gauges[h.src_id as usize], h.qlen as u64);
+                if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
+                    self.registry.set(g, h.qlen as u64);
+                }
                 self.heard_from(i, h.src_id as usize, now);
             }
         }
@@ -685,7 +729,8 @@ impl SwitchDaemon {
     fn heard_from(&mut self, i: usize, node: usize, now: u64) {
         let inst = &mut self.instances[i];
         inst.last_seen[node] = now;
-        if !inst.alive[node] {
+        // A worker the controller removed stays out however alive it is.
+        if !inst.alive[node] && inst.enabled[node] {
             inst.alive[node] = true;
             let mut out = Outbox::new();
             inst.plane.control_add(node as u32, &mut out);

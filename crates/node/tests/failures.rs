@@ -49,6 +49,7 @@ fn silent_worker_is_removed_and_readmitted() {
             rack: 0,
             heartbeat_timeout_ms: 100,
         }],
+        ..Default::default()
     };
     let mut d = SwitchDaemon::new(&cfg, leaf_sock).unwrap();
     let reg = d.registry();

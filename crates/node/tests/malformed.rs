@@ -68,6 +68,7 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
             rack: 0,
             heartbeat_timeout_ms: 0,
         }],
+        ..Default::default()
     };
     let mut d = SwitchDaemon::new(&cfg, sock()).unwrap();
     let reg = d.registry();
@@ -209,6 +210,7 @@ fn random_bytes_never_panic() {
                 rack: 0,
                 heartbeat_timeout_ms: 0,
             }],
+            ..Default::default()
         },
         sock(),
     )

@@ -72,6 +72,7 @@ fn instances_are_selected_by_pool() {
                 heartbeat_timeout_ms: 0,
             },
         ],
+        ..Default::default()
     };
     let mut d = SwitchDaemon::new(&cfg, sock()).unwrap();
     let client = sock().local_addr().unwrap();

@@ -1,0 +1,118 @@
+//! Fault injection in a daemon's I/O path: seeded random loss of received
+//! datagrams, so failure tests can run the "1 % packet loss" case without
+//! `tc netem` (not available here) and reproduce it from a seed.
+//!
+//! Loss is applied to data-plane datagrams as they leave the receive batch,
+//! before decoding: to the data plane a dropped datagram is one the network
+//! lost. Control-protocol datagrams (controller ↔ daemon) are exempt, because
+//! the controller's periodic reconciliation already makes them loss-tolerant
+//! and exempting them keeps the injected loss where Horus §A.3 reasons about
+//! it: tasks, replies, Idle Add/Remove and load updates.
+
+use netsched_core::rng::Rng;
+use serde::Deserialize;
+
+/// `fault = { drop_rate = 0.01, seed = 7, until_ms = 2000 }` in a daemon config.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultConfig {
+    /// Probability of dropping each received data-plane datagram.
+    #[serde(default)]
+    pub drop_rate: f64,
+    /// Seed of the loss stream (independent of the data plane's RNG).
+    #[serde(default)]
+    pub seed: u64,
+    /// Stop injecting this long after the daemon started (0: never stop).
+    /// Lets a test check that state converges once the loss ends.
+    #[serde(default)]
+    pub until_ms: u64,
+}
+
+impl FaultConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.drop_rate) {
+            return Err(format!(
+                "fault.drop_rate must be in [0, 1], got {}",
+                self.drop_rate
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The loss process of one daemon.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    /// Drop when a uniform u32 is below this (0: never).
+    threshold: u64,
+    until_ns: u64,
+    rng: Rng,
+}
+
+impl Fault {
+    pub fn new(cfg: &FaultConfig) -> Self {
+        Fault {
+            threshold: (cfg.drop_rate * (1u64 << 32) as f64).round() as u64,
+            until_ns: cfg.until_ms.saturating_mul(1_000_000),
+            rng: Rng::new(cfg.seed ^ 0x6661_756c_7421),
+        }
+    }
+
+    pub fn is_active(&self, now_ns: u64) -> bool {
+        self.threshold > 0 && (self.until_ns == 0 || now_ns < self.until_ns)
+    }
+
+    /// Whether to drop the datagram received at `now_ns` (daemon clock).
+    #[inline]
+    pub fn drop_now(&mut self, now_ns: u64) -> bool {
+        if !self.is_active(now_ns) {
+            return false;
+        }
+        (self.rng.next_u64() >> 32) < self.threshold
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_rate_matches_and_stops_at_until() {
+        let mut f = Fault::new(&FaultConfig {
+            drop_rate: 0.01,
+            seed: 3,
+            until_ms: 5,
+        });
+        let n = 200_000;
+        let dropped = (0..n).filter(|_| f.drop_now(1_000)).count();
+        // Binomial(200k, 0.01): mean 2000, sd ≈ 44.5; ±5 sd.
+        assert!((1777..=2223).contains(&dropped), "dropped {dropped}");
+        assert!((0..10_000).all(|_| !f.drop_now(5_000_000)));
+        let mut never = Fault::new(&FaultConfig::default());
+        assert!((0..10_000).all(|_| !never.drop_now(0)));
+        let mut always = Fault::new(&FaultConfig {
+            drop_rate: 1.0,
+            ..Default::default()
+        });
+        assert!((0..10_000).all(|_| always.drop_now(0)));
+    }
+
+    #[test]
+    fn same_seed_same_losses() {
+        let cfg = FaultConfig {
+            drop_rate: 0.3,
+            seed: 9,
+            until_ms: 0,
+        };
+        let (mut a, mut b) = (Fault::new(&cfg), Fault::new(&cfg));
+        let va: Vec<bool> = (0..1000).map(|_| a.drop_now(0)).collect();
+        let vb: Vec<bool> = (0..1000).map(|_| b.drop_now(0)).collect();
+        assert_eq!(va, vb);
+        assert!(FaultConfig {
+            drop_rate: 1.5,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
+    }
+}

@@ -1,0 +1,208 @@
+//! Network namespaces joined by veth pairs, for multi-host tests on one
+//! machine (issue 3: a namespace per rack, the spine in its own).
+//!
+//! [`Lab::new`] makes a hub namespace holding a bridge; every
+//! [`Lab::host`] is a namespace with one veth pair into that bridge and an
+//! address in 10.X.0.0/24. Daemons run as threads that first enter their
+//! host's namespace ([`Host::spawn`]): sockets belong to the namespace they
+//! were created in, so each daemon really sends through its own interface,
+//! the bridge, and the peer's interface. [`Lab::set_link`] cuts and restores
+//! a host's link (`ip link set … down`). Dropping the `Lab` deletes every
+//! namespace, which deletes the veths and the bridge with them, even when a
+//! test panics.
+//!
+//! Requires root (`ip netns add`); [`Lab::new`] returns `Err(Skip)` when it
+//! is not permitted, so tests can skip with a message instead of failing.
+
+use std::fs::File;
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::JoinHandle;
+
+/// Why a lab could not be built.
+#[derive(Debug)]
+pub enum LabError {
+    /// `ip netns add` is not permitted here (not root, no CAP_SYS_ADMIN, no
+    /// `ip`): the caller should skip.
+    Skip(String),
+    Failed(String),
+}
+
+impl std::fmt::Display for LabError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabError::Skip(s) => write!(f, "network namespaces unavailable: {s}"),
+            LabError::Failed(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Distinct names for labs of one process (tests run in parallel).
+static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
+
+/// A set of namespaces on one bridge; removed on drop.
+pub struct Lab {
+    prefix: String,
+    hub: String,
+    subnet: u8,
+    hosts: Vec<String>,
+}
+
+/// One namespace with one address.
+#[derive(Clone, Debug)]
+pub struct Host {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    /// Interface in the hub namespace (bridge port) and inside the host.
+    pub hub_if: String,
+}
+
+impl Lab {
+    /// A hub namespace with a bridge. `tag` names the test; the pid and a
+    /// per-process counter keep names unique across concurrent tests.
+    pub fn new(tag: &str) -> Result<Lab, LabError> {
+        let n = NEXT_LAB.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let prefix = format!("ns{}{}x{n}", &tag[..tag.len().min(4)], pid % 100_000);
+        let hub = format!("{prefix}h");
+        ip(&["netns", "add", &hub]).map_err(LabError::Skip)?;
+        let lab = Lab {
+            prefix,
+            hub,
+            // Each lab is its own set of namespaces: addresses never meet.
+            subnet: 77,
+            hosts: Vec::new(),
+        };
+        let f = |r: Result<(), String>| r.map_err(LabError::Failed);
+        f(ip(&["-n", &lab.hub, "link", "set", "lo", "up"]))?;
+        f(ip(&[
+            "-n", &lab.hub, "link", "add", "br0", "type", "bridge",
+        ]))?;
+        f(ip(&["-n", &lab.hub, "link", "set", "br0", "up"]))?;
+        Ok(lab)
+    }
+
+    /// Adds namespace number `self.hosts.len()` with address
+    /// 10.subnet.0.(index + 1)/24 on the bridge.
+    pub fn host(&mut self, label: &str) -> Result<Host, LabError> {
+        let i = self.hosts.len();
+        let name = format!("{}{}{}", self.prefix, &label[..label.len().min(3)], i);
+        ip(&["netns", "add", &name]).map_err(LabError::Failed)?;
+        self.hosts.push(name.clone());
+        let addr = Ipv4Addr::new(10, self.subnet, 0, i as u8 + 1);
+        let hub_if = format!("v{}", i);
+        let peer = format!("p{}", i);
+        let f = |r: Result<(), String>| r.map_err(LabError::Failed);
+        f(ip(&[
+            "-n", &self.hub, "link", "add", &hub_if, "type", "veth", "peer", "name", &peer,
+        ]))?;
+        f(ip(&["-n", &self.hub, "link", "set", &peer, "netns", &name]))?;
+        f(ip(&[
+            "-n", &self.hub, "link", "set", &hub_if, "master", "br0",
+        ]))?;
+        f(ip(&["-n", &self.hub, "link", "set", &hub_if, "up"]))?;
+        f(ip(&["-n", &name, "link", "set", "lo", "up"]))?;
+        f(ip(&["-n", &name, "link", "set", &peer, "name", "eth0"]))?;
+        f(ip(&[
+            "-n",
+            &name,
+            "addr",
+            "add",
+            &format!("{addr}/24"),
+            "dev",
+            "eth0",
+        ]))?;
+        f(ip(&["-n", &name, "link", "set", "eth0", "up"]))?;
+        Ok(Host { name, addr, hub_if })
+    }
+
+    /// Cuts (`up = false`) or restores a host's link at the bridge port.
+    pub fn set_link(&self, h: &Host, up: bool) -> Result<(), String> {
+        ip(&[
+            "-n",
+            &self.hub,
+            "link",
+            "set",
+            &h.hub_if,
+            if up { "up" } else { "down" },
+        ])
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its interfaces; veth peers go too.
+        for h in self.hosts.iter().rev() {
+            let _ = ip(&["netns", "del", h]);
+        }
+        let _ = ip(&["netns", "del", &self.hub]);
+    }
+}
+
+impl Host {
+    pub fn ip(&self) -> IpAddr {
+        IpAddr::V4(self.addr)
+    }
+
+    /// `addr:port` in this namespace.
+    pub fn at(&self, port: u16) -> String {
+        format!("{}:{port}", self.addr)
+    }
+
+    /// Moves the calling thread into this namespace; sockets it creates
+    /// afterwards live there.
+    pub fn enter(&self) -> Result<(), String> {
+        let path = format!("/run/netns/{}", self.name);
+        let f = File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+        // SAFETY: a valid namespace fd; setns affects only this thread.
+        let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+        if r != 0 {
+            return Err(format!(
+                "setns {}: {}",
+                self.name,
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on a new thread inside this namespace.
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> JoinHandle<Result<T, String>> {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            me.enter()?;
+            Ok(f())
+        })
+    }
+
+    /// Runs `f` inside this namespace and waits for it.
+    pub fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, String> {
+        self.spawn(f)
+            .join()
+            .map_err(|_| "namespace thread panicked".to_string())?
+    }
+}
