@@ -204,6 +204,7 @@ fn cluster(a: ClusterArgs) -> Result<(), String> {
         timeout_ms: a.timeout_ms,
         seed: a.seed,
         bind: "127.0.0.1:0".into(),
+        ..Default::default()
     };
     let report = Client::bind(cfg).map(|mut cl| cl.run());
     c.shutdown()?;

@@ -232,6 +232,7 @@ fn low_load(target: SocketAddr, rate: f64, dur: Duration) -> Result<(f64, f64), 
         timeout_ms: 500,
         seed: 5,
         bind: "127.0.0.1:0".into(),
+        ..Default::default()
     };
     let mut c = Client::bind(cfg)?;
     let r = c.run();

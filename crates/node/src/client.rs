@@ -14,12 +14,15 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use netsched_core::rng::Rng;
 use netsched_proto::{
-    task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus, MAX_DATAGRAM,
+    task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, RackSchedMessage,
+    RackSchedPacket, ReplyStatus, ReqId, MAX_DATAGRAM,
 };
 use netsched_sim::workload::ServiceSampler;
 
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, WireFamily};
 use crate::net;
+use crate::tasks::{TaskKind, GET_OBJECTS, ROCKS_PAYLOAD_LEN, SCAN_OBJECTS};
+use crate::worker::RS_FAILED_CLASS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -152,6 +155,8 @@ impl Client {
         let mut arrivals = Rng::derive(cfg.seed, 1);
         let mut service_rng = Rng::derive(cfg.seed, 2);
         let mut route_rng = Rng::derive(cfg.seed, 3);
+        let mut key_rng = Rng::derive(cfg.seed, 4);
+        let mut payload = [0u8; ROCKS_PAYLOAD_LEN];
         let total_w: f64 = cfg.targets.iter().map(|t| t.weight).sum();
         let cum: Vec<f64> = cfg
             .targets
@@ -188,21 +193,55 @@ impl Client {
                 let (service_ns, class) = self.sampler.sample(&mut service_rng);
                 let u = route_rng.unit();
                 let t = cum.iter().position(|&c| u < c).unwrap_or(cum.len() - 1);
-                let msg = Message::Horus(HorusMessage {
-                    header: HorusHeader {
-                        pool_id: cfg.pool,
-                        seq: seq as u16,
-                        ..Default::default()
-                    },
-                    body: HorusBody::TaskFirst(HorusTask {
-                        task_id: task_id::new(cfg.app_id, seq),
-                        is_last: true,
-                        idle_selected: false,
-                        class,
-                        service_time_ns: service_ns,
-                        payload: b"",
+                // RocksDB tasks: the class picks GET or SCAN (RackSched §4.4);
+                // the work is the request itself, not a carried time.
+                let (service_ns, plen) = if cfg.rocksdb_keys > 0 {
+                    let key = (key_rng.unit() * cfg.rocksdb_keys as f64) as u32;
+                    let kind = if class == 0 {
+                        TaskKind::Get {
+                            key,
+                            count: GET_OBJECTS,
+                        }
+                    } else {
+                        TaskKind::Scan {
+                            key,
+                            count: SCAN_OBJECTS,
+                        }
+                    };
+                    (0, kind.encode(&mut payload))
+                } else {
+                    (service_ns, 0)
+                };
+                let msg = match cfg.wire {
+                    WireFamily::Horus => Message::Horus(HorusMessage {
+                        header: HorusHeader {
+                            pool_id: cfg.pool,
+                            seq: seq as u16,
+                            ..Default::default()
+                        },
+                        body: HorusBody::TaskFirst(HorusTask {
+                            task_id: task_id::new(cfg.app_id, seq),
+                            is_last: true,
+                            idle_selected: false,
+                            class,
+                            service_time_ns: service_ns,
+                            payload: &payload[..plen],
+                        }),
                     }),
-                });
+                    WireFamily::Racksched => {
+                        Message::RackSched(RackSchedMessage::ReqFirst(RackSchedPacket {
+                            req_id: ReqId {
+                                client_id: cfg.app_id,
+                                local_id: seq,
+                            },
+                            load: 0,
+                            is_last: true,
+                            class,
+                            service_time_ns: service_ns,
+                            payload: &payload[..plen],
+                        }))
+                    }
+                };
                 intended.push(next_at);
                 let n = msg.encode(&mut tx).expect("task fits a datagram");
                 match self.sock.send_to(&tx[..n], cfg.targets[t].addr) {
@@ -218,13 +257,27 @@ impl Client {
             // Replies.
             while let Ok(Some((n, _))) = net::try_recv(&self.sock, &mut rx) {
                 let at = ns();
-                let Ok(Message::Horus(HorusMessage {
-                    body: HorusBody::Reply(r),
-                    ..
-                })) = Message::decode(&rx[..n])
-                else {
-                    unknown += 1;
-                    continue;
+                let r = match Message::decode(&rx[..n]) {
+                    Ok(Message::Horus(HorusMessage {
+                        body: HorusBody::Reply(r),
+                        ..
+                    })) => r,
+                    // A RackSched REP; a failed one is marked by its class.
+                    Ok(Message::RackSched(RackSchedMessage::Reply(p))) => {
+                        netsched_proto::HorusReply {
+                            task_id: p.req_id.as_u64(),
+                            status: if p.class == RS_FAILED_CLASS {
+                                ReplyStatus::Failed
+                            } else {
+                                ReplyStatus::Ok
+                            },
+                            payload: p.payload,
+                        }
+                    }
+                    _ => {
+                        unknown += 1;
+                        continue;
+                    }
                 };
                 let seq = task_id::seq(r.task_id) as usize;
                 if task_id::app_id(r.task_id) != cfg.app_id || seq >= state.len() {

@@ -26,8 +26,23 @@ pub enum PolicyName {
     /// RackSched's power-of-2 over piggybacked loads (OSDI'20 §3.3) at a leaf;
     /// at a spine, RS-H's upper layer (Horus §4.1). A RackSched leaf with
     /// upstream spines reports its rack load to all of them after every reply
-    /// (RS-H). Carried over the Horus wire family (see docs/runtime.md).
+    /// (RS-H). Carried over the Horus wire family, or RackSched's own
+    /// (REQF/REQR/REP, docs/runtime.md).
     Racksched,
+    /// Join the shortest queue over the tasks this scheduler has outstanding
+    /// at each node (it sees every task and reply: the zero-delay view).
+    Jsq,
+    /// Join-Idle-Queue (Lu et al. 2011): idle replies feed an I-queue.
+    Jiq,
+    /// Power-of-2 over the same outstanding counts as `jsq` (instant updates).
+    Pow2Instant,
+    /// Power-of-2 over loads replies carry (Horus App. C: RackSched, k = 2).
+    Pow2Delayed,
+    /// Horus's idle list with a random fallback (Horus App. C ablation).
+    IdleOnly,
+    /// One FIFO in the scheduler over single-task workers (RackSched §2
+    /// global cFCFS, M/M/c).
+    Central,
 }
 
 /// One scheduler instance: one role of one pool.
@@ -301,6 +316,43 @@ pub struct ClientConfig {
     pub seed: u64,
     #[serde(default = "default_bind")]
     pub bind: String,
+    /// Wire family of the tasks: `horus` (task/reply) or `racksched`
+    /// (REQF/REP with REQ_ID = <app_id, seq>, OSDI'20 §3.2).
+    #[serde(default)]
+    pub wire: WireFamily,
+    /// Nonzero: RocksDB tasks over keys `0..rocksdb_keys` instead of
+    /// synthetic ones. The service distribution's class picks the request:
+    /// class 0 a GET of 60 objects, any other a SCAN of 5,000 (crate::tasks);
+    /// its service time is not sent.
+    #[serde(default)]
+    pub rocksdb_keys: u32,
+}
+
+/// Which family of crates/proto a client speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WireFamily {
+    #[default]
+    Horus,
+    Racksched,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            targets: Vec::new(),
+            pool: 1,
+            app_id: 1,
+            rate: 1000.0,
+            duration_ms: 1000,
+            service: ServiceDist::Fixed { value_us: 100.0 },
+            timeout_ms: default_timeout(),
+            seed: default_seed(),
+            bind: default_bind(),
+            wire: WireFamily::Horus,
+            rocksdb_keys: 0,
+        }
+    }
 }
 
 fn default_timeout() -> u64 {

@@ -36,7 +36,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netsched_core::baselines::{RandomDispatch, RoundRobin};
+use netsched_core::baselines::{
+    pow2_delayed, CentralQueue, IdleOnly, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin,
+};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::racksched::{RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
 use netsched_core::rng::Rng;
@@ -52,6 +54,22 @@ use crate::config::{PolicyName, PoolConfig, Role, SwitchConfig};
 use crate::fault::Fault;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net::{self, Clock};
+
+// RackSched's own wire family (REQF/REQR/REP, LOAD_REPORT), packets parked by
+// queueing baselines, and the zero-delay feed of the ideal baselines: a child
+// module for the same reason.
+#[path = "racksched_wire.rs"]
+mod racksched_wire;
+pub use racksched_wire::RS_FAILED_CLASS;
+
+/// The task packet a pass belongs to, in its wire family.
+#[derive(Clone, Copy)]
+enum Pkt<'a> {
+    Horus(&'a HorusMessage<'a>),
+    /// A RackSched REQF/REQR, forwarded byte for byte (it has no field a
+    /// scheduler rewrites).
+    RackSched(&'a [u8]),
+}
 
 // Controller hooks (configuration pushes, status reports): a child module so
 // they can reach the instances without widening their visibility.
@@ -176,6 +194,11 @@ enum Plane {
     RoundRobin(RoundRobin),
     RackSched(RackSched),
     RackSchedSpine(RackSchedSpine),
+    Jsq(Jsq),
+    Jiq(Jiq),
+    PowK(PowKInstant),
+    IdleOnly(IdleOnly),
+    Central(CentralQueue),
 }
 
 impl Plane {
@@ -188,6 +211,11 @@ impl Plane {
             Plane::RoundRobin(p) => p,
             Plane::RackSched(p) => p,
             Plane::RackSchedSpine(p) => p,
+            Plane::Jsq(p) => p,
+            Plane::Jiq(p) => p,
+            Plane::PowK(p) => p,
+            Plane::IdleOnly(p) => p,
+            Plane::Central(p) => p,
         }
     }
 
@@ -206,6 +234,11 @@ impl Plane {
             Plane::Random(p) => p.control_remove_node(node),
             Plane::RoundRobin(p) => p.control_remove_node(node),
             Plane::RackSched(p) => p.control_remove_node(node),
+            Plane::Jsq(p) => p.control_remove_node(node),
+            Plane::Jiq(p) => p.control_remove_node(node),
+            Plane::PowK(p) => p.control_remove_node(node),
+            Plane::IdleOnly(p) => p.control_remove_node(node),
+            Plane::Central(p) => p.control_remove_node(node),
             // Racks leave a spine through the centralized controller.
             Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
         }
@@ -218,6 +251,13 @@ impl Plane {
             Plane::Random(p) => p.control_add_node(node),
             Plane::RoundRobin(p) => p.control_add_node(node),
             Plane::RackSched(p) => p.control_add_node(node),
+            Plane::Jsq(p) => p.control_add_node(node),
+            Plane::Jiq(p) => p.control_add_node(node),
+            Plane::PowK(p) => p.control_add_node(node),
+            Plane::IdleOnly(p) => p.control_add_node(node),
+            // The buffer's head may leave at once; affinity entries of that
+            // dispatch are stamped 0 (no clock here), so expire early.
+            Plane::Central(p) => p.control_add_node(node, 0, out),
             Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
         }
     }
@@ -241,6 +281,11 @@ struct Instance {
     /// plane currently has it.
     last_seen: Vec<u64>,
     alive: Vec<bool>,
+    /// Tasks dispatched to each node and not yet answered: the zero-delay
+    /// view fed to `jsq` and `pow2-instant` (racksched_wire.rs).
+    outstanding: Vec<u32>,
+    /// Tasks arrive in RackSched's family: notices go up as LOAD_REPORTs.
+    rs_wire: bool,
     /// Nodes the controller allows (leaf: workers not removed by the admin
     /// API; spine: racks it admitted). All at start.
     enabled: Vec<bool>,
@@ -278,6 +323,11 @@ pub struct SwitchDaemon {
     controller: Option<SocketAddr>,
     status_ns: u64,
     fault: Fault,
+    /// Task packets a queueing data plane (central) buffered, by task id,
+    /// until it dispatches them; `spare` recycles their buffers.
+    parked: HashMap<u64, Vec<u8>>,
+    spare: Vec<Vec<u8>>,
+    rs_slots: racksched_wire::RsSlots,
 }
 
 impl SwitchDaemon {
@@ -389,6 +439,14 @@ impl SwitchDaemon {
                     (Role::Spine, PolicyName::Racksched) => Plane::RackSchedSpine(
                         RackSchedSpine::new(n, seed, 2, ReqTableConfig::default()),
                     ),
+                    (_, PolicyName::Jsq) => Plane::Jsq(Jsq::new(n, seed)),
+                    (_, PolicyName::Jiq) => Plane::Jiq(Jiq::new(n, seed)),
+                    (_, PolicyName::Pow2Instant) => Plane::PowK(PowKInstant::new(n, 2, seed)),
+                    (_, PolicyName::Pow2Delayed) => Plane::RackSched(pow2_delayed(n, seed)),
+                    (_, PolicyName::IdleOnly) => Plane::IdleOnly(IdleOnly::new(n, seed)),
+                    (_, PolicyName::Central) => {
+                        Plane::Central(CentralQueue::new(n, CentralQueue::DEFAULT_CAPACITY))
+                    }
                 };
             let pool = pc.pool.to_string();
             let qlen_gauges = if pc.role == Role::Leaf {
@@ -449,8 +507,11 @@ impl SwitchDaemon {
                 } else {
                     pc.rack_workers.clone()
                 },
+                outstanding: vec![0; n as usize],
+                rs_wire: false,
             });
         }
+        let rs_slots = racksched_wire::register_rs(&mut reg);
         let control = controller_hooks::ControlSlots::register(&mut reg);
         Ok(SwitchDaemon {
             sock,
@@ -480,6 +541,9 @@ impl SwitchDaemon {
             controller: cfg.controller,
             status_ns: cfg.status_ms.saturating_mul(1_000_000),
             fault: Fault::new(&cfg.fault),
+            parked: HashMap::new(),
+            spare: Vec::new(),
+            rs_slots,
         })
     }
 
@@ -613,10 +677,7 @@ impl SwitchDaemon {
     fn handle_datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
         let msg = match Message::decode(data) {
             Ok(Message::Horus(m)) => m,
-            Ok(Message::RackSched(_)) => {
-                self.registry.inc(self.slots.rx[7]);
-                return self.drop_rt(RuntimeDrop::UnsupportedFamily);
-            }
+            Ok(Message::RackSched(m)) => return self.handle_racksched(data, m, src, now),
             Err(e) => {
                 self.registry.inc(self.slots.rx[7]);
                 return self.drop_rt(match e {
@@ -658,7 +719,7 @@ impl SwitchDaemon {
                     upstream,
                     class: t.class,
                 };
-                self.run_passes(i, now, Input::Task(meta), Some(&msg));
+                self.run_passes(i, now, Input::Task(meta), Some(Pkt::Horus(&msg)));
             }
             HorusBody::Reply(r) => {
                 let inst = &self.instances[i];
@@ -678,6 +739,7 @@ impl SwitchDaemon {
                             task: r.task_id,
                         };
                         self.run_passes(i, now, input, None);
+                        self.oracle_replied(i, h.src_id as u32, now);
                     }
                     Role::Spine => {
                         // Replies pass through on their way to the client; a
@@ -790,7 +852,7 @@ impl SwitchDaemon {
 
     /// Feeds `input` and then every resubmission it causes, in order, before
     /// returning (run to completion).
-    fn run_passes(&mut self, i: usize, now: u64, input: Input, task: Option<&HorusMessage<'_>>) {
+    fn run_passes(&mut self, i: usize, now: u64, input: Input, task: Option<Pkt<'_>>) {
         let mut input = input;
         let mut out = Outbox::new();
         loop {
@@ -810,13 +872,7 @@ impl SwitchDaemon {
     }
 
     /// Executes the actions in `out` (resubmissions are queued, not run).
-    fn execute(
-        &mut self,
-        i: usize,
-        out: &mut Outbox,
-        carries_task: bool,
-        task: Option<&HorusMessage<'_>>,
-    ) {
+    fn execute(&mut self, i: usize, out: &mut Outbox, carries_task: bool, task: Option<Pkt<'_>>) {
         for a in out.drain() {
             match a {
                 Action::Dispatch {
@@ -831,6 +887,7 @@ impl SwitchDaemon {
                     };
                     self.registry.inc(self.slots.decisions[d]);
                     self.dispatch(i, node, meta, task);
+                    self.oracle_dispatched(i, node);
                 }
                 Action::Resubmit(r) => {
                     self.registry.inc(self.slots.resubmissions);
@@ -846,16 +903,29 @@ impl SwitchDaemon {
                         }
                     }
                 }
-                Action::Queued => self.registry.inc(self.slots.queued),
+                Action::Queued => {
+                    self.registry.inc(self.slots.queued);
+                    if let Some(p) = task {
+                        self.park(p);
+                    }
+                }
             }
         }
     }
 
     /// Forwards the task packet being processed to downstream `node`, with
     /// the header's `dst_id` and the idleSelected mark set by the data plane.
-    fn dispatch(&mut self, i: usize, node: u32, meta: TaskMeta, task: Option<&HorusMessage<'_>>) {
-        let Some(m) = task else {
-            return self.drop_rt(RuntimeDrop::NoPacket);
+    fn dispatch(&mut self, i: usize, node: u32, meta: TaskMeta, task: Option<Pkt<'_>>) {
+        let m = match task {
+            Some(Pkt::Horus(m)) if m.task_id() == Some(meta.id) => m,
+            Some(Pkt::RackSched(bytes)) if racksched_wire::req_id(bytes) == Some(meta.id) => {
+                let Some(&dst) = self.instances[i].cfg.downstream.get(node as usize) else {
+                    return self.drop_rt(RuntimeDrop::NoPacket);
+                };
+                return self.send_raw(bytes, dst, TX_TASK);
+            }
+            // Not the packet of this pass: one a queueing plane parked.
+            _ => return self.dispatch_parked(i, node, meta),
         };
         let t = match m.body {
             HorusBody::TaskFirst(t) | HorusBody::TaskContinuation(t) => t,
@@ -885,6 +955,9 @@ impl SwitchDaemon {
 
     fn notify(&mut self, i: usize, to: Upstream, notice: Notice) {
         let inst = &self.instances[i];
+        if let (true, Notice::LoadUpdate(load)) = (inst.rs_wire, notice) {
+            return self.notify_racksched(i, to, load);
+        }
         let (body, tx) = match notice {
             Notice::IdleAdd => (HorusBody::IdleAdd, 3),
             Notice::IdleRemove => (HorusBody::IdleRemove, 4),
@@ -913,7 +986,11 @@ impl SwitchDaemon {
 
     /// Answers a task the data plane dropped with a failed reply whose
     /// payload names the reason.
-    fn fail_task(&mut self, m: &HorusMessage<'_>, reason: DropReason) {
+    fn fail_task(&mut self, p: Pkt<'_>, reason: DropReason) {
+        let m = match p {
+            Pkt::Horus(m) => m,
+            Pkt::RackSched(bytes) => return self.fail_racksched(bytes, reason),
+        };
         let Some(id) = m.task_id() else { return };
         let Some(&dst) = self.routes.get(&task_id::app_id(id)) else {
             return self.drop_rt(RuntimeDrop::NoRoute);

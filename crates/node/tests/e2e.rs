@@ -22,6 +22,7 @@ fn client(target: std::net::SocketAddr, rate: f64, ms: u64, service: ServiceDist
         timeout_ms: 1000,
         seed: 9,
         bind: "127.0.0.1:0".into(),
+        ..Default::default()
     }
 }
 

@@ -84,6 +84,7 @@ fn silent_worker_is_removed_and_readmitted() {
         timeout_ms: 500,
         seed: 1,
         bind: "127.0.0.1:0".into(),
+        ..Default::default()
     })
     .unwrap();
     let r = c.run();

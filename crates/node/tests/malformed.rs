@@ -86,9 +86,10 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
     let mut trailing = horus(5, 0, HorusBody::IdleAdd);
     trailing.push(0);
     d.on_datagram(&trailing, l0, 5);
+    // RackSched family: a LOAD_REPORT names its pool, here one not served.
     let rs = Message::RackSched(RackSchedMessage::LoadReport(RackSchedLoadReport {
         src_id: 0,
-        pool_id: 5,
+        pool_id: 6,
         load: 1,
     }))
     .to_vec()
@@ -126,8 +127,8 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
         ("unknown_type", 1),
         ("inconsistent", 1),
         ("trailing_bytes", 1),
-        ("unsupported_family", 1),
-        ("unknown_pool", 1),
+        ("unsupported_family", 0),
+        ("unknown_pool", 2),
         ("unregistered_source", 4),
         ("wrong_role", 1),
         ("no_route", 1),
@@ -136,7 +137,14 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
     }
     assert_eq!(
         reg.value("netsched_rx_packets_total", "{type=\"invalid\"}"),
-        Some(6)
+        Some(5)
+    );
+    assert_eq!(
+        reg.value(
+            "netsched_rx_packets_total",
+            "{type=\"racksched_load_report\"}"
+        ),
+        Some(1)
     );
     // No spoofed notice reached the data plane.
     assert_eq!(reg.sum("netsched_resubmissions_total"), 0);
