@@ -728,8 +728,9 @@ impl SwitchDaemon {
                         if !inst.is_node(h.src_id, src) {
                             return self.drop_rt(RuntimeDrop::UnregisteredSource);
                         }
-                        self.registry
-                            .set(inst.qlen_gauges[h.src_id as usize], h.qlen as u64);
+                        if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
+                            self.registry.set(g, h.qlen as u64);
+                        }
                         self.heard_from(i, h.src_id as usize, now);
                         // §3.4: the reply carries the worker's queue length.
                         let input = Input::Reply {
