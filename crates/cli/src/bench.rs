@@ -32,11 +32,15 @@ pub enum BenchCmd {
     },
     /// Scheduler daemon on loopback: tasks/s per core and latency added at low load.
     Switch(crate::node::BenchSwitchArgs),
+    /// p99 against offered load: Horus and RackSched leaves vs nginx's UDP
+    /// proxy (random two least_conn) over the same workers, same client.
+    Nginx(crate::node::BenchNginxArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
         BenchCmd::Switch(a) => crate::node::bench_switch(a),
+        BenchCmd::Nginx(a) => crate::node::bench_nginx(a),
         BenchCmd::Sim {
             tasks_per_worker,
             pools,

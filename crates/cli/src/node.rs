@@ -239,3 +239,72 @@ pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), String> {
     println!("{}", r.summary());
     Ok(())
 }
+
+#[derive(clap::Args)]
+pub struct BenchNginxArgs {
+    /// Single-executor workers shared by every setup.
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// Service-time distribution as a TOML inline table (µs).
+    #[arg(long, default_value = "{ kind = \"exp\", mean_us = 500 }")]
+    service: String,
+    /// Offered loads, fractions of the workers' capacity, comma-separated.
+    #[arg(long, default_value = "0.3,0.5,0.7,0.8,0.9", value_delimiter = ',')]
+    loads: Vec<f64>,
+    #[arg(long, default_value_t = 3000)]
+    duration_ms: u64,
+    /// Setups in run order: horus, racksched, nginx.
+    #[arg(long, default_value = "horus,racksched,nginx", value_delimiter = ',')]
+    setups: Vec<String>,
+    /// RocksDB tasks on an embedded database of this many keys (0: synthetic).
+    #[arg(long, default_value_t = 0)]
+    rocksdb_keys: u32,
+    #[arg(long, default_value = netsched_node::nginx::DEFAULT_NGINX)]
+    nginx: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Also write the rows as CSV here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
+    let service =
+        netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
+    let opts = netsched_node::nginx::NginxBenchOpts {
+        workers: a.workers,
+        service,
+        loads: a.loads,
+        duration_ms: a.duration_ms,
+        setups: a.setups,
+        nginx: a.nginx,
+        rocksdb_keys: a.rocksdb_keys,
+        seed: a.seed,
+        ..Default::default()
+    };
+    println!("{}", netsched_node::nginx::Row::HEADER);
+    let rows = netsched_node::nginx::run(&opts, |r| println!("{}", r.line()))?;
+    if let Some(p) = a.csv {
+        let mut out = String::from(
+            "setup,load,rate,submitted,completed,failed,timed_out,p50_us,p99_us,p999_us\n",
+        );
+        for r in &rows {
+            let c = &r.report;
+            out += &format!(
+                "{},{},{:.1},{},{},{},{},{:.1},{:.1},{:.1}\n",
+                r.setup,
+                r.load,
+                r.rate,
+                c.submitted,
+                c.completed,
+                c.failed_total(),
+                c.timed_out,
+                c.percentile_us(0.5),
+                c.percentile_us(0.99),
+                c.percentile_us(0.999)
+            );
+        }
+        std::fs::write(&p, out).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}

@@ -23,6 +23,7 @@ pub mod controller_proto;
 pub mod fault;
 pub mod metrics;
 pub mod net;
+pub mod nginx;
 pub mod netns;
 pub mod switch;
 pub mod tasks;

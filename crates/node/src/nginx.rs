@@ -1,0 +1,354 @@
+//! `netsched bench nginx`: p99 response time against offered load for Horus
+//! and RackSched, beside nginx's UDP stream proxy with `random two
+//! least_conn` (the software power-of-two balancer an operator might deploy
+//! instead), in front of the same workers, with the same client, in one run.
+//!
+//! Three setups share one set of single-executor workers (FCFS queue each):
+//!
+//! | setup | path | scheduler |
+//! |---|---|---|
+//! | `horus` | client → leaf → worker → leaf → client | Horus leaf (idle list + lazy power-of-2) |
+//! | `racksched` | same, RackSched wire (REQF/REP) | RackSched power-of-2 on LOAD |
+//! | `nginx` | client → nginx → worker → nginx → client | `random two least_conn` on open sessions |
+//!
+//! nginx as a UDP proxy cannot route a reply along a multi-hop path (it
+//! relays only what comes back on the upstream socket it opened), so the
+//! workers reply to whoever sent them the task: the leaf daemon for the
+//! first two setups, nginx's per-session upstream socket for the third. All
+//! three paths are therefore 4 loopback hops. nginx runs with one worker
+//! process (the daemon is one thread), `proxy_requests 1` (every datagram is
+//! its own session, hence its own balancing decision; without it all of a
+//! client's datagrams stick to one upstream) and `proxy_responses 1` (the
+//! session, and its least_conn count, ends with the reply). nginx's
+//! least_conn thus counts tasks outstanding at each worker, which is exactly
+//! what a worker's queue holds.
+
+use std::io::Write;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use netsched_sim::workload::ServiceDist;
+
+use crate::config::{ClientConfig, Target, WireFamily};
+use crate::{Client, ClientReport, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
+
+/// Where Debian's nginx and its stream module live.
+pub const DEFAULT_NGINX: &str = "/usr/sbin/nginx";
+pub const DEFAULT_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
+
+#[derive(Clone, Debug)]
+pub struct NginxBenchOpts {
+    pub workers: usize,
+    pub service: ServiceDist,
+    /// Offered loads as fractions of the workers' capacity n / s̄.
+    pub loads: Vec<f64>,
+    pub duration_ms: u64,
+    pub setups: Vec<String>,
+    pub nginx: PathBuf,
+    pub stream_module: PathBuf,
+    /// Nonzero: RocksDB GET/SCAN tasks on an embedded database of this many
+    /// keys (classes of `service` pick GET or SCAN; its times give s̄).
+    pub rocksdb_keys: u32,
+    pub seed: u64,
+    pub timeout_ms: u64,
+}
+
+impl Default for NginxBenchOpts {
+    fn default() -> Self {
+        NginxBenchOpts {
+            workers: 4,
+            service: ServiceDist::Exp { mean_us: 500.0 },
+            loads: vec![0.3, 0.5, 0.7, 0.8, 0.9],
+            duration_ms: 3000,
+            setups: vec!["horus".into(), "racksched".into(), "nginx".into()],
+            nginx: DEFAULT_NGINX.into(),
+            stream_module: DEFAULT_STREAM_MODULE.into(),
+            rocksdb_keys: 0,
+            seed: 1,
+            timeout_ms: 2000,
+        }
+    }
+}
+
+/// One (setup, load) measurement.
+#[derive(Debug)]
+pub struct Row {
+    pub setup: String,
+    pub load: f64,
+    pub rate: f64,
+    pub report: ClientReport,
+}
+
+impl Row {
+    pub fn line(&self) -> String {
+        let r = &self.report;
+        format!(
+            "| {} | {:.2} | {:.0} | {} / {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            self.setup,
+            self.load,
+            self.rate,
+            r.completed,
+            r.submitted,
+            r.failed_total(),
+            r.timed_out,
+            r.percentile_us(0.5),
+            r.percentile_us(0.99),
+            r.percentile_us(0.999),
+            r.max_send_lag_ns as f64 / 1e3,
+        )
+    }
+
+    pub const HEADER: &'static str = "| setup | load | rate (tasks/s) | completed | failed | timed out | p50 µs | p99 µs | p99.9 µs | client send lag µs |\n|---|---|---|---|---|---|---|---|---|---|";
+}
+
+/// A running nginx in a private temporary directory; killed and cleaned up
+/// on drop.
+pub struct Nginx {
+    child: Child,
+    dir: PathBuf,
+    pub listen: SocketAddr,
+}
+
+/// The nginx.conf of the comparison (module doc).
+pub fn nginx_conf(
+    dir: &Path,
+    module: &Path,
+    listen: SocketAddr,
+    upstreams: &[SocketAddr],
+) -> String {
+    let servers: String = upstreams
+        .iter()
+        .map(|a| format!("        server {a};\n"))
+        .collect();
+    format!(
+        "load_module {module};\n\
+         worker_processes 1;\n\
+         worker_rlimit_nofile 65536;\n\
+         daemon off;\n\
+         master_process off;\n\
+         pid {dir}/nginx.pid;\n\
+         error_log {dir}/error.log error;\n\
+         events {{ worker_connections 32768; }}\n\
+         stream {{\n\
+         \x20   upstream workers {{\n\
+         \x20       random two least_conn;\n\
+         {servers}\
+         \x20   }}\n\
+         \x20   server {{\n\
+         \x20       listen {listen} udp;\n\
+         \x20       proxy_pass workers;\n\
+         \x20       proxy_requests 1;\n\
+         \x20       proxy_responses 1;\n\
+         \x20       proxy_timeout 5s;\n\
+         \x20   }}\n\
+         }}\n",
+        module = module.display(),
+        dir = dir.display(),
+    )
+}
+
+impl Nginx {
+    /// Starts nginx proxying UDP on a free loopback port to `upstreams`.
+    pub fn start(bin: &Path, module: &Path, upstreams: &[SocketAddr]) -> Result<Nginx, String> {
+        if !bin.exists() {
+            return Err(format!(
+                "{}: not found (Debian: apt-get install -y nginx libnginx-mod-stream)",
+                bin.display()
+            ));
+        }
+        if !module.exists() {
+            return Err(format!(
+                "{}: not found (Debian: apt-get install -y libnginx-mod-stream)",
+                module.display()
+            ));
+        }
+        // A free port: bind, read, release (nginx binds it right after).
+        let listen = UdpSocket::bind("127.0.0.1:0")
+            .and_then(|s| s.local_addr())
+            .map_err(|e| e.to_string())?;
+        let dir = std::env::temp_dir().join(format!(
+            "netsched-nginx-{}-{}",
+            std::process::id(),
+            listen.port()
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let conf = dir.join("nginx.conf");
+        std::fs::File::create(&conf)
+            .and_then(|mut f| f.write_all(nginx_conf(&dir, module, listen, upstreams).as_bytes()))
+            .map_err(|e| format!("{}: {e}", conf.display()))?;
+        let child = Command::new(bin)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(&conf)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        let mut n = Nginx { child, dir, listen };
+        // Ready when it holds the port; fail fast if it exited.
+        for _ in 0..100 {
+            if let Ok(Some(status)) = n.child.try_wait() {
+                let log = std::fs::read_to_string(n.dir.join("error.log")).unwrap_or_default();
+                return Err(format!("nginx exited ({status}): {}", log.trim()));
+            }
+            if UdpSocket::bind(listen).is_err() {
+                return Ok(n);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("nginx did not bind its port within 2 s".into())
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn loopback() -> Result<UdpSocket, String> {
+    UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())
+}
+
+/// A standalone leaf daemon of `policy` over `workers`, on its own thread.
+fn leaf(
+    policy: &str,
+    workers: &[SocketAddr],
+    stop: &Arc<AtomicBool>,
+) -> Result<(SocketAddr, std::thread::JoinHandle<()>), String> {
+    let list: Vec<String> = workers.iter().map(|a| format!("\"{a}\"")).collect();
+    let cfg = SwitchConfig::from_toml(&format!(
+        "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 1\nrole = \"leaf\"\n\
+         policy = \"{policy}\"\ndownstream = [{}]\n",
+        list.join(", ")
+    ))?;
+    let mut d = SwitchDaemon::new(&cfg, loopback()?)?;
+    let addr = d.local_addr();
+    let s = stop.clone();
+    let h = std::thread::spawn(move || {
+        let _ = d.run(&s);
+    });
+    Ok((addr, h))
+}
+
+fn client(
+    opts: &NginxBenchOpts,
+    target: SocketAddr,
+    wire: WireFamily,
+    rate: f64,
+    app_id: u32,
+) -> Result<ClientReport, String> {
+    let mut c = Client::bind(ClientConfig {
+        targets: vec![Target {
+            addr: target,
+            weight: 1.0,
+        }],
+        pool: 1,
+        app_id,
+        rate,
+        duration_ms: opts.duration_ms,
+        service: opts.service.clone(),
+        timeout_ms: opts.timeout_ms,
+        seed: opts.seed,
+        wire,
+        rocksdb_keys: opts.rocksdb_keys,
+        ..Default::default()
+    })?;
+    Ok(c.run())
+}
+
+/// Runs every setup at every load against one set of workers; calls
+/// `progress` with each row as it completes.
+pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    if opts.workers == 0 || opts.loads.is_empty() {
+        return Err("need at least one worker and one load".into());
+    }
+    if let Some(l) = opts.loads.iter().find(|l| !(**l > 0.0 && **l <= 1.0)) {
+        return Err(format!("loads must be in (0, 1], got {l}"));
+    }
+    for s in &opts.setups {
+        if !["horus", "racksched", "nginx"].contains(&s.as_str()) {
+            return Err(format!(
+                "unknown setup '{s}'; known: horus, racksched, nginx"
+            ));
+        }
+    }
+    let mean_ns = opts.service.build().map_err(|e| e.to_string())?.mean_ns();
+    let capacity = opts.workers as f64 * 1e9 / mean_ns;
+    let stop = Arc::new(AtomicBool::new(false));
+    let socks = (0..opts.workers)
+        .map(|_| loopback())
+        .collect::<Result<Vec<_>, _>>()?;
+    // No leaf: each worker replies to the task's sender (module doc).
+    let wcfg = WorkerConfig {
+        heartbeat_ms: 0,
+        rocksdb: (opts.rocksdb_keys > 0).then(|| crate::tasks::RocksConfig {
+            keys: opts.rocksdb_keys,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let workers = Worker::start(&wcfg, socks, stop.clone())?;
+    let addrs = workers.addrs().to_vec();
+    let result = (|| {
+        let mut rows = Vec::new();
+        let mut app = 100;
+        for setup in &opts.setups {
+            let mut nginx = None;
+            let mut daemon = None;
+            let d_stop = Arc::new(AtomicBool::new(false));
+            let (target, wire) = match setup.as_str() {
+                "nginx" => {
+                    let n = Nginx::start(&opts.nginx, &opts.stream_module, &addrs)?;
+                    let t = n.listen;
+                    nginx = Some(n);
+                    (t, WireFamily::Horus)
+                }
+                "racksched" => {
+                    let (a, h) = leaf("racksched", &addrs, &d_stop)?;
+                    daemon = Some(h);
+                    (a, WireFamily::Racksched)
+                }
+                _ => {
+                    let (a, h) = leaf("horus", &addrs, &d_stop)?;
+                    daemon = Some(h);
+                    (a, WireFamily::Horus)
+                }
+            };
+            for &load in &opts.loads {
+                let rate = load * capacity;
+                app += 1;
+                let report = client(opts, target, wire, rate, app)?;
+                let row = Row {
+                    setup: setup.clone(),
+                    load,
+                    rate,
+                    report,
+                };
+                progress(&row);
+                rows.push(row);
+                // Let stragglers drain before the next load.
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            d_stop.store(true, Ordering::Relaxed);
+            if let Some(h) = daemon {
+                let _ = h.join();
+            }
+            drop(nginx);
+        }
+        Ok(rows)
+    })();
+    stop.store(true, Ordering::Relaxed);
+    workers.join();
+    result
+}
