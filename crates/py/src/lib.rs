@@ -1,0 +1,188 @@
+//! `netsched._native`: the simulators behind the `netsched` Python package.
+//!
+//! Each entry point takes a TOML config as text, runs it in Rust with the GIL
+//! released, and returns the files the CLI writes (`summary.json`, `runs.csv`,
+//! ...) as strings, produced by the same report code, so the Python API and
+//! `netsched sim` cannot disagree. Config errors become `ValueError` carrying
+//! the CLI's one-line message (`label: field: msg`).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+use netsched_flowsim::FlowConfig;
+use netsched_sim::config::SimConfig;
+
+/// The CLI prefixes config errors with the file they came from.
+fn prefixed(label: Option<&str>, e: impl std::fmt::Display) -> String {
+    match label {
+        Some(l) if !l.is_empty() => format!("{l}: {e}"),
+        _ => e.to_string(),
+    }
+}
+
+/// A scratch directory for one call's output files, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> std::io::Result<Scratch> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "netsched-py-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Scratch(dir))
+    }
+
+    fn read(&self, name: &str) -> std::io::Result<String> {
+        std::fs::read_to_string(self.0.join(name))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+enum Failure {
+    Config(String),
+    Io(String),
+}
+
+impl From<Failure> for PyErr {
+    fn from(f: Failure) -> PyErr {
+        match f {
+            Failure::Config(m) => PyValueError::new_err(m),
+            Failure::Io(m) => PyOSError::new_err(m),
+        }
+    }
+}
+
+fn parse_sim(text: &str, label: Option<&str>) -> Result<SimConfig, Failure> {
+    SimConfig::from_toml(text).map_err(|e| Failure::Config(prefixed(label, e)))
+}
+
+fn parse_flow(text: &str, label: Option<&str>) -> Result<FlowConfig, Failure> {
+    FlowConfig::from_toml(text).map_err(|e| Failure::Config(prefixed(label, e)))
+}
+
+/// The simulator's outputs for one config.
+fn sim_outputs(
+    cfg: &SimConfig,
+    base_dir: &Path,
+    progress: bool,
+) -> Result<(String, String, String, String), Failure> {
+    use netsched_sim::report;
+    use netsched_sim::run::{run_config, RunOpts};
+    let runs = run_config(cfg, base_dir, &RunOpts { progress })
+        .map_err(|e| Failure::Config(e.to_string()))?;
+    let scratch = Scratch::new().map_err(|e| Failure::Io(e.to_string()))?;
+    let io = |e: std::io::Error| Failure::Io(format!("{}: {e}", scratch.0.display()));
+    report::write_outputs(&scratch.0, cfg, &runs).map_err(io)?;
+    Ok((
+        scratch.read("summary.json").map_err(io)?,
+        scratch.read("runs.csv").map_err(io)?,
+        scratch.read("pools.csv").map_err(io)?,
+        report::table(&runs),
+    ))
+}
+
+fn flow_outputs(cfg: &FlowConfig) -> Result<(String, String, String, String), Failure> {
+    use netsched_flowsim::report;
+    use netsched_flowsim::run::run_config;
+    let runs = run_config(cfg, |_| {}).map_err(|e| Failure::Config(e.to_string()))?;
+    let scratch = Scratch::new().map_err(|e| Failure::Io(e.to_string()))?;
+    let io = |e: std::io::Error| Failure::Io(format!("{}: {e}", scratch.0.display()));
+    report::write_outputs(&scratch.0, cfg, &runs).map_err(io)?;
+    let mut table = report::table(&runs);
+    if let Some(t4) = report::table4(&runs) {
+        table.push_str(&t4);
+    }
+    Ok((
+        scratch.read("summary.json").map_err(io)?,
+        scratch.read("runs.csv").map_err(io)?,
+        scratch.read("tasks.csv").map_err(io)?,
+        table,
+    ))
+}
+
+/// Runs a `netsched sim` config (TOML text). `label` (the file name, if any)
+/// prefixes error messages as the CLI does; `base_dir` resolves relative
+/// trace paths. Returns (summary.json, runs.csv, pools.csv, table).
+#[pyfunction]
+#[pyo3(signature = (toml, label=None, base_dir=".", threads=None, progress=false))]
+fn run_sim(
+    py: Python<'_>,
+    toml: &str,
+    label: Option<&str>,
+    base_dir: &str,
+    threads: Option<usize>,
+    progress: bool,
+) -> PyResult<(String, String, String, String)> {
+    let mut cfg = parse_sim(toml, label)?;
+    if let Some(t) = threads {
+        cfg.threads = t;
+    }
+    let base = PathBuf::from(base_dir);
+    Ok(py.allow_threads(|| sim_outputs(&cfg, &base, progress))?)
+}
+
+/// Runs a `netsched flowsim` config (TOML text). Returns (summary.json,
+/// runs.csv, tasks.csv, table).
+#[pyfunction]
+#[pyo3(signature = (toml, label=None))]
+fn run_flowsim(
+    py: Python<'_>,
+    toml: &str,
+    label: Option<&str>,
+) -> PyResult<(String, String, String, String)> {
+    let cfg = parse_flow(toml, label)?;
+    Ok(py.allow_threads(|| flow_outputs(&cfg))?)
+}
+
+/// The config as the simulator understands it, every default filled in, as
+/// JSON: the canonical form the sweep cache hashes.
+#[pyfunction]
+#[pyo3(signature = (toml, label=None))]
+fn canonical_sim(toml: &str, label: Option<&str>) -> PyResult<String> {
+    let cfg = parse_sim(toml, label)?;
+    serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pyfunction]
+#[pyo3(signature = (toml, label=None))]
+fn canonical_flowsim(toml: &str, label: Option<&str>) -> PyResult<String> {
+    let cfg = parse_flow(toml, label)?;
+    cfg.validate()
+        .map_err(|e| PyValueError::new_err(prefixed(label, e)))?;
+    serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// JSON text of a table → TOML text, so a config given as a Python dict goes
+/// through the same TOML parser (and error messages) as a file.
+#[pyfunction]
+fn json_to_toml(json: &str) -> PyResult<String> {
+    let v: toml::Value =
+        serde_json::from_str(json).map_err(|e| PyValueError::new_err(format!("config: {e}")))?;
+    toml::to_string(&v).map_err(|e| PyValueError::new_err(format!("config: {e}")))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_sim, m)?)?;
+    m.add_function(wrap_pyfunction!(run_flowsim, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical_sim, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical_flowsim, m)?)?;
+    m.add_function(wrap_pyfunction!(json_to_toml, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

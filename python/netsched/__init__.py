@@ -1,0 +1,15 @@
+"""netsched: in-network task scheduling simulators (Horus, RackSched, Baraat)
+from Python, with an experiment catalog and Dask sweeps.
+
+    import netsched
+    res = netsched.run_sim("experiments/main.toml")   # TOML text, a path, or a dict
+    res.runs      # pandas DataFrame, one row per (policy, load) run
+    res.pools     # one row per pool and run
+    res.summary   # the summary.json dict
+
+See docs/experiments.md.
+"""
+from .api import SimResult, FlowResult, run_sim, run_flowsim, canonical_config, to_toml
+
+__all__ = ["SimResult", "FlowResult", "run_sim", "run_flowsim", "canonical_config", "to_toml"]
+__version__ = "0.1.0"

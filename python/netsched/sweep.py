@@ -1,0 +1,238 @@
+"""Sweeps: many simulator runs (loads × policies × distributions × seeds),
+executed on Dask and cached on disk by a hash of their canonical config.
+
+A *point* is one run: labels (the sweep coordinates, e.g. ``{"policy":
+"horus", "load": 0.9, "service": "bimodal", "seed": 1}``) and a full config
+dict that runs exactly one (policy, load). Its cache key is the SHA-256 of
+the canonical config (every default filled in by the simulator's own parser,
+minus `threads`, which does not change results), so an equivalent config
+written differently hits the same entry and a rerun computes only what is
+missing.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import itertools
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import pandas as pd
+
+from . import api
+
+DEFAULT_CACHE = Path(os.environ.get("NETSCHED_CACHE", Path.home() / ".cache" / "netsched"))
+# Part of every key: bump when the simulator's outputs change meaning.
+CACHE_VERSION = "1"
+
+
+@dataclass
+class Point:
+    labels: dict
+    config: dict
+    kind: str = "sim"  # or "flowsim"
+
+    def key(self) -> str:
+        return config_hash(self.config, self.kind)
+
+
+@dataclass
+class SweepResult:
+    """Concatenated outputs of every point, with the label columns first."""
+
+    runs: pd.DataFrame
+    pools: pd.DataFrame  # flowsim points: the per-task table
+    computed: int  # points run now (the rest came from the cache)
+    cached: int
+    summaries: list = field(default_factory=list, repr=False)
+
+
+def config_hash(config: dict, kind: str = "sim") -> str:
+    canon = api.canonical_config(config, kind)
+    canon.pop("threads", None)
+    blob = json.dumps({"kind": kind, "v": CACHE_VERSION, "config": canon}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def grid(base: dict, **axes: Sequence[Any]) -> list[Point]:
+    """The product of the axes over a base config. Known axes: ``policy``,
+    ``load``, ``seed``, ``service`` (a preset name or a service dict, put in
+    ``workload.service``); any other axis is a dotted config path, e.g.
+    ``**{"network.loss": [0, 1e-3]}``."""
+    names = list(axes)
+    points = []
+    for values in itertools.product(*(axes[n] for n in names)):
+        cfg = copy.deepcopy(base)
+        labels = {}
+        for name, v in zip(names, values):
+            set_axis(cfg, name, v)
+            labels[name] = v if not isinstance(v, dict) else v.get("name", json.dumps(v))
+        points.append(Point(labels, cfg))
+    return points
+
+
+def set_axis(cfg: dict, name: str, v: Any) -> None:
+    if name == "policy":
+        cfg["policy"] = v
+        cfg.pop("sweep", None)
+    elif name == "load":
+        cfg.setdefault("workload", {})["load"] = v
+        cfg.pop("sweep", None)
+    elif name == "seed":
+        cfg["seed"] = v
+    elif name == "service":
+        cfg.setdefault("workload", {})["service"] = (
+            {"kind": "preset", "name": v} if isinstance(v, str) else v
+        )
+    else:
+        *path, leaf = name.split(".")
+        t = cfg
+        for p in path:
+            t = t.setdefault(p, {})
+        t[leaf] = v
+
+
+# --- the on-disk cache -------------------------------------------------------
+
+def _entry(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / key[:2] / key
+
+
+def cached(cache_dir: Path, key: str) -> bool:
+    return (_entry(cache_dir, key) / "done").exists()
+
+
+def _load(cache_dir: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    d = _entry(cache_dir, key)
+    read = lambda n: pd.read_csv(d / n, keep_default_na=False, na_values=[""])  # noqa: E731
+    return read("runs.csv"), read("second.csv"), json.loads((d / "summary.json").read_text())
+
+
+def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -> str:
+    """Runs one point and stores it in the cache; returns its key. Runs on a
+    Dask worker (or in-process when serial). Written to a temporary directory
+    and renamed, so a crash or two workers racing never leave half an entry."""
+    key = point.key()
+    cache_dir = Path(cache_dir)
+    if cached(cache_dir, key):
+        return key
+    if point.kind == "sim":
+        r = api.run_sim(point.config, threads=threads)
+        second = r.pools
+    else:
+        r = api.run_flowsim(point.config)
+        second = r.tasks
+    final = _entry(cache_dir, key)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}-"))
+    r.runs.to_csv(tmp / "runs.csv", index=False)
+    second.to_csv(tmp / "second.csv", index=False)
+    (tmp / "summary.json").write_text(json.dumps(r.summary))
+    (tmp / "config.json").write_text(json.dumps({"kind": point.kind, "config": point.config}))
+    (tmp / "done").write_text("")
+    try:
+        os.rename(tmp, final)
+    except OSError:  # another worker finished the same point first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return key
+
+
+# --- execution ---------------------------------------------------------------
+
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="run", disable=not enabled, leave=False)
+
+
+def run_points(
+    points: Iterable[Point],
+    cache_dir: Optional[os.PathLike] = None,
+    scheduler: Optional[str] = None,
+    client=None,
+    n_workers: Optional[int] = None,
+    serial: bool = False,
+    progress: bool = True,
+    desc: str = "sweep",
+) -> SweepResult:
+    """Runs every point not already cached, then returns all of them.
+
+    Missing points run on Dask: on `client` if given, else on the cluster at
+    `scheduler` (``tcp://host:8786``), else on a fresh LocalCluster of
+    `n_workers` processes (default: the machine's cores) with one thread
+    each. `serial=True` runs them in this process instead, one after another
+    with every core given to the simulator's own pool threads.
+    """
+    points = list(points)
+    cache_dir = Path(cache_dir or DEFAULT_CACHE)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    keys = [p.key() for p in points]
+    missing = {}
+    for k, p in zip(keys, points):
+        if not cached(cache_dir, k) and k not in missing:
+            missing[k] = p
+    todo = list(missing.values())
+    if todo:
+        if serial:
+            with _progress(len(todo), desc, progress) as bar:
+                for p in todo:
+                    compute_point(p, str(cache_dir))
+                    bar.update(1)
+        else:
+            _run_on_dask(todo, cache_dir, scheduler, client, n_workers, progress, desc)
+    runs, seconds, summaries = [], [], []
+    for k, p in zip(keys, points):
+        r, s, summ = _load(cache_dir, k)
+        for df in (r, s):
+            for name, v in reversed(list(p.labels.items())):
+                if name in df:
+                    df[name] = v
+                else:
+                    df.insert(0, name, [v] * len(df))
+        runs.append(r)
+        seconds.append(s)
+        summaries.append(summ)
+    return SweepResult(
+        runs=pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
+        pools=pd.concat(seconds, ignore_index=True) if seconds else pd.DataFrame(),
+        computed=len(todo),
+        cached=len(set(keys)) - len(todo),
+        summaries=summaries,
+    )
+
+
+def _run_on_dask(todo, cache_dir, scheduler, client, n_workers, progress, desc):
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    own_cluster = None
+    own_client = None
+    if client is None:
+        if scheduler:
+            own_client = client = Client(scheduler)
+        else:
+            n = n_workers or os.cpu_count() or 1
+            own_cluster = LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            own_client = client = Client(own_cluster)
+    try:
+        # One simulator thread per Dask task: the cluster provides the parallelism.
+        futures = [
+            client.submit(compute_point, p, str(cache_dir), 1, key=f"netsched-{p.key()}", pure=False)
+            for p in todo
+        ]
+        with _progress(len(futures), desc, progress) as bar:
+            for f in as_completed(futures):
+                f.result()  # re-raises a worker's ValueError here
+                bar.update(1)
+    finally:
+        if own_client is not None:
+            own_client.close()
+        if own_cluster is not None:
+            own_cluster.close()
