@@ -43,13 +43,29 @@ pub enum NodeCmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Centralized controller (Horus §3.2, §A.3): topology, failure handling,
+    /// configuration pushes, bearer-token admin API (docs/runtime.md).
+    Controller {
+        #[arg(short, long)]
+        config: PathBuf,
+        #[arg(long)]
+        duration_s: Option<f64>,
+    },
     /// A local cluster in one process (spine, leaves, executors as threads on
     /// loopback) under an open-loop client; prints the client's report.
+    /// `netsched cluster up CONFIG` instead starts every daemon as a separate
+    /// process, per policy, beside the simulator (docs/runtime.md).
     Cluster(ClusterArgs),
 }
 
 #[derive(clap::Args)]
 pub struct ClusterArgs {
+    /// `up`: run the multi-process datacenter of CONFIG (`cluster up CONFIG`).
+    #[arg(value_name = "up")]
+    action: Option<String>,
+    /// The cluster-up config (experiments/cluster*.toml).
+    #[arg(value_name = "CONFIG")]
+    up_config: Option<PathBuf>,
     #[arg(long, default_value_t = 2)]
     racks: usize,
     /// Executors (workers) per rack.
@@ -113,6 +129,11 @@ fn stop_after(duration_s: Option<f64>) -> Arc<AtomicBool> {
 pub fn run(cmd: NodeCmd) -> Result<(), String> {
     match cmd {
         NodeCmd::Cluster(a) => cluster(a),
+        NodeCmd::Controller { config, duration_s } => {
+            let cfg = netsched_node::controller::ControllerConfig::from_toml(&read(&config)?)
+                .map_err(|e| format!("{}: {e}", config.display()))?;
+            netsched_node::controller::run_config(&cfg, stop_after(duration_s))
+        }
         NodeCmd::Switch { config, duration_s } => {
             let cfg = SwitchConfig::from_toml(&read(&config)?)
                 .map_err(|e| format!("{}: {e}", config.display()))?;
@@ -173,6 +194,9 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
 }
 
 fn cluster(a: ClusterArgs) -> Result<(), String> {
+    if let Some(act) = &a.action {
+        return cluster_up(act, a.up_config.as_ref());
+    }
     let (spine, leaf) = match a.policy.as_str() {
         "horus" => (PolicyName::Horus, PolicyName::Horus),
         "random" => (PolicyName::Random, PolicyName::Random),
@@ -307,4 +331,16 @@ pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
         std::fs::write(&p, out).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(())
+}
+
+/// `netsched cluster up CONFIG`: the multi-process local datacenter.
+fn cluster_up(action: &str, config: Option<&PathBuf>) -> Result<(), String> {
+    if action != "up" {
+        return Err(format!("cluster: unknown action {action:?} (only `up CONFIG`)"));
+    }
+    let config = config.ok_or("cluster up: missing CONFIG")?;
+    let cfg = netsched_node::cluster_up::ClusterUpConfig::from_toml(&read(config)?)
+        .map_err(|e| format!("{}: {e}", config.display()))?;
+    let bin = std::env::current_exe().map_err(|e| e.to_string())?;
+    netsched_node::cluster_up::run(&cfg, &bin).map(|_| ())
 }

@@ -17,6 +17,7 @@
 pub mod bench;
 pub mod client;
 pub mod cluster;
+pub mod cluster_up;
 pub mod config;
 pub mod controller;
 pub mod controller_proto;

@@ -1,0 +1,161 @@
+//! `netsched cluster up`: real processes on loopback, torn down on exit,
+//! on Ctrl-C and when `cluster up` itself is killed (no orphans).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_netsched")
+}
+
+fn config(dir: &Path, port: u16, duration_ms: u64, policies: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("cluster.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "run_dir = \"{}\"\npolicies = [{policies}]\nracks = 2\nworkers_per_rack = 2\n\
+             base_port = {port}\n\n[workload]\nservice = {{ kind = \"exp\", mean_us = 200 }}\n\
+             load = 0.2\nduration_ms = {duration_ms}\ntimeout_ms = 300\n",
+            dir.join("run").display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("netsched-up-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Pids `cluster up` started, from every policy's `pids` file.
+fn pids(run: &Path) -> Vec<i32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(run).into_iter().flatten().flatten() {
+        if let Ok(t) = std::fs::read_to_string(e.path().join("pids")) {
+            v.extend(
+                t.lines()
+                    .filter_map(|l| l.split_whitespace().next()?.parse::<i32>().ok()),
+            );
+        }
+    }
+    v
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie still answers kill(0); read its state to tell.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn wait_gone(pids: &[i32], limit: Duration) -> Vec<i32> {
+    let t = Instant::now();
+    loop {
+        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        if left.is_empty() || t.elapsed() > limit {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn runs_horus_and_rs_h_and_prints_both_beside_the_simulator() {
+    let d = tmp("ok");
+    let cfg = config(&d, 21000, 400, "\"horus\", \"rs-h\"");
+    let out = Command::new(bin())
+        .args(["cluster", "up", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for p in ["horus", "rs-h"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{p} ")))
+            .unwrap_or_else(|| panic!("no {p} line in {stdout}"));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // policy submitted completed failed timed_out p50 p99 sim_p50 sim_p99
+        assert_eq!(f.len(), 9, "{line}");
+        let n: Vec<u64> = f[1..5].iter().map(|x| x.parse().unwrap()).collect();
+        assert!(n[0] > 100, "{line}");
+        assert_eq!(n[0], n[1] + n[2] + n[3], "every task accounted for: {line}");
+        assert!(n[1] as f64 >= 0.95 * n[0] as f64, "{line}");
+        let sim_p99: f64 = f[8].parse().unwrap();
+        assert!(sim_p99 > 200.0, "{line}");
+    }
+    let left = wait_gone(&pids(&d.join("run")), Duration::from_secs(2));
+    assert!(left.is_empty(), "orphans: {left:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn start_long(tag: &str, port: u16) -> (PathBuf, std::process::Child) {
+    let d = tmp(tag);
+    let cfg = config(&d, port, 30_000, "\"horus\"");
+    let child = Command::new(bin())
+        .args(["cluster", "up", cfg.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until the client runs: every daemon is up.
+    let t = Instant::now();
+    while !d.join("run/horus/client.log").exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "cluster never came up"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (d, child)
+}
+
+#[test]
+fn ctrl_c_tears_everything_down() {
+    let (d, mut child) = start_long("int", 24000);
+    let started = pids(&d.join("run"));
+    assert_eq!(started.len(), 6, "controller, spine, 2 leaves, 2 workers");
+    assert!(started.iter().all(|p| alive(*p)));
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "cluster up ignored Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success(), "interrupted run reports failure");
+    let left = wait_gone(&started, Duration::from_secs(3));
+    assert!(left.is_empty(), "orphans after Ctrl-C: {left:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn killing_cluster_up_leaves_no_orphans() {
+    let (d, mut child) = start_long("kill", 27000);
+    let started = pids(&d.join("run"));
+    assert_eq!(started.len(), 6);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // PR_SET_PDEATHSIG: the kernel kills the daemons with their parent.
+    let left = wait_gone(&started, Duration::from_secs(3));
+    assert!(left.is_empty(), "orphans after SIGKILL: {left:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}

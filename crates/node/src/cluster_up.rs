@@ -1,0 +1,700 @@
+//! `netsched cluster up <config.toml>`: a whole small datacenter on this
+//! machine as real, separate processes on loopback — the controller, spine(s),
+//! one leaf scheduler per rack, one worker agent per rack, and the client —
+//! run once per policy (Horus, then RackSched's RS-H, …), with the simulator's
+//! result for the same configuration printed beside each.
+//!
+//! Per policy it writes one config per daemon into `run_dir/<policy>/`
+//! (generated from the single cluster config), starts every daemon as a child
+//! of this process, waits until every metrics endpoint answers and the
+//! controller reports every daemon alive and every rack admitted, runs the
+//! client, and tears everything down. Teardown happens on success, on error
+//! and on Ctrl-C/SIGTERM (the [`Fleet`] guard: SIGTERM, then SIGKILL after
+//! 2 s, then `wait`); children also get `PR_SET_PDEATHSIG`, so even a
+//! SIGKILLed `cluster up` leaves no orphans. Child pids are written to
+//! `run_dir/<policy>/pids` (tests check none survives).
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use netsched_sim::workload::ServiceDist;
+use serde::Deserialize;
+
+use crate::controller::http;
+
+/// The one config of `cluster up`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterUpConfig {
+    /// Where per-daemon configs, logs and client reports go.
+    #[serde(default = "default_run_dir")]
+    pub run_dir: PathBuf,
+    /// Run one after another: `horus`, `rs-h`, `rs-lb`, `random`, `round-robin`.
+    #[serde(default = "default_policies")]
+    pub policies: Vec<String>,
+    #[serde(default = "default_two")]
+    pub racks: usize,
+    /// Workers (single-executor worker agents' addresses) per rack.
+    #[serde(default = "default_two")]
+    pub workers_per_rack: usize,
+    #[serde(default = "default_one")]
+    pub spines: usize,
+    /// First port; daemons use ports from here up (UDP and TCP).
+    #[serde(default = "default_port")]
+    pub base_port: u16,
+    /// Workers' keep-alive period; leaves time a worker out after 5×.
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat_ms: u64,
+    /// Objects in each worker's embedded RocksDB; > 0 makes every task a
+    /// RocksDB GET (class 0) or SCAN (other classes) instead of a timer.
+    #[serde(default)]
+    pub rocksdb_keys: u32,
+    /// Per-hop delay the simulator uses for the comparison (loopback plus a
+    /// daemon's processing, measured in docs/benchmarks.md).
+    #[serde(default = "default_sim_hop")]
+    pub sim_hop_us: f64,
+    /// Run the simulator for the same configuration.
+    #[serde(default = "default_true")]
+    pub sim: bool,
+    pub workload: UpWorkload,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpWorkload {
+    pub service: ServiceDist,
+    /// Offered load as a fraction of the workers' capacity (n / mean service).
+    pub load: f64,
+    pub duration_ms: u64,
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u64,
+    #[serde(default = "default_one_u64")]
+    pub seed: u64,
+}
+
+fn default_run_dir() -> PathBuf {
+    PathBuf::from("results/cluster-up")
+}
+fn default_policies() -> Vec<String> {
+    vec!["horus".into(), "rs-h".into()]
+}
+fn default_two() -> usize {
+    2
+}
+fn default_one() -> usize {
+    1
+}
+fn default_one_u64() -> u64 {
+    1
+}
+fn default_port() -> u16 {
+    17000
+}
+fn default_heartbeat() -> u64 {
+    50
+}
+fn default_sim_hop() -> f64 {
+    15.0
+}
+fn default_true() -> bool {
+    true
+}
+fn default_timeout() -> u64 {
+    1000
+}
+
+/// (spine policy, leaf policy, simulator policy) of a `cluster up` policy.
+fn policy_map(p: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    Some(match p {
+        "horus" => ("horus", "horus", "horus"),
+        // Horus §4.1: RackSched at the spine over rack loads and at the leaves.
+        "rs-h" => ("racksched", "racksched", "rs-h"),
+        "rs-lb" => ("random", "racksched", "rs-lb"),
+        "random" => ("random", "random", "random"),
+        "round-robin" => ("round-robin", "round-robin", "round-robin"),
+        _ => return None,
+    })
+}
+
+impl ClusterUpConfig {
+    pub fn from_toml(s: &str) -> Result<Self, String> {
+        let c: ClusterUpConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.policies.is_empty() {
+            return Err("policies: at least one".into());
+        }
+        if let Some(p) = self.policies.iter().find(|p| policy_map(p).is_none()) {
+            return Err(format!(
+                "policies: unknown policy {p:?} (horus, rs-h, rs-lb, random, round-robin)"
+            ));
+        }
+        if self.racks == 0 || self.workers_per_rack == 0 || self.spines == 0 {
+            return Err("racks, workers_per_rack and spines must be at least 1".into());
+        }
+        if self.racks > 64 || self.workers_per_rack > 64 || self.spines > 8 {
+            return Err("at most 64 racks, 64 workers per rack and 8 spines".into());
+        }
+        if self.base_port > 65535 - 6000 {
+            return Err("base_port: leaves no room for the daemons' ports".into());
+        }
+        if !(self.workload.load > 0.0 && self.workload.load <= 1.0) {
+            return Err(format!(
+                "workload.load: must be in (0, 1], got {}",
+                self.workload.load
+            ));
+        }
+        if self.workload.duration_ms == 0 {
+            return Err("workload.duration_ms: must be positive".into());
+        }
+        self.workload
+            .service
+            .validate()
+            .map_err(|e| format!("workload.service: {e}"))
+    }
+
+    fn workers(&self) -> usize {
+        self.racks * self.workers_per_rack
+    }
+
+    /// Client rate for the offered load: load × n / mean service time.
+    pub fn rate(&self) -> Result<f64, String> {
+        let mean_ns = self
+            .workload
+            .service
+            .build()
+            .map_err(|e| e.to_string())?
+            .mean_ns();
+        Ok(self.workload.load * self.workers() as f64 * 1e9 / mean_ns)
+    }
+}
+
+/// Ports of one run (UDP and TCP share numbers; they are separate spaces).
+struct Ports(u16);
+
+impl Ports {
+    fn ctl(&self) -> u16 {
+        self.0
+    }
+    fn admin(&self) -> u16 {
+        self.0 + 1
+    }
+    fn ctl_metrics(&self) -> u16 {
+        self.0 + 2
+    }
+    fn spine(&self, s: usize) -> u16 {
+        self.0 + 10 + s as u16
+    }
+    fn leaf(&self, r: usize) -> u16 {
+        self.0 + 100 + r as u16
+    }
+    fn worker_metrics(&self, r: usize) -> u16 {
+        self.0 + 200 + r as u16
+    }
+    fn exec(&self, r: usize, e: usize) -> u16 {
+        self.0 + 1000 + (r * 64 + e) as u16
+    }
+}
+
+fn lo(port: u16) -> String {
+    format!("127.0.0.1:{port}")
+}
+
+fn quoted(v: impl IntoIterator<Item = String>) -> String {
+    v.into_iter()
+        .map(|s| format!("\"{s}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Per-daemon configs of one policy run, written into `dir`.
+struct Plan {
+    /// (name, subcommand, config path, metrics or health URL port)
+    daemons: Vec<(String, &'static str, PathBuf, u16)>,
+    client: PathBuf,
+    token: String,
+}
+
+fn write(dir: &Path, name: &str, text: String) -> Result<PathBuf, String> {
+    let p = dir.join(name);
+    std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(p)
+}
+
+fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, String> {
+    let (spine_pol, leaf_pol, _) = policy_map(policy).expect("validated");
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ports = Ports(cfg.base_port);
+    let token = format!("cluster-up-{}-{}", std::process::id(), cfg.workload.seed);
+    let mut daemons = Vec::new();
+    let spines: Vec<String> = (0..cfg.spines).map(|s| lo(ports.spine(s))).collect();
+    let leaves: Vec<String> = (0..cfg.racks).map(|r| lo(ports.leaf(r))).collect();
+    let execs = |r: usize| -> Vec<String> {
+        (0..cfg.workers_per_rack)
+            .map(|e| lo(ports.exec(r, e)))
+            .collect()
+    };
+    // Controller: the topology of the pool; it links rack r to spine r mod S.
+    let mut ctl = format!(
+        "# generated by `netsched cluster up` ({policy})\n\
+         listen = \"{}\"\nadmin = \"{}\"\nmetrics = \"{}\"\ntoken = \"{token}\"\n\
+         state = \"{}\"\ndaemon_timeout_ms = 500\n\n[[pool]]\nid = 1\nspines = [{}]\n",
+        lo(ports.ctl()),
+        lo(ports.admin()),
+        lo(ports.ctl_metrics()),
+        dir.join("controller-state.json").display(),
+        quoted(spines.clone()),
+    );
+    for (r, leaf) in leaves.iter().enumerate() {
+        ctl += &format!(
+            "\n[[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [{}]\n",
+            quoted(execs(r))
+        );
+    }
+    let _ = std::fs::remove_file(dir.join("controller-state.json"));
+    daemons.push((
+        "controller".into(),
+        "controller",
+        write(dir, "controller.toml", ctl)?,
+        ports.ctl_metrics(),
+    ));
+    for (s, addr) in spines.iter().enumerate() {
+        // Every spine lists every rack, so rack ids are pool-wide as the
+        // controller numbers them; the controller then admits at each spine
+        // only the racks linked to it.
+        let t = format!(
+            "listen = \"{addr}\"\nmetrics = \"{addr}\"\ncontroller = \"{}\"\nstatus_ms = 50\nseed = {}\n\n\
+             [[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"{spine_pol}\"\n\
+             downstream = [{}]\nrack_workers = [{}]\n",
+            lo(ports.ctl()),
+            cfg.workload.seed + 100 + s as u64,
+            quoted(leaves.clone()),
+            vec![cfg.workers_per_rack.to_string(); cfg.racks].join(", "),
+        );
+        daemons.push((
+            format!("spine{s}"),
+            "switch",
+            write(dir, &format!("spine{s}.toml"), t)?,
+            ports.spine(s),
+        ));
+    }
+    for r in 0..cfg.racks {
+        let t = format!(
+            "listen = \"{0}\"\nmetrics = \"{0}\"\ncontroller = \"{1}\"\nstatus_ms = 50\nseed = {2}\n\n\
+             [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"{leaf_pol}\"\nrack = {r}\n\
+             upstream = [\"{3}\"]\ndownstream = [{4}]\nheartbeat_timeout_ms = {5}\n",
+            leaves[r],
+            lo(ports.ctl()),
+            cfg.workload.seed + 200 + r as u64,
+            spines[r % cfg.spines],
+            quoted(execs(r)),
+            cfg.heartbeat_ms * 5,
+        );
+        daemons.push((
+            format!("leaf{r}"),
+            "switch",
+            write(dir, &format!("leaf{r}.toml"), t)?,
+            ports.leaf(r),
+        ));
+        let mut w = format!(
+            "listen = [{}]\nfirst_id = 0\nleaf = \"{}\"\npool = 1\nheartbeat_ms = {}\nmetrics = \"{}\"\n",
+            quoted(execs(r)),
+            leaves[r],
+            cfg.heartbeat_ms,
+            lo(ports.worker_metrics(r)),
+        );
+        if cfg.rocksdb_keys > 0 {
+            w += &format!("rocksdb = {{ keys = {} }}\n", cfg.rocksdb_keys);
+        }
+        daemons.push((
+            format!("worker{r}"),
+            "worker",
+            write(dir, &format!("worker{r}.toml"), w)?,
+            ports.worker_metrics(r),
+        ));
+    }
+    // Clients pick spines in proportion to their workers (Horus §3.2).
+    let targets: Vec<String> = (0..cfg.spines)
+        .map(|s| {
+            let w = (0..cfg.racks).filter(|r| r % cfg.spines == s).count();
+            format!("{{ addr = \"{}\", weight = {} }}", spines[s], w.max(1))
+        })
+        .collect();
+    let service = toml::to_string(&ServiceWrap {
+        service: cfg.workload.service.clone(),
+    })
+    .map_err(|e| e.to_string())?;
+    let mut c = format!(
+        "targets = [{}]\npool = 1\napp_id = 1\nrate = {:.3}\nduration_ms = {}\n\
+         timeout_ms = {}\nseed = {}\n",
+        targets.join(", "),
+        cfg.rate()?,
+        cfg.workload.duration_ms,
+        cfg.workload.timeout_ms,
+        cfg.workload.seed,
+    );
+    if cfg.rocksdb_keys > 0 {
+        c += &format!("rocksdb_keys = {}\n", cfg.rocksdb_keys);
+    }
+    c += &service;
+    let client = write(dir, "client.toml", c)?;
+    Ok(Plan {
+        daemons,
+        client,
+        token,
+    })
+}
+
+#[derive(serde::Serialize)]
+struct ServiceWrap {
+    service: ServiceDist,
+}
+
+/// A service distribution as a TOML inline table (`{ kind = "exp", … }`).
+fn service_inline(d: &ServiceDist) -> Result<String, String> {
+    Ok(toml::Value::try_from(d)
+        .map_err(|e| e.to_string())?
+        .to_string())
+}
+
+// ---- processes ----
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Ctrl-C and SIGTERM set a flag that `cluster up` polls, so it can tear
+/// the fleet down before exiting.
+pub fn install_signal_handlers() {
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Child processes, killed and reaped when dropped.
+pub struct Fleet {
+    children: Vec<(String, Child)>,
+    pids: File,
+}
+
+impl Fleet {
+    fn new(dir: &Path) -> Result<Self, String> {
+        let p = dir.join("pids");
+        Ok(Fleet {
+            children: Vec::new(),
+            pids: File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+        })
+    }
+
+    fn spawn(&mut self, name: &str, bin: &Path, args: &[&str], dir: &Path) -> Result<(), String> {
+        use std::io::Write;
+        let log = File::create(dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
+        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(bin);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            // Our own process group: a terminal's Ctrl-C reaches only us,
+            // and we tear down in order.
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe; runs in the child before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+        let _ = writeln!(self.pids, "{} {name}", child.id());
+        self.children.push((name.to_string(), child));
+        Ok(())
+    }
+
+    /// The first child that exited, if any (a daemon must not).
+    fn exited(&mut self) -> Option<String> {
+        for (n, c) in &mut self.children {
+            if let Ok(Some(st)) = c.try_wait() {
+                return Some(format!("{n} exited early ({st})"));
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for (_, c) in &self.children {
+            // SAFETY: signalling our own child by pid.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for (_, c) in &mut self.children {
+            loop {
+                match c.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if Instant::now() >= deadline => {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        }
+    }
+}
+
+/// What one policy run measured.
+#[derive(Clone, Debug)]
+pub struct UpResult {
+    pub policy: String,
+    pub client: serde_json::Value,
+    /// Simulator p50/p99 (µs) of the same configuration.
+    pub sim: Option<(f64, f64)>,
+}
+
+fn wait_until(
+    what: &str,
+    limit: Duration,
+    mut f: impl FnMut() -> Result<bool, String>,
+) -> Result<(), String> {
+    let t = Instant::now();
+    loop {
+        if interrupted() {
+            return Err("interrupted".into());
+        }
+        if f()? {
+            return Ok(());
+        }
+        if t.elapsed() > limit {
+            return Err(format!("timed out waiting for {what}"));
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// Runs one policy: starts the fleet, waits for readiness, runs the client,
+/// tears down (also on error or interrupt).
+pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpResult, String> {
+    let dir = cfg.run_dir.join(policy);
+    let plan = plan(cfg, policy, &dir)?;
+    let mut fleet = Fleet::new(&dir)?;
+    for (name, sub, path, _) in &plan.daemons {
+        fleet.spawn(name, bin, &[sub, "-c", &path.to_string_lossy()], &dir)?;
+    }
+    // Readiness: every HTTP endpoint answers, then the controller has heard
+    // every daemon and the spine(s) admitted every rack.
+    for (name, _, _, port) in &plan.daemons {
+        let path = "/metrics";
+        wait_until(
+            &format!("{name}'s metrics endpoint"),
+            Duration::from_secs(20),
+            || {
+                if let Some(e) = fleet.exited() {
+                    return Err(format!(
+                        "{e}; see {}",
+                        dir.join(format!("{name}.log")).display()
+                    ));
+                }
+                Ok(http(addr(*port), "GET", path, None, None).is_ok_and(|(c, _)| c == 200))
+            },
+        )?;
+    }
+    let ports = Ports(cfg.base_port);
+    wait_until(
+        "the controller to see every rack admitted",
+        Duration::from_secs(10),
+        || {
+            let Ok((200, body)) = http(
+                addr(ports.admin()),
+                "GET",
+                "/v1/topology",
+                Some(&plan.token),
+                None,
+            ) else {
+                return Ok(false);
+            };
+            let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+            let pool = &v["pools"][0];
+            let racks_ok = pool["racks"]
+                .as_array()
+                .is_some_and(|rs| rs.iter().all(|r| r["alive"] == true));
+            let admitted: usize = pool["spines"]
+                .as_array()
+                .map(|ss| {
+                    ss.iter()
+                        .map(|s| {
+                            s["admitted"]
+                                .as_array()
+                                .map(|a| a.iter().filter(|x| **x == true).count())
+                                .unwrap_or(0)
+                        })
+                        .sum()
+                })
+                .unwrap_or(0);
+            Ok(racks_ok && admitted == cfg.racks)
+        },
+    )?;
+    let json = dir.join("client.json");
+    let _ = std::fs::remove_file(&json);
+    let mut client = Command::new(bin)
+        .args([
+            "client",
+            "-c",
+            &plan.client.to_string_lossy(),
+            "--json",
+            &json.to_string_lossy(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(File::create(dir.join("client.log")).map_err(|e| e.to_string())?)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let status = loop {
+        if interrupted() {
+            let _ = client.kill();
+            let _ = client.wait();
+            return Err("interrupted".into());
+        }
+        if let Some(e) = fleet.exited() {
+            let _ = client.kill();
+            let _ = client.wait();
+            return Err(e);
+        }
+        match client.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    drop(fleet);
+    if !status.success() {
+        return Err(format!(
+            "client failed ({status}); see {}",
+            dir.join("client.log").display()
+        ));
+    }
+    let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
+    let client: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let sim = if cfg.sim {
+        Some(simulate(cfg, policy)?)
+    } else {
+        None
+    };
+    Ok(UpResult {
+        policy: policy.to_string(),
+        client,
+        sim,
+    })
+}
+
+/// The simulator on the same configuration: `racks` racks of one server
+/// with `workers_per_rack` single-queue workers, one pool over all of them,
+/// `spines` spines (leaf:spine ratio racks/spines), the same service
+/// distribution, load and duration; every network hop `sim_hop_us`, no loss.
+/// Returns (p50, p99) of the response time in µs.
+pub fn simulate(cfg: &ClusterUpConfig, policy: &str) -> Result<(f64, f64), String> {
+    let (_, _, sim_policy) = policy_map(policy).ok_or("unknown policy")?;
+    let service = format!("service = {}\n", service_inline(&cfg.workload.service)?);
+    let racks = vec![format!("[{}]", cfg.workers_per_rack); cfg.racks].join(", ");
+    let text = format!(
+        "seed = {}\npolicy = \"{sim_policy}\"\n[topology]\nkind = \"racks\"\nracks = [{racks}]\n\
+         [placement]\nsizes = [{}]\nmode = \"colocated\"\nratio = {}\n\
+         [workload]\n{service}load = {}\nduration_us = {}\n\
+         [network]\nhop_delay = {{ kind = \"constant\", us = {} }}\nloss = 0\n",
+        cfg.workload.seed,
+        cfg.workers(),
+        cfg.racks.div_ceil(cfg.spines).max(1),
+        cfg.workload.load,
+        cfg.workload.duration_ms * 1000,
+        cfg.sim_hop_us,
+    );
+    let sc = netsched_sim::config::SimConfig::from_toml(&text).map_err(|e| format!("sim: {e}"))?;
+    let runs = netsched_sim::run::run_config(&sc, Path::new("."), &Default::default())
+        .map_err(|e| format!("sim: {e}"))?;
+    let s = netsched_sim::metrics::Summary::of_pool(&runs[0].overall);
+    Ok((
+        s.response.p50_ns as f64 / 1e3,
+        s.response.p99_ns as f64 / 1e3,
+    ))
+}
+
+/// One line per policy: the runtime's accounting and percentiles beside the
+/// simulator's.
+pub fn report_line(r: &UpResult) -> String {
+    let c = &r.client;
+    let f = |k: &str| c[k].as_f64().unwrap_or(f64::NAN);
+    let failed: u64 = c["failed"]
+        .as_object()
+        .map(|m| m.values().filter_map(|v| v.as_u64()).sum())
+        .unwrap_or(0);
+    let sim = match r.sim {
+        Some((p50, p99)) => format!("{p50:>9.1} {p99:>9.1}"),
+        None => format!("{:>9} {:>9}", "-", "-"),
+    };
+    format!(
+        "{:<12} {:>9} {:>9} {:>7} {:>9} {:>9.1} {:>9.1} {sim}",
+        r.policy,
+        c["submitted"].as_u64().unwrap_or(0),
+        c["completed"].as_u64().unwrap_or(0),
+        failed,
+        c["timed_out"].as_u64().unwrap_or(0),
+        f("p50_us"),
+        f("p99_us"),
+    )
+}
+
+pub const REPORT_HEADER: &str =
+    "policy       submitted completed  failed timed_out   p50(us)   p99(us) sim_p50   sim_p99";
+
+/// `cluster up`: every policy in turn; prints the table as it goes.
+pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, String> {
+    install_signal_handlers();
+    let rate = cfg.rate()?;
+    println!(
+        "cluster up: {} racks x {} workers, {} spine(s), load {} ({rate:.0} tasks/s) for {} ms; run dir {}",
+        cfg.racks,
+        cfg.workers_per_rack,
+        cfg.spines,
+        cfg.workload.load,
+        cfg.workload.duration_ms,
+        cfg.run_dir.display()
+    );
+    println!("{REPORT_HEADER}");
+    let mut out = Vec::new();
+    for p in &cfg.policies {
+        let r = run_policy(cfg, p, bin)?;
+        println!("{}", report_line(&r));
+        out.push(r);
+    }
+    Ok(out)
+}
