@@ -108,6 +108,10 @@ pub struct BenchSwitchArgs {
     /// Rate of the latency part, tasks/s.
     #[arg(long, default_value_t = 2000.0)]
     low_rate: f64,
+    /// Data plane of the daemon: horus, racksched, random, round-robin, jsq,
+    /// jiq, pow2-instant, pow2-delayed, idle-only, central.
+    #[arg(long, default_value = "horus")]
+    policy: String,
 }
 
 fn read(path: &PathBuf) -> Result<String, String> {
@@ -252,6 +256,7 @@ pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), String> {
     };
     let opts = BenchOpts {
         role,
+        policy: netsched_node::bench::parse_policy(&a.policy)?,
         nodes: a.nodes,
         duration: Duration::from_secs_f64(a.seconds),
         window: a.window,
@@ -259,7 +264,10 @@ pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), String> {
         ..BenchOpts::default()
     };
     let r = netsched_node::bench::run(&opts)?;
-    println!("daemon role {} over {} nodes", a.role, a.nodes);
+    println!(
+        "daemon role {} policy {} over {} nodes",
+        a.role, a.policy, a.nodes
+    );
     println!("{}", r.summary());
     Ok(())
 }
@@ -287,6 +295,9 @@ pub struct BenchNginxArgs {
     nginx: PathBuf,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Rounds over every (load, setup); the summary shows medians.
+    #[arg(long, default_value_t = 1)]
+    repeats: usize,
     /// Also write the rows as CSV here.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -304,18 +315,30 @@ pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
         nginx: a.nginx,
         rocksdb_keys: a.rocksdb_keys,
         seed: a.seed,
+        repeats: a.repeats,
         ..Default::default()
     };
     println!("{}", netsched_node::nginx::Row::HEADER);
     let rows = netsched_node::nginx::run(&opts, |r| println!("{}", r.line()))?;
+    println!(
+        "\nmedians over {} round(s)\n| setup | load | p50 µs | p99 µs | p99.9 µs | completed / submitted | timed out |\n|---|---|---|---|---|---|---|",
+        opts.repeats
+    );
+    for (setup, load, p, t) in netsched_node::nginx::medians(&rows) {
+        println!(
+            "| {setup} | {load:.2} | {:.0} | {:.0} | {:.0} | {} / {} | {} |",
+            p[0], p[1], p[2], t[0], t[1], t[2]
+        );
+    }
     if let Some(p) = a.csv {
         let mut out = String::from(
-            "setup,load,rate,submitted,completed,failed,timed_out,p50_us,p99_us,p999_us\n",
+            "round,setup,load,rate,submitted,completed,failed,timed_out,p50_us,p99_us,p999_us\n",
         );
         for r in &rows {
             let c = &r.report;
             out += &format!(
-                "{},{},{:.1},{},{},{},{},{:.1},{:.1},{:.1}\n",
+                "{},{},{},{:.1},{},{},{},{},{:.1},{:.1},{:.1}\n",
+                r.round,
                 r.setup,
                 r.load,
                 r.rate,

@@ -41,6 +41,8 @@ pub enum BenchRole {
 #[derive(Clone, Debug)]
 pub struct BenchOpts {
     pub role: BenchRole,
+    /// The data plane under test (any policy the daemon hosts).
+    pub policy: PolicyName,
     pub nodes: u32,
     pub duration: Duration,
     pub window: usize,
@@ -53,6 +55,7 @@ impl Default for BenchOpts {
     fn default() -> Self {
         BenchOpts {
             role: BenchRole::Leaf,
+            policy: PolicyName::Horus,
             nodes: 16,
             duration: Duration::from_secs(3),
             window: 64,
@@ -193,7 +196,12 @@ fn closed_loop(target: SocketAddr, window: usize, duration: Duration) -> (u64, f
     (done, start.elapsed().as_secs_f64())
 }
 
-fn daemon_config(role: BenchRole, nodes: u32, echo: SocketAddr) -> SwitchConfig {
+fn daemon_config(
+    role: BenchRole,
+    policy: PolicyName,
+    nodes: u32,
+    echo: SocketAddr,
+) -> SwitchConfig {
     SwitchConfig {
         listen: "127.0.0.1:0".into(),
         metrics: None,
@@ -206,7 +214,7 @@ fn daemon_config(role: BenchRole, nodes: u32, echo: SocketAddr) -> SwitchConfig 
                 BenchRole::Leaf => Role::Leaf,
                 BenchRole::Spine => Role::Spine,
             },
-            policy: PolicyName::Horus,
+            policy,
             downstream: vec![echo; nodes as usize],
             rack_workers: Vec::new(),
             upstream: Vec::new(),
@@ -249,7 +257,7 @@ pub fn run(opts: &BenchOpts) -> Result<BenchResult, String> {
     let echo_addr = echo_sock.local_addr().map_err(|e| e.to_string())?;
     let e_stop = stop.clone();
     let echo_t = std::thread::spawn(move || echo(echo_sock, e_stop));
-    let cfg = daemon_config(opts.role, opts.nodes, echo_addr);
+    let cfg = daemon_config(opts.role, opts.policy, opts.nodes, echo_addr);
     let mut d = SwitchDaemon::new(&cfg, loopback()).map_err(|e| e.to_string())?;
     let daemon_addr = d.local_addr();
     let d_stop = stop.clone();
@@ -298,4 +306,16 @@ pub fn run(opts: &BenchOpts) -> Result<BenchResult, String> {
         via_p50_us: via_p50,
         via_p99_us: via_p99,
     })
+}
+
+/// A policy name as configs spell it (`horus`, `rs-h` is not one: see
+/// docs/runtime.md for layer combinations).
+pub fn parse_policy(name: &str) -> Result<PolicyName, String> {
+    #[derive(serde::Deserialize)]
+    struct W {
+        p: PolicyName,
+    }
+    toml::from_str::<W>(&format!("p = \"{name}\""))
+        .map(|w| w.p)
+        .map_err(|_| format!("unknown policy {name:?}"))
 }

@@ -10,6 +10,7 @@
 //! | `horus` | client → leaf → worker → leaf → client | Horus leaf (idle list + lazy power-of-2) |
 //! | `racksched` | same, RackSched wire (REQF/REP) | RackSched power-of-2 on LOAD |
 //! | `nginx` | client → nginx → worker → nginx → client | `random two least_conn` on open sessions |
+//! | any other daemon policy (`jsq`, `central`, …) | as `horus` | that data plane |
 //!
 //! nginx as a UDP proxy cannot route a reply along a multi-hop path (it
 //! relays only what comes back on the upstream socket it opened), so the
@@ -55,6 +56,8 @@ pub struct NginxBenchOpts {
     pub rocksdb_keys: u32,
     pub seed: u64,
     pub timeout_ms: u64,
+    /// Rounds over (load, setup); figures are medians over rounds.
+    pub repeats: usize,
 }
 
 impl Default for NginxBenchOpts {
@@ -70,6 +73,7 @@ impl Default for NginxBenchOpts {
             rocksdb_keys: 0,
             seed: 1,
             timeout_ms: 2000,
+            repeats: 1,
         }
     }
 }
@@ -77,6 +81,7 @@ impl Default for NginxBenchOpts {
 /// One (setup, load) measurement.
 #[derive(Debug)]
 pub struct Row {
+    pub round: usize,
     pub setup: String,
     pub load: f64,
     pub rate: f64,
@@ -87,7 +92,8 @@ impl Row {
     pub fn line(&self) -> String {
         let r = &self.report;
         format!(
-            "| {} | {:.2} | {:.0} | {} / {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            "| {} | {} | {:.2} | {:.0} | {} / {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            self.round,
             self.setup,
             self.load,
             self.rate,
@@ -102,7 +108,7 @@ impl Row {
         )
     }
 
-    pub const HEADER: &'static str = "| setup | load | rate (tasks/s) | completed | failed | timed out | p50 µs | p99 µs | p99.9 µs | client send lag µs |\n|---|---|---|---|---|---|---|---|---|---|";
+    pub const HEADER: &'static str = "| round | setup | load | rate (tasks/s) | completed | failed | timed out | p50 µs | p99 µs | p99.9 µs | client send lag µs |\n|---|---|---|---|---|---|---|---|---|---|---|";
 }
 
 /// A running nginx in a private temporary directory; killed and cleaned up
@@ -277,10 +283,9 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
         return Err(format!("loads must be in (0, 1], got {l}"));
     }
     for s in &opts.setups {
-        if !["horus", "racksched", "nginx"].contains(&s.as_str()) {
-            return Err(format!(
-                "unknown setup '{s}'; known: horus, racksched, nginx"
-            ));
+        if s != "nginx" {
+            crate::bench::parse_policy(s)
+                .map_err(|_| format!("unknown setup '{s}': nginx or a daemon policy"))?;
         }
     }
     let mean_ns = opts.service.build().map_err(|e| e.to_string())?.mean_ns();
@@ -300,36 +305,74 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     };
     let workers = Worker::start(&wcfg, socks, stop.clone())?;
     let addrs = workers.addrs().to_vec();
-    let result = (|| {
-        let mut rows = Vec::new();
-        let mut app = 100;
-        for setup in &opts.setups {
-            let mut nginx = None;
-            let mut daemon = None;
-            let d_stop = Arc::new(AtomicBool::new(false));
-            let (target, wire) = match setup.as_str() {
-                "nginx" => {
-                    let n = Nginx::start(&opts.nginx, &opts.stream_module, &addrs)?;
-                    let t = n.listen;
-                    nginx = Some(n);
-                    (t, WireFamily::Horus)
-                }
-                "racksched" => {
-                    let (a, h) = leaf("racksched", &addrs, &d_stop)?;
-                    daemon = Some(h);
-                    (a, WireFamily::Racksched)
-                }
-                _ => {
-                    let (a, h) = leaf("horus", &addrs, &d_stop)?;
-                    daemon = Some(h);
-                    (a, WireFamily::Horus)
-                }
-            };
-            for &load in &opts.loads {
+    // Every scheduler is up for the whole run; loads and setups are
+    // interleaved (load by load, setup by setup, round after round) so that
+    // background activity on the machine hits all of them alike.
+    let d_stop = Arc::new(AtomicBool::new(false));
+    let mut daemons = Vec::new();
+    let mut nginx = None;
+    let result = measure(
+        opts,
+        &addrs,
+        capacity,
+        &mut progress,
+        &d_stop,
+        &mut daemons,
+        &mut nginx,
+    );
+    d_stop.store(true, Ordering::Relaxed);
+    for h in daemons {
+        let _ = h.join();
+    }
+    drop(nginx);
+    stop.store(true, Ordering::Relaxed);
+    workers.join();
+    result
+}
+
+/// Starts the setups' schedulers (kept in `daemons` / `nginx` for the caller
+/// to stop) and runs every round.
+fn measure(
+    opts: &NginxBenchOpts,
+    addrs: &[SocketAddr],
+    capacity: f64,
+    progress: &mut impl FnMut(&Row),
+    d_stop: &Arc<AtomicBool>,
+    daemons: &mut Vec<std::thread::JoinHandle<()>>,
+    nginx: &mut Option<Nginx>,
+) -> Result<Vec<Row>, String> {
+    let mut targets = Vec::new();
+    for setup in &opts.setups {
+        let t = match setup.as_str() {
+            "nginx" => {
+                let n = Nginx::start(&opts.nginx, &opts.stream_module, addrs)?;
+                let t = (n.listen, WireFamily::Horus);
+                *nginx = Some(n);
+                t
+            }
+            policy => {
+                let (a, h) = leaf(policy, addrs, d_stop)?;
+                daemons.push(h);
+                let wire = if policy == "racksched" {
+                    WireFamily::Racksched
+                } else {
+                    WireFamily::Horus
+                };
+                (a, wire)
+            }
+        };
+        targets.push(t);
+    }
+    let mut rows = Vec::new();
+    let mut app = 100;
+    for round in 0..opts.repeats.max(1) {
+        for &load in &opts.loads {
+            for (setup, &(target, wire)) in opts.setups.iter().zip(&targets) {
                 let rate = load * capacity;
                 app += 1;
                 let report = client(opts, target, wire, rate, app)?;
                 let row = Row {
+                    round,
                     setup: setup.clone(),
                     load,
                     rate,
@@ -337,18 +380,40 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
                 };
                 progress(&row);
                 rows.push(row);
-                // Let stragglers drain before the next load.
+                // Let stragglers drain before the next run.
                 std::thread::sleep(Duration::from_millis(100));
             }
-            d_stop.store(true, Ordering::Relaxed);
-            if let Some(h) = daemon {
-                let _ = h.join();
-            }
-            drop(nginx);
         }
-        Ok(rows)
-    })();
-    stop.store(true, Ordering::Relaxed);
-    workers.join();
-    result
+    }
+    Ok(rows)
+}
+
+/// Median over rounds of each (setup, load): p50, p99, p99.9 (µs) and the
+/// totals of completed / submitted / timed out, in first-seen order.
+pub fn medians(rows: &[Row]) -> Vec<(String, f64, [f64; 3], [u64; 3])> {
+    let mut keys: Vec<(String, f64)> = Vec::new();
+    for r in rows {
+        if !keys.iter().any(|(s, l)| *s == r.setup && *l == r.load) {
+            keys.push((r.setup.clone(), r.load));
+        }
+    }
+    keys.into_iter()
+        .map(|(setup, load)| {
+            let sel: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.setup == setup && r.load == load)
+                .collect();
+            let med = |q: f64| {
+                let mut v: Vec<f64> = sel.iter().map(|r| r.report.percentile_us(q)).collect();
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let tot = [
+                sel.iter().map(|r| r.report.completed).sum(),
+                sel.iter().map(|r| r.report.submitted).sum(),
+                sel.iter().map(|r| r.report.timed_out).sum(),
+            ];
+            (setup, load, [med(0.5), med(0.99), med(0.999)], tot)
+        })
+        .collect()
 }

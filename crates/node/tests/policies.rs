@@ -336,3 +336,29 @@ fn preemption_requeues_long_tasks_in_slices() {
     // Preempted tasks still receive their full service time.
     assert!(r.percentile_us(0.5) >= 1000.0, "{}", r.summary());
 }
+
+#[test]
+fn tpcc_classes_run_as_synthetic_tasks_of_their_class_time() {
+    // Horus §4.1's five TPC-C classes (21.6 … 378 µs) from the simulator's
+    // preset; the class byte names the transaction, the time is the class's.
+    let (r, _, wreg) = flat(
+        "horus",
+        WireFamily::Horus,
+        8_000.0,
+        ServiceDist::Preset {
+            name: netsched_sim::workload::ServicePreset::Tpcc,
+        },
+    );
+    all_completed(&r);
+    assert!(r.percentile_us(0.0) >= 21.6, "{}", r.summary());
+    // Delivery and StockLevel (8 % of tasks) take over 330 µs.
+    assert!(r.percentile_us(0.999) >= 332.0, "{}", r.summary());
+    // Busy time per task: at least the mix's mean of 70.2 µs (less 10 % for
+    // sampling), and far from 378 µs (wake-up overshoot on a loaded machine
+    // adds tens of µs, so no tight upper bound).
+    let per_task = wreg.sum("netsched_worker_busy_ns_total") as f64 / r.completed as f64 / 1e3;
+    assert!(
+        (63.0..200.0).contains(&per_task),
+        "busy {per_task} µs per task"
+    );
+}
