@@ -1,0 +1,89 @@
+"""`python3 -m netsched` (and `netsched experiment|report`, which delegate here).
+
+    python3 -m netsched experiment list
+    python3 -m netsched experiment run horus-fig11 [--scale reduced|paper] [--out DIR]
+            [--scheduler tcp://HOST:8786 | --workers N | --serial] [--cache DIR]
+    python3 -m netsched experiment run all --scale reduced
+    python3 -m netsched report [--results DIR] [--out FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="netsched", description="netsched experiment catalog")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    exp = sub.add_parser("experiment", help="list or run catalog entries")
+    esub = exp.add_subparsers(dest="action", required=True)
+    esub.add_parser("list", help="the catalog")
+    run = esub.add_parser("run", help="run entries (or `all`)")
+    run.add_argument("names", nargs="+", help="catalog entries, or `all`")
+    run.add_argument("--scale", default="reduced", choices=["reduced", "paper"])
+    run.add_argument("--out", default=None, help="output directory (default results/experiments/SCALE)")
+    run.add_argument("--cache", default=None, help="result cache (default ~/.cache/netsched or $NETSCHED_CACHE)")
+    run.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler")
+    run.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes (default: cores)")
+    run.add_argument("--serial", action="store_true", help="run in this process, without Dask")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep = sub.add_parser("report", help="all experiment pages in one HTML file")
+    rep.add_argument("--results", default="results/experiments")
+    rep.add_argument("--out", default="results/experiments/report.html")
+    return p
+
+
+def main(argv=None) -> int:
+    a = _parser().parse_args(argv)
+    try:
+        if a.cmd == "experiment" and a.action == "list":
+            from . import catalog
+
+            print(f"{'name':<16} {'paper':<20} {'figure':<11} {'status':<8} title")
+            for e in catalog.REGISTRY.values():
+                print(f"{e.name:<16} {e.paper:<20} {e.figure:<11} {e.status:<8} {e.title}")
+            return 0
+        if a.cmd == "experiment" and a.action == "run":
+            from . import catalog
+            from .experiment import run_experiment
+
+            names = list(catalog.REGISTRY) if a.names == ["all"] else a.names
+            for n in names:
+                catalog.get(n)  # fail on a typo before running anything
+            client = None
+            if not a.serial and len(names) > 1 and not a.scheduler:
+                # One LocalCluster for all entries instead of one per entry.
+                from dask.distributed import Client, LocalCluster
+
+                import os
+
+                client = Client(LocalCluster(n_workers=a.workers or os.cpu_count() or 1,
+                                             threads_per_worker=1, dashboard_address=None))
+            try:
+                for n in names:
+                    r = run_experiment(n, scale=a.scale, out=a.out, cache_dir=a.cache,
+                                       scheduler=a.scheduler, client=client, n_workers=a.workers,
+                                       serial=a.serial, progress=not a.quiet)
+                    agree = sum(c.ok is True for c in r["claims"])
+                    print(f"{n}: {r['wall_s']:.1f} s, {r['computed']} runs computed, "
+                          f"{agree}/{len(r['claims'])} paper claims agree -> {r['files'][2]}")
+            finally:
+                if client is not None:
+                    cluster = client.cluster
+                    client.close()
+                    cluster.close()
+            return 0
+        if a.cmd == "report":
+            from .report import build_report
+
+            n = build_report(a.results, a.out)
+            print(f"{a.out}: {n} experiment pages")
+            return 0
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""The netsched Python package: the PyO3 API, cached Dask sweeps, the
+catalog machinery and the HTML report. Needs the package installed
+(`pip install .`, as scripts/test.sh does)."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+netsched = pytest.importorskip("netsched", reason="netsched package not installed (pip install .)")
+from netsched import sweep  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SMALL = {
+    "policy": "horus",
+    "topology": {"kind": "testbed-uniform"},
+    "placement": {"sizes": [32], "mode": "colocated"},
+    "workload": {"service": {"kind": "preset", "name": "bimodal"}, "load": 0.7, "tasks_per_worker": 200},
+}
+
+SMALL_TOML = """
+policy = "horus"
+topology = { kind = "testbed-uniform" }
+[placement]
+sizes = [32]
+mode = "colocated"
+[workload]
+service = { kind = "preset", name = "bimodal" }
+load = 0.7
+tasks_per_worker = 200
+"""
+
+
+def stable(df):
+    """Everything but wall-clock columns."""
+    return df.drop(columns=[c for c in df.columns if c == "wall_s"]).reset_index(drop=True)
+
+
+def test_dict_text_and_path_give_the_same_results(tmp_path):
+    p = tmp_path / "small.toml"
+    p.write_text(SMALL_TOML)
+    a = netsched.run_sim(SMALL)
+    b = netsched.run_sim(SMALL_TOML)
+    c = netsched.run_sim(str(p))
+    assert list(a.runs["policy"]) == ["horus"]
+    assert a.runs.loc[0, "completed"] > 1000
+    assert a.runs.loc[0, "p99_us"] > a.runs.loc[0, "p50_us"] > 0
+    assert len(a.pools) == 1 and a.pools.loc[0, "workers"] == 32
+    assert a.summary["runs"][0]["policy"] == "horus"
+    for other in (b, c):
+        assert stable(a.runs).equals(stable(other.runs))
+        assert stable(a.pools).equals(stable(other.pools))
+
+
+def test_sweep_in_config_gives_one_row_per_run_and_threads_do_not_matter():
+    cfg = dict(SMALL, sweep={"policies": ["horus", "random"], "loads": [0.5, 0.9]})
+    one = netsched.run_sim(cfg, threads=1)
+    two = netsched.run_sim(cfg, threads=2)
+    assert sorted(zip(one.runs.policy, one.runs.load)) == [
+        ("horus", 0.5), ("horus", 0.9), ("random", 0.5), ("random", 0.9)]
+    assert stable(one.runs).equals(stable(two.runs))
+    # Random dispatch is worse than Horus at high load: the results are real runs.
+    hi = one.runs[one.runs.load == 0.9].set_index("policy")
+    assert hi.loc["random", "p99_us"] > hi.loc["horus", "p99_us"]
+
+
+def cli_error(config_path):
+    exe = ROOT / "target" / "debug" / "netsched"
+    if not exe.exists():
+        return None
+    r = subprocess.run([str(exe), "check", str(config_path)], capture_output=True, text=True)
+    assert r.returncode != 0
+    return r.stderr.strip().removeprefix("error: ")
+
+
+def test_bad_config_raises_value_error_with_the_cli_message(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SMALL_TOML.replace("load = 0.7", "load = 1.5"))
+    with pytest.raises(ValueError) as e:
+        netsched.run_sim(str(bad))
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg == f"{bad}: workload.load: load must be in (0, 1], got 1.5"
+    expected = cli_error(bad)
+    if expected is not None:
+        assert msg == expected
+    with pytest.raises(ValueError, match="unknown variant `nope`"):
+        netsched.run_sim(dict(SMALL, policy="nope"))
+    with pytest.raises(ValueError, match="no-such.toml"):
+        netsched.run_sim(str(tmp_path / "no-such.toml"))
+
+
+def test_flowsim_api():
+    text = (ROOT / "experiments" / "baraat.toml").read_text()
+    cfg = text.replace("tasks = 10000", "tasks = 200").replace("pods = 30", "pods = 4")
+    cfg = cfg.replace('policies = ["fair", "pfabric", "orchestra", "stf", "baraat"]', 'policies = ["fair", "baraat"]')
+    r = netsched.run_flowsim(cfg)
+    assert len(r.runs) == 2
+    assert len(r.tasks) == 400
+    with pytest.raises(ValueError, match="policies|policy"):
+        netsched.run_flowsim(cfg.replace('"fair"', '"nope"'))
+
+
+def small_grid():
+    return sweep.grid(SMALL, policy=["horus", "rs-h"], load=[0.5, 0.9], seed=[1, 2])
+
+
+def test_dask_local_cluster_sweep_equals_serial(tmp_path):
+    from dask.distributed import Client, LocalCluster
+
+    serial = sweep.run_points(small_grid(), cache_dir=tmp_path / "a", serial=True, progress=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            assert len(client.scheduler_info()["workers"]) == 2
+            dist = sweep.run_points(small_grid(), cache_dir=tmp_path / "b", client=client, progress=False)
+    assert serial.computed == dist.computed == 8
+    assert len(serial.runs) == 8
+    assert stable(serial.runs).equals(stable(dist.runs))
+    assert stable(serial.pools).equals(stable(dist.pools))
+    # Different seeds are different runs.
+    s = serial.runs
+    a = s[(s.policy == "horus") & (s.load == 0.9)]
+    assert a.p99_us.nunique() == 2
+
+
+def test_cache_second_run_computes_nothing(tmp_path):
+    first = sweep.run_points(small_grid()[:3], cache_dir=tmp_path, serial=True, progress=False)
+    assert (first.computed, first.cached) == (3, 0)
+    again = sweep.run_points(small_grid(), cache_dir=tmp_path, serial=True, progress=False)
+    assert (again.computed, again.cached) == (5, 3)
+    third = sweep.run_points(small_grid(), cache_dir=tmp_path, serial=True, progress=False)
+    assert (third.computed, third.cached) == (0, 8)
+    assert stable(again.runs).equals(stable(third.runs))
+    # The key is the canonical config: spelled-out defaults and `threads` hit the same entry.
+    p = small_grid()[0]
+    spelled = sweep.Point(p.labels, dict(p.config, threads=2, network={"loss": 1e-5}))
+    assert spelled.key() == p.key()
+    assert sweep.Point(p.labels, dict(p.config, seed=99)).key() != p.key()
+
+
+def test_experiment_writes_csv_plot_page_and_report(tmp_path):
+    from netsched import catalog
+    from netsched.catalog.base import Claim, Experiment, lines
+    from netsched.experiment import run_experiment
+    from netsched.report import build_report
+
+    name = "test-tiny"
+    catalog.REGISTRY.pop(name, None)
+    catalog.base.register(Experiment(
+        name=name, paper="Test", figure="Fig. 0", title="tiny", setup="two policies",
+        points=lambda scale: sweep.grid(SMALL, policy=["horus", "random"], load=[0.5, 0.9]),
+        table=lambda runs, pools: runs[["policy", "load", "p99_us"]],
+        plot=lambda t, png: lines(t, png, "load", "p99_us"),
+        claims=lambda t: [Claim("horus beats random", "yes", "see", ok=True)],
+        differences="none",
+    ))
+    try:
+        r = run_experiment(name, out=str(tmp_path / "out"), cache_dir=str(tmp_path / "c"),
+                           serial=True, progress=False)
+    finally:
+        catalog.REGISTRY.pop(name)
+    csv, png, md = map(Path, r["files"])
+    assert len(r["table"]) == 4
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = md.read_text()
+    assert "| horus beats random | yes | see | agrees |" in page
+    out = tmp_path / "report.html"
+    assert build_report(str(tmp_path / "out"), str(out)) == 1
+    html = out.read_text()
+    assert "data:image/png;base64," in html and "<table>" in html
+
+
+def test_catalog_entries_are_well_formed():
+    from netsched import catalog
+
+    names = set(catalog.REGISTRY)
+    assert {"horus-fig2", "horus-fig10", "horus-fig11", "horus-fig12a", "horus-fig12b",
+            "horus-fig12c", "horus-fig15-16", "horus-fig17", "horus-fig18", "horus-fig19b",
+            "racksched-fig2"} <= names
+    for e in catalog.REGISTRY.values():
+        for scale in ("reduced", "paper"):
+            pts = e.points(scale)
+            assert pts, e.name
+            keys = {p.key() for p in pts}  # every config parses and validates
+            assert len(keys) == len(pts), f"{e.name}: duplicate runs at {scale} scale"
+    with pytest.raises(ValueError, match="unknown experiment"):
+        catalog.get("horus-fig99")
+
+
+def test_module_cli_list_and_unknown_entry():
+    env = dict(os.environ)
+    r = subprocess.run([shutil.which("python3") or "python3", "-m", "netsched", "experiment", "list"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "horus-fig11" in r.stdout
+    r = subprocess.run(["python3", "-m", "netsched", "experiment", "run", "nope"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and r.stderr.startswith("error: unknown experiment `nope`")
