@@ -54,7 +54,6 @@ struct Flow {
     /// Time `rem` was last brought up to date.
     last: u64,
     gen: u32,
-    stamp: u32,
     key: (u64, u64),
     spec: u32,
     alive: bool,
@@ -124,6 +123,9 @@ pub struct Engine {
     finish: IndexedHeap,
     links: Vec<Link>,
     flows: Vec<Flow>,
+    /// Component stamps of the flows, apart from `flows` so that the
+    /// component walk (which sees every flow once per link) stays in cache.
+    fstamp: Vec<u32>,
     free_flows: Vec<u32>,
     tasks: Vec<Option<Task>>,
     free_tasks: Vec<u32>,
@@ -133,6 +135,12 @@ pub struct Engine {
     // Scratch for recomputation.
     comp_flows: Vec<u32>,
     comp_links: Vec<LinkId>,
+    keyed: Vec<((u64, u64), u32)>,
+    unfrozen: Vec<u32>,
+    touched: Vec<u32>,
+    /// Recompute every active flow at every change (the from-scratch
+    /// reference the component recomputation is tested against).
+    pub full_recompute: bool,
     residual: Vec<f64>,
     count: Vec<u32>,
     prev_rates: Vec<f64>,
@@ -153,6 +161,7 @@ impl Engine {
             finish: IndexedHeap::new(),
             links: vec![Link::default(); nl],
             flows: Vec::new(),
+            fstamp: Vec::new(),
             free_flows: Vec::new(),
             tasks: Vec::new(),
             free_tasks: Vec::new(),
@@ -161,6 +170,10 @@ impl Engine {
             dirty: Vec::new(),
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
+            keyed: Vec::new(),
+            unfrozen: Vec::new(),
+            touched: Vec::new(),
+            full_recompute: false,
             residual: Vec::new(),
             count: Vec::new(),
             prev_rates: Vec::new(),
@@ -317,7 +330,6 @@ impl Engine {
             rate: 0.0,
             last: self.now,
             gen: 0,
-            stamp: 0,
             key: (0, 0),
             spec,
             alive: true,
@@ -330,6 +342,7 @@ impl Engine {
             }
             None => {
                 self.flows.push(f);
+                self.fstamp.push(0);
                 (self.flows.len() - 1) as u32
             }
         };
@@ -423,8 +436,12 @@ impl Engine {
                 }
             }
         }
-        let t = self.tasks[task as usize].as_ref().expect("live task");
-        if t.left == 0 {
+        // A second-stage flow with nothing to send finishes inside `ready`
+        // above and may already have completed the task.
+        if self.tasks[task as usize]
+            .as_ref()
+            .is_some_and(|t| t.left == 0)
+        {
             self.complete_task(task);
         }
     }
@@ -460,9 +477,7 @@ impl Engine {
             for l in &mut self.links {
                 l.stamp = 0;
             }
-            for f in &mut self.flows {
-                f.stamp = 0;
-            }
+            self.fstamp.fill(0);
             self.stamp = 1;
         }
         let stamp = self.stamp;
@@ -473,6 +488,13 @@ impl Engine {
         // Seeds are followed even when they cannot bind any more: their
         // flows may have been held back by them until now.
         let mut dirty = std::mem::take(&mut self.dirty);
+        if self.full_recompute {
+            dirty.clear();
+            dirty.extend(
+                (0..self.links.len() as LinkId)
+                    .filter(|&l| !self.links[l as usize].flows.is_empty()),
+            );
+        }
         for &l in &dirty {
             let link = &mut self.links[l as usize];
             if link.stamp != stamp {
@@ -488,12 +510,12 @@ impl Engine {
             i += 1;
             for k in 0..self.links[l as usize].flows.len() {
                 let fid = self.links[l as usize].flows[k];
-                let f = &mut self.flows[fid as usize];
-                if f.stamp == stamp {
+                if self.fstamp[fid as usize] == stamp {
                     continue;
                 }
-                f.stamp = stamp;
+                self.fstamp[fid as usize] = stamp;
                 comp_flows.push(fid);
+                let f = &self.flows[fid as usize];
                 let (links, n) = (f.links, f.n as usize);
                 for &l2 in &links[..n] {
                     if self.links[l2 as usize].stamp != stamp && self.follow(l2) {
@@ -507,12 +529,17 @@ impl Engine {
         for &fid in &comp_flows {
             self.advance(fid);
         }
-        // Priority keys.
+        // Priority keys, sorted beside the ids (no indirection while sorting).
+        let mut keyed = std::mem::take(&mut self.keyed);
+        keyed.clear();
         for &fid in &comp_flows {
             let key = self.key_of(fid);
             self.flows[fid as usize].key = key;
+            keyed.push((key, fid));
         }
-        comp_flows.sort_unstable_by_key(|&f| (self.flows[f as usize].key, f));
+        keyed.sort_unstable();
+        comp_flows.clear();
+        comp_flows.extend(keyed.iter().map(|k| k.1));
         // Local link indices and residual capacities.
         self.residual.clear();
         self.count.clear();
@@ -526,14 +553,15 @@ impl Engine {
         prev.extend(comp_flows.iter().map(|&f| self.flows[f as usize].rate));
         let mut g = 0;
         while g < comp_flows.len() {
-            let key = self.flows[comp_flows[g] as usize].key;
+            let key = keyed[g].0;
             let mut e = g + 1;
-            while e < comp_flows.len() && self.flows[comp_flows[e] as usize].key == key {
+            while e < keyed.len() && keyed[e].0 == key {
                 e += 1;
             }
             self.fill_group(&comp_flows[g..e], stamp);
             g = e;
         }
+        self.keyed = keyed;
         // New finish events; Baraat's next threshold crossings.
         for (k, &fid) in comp_flows.iter().enumerate() {
             let f = &mut self.flows[fid as usize];
@@ -584,8 +612,11 @@ impl Engine {
     /// runs out, freeze the flows crossing it; a flow also stops at its NIC
     /// rate.
     fn fill_group(&mut self, group: &[u32], stamp: u32) {
-        let mut unfrozen: Vec<u32> = group.to_vec();
-        let mut touched: Vec<u32> = Vec::new();
+        let mut unfrozen = std::mem::take(&mut self.unfrozen);
+        let mut touched = std::mem::take(&mut self.touched);
+        unfrozen.clear();
+        unfrozen.extend_from_slice(group);
+        touched.clear();
         for &fid in group {
             let f = &self.flows[fid as usize];
             for &l in &f.links[..f.n as usize] {
@@ -649,6 +680,8 @@ impl Engine {
         for &j in &touched {
             self.count[j as usize] = 0;
         }
+        self.unfrozen = unfrozen;
+        self.touched = touched;
     }
 
     /// Freeze a flow at `rate`: take it from its links' residuals. Freezing
