@@ -362,3 +362,108 @@ fn tpcc_classes_run_as_synthetic_tasks_of_their_class_time() {
         "busy {per_task} µs per task"
     );
 }
+
+/// Raw RackSched packet of request `local` (client 11).
+fn rs_packet(first: bool, last: bool, local: u32) -> Vec<u8> {
+    use netsched_proto::{Message, RackSchedMessage, RackSchedPacket, ReqId};
+    let p = RackSchedPacket {
+        req_id: ReqId {
+            client_id: 11,
+            local_id: local,
+        },
+        load: 0,
+        is_last: last,
+        class: 0,
+        service_time_ns: 1_000,
+        payload: b"",
+    };
+    let m = if first {
+        RackSchedMessage::ReqFirst(p)
+    } else {
+        RackSchedMessage::ReqRest(p)
+    };
+    Message::RackSched(m).to_vec().unwrap()
+}
+
+#[test]
+fn multi_packet_requests_follow_the_req_table_to_one_server() {
+    // RackSched §3.2 (Alg. 1 lines 1-5): REQF picks a server and enters
+    // ReqTable; every REQR of the request goes to the same server. Servers
+    // here are bare sockets that record what they receive; they never
+    // reply, so the loads stay 0 and power-of-2 keeps choosing at random.
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+    let stop = Arc::new(AtomicBool::new(false));
+    let servers: Vec<UdpSocket> = (0..4).map(|_| sock()).collect();
+    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.local_addr().unwrap()).collect();
+    let d = daemon(Role::Leaf, "racksched", addrs, vec![], 0, sock(), &stop);
+    let client = sock();
+    // 40 requests of 3 packets, interleaved: all REQFs, then the REQRs.
+    for k in 0..40 {
+        client.send_to(&rs_packet(true, false, k), d.addr).unwrap();
+    }
+    for k in 0..40 {
+        client.send_to(&rs_packet(false, false, k), d.addr).unwrap();
+        client.send_to(&rs_packet(false, true, k), d.addr).unwrap();
+    }
+    let mut seen: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    let mut buf = [0u8; 2048];
+    for (i, s) in servers.iter().enumerate() {
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        while let Ok((n, _)) = s.recv_from(&mut buf) {
+            let id = match netsched_proto::Message::decode(&buf[..n]).unwrap() {
+                netsched_proto::Message::RackSched(m) => m.packet().unwrap().req_id.local_id,
+                other => panic!("unexpected {other:?}"),
+            };
+            seen.entry(id).or_default().push(i);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    d.handle.join().unwrap();
+    assert_eq!(seen.len(), 40);
+    let mut used = std::collections::BTreeSet::new();
+    for (id, at) in &seen {
+        assert_eq!(at.len(), 3, "request {id}: {at:?}");
+        assert!(at.iter().all(|s| *s == at[0]), "request {id} split: {at:?}");
+        used.insert(at[0]);
+    }
+    assert!(used.len() > 1, "requests spread over servers: {used:?}");
+}
+
+#[test]
+fn worker_runs_a_multi_packet_task_once_on_its_last_packet() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = sock();
+    let addr = s.local_addr().unwrap();
+    let w = worker(vec![s], None, 1, 0, &stop);
+    let reg = w.registry();
+    let client = sock();
+    client
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    for k in 0..5 {
+        client.send_to(&rs_packet(true, false, k), addr).unwrap();
+        client.send_to(&rs_packet(false, false, k), addr).unwrap();
+        client.send_to(&rs_packet(false, true, k), addr).unwrap();
+    }
+    let mut replies = Vec::new();
+    let mut buf = [0u8; 2048];
+    while let Ok((n, _)) = client.recv_from(&mut buf) {
+        match netsched_proto::Message::decode(&buf[..n]).unwrap() {
+            netsched_proto::Message::RackSched(netsched_proto::RackSchedMessage::Reply(p)) => {
+                replies.push(p.req_id.local_id)
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    w.join();
+    assert_eq!(
+        replies,
+        vec![0, 1, 2, 3, 4],
+        "one REP per request, in order"
+    );
+    assert_eq!(reg.sum("netsched_worker_fragments_total"), 10);
+    assert_eq!(reg.sum("netsched_worker_tasks_total"), 5);
+}
