@@ -1,0 +1,194 @@
+//! The controller on loopback (runs where network namespaces are not
+//! permitted): configuration pushes reach the daemons, a dead leaf is dropped
+//! at the spine, the admin API wants its token, and control datagrams from
+//! anyone but the controller are rejected.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use netsched_node::controller::{http, Controller, ControllerConfig};
+use netsched_node::controller_proto::{ControlMsg, InstanceDesired};
+use netsched_node::metrics::Registry;
+use netsched_node::{Client, ClientConfig, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
+
+const TOKEN: &str = "loopback-token";
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn sock() -> UdpSocket {
+    UdpSocket::bind("127.0.0.1:0").unwrap()
+}
+
+struct Daemon {
+    stop: Arc<AtomicBool>,
+    reg: Arc<Registry>,
+    h: Option<JoinHandle<()>>,
+}
+
+impl Daemon {
+    fn start(cfg: &str, s: UdpSocket) -> Daemon {
+        let cfg = SwitchConfig::from_toml(cfg).unwrap();
+        let mut d = SwitchDaemon::new(&cfg, s).unwrap();
+        let reg = d.registry();
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let h = std::thread::spawn(move || {
+            d.run(&st).unwrap();
+        });
+        Daemon {
+            stop,
+            reg,
+            h: Some(h),
+        }
+    }
+    fn kill(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.h.take() {
+            h.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(3), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn controller_drops_a_dead_leaf_and_guards_its_api() {
+    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let spine_s = sock();
+    let spine = spine_s.local_addr().unwrap();
+    let leaf_s = [sock(), sock()];
+    let leaves: Vec<SocketAddr> = leaf_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
+    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let sp = Daemon::start(
+        &format!(
+            "listen = \"{spine}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+             role = \"spine\"\ndownstream = [\"{}\", \"{}\"]\n",
+            leaves[0], leaves[1]
+        ),
+        spine_s,
+    );
+    let mut ls = Vec::new();
+    for (r, s) in leaf_s.into_iter().enumerate() {
+        ls.push(Daemon::start(
+            &format!(
+                "listen = \"{}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+                 role = \"leaf\"\nrack = {r}\nupstream = [\"{spine}\"]\ndownstream = [\"{}\"]\n\
+                 heartbeat_timeout_ms = 200\n",
+                leaves[r], execs[r]
+            ),
+            s,
+        ));
+    }
+    let wstop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<Worker> = exec_s
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| {
+            let cfg = WorkerConfig::from_toml(&format!(
+                "listen = [\"{}\"]\nleaf = \"{}\"\npool = 1\nheartbeat_ms = 40\n",
+                execs[r], leaves[r]
+            ))
+            .unwrap();
+            Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
+        })
+        .collect();
+    let cstop = Arc::new(AtomicBool::new(false));
+    let cfg = ControllerConfig::from_toml(&format!(
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{spine}\"]\n\
+         [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n[[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
+        leaves[0], execs[0], leaves[1], execs[1]
+    ))
+    .unwrap();
+    let c = Controller::start(&cfg, cstop.clone()).unwrap();
+    let admitted = |c: &Controller| -> Vec<bool> {
+        serde_json::from_value(c.topology_json()["pools"][0]["spines"][0]["admitted"].clone())
+            .unwrap_or_default()
+    };
+    wait_for("both racks reported", || admitted(&c) == vec![true, true]);
+
+    // The admin API: 401 without or with a wrong token, 200 with it.
+    assert_eq!(
+        http(admin, "GET", "/v1/topology", None, None).unwrap().0,
+        401
+    );
+    assert_eq!(
+        http(admin, "GET", "/v1/topology", Some("loopback-tokeN"), None)
+            .unwrap()
+            .0,
+        401
+    );
+    let (code, body) = http(admin, "GET", "/v1/topology", Some(TOKEN), None).unwrap();
+    assert_eq!(code, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["pools"][0]["racks"].as_array().unwrap().len(), 2);
+    assert_eq!(v["pools"][0]["spines"][0]["weight"], 1.0);
+    assert_eq!(
+        http(admin, "GET", "/nope", Some(TOKEN), None).unwrap().0,
+        404
+    );
+    let reg = c.registry();
+    assert_eq!(
+        reg.value("netsched_controller_admin_requests_total", "{code=\"401\"}"),
+        Some(2)
+    );
+
+    // A configure from a stranger is rejected and changes nothing.
+    let evil = sock();
+    let forged = ControlMsg::Configure(InstanceDesired {
+        pool: 1,
+        downstream: leaves.clone(),
+        enabled: vec![false, false],
+        upstream: None,
+        rack_workers: Some(vec![1, 1]),
+    });
+    evil.send_to(&forged.encode(), spine).unwrap();
+    wait_for("forged configure counted", || {
+        sp.reg.value("netsched_control_rejected_total", "") == Some(1)
+    });
+    assert_eq!(admitted(&c), vec![true, true]);
+
+    // Kill leaf 1: the controller drops rack 1 at the spine, and every task
+    // then goes to rack 0.
+    ls[1].kill();
+    wait_for("rack 1 dropped", || admitted(&c) == vec![true, false]);
+    assert!(reg.value("netsched_controller_failures_total", "{kind=\"leaf\"}") >= Some(1));
+    let ccfg = ClientConfig::from_toml(&format!(
+        "targets = [{{ addr = \"{spine}\" }}]\npool = 1\napp_id = 9\nrate = 2000\nduration_ms = 300\n\
+         service = {{ kind = \"exp\", mean_us = 50 }}\ntimeout_ms = 300\n"
+    ))
+    .unwrap();
+    let r = Client::bind(ccfg).unwrap().run();
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    assert!(r.submitted > 300);
+
+    cstop.store(true, Ordering::Relaxed);
+    c.join();
+    wstop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join();
+    }
+}
