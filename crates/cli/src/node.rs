@@ -318,6 +318,7 @@ pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
         repeats: a.repeats,
         ..Default::default()
     };
+    opts.validate()?;
     println!("{}", netsched_node::nginx::Row::HEADER);
     let rows = netsched_node::nginx::run(&opts, |r| println!("{}", r.line()))?;
     println!(

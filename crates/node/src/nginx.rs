@@ -20,7 +20,8 @@
 //! process (the daemon is one thread), `proxy_requests 1` (every datagram is
 //! its own session, hence its own balancing decision; without it all of a
 //! client's datagrams stick to one upstream) and `proxy_responses 1` (the
-//! session, and its least_conn count, ends with the reply). nginx's
+//! session, and its least_conn count, ends with the reply), and 4 MiB
+//! socket buffers like the daemon's (`crate::net::prepare`). nginx's
 //! least_conn thus counts tasks outstanding at each worker, which is exactly
 //! what a worker's queue holds.
 
@@ -75,6 +76,25 @@ impl Default for NginxBenchOpts {
             timeout_ms: 2000,
             repeats: 1,
         }
+    }
+}
+
+impl NginxBenchOpts {
+    /// One-line errors for bad options, before anything starts.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.workers == 0 || self.loads.is_empty() {
+            return Err("need at least one worker and one load".into());
+        }
+        if let Some(l) = self.loads.iter().find(|l| !(**l > 0.0 && **l <= 1.0)) {
+            return Err(format!("loads must be in (0, 1], got {l}"));
+        }
+        for s in &self.setups {
+            if s != "nginx" {
+                crate::bench::parse_policy(s)
+                    .map_err(|_| format!("unknown setup '{s}': nginx or a daemon policy"))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -145,7 +165,7 @@ pub fn nginx_conf(
          {servers}\
          \x20   }}\n\
          \x20   server {{\n\
-         \x20       listen {listen} udp;\n\
+         \x20       listen {listen} udp rcvbuf=4m sndbuf=4m;\n\
          \x20       proxy_pass workers;\n\
          \x20       proxy_requests 1;\n\
          \x20       proxy_responses 1;\n\
@@ -276,18 +296,7 @@ fn client(
 /// Runs every setup at every load against one set of workers; calls
 /// `progress` with each row as it completes.
 pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
-    if opts.workers == 0 || opts.loads.is_empty() {
-        return Err("need at least one worker and one load".into());
-    }
-    if let Some(l) = opts.loads.iter().find(|l| !(**l > 0.0 && **l <= 1.0)) {
-        return Err(format!("loads must be in (0, 1], got {l}"));
-    }
-    for s in &opts.setups {
-        if s != "nginx" {
-            crate::bench::parse_policy(s)
-                .map_err(|_| format!("unknown setup '{s}': nginx or a daemon policy"))?;
-        }
-    }
+    opts.validate()?;
     let mean_ns = opts.service.build().map_err(|e| e.to_string())?.mean_ns();
     let capacity = opts.workers as f64 * 1e9 / mean_ns;
     let stop = Arc::new(AtomicBool::new(false));

@@ -23,7 +23,7 @@ fn config_balances_every_datagram_and_ends_sessions_with_the_reply() {
         "random two least_conn;",
         "server 127.0.0.1:9001;",
         "server 127.0.0.1:9002;",
-        "listen 127.0.0.1:9000 udp;",
+        "listen 127.0.0.1:9000 udp rcvbuf=4m sndbuf=4m;",
         "proxy_requests 1;",
         "proxy_responses 1;",
         "worker_processes 1;",
@@ -42,10 +42,13 @@ fn horus_racksched_and_nginx_serve_the_same_workers() {
         return;
     }
     let opts = NginxBenchOpts {
+        // Light load (900 tasks/s): nginx opens a socket per datagram, and
+        // on a busy shared machine a heavier run can overflow its receive
+        // buffer, which the benchmark reports but a test must not trip on.
         workers: 3,
-        service: ServiceDist::Fixed { value_us: 200.0 },
+        service: ServiceDist::Fixed { value_us: 1000.0 },
         loads: vec![0.3],
-        duration_ms: 400,
+        duration_ms: 500,
         ..Default::default()
     };
     let mut seen = Vec::new();
