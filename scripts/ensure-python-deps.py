@@ -1,9 +1,18 @@
-"""Installs the experiment layer's Python dependencies if they are missing."""
+"""Installs the experiment layer's Python dependencies if they are missing:
+plotting, tests, and the netsched package's build (maturin) and runtime
+(pandas, Dask distributed, tqdm) dependencies."""
 import importlib.util
 import subprocess
 import sys
 
-NEEDED = {"matplotlib": "matplotlib>=3.7", "pytest": "pytest>=7"}
+NEEDED = {
+    "matplotlib": "matplotlib>=3.7",
+    "pytest": "pytest>=7",
+    "pandas": "pandas>=1.5",
+    "distributed": "dask[distributed]>=2023.1",
+    "tqdm": "tqdm>=4.60",
+    "maturin": "maturin>=1.5,<2",
+}
 
 missing = [spec for mod, spec in NEEDED.items() if importlib.util.find_spec(mod) is None]
 if missing:

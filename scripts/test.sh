@@ -7,4 +7,11 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace --quiet
 python3 scripts/ensure-python-deps.py
+# The netsched Python package (docs/experiments.md): maturin builds crates/py
+# (a release build of only the sim and flowsim crates it needs) into a wheel.
+python3 -m pip install --quiet --no-build-isolation --no-deps --force-reinstall .
 python3 -m pytest -q python/tests
+# The whole experiment catalog at reduced scale on a Dask LocalCluster, then
+# the HTML report (a few minutes; results are cached in ~/.cache/netsched).
+python3 -m netsched experiment run all --scale reduced --out results/experiments/reduced --quiet
+python3 -m netsched report --results results/experiments/reduced --out results/experiments/reduced/report.html

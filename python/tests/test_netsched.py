@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-netsched = pytest.importorskip("netsched", reason="netsched package not installed (pip install .)")
+import netsched  # noqa: E402  (installed by scripts/test.sh: pip install .)
 from netsched import sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,8 +1,10 @@
 //! The `netsched` command line.
 
 mod bench;
+mod experiment;
 mod flow;
 mod node;
+mod pull;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,9 +40,14 @@ enum Cmd {
     Bench(bench::BenchCmd),
     /// Baraat flow-level simulator (task-aware flow scheduling); see docs/flowsim.md.
     Flowsim(flow::FlowArgs),
+    /// Pull-based scheduling simulator: Draconis, R2P2, Sparrow, Draconis-Server (docs/draconis.md).
+    Pull(pull::PullArgs),
     /// The UDP runtime: `switch`, `worker`, `client` (docs/runtime.md).
     #[command(flatten)]
     Node(node::NodeCmd),
+    /// The experiment catalog and report (Python package; docs/experiments.md).
+    #[command(flatten)]
+    Py(experiment::PyCmd),
 }
 
 #[derive(clap::Args)]
@@ -141,7 +148,9 @@ fn main() -> ExitCode {
         Cmd::Check { config } => load_config(&config).map(|_| println!("{}: ok", config.display())),
         Cmd::Bench(b) => bench::run(b),
         Cmd::Flowsim(a) => flow::run(a),
+        Cmd::Pull(a) => pull::run(a),
         Cmd::Node(n) => node::run(n),
+        Cmd::Py(c) => experiment::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
