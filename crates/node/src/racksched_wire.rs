@@ -19,8 +19,9 @@
 //!   keeps the packet's bytes by task id until then.
 //! * **Zero-delay feed.** `jsq` and `pow2-instant` are ideal baselines fed by
 //!   `Input::QueueChanged`. This scheduler sees every task it dispatches and
-//!   every reply, so the number of tasks outstanding at each node is exact
-//!   and current; it is fed after every dispatch and every reply.
+//!   every reply (a spine: the replies its leaves forward), so the number of
+//!   tasks outstanding at each node is exact and current; it is fed after
+//!   every dispatch and every reply.
 
 use std::net::SocketAddr;
 
@@ -137,9 +138,10 @@ impl SwitchDaemon {
                         self.oracle_replied(i, node as u32, now);
                     }
                     Role::Spine => {
-                        if !inst.cfg.downstream.contains(&src) {
+                        let Some(rack) = inst.cfg.downstream.iter().position(|a| *a == src) else {
                             return self.drop_rt(RuntimeDrop::UnregisteredSource);
-                        }
+                        };
+                        self.oracle_replied(i, rack as u32, now);
                     }
                 }
                 self.forward_reply(data, p.req_id.as_u64(), TX_REPLY);

@@ -745,9 +745,11 @@ impl SwitchDaemon {
                     Role::Spine => {
                         // Replies pass through on their way to the client; a
                         // spine's data plane has nothing to learn from them.
-                        if !inst.cfg.downstream.contains(&src) {
+                        let Some(rack) = inst.cfg.downstream.iter().position(|a| *a == src) else {
                             return self.drop_rt(RuntimeDrop::UnregisteredSource);
-                        }
+                        };
+                        // Except the zero-delay feed of ideal baselines.
+                        self.oracle_replied(i, rack as u32, now);
                     }
                 }
                 self.forward_reply(data, r.task_id, TX_REPLY);
