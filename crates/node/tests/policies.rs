@@ -467,3 +467,19 @@ fn worker_runs_a_multi_packet_task_once_on_its_last_packet() {
     assert_eq!(reg.sum("netsched_worker_fragments_total"), 10);
     assert_eq!(reg.sum("netsched_worker_tasks_total"), 5);
 }
+
+#[test]
+fn central_queue_parks_racksched_requests_too() {
+    // The central queue buffers REQFs and dispatches them on later REPs: the
+    // daemon must keep and forward the RackSched bytes it parked.
+    let (r, reg, _) = flat(
+        "central",
+        WireFamily::Racksched,
+        10_000.0,
+        ServiceDist::Fixed { value_us: 200.0 },
+    );
+    all_completed(&r);
+    assert!(reg.sum("netsched_queued_total") > 0);
+    assert_eq!(rx(&reg, "racksched_reply"), r.submitted);
+    assert_eq!(reg.sum("netsched_drops_total"), 0);
+}
