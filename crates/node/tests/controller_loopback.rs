@@ -192,3 +192,108 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
         w.join();
     }
 }
+
+#[test]
+fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
+    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let spine_s = [sock(), sock()];
+    let spines: Vec<SocketAddr> = spine_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let leaf_s = [sock(), sock()];
+    let leaves: Vec<SocketAddr> = leaf_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
+    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    // Both spines list both racks (pool-wide rack ids); the controller admits
+    // rack r only at spine r mod 2.
+    let mut sp: Vec<Daemon> = spine_s
+        .into_iter()
+        .enumerate()
+        .map(|(k, s)| {
+            Daemon::start(
+                &format!(
+                    "listen = \"{}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+                     role = \"spine\"\ndownstream = [\"{}\", \"{}\"]\n",
+                    spines[k], leaves[0], leaves[1]
+                ),
+                s,
+            )
+        })
+        .collect();
+    let mut ls = Vec::new();
+    for (r, s) in leaf_s.into_iter().enumerate() {
+        ls.push(Daemon::start(
+            &format!(
+                "listen = \"{}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+                 role = \"leaf\"\nrack = {r}\nupstream = [\"{}\"]\ndownstream = [\"{}\"]\n",
+                leaves[r], spines[r], execs[r]
+            ),
+            s,
+        ));
+    }
+    let wstop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<Worker> = exec_s
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| {
+            let cfg = WorkerConfig::from_toml(&format!(
+                "listen = [\"{}\"]\nleaf = \"{}\"\npool = 1\nheartbeat_ms = 40\n",
+                execs[r], leaves[r]
+            ))
+            .unwrap();
+            Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
+        })
+        .collect();
+    let cstop = Arc::new(AtomicBool::new(false));
+    let cfg = ControllerConfig::from_toml(&format!(
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{}\", \"{}\"]\n\
+         [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n[[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
+        spines[0], spines[1], leaves[0], execs[0], leaves[1], execs[1]
+    ))
+    .unwrap();
+    let c = Controller::start(&cfg, cstop.clone()).unwrap();
+    let admitted = |c: &Controller, s: usize| -> Vec<bool> {
+        serde_json::from_value(c.topology_json()["pools"][0]["spines"][s]["admitted"].clone())
+            .unwrap_or_default()
+    };
+    // Rack r is linked to spine r: each spine schedules over its own rack.
+    wait_for("racks split over the spines", || {
+        admitted(&c, 0) == vec![true, false] && admitted(&c, 1) == vec![false, true]
+    });
+    let t = c.topology_json();
+    assert_eq!(t["pools"][0]["spines"][0]["weight"], 0.5);
+    // Spine 0 fails: rack 0's leaf is relinked to spine 1 (§A.3), which
+    // admits it; rack 0 resyncs its idle state with its new spine.
+    sp[0].kill();
+    wait_for("rack 0 relinked to spine 1", || {
+        let t = c.topology_json();
+        t["pools"][0]["racks"][0]["linked_spine"] == 1 && admitted(&c, 1) == vec![true, true]
+    });
+    assert_eq!(c.topology_json()["pools"][0]["spines"][1]["weight"], 1.0);
+    wait_for("rack 0 resynced", || {
+        ls[0].reg.value("netsched_control_resyncs_total", "") >= Some(1)
+    });
+    // Clients that follow the weights now send everything to spine 1, and
+    // both racks serve.
+    let ccfg = ClientConfig::from_toml(&format!(
+        "targets = [{{ addr = \"{}\" }}]\npool = 1\napp_id = 9\nrate = 3000\nduration_ms = 300\n\
+         service = {{ kind = \"exp\", mean_us = 200 }}\ntimeout_ms = 300\n",
+        spines[1]
+    ))
+    .unwrap();
+    let r = Client::bind(ccfg).unwrap().run();
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    let served = |r: usize| workers[r].registry().sum("netsched_worker_tasks_total");
+    assert!(
+        served(0) > 0 && served(1) > 0,
+        "{} {}",
+        served(0),
+        served(1)
+    );
+    cstop.store(true, Ordering::Relaxed);
+    c.join();
+    wstop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join();
+    }
+}
