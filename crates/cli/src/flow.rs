@@ -7,7 +7,10 @@ use netsched_flowsim::run::run_config;
 use netsched_flowsim::{report, FlowConfig, Policy};
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct FlowArgs {
+    #[command(subcommand)]
+    cmd: Option<FlowCmd>,
     /// TOML config (e.g. experiments/baraat.toml); built-in defaults if omitted.
     #[arg(short, long)]
     config: Option<PathBuf>,
@@ -27,7 +30,91 @@ pub struct FlowArgs {
     quiet: bool,
 }
 
+#[derive(clap::Subcommand)]
+enum FlowCmd {
+    /// Baraat Fig. 7 over real UDP in network namespaces (needs root): one
+    /// client, three servers, a software switch running SPC at the client's
+    /// downlink; FIFO-LM against fair sharing.
+    Fig7(Fig7Args),
+}
+
+#[derive(clap::Args)]
+struct Fig7Args {
+    /// Numbers of concurrent tasks, `A..B` or one number.
+    #[arg(long, default_value = "1..8")]
+    tasks: String,
+    /// Bytes each server returns per task.
+    #[arg(long, default_value_t = 400_000)]
+    bytes: u64,
+    /// Bottleneck (client downlink) rate in Mbps.
+    #[arg(long, default_value_t = 100.0)]
+    mbps: f64,
+    /// SPC control interval in µs.
+    #[arg(long, default_value_t = 1000)]
+    interval_us: u64,
+}
+
+fn fig7(a: Fig7Args) -> Result<(), String> {
+    use netsched_flowsim::udp::{fig7_table, mean_ms, Fig7Opts, Lab};
+    let bad = || {
+        format!(
+            "--tasks: expected A..B or N with 1 <= A <= B <= 64, got `{}`",
+            a.tasks
+        )
+    };
+    let (lo, hi) = match a.tasks.split_once("..") {
+        Some((x, y)) => (x.trim().parse::<u32>(), y.trim().parse::<u32>()),
+        None => (a.tasks.trim().parse::<u32>(), a.tasks.trim().parse::<u32>()),
+    };
+    let (lo, hi) = (lo.map_err(|_| bad())?, hi.map_err(|_| bad())?);
+    if lo == 0 || lo > hi || hi > 64 {
+        return Err(bad());
+    }
+    if a.bytes == 0 || !(a.mbps > 0.0) || a.interval_us == 0 {
+        return Err("--bytes, --mbps and --interval-us must be positive".into());
+    }
+    let lab = Lab::new(&format!("fig7-{}", std::process::id())).map_err(|e| e.to_string())?;
+    let base = Fig7Opts {
+        bytes_per_server: a.bytes,
+        link_bps: a.mbps * 1e6,
+        rtt_ns: a.interval_us * 1000,
+        ..Fig7Opts::default()
+    };
+    let rows = fig7_table(&lab, lo..=hi, &base)?;
+    println!(
+        "tasks  fair mean ms  fifo-lm mean ms  link use fair/fifo-lm  fair per task ms  |  fifo-lm per task ms"
+    );
+    let list = |v: &[u64]| {
+        v.iter()
+            .map(|c| format!("{:.1}", *c as f64 / 1e6))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for (n, fair, fifo) in &rows {
+        println!(
+            "{n:>5}  {:>12.1}  {:>15.1}  {:>10.2} / {:<10.2}  {}  |  {}",
+            mean_ms(fair),
+            mean_ms(fifo),
+            fair.utilisation,
+            fifo.utilisation,
+            list(&fair.completion_ns),
+            list(&fifo.completion_ns)
+        );
+    }
+    let drops: u64 = rows
+        .iter()
+        .map(|r| r.1.switch_drops + r.2.switch_drops)
+        .sum();
+    let retx: u64 = rows.iter().map(|r| r.1.retransmits + r.2.retransmits).sum();
+    eprintln!("switch drops {drops}, retransmitted packets {retx}");
+    Ok(())
+}
+
 pub fn run(a: FlowArgs) -> Result<(), String> {
+    let mut a = a;
+    if let Some(FlowCmd::Fig7(f)) = a.cmd.take() {
+        return fig7(f);
+    }
     let mut cfg = match &a.config {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;

@@ -11,6 +11,7 @@ pub mod report;
 pub mod run;
 pub mod spc;
 pub mod topology;
+pub mod udp;
 pub mod workload;
 
 pub use config::FlowConfig;

@@ -1,0 +1,809 @@
+//! Packet-level check of SPC over real UDP in network namespaces: Baraat
+//! §5.1's batched-request experiment (Fig. 7). One client asks three
+//! servers for `bytes_per_server` each, for `tasks` tasks at once; the
+//! client's downlink is the bottleneck.
+//!
+//! veth has no bandwidth limit, so the bottleneck is a software switch: a
+//! thread in its own namespace relays every datagram between the client and
+//! the servers and paces the client-bound queue with a token bucket at
+//! `link_bps`. It runs the SPC switch state machine ([`SpcSwitch`], Alg. 1)
+//! on the header of every request-carrying data packet and writes AR/NR into
+//! it; the client echoes them in its ACK (§4.4: the receiver returns the
+//! switches' feedback to the sender). Each server runs one [`SpcSender`]
+//! (Alg. 2) per flow and paces its sending at the returned AR.
+//!
+//! Fair sharing uses the same machinery with every flow in one task (id 0):
+//! Alg. 1 then splits the capacity max-min among all flows (ideal RCP).
+//! FIFO-LM gives task *i* id *i* + 1 in arrival order.
+//!
+//! Every thread enters its namespace with `setns` (network namespaces are
+//! per thread), so the whole experiment is one process.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::spc::{SpcFeedback, SpcRequest, SpcSender, SpcSwitch};
+
+const SERVERS: usize = 3;
+const PORT_SW: u16 = 9000;
+const PORT_CLIENT: u16 = 9001;
+const PORT_SERVER: u16 = 9002;
+/// Payload bytes per data packet.
+const PAYLOAD: usize = 1200;
+
+const T_REQ: u8 = 1;
+const T_DATA: u8 = 2;
+const T_ACK: u8 = 3;
+const T_FIN: u8 = 4;
+const T_DONE: u8 = 5;
+
+/// Data header: type, flags, server, pad, task id, flow, seq, len, then the
+/// SPC request (demand, prev demand, prev alloc) and feedback (AR, NR).
+const DATA_HDR: usize = 1 + 1 + 1 + 1 + 8 + 4 + 4 + 4 + 5 * 8;
+const F_REQ: u8 = 1;
+const F_NEW: u8 = 2;
+const F_FB: u8 = 4;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fig7Mode {
+    /// All flows in one SPC class: max-min fair (RCP-like).
+    Fair,
+    /// FIFO-LM: one task id per task, in arrival order.
+    FifoLm,
+}
+
+impl Fig7Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fig7Mode::Fair => "fair",
+            Fig7Mode::FifoLm => "fifo-lm",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Fig7Opts {
+    pub tasks: u32,
+    pub bytes_per_server: u64,
+    /// Bottleneck (client downlink) rate, bits/s.
+    pub link_bps: f64,
+    /// Servers' nominal NIC rate, bits/s.
+    pub nic_bps: f64,
+    /// SPC control interval (the "RTT" of Alg. 1/2 and footnote 5).
+    pub rtt_ns: u64,
+    /// Heavy threshold (bytes reserved) of the switch's FIFO-LM classifier.
+    pub heavy_threshold: f64,
+    /// Give up after this long.
+    pub timeout: Duration,
+}
+
+impl Default for Fig7Opts {
+    fn default() -> Self {
+        Fig7Opts {
+            tasks: 1,
+            bytes_per_server: 400_000,
+            link_bps: 100e6,
+            nic_bps: 1e9,
+            rtt_ns: 1_000_000,
+            heavy_threshold: 1e12,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Fig7Run {
+    pub mode: Fig7Mode,
+    /// Completion time of each task (ns), in task order.
+    pub completion_ns: Vec<u64>,
+    /// Payload bytes delivered in order, per task.
+    pub bytes: Vec<u64>,
+    pub switch_drops: u64,
+    pub retransmits: u64,
+    /// Bytes the switch sent to the client over (last completion × link
+    /// rate): how much of the bottleneck the control loop used.
+    pub utilisation: f64,
+}
+
+/// Could not create a namespace (not permitted): tests skip on this.
+#[derive(Debug)]
+pub enum LabError {
+    NotPermitted(String),
+    Other(String),
+}
+
+impl std::fmt::Display for LabError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabError::NotPermitted(s) => write!(f, "network namespaces not permitted: {s}"),
+            LabError::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Namespaces `<prefix>-sw`, `-c`, `-s0..2`, veth pairs from the switch to
+/// each; deleted on drop (also when a run fails).
+pub struct Lab {
+    prefix: String,
+    names: Vec<String>,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Lab {
+    pub fn new(prefix: &str) -> Result<Lab, LabError> {
+        let mut lab = Lab {
+            prefix: prefix.to_string(),
+            names: Vec::new(),
+        };
+        let sw = lab.ns("sw");
+        ip(&["netns", "add", &sw]).map_err(LabError::NotPermitted)?;
+        lab.names.push(sw.clone());
+        let ends: Vec<(String, String)> = std::iter::once(("c".to_string(), "10.77.0".to_string()))
+            .chain((0..SERVERS).map(|i| (format!("s{i}"), format!("10.77.{}", i + 1))))
+            .collect();
+        let o = |r: Result<(), String>| r.map_err(LabError::Other);
+        o(ip(&["-n", &sw, "link", "set", "lo", "up"]))?;
+        for (k, (end, net)) in ends.iter().enumerate() {
+            let ns = lab.ns(end);
+            o(ip(&["netns", "add", &ns]))?;
+            lab.names.push(ns.clone());
+            // Interface names are per namespace once moved, but are created
+            // in ours first: make them unique by pid.
+            let a = format!("fa{}x{k}", std::process::id() % 100_000);
+            let b = format!("fb{}x{k}", std::process::id() % 100_000);
+            o(ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]))?;
+            o(ip(&["link", "set", &a, "netns", &sw]))?;
+            o(ip(&["link", "set", &b, "netns", &ns]))?;
+            o(ip(&[
+                "-n",
+                &sw,
+                "addr",
+                "add",
+                &format!("{net}.2/24"),
+                "dev",
+                &a,
+            ]))?;
+            o(ip(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{net}.1/24"),
+                "dev",
+                &b,
+            ]))?;
+            o(ip(&["-n", &sw, "link", "set", &a, "up"]))?;
+            o(ip(&["-n", &ns, "link", "set", &b, "up"]))?;
+            o(ip(&["-n", &ns, "link", "set", "lo", "up"]))?;
+        }
+        Ok(lab)
+    }
+
+    fn ns(&self, end: &str) -> String {
+        format!("{}-{end}", self.prefix)
+    }
+
+    /// Run one Fig. 7 experiment in the lab.
+    pub fn fig7(&self, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> {
+        run_fig7(self, mode, o)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for n in self.names.iter().rev() {
+            let _ = ip(&["netns", "del", n]);
+        }
+    }
+}
+
+/// Move the calling thread into a network namespace.
+fn enter(ns: &str) -> io::Result<()> {
+    let f = File::open(format!("/var/run/netns/{ns}"))?;
+    // SAFETY: setns on a valid namespace fd only changes this thread's
+    // network namespace.
+    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Short sleeps of the pacing loops should not be stretched by the
+    // default 50 µs timer slack (half a packet time at 100 Mbps).
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only affects this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+    Ok(())
+}
+
+fn bind_port(port: u16) -> io::Result<UdpSocket> {
+    let s = UdpSocket::bind(("0.0.0.0", port))?;
+    let big: libc::c_int = 8 << 20;
+    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: setsockopt with a valid fd and an int option value.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                &big as *const _ as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+fn sw_addr(i: Option<usize>) -> SocketAddr {
+    let net = i.map_or(0, |i| i + 1);
+    format!("10.77.{net}.2:{PORT_SW}").parse().expect("address")
+}
+fn client_addr() -> SocketAddr {
+    format!("10.77.0.1:{PORT_CLIENT}").parse().expect("address")
+}
+fn server_addr(i: usize) -> SocketAddr {
+    format!("10.77.{}.1:{PORT_SERVER}", i + 1)
+        .parse()
+        .expect("address")
+}
+
+fn get_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+fn get_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+fn get_f64(b: &[u8], at: usize) -> f64 {
+    f64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Data packet header fields.
+#[derive(Clone, Copy, Debug, Default)]
+struct Data {
+    flags: u8,
+    server: u8,
+    task_id: u64,
+    flow: u32,
+    seq: u32,
+    len: u32,
+    demand: f64,
+    prev_demand: f64,
+    prev_alloc: f64,
+    ar: f64,
+    nr: f64,
+}
+
+impl Data {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&[T_DATA, self.flags, self.server, 0]);
+        out.extend_from_slice(&self.task_id.to_le_bytes());
+        out.extend_from_slice(&self.flow.to_le_bytes());
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        for v in [
+            self.demand,
+            self.prev_demand,
+            self.prev_alloc,
+            self.ar,
+            self.nr,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    fn decode(b: &[u8]) -> Option<Data> {
+        if b.len() < DATA_HDR || b[0] != T_DATA {
+            return None;
+        }
+        Some(Data {
+            flags: b[1],
+            server: b[2],
+            task_id: get_u64(b, 4),
+            flow: get_u32(b, 12),
+            seq: get_u32(b, 16),
+            len: get_u32(b, 20),
+            demand: get_f64(b, 24),
+            prev_demand: get_f64(b, 32),
+            prev_alloc: get_f64(b, 40),
+            ar: get_f64(b, 48),
+            nr: get_f64(b, 56),
+        })
+    }
+    fn write_feedback(b: &mut [u8], fb: SpcFeedback) {
+        b[1] |= F_FB;
+        b[48..56].copy_from_slice(&fb.ar.to_le_bytes());
+        b[56..64].copy_from_slice(&fb.nr.to_le_bytes());
+    }
+}
+
+/// Payload byte `i` of packet `seq` of `flow`: checked by the client.
+fn pattern(flow: u32, seq: u32, i: usize) -> u8 {
+    (flow.wrapping_mul(31) ^ seq.wrapping_mul(7) ^ i as u32) as u8
+}
+
+fn packets_of(bytes: u64) -> u32 {
+    bytes.div_ceil(PAYLOAD as u64) as u32
+}
+
+fn len_of(bytes: u64, seq: u32) -> usize {
+    let start = seq as u64 * PAYLOAD as u64;
+    (bytes - start).min(PAYLOAD as u64) as usize
+}
+
+fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    // Every socket is bound before the client sends its requests.
+    let ready = Arc::new(Barrier::new(SERVERS + 2));
+    let (sw_ns, c_ns) = (lab.ns("sw"), lab.ns("c"));
+    let mut handles = Vec::new();
+    {
+        let stop = stop.clone();
+        let o = o.clone();
+        let ready = ready.clone();
+        handles.push(thread::spawn(move || -> Result<(u64, u64), String> {
+            let r = enter(&sw_ns).map_err(|e| format!("setns {sw_ns}: {e}"));
+            let sock = r.and_then(|_| bind_port(PORT_SW).map_err(|e| format!("switch: {e}")));
+            ready.wait();
+            switch_loop(&sock?, &o, &stop).map_err(|e| format!("switch: {e}"))
+        }));
+    }
+    for i in 0..SERVERS {
+        let stop = stop.clone();
+        let o = o.clone();
+        let ns = lab.ns(&format!("s{i}"));
+        let ready = ready.clone();
+        handles.push(thread::spawn(move || -> Result<(u64, u64), String> {
+            let r = enter(&ns).map_err(|e| format!("setns {ns}: {e}"));
+            let sock =
+                r.and_then(|_| bind_port(PORT_SERVER).map_err(|e| format!("server {i}: {e}")));
+            ready.wait();
+            server_loop(&sock?, i, &o, &stop).map_err(|e| format!("server {i}: {e}"))
+        }));
+    }
+    let client = {
+        let o = o.clone();
+        let stop = stop.clone();
+        let ready = ready.clone();
+        thread::spawn(move || -> Result<(Vec<u64>, Vec<u64>), String> {
+            let r = enter(&c_ns).map_err(|e| format!("setns {c_ns}: {e}"));
+            let sock = r.and_then(|_| bind_port(PORT_CLIENT).map_err(|e| format!("client: {e}")));
+            ready.wait();
+            let r =
+                sock.and_then(|s| client_loop(&s, mode, &o).map_err(|e| format!("client: {e}")));
+            stop.store(true, Ordering::Relaxed);
+            r
+        })
+    };
+    let client = client.join().map_err(|_| "client panicked".to_string());
+    stop.store(true, Ordering::Relaxed);
+    let mut drops = 0;
+    let mut retx = 0;
+    let mut sent = 0;
+    for (k, h) in handles.into_iter().enumerate() {
+        let (a, b) = h.join().map_err(|_| "thread panicked".to_string())??;
+        if k == 0 {
+            drops = a;
+            sent = b;
+        } else {
+            retx += a;
+        }
+    }
+    let (completion_ns, bytes) = client??;
+    let last = completion_ns.iter().copied().max().unwrap_or(0).max(1);
+    Ok(Fig7Run {
+        mode,
+        utilisation: sent as f64 * 8.0 / (last as f64 / 1e9 * o.link_bps),
+        completion_ns,
+        bytes,
+        switch_drops: drops,
+        retransmits: retx,
+    })
+}
+
+/// The software switch: relays control datagrams at once, queues data for
+/// the client and sends it at `link_bps`; Alg. 1 on request headers;
+/// footnote 5's virtual capacity once per interval. Returns (drops, bytes
+/// sent to the client).
+fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<(u64, u64)> {
+    let mut spc = SpcSwitch::new(o.link_bps, o.rtt_ns, o.heavy_threshold);
+    let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
+    let mut queued_bytes = 0usize;
+    // Drop-tail buffer, as a shallow-buffered ToR port.
+    const BUFFER: usize = 1 << 20;
+    let mut drops = 0u64;
+    let mut active = 0u32;
+    let mut sent = 0u64;
+    let start = Instant::now();
+    let mut next_tx = 0f64; // seconds since start
+    let mut interval_start = 0f64;
+    let mut interval_bytes = 0usize;
+    let interval = o.rtt_ns as f64 / 1e9;
+    let mut buf = vec![0u8; 65536];
+    let client = client_addr();
+    while !stop.load(Ordering::Relaxed) {
+        let mut busy = false;
+        loop {
+            let (n, from) = match sock.recv_from(&mut buf) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            };
+            busy = true;
+            let pkt = &mut buf[..n];
+            match pkt.first().copied() {
+                Some(T_DATA) => {
+                    let Some(d) = Data::decode(pkt) else { continue };
+                    interval_bytes += n;
+                    if queued_bytes + n > BUFFER {
+                        drops += 1;
+                        continue;
+                    }
+                    if d.flags & F_NEW != 0 {
+                        active += 1;
+                    }
+                    if d.flags & F_REQ != 0 {
+                        let fb = spc.on_packet(SpcRequest {
+                            task_id: d.task_id,
+                            demand: d.demand,
+                            prev_demand: d.prev_demand,
+                            prev_alloc: d.prev_alloc,
+                            new_flow: d.flags & F_NEW != 0,
+                        });
+                        Data::write_feedback(pkt, fb);
+                    }
+                    queued_bytes += n;
+                    queue.push_back(pkt.to_vec());
+                }
+                Some(T_FIN) if n >= 29 => {
+                    active = active.saturating_sub(1);
+                    // The flow's last demand and allocation come back (FIN).
+                    spc.on_flow_end(get_u64(pkt, 4), get_f64(pkt, 13), get_f64(pkt, 21));
+                }
+                Some(T_DONE) if n >= 12 => spc.on_task_end(get_u64(pkt, 4)),
+                Some(T_REQ) | Some(T_ACK) if n >= 3 => {
+                    let s = pkt[2] as usize;
+                    if s < SERVERS {
+                        sock.send_to(pkt, server_addr(s))?;
+                    }
+                }
+                _ => {}
+            }
+            let _ = from;
+        }
+        let now = start.elapsed().as_secs_f64();
+        // Token bucket without burst: one packet per serialization time.
+        while let Some(p) = queue.front() {
+            if now < next_tx {
+                break;
+            }
+            // Up to 0.5 ms of credit: the loop wakes late under load, and a
+            // lost credit is lost link capacity.
+            next_tx = next_tx.max(now - 5e-4) + p.len() as f64 * 8.0 / o.link_bps;
+            sock.send_to(p, client)?;
+            sent += p.len() as u64;
+            queued_bytes -= p.len();
+            queue.pop_front();
+            busy = true;
+        }
+        // RCP updates its rate only while it carries flows: an idle port
+        // must not inflate the virtual capacity before the next burst.
+        if active == 0 {
+            interval_start = now;
+            interval_bytes = 0;
+        } else if now - interval_start >= interval {
+            let input = interval_bytes as f64 * 8.0 / (now - interval_start);
+            spc.on_interval(input, queued_bytes as f64);
+            interval_start = now;
+            interval_bytes = 0;
+        }
+        if !busy {
+            thread::sleep(Duration::from_micros(20));
+        }
+    }
+    Ok((drops, sent))
+}
+
+struct SFlow {
+    task_id: u64,
+    flow: u32,
+    bytes: u64,
+    npk: u32,
+    next: u32,
+    acked: u32,
+    sender: SpcSender,
+    /// Bits/s (AR of the last feedback).
+    rate: f64,
+    next_send: f64,
+    /// Demand and AR the switch holds for us (Alg. 1 line 1).
+    held_demand: f64,
+    held_alloc: f64,
+    last_nr: Option<f64>,
+    /// A request is in flight; time it was sent.
+    req_out: Option<f64>,
+    last_req: f64,
+    new_flow: bool,
+    last_progress: f64,
+    fin_sent: bool,
+}
+
+/// One server: answers each request with one flow, paced at its AR; one
+/// Alg. 2 sender per flow. Returns (retransmitted packets, 0).
+fn server_loop(
+    sock: &UdpSocket,
+    me: usize,
+    o: &Fig7Opts,
+    stop: &AtomicBool,
+) -> io::Result<(u64, u64)> {
+    let sw = sw_addr(Some(me));
+    let start = Instant::now();
+    let interval = o.rtt_ns as f64 / 1e9;
+    let mut flows: Vec<SFlow> = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let mut out = Vec::with_capacity(DATA_HDR + PAYLOAD);
+    let mut retx = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let mut busy = false;
+        let now = start.elapsed().as_secs_f64();
+        loop {
+            let n = match sock.recv_from(&mut buf) {
+                Ok((n, _)) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            };
+            busy = true;
+            let p = &buf[..n];
+            match p[0] {
+                // Request: type, pad, server, pad, task id, flow, bytes.
+                T_REQ if n >= 24 => {
+                    let flow = get_u32(p, 12);
+                    if flows.iter().any(|f| f.flow == flow) {
+                        continue;
+                    }
+                    let bytes = get_u64(p, 16);
+                    flows.push(SFlow {
+                        task_id: get_u64(p, 4),
+                        flow,
+                        bytes,
+                        npk: packets_of(bytes),
+                        next: 0,
+                        acked: 0,
+                        sender: SpcSender::new(o.nic_bps, o.rtt_ns, o.link_bps / 100.0),
+                        rate: 0.0,
+                        next_send: now,
+                        held_demand: 0.0,
+                        held_alloc: 0.0,
+                        last_nr: None,
+                        req_out: None,
+                        last_req: f64::NEG_INFINITY,
+                        new_flow: true,
+                        last_progress: now,
+                        fin_sent: false,
+                    });
+                }
+                // ACK: type, flags, server, pad, flow, cum, AR, NR.
+                T_ACK if n >= 28 => {
+                    let flow = get_u32(p, 4);
+                    let Some(f) = flows.iter_mut().find(|f| f.flow == flow) else {
+                        continue;
+                    };
+                    let cum = get_u32(p, 8);
+                    if cum > f.acked {
+                        f.acked = cum;
+                        f.last_progress = now;
+                    }
+                    if p[1] & F_FB != 0 && f.req_out.is_some() {
+                        let fb = SpcFeedback {
+                            ar: get_f64(p, 12),
+                            nr: get_f64(p, 20),
+                        };
+                        f.rate = f.sender.on_feedback(&[fb]);
+                        f.held_alloc = fb.ar;
+                        f.last_nr = Some(fb.nr);
+                        f.req_out = None;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for f in flows.iter_mut().filter(|f| !f.fin_sent) {
+            if f.acked >= f.npk {
+                // FIN returns what the switch holds for the flow.
+                let mut m = vec![T_FIN, 0, me as u8, 0];
+                m.extend_from_slice(&f.task_id.to_le_bytes());
+                m.push(0);
+                m.extend_from_slice(&f.held_demand.to_le_bytes());
+                m.extend_from_slice(&f.held_alloc.to_le_bytes());
+                sock.send_to(&m, sw)?;
+                f.fin_sent = true;
+                busy = true;
+                continue;
+            }
+            // Go-back-N after a silent spell (a drop at the switch); longer
+            // than the deepest queue (1 MB at the bottleneck) so that queueing
+            // is not mistaken for loss.
+            if f.next > f.acked && now - f.last_progress > 0.2 {
+                retx += (f.next - f.acked) as u64;
+                f.next = f.acked;
+                f.last_progress = now;
+            }
+            // A lost request or feedback: ask again. Not sooner: the switch
+            // may hold an allocation for the request in flight, and Alg. 1
+            // line 1 can only return what the sender knows it was given.
+            if f.req_out.is_some_and(|t| now - t > 0.5) {
+                f.req_out = None;
+            }
+            let want_req = f.req_out.is_none() && now - f.last_req >= interval;
+            let can_data = f.next < f.npk && f.rate > 0.0 && now >= f.next_send;
+            if !want_req && !can_data {
+                continue;
+            }
+            let mut d = Data {
+                server: me as u8,
+                task_id: f.task_id,
+                flow: f.flow,
+                seq: f.next,
+                ..Data::default()
+            };
+            if want_req {
+                // Alg. 2: demand from the bytes not yet sent and last NR.
+                let left = f.bytes.saturating_sub(f.next as u64 * PAYLOAD as u64);
+                let demand = f.sender.next_demand(left, f.last_nr);
+                d.flags |= F_REQ;
+                if f.new_flow {
+                    d.flags |= F_NEW;
+                    f.new_flow = false;
+                }
+                d.demand = demand;
+                d.prev_demand = f.held_demand;
+                d.prev_alloc = f.held_alloc;
+                f.held_demand = demand;
+                f.req_out = Some(now);
+                f.last_req = now;
+            }
+            let len = if can_data { len_of(f.bytes, f.next) } else { 0 };
+            d.len = len as u32;
+            d.encode(&mut out);
+            out.extend((0..len).map(|i| pattern(f.flow, f.next, i)));
+            sock.send_to(&out, sw)?;
+            busy = true;
+            if can_data {
+                f.next += 1;
+                f.next_send = f.next_send.max(now - 1e-3) + (out.len() * 8) as f64 / f.rate;
+            }
+        }
+        flows.retain(|f| !f.fin_sent);
+        if !busy {
+            thread::sleep(Duration::from_micros(20));
+        }
+    }
+    Ok((retx, 0))
+}
+
+/// The client: requests every task at once, receives in order, ACKs every
+/// data packet with the switch's feedback, and records completion times.
+fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Vec<u64>, Vec<u64>)> {
+    let sw = sw_addr(None);
+    let n = o.tasks as usize;
+    let nflows = n * SERVERS;
+    let npk = packets_of(o.bytes_per_server);
+    let mut expected = vec![0u32; nflows];
+    let mut got = vec![0u64; n];
+    let mut done: Vec<Option<u64>> = vec![None; n];
+    let start = Instant::now();
+    // Batched request (Fig. 7): all tasks at once, in task order.
+    for t in 0..n {
+        let task_id = match mode {
+            Fig7Mode::Fair => 0,
+            Fig7Mode::FifoLm => t as u64 + 1,
+        };
+        for s in 0..SERVERS {
+            let mut m = vec![T_REQ, 0, s as u8, 0];
+            m.extend_from_slice(&task_id.to_le_bytes());
+            m.extend_from_slice(&((t * SERVERS + s) as u32).to_le_bytes());
+            m.extend_from_slice(&o.bytes_per_server.to_le_bytes());
+            sock.send_to(&m, sw)?;
+        }
+    }
+    let mut buf = vec![0u8; 65536];
+    let mut left = n;
+    while left > 0 {
+        if start.elapsed() > o.timeout {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{left} of {n} tasks unfinished after {:?} (packets received per flow {:?} of {npk})",
+                    o.timeout, expected
+                ),
+            ));
+        }
+        let len = match sock.recv_from(&mut buf) {
+            Ok((len, _)) => len,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_micros(20));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let p = &buf[..len];
+        let Some(d) = Data::decode(p) else { continue };
+        let fl = d.flow as usize;
+        if fl >= nflows {
+            continue;
+        }
+        let payload = &p[DATA_HDR..];
+        if d.len as usize == payload.len() && payload.len() > 0 && d.seq == expected[fl] {
+            let ok = payload
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == pattern(d.flow, d.seq, i));
+            if ok {
+                expected[fl] += 1;
+                got[fl / SERVERS] += payload.len() as u64;
+            }
+        }
+        let mut ack = vec![T_ACK, d.flags & F_FB, d.server, 0];
+        ack.extend_from_slice(&d.flow.to_le_bytes());
+        ack.extend_from_slice(&expected[fl].to_le_bytes());
+        ack.extend_from_slice(&d.ar.to_le_bytes());
+        ack.extend_from_slice(&d.nr.to_le_bytes());
+        sock.send_to(&ack, sw)?;
+        let t = fl / SERVERS;
+        if done[t].is_none() && (0..SERVERS).all(|s| expected[t * SERVERS + s] >= npk) {
+            done[t] = Some(start.elapsed().as_nanos() as u64);
+            left -= 1;
+            if mode == Fig7Mode::FifoLm {
+                let mut m = vec![T_DONE, 0, 0, 0];
+                m.extend_from_slice(&(t as u64 + 1).to_le_bytes());
+                sock.send_to(&m, sw)?;
+            }
+        }
+    }
+    Ok((done.into_iter().map(|d| d.unwrap_or(0)).collect(), got))
+}
+
+/// The Fig. 7 table: for each number of concurrent tasks, each mode's
+/// average and per-task completion times.
+pub fn fig7_table(
+    lab: &Lab,
+    tasks: std::ops::RangeInclusive<u32>,
+    base: &Fig7Opts,
+) -> Result<Vec<(u32, Fig7Run, Fig7Run)>, String> {
+    let mut rows = Vec::new();
+    for n in tasks {
+        let o = Fig7Opts {
+            tasks: n,
+            ..base.clone()
+        };
+        let fair = lab.fig7(Fig7Mode::Fair, &o)?;
+        let fifo = lab.fig7(Fig7Mode::FifoLm, &o)?;
+        rows.push((n, fair, fifo));
+    }
+    Ok(rows)
+}
+
+pub fn mean_ms(r: &Fig7Run) -> f64 {
+    r.completion_ns.iter().sum::<u64>() as f64 / r.completion_ns.len().max(1) as f64 / 1e6
+}
