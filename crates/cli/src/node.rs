@@ -360,7 +360,9 @@ pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
 /// `netsched cluster up CONFIG`: the multi-process local datacenter.
 fn cluster_up(action: &str, config: Option<&PathBuf>) -> Result<(), String> {
     if action != "up" {
-        return Err(format!("cluster: unknown action {action:?} (only `up CONFIG`)"));
+        return Err(format!(
+            "cluster: unknown action {action:?} (only `up CONFIG`)"
+        ));
     }
     let config = config.ok_or("cluster up: missing CONFIG")?;
     let cfg = netsched_node::cluster_up::ClusterUpConfig::from_toml(&read(config)?)
