@@ -147,6 +147,17 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             let cfg = WorkerConfig::from_toml(&read(&config)?)
                 .map_err(|e| format!("{}: {e}", config.display()))?;
             let stop = stop_after(duration_s);
+            // SIGTERM / Ctrl-C stop the executors, so that the worker's
+            // RocksDB directory (in /dev/shm) is removed on the way out.
+            netsched_node::cluster_up::install_signal_handlers();
+            let st = stop.clone();
+            std::thread::spawn(move || loop {
+                if netsched_node::cluster_up::interrupted() {
+                    st.store(true, Ordering::Relaxed);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            });
             let w = Worker::bind(&cfg, stop.clone())?;
             let metrics = match &cfg.metrics {
                 Some(a) => Some(

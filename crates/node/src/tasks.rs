@@ -187,6 +187,9 @@ impl RocksStore {
         };
         if owned {
             let _ = std::fs::remove_dir_all(&dir);
+            if let Some(base) = dir.parent() {
+                remove_orphans(base);
+            }
         }
         let mut o = rocksdb::Options::default();
         o.create_if_missing(true);
@@ -273,6 +276,29 @@ impl RocksStore {
 
 static NEXT_DB: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Removes databases left in `base` by worker processes that no longer
+/// exist (killed before they could clean up: /dev/shm is memory).
+fn remove_orphans(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("netsched-rocks-"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 impl Drop for RocksStore {
     fn drop(&mut self) {
         if self.owned {
@@ -357,5 +383,21 @@ mod tests {
         );
         drop(s);
         assert!(!dir.exists(), "the worker's database is removed on drop");
+    }
+
+    #[test]
+    fn databases_of_dead_processes_are_removed_at_start() {
+        let base = std::env::temp_dir().join(format!("netsched-orphans-{}", std::process::id()));
+        // pid 0 never names a live process in /proc; our own pid is alive.
+        let dead = base.join("netsched-rocks-0-7");
+        let alive = base.join(format!("netsched-rocks-{}-7", std::process::id()));
+        let other = base.join("unrelated");
+        for d in [&dead, &alive, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        remove_orphans(&base);
+        assert!(!dead.exists());
+        assert!(alive.exists() && other.exists());
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }
