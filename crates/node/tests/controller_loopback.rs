@@ -297,3 +297,124 @@ fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
         w.join();
     }
 }
+
+#[test]
+fn racks_are_added_and_removed_through_the_admin_api() {
+    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let spine_s = sock();
+    let spine = spine_s.local_addr().unwrap();
+    let leaf_s = [sock(), sock()];
+    let leaves: Vec<SocketAddr> = leaf_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
+    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let _sp = Daemon::start(
+        &format!(
+            "listen = \"{spine}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+             role = \"spine\"\ndownstream = [\"{}\"]\n",
+            leaves[0]
+        ),
+        spine_s,
+    );
+    let leaf_cfg = |r: usize| {
+        format!(
+            "listen = \"{}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+             role = \"leaf\"\nrack = {r}\nupstream = [\"{spine}\"]\ndownstream = [\"{}\"]\n\
+             heartbeat_timeout_ms = 200\n",
+            leaves[r], execs[r]
+        )
+    };
+    let [l0, l1] = leaf_s;
+    let _leaf0 = Daemon::start(&leaf_cfg(0), l0);
+    let wstop = Arc::new(AtomicBool::new(false));
+    let worker = |r: usize, s: UdpSocket| {
+        let cfg = WorkerConfig::from_toml(&format!(
+            "listen = [\"{}\"]\nleaf = \"{}\"\npool = 1\nheartbeat_ms = 40\n",
+            execs[r], leaves[r]
+        ))
+        .unwrap();
+        Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
+    };
+    let mut es = exec_s.into_iter();
+    let w0 = worker(0, es.next().unwrap());
+    let cstop = Arc::new(AtomicBool::new(false));
+    let cfg = ControllerConfig::from_toml(&format!(
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{spine}\"]\n\
+         [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
+        leaves[0], execs[0]
+    ))
+    .unwrap();
+    let c = Controller::start(&cfg, cstop.clone()).unwrap();
+    let admitted = |c: &Controller| -> Vec<bool> {
+        serde_json::from_value(c.topology_json()["pools"][0]["spines"][0]["admitted"].clone())
+            .unwrap_or_default()
+    };
+    wait_for("rack 0 reported", || admitted(&c) == vec![true]);
+    // A new rack: its leaf and worker start, the admin API adds it, and the
+    // spine's downstream grows to it (rack id 1).
+    let _leaf1 = Daemon::start(&leaf_cfg(1), l1);
+    let w1 = worker(1, es.next().unwrap());
+    let (code, body) = http(
+        admin,
+        "POST",
+        "/v1/racks",
+        Some(TOKEN),
+        Some(&format!(
+            "{{\"pool\": 1, \"leaf\": \"{}\", \"workers\": [\"{}\"]}}",
+            leaves[1], execs[1]
+        )),
+    )
+    .unwrap();
+    assert_eq!(code, 201, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["rack"], 1);
+    let rack_id = v["id"].as_u64().unwrap();
+    wait_for("rack 1 admitted at the spine", || {
+        admitted(&c) == vec![true, true]
+    });
+    let run = |app: u32| {
+        let ccfg = ClientConfig::from_toml(&format!(
+            "targets = [{{ addr = \"{spine}\" }}]\npool = 1\napp_id = {app}\nrate = 3000\n\
+             duration_ms = 300\nservice = {{ kind = \"exp\", mean_us = 200 }}\ntimeout_ms = 300\n"
+        ))
+        .unwrap();
+        let r = Client::bind(ccfg).unwrap().run();
+        assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    };
+    run(1);
+    let served1 = w1.registry().sum("netsched_worker_tasks_total");
+    assert!(served1 > 0, "the added rack serves");
+    // Removing it: the spine stops using it.
+    let (code, body) = http(
+        admin,
+        "DELETE",
+        &format!("/v1/racks/{rack_id}"),
+        Some(TOKEN),
+        None,
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    wait_for("rack 1 dropped", || admitted(&c) == vec![true, false]);
+    run(2);
+    assert_eq!(w1.registry().sum("netsched_worker_tasks_total"), served1);
+    assert!(w0.registry().sum("netsched_worker_tasks_total") > 0);
+    assert_eq!(
+        http(
+            admin,
+            "DELETE",
+            &format!("/v1/racks/{rack_id}"),
+            Some(TOKEN),
+            None
+        )
+        .unwrap()
+        .0,
+        404,
+        "already removed"
+    );
+    cstop.store(true, Ordering::Relaxed);
+    c.join();
+    wstop.store(true, Ordering::Relaxed);
+    w0.join();
+    w1.join();
+}
