@@ -6,6 +6,7 @@ mod build;
 pub mod config;
 pub mod nodes;
 pub mod pool;
+pub mod pull;
 pub mod queue;
 pub mod report;
 pub mod run;

@@ -1,0 +1,103 @@
+//! `netsched pull`: the pull-based scheduling simulator (Draconis, R2P2,
+//! Sparrow, Draconis-Server; crates/sim/src/pull, docs/draconis.md).
+
+use std::path::PathBuf;
+
+use netsched_sim::pull::{self, report, PullConfig, PullPolicy, PullSweep};
+
+#[derive(clap::Args)]
+pub struct PullArgs {
+    /// TOML config (e.g. experiments/draconis.toml); built-in defaults if omitted.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    /// Policies, comma-separated: draconis, draconis-priority, draconis-resource,
+    /// draconis-locality, draconis-server, r2p2, sparrow.
+    #[arg(long, value_delimiter = ',')]
+    policy: Vec<String>,
+    /// Loads, comma-separated fractions of executors / mean service time.
+    #[arg(long, value_delimiter = ',')]
+    load: Vec<f64>,
+    /// A §8 synthetic workload replacing workload.service: fixed100, fixed250,
+    /// fixed500, bimodal, trimodal, exp250.
+    #[arg(long)]
+    workload: Option<String>,
+    /// Tasks submitted per run (overrides workload.tasks).
+    #[arg(long)]
+    tasks: Option<u64>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Output directory for runs.csv and summary.json.
+    #[arg(short, long, default_value = "results/pull")]
+    out: PathBuf,
+    /// No progress output.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn load(a: &PullArgs) -> Result<PullConfig, String> {
+    let mut cfg = match &a.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            PullConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))?
+        }
+        None => PullConfig::default(),
+    };
+    if let Some(s) = a.seed {
+        cfg.seed = s;
+    }
+    if let Some(w) = &a.workload {
+        cfg.workload.service =
+            pull::config::paper_service(w).map_err(|e| format!("--workload: {}", e.msg))?;
+    }
+    if let Some(t) = a.tasks {
+        cfg.workload.tasks = t;
+        if cfg.workload.warmup_tasks.is_some_and(|w| w >= t) {
+            cfg.workload.warmup_tasks = None;
+        }
+    }
+    if !a.policy.is_empty() || !a.load.is_empty() {
+        let mut sweep = cfg.sweep.clone().unwrap_or(PullSweep {
+            policies: vec![],
+            loads: vec![],
+        });
+        if !a.policy.is_empty() {
+            sweep.policies = a
+                .policy
+                .iter()
+                .map(|p| PullPolicy::parse(p).map_err(|e| format!("--policy: {}", e.msg)))
+                .collect::<Result<_, _>>()?;
+        }
+        if !a.load.is_empty() {
+            sweep.loads = a.load.clone();
+        }
+        cfg.sweep = Some(sweep);
+    }
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+pub fn run(a: PullArgs) -> Result<(), String> {
+    let cfg = load(&a)?;
+    let base = a
+        .config
+        .as_ref()
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .unwrap_or_default();
+    if !a.quiet {
+        eprintln!(
+            "pull: {} run(s), {} executors, {} tasks each",
+            cfg.runs().len(),
+            cfg.executors(),
+            cfg.workload.tasks
+        );
+    }
+    let runs = pull::run_config(&cfg, &base).map_err(|e| e.to_string())?;
+    let sums = report::summaries(&cfg, &runs);
+    print!("{}", report::table(&cfg, &sums));
+    report::write_outputs(&a.out, &cfg, &sums)
+        .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    if !a.quiet {
+        eprintln!("wrote {}/runs.csv, summary.json", a.out.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,610 @@
+//! Configuration of the pull simulator, read from TOML (`experiments/draconis*.toml`).
+//!
+//! Every table rejects unknown keys and every value is checked by
+//! [`PullConfig::validate`], which names the offending field in one line.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+use crate::workload::ServiceDist;
+
+/// Which scheduler the run drives (all from `netsched_core::draconis`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum PullPolicy {
+    /// Draconis cFCFS in the switch (§4.8).
+    Draconis,
+    /// Draconis with one queue per priority level (§6).
+    DraconisPriority,
+    /// Draconis with resource bitmaps and task swapping (§5.2).
+    DraconisResource,
+    /// Draconis with skip counters and start limits (§5.3).
+    DraconisLocality,
+    /// The Draconis state machine as a software scheduler on a host (§8).
+    DraconisServer,
+    /// R2P2 JBSQ(k) in the switch (§2.2, §8.3).
+    R2p2,
+    /// Sparrow batch sampling with late binding (§2.3.2, §8.1).
+    Sparrow,
+}
+
+impl PullPolicy {
+    pub const ALL: [PullPolicy; 7] = [
+        PullPolicy::Draconis,
+        PullPolicy::DraconisPriority,
+        PullPolicy::DraconisResource,
+        PullPolicy::DraconisLocality,
+        PullPolicy::DraconisServer,
+        PullPolicy::R2p2,
+        PullPolicy::Sparrow,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PullPolicy::Draconis => "draconis",
+            PullPolicy::DraconisPriority => "draconis-priority",
+            PullPolicy::DraconisResource => "draconis-resource",
+            PullPolicy::DraconisLocality => "draconis-locality",
+            PullPolicy::DraconisServer => "draconis-server",
+            PullPolicy::R2p2 => "r2p2",
+            PullPolicy::Sparrow => "sparrow",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<PullPolicy, ConfigError> {
+        PullPolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = PullPolicy::ALL.iter().map(|p| p.name()).collect();
+                ConfigError::new(
+                    "policy",
+                    format!("unknown policy '{s}'; known: {}", names.join(", ")),
+                )
+            })
+    }
+}
+
+/// Run every (policy, load) combination.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullSweep {
+    #[serde(default)]
+    pub policies: Vec<PullPolicy>,
+    #[serde(default)]
+    pub loads: Vec<f64>,
+}
+
+/// Worker nodes and executors (§8 "Testbed": 10 nodes × 16 executors).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    pub nodes: u32,
+    pub executors_per_node: u32,
+    /// Racks the nodes are split into (consecutive blocks of
+    /// ceil(nodes / racks) nodes; §8.5 uses 3).
+    pub racks: u32,
+    /// §8.5 resource groups: nodes split into three consecutive thirds,
+    /// G1 = {A}, G2 = {A, B}, G3 = {A, B, C}. Off: every executor has all.
+    pub resource_groups: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            nodes: 10,
+            executors_per_node: 16,
+            racks: 1,
+            resource_groups: false,
+        }
+    }
+}
+
+/// Link delays. Every host (client, executor, scheduler server) hangs off
+/// the one switch (§8 testbed), so a host→switch message takes `link_ns` and
+/// a host→server message `2 · link_ns` (through the switch).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkConfig {
+    /// One-way host↔switch delay (NIC, stack, wire), ns.
+    pub link_ns: u64,
+    /// Latency of one recirculation pass in the switch, ns.
+    pub recirc_ns: u64,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            link_ns: 2_000,
+            recirc_ns: 500,
+        }
+    }
+}
+
+/// How jobs arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arrival {
+    /// Poisson job arrivals, `job_tasks` tasks each.
+    Poisson,
+    /// Google-trace-like batch submissions (docs/draconis.md "Bursty
+    /// workload"): Poisson job arrivals; a fraction `burst_fraction` of jobs
+    /// are batches of Geometric(mean `burst_mean_tasks`) tasks capped at
+    /// `burst_max_tasks`, the rest single tasks.
+    Bursty,
+}
+
+/// §8.5 locality setup: each task's data lives on one node; running it
+/// elsewhere adds a storage access time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocalityConfig {
+    /// Added to a task run on its data node, µs.
+    pub local_us: f64,
+    /// Added on another node of the data node's rack (§8.5: 20 µs).
+    pub rack_us: f64,
+    /// Added on another rack (§8.5: 100 µs).
+    pub remote_us: f64,
+}
+
+impl Default for LocalityConfig {
+    fn default() -> Self {
+        LocalityConfig {
+            local_us: 0.0,
+            rack_us: 20.0,
+            remote_us: 100.0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PullWorkload {
+    /// Compute time of a task (the `netsched sim` service distributions).
+    pub service: ServiceDist,
+    /// Offered load ρ = λ · E[service] / executors.
+    pub load: f64,
+    /// Tasks submitted in the run.
+    pub tasks: u64,
+    /// The first tasks submitted are not measured (warm-up). Default: 10 %.
+    pub warmup_tasks: Option<u64>,
+    pub arrival: Arrival,
+    /// Tasks per job for `arrival = "poisson"`.
+    pub job_tasks: u32,
+    pub burst_fraction: f64,
+    pub burst_mean_tasks: f64,
+    pub burst_max_tasks: u32,
+    /// Weights of priority levels 1.. (1 = highest); empty = all level 1.
+    /// §8.6 mix: [1.2, 1.7, 64.6, 32.2].
+    pub priority_weights: Vec<f64>,
+    /// §8.5 locality setup (data on one uniformly chosen node per task).
+    pub locality: Option<LocalityConfig>,
+    /// §8.5 resource experiment: the run is cut into three equal phases by
+    /// task index (equal in time, arrivals being stationary) in which tasks
+    /// need resource A, then B, then C. Needs `cluster.resource_groups`.
+    pub resource_phases: bool,
+}
+
+impl Default for PullWorkload {
+    fn default() -> Self {
+        PullWorkload {
+            service: ServiceDist::Fixed { value_us: 500.0 },
+            load: 0.5,
+            tasks: 100_000,
+            warmup_tasks: None,
+            arrival: Arrival::Poisson,
+            job_tasks: 1,
+            burst_fraction: 0.05,
+            burst_mean_tasks: 100.0,
+            burst_max_tasks: 1000,
+            priority_weights: vec![],
+            locality: None,
+            resource_phases: false,
+        }
+    }
+}
+
+/// Client behaviour: timeouts and resubmission.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientConfig {
+    /// Clients submitting jobs round-robin (they also pick Sparrow schedulers).
+    pub clients: u32,
+    /// A task attempt without its acknowledgment (Draconis) or completion
+    /// (R2P2, Sparrow) after this long is resubmitted, µs. 0 = 10 × mean
+    /// service (§8.3: "typically 5–10× the task execution time").
+    pub timeout_us: f64,
+    /// Timeouts after which the client gives up on a task.
+    pub max_attempts: u32,
+    /// Delay before resubmitting tasks returned in an error packet, µs.
+    pub error_backoff_us: f64,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            clients: 4,
+            timeout_us: 0.0,
+            max_attempts: 10,
+            error_backoff_us: 10.0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DraconisSection {
+    /// Queue entries per priority level (power of two).
+    pub capacity: u32,
+    /// An executor that got a no-op asks again after this long, µs (§4.6).
+    pub retry_us: f64,
+    /// Swap bound of the resource policy (§5.1).
+    pub max_swaps: u16,
+    /// §5.3 limits (Fig. 10: 3 and 9).
+    pub rack_start_limit: u16,
+    pub global_start_limit: u16,
+}
+
+impl Default for DraconisSection {
+    fn default() -> Self {
+        DraconisSection {
+            capacity: 1 << 17,
+            retry_us: 10.0,
+            max_swaps: 16,
+            rack_start_limit: 3,
+            global_start_limit: 9,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct R2p2Section {
+    /// JBSQ bound (§8: 3).
+    pub k: u32,
+    /// Recirculations before a request is dropped.
+    pub recirc_budget: u32,
+}
+
+impl Default for R2p2Section {
+    fn default() -> Self {
+        R2p2Section {
+            k: 3,
+            recirc_budget: 1024,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SparrowSection {
+    /// Probes per task (d).
+    pub probe_ratio: u32,
+    /// Scheduler servers (§8.1 runs 1 and 2).
+    pub schedulers: u32,
+    /// Service time per message at a scheduler, ns. 700 ns puts one
+    /// scheduler near §8.2's 500 K tasks/s (≈3 messages per task, d = 2).
+    pub msg_ns: u64,
+    /// Jobs a scheduler can track at once.
+    pub max_jobs: u32,
+}
+
+impl Default for SparrowSection {
+    fn default() -> Self {
+        SparrowSection {
+            probe_ratio: 2,
+            schedulers: 1,
+            msg_ns: 700,
+            max_jobs: 1 << 14,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSection {
+    /// Service time per state-machine step (one switch pass run inline), ns.
+    /// A task costs two steps (enqueue, dequeue): 450 ns/step ≈ §8.2's
+    /// 1.1 M tasks/s for Draconis-DPDK-Server.
+    pub step_ns: u64,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection { step_ns: 450 }
+    }
+}
+
+/// The whole pull-simulator config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PullConfig {
+    pub seed: u64,
+    pub policy: PullPolicy,
+    pub sweep: Option<PullSweep>,
+    pub cluster: ClusterConfig,
+    pub network: NetworkConfig,
+    pub workload: PullWorkload,
+    pub client: ClientConfig,
+    pub draconis: DraconisSection,
+    pub r2p2: R2p2Section,
+    pub sparrow: SparrowSection,
+    pub server: ServerSection,
+}
+
+impl Default for PullConfig {
+    fn default() -> Self {
+        PullConfig {
+            seed: 1,
+            policy: PullPolicy::Draconis,
+            sweep: None,
+            cluster: ClusterConfig::default(),
+            network: NetworkConfig::default(),
+            workload: PullWorkload::default(),
+            client: ClientConfig::default(),
+            draconis: DraconisSection::default(),
+            r2p2: R2p2Section::default(),
+            sparrow: SparrowSection::default(),
+            server: ServerSection::default(),
+        }
+    }
+}
+
+/// The synthetic suite of Draconis §8 "Workloads", by name.
+pub const PAPER_WORKLOADS: [&str; 6] = [
+    "fixed100", "fixed250", "fixed500", "bimodal", "trimodal", "exp250",
+];
+
+/// A §8 synthetic workload's service distribution: fixed 100/250/500 µs,
+/// bimodal (50 % 100, 50 % 500 µs), trimodal (⅓ each of 100/250/500 µs),
+/// exponential with mean 250 µs.
+pub fn paper_service(name: &str) -> Result<ServiceDist, ConfigError> {
+    let mix = |v: &[f64]| ServiceDist::Mix {
+        values_us: v.to_vec(),
+        weights: vec![1.0; v.len()],
+    };
+    Ok(match name {
+        "fixed100" => ServiceDist::Fixed { value_us: 100.0 },
+        "fixed250" => ServiceDist::Fixed { value_us: 250.0 },
+        "fixed500" => ServiceDist::Fixed { value_us: 500.0 },
+        "bimodal" => mix(&[100.0, 500.0]),
+        "trimodal" => mix(&[100.0, 250.0, 500.0]),
+        "exp250" => ServiceDist::Exp { mean_us: 250.0 },
+        _ => {
+            return Err(ConfigError::new(
+                "workload",
+                format!(
+                    "unknown workload '{name}'; known: {}",
+                    PAPER_WORKLOADS.join(", ")
+                ),
+            ))
+        }
+    })
+}
+
+fn positive(field: &str, v: f64) -> Result<(), ConfigError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            field,
+            format!("must be a finite number > 0, got {v}"),
+        ))
+    }
+}
+
+fn non_negative(field: &str, v: f64) -> Result<(), ConfigError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            field,
+            format!("must be a finite number >= 0, got {v}"),
+        ))
+    }
+}
+
+fn check_load(field: &str, v: f64) -> Result<(), ConfigError> {
+    // Above 1 the resource experiment's overloaded phase is the point;
+    // allow a little overload, never an unbounded one.
+    if v.is_finite() && v > 0.0 && v <= 2.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            field,
+            format!("load must be in (0, 2], got {v}"),
+        ))
+    }
+}
+
+impl PullConfig {
+    pub fn from_toml(text: &str) -> Result<PullConfig, ConfigError> {
+        let cfg: PullConfig = toml::from_str(text).map_err(|e| {
+            // toml's message is multi-line with a source excerpt; keep the
+            // first line, which names the key.
+            let msg = e
+                .message()
+                .lines()
+                .next()
+                .unwrap_or("invalid TOML")
+                .to_string();
+            ConfigError::new("config", msg)
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The (policy, load) runs this config asks for, in order.
+    pub fn runs(&self) -> Vec<(PullPolicy, f64)> {
+        let (policies, loads) = match &self.sweep {
+            Some(s) => (
+                if s.policies.is_empty() {
+                    vec![self.policy]
+                } else {
+                    s.policies.clone()
+                },
+                if s.loads.is_empty() {
+                    vec![self.workload.load]
+                } else {
+                    s.loads.clone()
+                },
+            ),
+            None => (vec![self.policy], vec![self.workload.load]),
+        };
+        let mut out = Vec::new();
+        for &p in &policies {
+            for &l in &loads {
+                out.push((p, l));
+            }
+        }
+        out
+    }
+
+    pub fn executors(&self) -> u32 {
+        self.cluster.nodes * self.cluster.executors_per_node
+    }
+
+    pub fn nodes_per_rack(&self) -> u32 {
+        self.cluster.nodes.div_ceil(self.cluster.racks.max(1))
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let c = &self.cluster;
+        if c.nodes == 0 || c.nodes > u16::MAX as u32 - 1 {
+            return Err(ConfigError::new(
+                "cluster.nodes",
+                format!("must be in 1..={}, got {}", u16::MAX - 1, c.nodes),
+            ));
+        }
+        if c.executors_per_node == 0 {
+            return Err(ConfigError::new(
+                "cluster.executors_per_node",
+                "must be >= 1",
+            ));
+        }
+        if c.racks == 0 || c.racks > c.nodes {
+            return Err(ConfigError::new(
+                "cluster.racks",
+                format!("must be in 1..=nodes ({}), got {}", c.nodes, c.racks),
+            ));
+        }
+        if c.resource_groups && c.nodes < 3 {
+            return Err(ConfigError::new(
+                "cluster.resource_groups",
+                "needs at least 3 nodes (one per group)",
+            ));
+        }
+        let w = &self.workload;
+        w.service.validate_at("workload.service")?;
+        check_load("workload.load", w.load)?;
+        if w.tasks == 0 {
+            return Err(ConfigError::new("workload.tasks", "must be >= 1"));
+        }
+        if let Some(wu) = w.warmup_tasks {
+            if wu >= w.tasks {
+                return Err(ConfigError::new(
+                    "workload.warmup_tasks",
+                    format!("must be < workload.tasks ({}), got {wu}", w.tasks),
+                ));
+            }
+        }
+        if w.job_tasks == 0 {
+            return Err(ConfigError::new("workload.job_tasks", "must be >= 1"));
+        }
+        if !(w.burst_fraction.is_finite() && (0.0..=1.0).contains(&w.burst_fraction)) {
+            return Err(ConfigError::new(
+                "workload.burst_fraction",
+                format!("must be in [0, 1], got {}", w.burst_fraction),
+            ));
+        }
+        if !(w.burst_mean_tasks.is_finite() && w.burst_mean_tasks >= 1.0) {
+            return Err(ConfigError::new(
+                "workload.burst_mean_tasks",
+                format!("must be >= 1, got {}", w.burst_mean_tasks),
+            ));
+        }
+        if w.burst_max_tasks == 0 {
+            return Err(ConfigError::new("workload.burst_max_tasks", "must be >= 1"));
+        }
+        if w.priority_weights.len() > 255 {
+            return Err(ConfigError::new(
+                "workload.priority_weights",
+                "at most 255 levels",
+            ));
+        }
+        for (i, &p) in w.priority_weights.iter().enumerate() {
+            non_negative(&format!("workload.priority_weights[{i}]"), p)?;
+        }
+        if !w.priority_weights.is_empty() && w.priority_weights.iter().sum::<f64>() <= 0.0 {
+            return Err(ConfigError::new(
+                "workload.priority_weights",
+                "must sum to more than 0",
+            ));
+        }
+        if let Some(l) = &w.locality {
+            non_negative("workload.locality.local_us", l.local_us)?;
+            non_negative("workload.locality.rack_us", l.rack_us)?;
+            non_negative("workload.locality.remote_us", l.remote_us)?;
+        }
+        if w.resource_phases && !c.resource_groups {
+            return Err(ConfigError::new(
+                "workload.resource_phases",
+                "needs cluster.resource_groups = true (otherwise every executor has every resource)",
+            ));
+        }
+        let cl = &self.client;
+        if cl.clients == 0 {
+            return Err(ConfigError::new("client.clients", "must be >= 1"));
+        }
+        non_negative("client.timeout_us", cl.timeout_us)?;
+        non_negative("client.error_backoff_us", cl.error_backoff_us)?;
+        if cl.max_attempts == 0 {
+            return Err(ConfigError::new("client.max_attempts", "must be >= 1"));
+        }
+        let d = &self.draconis;
+        if !d.capacity.is_power_of_two() || d.capacity > 1 << 30 {
+            return Err(ConfigError::new(
+                "draconis.capacity",
+                format!("must be a power of two <= 2^30, got {}", d.capacity),
+            ));
+        }
+        positive("draconis.retry_us", d.retry_us)?;
+        if d.max_swaps == 0 {
+            return Err(ConfigError::new("draconis.max_swaps", "must be >= 1"));
+        }
+        if d.rack_start_limit > d.global_start_limit {
+            return Err(ConfigError::new(
+                "draconis.rack_start_limit",
+                format!(
+                    "must be <= global_start_limit ({}), got {}",
+                    d.global_start_limit, d.rack_start_limit
+                ),
+            ));
+        }
+        if self.r2p2.k == 0 {
+            return Err(ConfigError::new("r2p2.k", "must be >= 1"));
+        }
+        let s = &self.sparrow;
+        if s.probe_ratio == 0 {
+            return Err(ConfigError::new("sparrow.probe_ratio", "must be >= 1"));
+        }
+        if s.schedulers == 0 || s.schedulers > 64 {
+            return Err(ConfigError::new(
+                "sparrow.schedulers",
+                format!("must be in 1..=64, got {}", s.schedulers),
+            ));
+        }
+        if s.max_jobs == 0 || (s.max_jobs as u64) * (s.schedulers as u64) > u32::MAX as u64 {
+            return Err(ConfigError::new(
+                "sparrow.max_jobs",
+                "must be >= 1 and max_jobs × schedulers must fit in 32 bits",
+            ));
+        }
+        if let Some(sw) = &self.sweep {
+            for (i, &l) in sw.loads.iter().enumerate() {
+                check_load(&format!("sweep.loads[{i}]"), l)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,948 @@
+//! The pull simulator's event loop: clients, executors and one scheduler
+//! (a Draconis switch, a Draconis server, an R2P2 switch or Sparrow
+//! schedulers), all driven through the sans-IO data planes of
+//! `netsched_core::draconis`. The driver owns time, links and hosts; every
+//! scheduling decision is the data plane's.
+//!
+//! Time is integer ns; the event queue is the push simulator's
+//! ([`crate::queue::EventQueue`], FIFO among equal times), so a run is a
+//! function of its config and seed.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
+use netsched_core::draconis::server::DraconisServer;
+use netsched_core::draconis::sparrow::{
+    SparrowAction, SparrowConfig, SparrowInput, SparrowOutbox, SparrowScheduler, SparrowWorker,
+};
+use netsched_core::draconis::{
+    Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo, Executor,
+    JobSubmission, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
+};
+use netsched_core::rng::Rng;
+
+use super::config::{Arrival, PullConfig, PullPolicy};
+use super::metrics::PullMetrics;
+use crate::error::ConfigError;
+use crate::queue::EventQueue;
+use crate::workload::ServiceSampler;
+
+/// Seeded streams, one per purpose, so that the task sequence (arrival
+/// times, sizes, service times, priorities, data nodes) is identical for
+/// every policy at a given seed and load.
+mod stream {
+    pub const ARRIVAL: u64 = 1;
+    pub const JOB_SIZE: u64 = 2;
+    pub const SERVICE: u64 = 3;
+    pub const PRIORITY: u64 = 4;
+    pub const DATA_NODE: u64 = 5;
+    pub const EXEC_JITTER: u64 = 6;
+    pub const SPARROW: u64 = 100;
+}
+
+const NONE: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Pending,
+    Completed,
+    GaveUp,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Task {
+    /// First submission by the client.
+    submit: u64,
+    /// Compute time, ns (locality access time is added where it runs).
+    service: u64,
+    /// First start of any copy (NONE until then).
+    first_start: u64,
+    /// The current copy; carried in TASK_INFO's FN_PAR so stale copies,
+    /// acknowledgments and timeouts are recognised.
+    attempt: u32,
+    /// Timeouts so far.
+    tries: u32,
+    /// The current copy was acknowledged by the Draconis scheduler.
+    acked: bool,
+    state: State,
+    priority: u8,
+    data_node: u16,
+    props: u64,
+    phase: u8,
+}
+
+/// Packets wider than a few words wait in a slab while in flight, so that
+/// heap entries stay small (a job_submission is ~340 bytes).
+struct Slab<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T: Copy> Slab<T> {
+    fn new() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    fn put(&mut self, v: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = v;
+                i
+            }
+            None => {
+                self.items.push(v);
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+
+    fn take(&mut self, i: u32) -> T {
+        self.free.push(i);
+        self.items[i as usize]
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    /// The next job leaves its client.
+    Arrival,
+    /// A packet reaches the Draconis switch or server (index into `dpkts`).
+    Draconis(u32),
+    R2p2(R2p2Input),
+    /// A message reaches Sparrow scheduler `.0` (index into `spkts`).
+    Sparrow(u32, u32),
+    /// A task_assignment / dispatch reaches an executor.
+    ExecTask(u32, TaskInfo),
+    ExecNoOp(u32),
+    ExecDone(u32),
+    /// A Sparrow probe (slot encoded with its scheduler) reaches a worker.
+    Probe(u32, u32),
+    SparrowNoOp(u32),
+    /// Client side.
+    Ack(u64),
+    /// Index into `epkts`.
+    ErrorPacket(u32),
+    Done(u64),
+    Timeout(u64, u32),
+    Resubmit(u64),
+}
+
+enum Sched {
+    Switch(Box<Draconis>),
+    Server {
+        s: Box<DraconisServer>,
+        free_at: u64,
+    },
+    R2p2(Box<R2p2Jbsq>),
+    Sparrow {
+        s: Vec<SparrowScheduler>,
+        free_at: Vec<u64>,
+    },
+}
+
+struct Exec {
+    info: ExecInfo,
+    ex: Executor,
+    running: Option<TaskInfo>,
+    /// R2P2: tasks queued at the executor (JBSQ, at most k − 1 waiting).
+    local: VecDeque<TaskInfo>,
+    busy_since: u64,
+    group: u8,
+    sparrow: Option<SparrowWorker>,
+}
+
+/// One (policy, load) run's result.
+#[derive(Clone, Debug)]
+pub struct PullRun {
+    pub policy: PullPolicy,
+    pub load: f64,
+    pub metrics: PullMetrics,
+    pub events: u64,
+    pub wall_s: f64,
+}
+
+struct Sim<'a> {
+    cfg: &'a PullConfig,
+    policy: PullPolicy,
+    q: EventQueue<Ev>,
+    tasks: Vec<Task>,
+    /// Draconis job id → the tasks of that job_submission packet.
+    packets: Vec<TaskList>,
+    sparrow_jobs: u64,
+    execs: Vec<Exec>,
+    sched: Sched,
+    dpkts: Slab<DraconisInput>,
+    spkts: Slab<SparrowInput>,
+    epkts: Slab<TaskList>,
+    dout: DraconisOutbox,
+    rout: R2p2Outbox,
+    sout: SparrowOutbox,
+    m: PullMetrics,
+    sampler: ServiceSampler,
+    rng_arrival: Rng,
+    rng_size: Rng,
+    rng_service: Rng,
+    rng_prio: Rng,
+    rng_data: Rng,
+    prio_cum: Vec<f64>,
+    /// Jobs per ns.
+    job_rate: f64,
+    jobs: u64,
+    warmup: u64,
+    resolved: u64,
+    link: u64,
+    /// Host → scheduler delay: a switch is one link away, a server two.
+    sched_link: u64,
+    recirc: u64,
+    timeout: u64,
+    backoff: u64,
+    nodes_per_rack: u32,
+}
+
+/// Mean of min(G, max) for G geometric on {1, 2, ...} with mean `mean`.
+fn capped_geometric_mean(mean: f64, max: u32) -> f64 {
+    if mean <= 1.0 {
+        return 1.0;
+    }
+    let p = 1.0 / mean;
+    (1.0 - (1.0 - p).powi(max as i32)) / p
+}
+
+/// Mean tasks per job of the configured arrival process.
+pub fn mean_job_tasks(cfg: &PullConfig) -> f64 {
+    let w = &cfg.workload;
+    match w.arrival {
+        Arrival::Poisson => w.job_tasks as f64,
+        Arrival::Bursty => {
+            (1.0 - w.burst_fraction)
+                + w.burst_fraction * capped_geometric_mean(w.burst_mean_tasks, w.burst_max_tasks)
+        }
+    }
+}
+
+/// Runs one (policy, load) of `cfg`.
+pub fn run_one(
+    cfg: &PullConfig,
+    sampler: &ServiceSampler,
+    policy: PullPolicy,
+    load: f64,
+) -> Result<PullRun, ConfigError> {
+    let wall = Instant::now();
+    let mut sim = Sim::new(cfg, sampler.clone(), policy, load)?;
+    sim.run();
+    let events = sim.q.processed;
+    let metrics = sim.m;
+    Ok(PullRun {
+        policy,
+        load,
+        metrics,
+        events,
+        wall_s: wall.elapsed().as_secs_f64(),
+    })
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        cfg: &'a PullConfig,
+        sampler: ServiceSampler,
+        policy: PullPolicy,
+        load: f64,
+    ) -> Result<Self, ConfigError> {
+        let n_exec = cfg.executors();
+        let seed = cfg.seed;
+        let groups = cfg.cluster.resource_groups;
+        let nodes = cfg.cluster.nodes;
+        let retry = (cfg.draconis.retry_us * 1e3).round().max(1.0) as u64;
+        let mut execs = Vec::with_capacity(n_exec as usize);
+        for id in 0..n_exec {
+            let node = id / cfg.cluster.executors_per_node;
+            // §8.5: G1 = {A}, G2 = {A, B}, G3 = {A, B, C}, consecutive thirds.
+            let group = if groups {
+                (node as u64 * 3 / nodes as u64) as u8
+            } else {
+                0
+            };
+            let resources = if groups {
+                (1u64 << (group + 1)) - 1
+            } else {
+                u64::MAX
+            };
+            let info = ExecInfo {
+                id,
+                node,
+                resources,
+            };
+            execs.push(Exec {
+                info,
+                ex: Executor::new(info, retry),
+                running: None,
+                local: VecDeque::with_capacity(cfg.r2p2.k as usize),
+                busy_since: 0,
+                group,
+                sparrow: (policy == PullPolicy::Sparrow).then(|| SparrowWorker::new(id, 64)),
+            });
+        }
+        let cap = cfg.draconis.capacity;
+        let levels = cfg.workload.priority_weights.len().clamp(1, 255) as u8;
+        let nodes_per_rack = cfg.nodes_per_rack();
+        let dcfg = match policy {
+            PullPolicy::DraconisPriority => DraconisConfig {
+                levels: levels.max(1),
+                ..DraconisConfig::priority(cap)
+            },
+            PullPolicy::DraconisResource => DraconisConfig::resource(cap, cfg.draconis.max_swaps),
+            PullPolicy::DraconisLocality => DraconisConfig::locality(
+                cap,
+                cfg.draconis.rack_start_limit,
+                cfg.draconis.global_start_limit,
+                nodes_per_rack,
+            ),
+            _ => DraconisConfig::fcfs(cap),
+        };
+        let sp = &cfg.sparrow;
+        let sched = match policy {
+            PullPolicy::Draconis
+            | PullPolicy::DraconisPriority
+            | PullPolicy::DraconisResource
+            | PullPolicy::DraconisLocality => Sched::Switch(Box::new(Draconis::new(dcfg))),
+            PullPolicy::DraconisServer => Sched::Server {
+                s: Box::new(DraconisServer::new(dcfg)),
+                free_at: 0,
+            },
+            PullPolicy::R2p2 => Sched::R2p2(Box::new(R2p2Jbsq::new(
+                n_exec,
+                R2p2Config {
+                    k: cfg.r2p2.k,
+                    recirc_budget: cfg.r2p2.recirc_budget,
+                },
+            ))),
+            PullPolicy::Sparrow => Sched::Sparrow {
+                s: (0..sp.schedulers)
+                    .map(|i| {
+                        SparrowScheduler::new(
+                            n_exec,
+                            SparrowConfig {
+                                probe_ratio: sp.probe_ratio,
+                                max_jobs: sp.max_jobs,
+                            },
+                            Rng::derive(seed, stream::SPARROW + i as u64).next_u64(),
+                        )
+                    })
+                    .collect(),
+                free_at: vec![0; sp.schedulers as usize],
+            },
+        };
+        let sout = match &sched {
+            Sched::Sparrow { s, .. } => s[0].outbox(),
+            _ => SparrowOutbox::with_capacity(0),
+        };
+        let mean = sampler.mean_ns();
+        let task_rate = load * n_exec as f64 / mean;
+        let job_rate = task_rate / mean_job_tasks(cfg);
+        let link = cfg.network.link_ns;
+        let sched_link = match policy {
+            PullPolicy::DraconisServer | PullPolicy::Sparrow => 2 * link,
+            _ => link,
+        };
+        let timeout = if cfg.client.timeout_us > 0.0 {
+            (cfg.client.timeout_us * 1e3).round() as u64
+        } else {
+            (10.0 * mean).round() as u64
+        }
+        .max(1);
+        let mut prio_cum = Vec::new();
+        let total: f64 = cfg.workload.priority_weights.iter().sum();
+        let mut acc = 0.0;
+        for w in &cfg.workload.priority_weights {
+            acc += w / total;
+            prio_cum.push(acc);
+        }
+        if let Some(l) = prio_cum.last_mut() {
+            *l = 1.0;
+        }
+        let tasks_n = cfg.workload.tasks;
+        let warmup = cfg.workload.warmup_tasks.unwrap_or(tasks_n / 10);
+        let mut m = PullMetrics::new(
+            n_exec,
+            levels as usize,
+            cfg.workload.resource_phases,
+            task_rate * 1e9,
+        );
+        for node in 0..nodes {
+            let g = (node as u64 * 3 / nodes as u64) as usize;
+            m.group_nodes[g] += 1;
+        }
+        Ok(Sim {
+            cfg,
+            policy,
+            q: EventQueue::new(),
+            tasks: Vec::with_capacity(tasks_n as usize),
+            packets: Vec::new(),
+            sparrow_jobs: 0,
+            execs,
+            sched,
+            dpkts: Slab::new(),
+            spkts: Slab::new(),
+            epkts: Slab::new(),
+            dout: DraconisServer::outbox(),
+            rout: R2p2Outbox::new(),
+            sout,
+            m,
+            sampler,
+            rng_arrival: Rng::derive(seed, stream::ARRIVAL),
+            rng_size: Rng::derive(seed, stream::JOB_SIZE),
+            rng_service: Rng::derive(seed, stream::SERVICE),
+            rng_prio: Rng::derive(seed, stream::PRIORITY),
+            rng_data: Rng::derive(seed, stream::DATA_NODE),
+            prio_cum,
+            job_rate,
+            jobs: 0,
+            warmup,
+            resolved: 0,
+            link,
+            sched_link,
+            recirc: cfg.network.recirc_ns,
+            timeout,
+            backoff: (cfg.client.error_backoff_us * 1e3).round() as u64,
+            nodes_per_rack,
+        })
+    }
+
+    fn is_draconis(&self) -> bool {
+        matches!(self.sched, Sched::Switch(_) | Sched::Server { .. })
+    }
+
+    fn run(&mut self) {
+        // Executors start pulling at random offsets so that their retries
+        // are not synchronised (§4.6).
+        if self.is_draconis() {
+            let mut jitter = Rng::derive(self.cfg.seed, stream::EXEC_JITTER);
+            for i in 0..self.execs.len() {
+                let retry = self.execs[i].ex.retry_ns;
+                let t = jitter.next_u64() % retry;
+                let req = self.execs[i].ex.request();
+                self.send_draconis(t + self.sched_link, req);
+            }
+        }
+        let first = self.interarrival();
+        self.q.at(first, Ev::Arrival);
+        let total = self.cfg.workload.tasks;
+        while let Some((now, ev)) = self.q.pop() {
+            self.handle(now, ev);
+            if self.tasks.len() as u64 == total && self.resolved == total {
+                self.m.end_ns = now;
+                break;
+            }
+        }
+        self.collect_dataplane_stats();
+    }
+
+    fn interarrival(&mut self) -> u64 {
+        (-self.rng_arrival.unit_open0().ln() / self.job_rate).round() as u64
+    }
+
+    fn handle(&mut self, now: u64, ev: Ev) {
+        match ev {
+            Ev::Arrival => self.arrival(now),
+            Ev::Draconis(i) => {
+                let input = self.dpkts.take(i);
+                self.draconis(now, input)
+            }
+            Ev::R2p2(input) => self.r2p2(now, input),
+            Ev::Sparrow(s, i) => {
+                let input = self.spkts.take(i);
+                self.sparrow(now, s, input)
+            }
+            Ev::ExecTask(e, task) => self.exec_task(now, e, task),
+            Ev::ExecNoOp(e) => {
+                let x = &mut self.execs[e as usize];
+                let at = x.ex.on_noop(now);
+                let req = x.ex.request();
+                self.send_draconis(at + self.sched_link, req);
+            }
+            Ev::ExecDone(e) => self.exec_done(now, e),
+            Ev::Probe(e, slot) => {
+                let w = self.execs[e as usize]
+                    .sparrow
+                    .as_mut()
+                    .expect("sparrow worker");
+                if let Some(get) = w.on_probe(slot) {
+                    self.send_get_task(now, get);
+                }
+            }
+            Ev::SparrowNoOp(e) => {
+                let w = self.execs[e as usize]
+                    .sparrow
+                    .as_mut()
+                    .expect("sparrow worker");
+                if let Some(get) = w.on_free() {
+                    self.send_get_task(now, get);
+                }
+            }
+            Ev::Ack(job) => {
+                for t in self.packets[job as usize].as_slice() {
+                    let task = &mut self.tasks[t.id as usize];
+                    if task.attempt as u64 == t.fn_par {
+                        task.acked = true;
+                    }
+                }
+            }
+            Ev::ErrorPacket(i) => {
+                let list = self.epkts.take(i);
+                for t in list.as_slice() {
+                    self.m.error_tasks += 1;
+                    let task = &self.tasks[t.id as usize];
+                    if task.state == State::Pending && task.attempt as u64 == t.fn_par {
+                        self.q.at(now + self.backoff, Ev::Resubmit(t.id));
+                    }
+                }
+            }
+            Ev::Resubmit(id) => {
+                if self.tasks[id as usize].state == State::Pending {
+                    self.resubmit(now, id);
+                }
+            }
+            Ev::Timeout(id, attempt) => {
+                let t = &mut self.tasks[id as usize];
+                if t.state != State::Pending || t.attempt != attempt || t.acked {
+                    return;
+                }
+                self.m.timeouts += 1;
+                t.tries += 1;
+                if t.tries >= self.cfg.client.max_attempts {
+                    t.state = State::GaveUp;
+                    self.resolved += 1;
+                    if id >= self.warmup {
+                        self.m.gave_up += 1;
+                    }
+                } else {
+                    self.resubmit(now, id);
+                }
+            }
+            Ev::Done(id) => {
+                let t = &mut self.tasks[id as usize];
+                if t.state == State::Pending {
+                    t.state = State::Completed;
+                    self.resolved += 1;
+                    if id >= self.warmup {
+                        self.m.completed += 1;
+                        self.m.response.record(now - t.submit);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- clients -------------------------------------------------------
+
+    fn job_size(&mut self) -> u32 {
+        let w = &self.cfg.workload;
+        match w.arrival {
+            Arrival::Poisson => w.job_tasks,
+            Arrival::Bursty => {
+                if !self.rng_size.chance(w.burst_fraction) {
+                    return 1;
+                }
+                // Geometric on {1, 2, ...} with mean burst_mean_tasks, capped.
+                let p = 1.0 / w.burst_mean_tasks;
+                let g = if p >= 1.0 {
+                    1.0
+                } else {
+                    (self.rng_size.unit_open0().ln() / (1.0 - p).ln()).ceil()
+                };
+                (g.max(1.0) as u64).min(w.burst_max_tasks as u64) as u32
+            }
+        }
+    }
+
+    fn arrival(&mut self, now: u64) {
+        let total = self.cfg.workload.tasks;
+        let remaining = total - self.tasks.len() as u64;
+        let size = (self.job_size() as u64).min(remaining);
+        let first = self.tasks.len() as u64;
+        let nodes = self.cfg.cluster.nodes;
+        for idx in first..first + size {
+            let (service, _) = self.sampler.sample(&mut self.rng_service);
+            let priority = if self.prio_cum.is_empty() {
+                1
+            } else {
+                let u = self.rng_prio.unit();
+                self.prio_cum.iter().position(|&c| u < c).unwrap_or(0) as u8 + 1
+            };
+            let data_node = if self.cfg.workload.locality.is_some() {
+                self.rng_data.below(nodes) as u16
+            } else {
+                u16::MAX
+            };
+            let phase = if self.cfg.workload.resource_phases {
+                (idx * 3 / total) as u8
+            } else {
+                0
+            };
+            let props = if self.cfg.workload.resource_phases {
+                // Phase 0 needs A, 1 needs B, 2 needs C (§8.5).
+                1u64 << phase
+            } else if data_node != u16::MAX {
+                TaskInfo::new(0).with_local_nodes(&[data_node]).props
+            } else {
+                0
+            };
+            self.tasks.push(Task {
+                submit: now,
+                service,
+                first_start: NONE,
+                attempt: 0,
+                tries: 0,
+                acked: false,
+                state: State::Pending,
+                priority,
+                data_node,
+                props,
+                phase,
+            });
+            if idx >= self.warmup {
+                self.m.submitted += 1;
+            }
+            self.m.note_arrival(phase, now);
+        }
+        self.submit(now, first, first + size);
+        self.jobs += 1;
+        if (self.tasks.len() as u64) < total {
+            let gap = self.interarrival();
+            self.q.at(now + gap, Ev::Arrival);
+        } else {
+            self.m.last_arrival_ns = now;
+        }
+    }
+
+    fn task_info(&self, id: u64) -> TaskInfo {
+        let t = &self.tasks[id as usize];
+        TaskInfo {
+            id,
+            fn_id: 0,
+            priority: t.priority,
+            fn_par: t.attempt as u64,
+            props: t.props,
+        }
+    }
+
+    /// Sends tasks `lo..hi` (one job) from their client.
+    fn submit(&mut self, now: u64, lo: u64, hi: u64) {
+        let client = (self.jobs % self.cfg.client.clients as u64) as u32;
+        for id in lo..hi {
+            let attempt = self.tasks[id as usize].attempt;
+            self.q.at(now + self.timeout, Ev::Timeout(id, attempt));
+        }
+        match self.policy {
+            PullPolicy::R2p2 => {
+                for id in lo..hi {
+                    let task = self.task_info(id);
+                    self.q.at(
+                        now + self.link,
+                        Ev::R2p2(R2p2Input::Request { client, task }),
+                    );
+                }
+            }
+            PullPolicy::Sparrow => {
+                let n = self.cfg.sparrow.schedulers as u64;
+                let s = ((self.jobs + client as u64) % n) as u32;
+                let mut id = lo;
+                while id < hi {
+                    let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
+                    let mut tasks = TaskList::new();
+                    for i in id..end {
+                        tasks.push(self.task_info(i));
+                    }
+                    self.sparrow_jobs += 1;
+                    let input = SparrowInput::Job {
+                        client,
+                        job: self.sparrow_jobs,
+                        tasks,
+                    };
+                    let i = self.spkts.put(input);
+                    self.q.at(now + self.sched_link, Ev::Sparrow(s, i));
+                    id = end;
+                }
+            }
+            _ => {
+                // §4.3 "Handling Large Jobs": a job larger than a packet is
+                // split into several job_submission packets.
+                let mut id = lo;
+                while id < hi {
+                    let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
+                    let mut tasks = TaskList::new();
+                    for i in id..end {
+                        tasks.push(self.task_info(i));
+                    }
+                    let job = self.packets.len() as u64;
+                    self.packets.push(tasks);
+                    let input = DraconisInput::JobSubmission(JobSubmission { client, job, tasks });
+                    self.send_draconis(now + self.sched_link, input);
+                    id = end;
+                }
+            }
+        }
+    }
+
+    fn resubmit(&mut self, now: u64, id: u64) {
+        let t = &mut self.tasks[id as usize];
+        t.attempt += 1;
+        t.acked = false;
+        self.m.resubmissions += 1;
+        self.submit(now, id, id + 1);
+    }
+
+    // ---- schedulers ----------------------------------------------------
+
+    fn send_draconis(&mut self, at: u64, input: DraconisInput) {
+        let i = self.dpkts.put(input);
+        self.q.at(at, Ev::Draconis(i));
+    }
+
+    fn draconis(&mut self, now: u64, input: DraconisInput) {
+        let mut out = std::mem::replace(&mut self.dout, DraconisOutbox::with_capacity(0));
+        out.clear();
+        // The instant the actions leave the scheduler, and their delay to a host.
+        let (t, to_host) = match &mut self.sched {
+            Sched::Switch(sw) => {
+                sw.handle(input, &mut out);
+                (now, self.link)
+            }
+            Sched::Server { s, free_at } => {
+                // A single-threaded server: FIFO, one step_ns per switch pass
+                // it runs inline. Handling now and releasing the output at
+                // `finish` is exact because messages are served in arrival order.
+                let start = now.max(*free_at);
+                let before = s.steps;
+                s.handle(input, &mut out);
+                let finish = start + (s.steps - before) * self.cfg.server.step_ns;
+                *free_at = finish;
+                (finish, 2 * self.link)
+            }
+            _ => unreachable!("draconis packet without a draconis scheduler"),
+        };
+        for a in out.drain() {
+            match a {
+                DraconisAction::AssignTask {
+                    executor,
+                    task,
+                    skips,
+                    ..
+                } => {
+                    self.check_locality(executor, &task, skips);
+                    self.q.at(t + to_host, Ev::ExecTask(executor, task))
+                }
+                DraconisAction::NoOp { executor } => {
+                    self.m.noops += 1;
+                    self.q.at(t + to_host, Ev::ExecNoOp(executor))
+                }
+                DraconisAction::Ack { job, .. } => self.q.at(t + to_host, Ev::Ack(job)),
+                DraconisAction::ErrorPacket { tasks, .. } => {
+                    let i = self.epkts.put(tasks);
+                    self.q.at(t + to_host, Ev::ErrorPacket(i))
+                }
+                DraconisAction::Recirculate(r) => {
+                    self.send_draconis(t + self.recirc, DraconisInput::Resubmit(r))
+                }
+                DraconisAction::Drop(reason) => self.m.drop(reason),
+            }
+        }
+        self.dout = out;
+    }
+
+    /// §5.3 limits as the driver sees them: a task runs off its data node
+    /// only after more than `rack_start_limit` skips (on its rack) or more
+    /// than `global_start_limit` skips (anywhere). Counted, never enforced
+    /// here: the data plane decides.
+    fn check_locality(&mut self, executor: u32, task: &TaskInfo, skips: u16) {
+        if self.policy != PullPolicy::DraconisLocality {
+            return;
+        }
+        self.m.max_skips = self.m.max_skips.max(skips);
+        let Some(data) = task.local_nodes().next() else {
+            return;
+        };
+        let node = self.execs[executor as usize].info.node;
+        let d = &self.cfg.draconis;
+        let same_rack = data as u32 / self.nodes_per_rack == node / self.nodes_per_rack;
+        let ok = data as u32 == node
+            || skips > d.global_start_limit
+            || (same_rack && skips > d.rack_start_limit);
+        if !ok {
+            self.m.locality_violations += 1;
+        }
+    }
+
+    fn r2p2(&mut self, now: u64, input: R2p2Input) {
+        let Sched::R2p2(sw) = &mut self.sched else {
+            unreachable!("r2p2 packet without an r2p2 switch")
+        };
+        self.rout.clear();
+        sw.handle(input, &mut self.rout);
+        for i in 0..self.rout.len() {
+            match self.rout.as_slice()[i] {
+                R2p2Action::Dispatch { executor, task, .. } => {
+                    self.q.at(now + self.link, Ev::ExecTask(executor, task))
+                }
+                R2p2Action::Recirculate(p) => self
+                    .q
+                    .at(now + self.recirc, Ev::R2p2(R2p2Input::Resubmit(p))),
+                R2p2Action::Drop(reason) => self.m.drop(reason),
+            }
+        }
+    }
+
+    fn sparrow(&mut self, now: u64, s: u32, input: SparrowInput) {
+        let Sched::Sparrow { s: scheds, free_at } = &mut self.sched else {
+            unreachable!("sparrow message without sparrow schedulers")
+        };
+        // A software scheduler: FIFO, msg_ns per message.
+        let start = now.max(free_at[s as usize]);
+        let finish = start + self.cfg.sparrow.msg_ns;
+        free_at[s as usize] = finish;
+        self.sout.clear();
+        scheds[s as usize].handle(input, &mut self.sout);
+        let t = finish + self.sched_link;
+        let base = s * self.cfg.sparrow.max_jobs;
+        for i in 0..self.sout.len() {
+            match self.sout.as_slice()[i] {
+                SparrowAction::Probe { worker, slot } => {
+                    self.q.at(t, Ev::Probe(worker, base + slot))
+                }
+                SparrowAction::Assign { worker, task, .. } => {
+                    self.q.at(t, Ev::ExecTask(worker, task))
+                }
+                SparrowAction::NoOp { worker } => {
+                    self.m.noops += 1;
+                    self.q.at(t, Ev::SparrowNoOp(worker))
+                }
+                SparrowAction::Drop(reason) => self.m.drop(reason),
+            }
+        }
+    }
+
+    /// A worker's late-binding request goes to the scheduler that probed it.
+    fn send_get_task(&mut self, now: u64, get: SparrowInput) {
+        let SparrowInput::GetTask { worker, slot } = get else {
+            unreachable!("workers only send GetTask")
+        };
+        let per = self.cfg.sparrow.max_jobs;
+        let input = SparrowInput::GetTask {
+            worker,
+            slot: slot % per,
+        };
+        let i = self.spkts.put(input);
+        self.q.at(now + self.sched_link, Ev::Sparrow(slot / per, i));
+    }
+
+    // ---- executors -----------------------------------------------------
+
+    fn exec_task(&mut self, now: u64, e: u32, task: TaskInfo) {
+        let x = &mut self.execs[e as usize];
+        if let Some(w) = x.sparrow.as_mut() {
+            w.on_assign();
+        }
+        if x.running.is_some() {
+            // R2P2: JBSQ queues up to k − 1 tasks behind the running one.
+            debug_assert_eq!(self.policy, PullPolicy::R2p2);
+            x.local.push_back(task);
+        } else {
+            self.start(now, e, task);
+        }
+    }
+
+    fn start(&mut self, now: u64, e: u32, task: TaskInfo) {
+        let x = &mut self.execs[e as usize];
+        x.ex.on_task();
+        x.running = Some(task);
+        x.busy_since = now;
+        let node = x.info.node;
+        let group = x.group;
+        let resources = x.info.resources;
+        let id = task.id;
+        let t = &mut self.tasks[id as usize];
+        self.m.decisions += 1;
+        if t.props & !resources != 0 && self.cfg.workload.resource_phases {
+            self.m.resource_violations += 1;
+        }
+        let mut access = 0;
+        let mut place = None;
+        if let Some(l) = &self.cfg.workload.locality {
+            let d = t.data_node as u32;
+            let (us, p) = if d == node {
+                (l.local_us, 0)
+            } else if d / self.nodes_per_rack == node / self.nodes_per_rack {
+                (l.rack_us, 1)
+            } else {
+                (l.remote_us, 2)
+            };
+            access = (us * 1e3).round() as u64;
+            place = Some(p);
+        }
+        if t.first_start == NONE {
+            t.first_start = now;
+            if id >= self.warmup {
+                self.m.record_start(now - t.submit, t.priority, place);
+            }
+            if self.cfg.workload.resource_phases {
+                self.m.group_phase[group as usize][t.phase as usize] += 1;
+            }
+        } else {
+            self.m.duplicate_executions += 1;
+        }
+        self.q.at(now + t.service + access, Ev::ExecDone(e));
+    }
+
+    fn exec_done(&mut self, now: u64, e: u32) {
+        let x = &mut self.execs[e as usize];
+        let task = x.running.take().expect("a running task completes");
+        self.m.busy_ns += now - x.busy_since;
+        // The reply crosses the switch to the client: two links.
+        self.q.at(now + 2 * self.link, Ev::Done(task.id));
+        match self.policy {
+            PullPolicy::R2p2 => {
+                self.q.at(
+                    now + self.link,
+                    Ev::R2p2(R2p2Input::Completion { executor: e }),
+                );
+                if let Some(next) = self.execs[e as usize].local.pop_front() {
+                    self.start(now, e, next);
+                }
+            }
+            PullPolicy::Sparrow => {
+                let w = self.execs[e as usize]
+                    .sparrow
+                    .as_mut()
+                    .expect("sparrow worker");
+                if let Some(get) = w.on_free() {
+                    self.send_get_task(now, get);
+                }
+            }
+            _ => {
+                // The next task_request rides on the completion (§3.1).
+                let req = self.execs[e as usize].ex.request();
+                self.send_draconis(now + self.sched_link, req);
+            }
+        }
+    }
+
+    fn collect_dataplane_stats(&mut self) {
+        let (first, resub) = match &self.sched {
+            Sched::Switch(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
+            // A server's inline steps beyond the first per message play the
+            // part of recirculations.
+            Sched::Server { s, .. } => {
+                let p = s.pipeline();
+                (p.first_passes, p.resubmissions)
+            }
+            Sched::R2p2(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
+            Sched::Sparrow { .. } => (0, 0),
+        };
+        self.m.first_passes = first;
+        self.m.recirculations = resub;
+    }
+}

@@ -1,0 +1,37 @@
+//! Pull-based scheduling in the simulator (Draconis, EuroSys'24 §8): executors
+//! that pull tasks from a central queue, and the systems Draconis is compared
+//! with (R2P2 JBSQ, Sparrow, Draconis-Server), on one switch with ten
+//! 16-executor nodes by default. See docs/draconis.md "Simulator".
+//!
+//! A separate driver from the push simulator ([`crate::pool`]): pull
+//! scheduling has no pools, no fat tree and other messages (job submissions,
+//! task requests, no-ops, acknowledgments, error packets, probes), but it
+//! reuses the push simulator's event queue, seeded streams, service-time
+//! distributions, HDR histograms and config error conventions.
+
+pub mod config;
+mod engine;
+pub mod metrics;
+pub mod report;
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+pub use config::{PullConfig, PullPolicy, PullSweep};
+pub use engine::{mean_job_tasks, run_one, PullRun};
+pub use metrics::{PullMetrics, PullSummary};
+
+use crate::error::ConfigError;
+
+/// Runs every (policy, load) of `cfg` (in parallel; results in config
+/// order, each a function of the config and seed alone). `base` resolves a
+/// relative trace path in `workload.service`.
+pub fn run_config(cfg: &PullConfig, base: &Path) -> Result<Vec<PullRun>, ConfigError> {
+    cfg.validate()?;
+    let sampler = cfg.workload.service.build_relative_to(base)?;
+    cfg.runs()
+        .into_par_iter()
+        .map(|(policy, load)| run_one(cfg, &sampler, policy, load))
+        .collect()
+}

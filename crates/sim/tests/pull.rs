@@ -1,0 +1,343 @@
+//! The pull simulator (crates/sim/src/pull) against queueing theory and its
+//! own accounting: every run is small (≤ 60K tasks) so that the whole file
+//! stays within a few seconds in debug mode.
+
+use std::path::Path;
+
+use netsched_sim::pull::{self, report, PullConfig, PullSummary};
+
+fn run(text: &str) -> Vec<PullSummary> {
+    let cfg = PullConfig::from_toml(text).unwrap_or_else(|e| panic!("config: {e}"));
+    let runs = pull::run_config(&cfg, Path::new(".")).unwrap();
+    report::summaries(&cfg, &runs)
+}
+
+fn one(text: &str) -> PullSummary {
+    let mut v = run(text);
+    assert_eq!(v.len(), 1);
+    v.remove(0)
+}
+
+/// Erlang C: probability that an arrival waits in M/M/c with offered load a = λ/μ.
+fn erlang_c(c: u32, a: f64) -> f64 {
+    let mut term = 1.0; // a^k / k!
+    let mut sum = 1.0;
+    for k in 1..c {
+        term *= a / k as f64;
+        sum += term;
+    }
+    let last = term * a / c as f64 / (1.0 - a / c as f64);
+    last / (sum + last)
+}
+
+fn mmc_config(c: u32, rho: f64, tasks: u64, seed: u64) -> String {
+    format!(
+        r#"
+seed = {seed}
+policy = "draconis"
+[cluster]
+nodes = 1
+executors_per_node = {c}
+[network]
+link_ns = 0
+recirc_ns = 0
+[workload]
+service = {{ kind = "exp", mean_us = 100 }}
+load = {rho}
+tasks = {tasks}
+[draconis]
+retry_us = 1
+"#
+    )
+}
+
+/// Mean, p90 and p99 of the scheduling latency (µs) averaged over `seeds`
+/// replications, against Erlang C. `rel` is the relative tolerance; one
+/// retry interval (1 µs) is added to it because of the pull protocol itself:
+/// an executor that got a no-op asks again `retry_us` later, so a task that
+/// arrives while some executor is idle waits up to one retry interval.
+fn check_mmc(c: u32, rho: f64, tasks: u64, seeds: &[u64], rel_mean: f64, rel_q: f64) {
+    let s_us = 100.0;
+    let n = seeds.len() as f64;
+    let (mut mean, mut p90, mut p99) = (0.0, 0.0, 0.0);
+    for &seed in seeds {
+        let sum = one(&mmc_config(c, rho, tasks, seed));
+        assert_eq!(sum.completed, sum.submitted);
+        mean += sum.sched.mean_ns / 1e3 / n;
+        p90 += sum.sched.p90_ns as f64 / 1e3 / n;
+        p99 += sum.sched.p99_ns as f64 / 1e3 / n;
+    }
+    let a = rho * c as f64;
+    let pw = erlang_c(c, a);
+    // The queue drains at cμ − λ per µs when every executor is busy.
+    let drain = (c as f64 - a) / s_us;
+    let theory = pw / drain;
+    let tol = rel_mean * theory + 1.0;
+    assert!(
+        (mean - theory).abs() <= tol,
+        "c={c} ρ={rho}: mean wait {mean:.2} µs, Erlang C {theory:.2} µs (±{tol:.2})"
+    );
+    // P(W > t) = C·e^{-(cμ-λ)t}, so the q-quantile for q > 1 − C is
+    // ln(C / (1 − q)) / (cμ − λ).
+    for (q, got) in [(0.9, p90), (0.99, p99)] {
+        let theory = (pw / (1.0 - q)).ln() / drain;
+        let tol = rel_q * theory + 1.0;
+        assert!(
+            (got - theory).abs() <= tol,
+            "c={c} ρ={rho}: p{} wait {got:.2} µs, theory {theory:.2} µs (±{tol:.2})",
+            q * 100.0
+        );
+    }
+}
+
+/// With zero link delay and zero recirculation latency, Draconis FCFS is one
+/// central FCFS queue over c executors: M/M/c. Short variant: three
+/// replications of 50K tasks (c = 16, ρ = 0.85). The waiting time of M/M/c
+/// near saturation is strongly autocorrelated, so 150K tasks still carry a
+/// sampling error of several percent: tolerances 15 % (mean) and 12 %
+/// (p90, p99), plus one retry interval. The long variant below tightens them.
+#[test]
+fn zero_rtt_draconis_fcfs_is_mmc() {
+    check_mmc(16, 0.85, 50_000, &[1, 2, 3], 0.15, 0.12);
+}
+
+/// Long variant (2M tasks per load, ≈ 1 min in release):
+/// `cargo test -p netsched-sim --release --test pull -- --ignored`.
+/// Measured: mean 18.67 µs against 18.05 (ρ = 0.85), p90 62.1 against 61.1,
+/// p99 162 against 157 (docs/draconis.md).
+#[test]
+#[ignore]
+fn zero_rtt_draconis_fcfs_is_mmc_long() {
+    check_mmc(16, 0.85, 2_000_000, &[1], 0.04, 0.04);
+    check_mmc(16, 0.9, 2_000_000, &[1], 0.04, 0.04);
+}
+
+fn small(policy: &str, extra: &str) -> String {
+    format!(
+        r#"
+seed = 3
+policy = "{policy}"
+[cluster]
+nodes = 4
+executors_per_node = 4
+[workload]
+service = {{ kind = "fixed", value_us = 100 }}
+load = 0.8
+tasks = 6000
+{extra}
+"#
+    )
+}
+
+fn accounted(s: &PullSummary) {
+    assert_eq!(
+        s.completed + s.gave_up,
+        s.submitted,
+        "{}: every measured task ends completed or given up: {s:?}",
+        s.policy
+    );
+}
+
+/// R2P2 with JBSQ(1) and a tiny recirculation budget drops requests at the
+/// switch; clients time out and resubmit; every task still ends completed.
+#[test]
+fn r2p2_drops_are_counted_and_resubmitted() {
+    let s = one(&small(
+        "r2p2",
+        "[r2p2]\nk = 1\nrecirc_budget = 4\n[client]\ntimeout_us = 200\nmax_attempts = 1000",
+    ));
+    assert!(s.dropped > 0, "{s:?}");
+    assert_eq!(
+        s.drops.get("recirculation_budget").copied(),
+        Some(s.dropped),
+        "{s:?}"
+    );
+    assert!(s.timeouts >= s.dropped.min(1), "{s:?}");
+    assert!(s.resubmissions >= s.timeouts);
+    assert!(s.recirc_fraction > 0.0);
+    assert_eq!(s.gave_up, 0);
+    accounted(&s);
+}
+
+/// With a single attempt, a dropped task is given up, never silently lost.
+#[test]
+fn r2p2_single_attempt_gives_up_dropped_tasks() {
+    let s = one(&small(
+        "r2p2",
+        "[r2p2]\nk = 1\nrecirc_budget = 2\n[client]\ntimeout_us = 1000\nmax_attempts = 1",
+    ));
+    assert!(s.gave_up > 0, "{s:?}");
+    assert!(s.gave_up <= s.dropped, "{s:?}");
+    accounted(&s);
+}
+
+/// A tiny Draconis queue and bursty jobs: error packets return the tasks that
+/// did not fit; clients resubmit them; all complete, none twice.
+#[test]
+fn draconis_full_queue_returns_tasks_in_error_packets() {
+    let s = one(&small(
+        "draconis",
+        "arrival = \"bursty\"\nburst_fraction = 0.2\nburst_mean_tasks = 40\n[draconis]\ncapacity = 8",
+    ));
+    assert!(s.error_tasks > 0, "{s:?}");
+    assert_eq!(s.timeouts, 0, "acknowledged tasks never time out");
+    assert_eq!(s.duplicate_executions, 0);
+    assert_eq!(s.completed, s.submitted);
+}
+
+/// Every policy accounts for every task; Sparrow's job table overflows into
+/// counted drops that clients recover from by timeout.
+#[test]
+fn every_policy_accounts_for_every_task() {
+    for p in [
+        "draconis",
+        "draconis-priority",
+        "draconis-server",
+        "r2p2",
+        "sparrow",
+    ] {
+        let s = one(&small(p, "job_tasks = 3"));
+        accounted(&s);
+        assert!(s.completed > 0);
+        assert!((s.utilization - 0.8).abs() < 0.1, "{p}: {s:?}");
+    }
+    let s = one(&small(
+        "sparrow",
+        "job_tasks = 3\n[sparrow]\nmax_jobs = 2\n[client]\ntimeout_us = 300\nmax_attempts = 1000",
+    ));
+    assert!(s.drops.get("overflow").copied().unwrap_or(0) > 0, "{s:?}");
+    accounted(&s);
+}
+
+/// Same seed, same result; another seed, another result.
+#[test]
+fn deterministic_for_a_seed() {
+    let strip = |mut s: PullSummary| {
+        s.wall_s = 0.0;
+        s
+    };
+    for p in ["draconis-locality", "r2p2", "sparrow", "draconis-server"] {
+        let text = small(p, "arrival = \"bursty\"\n[workload.locality]");
+        let a = strip(one(&text));
+        let b = strip(one(&text));
+        assert_eq!(a, b, "{p}");
+        let c = strip(one(&text.replace("seed = 3", "seed = 4")));
+        assert_ne!(a.sched, c.sched, "{p}");
+    }
+}
+
+fn locality(policy: &str) -> PullSummary {
+    one(&format!(
+        r#"
+seed = 5
+policy = "{policy}"
+[cluster]
+nodes = 10
+executors_per_node = 4
+racks = 3
+[workload]
+service = {{ kind = "fixed", value_us = 100 }}
+load = 0.8
+tasks = 8000
+[workload.locality]
+rack_us = 20
+remote_us = 100
+[draconis]
+rack_start_limit = 3
+global_start_limit = 9
+"#
+    ))
+}
+
+/// §5.3: the locality policy never runs a task off its node before the
+/// start limits allow it, and places more tasks near their data than FCFS.
+#[test]
+fn locality_limits_respected_and_placement_improves() {
+    let loc = locality("draconis-locality");
+    let fcfs = locality("draconis");
+    assert_eq!(loc.locality_violations, 0, "{loc:?}");
+    assert!(loc.max_skips > 3, "the rack limit was exercised: {loc:?}");
+    let (l, f) = (loc.placement.unwrap(), fcfs.placement.unwrap());
+    assert!(
+        l[0] > 2.0 * f[0],
+        "node-local: locality {l:?} vs fcfs {f:?}"
+    );
+    assert!(l[0] + l[1] > f[0] + f[1] + 0.1, "{l:?} vs {f:?}");
+    assert!(loc.recirc_fraction > fcfs.recirc_fraction);
+    accounted(&loc);
+}
+
+fn priority(policy: &str) -> PullSummary {
+    one(&format!(
+        r#"
+seed = 9
+policy = "{policy}"
+[cluster]
+nodes = 2
+executors_per_node = 8
+[workload]
+service = {{ kind = "exp", mean_us = 100 }}
+load = 0.95
+tasks = 20000
+priority_weights = [1.2, 1.7, 64.6, 32.2]
+"#
+    ))
+}
+
+/// §6 / §8.6: with priority queues, higher levels wait less; the same
+/// workload under FCFS shows no such ordering.
+#[test]
+fn priority_ordering_visible_in_latencies() {
+    let p = priority("draconis-priority");
+    let l: Vec<f64> = p.sched_by_level.iter().map(|s| s.mean_ns).collect();
+    assert_eq!(l.len(), 4);
+    assert!(l[0] < l[2] && l[1] < l[2] && l[2] < l[3], "{l:?}");
+    assert!(l[3] > 2.0 * l[2], "{l:?}");
+    let f = priority("draconis");
+    let fl: Vec<f64> = f.sched_by_level.iter().map(|s| s.mean_ns).collect();
+    // FCFS: level 4 waits about as long as level 3 (sampling noise only).
+    assert!((fl[3] - fl[2]).abs() < 0.25 * fl[2], "{fl:?}");
+    accounted(&p);
+}
+
+/// §8.5 resource groups: in phase B only G2/G3 run tasks, in phase C only
+/// G3; the resource policy never violates a constraint.
+#[test]
+fn resource_phases_follow_groups() {
+    let s = one(r#"
+seed = 2
+policy = "draconis-resource"
+[cluster]
+nodes = 6
+executors_per_node = 2
+resource_groups = true
+[workload]
+service = { kind = "fixed", value_us = 100 }
+load = 0.3
+tasks = 6000
+resource_phases = true
+"#);
+    assert_eq!(s.resource_violations, 0);
+    let t = s.resource.as_ref().unwrap().tasks_per_node_per_s;
+    assert!(t[0][0] > 0.0 && t[1][0] > 0.0 && t[2][0] > 0.0, "{t:?}");
+    assert_eq!(t[0][1], 0.0, "G1 lacks B: {t:?}");
+    assert!(t[1][1] > 0.0 && t[2][1] > 0.0, "{t:?}");
+    assert_eq!(t[0][2], 0.0, "{t:?}");
+    assert_eq!(t[1][2], 0.0, "{t:?}");
+    assert!(t[2][2] > 0.0);
+    assert_eq!(s.completed, s.submitted);
+}
+
+#[test]
+fn config_errors_name_the_field() {
+    let e = PullConfig::from_toml("[workload]\nload = 3").unwrap_err();
+    assert_eq!(e.field, "workload.load");
+    let e = PullConfig::from_toml("[draconis]\ncapacity = 1000").unwrap_err();
+    assert_eq!(e.field, "draconis.capacity");
+    let e = PullConfig::from_toml("[cluster]\nnodez = 3").unwrap_err();
+    assert!(e.to_string().contains("nodez"), "{e}");
+    let e = PullConfig::from_toml("policy = \"horus\"").unwrap_err();
+    assert!(e.to_string().contains("horus"), "{e}");
+    let e = PullConfig::from_toml("[workload]\nresource_phases = true").unwrap_err();
+    assert_eq!(e.field, "workload.resource_phases");
+}
