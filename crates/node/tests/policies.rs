@@ -296,8 +296,9 @@ fn jsq_with_exact_outstanding_counts_beats_random_at_high_load() {
 #[test]
 fn server_queue_runs_tasks_on_all_its_executors() {
     let _g = serial();
-    // One address, eight executors sharing one cFCFS queue: a burst of a
-    // few tasks of 30 ms finishes in about 30 ms, not 30 ms per task.
+    // One address, eight executors sharing one cFCFS queue: a burst of 3-8
+    // tasks of 30 ms finishes in about 30 ms; one after another they would
+    // take at least 90 ms (the bound leaves room for a loaded machine).
     let stop = Arc::new(AtomicBool::new(false));
     let s = sock();
     let addr = s.local_addr().unwrap();
@@ -315,7 +316,7 @@ fn server_queue_runs_tasks_on_all_its_executors() {
     assert!(r.completed >= 3 && r.completed <= 8, "{}", r.summary());
     assert_eq!(r.completed, r.submitted, "{}", r.summary());
     assert!(
-        r.percentile_us(1.0) < 50_000.0,
+        r.percentile_us(1.0) < 85_000.0,
         "tasks ran in parallel: {}",
         r.summary()
     );
