@@ -754,7 +754,7 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
             continue;
         }
         let payload = &p[DATA_HDR..];
-        if d.len as usize == payload.len() && payload.len() > 0 && d.seq == expected[fl] {
+        if d.len as usize == payload.len() && !payload.is_empty() && d.seq == expected[fl] {
             let ok = payload
                 .iter()
                 .enumerate()

@@ -1,0 +1,136 @@
+//! `netsched flowsim` end to end: a small run writes summary.json, runs.csv
+//! and tasks.csv with the documented columns and one row per policy and
+//! task; bad input gets a one-line error naming the field.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const SMALL: &str = r#"
+seed = 3
+policies = ["fair", "pfabric", "orchestra", "stf", "baraat"]
+[topology]
+pods = 2
+racks_per_pod = 3
+servers_per_rack = 6
+[workload]
+workflow = "two-stage"
+sizes = "bing"
+tasks = 40
+load = 0.7
+aggregators = 2
+mid_aggregators = 2
+compute_us = 50.0
+[sweep]
+thresholds = [0.5, 0.9]
+"#;
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("netsched-flowcli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let p = dir().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn netsched(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn small_run_writes_outputs() {
+    let cfg = write("small.toml", SMALL);
+    let out = dir().join("out");
+    let (code, stdout, err) = netsched(&[
+        "flowsim",
+        "-q",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // The per-policy table and the Table 4-shaped comparison.
+    for p in ["fair", "pfabric", "orchestra", "stf", "baraat@p50", "baraat@p90"] {
+        assert!(stdout.contains(p), "{p} missing from:\n{stdout}");
+    }
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let mut lines = runs.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "label,policy,threshold_percentile,tasks,mean_ns,median_ns,p95_ns,p99_ns,max_ns"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 7, "{runs}");
+    for r in &rows {
+        assert_eq!(r.len(), 9, "{r:?}");
+        assert_eq!(r[3], "40");
+        let q: Vec<f64> = r[4..].iter().map(|x| x.parse().unwrap()).collect();
+        // median <= p95 <= p99 <= max, all positive.
+        assert!(q[1] > 0.0 && q[1] <= q[2] && q[2] <= q[3] && q[3] <= q[4], "{r:?}");
+    }
+    let tasks = std::fs::read_to_string(out.join("tasks.csv")).unwrap();
+    let mut lines = tasks.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "label,index,task_id,arrival_ns,completion_ns,bytes"
+    );
+    assert_eq!(lines.count(), 7 * 40);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["runs"].as_array().unwrap().len(), 7);
+    assert_eq!(summary["config"]["workload"]["tasks"], 40);
+}
+
+fn assert_rejected(name: &str, text: &str, extra: &[&str], field: &str) {
+    let p = write(name, text);
+    let mut args = vec!["flowsim", "-q", "--config", p.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--out", "/dev/null/x"]);
+    let (code, _, err) = netsched(&args);
+    assert_ne!(code, 0, "{name}: accepted");
+    assert_eq!(err.trim_end().lines().count(), 1, "{name}: not one line: {err}");
+    assert!(err.contains(field), "{name}: error does not name `{field}`: {err}");
+}
+
+#[test]
+fn invalid_configs_name_the_field() {
+    assert_rejected(
+        "load.toml",
+        &SMALL.replace("load = 0.7", "load = 1.5"),
+        &[],
+        "workload.load",
+    );
+    assert_rejected(
+        "spr.toml",
+        &SMALL.replace("servers_per_rack = 6", "servers_per_rack = 1"),
+        &[],
+        "topology.servers_per_rack",
+    );
+    assert_rejected(
+        "policy.toml",
+        &SMALL.replace("\"stf\"", "\"lifo\""),
+        &[],
+        "lifo",
+    );
+    assert_rejected("flag.toml", SMALL, &["--policy", "fastest"], "--policy");
+}
+
+#[test]
+fn fig7_rejects_bad_task_range() {
+    let (code, _, err) = netsched(&["flowsim", "fig7", "--tasks", "5..2"]);
+    assert_ne!(code, 0);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--tasks"), "{err}");
+}
