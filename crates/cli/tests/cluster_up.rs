@@ -159,3 +159,49 @@ fn killing_cluster_up_leaves_no_orphans() {
     assert!(left.is_empty(), "orphans after SIGKILL: {left:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn bad_configs_give_one_line_errors() {
+    let d = tmp("bad");
+    std::fs::create_dir_all(&d).unwrap();
+    let cases = [
+        ("policies = [\"nope\"]\n[workload]\nservice = { kind = \"exp\", mean_us = 100 }\nload = 0.5\nduration_ms = 100\n", "policies"),
+        ("[workload]\nservice = { kind = \"exp\", mean_us = 100 }\nload = 1.5\nduration_ms = 100\n", "workload.load"),
+        ("racks = 0\n[workload]\nservice = { kind = \"exp\", mean_us = 100 }\nload = 0.5\nduration_ms = 100\n", "racks"),
+    ];
+    for (i, (text, field)) in cases.iter().enumerate() {
+        let p = d.join(format!("bad{i}.toml"));
+        std::fs::write(&p, text).unwrap();
+        let out = Command::new(bin())
+            .args(["cluster", "up", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(field), "{field}: {err}");
+    }
+    let out = Command::new(bin())
+        .args(["cluster", "down"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown action"));
+    let p = d.join("ctl.toml");
+    std::fs::write(
+        &p,
+        "listen = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n[[pool]]\nid = 1\nspines = []\n",
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["controller", "-c", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spines") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
