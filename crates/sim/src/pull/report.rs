@@ -26,7 +26,7 @@ pub fn table(cfg: &PullConfig, sums: &[PullSummary]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<18} {:>5} {:>10} {:>10} {:>10} {:>12} {:>7} {:>8} {:>8} {:>6}",
+        "{:<18} {:>5} {:>10} {:>10} {:>10} {:>12} {:>7} {:>8} {:>8} {:>7} {:>6}",
         "policy",
         "load",
         "tasks/s",
@@ -36,21 +36,32 @@ pub fn table(cfg: &PullConfig, sums: &[PullSummary]) -> String {
         "drops",
         "recirc%",
         "timeouts",
+        "gave_up",
         "util"
     );
+    // A run in which no measured task started (a collapsed scheduler) has no
+    // latency to show, not a latency of 0.
+    let lat = |count: u64, ns: u64| {
+        if count == 0 {
+            "n/a".to_string()
+        } else {
+            format!("{:.2}", us(ns))
+        }
+    };
     for r in sums {
         let _ = writeln!(
             s,
-            "{:<18} {:>5.2} {:>10.0} {:>10.2} {:>10.2} {:>12.0} {:>7} {:>8.3} {:>8} {:>6.3}",
+            "{:<18} {:>5.2} {:>10.0} {:>10} {:>10} {:>12.0} {:>7} {:>8.3} {:>8} {:>7} {:>6.3}",
             r.policy,
             r.load,
             r.offered_tps,
-            us(r.sched.p50_ns),
-            us(r.sched.p99_ns),
+            lat(r.sched.count, r.sched.p50_ns),
+            lat(r.sched.count, r.sched.p99_ns),
             r.decisions_per_s,
             r.dropped,
             r.recirc_fraction * 100.0,
             r.timeouts,
+            r.gave_up,
             r.utilization
         );
     }
