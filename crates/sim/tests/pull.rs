@@ -101,7 +101,7 @@ fn zero_rtt_draconis_fcfs_is_mmc() {
     check_mmc(16, 0.85, 50_000, &[1, 2, 3], 0.15, 0.12);
 }
 
-/// Long variant (2M tasks per load, ≈ 1 min in release):
+/// Long variant (2M tasks per load, ≈ 15 s in release after the build):
 /// `cargo test -p netsched-sim --release --test pull -- --ignored`.
 /// Measured: mean 18.67 µs against 18.05 (ρ = 0.85), p90 62.1 against 61.1,
 /// p99 162 against 157 (docs/draconis.md).
