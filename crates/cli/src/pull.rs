@@ -1,5 +1,6 @@
 //! `netsched pull`: the pull-based scheduling simulator (Draconis, R2P2,
-//! Sparrow, Draconis-Server; crates/sim/src/pull, docs/draconis.md).
+//! Sparrow, Draconis-Server, and RackSched for comparison;
+//! crates/sim/src/pull, docs/draconis.md).
 
 use std::path::PathBuf;
 
@@ -11,7 +12,7 @@ pub struct PullArgs {
     #[arg(short, long)]
     config: Option<PathBuf>,
     /// Policies, comma-separated: draconis, draconis-priority, draconis-resource,
-    /// draconis-locality, draconis-server, r2p2, sparrow.
+    /// draconis-locality, draconis-server, r2p2, sparrow, racksched.
     #[arg(long, value_delimiter = ',')]
     policy: Vec<String>,
     /// Loads, comma-separated fractions of executors / mean service time.

@@ -195,6 +195,7 @@ fn every_policy_accounts_for_every_task() {
         "draconis-server",
         "r2p2",
         "sparrow",
+        "racksched",
     ] {
         let s = one(&small(p, "job_tasks = 3"));
         accounted(&s);
@@ -216,7 +217,13 @@ fn deterministic_for_a_seed() {
         s.wall_s = 0.0;
         s
     };
-    for p in ["draconis-locality", "r2p2", "sparrow", "draconis-server"] {
+    for p in [
+        "draconis-locality",
+        "r2p2",
+        "sparrow",
+        "draconis-server",
+        "racksched",
+    ] {
         let text = small(p, "arrival = \"bursty\"\n[workload.locality]");
         let a = strip(one(&text));
         let b = strip(one(&text));

@@ -26,10 +26,13 @@ pub enum PullPolicy {
     R2p2,
     /// Sparrow batch sampling with late binding (§2.3.2, §8.1).
     Sparrow,
+    /// RackSched (OSDI'20) as Draconis §8 runs it: power-of-2 JSQ in the
+    /// switch over nodes, a cFCFS queue inside each node (push, for comparison).
+    Racksched,
 }
 
 impl PullPolicy {
-    pub const ALL: [PullPolicy; 7] = [
+    pub const ALL: [PullPolicy; 8] = [
         PullPolicy::Draconis,
         PullPolicy::DraconisPriority,
         PullPolicy::DraconisResource,
@@ -37,6 +40,7 @@ impl PullPolicy {
         PullPolicy::DraconisServer,
         PullPolicy::R2p2,
         PullPolicy::Sparrow,
+        PullPolicy::Racksched,
     ];
 
     pub fn name(self) -> &'static str {
@@ -48,6 +52,7 @@ impl PullPolicy {
             PullPolicy::DraconisServer => "draconis-server",
             PullPolicy::R2p2 => "r2p2",
             PullPolicy::Sparrow => "sparrow",
+            PullPolicy::Racksched => "racksched",
         }
     }
 
@@ -315,6 +320,25 @@ impl Default for ServerSection {
     }
 }
 
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RackschedSection {
+    /// Servers sampled per decision (power-of-k; RackSched's default 2).
+    pub k: u32,
+    /// Intra-node scheduling overhead added to every task at its node, ns
+    /// (§8.1: "a small additional overhead (3–4 µs)").
+    pub node_overhead_ns: u64,
+}
+
+impl Default for RackschedSection {
+    fn default() -> Self {
+        RackschedSection {
+            k: 2,
+            node_overhead_ns: 3_500,
+        }
+    }
+}
+
 /// The whole pull-simulator config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -330,6 +354,7 @@ pub struct PullConfig {
     pub r2p2: R2p2Section,
     pub sparrow: SparrowSection,
     pub server: ServerSection,
+    pub racksched: RackschedSection,
 }
 
 impl Default for PullConfig {
@@ -346,6 +371,7 @@ impl Default for PullConfig {
             r2p2: R2p2Section::default(),
             sparrow: SparrowSection::default(),
             server: ServerSection::default(),
+            racksched: RackschedSection::default(),
         }
     }
 }
@@ -579,6 +605,12 @@ impl PullConfig {
                     "must be <= global_start_limit ({}), got {}",
                     d.global_start_limit, d.rack_start_limit
                 ),
+            ));
+        }
+        if self.racksched.k == 0 || self.racksched.k > 8 {
+            return Err(ConfigError::new(
+                "racksched.k",
+                format!("must be in 1..=8, got {}", self.racksched.k),
             ));
         }
         if self.r2p2.k == 0 {

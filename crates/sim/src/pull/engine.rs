@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use netsched_core::dataplane::{Action, DataPlane, Input, Outbox, TaskMeta};
 use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
 use netsched_core::draconis::server::DraconisServer;
 use netsched_core::draconis::sparrow::{
@@ -20,6 +21,7 @@ use netsched_core::draconis::{
     Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo, Executor,
     JobSubmission, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
+use netsched_core::racksched::{RackSched, RackSchedConfig};
 use netsched_core::rng::Rng;
 
 use super::config::{Arrival, PullConfig, PullPolicy};
@@ -38,6 +40,7 @@ mod stream {
     pub const PRIORITY: u64 = 4;
     pub const DATA_NODE: u64 = 5;
     pub const EXEC_JITTER: u64 = 6;
+    pub const RACKSCHED: u64 = 7;
     pub const SPARROW: u64 = 100;
 }
 
@@ -113,6 +116,11 @@ enum Ev {
     /// A packet reaches the Draconis switch or server (index into `dpkts`).
     Draconis(u32),
     R2p2(R2p2Input),
+    /// A packet reaches the RackSched switch.
+    Rack(Input),
+    /// RackSched: a dispatched task reaches node `.0` (TaskMeta id encodes
+    /// task and attempt, see `rack_id`).
+    NodeTask(u32, u64),
     /// A message reaches Sparrow scheduler `.0` (index into `spkts`).
     Sparrow(u32, u32),
     /// A task_assignment / dispatch reaches an executor.
@@ -142,6 +150,7 @@ enum Sched {
         s: Vec<SparrowScheduler>,
         free_at: Vec<u64>,
     },
+    Rack(Box<RackSched>),
 }
 
 struct Exec {
@@ -179,6 +188,12 @@ struct Sim<'a> {
     spkts: Slab<SparrowInput>,
     epkts: Slab<TaskList>,
     dout: DraconisOutbox,
+    kout: Outbox,
+    /// RackSched: per node, the cFCFS queue and the idle executors.
+    node_queue: Vec<VecDeque<TaskInfo>>,
+    node_idle: Vec<Vec<u32>>,
+    /// RackSched: tasks queued or running at each node (the LOAD a reply carries).
+    node_load: Vec<u32>,
     rout: R2p2Outbox,
     sout: SparrowOutbox,
     m: PullMetrics,
@@ -201,6 +216,16 @@ struct Sim<'a> {
     timeout: u64,
     backoff: u64,
     nodes_per_rack: u32,
+}
+
+/// RackSched's TaskMeta carries only an id: the copy's attempt rides in its
+/// top 24 bits.
+fn rack_id(id: u64, attempt: u32) -> u64 {
+    id | ((attempt as u64 & 0xFF_FFFF) << 40)
+}
+
+fn rack_split(rid: u64) -> (u64, u32) {
+    (rid & ((1 << 40) - 1), (rid >> 40) as u32)
 }
 
 /// Mean of min(G, max) for G geometric on {1, 2, ...} with mean `mean`.
@@ -335,6 +360,14 @@ impl<'a> Sim<'a> {
                     .collect(),
                 free_at: vec![0; sp.schedulers as usize],
             },
+            PullPolicy::Racksched => Sched::Rack(Box::new(RackSched::new(
+                nodes,
+                Rng::derive(seed, stream::RACKSCHED).next_u64(),
+                RackSchedConfig {
+                    k: cfg.racksched.k,
+                    ..RackSchedConfig::default()
+                },
+            ))),
         };
         let sout = match &sched {
             Sched::Sparrow { s, .. } => s[0].outbox(),
@@ -389,6 +422,15 @@ impl<'a> Sim<'a> {
             spkts: Slab::new(),
             epkts: Slab::new(),
             dout: DraconisServer::outbox(),
+            kout: Outbox::new(),
+            node_queue: vec![VecDeque::new(); nodes as usize],
+            node_idle: (0..nodes)
+                .map(|n| {
+                    let per = cfg.cluster.executors_per_node;
+                    (n * per..(n + 1) * per).rev().collect()
+                })
+                .collect(),
+            node_load: vec![0; nodes as usize],
             rout: R2p2Outbox::new(),
             sout,
             m,
@@ -453,6 +495,17 @@ impl<'a> Sim<'a> {
                 self.draconis(now, input)
             }
             Ev::R2p2(input) => self.r2p2(now, input),
+            Ev::Rack(input) => self.rack(now, input),
+            Ev::NodeTask(node, rid) => {
+                let (id, attempt) = rack_split(rid);
+                let mut task = self.task_info(id);
+                task.fn_par = attempt as u64;
+                self.node_load[node as usize] += 1;
+                match self.node_idle[node as usize].pop() {
+                    Some(e) => self.start(now, e, task),
+                    None => self.node_queue[node as usize].push_back(task),
+                }
+            }
             Ev::Sparrow(s, i) => {
                 let input = self.spkts.take(i);
                 self.sparrow(now, s, input)
@@ -647,6 +700,19 @@ impl<'a> Sim<'a> {
                     );
                 }
             }
+            PullPolicy::Racksched => {
+                for id in lo..hi {
+                    let meta = TaskMeta {
+                        id: rack_id(id, self.tasks[id as usize].attempt),
+                        first: true,
+                        last: true,
+                        idle_selected: false,
+                        upstream: 0,
+                        class: 0,
+                    };
+                    self.q.at(now + self.link, Ev::Rack(Input::Task(meta)));
+                }
+            }
             PullPolicy::Sparrow => {
                 let n = self.cfg.sparrow.schedulers as u64;
                 let s = ((self.jobs + client as u64) % n) as u32;
@@ -796,6 +862,25 @@ impl<'a> Sim<'a> {
         }
     }
 
+    fn rack(&mut self, now: u64, input: Input) {
+        let Sched::Rack(sw) = &mut self.sched else {
+            unreachable!("racksched packet without a racksched switch")
+        };
+        self.kout.clear();
+        sw.handle(now, input, &mut self.kout);
+        for i in 0..self.kout.len() {
+            match self.kout.as_slice()[i] {
+                Action::Dispatch { node, task, .. } => self.q.at(
+                    now + self.link + self.cfg.racksched.node_overhead_ns,
+                    Ev::NodeTask(node, task.id),
+                ),
+                Action::Resubmit(r) => self.q.at(now + self.recirc, Ev::Rack(Input::Resubmit(r))),
+                Action::Drop(reason) => self.m.drop(reason),
+                Action::Notify { .. } | Action::Queued => {}
+            }
+        }
+    }
+
     fn sparrow(&mut self, now: u64, s: u32, input: SparrowInput) {
         let Sched::Sparrow { s: scheds, free_at } = &mut self.sched else {
             unreachable!("sparrow message without sparrow schedulers")
@@ -922,6 +1007,23 @@ impl<'a> Sim<'a> {
                     self.send_get_task(now, get);
                 }
             }
+            PullPolicy::Racksched => {
+                // The reply passes the switch with the node's queue length
+                // (RackSched LOAD, §3.2), then the node serves its own queue.
+                let node = self.execs[e as usize].info.node as usize;
+                self.node_load[node] -= 1;
+                let reply = Input::Reply {
+                    node: node as u32,
+                    qlen: self.node_load[node],
+                    class: 0,
+                    task: rack_id(task.id, task.fn_par as u32),
+                };
+                self.q.at(now + self.link, Ev::Rack(reply));
+                match self.node_queue[node].pop_front() {
+                    Some(next) => self.start(now, e, next),
+                    None => self.node_idle[node].push(e),
+                }
+            }
             _ => {
                 // The next task_request rides on the completion (§3.1).
                 let req = self.execs[e as usize].ex.request();
@@ -941,6 +1043,7 @@ impl<'a> Sim<'a> {
             }
             Sched::R2p2(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
             Sched::Sparrow { .. } => (0, 0),
+            Sched::Rack(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
         };
         self.m.first_passes = first;
         self.m.recirculations = resub;

@@ -1,6 +1,6 @@
 //! Pull-based scheduling in the simulator (Draconis, EuroSys'24 §8): executors
 //! that pull tasks from a central queue, and the systems Draconis is compared
-//! with (R2P2 JBSQ, Sparrow, Draconis-Server), on one switch with ten
+//! with (R2P2 JBSQ, Sparrow, Draconis-Server, RackSched), on one switch with ten
 //! 16-executor nodes by default. See docs/draconis.md "Simulator".
 //!
 //! A separate driver from the push simulator ([`crate::pool`]): pull
