@@ -241,7 +241,16 @@ fn enter(ns: &str) -> io::Result<()> {
 fn bind_port(port: u16) -> io::Result<UdpSocket> {
     let s = UdpSocket::bind(("0.0.0.0", port))?;
     let big: libc::c_int = 8 << 20;
-    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+    // The *FORCE variants (root) go past net.core.rmem_max: a receive
+    // buffer overflow while a thread waits for a core would lose a request
+    // the switch already counted (Alg. 1 keeps its allocation until the
+    // sender returns it).
+    for opt in [
+        libc::SO_RCVBUF,
+        libc::SO_SNDBUF,
+        libc::SO_RCVBUFFORCE,
+        libc::SO_SNDBUFFORCE,
+    ] {
         // SAFETY: setsockopt with a valid fd and an int option value.
         unsafe {
             libc::setsockopt(
@@ -435,6 +444,7 @@ fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<
     const BUFFER: usize = 1 << 20;
     let mut drops = 0u64;
     let mut active = 0u32;
+    let mut done_pending: Vec<u64> = Vec::new();
     let mut sent = 0u64;
     let start = Instant::now();
     let mut next_tx = 0f64; // seconds since start
@@ -480,9 +490,26 @@ fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<
                 Some(T_FIN) if n >= 29 => {
                     active = active.saturating_sub(1);
                     // The flow's last demand and allocation come back (FIN).
-                    spc.on_flow_end(get_u64(pkt, 4), get_f64(pkt, 13), get_f64(pkt, 21));
+                    let task = get_u64(pkt, 4);
+                    spc.on_flow_end(task, get_f64(pkt, 13), get_f64(pkt, 21));
+                    if let Some(i) = done_pending.iter().position(|&t| t == task) {
+                        if flows_of(&spc, task) == 0 {
+                            done_pending.swap_remove(i);
+                            spc.on_task_end(task);
+                        }
+                    }
                 }
-                Some(T_DONE) if n >= 12 => spc.on_task_end(get_u64(pkt, 4)),
+                // The client saw the task's last byte; its servers' FINs
+                // (which return the flows' allocations) may still be on the
+                // way: forget the task's counters after the last one.
+                Some(T_DONE) if n >= 12 => {
+                    let task = get_u64(pkt, 4);
+                    if flows_of(&spc, task) == 0 {
+                        spc.on_task_end(task);
+                    } else {
+                        done_pending.push(task);
+                    }
+                }
                 Some(T_REQ) | Some(T_ACK) if n >= 3 => {
                     let s = pkt[2] as usize;
                     if s < SERVERS {
@@ -523,7 +550,23 @@ fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<
             thread::sleep(Duration::from_micros(20));
         }
     }
+    if std::env::var_os("FIG7_DEBUG").is_some() {
+        eprintln!(
+            "switch: A {:.0} vc {:.0} active {active} tasks {:?}",
+            spc.allocated(),
+            spc.virtual_capacity,
+            spc.classifier()
+                .tasks()
+                .iter()
+                .map(|t| (t.task_id, t.flows, t.demand as u64))
+                .collect::<Vec<_>>()
+        );
+    }
     Ok((drops, sent))
+}
+
+fn flows_of(spc: &SpcSwitch, task: u64) -> u32 {
+    spc.classifier().counters(task).map_or(0, |c| c.flows)
 }
 
 struct SFlow {
@@ -619,7 +662,14 @@ fn server_loop(
                             ar: get_f64(p, 12),
                             nr: get_f64(p, 20),
                         };
-                        f.rate = f.sender.on_feedback(&[fb]);
+                        // Under 1 kbit/s is no rate: a packet would be due
+                        // in hours, after the flow got a real share.
+                        let r = f.sender.on_feedback(&[fb]);
+                        f.rate = if r < 1e3 { 0.0 } else { r };
+                        if f.rate > 0.0 {
+                            let gap = ((DATA_HDR + PAYLOAD) * 8) as f64 / f.rate;
+                            f.next_send = f.next_send.min(now + gap);
+                        }
                         f.held_alloc = fb.ar;
                         f.last_nr = Some(fb.nr);
                         f.req_out = None;
@@ -629,7 +679,9 @@ fn server_loop(
             }
         }
         for f in flows.iter_mut().filter(|f| !f.fin_sent) {
-            if f.acked >= f.npk {
+            // FIN only once the last request's feedback is back: it must
+            // return the allocation the switch actually holds.
+            if f.acked >= f.npk && f.req_out.is_none() {
                 // FIN returns what the switch holds for the flow.
                 let mut m = vec![T_FIN, 0, me as u8, 0];
                 m.extend_from_slice(&f.task_id.to_le_bytes());
@@ -655,7 +707,7 @@ fn server_loop(
             if f.req_out.is_some_and(|t| now - t > 0.5) {
                 f.req_out = None;
             }
-            let want_req = f.req_out.is_none() && now - f.last_req >= interval;
+            let want_req = f.next < f.npk && f.req_out.is_none() && now - f.last_req >= interval;
             let can_data = f.next < f.npk && f.rate > 0.0 && now >= f.next_send;
             if !want_req && !can_data {
                 continue;
@@ -697,6 +749,15 @@ fn server_loop(
         flows.retain(|f| !f.fin_sent);
         if !busy {
             thread::sleep(Duration::from_micros(20));
+        }
+    }
+    if std::env::var_os("FIG7_DEBUG").is_some() {
+        for f in &flows {
+            eprintln!(
+                "server {me} flow {}: next {} acked {} rate {:.0} held {:.0}/{:.0} nr {:?} req_out {:?} now {now:.3}",
+                f.flow, f.next, f.acked, f.rate, f.held_demand, f.held_alloc, f.last_nr, f.req_out,
+                now = start.elapsed().as_secs_f64()
+            );
         }
     }
     Ok((retx, 0))
