@@ -70,7 +70,7 @@ fn fig7(a: Fig7Args) -> Result<(), String> {
     if lo == 0 || lo > hi || hi > 64 {
         return Err(bad());
     }
-    if a.bytes == 0 || !(a.mbps > 0.0) || a.interval_us == 0 {
+    if a.bytes == 0 || a.mbps.is_nan() || a.mbps <= 0.0 || a.interval_us == 0 {
         return Err("--bytes, --mbps and --interval-us must be positive".into());
     }
     let lab = Lab::new(&format!("fig7-{}", std::process::id())).map_err(|e| e.to_string())?;

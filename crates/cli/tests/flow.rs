@@ -62,7 +62,14 @@ fn small_run_writes_outputs() {
     ]);
     assert_eq!(code, 0, "{err}");
     // The per-policy table and the Table 4-shaped comparison.
-    for p in ["fair", "pfabric", "orchestra", "stf", "baraat@p50", "baraat@p90"] {
+    for p in [
+        "fair",
+        "pfabric",
+        "orchestra",
+        "stf",
+        "baraat@p50",
+        "baraat@p90",
+    ] {
         assert!(stdout.contains(p), "{p} missing from:\n{stdout}");
     }
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
@@ -78,7 +85,10 @@ fn small_run_writes_outputs() {
         assert_eq!(r[3], "40");
         let q: Vec<f64> = r[4..].iter().map(|x| x.parse().unwrap()).collect();
         // median <= p95 <= p99 <= max, all positive.
-        assert!(q[1] > 0.0 && q[1] <= q[2] && q[2] <= q[3] && q[3] <= q[4], "{r:?}");
+        assert!(
+            q[1] > 0.0 && q[1] <= q[2] && q[2] <= q[3] && q[3] <= q[4],
+            "{r:?}"
+        );
     }
     let tasks = std::fs::read_to_string(out.join("tasks.csv")).unwrap();
     let mut lines = tasks.lines();
@@ -100,8 +110,15 @@ fn assert_rejected(name: &str, text: &str, extra: &[&str], field: &str) {
     args.extend_from_slice(&["--out", "/dev/null/x"]);
     let (code, _, err) = netsched(&args);
     assert_ne!(code, 0, "{name}: accepted");
-    assert_eq!(err.trim_end().lines().count(), 1, "{name}: not one line: {err}");
-    assert!(err.contains(field), "{name}: error does not name `{field}`: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{name}: not one line: {err}"
+    );
+    assert!(
+        err.contains(field),
+        "{name}: error does not name `{field}`: {err}"
+    );
 }
 
 #[test]
