@@ -3,15 +3,31 @@ catalog machinery and the HTML report. Needs the package installed
 (`pip install .`, as scripts/test.sh does)."""
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-import netsched  # noqa: E402  (installed by scripts/test.sh: pip install .)
+ROOT = Path(__file__).resolve().parents[2]
+# The plotting tests put python/ on sys.path; there `netsched` is the source
+# tree without its compiled `_native` module. Use the installed package
+# (scripts/test.sh: pip install .), here and in the Dask workers we spawn.
+def _without_source_tree():
+    return [p for p in sys.path if os.path.abspath(p or ".") != str(ROOT / "python")]
+
+
+sys.path[:] = _without_source_tree()
+import netsched  # noqa: E402
 from netsched import sweep  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+
+@pytest.fixture(autouse=True)
+def installed_package_only(monkeypatch):
+    """Plot tests collected after this module put python/ back on sys.path;
+    Dask's spawned workers inherit sys.path as it is when they start."""
+    monkeypatch.setattr(sys, "path", _without_source_tree())
 
 SMALL = {
     "policy": "horus",
@@ -110,11 +126,14 @@ def small_grid():
 def test_dask_local_cluster_sweep_equals_serial(tmp_path):
     from dask.distributed import Client, LocalCluster
 
+    # Fail instead of hanging if a worker process cannot start or import netsched.
+    signal.alarm(240)
     serial = sweep.run_points(small_grid(), cache_dir=tmp_path / "a", serial=True, progress=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with Client(cluster) as client:
             assert len(client.scheduler_info()["workers"]) == 2
             dist = sweep.run_points(small_grid(), cache_dir=tmp_path / "b", client=client, progress=False)
+    signal.alarm(0)
     assert serial.computed == dist.computed == 8
     assert len(serial.runs) == 8
     assert stable(serial.runs).equals(stable(dist.runs))
