@@ -9,7 +9,9 @@ from Python, with an experiment catalog and Dask sweeps.
 
 See docs/experiments.md.
 """
-from .api import SimResult, FlowResult, run_sim, run_flowsim, canonical_config, to_toml
+from .api import (SimResult, FlowResult, PullResult, run_sim, run_flowsim, run_pull,
+                  canonical_config, to_toml)
 
-__all__ = ["SimResult", "FlowResult", "run_sim", "run_flowsim", "canonical_config", "to_toml"]
+__all__ = ["SimResult", "FlowResult", "PullResult", "run_sim", "run_flowsim", "run_pull",
+           "canonical_config", "to_toml"]
 __version__ = "0.1.0"

@@ -91,3 +91,21 @@ def run_flowsim(config: Config) -> FlowResult:
     text, label, _ = to_toml(config)
     summary, runs, tasks, table = _native.run_flowsim(text, label=label)
     return FlowResult(_csv(runs), _csv(tasks), json.loads(summary), table)
+
+
+@dataclass
+class PullResult:
+    """One `netsched pull` invocation (the Draconis pull simulator): `runs`
+    (one row per policy × load), `summary` and `table`."""
+
+    runs: pd.DataFrame
+    summary: dict
+    table: str = field(repr=False)
+
+
+def run_pull(config: Config) -> PullResult:
+    """Runs the pull-based scheduling simulator (`netsched pull`: Draconis,
+    Draconis-Server, R2P2 JBSQ, Sparrow, RackSched)."""
+    text, label, base = to_toml(config)
+    summary, runs, table = _native.run_pull(text, label=label, base_dir=base)
+    return PullResult(_csv(runs), json.loads(summary), table)

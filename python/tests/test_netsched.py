@@ -216,3 +216,16 @@ def test_module_cli_list_and_unknown_entry():
     r = subprocess.run(["python3", "-m", "netsched", "experiment", "run", "nope"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 1 and r.stderr.startswith("error: unknown experiment `nope`")
+
+
+def test_pull_api():
+    text = (ROOT / "experiments" / "draconis.toml").read_text()
+    cfg = text.replace("tasks = 60000", "tasks = 3000")
+    cfg = cfg.replace('policies = ["draconis", "racksched", "draconis-server", "r2p2", "sparrow"]',
+                      'policies = ["draconis", "sparrow"]')
+    cfg = cfg.replace("loads = [0.2, 0.4, 0.6, 0.8, 0.9, 0.95]", "loads = [0.5]")
+    r = netsched.run_pull(cfg)
+    assert sorted(r.runs["policy"]) == ["draconis", "sparrow"]
+    assert (r.runs["completed"] > 2000).all()
+    with pytest.raises(ValueError, match="unknown variant `nope`"):
+        netsched.run_pull(cfg.replace('"sparrow"]', '"nope"]'))

@@ -115,6 +115,39 @@ fn flow_outputs(cfg: &FlowConfig) -> Result<(String, String, String, String), Fa
     ))
 }
 
+fn pull_outputs(
+    cfg: &netsched_sim::pull::PullConfig,
+    base_dir: &Path,
+) -> Result<(String, String, String), Failure> {
+    use netsched_sim::pull::{self, report};
+    let runs = pull::run_config(cfg, base_dir).map_err(|e| Failure::Config(e.to_string()))?;
+    let sums = report::summaries(cfg, &runs);
+    let scratch = Scratch::new().map_err(|e| Failure::Io(e.to_string()))?;
+    let io = |e: std::io::Error| Failure::Io(format!("{}: {e}", scratch.0.display()));
+    report::write_outputs(&scratch.0, cfg, &sums).map_err(io)?;
+    Ok((
+        scratch.read("summary.json").map_err(io)?,
+        scratch.read("runs.csv").map_err(io)?,
+        report::table(cfg, &sums),
+    ))
+}
+
+/// Runs a `netsched pull` config (the Draconis pull simulator; TOML text).
+/// Returns (summary.json, runs.csv, table).
+#[pyfunction]
+#[pyo3(signature = (toml, label=None, base_dir="."))]
+fn run_pull(
+    py: Python<'_>,
+    toml: &str,
+    label: Option<&str>,
+    base_dir: &str,
+) -> PyResult<(String, String, String)> {
+    let cfg = netsched_sim::pull::PullConfig::from_toml(toml)
+        .map_err(|e| PyValueError::new_err(prefixed(label, e)))?;
+    let base = PathBuf::from(base_dir);
+    Ok(py.allow_threads(|| pull_outputs(&cfg, &base))?)
+}
+
 /// Runs a `netsched sim` config (TOML text). `label` (the file name, if any)
 /// prefixes error messages as the CLI does; `base_dir` resolves relative
 /// trace paths. Returns (summary.json, runs.csv, pools.csv, table).
@@ -180,6 +213,7 @@ fn json_to_toml(json: &str) -> PyResult<String> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
     m.add_function(wrap_pyfunction!(run_flowsim, m)?)?;
+    m.add_function(wrap_pyfunction!(run_pull, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_sim, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_flowsim, m)?)?;
     m.add_function(wrap_pyfunction!(json_to_toml, m)?)?;
