@@ -5,13 +5,15 @@ A *point* is one run: labels (the sweep coordinates, e.g. ``{"policy":
 "horus", "load": 0.9, "service": "bimodal", "seed": 1}``) and a full config
 dict that runs exactly one (policy, load). Its cache key is the SHA-256 of
 the canonical config (every default filled in by the simulator's own parser,
-minus `threads`, which does not change results), so an equivalent config
-written differently hits the same entry and a rerun computes only what is
-missing.
+minus `threads`, which does not change results) and of the compiled
+simulator, so an equivalent config written differently hits the same entry,
+a rerun computes only what is missing, and a rebuilt simulator never reuses
+stale results.
 """
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import io
 import itertools
@@ -53,10 +55,24 @@ class SweepResult:
     summaries: list = field(default_factory=list, repr=False)
 
 
+@functools.lru_cache(maxsize=1)
+def build_id() -> str:
+    """A digest of the compiled simulator: a rebuilt simulator (any change to
+    the Rust code) gets fresh cache keys, so stale results are never reused."""
+    from . import _native
+
+    h = hashlib.sha256()
+    with open(_native.__file__, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
 def config_hash(config: dict, kind: str = "sim") -> str:
     canon = api.canonical_config(config, kind)
     canon.pop("threads", None)
-    blob = json.dumps({"kind": kind, "v": CACHE_VERSION, "config": canon}, sort_keys=True)
+    blob = json.dumps({"kind": kind, "v": CACHE_VERSION, "build": build_id(), "config": canon},
+                      sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
