@@ -247,7 +247,7 @@ impl SwitchDaemon {
                     None => self.drop_rt(RuntimeDrop::NoPacket),
                 }
             }
-            Err(_) => self.drop_rt(RuntimeDrop::NoPacket),
+            Ok(Message::Draconis(_)) | Err(_) => self.drop_rt(RuntimeDrop::NoPacket),
         }
         self.spare.push(buf);
     }

@@ -88,7 +88,8 @@ pub enum RuntimeDrop {
     Inconsistent,
     /// `DecodeError::TrailingBytes`.
     TrailingBytes,
-    /// A RackSched-family datagram: this daemon hosts Horus-wire instances.
+    /// A datagram of a family this daemon does not serve: RackSched wire at
+    /// a Horus-wire instance, or pull scheduling (served by `pull_switch`).
     UnsupportedFamily,
     /// No instance of this daemon serves the header's pool.
     UnknownPool,
@@ -678,6 +679,11 @@ impl SwitchDaemon {
         let msg = match Message::decode(data) {
             Ok(Message::Horus(m)) => m,
             Ok(Message::RackSched(m)) => return self.handle_racksched(data, m, src, now),
+            // Pull scheduling runs in its own daemon (crate::pull_switch).
+            Ok(Message::Draconis(_)) => {
+                self.registry.inc(self.slots.rx[7]);
+                return self.drop_rt(RuntimeDrop::UnsupportedFamily);
+            }
             Err(e) => {
                 self.registry.inc(self.slots.rx[7]);
                 return self.drop_rt(match e {

@@ -1,5 +1,6 @@
-//! netsched wire format: every message Horus (NSDI'24) and RackSched (OSDI'20)
-//! exchange, as typed values with allocation-free encode and decode.
+//! netsched wire format: every message Horus (NSDI'24), RackSched (OSDI'20)
+//! and the pull schedulers (Draconis EuroSys'24, R2P2 JBSQ, Sparrow) exchange,
+//! as typed values with allocation-free encode and decode.
 //!
 //! Every datagram starts with one framing byte: wire version in the high
 //! nibble, protocol family in the low nibble ([`Family`]). The families can
@@ -26,11 +27,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod draconis;
 mod error;
 mod horus;
 mod racksched;
 mod wire;
 
+pub use draconis::{
+    CompletionStatus, DraconisMessage, DraconisType, TaskVec, WireTask, MAX_PULL_TASKS,
+    WIRE_TASK_LEN,
+};
 pub use error::{DecodeError, EncodeError};
 pub use horus::{
     HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, HorusType, ReplyStatus,
@@ -53,7 +59,7 @@ pub const WIRE_VERSION: u8 = 1;
 
 /// Protocol family, the low nibble of the framing byte.
 ///
-/// 3 is reserved for Draconis; 0 and 4-15 are unassigned.
+/// 0 and 4-15 are unassigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Family {
@@ -61,6 +67,8 @@ pub enum Family {
     Horus = 1,
     /// RackSched (OSDI'20), including the RS-H load report.
     RackSched = 2,
+    /// Pull scheduling: Draconis (EuroSys'24), R2P2 JBSQ, Sparrow.
+    Draconis = 3,
 }
 
 impl Family {
@@ -81,6 +89,7 @@ impl Family {
         match b & 0x0f {
             1 => Ok(Family::Horus),
             2 => Ok(Family::RackSched),
+            3 => Ok(Family::Draconis),
             _ => Err(DecodeError::Inconsistent("unknown protocol family")),
         }
     }
@@ -113,11 +122,19 @@ pub enum Message<'a> {
     Horus(HorusMessage<'a>),
     /// A RackSched message.
     RackSched(RackSchedMessage<'a>),
+    /// A pull-scheduling message (Draconis, R2P2, Sparrow).
+    Draconis(DraconisMessage),
 }
 
 impl<'a> From<HorusMessage<'a>> for Message<'a> {
     fn from(m: HorusMessage<'a>) -> Self {
         Message::Horus(m)
+    }
+}
+
+impl From<DraconisMessage> for Message<'_> {
+    fn from(m: DraconisMessage) -> Self {
+        Message::Draconis(m)
     }
 }
 
@@ -138,6 +155,7 @@ impl<'a> Message<'a> {
         match Family::of(bytes)? {
             Family::Horus => HorusMessage::decode(bytes).map(Message::Horus),
             Family::RackSched => RackSchedMessage::decode(bytes).map(Message::RackSched),
+            Family::Draconis => DraconisMessage::decode(bytes).map(Message::Draconis),
         }
     }
 
@@ -147,6 +165,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Horus(m) => m.validate()?,
             Message::RackSched(m) => m.validate()?,
+            Message::Draconis(m) => m.validate()?,
         }
         let len = self.encoded_len();
         let got = buf.len();
@@ -157,6 +176,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Horus(m) => m.write(&mut w)?,
             Message::RackSched(m) => m.write(&mut w)?,
+            Message::Draconis(m) => m.write(&mut w)?,
         }
         debug_assert_eq!(w.pos(), len, "encoded_len disagrees with write");
         Ok(len)
@@ -175,6 +195,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Horus(m) => m.encoded_len(),
             Message::RackSched(m) => m.encoded_len(),
+            Message::Draconis(m) => m.encoded_len(),
         }
     }
 
@@ -183,6 +204,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Horus(_) => Family::Horus,
             Message::RackSched(_) => Family::RackSched,
+            Message::Draconis(_) => Family::Draconis,
         }
     }
 
@@ -192,6 +214,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Horus(m) => m.kind(),
             Message::RackSched(m) => m.kind(),
+            Message::Draconis(m) => m.kind(),
         }
     }
 
@@ -203,7 +226,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Horus(m) => Some(m.header.pool_id),
             Message::RackSched(RackSchedMessage::LoadReport(l)) => Some(l.pool_id),
-            Message::RackSched(_) => None,
+            Message::RackSched(_) | Message::Draconis(_) => None,
         }
     }
 
@@ -217,6 +240,9 @@ impl<'a> Message<'a> {
                 Some(p) => Some(p.req_id.as_u64()),
                 None => None,
             },
+            Message::Draconis(DraconisMessage::TaskAssignment { task, .. }) => Some(task.id),
+            Message::Draconis(DraconisMessage::Completion { task_id, .. }) => Some(*task_id),
+            Message::Draconis(_) => None,
         }
     }
 
@@ -228,6 +254,7 @@ impl<'a> Message<'a> {
                 Some(p) => Some(p.payload),
                 None => None,
             },
+            Message::Draconis(_) => None,
         }
     }
 }

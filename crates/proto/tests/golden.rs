@@ -2,10 +2,13 @@
 //! byte by byte rather than produced by the encoder, so any change to the
 //! layout (field order, width, endianness, type codes) fails here.
 
+use std::net::{Ipv4Addr, SocketAddrV4};
+
 use netsched_proto::{
-    decode, task_id, DecodeError, EncodeError, Family, HorusBody, HorusHeader, HorusMessage,
-    HorusReply, HorusTask, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket,
-    ReplyStatus, ReqId, MAX_DATAGRAM, MAX_RACKSCHED_PAYLOAD, MAX_REPLY_PAYLOAD, MAX_TASK_PAYLOAD,
+    decode, task_id, CompletionStatus, DecodeError, DraconisMessage, EncodeError, Family,
+    HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, RackSchedLoadReport,
+    RackSchedMessage, RackSchedPacket, ReplyStatus, ReqId, TaskVec, WireTask, MAX_DATAGRAM,
+    MAX_RACKSCHED_PAYLOAD, MAX_REPLY_PAYLOAD, MAX_TASK_PAYLOAD,
 };
 
 const HDR: HorusHeader = HorusHeader {
@@ -267,7 +270,8 @@ fn framing_errors() {
     assert_eq!(inconsistent(&[0x21, 0x01]), "unsupported wire version");
     assert_eq!(inconsistent(&[0x01, 0x01]), "unsupported wire version");
     assert_eq!(inconsistent(&[0x10]), "unknown protocol family");
-    assert_eq!(inconsistent(&[0x13, 0x01]), "unknown protocol family");
+    assert_eq!(inconsistent(&[0x14, 0x01]), "unknown protocol family");
+    assert_eq!(Family::of(&[0x13]), Ok(Family::Draconis));
     assert_eq!(Family::of(&[0x11]), Ok(Family::Horus));
     assert_eq!(Family::of(&[0x12, 0xff]), Ok(Family::RackSched));
     assert_eq!(Family::Horus.framing_byte(), 0x11);
@@ -566,4 +570,143 @@ fn kinds_are_distinct() {
     kinds.sort_unstable();
     kinds.dedup();
     assert_eq!(kinds.len(), msgs.len());
+}
+
+// ---- Draconis (family 3) ----
+
+const WTASK: WireTask = WireTask {
+    id: 0x0102_0304_0506_0708,
+    fn_id: 0x0000_0001,
+    priority: 2,
+    fn_par: 100_000,
+    props: 0b1010,
+};
+
+#[rustfmt::skip]
+const WTASK_BYTES: [u8; 29] = [
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, // id
+    0x00, 0x00, 0x00, 0x01,                         // fn_id
+    0x02,                                           // priority
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x86, 0xa0, // fn_par = 100_000
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, // props
+];
+
+fn draconis_bytes(ty: u8, parts: &[&[u8]]) -> Vec<u8> {
+    let mut v = vec![0x13, ty];
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    v
+}
+
+#[test]
+fn draconis_job_submission_and_error_packet() {
+    let tasks = TaskVec::from_slice(&[WTASK, WTASK]).unwrap();
+    check(
+        Message::Draconis(DraconisMessage::JobSubmission { job: 0x2a, tasks }),
+        &draconis_bytes(
+            0x01,
+            &[
+                &[0, 0, 0, 0, 0, 0, 0, 0x2a],
+                &[2],
+                &WTASK_BYTES,
+                &WTASK_BYTES,
+            ],
+        ),
+        "draconis_job_submission",
+    );
+    let one = TaskVec::from_slice(&[WTASK]).unwrap();
+    check(
+        Message::Draconis(DraconisMessage::ErrorPacket { tasks: one }),
+        &draconis_bytes(0x06, &[&[1], &WTASK_BYTES]),
+        "draconis_error_packet",
+    );
+    // A job with no task, or more than a packet holds, is refused both ways.
+    assert_eq!(
+        decode(&draconis_bytes(0x01, &[&[0; 8], &[0]])),
+        Err(DecodeError::Inconsistent("task count 0"))
+    );
+    assert_eq!(
+        decode(&draconis_bytes(0x06, &[&[9]])),
+        Err(DecodeError::Inconsistent("task count above MAX_PULL_TASKS"))
+    );
+    assert_eq!(
+        Message::Draconis(DraconisMessage::ErrorPacket {
+            tasks: TaskVec::new()
+        })
+        .to_vec(),
+        Err(EncodeError::Invalid("task count 0"))
+    );
+    assert!(TaskVec::from_slice(&[WTASK; 9]).is_none());
+}
+
+#[test]
+fn draconis_executor_messages() {
+    check(
+        Message::Draconis(DraconisMessage::TaskRequest {
+            node: 3,
+            resources: 0xff,
+        }),
+        &draconis_bytes(0x02, &[&[0, 0, 0, 3], &[0, 0, 0, 0, 0, 0, 0, 0xff]]),
+        "draconis_task_request",
+    );
+    check(
+        Message::Draconis(DraconisMessage::TaskAssignment {
+            client: SocketAddrV4::new(Ipv4Addr::new(10, 77, 0, 2), 0x1f90),
+            skips: 5,
+            task: WTASK,
+        }),
+        &draconis_bytes(
+            0x03,
+            &[&[10, 77, 0, 2], &[0x1f, 0x90], &[0, 5], &WTASK_BYTES],
+        ),
+        "draconis_task_assignment",
+    );
+    check(
+        Message::Draconis(DraconisMessage::NoOp),
+        &[0x13, 0x04],
+        "draconis_noop",
+    );
+    check(
+        Message::Draconis(DraconisMessage::Ack {
+            job: 7,
+            accepted: 3,
+        }),
+        &draconis_bytes(0x05, &[&[0, 0, 0, 0, 0, 0, 0, 7], &[3]]),
+        "draconis_ack",
+    );
+    check(
+        Message::Draconis(DraconisMessage::Completion {
+            task_id: 9,
+            exec_ns: 0x0100,
+            executor: 4,
+            status: CompletionStatus::Failed,
+        }),
+        &draconis_bytes(
+            0x07,
+            &[
+                &[0, 0, 0, 0, 0, 0, 0, 9],
+                &[0, 0, 0, 0, 0, 0, 1, 0],
+                &[0, 0, 0, 4],
+                &[1],
+            ],
+        ),
+        "draconis_completion",
+    );
+    check(
+        Message::Draconis(DraconisMessage::Probe { slot: 0x0102 }),
+        &draconis_bytes(0x08, &[&[0, 0, 1, 2]]),
+        "draconis_probe",
+    );
+    check(
+        Message::Draconis(DraconisMessage::GetTask { slot: 1 }),
+        &draconis_bytes(0x09, &[&[0, 0, 0, 1]]),
+        "draconis_get_task",
+    );
+    assert_eq!(
+        decode(&draconis_bytes(0x07, &[&[0; 20], &[2]])),
+        Err(DecodeError::Inconsistent("unknown completion status"))
+    );
+    assert_eq!(decode(&[0x13, 0x0a]), Err(DecodeError::UnknownType(10)));
+    assert_eq!(decode(&[0x13, 0x04, 0]), Err(DecodeError::TrailingBytes));
 }

@@ -1,10 +1,13 @@
 //! Property tests: round trips for every message type, and decoding that never
 //! panics and never accepts a strict prefix.
 
+use std::net::{Ipv4Addr, SocketAddrV4};
+
 use netsched_proto::{
-    decode, DecodeError, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
-    RackSchedLoadReport, RackSchedMessage, RackSchedPacket, ReplyStatus, ReqId, MAX_DATAGRAM,
-    MAX_RACKSCHED_PAYLOAD, MAX_REPLY_PAYLOAD, MAX_TASK_PAYLOAD,
+    decode, CompletionStatus, DecodeError, DraconisMessage, HorusBody, HorusHeader, HorusMessage,
+    HorusReply, HorusTask, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket,
+    ReplyStatus, ReqId, TaskVec, WireTask, MAX_DATAGRAM, MAX_PULL_TASKS, MAX_RACKSCHED_PAYLOAD,
+    MAX_REPLY_PAYLOAD, MAX_TASK_PAYLOAD,
 };
 use proptest::prelude::*;
 
@@ -47,6 +50,7 @@ impl Case {
                 }
                 RackSchedMessage::LoadReport(l) => RackSchedMessage::LoadReport(l),
             }),
+            Message::Draconis(m) => Message::Draconis(m),
         }
     }
 }
@@ -180,8 +184,68 @@ fn racksched_case() -> impl Strategy<Value = Case> {
     })
 }
 
+fn wire_task() -> impl Strategy<Value = WireTask> {
+    (
+        any::<u64>(),
+        any::<u32>(),
+        any::<u8>(),
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(|(id, fn_id, priority, fn_par, props)| WireTask {
+            id,
+            fn_id,
+            priority,
+            fn_par,
+            props,
+        })
+}
+
+fn task_vec() -> impl Strategy<Value = TaskVec> {
+    prop::collection::vec(wire_task(), 1..=MAX_PULL_TASKS)
+        .prop_map(|v| TaskVec::from_slice(&v).expect("at most MAX_PULL_TASKS"))
+}
+
+fn draconis_case() -> impl Strategy<Value = Case> {
+    prop_oneof![
+        (any::<u64>(), task_vec())
+            .prop_map(|(job, tasks)| DraconisMessage::JobSubmission { job, tasks }),
+        (any::<u32>(), any::<u64>())
+            .prop_map(|(node, resources)| DraconisMessage::TaskRequest { node, resources }),
+        (any::<u32>(), any::<u16>(), any::<u16>(), wire_task()).prop_map(
+            |(ip, port, skips, task)| DraconisMessage::TaskAssignment {
+                client: SocketAddrV4::new(Ipv4Addr::from(ip), port),
+                skips,
+                task,
+            }
+        ),
+        Just(DraconisMessage::NoOp),
+        (any::<u64>(), any::<u8>())
+            .prop_map(|(job, accepted)| DraconisMessage::Ack { job, accepted }),
+        task_vec().prop_map(|tasks| DraconisMessage::ErrorPacket { tasks }),
+        (any::<u64>(), any::<u64>(), any::<u32>(), any::<bool>()).prop_map(
+            |(task_id, exec_ns, executor, failed)| DraconisMessage::Completion {
+                task_id,
+                exec_ns,
+                executor,
+                status: if failed {
+                    CompletionStatus::Failed
+                } else {
+                    CompletionStatus::Ok
+                },
+            }
+        ),
+        any::<u32>().prop_map(|slot| DraconisMessage::Probe { slot }),
+        any::<u32>().prop_map(|slot| DraconisMessage::GetTask { slot }),
+    ]
+    .prop_map(|m| Case {
+        shape: Message::Draconis(m),
+        payload: vec![],
+    })
+}
+
 fn any_case() -> impl Strategy<Value = Case> {
-    prop_oneof![horus_case(), racksched_case()]
+    prop_oneof![horus_case(), racksched_case(), draconis_case()]
 }
 
 proptest! {
@@ -249,7 +313,7 @@ proptest! {
     /// per-type decoders see garbage rather than the framing check rejecting it.
     #[test]
     fn arbitrary_bodies_never_panic(
-        family in prop_oneof![Just(0x11u8), Just(0x12u8)],
+        family in prop_oneof![Just(0x11u8), Just(0x12u8), Just(0x13u8)],
         ty in 0u8..10,
         rest in prop::collection::vec(any::<u8>(), 0..64),
     ) {
