@@ -356,6 +356,6 @@ impl Client {
 }
 
 /// Exponential inter-arrival gap (Poisson process), at least 1 ns.
-fn exp_gap(rng: &mut Rng, mean_ns: f64) -> u64 {
+pub(crate) fn exp_gap(rng: &mut Rng, mean_ns: f64) -> u64 {
     ((-rng.unit_open0().ln() * mean_ns) as u64).max(1)
 }

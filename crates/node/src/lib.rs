@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod net;
 pub mod netns;
 pub mod nginx;
+pub mod pull;
 pub mod switch;
 pub mod tasks;
 pub mod worker;

@@ -250,6 +250,37 @@ pub struct DraconisSection {
     pub global_start_limit: u16,
 }
 
+impl DraconisSection {
+    /// The switch configuration for `policy` (a Draconis variant): the one
+    /// place the simulator and the UDP runtime turn this section into a data
+    /// plane, so both drive the same scheduler. `levels` is the number of
+    /// priority queues (priority policy only); `nodes_per_rack` feeds §5.3's
+    /// rack_start_limit.
+    pub fn switch_config(
+        &self,
+        policy: PullPolicy,
+        levels: u8,
+        nodes_per_rack: u32,
+    ) -> netsched_core::draconis::DraconisConfig {
+        use netsched_core::draconis::DraconisConfig;
+        let cap = self.capacity;
+        match policy {
+            PullPolicy::DraconisPriority => DraconisConfig {
+                levels: levels.max(1),
+                ..DraconisConfig::priority(cap)
+            },
+            PullPolicy::DraconisResource => DraconisConfig::resource(cap, self.max_swaps),
+            PullPolicy::DraconisLocality => DraconisConfig::locality(
+                cap,
+                self.rack_start_limit,
+                self.global_start_limit,
+                nodes_per_rack,
+            ),
+            _ => DraconisConfig::fcfs(cap),
+        }
+    }
+}
+
 impl Default for DraconisSection {
     fn default() -> Self {
         DraconisSection {

@@ -18,8 +18,8 @@ use netsched_core::draconis::sparrow::{
     SparrowAction, SparrowConfig, SparrowInput, SparrowOutbox, SparrowScheduler, SparrowWorker,
 };
 use netsched_core::draconis::{
-    Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo, Executor,
-    JobSubmission, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
+    Draconis, DraconisAction, DraconisInput, DraconisOutbox, ExecInfo, Executor, JobSubmission,
+    TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
 use netsched_core::racksched::{RackSched, RackSchedConfig};
 use netsched_core::rng::Rng;
@@ -311,23 +311,9 @@ impl<'a> Sim<'a> {
                 sparrow: (policy == PullPolicy::Sparrow).then(|| SparrowWorker::new(id, 64)),
             });
         }
-        let cap = cfg.draconis.capacity;
         let levels = cfg.workload.priority_weights.len().clamp(1, 255) as u8;
         let nodes_per_rack = cfg.nodes_per_rack();
-        let dcfg = match policy {
-            PullPolicy::DraconisPriority => DraconisConfig {
-                levels: levels.max(1),
-                ..DraconisConfig::priority(cap)
-            },
-            PullPolicy::DraconisResource => DraconisConfig::resource(cap, cfg.draconis.max_swaps),
-            PullPolicy::DraconisLocality => DraconisConfig::locality(
-                cap,
-                cfg.draconis.rack_start_limit,
-                cfg.draconis.global_start_limit,
-                nodes_per_rack,
-            ),
-            _ => DraconisConfig::fcfs(cap),
-        };
+        let dcfg = cfg.draconis.switch_config(policy, levels, nodes_per_rack);
         let sp = &cfg.sparrow;
         let sched = match policy {
             PullPolicy::Draconis

@@ -1,0 +1,353 @@
+//! TOML configs of the pull runtime (docs/runtime.md, "Pull scheduling").
+//!
+//! The scheduler sections (`[draconis]`, `[r2p2]`, `[sparrow]`) and the
+//! policy names are the pull simulator's own types
+//! (`netsched_sim::pull::config`), so one TOML fragment configures the same
+//! data plane in `netsched pull` and in `netsched switch`.
+
+use std::net::SocketAddr;
+
+use netsched_sim::pull::config::{DraconisSection, R2p2Section, SparrowSection};
+use netsched_sim::pull::PullPolicy;
+use netsched_sim::workload::ServiceDist;
+use serde::Deserialize;
+
+use crate::fault::FaultConfig;
+use crate::tasks::RocksConfig;
+
+/// `netsched switch` with `policy = "draconis"` (or another pull policy):
+/// one pull scheduler on one UDP socket.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullSwitchConfig {
+    pub listen: String,
+    /// `draconis`, `draconis-priority`, `draconis-resource`,
+    /// `draconis-locality`, `draconis-server`, `r2p2` or `sparrow`.
+    pub policy: PullPolicy,
+    /// Executor addresses; executor id = index. Only these may request
+    /// tasks (a switch knows its ports; a socket checks the source).
+    pub executors: Vec<SocketAddr>,
+    /// Executors per node, for §5.3's node and rack numbering (the node an
+    /// executor is on comes from its task requests).
+    #[serde(default = "one")]
+    pub nodes_per_rack: u32,
+    /// Priority levels of `draconis-priority` (§6: 4).
+    #[serde(default = "four")]
+    pub priority_levels: u8,
+    #[serde(default)]
+    pub draconis: DraconisSection,
+    #[serde(default)]
+    pub r2p2: R2p2Section,
+    #[serde(default)]
+    pub sparrow: SparrowSection,
+    /// Time one recirculation pass takes, ns: a recirculated packet is not
+    /// processed before then, as on a switch, where it re-enters the
+    /// pipeline behind the packets already in it. Draconis-Server runs its
+    /// recirculations inline (§8), so this does not apply to it.
+    #[serde(default = "default_recirc_ns")]
+    pub recirc_ns: u64,
+    /// Distinct client addresses the scheduler remembers (the queue stores a
+    /// client index; §4.1 stores the IP and port). A job from one more is
+    /// answered with an error packet (`client_table_full`).
+    #[serde(default = "default_max_clients")]
+    pub max_clients: usize,
+    #[serde(default)]
+    pub metrics: Option<String>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Datagrams per `recvmmsg`.
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+    #[serde(default)]
+    pub fault: FaultConfig,
+}
+
+fn one() -> u32 {
+    1
+}
+fn four() -> u8 {
+    4
+}
+fn default_recirc_ns() -> u64 {
+    500
+}
+fn default_max_clients() -> usize {
+    4096
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_batch() -> usize {
+    32
+}
+
+impl PullSwitchConfig {
+    /// A config for `policy` over `executors` with every default.
+    pub fn new(listen: &str, policy: PullPolicy, executors: Vec<SocketAddr>) -> Self {
+        PullSwitchConfig {
+            listen: listen.into(),
+            policy,
+            executors,
+            nodes_per_rack: 1,
+            priority_levels: 4,
+            draconis: DraconisSection::default(),
+            r2p2: R2p2Section::default(),
+            sparrow: SparrowSection::default(),
+            recirc_ns: default_recirc_ns(),
+            max_clients: default_max_clients(),
+            metrics: None,
+            seed: default_seed(),
+            batch: default_batch(),
+            fault: FaultConfig::default(),
+        }
+    }
+
+    pub fn from_toml(s: &str) -> Result<Self, String> {
+        let c: PullSwitchConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.policy == PullPolicy::Racksched {
+            return Err(
+                "policy: racksched is a push scheduler; run it with `instance` tables (docs/runtime.md)"
+                    .into(),
+            );
+        }
+        if self.executors.is_empty() {
+            return Err("executors: a pull scheduler needs at least one executor".into());
+        }
+        if self.executors.len() > u32::MAX as usize / 2 {
+            return Err("executors: too many".into());
+        }
+        let cap = self.draconis.capacity;
+        if cap < 2 || !cap.is_power_of_two() {
+            return Err(format!(
+                "draconis.capacity: must be a power of two ≥ 2, got {cap}"
+            ));
+        }
+        if self.priority_levels == 0 {
+            return Err("priority_levels: must be at least 1".into());
+        }
+        if self.nodes_per_rack == 0 {
+            return Err("nodes_per_rack: must be at least 1".into());
+        }
+        if self.r2p2.k == 0 {
+            return Err("r2p2.k: must be at least 1".into());
+        }
+        if self.sparrow.probe_ratio == 0 || self.sparrow.max_jobs == 0 {
+            return Err("sparrow.probe_ratio and sparrow.max_jobs: must be at least 1".into());
+        }
+        if self.max_clients == 0 {
+            return Err("max_clients: must be at least 1".into());
+        }
+        if self.batch == 0 || self.batch > 1024 {
+            return Err(format!("batch: must be in 1..=1024, got {}", self.batch));
+        }
+        self.fault.validate()
+    }
+}
+
+/// `netsched worker` with `policy` set: pull executors, one per address.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullWorkerConfig {
+    /// The pull scheduler executors request tasks from.
+    pub scheduler: SocketAddr,
+    /// Which protocol the executors speak: Draconis variants pull (request
+    /// at start, after each task and after a no-op); `r2p2` is pushed to
+    /// and reports each freed slot; `sparrow` answers probes.
+    pub policy: PullPolicy,
+    /// One UDP address per executor, in the order of the scheduler's
+    /// `executors` list; `executor_ids[i]` names it in completions.
+    pub listen: Vec<String>,
+    /// Id of the first executor at the scheduler (its index there).
+    #[serde(default)]
+    pub first_id: u32,
+    /// The node these executors run on (§5.3: TASK_PROPS names data nodes).
+    #[serde(default)]
+    pub node: u32,
+    /// EXEC_RSRC bitmap (§5.2); all resources by default.
+    #[serde(default = "all_resources")]
+    pub resources: u64,
+    /// After a no-op, ask again this long later (§4.6), µs.
+    #[serde(default = "default_retry_us")]
+    pub retry_us: u64,
+    /// A request with no answer (lost, or the scheduler restarted) is sent
+    /// again after this long, ms.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_ms: u64,
+    /// Final part of a synthetic task that is spun rather than slept, µs.
+    #[serde(default = "default_spin")]
+    pub spin_us: u64,
+    #[serde(default)]
+    pub metrics: Option<String>,
+    /// An embedded RocksDB for `fn_id` 1 (GET) and 2 (SCAN).
+    #[serde(default)]
+    pub rocksdb: Option<RocksConfig>,
+}
+
+fn all_resources() -> u64 {
+    u64::MAX
+}
+fn default_retry_us() -> u64 {
+    10
+}
+fn default_request_timeout() -> u64 {
+    50
+}
+fn default_spin() -> u64 {
+    20
+}
+
+impl PullWorkerConfig {
+    pub fn new(scheduler: SocketAddr, policy: PullPolicy, listen: Vec<String>) -> Self {
+        PullWorkerConfig {
+            scheduler,
+            policy,
+            listen,
+            first_id: 0,
+            node: 0,
+            resources: all_resources(),
+            retry_us: default_retry_us(),
+            request_timeout_ms: default_request_timeout(),
+            spin_us: default_spin(),
+            metrics: None,
+            rocksdb: None,
+        }
+    }
+
+    pub fn from_toml(s: &str) -> Result<Self, String> {
+        let c: PullWorkerConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.listen.is_empty() {
+            return Err("listen: a worker needs at least one executor address".into());
+        }
+        if self.policy == PullPolicy::Racksched {
+            return Err("policy: racksched workers are push workers (no `policy` key)".into());
+        }
+        if self.request_timeout_ms == 0 {
+            return Err("request_timeout_ms: must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// `netsched client` with `scheduler` set: jobs of tasks, open loop.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullClientConfig {
+    pub scheduler: SocketAddr,
+    /// Upper half of every job and task id (the paper's UID, §4.1).
+    #[serde(default = "one")]
+    pub app_id: u32,
+    /// Mean task rate, tasks per second; jobs arrive as a Poisson process at
+    /// `rate / job_tasks`.
+    pub rate: f64,
+    pub duration_ms: u64,
+    /// Tasks per job; a job of more than a packet's worth is split (§4.3).
+    #[serde(default = "one")]
+    pub job_tasks: u32,
+    /// Synthetic service time (ignored for RocksDB tasks).
+    pub service: ServiceDist,
+    /// Nonzero: RocksDB tasks over keys `0..rocksdb_keys` (class 0 GET of 60
+    /// objects, other classes SCAN of 5,000), as the push client.
+    #[serde(default)]
+    pub rocksdb_keys: u32,
+    /// Weights of priority levels 1.. (§8.6); empty: every task level 1.
+    #[serde(default)]
+    pub priority_weights: Vec<f64>,
+    /// TPROPS of every task (§5.2 resource bitmap); 0: none required.
+    #[serde(default)]
+    pub props: u64,
+    /// An attempt without a completion after this long is resubmitted, ms.
+    #[serde(default = "default_client_timeout")]
+    pub timeout_ms: u64,
+    /// Attempts before the client gives up on a task (timed out).
+    #[serde(default = "default_attempts")]
+    pub max_attempts: u32,
+    /// Tasks returned in an error packet are resubmitted after this long, µs.
+    #[serde(default = "default_backoff")]
+    pub error_backoff_us: u64,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_bind")]
+    pub bind: String,
+}
+
+fn default_client_timeout() -> u64 {
+    200
+}
+fn default_attempts() -> u32 {
+    5
+}
+fn default_backoff() -> u64 {
+    100
+}
+fn default_bind() -> String {
+    "127.0.0.1:0".into()
+}
+
+impl PullClientConfig {
+    pub fn new(scheduler: SocketAddr, rate: f64, duration_ms: u64, service: ServiceDist) -> Self {
+        PullClientConfig {
+            scheduler,
+            app_id: 1,
+            rate,
+            duration_ms,
+            job_tasks: 1,
+            service,
+            rocksdb_keys: 0,
+            priority_weights: Vec::new(),
+            props: 0,
+            timeout_ms: default_client_timeout(),
+            max_attempts: default_attempts(),
+            error_backoff_us: default_backoff(),
+            seed: default_seed(),
+            bind: default_bind(),
+        }
+    }
+
+    pub fn from_toml(s: &str) -> Result<Self, String> {
+        let c: PullClientConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.rate > 0.0 && self.rate.is_finite()) {
+            return Err(format!("rate: must be positive, got {}", self.rate));
+        }
+        if self.job_tasks == 0 {
+            return Err("job_tasks: must be at least 1".into());
+        }
+        if self.max_attempts == 0 {
+            return Err("max_attempts: must be at least 1".into());
+        }
+        if self.timeout_ms == 0 {
+            return Err("timeout_ms: must be positive".into());
+        }
+        if self
+            .priority_weights
+            .iter()
+            .any(|w| !(w.is_finite() && *w >= 0.0))
+            || (!self.priority_weights.is_empty()
+                && self.priority_weights.iter().sum::<f64>() <= 0.0)
+        {
+            return Err("priority_weights: must be non-negative with a positive sum".into());
+        }
+        if self.priority_weights.len() > 255 {
+            return Err("priority_weights: at most 255 levels".into());
+        }
+        let n = self.rate * self.duration_ms as f64 / 1e3;
+        if n > u32::MAX as f64 / 2.0 {
+            return Err("rate × duration: too many tasks for 32-bit task numbers".into());
+        }
+        self.service.validate().map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,420 @@
+//! Pull executors (`netsched worker` with a `policy`): one thread and one UDP
+//! socket per executor, as Draconis runs one executor process per core (§3.1).
+//!
+//! The protocol an executor speaks depends on the scheduler:
+//! * **Draconis** (every variant, and Draconis-Server): a free executor
+//!   sends a task_request (§4.6); a task_assignment is run, a no-op makes it
+//!   ask again `retry_us` later. It asks at start and after every task.
+//! * **R2P2**: tasks are pushed (JBSQ); after each task the executor reports
+//!   the freed slot with a task_request, which is R2P2's completion feedback.
+//! * **Sparrow**: probes place reservations in the executor's queue
+//!   ([`SparrowWorker`], the same state machine the simulator drives); when
+//!   free, it sends a get-task for the head reservation (late binding).
+//!
+//! Every finished task is reported to its client directly (the assignment
+//! carries the client's address, §4.1) with the time it ran.
+//!
+//! A request that gets no answer within `request_timeout_ms` (lost, or the
+//! scheduler restarted) is sent again, so an executor never stalls; if that
+//! yields two assignments, the second waits in a local FIFO.
+
+use std::collections::VecDeque;
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use netsched_core::draconis::sparrow::{SparrowInput, SparrowWorker};
+use netsched_proto::{CompletionStatus, DraconisMessage, Message, WireTask, MAX_DATAGRAM};
+use netsched_sim::pull::PullPolicy;
+
+use super::config::PullWorkerConfig;
+use crate::metrics::{Kind, Registry, Slot};
+use crate::net;
+use crate::tasks::{RocksStore, TaskKind, GET_OBJECTS, SCAN_OBJECTS};
+
+/// `fn_id` of a synthetic task: busy for `fn_par` ns.
+pub const FN_SYNTHETIC: u32 = 0;
+/// `fn_id` of a RocksDB GET of 60 objects from key `fn_par`.
+pub const FN_ROCKS_GET: u32 = 1;
+/// `fn_id` of a RocksDB SCAN of 5,000 objects from key `fn_par`.
+pub const FN_ROCKS_SCAN: u32 = 2;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Pull,
+    Push,
+    Sparrow,
+}
+
+impl Mode {
+    fn of(p: PullPolicy) -> Mode {
+        match p {
+            PullPolicy::R2p2 => Mode::Push,
+            PullPolicy::Sparrow => Mode::Sparrow,
+            _ => Mode::Pull,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct ExecSlots {
+    tasks: Slot,
+    failed: Slot,
+    busy_ns: Slot,
+    requests: Slot,
+    noops: Slot,
+    retries: Slot,
+    invalid: Slot,
+}
+
+fn register(reg: &mut Registry, id: u32) -> ExecSlots {
+    let id = id.to_string();
+    let l: &[(&str, &str)] = &[("executor", &id)];
+    let c = Kind::Counter;
+    ExecSlots {
+        tasks: reg.register("netsched_executor_tasks_total", "Tasks run", c, l),
+        failed: reg.register(
+            "netsched_executor_failed_total",
+            "Tasks reported failed (unknown fn_id, no RocksDB, RocksDB error)",
+            c,
+            l,
+        ),
+        busy_ns: reg.register(
+            "netsched_executor_busy_ns_total",
+            "Time spent running tasks, ns",
+            c,
+            l,
+        ),
+        requests: reg.register(
+            "netsched_executor_requests_total",
+            "Task requests and get-tasks sent",
+            c,
+            l,
+        ),
+        noops: reg.register("netsched_executor_noops_total", "No-ops received", c, l),
+        retries: reg.register(
+            "netsched_executor_request_timeouts_total",
+            "Requests sent again after request_timeout_ms without an answer",
+            c,
+            l,
+        ),
+        invalid: reg.register(
+            "netsched_executor_invalid_total",
+            "Datagrams dropped: undecodable, not for an executor, or not from the scheduler",
+            c,
+            l,
+        ),
+    }
+}
+
+/// A running set of pull executors.
+pub struct PullWorker {
+    threads: Vec<JoinHandle<()>>,
+    addrs: Vec<SocketAddr>,
+    registry: Arc<Registry>,
+    rocks: Option<Arc<RocksStore>>,
+}
+
+struct Exec {
+    sock: UdpSocket,
+    id: u32,
+    scheduler: SocketAddr,
+    mode: Mode,
+    node: u32,
+    resources: u64,
+    retry: Duration,
+    request_timeout: Duration,
+    spin: Duration,
+    rocks: Option<Arc<RocksStore>>,
+    registry: Arc<Registry>,
+    slots: ExecSlots,
+}
+
+impl PullWorker {
+    /// Starts one executor per socket (already bound).
+    pub fn start(
+        cfg: &PullWorkerConfig,
+        socks: Vec<UdpSocket>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Self, String> {
+        cfg.validate()?;
+        let rocks = match &cfg.rocksdb {
+            Some(rc) => Some(Arc::new(RocksStore::open(rc)?)),
+            None => None,
+        };
+        let mut reg = Registry::new();
+        let slots: Vec<ExecSlots> = (0..socks.len())
+            .map(|i| register(&mut reg, cfg.first_id + i as u32))
+            .collect();
+        let registry = Arc::new(reg);
+        let mut threads = Vec::new();
+        let mut addrs = Vec::new();
+        for (i, sock) in socks.into_iter().enumerate() {
+            net::prepare(&sock).map_err(|e| e.to_string())?;
+            addrs.push(sock.local_addr().map_err(|e| e.to_string())?);
+            let ex = Exec {
+                sock,
+                id: cfg.first_id + i as u32,
+                scheduler: cfg.scheduler,
+                mode: Mode::of(cfg.policy),
+                node: cfg.node,
+                resources: cfg.resources,
+                retry: Duration::from_micros(cfg.retry_us),
+                request_timeout: Duration::from_millis(cfg.request_timeout_ms),
+                spin: Duration::from_micros(cfg.spin_us),
+                rocks: rocks.clone(),
+                registry: registry.clone(),
+                slots: slots[i],
+            };
+            let stop = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("pull-exec-{}", ex.id))
+                    .spawn(move || ex.run(&stop))
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        Ok(PullWorker {
+            threads,
+            addrs,
+            registry,
+            rocks,
+        })
+    }
+
+    /// Binds `cfg.listen` and starts.
+    pub fn bind(cfg: &PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
+        let socks = cfg
+            .listen
+            .iter()
+            .map(|a| UdpSocket::bind(a).map_err(|e| format!("{a}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::start(cfg, socks, stop)
+    }
+
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    /// Waits for every executor to stop (after `stop` is set).
+    pub fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+        drop(self.rocks);
+    }
+}
+
+/// What an executor is waiting for from the scheduler.
+#[derive(Clone, Copy)]
+enum Awaiting {
+    Nothing,
+    /// An answer to the request sent at this instant (Sparrow: for `slot`).
+    Answer {
+        since: Instant,
+        slot: u32,
+    },
+    /// A no-op said "nothing now": ask again at this instant.
+    RetryAt(Instant),
+}
+
+impl Exec {
+    fn run(self, stop: &AtomicBool) {
+        net::tighten_timer_slack();
+        let mut local: VecDeque<(SocketAddrV4, WireTask)> = VecDeque::with_capacity(16);
+        let mut sparrow = SparrowWorker::new(self.id, 64);
+        let mut rx = [0u8; MAX_DATAGRAM];
+        let mut tx = [0u8; MAX_DATAGRAM];
+        let mut awaiting = Awaiting::Nothing;
+        if self.mode == Mode::Pull {
+            self.request(&mut tx);
+            awaiting = Awaiting::Answer {
+                since: Instant::now(),
+                slot: 0,
+            };
+        }
+        while !stop.load(Ordering::Relaxed) {
+            // Everything queued in the socket first.
+            while let Ok(Some((n, src))) = net::try_recv(&self.sock, &mut rx) {
+                if src != self.scheduler {
+                    self.registry.inc(self.slots.invalid);
+                    continue;
+                }
+                match Message::decode(&rx[..n]) {
+                    Ok(Message::Draconis(DraconisMessage::TaskAssignment {
+                        client, task, ..
+                    })) => {
+                        if self.mode == Mode::Sparrow {
+                            sparrow.on_assign();
+                        }
+                        if matches!(awaiting, Awaiting::Answer { .. }) {
+                            awaiting = Awaiting::Nothing;
+                        }
+                        local.push_back((client, task));
+                    }
+                    Ok(Message::Draconis(DraconisMessage::NoOp)) => {
+                        self.registry.inc(self.slots.noops);
+                        awaiting = match self.mode {
+                            Mode::Sparrow => self.sparrow_next(sparrow.on_free(), &mut tx),
+                            _ => Awaiting::RetryAt(Instant::now() + self.retry),
+                        };
+                    }
+                    Ok(Message::Draconis(DraconisMessage::Probe { slot }))
+                        if self.mode == Mode::Sparrow =>
+                    {
+                        if let Some(next) = sparrow.on_probe(slot) {
+                            awaiting = self.sparrow_next(Some(next), &mut tx);
+                        }
+                    }
+                    _ => self.registry.inc(self.slots.invalid),
+                }
+            }
+            if let Some((client, task)) = local.pop_front() {
+                self.execute(client, &task, &mut tx);
+                match self.mode {
+                    Mode::Pull if local.is_empty() => {
+                        self.request(&mut tx);
+                        awaiting = Awaiting::Answer {
+                            since: Instant::now(),
+                            slot: 0,
+                        };
+                    }
+                    Mode::Pull => {}
+                    // R2P2: every finished task frees a JBSQ slot.
+                    Mode::Push => self.request(&mut tx),
+                    Mode::Sparrow => awaiting = self.sparrow_next(sparrow.on_free(), &mut tx),
+                }
+                continue;
+            }
+            let now = Instant::now();
+            match awaiting {
+                Awaiting::RetryAt(at) if now >= at => {
+                    self.request(&mut tx);
+                    awaiting = Awaiting::Answer {
+                        since: now,
+                        slot: 0,
+                    };
+                }
+                Awaiting::Answer { since, slot } if now >= since + self.request_timeout => {
+                    self.registry.inc(self.slots.retries);
+                    awaiting = match self.mode {
+                        Mode::Sparrow => {
+                            // The reservation's answer is lost; give it up
+                            // (its task, if assigned, times out at the client).
+                            let _ = slot;
+                            self.sparrow_next(sparrow.on_free(), &mut tx)
+                        }
+                        _ => {
+                            self.request(&mut tx);
+                            Awaiting::Answer {
+                                since: now,
+                                slot: 0,
+                            }
+                        }
+                    };
+                }
+                _ => {}
+            }
+            let wait = match awaiting {
+                Awaiting::RetryAt(at) => at.saturating_duration_since(now),
+                Awaiting::Answer { since, .. } => {
+                    (since + self.request_timeout).saturating_duration_since(now)
+                }
+                Awaiting::Nothing => Duration::from_millis(10),
+            };
+            if wait > Duration::from_micros(50) {
+                net::wait_readable(&self.sock, wait.min(Duration::from_millis(10)));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Sends Sparrow's get-task, if the worker state machine asks for one.
+    fn sparrow_next(&self, next: Option<SparrowInput>, tx: &mut [u8]) -> Awaiting {
+        match next {
+            Some(SparrowInput::GetTask { slot, .. }) => {
+                self.send(DraconisMessage::GetTask { slot }, self.scheduler, tx);
+                self.registry.inc(self.slots.requests);
+                Awaiting::Answer {
+                    since: Instant::now(),
+                    slot,
+                }
+            }
+            _ => Awaiting::Nothing,
+        }
+    }
+
+    fn request(&self, tx: &mut [u8]) {
+        self.registry.inc(self.slots.requests);
+        self.send(
+            DraconisMessage::TaskRequest {
+                node: self.node,
+                resources: self.resources,
+            },
+            self.scheduler,
+            tx,
+        );
+    }
+
+    fn send(&self, msg: DraconisMessage, dst: SocketAddr, tx: &mut [u8]) {
+        if let Ok(n) = Message::Draconis(msg).encode(tx) {
+            let _ = self.sock.send_to(&tx[..n], dst);
+        }
+    }
+
+    /// Runs `task` and reports it to its client.
+    fn execute(&self, client: SocketAddrV4, task: &WireTask, tx: &mut [u8]) {
+        let start = Instant::now();
+        let status = self.run_task(task);
+        let exec_ns = start.elapsed().as_nanos() as u64;
+        self.registry.add(self.slots.busy_ns, exec_ns);
+        match status {
+            CompletionStatus::Ok => self.registry.inc(self.slots.tasks),
+            CompletionStatus::Failed => self.registry.inc(self.slots.failed),
+        }
+        self.send(
+            DraconisMessage::Completion {
+                task_id: task.id,
+                exec_ns,
+                executor: self.id,
+                status,
+            },
+            SocketAddr::V4(client),
+            tx,
+        );
+    }
+
+    fn run_task(&self, task: &WireTask) -> CompletionStatus {
+        let kind = match task.fn_id {
+            FN_SYNTHETIC => {
+                if task.fn_par > 0 {
+                    net::sleep_until(
+                        Instant::now() + Duration::from_nanos(task.fn_par),
+                        self.spin,
+                    );
+                }
+                return CompletionStatus::Ok;
+            }
+            FN_ROCKS_GET => TaskKind::Get {
+                key: task.fn_par as u32,
+                count: GET_OBJECTS,
+            },
+            FN_ROCKS_SCAN => TaskKind::Scan {
+                key: task.fn_par as u32,
+                count: SCAN_OBJECTS,
+            },
+            _ => return CompletionStatus::Failed,
+        };
+        match self.rocks.as_deref().map(|db| db.run(kind)) {
+            Some(Ok(_)) => CompletionStatus::Ok,
+            _ => CompletionStatus::Failed,
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Pull scheduling over UDP (Draconis EuroSys'24, R2P2 JBSQ, Sparrow): the
+//! `netsched-core::draconis` data planes in real processes, in wire family 3
+//! of crates/proto.
+//!
+//! * [`switch`]: the scheduler daemon (`netsched switch` with a pull policy).
+//! * [`executor`]: executors that pull (`netsched worker` with a policy).
+//! * [`client`]: an open-loop client that submits jobs of many tasks, with
+//!   per-task timeouts and resubmission.
+//!
+//! docs/runtime.md, "Pull scheduling", has configs and the message flow.
+
+pub mod client;
+pub mod config;
+pub mod executor;
+pub mod switch;
+
+pub use client::{PullClient, PullReport};
+pub use config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};
+pub use executor::PullWorker;
+pub use switch::PullDaemon;

@@ -1,0 +1,859 @@
+//! The pull scheduler daemon: `netsched switch` with a pull `policy`.
+//!
+//! One UDP socket, one scheduler from `netsched_core::draconis`: the
+//! Draconis switch (FCFS, priority, resource, locality), Draconis-Server, R2P2
+//! JBSQ(k) or a Sparrow scheduler. The daemon is only a driver: it decodes a
+//! datagram, maps it to the scheduler's input, and turns each action into a
+//! datagram. Every scheduling choice is the data plane's.
+//!
+//! **Recirculation is real.** A `Recirculate` action (Draconis: the rest of a
+//! job, repair packets, the next priority level, a swap; R2P2: the next
+//! probe) goes into a FIFO and is fed back as a new pass no earlier than
+//! `recirc_ns` later, *between* other datagrams, as a switch's recirculation
+//! port interleaves with its ingress. So a task request can meet a pending
+//! repair (Draconis §4.7.2) here exactly as on a switch. Draconis-Server runs
+//! its passes inline instead (§8), which is the difference between the two.
+//!
+//! What the runtime adds, because UDP sockets are not switch ports:
+//! * **Executor identity** is the source address: a task request, completion
+//!   report or get-task from an address not in `executors` is a counted drop.
+//! * **Client table.** The queue stores a client index (§4.1 stores IP and
+//!   port); the daemon maps a job's source address to an index the first
+//!   time it sees it and writes the address into each task assignment, so
+//!   the executor answers the client directly.
+//! * **Nothing is lost silently.** A task R2P2 drops at its recirculation
+//!   budget, or Sparrow cannot track, goes back to its client in an error
+//!   packet, like a task that does not fit Draconis' queue (§4.3).
+//!
+//! No allocation per datagram once every client is known: batches, outboxes
+//! and the recirculation FIFO are allocated at start.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use netsched_core::dataplane::DropReason;
+use netsched_core::draconis::r2p2::{
+    JbsqProbe, R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox,
+};
+use netsched_core::draconis::server::DraconisServer;
+use netsched_core::draconis::sparrow::{
+    SparrowAction, SparrowConfig, SparrowInput, SparrowOutbox, SparrowScheduler,
+};
+use netsched_core::draconis::{
+    ClientId, Draconis, DraconisAction, DraconisInput, DraconisOutbox, ExecInfo, JobSubmission,
+    Recirc, TaskInfo, TaskList,
+};
+use netsched_core::rng::Rng;
+use netsched_proto::{DecodeError, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM};
+use netsched_sim::pull::PullPolicy;
+
+use super::config::PullSwitchConfig;
+use crate::fault::Fault;
+use crate::metrics::{Kind, Registry, Slot};
+use crate::net::{self, Clock, Mmsg};
+
+/// Why the pull daemon dropped a datagram or returned a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum PullDrop {
+    Truncated,
+    UnknownType,
+    Inconsistent,
+    TrailingBytes,
+    /// A Horus or RackSched datagram at a pull scheduler.
+    UnsupportedFamily,
+    /// An executor message from an address not in `executors`.
+    UnregisteredSource,
+    /// A message a scheduler never receives (an ack, a completion, …), or a
+    /// get-task at a scheduler that is not Sparrow.
+    WrongRole,
+    /// A job from a non-IPv4 client (assignments carry IPv4 addresses).
+    UnsupportedAddress,
+    /// A job from one client more than `max_clients`: its tasks go back.
+    ClientTableFull,
+    /// R2P2: a request used its recirculation budget; the task goes back.
+    RecirculationBudget,
+    /// Sparrow: no job slot free; the job's tasks go back.
+    Overflow,
+    /// The scheduler refused an input as unexpected (a get-task for a job
+    /// slot not in use, a completion from an executor with nothing
+    /// outstanding, …).
+    Unexpected,
+    /// The kernel refused a send.
+    Send,
+}
+
+impl PullDrop {
+    pub const ALL: [PullDrop; 13] = [
+        PullDrop::Truncated,
+        PullDrop::UnknownType,
+        PullDrop::Inconsistent,
+        PullDrop::TrailingBytes,
+        PullDrop::UnsupportedFamily,
+        PullDrop::UnregisteredSource,
+        PullDrop::WrongRole,
+        PullDrop::UnsupportedAddress,
+        PullDrop::ClientTableFull,
+        PullDrop::RecirculationBudget,
+        PullDrop::Overflow,
+        PullDrop::Unexpected,
+        PullDrop::Send,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PullDrop::Truncated => "truncated",
+            PullDrop::UnknownType => "unknown_type",
+            PullDrop::Inconsistent => "inconsistent",
+            PullDrop::TrailingBytes => "trailing_bytes",
+            PullDrop::UnsupportedFamily => "unsupported_family",
+            PullDrop::UnregisteredSource => "unregistered_source",
+            PullDrop::WrongRole => "wrong_role",
+            PullDrop::UnsupportedAddress => "unsupported_address",
+            PullDrop::ClientTableFull => "client_table_full",
+            PullDrop::RecirculationBudget => "recirculation_budget",
+            PullDrop::Overflow => "overflow",
+            PullDrop::Unexpected => "unexpected",
+            PullDrop::Send => "send",
+        }
+    }
+
+    fn of_decode(e: DecodeError) -> PullDrop {
+        match e {
+            DecodeError::Truncated { .. } => PullDrop::Truncated,
+            DecodeError::UnknownType(_) => PullDrop::UnknownType,
+            DecodeError::Inconsistent(_) => PullDrop::Inconsistent,
+            DecodeError::TrailingBytes => PullDrop::TrailingBytes,
+        }
+    }
+}
+
+/// Message type names by type code - 1, for the rx/tx counters.
+const TYPES: [&str; 9] = [
+    "job_submission",
+    "task_request",
+    "task_assignment",
+    "noop",
+    "ack",
+    "error_packet",
+    "completion",
+    "probe",
+    "get_task",
+];
+
+struct Slots {
+    rx: [Slot; 9],
+    rx_invalid: Slot,
+    tx: [Slot; 9],
+    drops: [Slot; 13],
+    tasks_accepted: Slot,
+    tasks_returned: Slot,
+    assigned: Slot,
+    noops: Slot,
+    recirculations: Slot,
+    fault_drops: Slot,
+    queue_len: Slot,
+    first_passes: Slot,
+    resubmissions: Slot,
+    clients: Slot,
+}
+
+fn register(reg: &mut Registry) -> Slots {
+    let c = Kind::Counter;
+    let g = Kind::Gauge;
+    let by_type =
+        |reg: &mut Registry, name, help| TYPES.map(|t| reg.register(name, help, c, &[("type", t)]));
+    Slots {
+        rx: by_type(
+            reg,
+            "netsched_pull_rx_total",
+            "Datagrams received, by message type",
+        ),
+        rx_invalid: reg.register(
+            "netsched_pull_rx_total",
+            "Datagrams received, by message type",
+            c,
+            &[("type", "invalid")],
+        ),
+        tx: by_type(
+            reg,
+            "netsched_pull_tx_total",
+            "Datagrams sent, by message type",
+        ),
+        drops: PullDrop::ALL.map(|d| {
+            reg.register(
+                "netsched_pull_drops_total",
+                "Datagrams dropped or tasks returned to their client, by reason",
+                c,
+                &[("reason", d.name())],
+            )
+        }),
+        tasks_accepted: reg.register(
+            "netsched_pull_tasks_accepted_total",
+            "Tasks taken into the scheduler (queued, dispatched or tracked)",
+            c,
+            &[],
+        ),
+        tasks_returned: reg.register(
+            "netsched_pull_tasks_returned_total",
+            "Tasks returned to their client in error packets",
+            c,
+            &[],
+        ),
+        assigned: reg.register(
+            "netsched_pull_decisions_total",
+            "Tasks assigned to executors",
+            c,
+            &[],
+        ),
+        noops: reg.register(
+            "netsched_pull_noops_total",
+            "No-op answers to task requests",
+            c,
+            &[],
+        ),
+        recirculations: reg.register(
+            "netsched_pull_recirculations_total",
+            "Recirculated passes (switch policies)",
+            c,
+            &[],
+        ),
+        fault_drops: reg.register(
+            "netsched_fault_drops_total",
+            "Datagrams dropped by fault injection",
+            c,
+            &[],
+        ),
+        queue_len: reg.register(
+            "netsched_pull_queue_len",
+            "Tasks in the central queue (Draconis)",
+            g,
+            &[],
+        ),
+        first_passes: reg.register(
+            "netsched_pull_passes",
+            "Pipeline passes of the switch model",
+            g,
+            &[("kind", "first")],
+        ),
+        resubmissions: reg.register(
+            "netsched_pull_passes",
+            "Pipeline passes of the switch model",
+            g,
+            &[("kind", "resubmit")],
+        ),
+        clients: reg.register(
+            "netsched_pull_clients",
+            "Client addresses in the client table",
+            g,
+            &[],
+        ),
+    }
+}
+
+/// The hosted scheduler.
+enum Sched {
+    Switch(Box<Draconis>),
+    Server(Box<DraconisServer>),
+    R2p2(Box<R2p2Jbsq>),
+    Sparrow(Box<SparrowScheduler>),
+}
+
+/// A pass waiting for the recirculation port.
+#[derive(Clone, Copy)]
+enum Pending {
+    Draconis(Recirc),
+    R2p2(JbsqProbe),
+}
+
+/// The pull scheduler daemon.
+pub struct PullDaemon {
+    sock: UdpSocket,
+    sched: Sched,
+    policy: PullPolicy,
+    executors: Vec<SocketAddr>,
+    exec_index: HashMap<SocketAddr, u32>,
+    clients: Vec<SocketAddrV4>,
+    client_index: HashMap<SocketAddrV4, ClientId>,
+    max_clients: usize,
+    recirc: VecDeque<(u64, Pending)>,
+    recirc_ns: u64,
+    dout: DraconisOutbox,
+    rout: R2p2Outbox,
+    sout: SparrowOutbox,
+    rxb: Mmsg,
+    txb: Mmsg,
+    clock: Clock,
+    fault: Fault,
+    registry: Arc<Registry>,
+    slots: Slots,
+}
+
+impl PullDaemon {
+    /// A daemon on an already bound socket (made non-blocking here).
+    pub fn new(cfg: &PullSwitchConfig, sock: UdpSocket) -> Result<Self, String> {
+        cfg.validate()?;
+        net::prepare(&sock).map_err(|e| e.to_string())?;
+        let n_exec = cfg.executors.len() as u32;
+        let levels = if cfg.policy == PullPolicy::DraconisPriority {
+            cfg.priority_levels
+        } else {
+            1
+        };
+        let dcfg = cfg
+            .draconis
+            .switch_config(cfg.policy, levels, cfg.nodes_per_rack);
+        let sched = match cfg.policy {
+            PullPolicy::DraconisServer => Sched::Server(Box::new(DraconisServer::new(dcfg))),
+            PullPolicy::R2p2 => Sched::R2p2(Box::new(R2p2Jbsq::new(
+                n_exec,
+                R2p2Config {
+                    k: cfg.r2p2.k,
+                    recirc_budget: cfg.r2p2.recirc_budget,
+                },
+            ))),
+            PullPolicy::Sparrow => Sched::Sparrow(Box::new(SparrowScheduler::new(
+                n_exec,
+                SparrowConfig {
+                    probe_ratio: cfg.sparrow.probe_ratio,
+                    max_jobs: cfg.sparrow.max_jobs,
+                },
+                Rng::new(cfg.seed).next_u64(),
+            ))),
+            _ => Sched::Switch(Box::new(Draconis::new(dcfg))),
+        };
+        let sout = match &sched {
+            Sched::Sparrow(s) => s.outbox(),
+            _ => SparrowOutbox::with_capacity(0),
+        };
+        let dout = match &sched {
+            Sched::Server(_) => DraconisServer::outbox(),
+            _ => DraconisOutbox::new(),
+        };
+        let mut exec_index = HashMap::with_capacity(cfg.executors.len());
+        for (i, a) in cfg.executors.iter().enumerate() {
+            if exec_index.insert(*a, i as u32).is_some() {
+                return Err(format!("executors: {a} is listed twice"));
+            }
+        }
+        let mut reg = Registry::new();
+        let slots = register(&mut reg);
+        Ok(PullDaemon {
+            sock,
+            sched,
+            policy: cfg.policy,
+            executors: cfg.executors.clone(),
+            exec_index,
+            clients: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
+            client_index: HashMap::with_capacity(cfg.max_clients.min(1 << 16)),
+            max_clients: cfg.max_clients,
+            recirc: VecDeque::with_capacity(4096),
+            recirc_ns: cfg.recirc_ns,
+            dout,
+            rout: R2p2Outbox::new(),
+            sout,
+            rxb: Mmsg::new(cfg.batch, MAX_DATAGRAM),
+            txb: Mmsg::new(cfg.batch * 4 + 64, MAX_DATAGRAM),
+            clock: Clock::new(),
+            fault: Fault::new(&cfg.fault),
+            registry: Arc::new(reg),
+            slots,
+        })
+    }
+
+    pub fn bind(cfg: &PullSwitchConfig) -> Result<Self, String> {
+        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| format!("{}: {e}", cfg.listen))?;
+        Self::new(cfg, sock)
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.sock.local_addr().expect("bound socket")
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    pub fn policy(&self) -> PullPolicy {
+        self.policy
+    }
+
+    /// Runs until `stop` is set.
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        let mut last_gauges = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            let got = self.poll_batch()?;
+            if got == 0 {
+                // Park until a datagram arrives or the next recirculated pass
+                // is due; spin for the sub-50 µs waits a pass takes.
+                match self.recirc.front() {
+                    None => {
+                        net::wait_readable(&self.sock, Duration::from_millis(10));
+                    }
+                    Some(&(due, _)) => {
+                        let wait = due.saturating_sub(self.clock.now_ns());
+                        if wait > 50_000 {
+                            net::wait_readable(&self.sock, Duration::from_nanos(wait - 50_000));
+                        } else {
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+            }
+            let now = self.clock.now_ns();
+            if now.saturating_sub(last_gauges) >= 100_000_000 {
+                last_gauges = now;
+                self.publish_gauges();
+            }
+        }
+        self.publish_gauges();
+        Ok(())
+    }
+
+    /// Reads one batch (`recvmmsg`) and handles it; after each datagram one
+    /// due recirculated pass runs, and at the end of the batch every due
+    /// pass. Then sends what was produced (`sendmmsg`). Returns the number
+    /// of datagrams and passes handled.
+    pub fn poll_batch(&mut self) -> io::Result<usize> {
+        let mut rxb = std::mem::take(&mut self.rxb);
+        let r = rxb.recv(&self.sock);
+        let n = *r.as_ref().unwrap_or(&0);
+        let mut work = n;
+        for k in 0..n {
+            let now = self.clock.now_ns();
+            match rxb.get(k) {
+                (_, Some(_)) if self.fault.drop_now(now) => {
+                    self.registry.inc(self.slots.fault_drops)
+                }
+                (data, Some(src)) => self.on_datagram(data, src, now),
+                (_, None) => self.drop(PullDrop::UnsupportedAddress),
+            }
+            work += self.run_due(self.clock.now_ns(), 1);
+        }
+        self.rxb = rxb;
+        work += self.run_due(self.clock.now_ns(), usize::MAX);
+        self.flush();
+        r.map(|_| work)
+    }
+
+    /// Runs up to `limit` recirculated passes that are due at `now`.
+    fn run_due(&mut self, now: u64, limit: usize) -> usize {
+        let mut done = 0;
+        while done < limit {
+            match self.recirc.front() {
+                Some(&(due, p)) if due <= now => {
+                    self.recirc.pop_front();
+                    done += 1;
+                    match p {
+                        Pending::Draconis(r) => self.draconis_pass(DraconisInput::Resubmit(r), now),
+                        Pending::R2p2(p) => self.r2p2_pass(R2p2Input::Resubmit(p), now),
+                    }
+                }
+                _ => break,
+            }
+        }
+        done
+    }
+
+    /// Sends every queued datagram.
+    pub fn flush(&mut self) {
+        let PullDaemon {
+            txb,
+            sock,
+            registry,
+            slots,
+            ..
+        } = self;
+        txb.flush(sock, |tag, ok| {
+            if ok {
+                registry.inc(slots.tx[tag as usize]);
+            } else {
+                registry.inc(slots.drops[PullDrop::Send as usize]);
+            }
+        });
+    }
+
+    pub fn publish_gauges(&mut self) {
+        let (len, first, resub) = match &self.sched {
+            Sched::Switch(d) => (
+                d.queue().len() as u64,
+                d.pipeline().first_passes,
+                d.pipeline().resubmissions,
+            ),
+            Sched::Server(s) => (
+                s.scheduler().queue().len() as u64,
+                s.pipeline().first_passes,
+                s.pipeline().resubmissions,
+            ),
+            Sched::R2p2(r) => (0, r.pipeline().first_passes, r.pipeline().resubmissions),
+            Sched::Sparrow(s) => (s.active_jobs() as u64, 0, 0),
+        };
+        self.registry.set(self.slots.queue_len, len);
+        self.registry.set(self.slots.first_passes, first);
+        self.registry.set(self.slots.resubmissions, resub);
+        self.registry
+            .set(self.slots.clients, self.clients.len() as u64);
+    }
+
+    #[inline]
+    fn drop(&self, d: PullDrop) {
+        self.registry.inc(self.slots.drops[d as usize]);
+    }
+
+    /// One datagram.
+    pub fn on_datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
+        let msg = match Message::decode(data) {
+            Ok(Message::Draconis(m)) => m,
+            Ok(_) => {
+                self.registry.inc(self.slots.rx_invalid);
+                return self.drop(PullDrop::UnsupportedFamily);
+            }
+            Err(e) => {
+                self.registry.inc(self.slots.rx_invalid);
+                return self.drop(PullDrop::of_decode(e));
+            }
+        };
+        self.registry
+            .inc(self.slots.rx[msg.draconis_type() as usize - 1]);
+        match msg {
+            DraconisMessage::JobSubmission { job, tasks } => self.on_job(job, tasks, src, now),
+            DraconisMessage::TaskRequest { node, resources } => {
+                let Some(id) = self.executor(src) else { return };
+                let exec = ExecInfo {
+                    id,
+                    node,
+                    resources,
+                };
+                match self.sched {
+                    Sched::Switch(_) | Sched::Server(_) => {
+                        self.draconis_pass(DraconisInput::TaskRequest(exec), now)
+                    }
+                    Sched::R2p2(_) => self.r2p2_pass(R2p2Input::Completion { executor: id }, now),
+                    Sched::Sparrow(_) => self.drop(PullDrop::WrongRole),
+                }
+            }
+            DraconisMessage::GetTask { slot } => {
+                let Some(worker) = self.executor(src) else {
+                    return;
+                };
+                if matches!(self.sched, Sched::Sparrow(_)) {
+                    self.sparrow_pass(SparrowInput::GetTask { worker, slot });
+                } else {
+                    self.drop(PullDrop::WrongRole);
+                }
+            }
+            DraconisMessage::TaskAssignment { .. }
+            | DraconisMessage::NoOp
+            | DraconisMessage::Ack { .. }
+            | DraconisMessage::ErrorPacket { .. }
+            | DraconisMessage::Completion { .. }
+            | DraconisMessage::Probe { .. } => self.drop(PullDrop::WrongRole),
+        }
+    }
+
+    fn executor(&self, src: SocketAddr) -> Option<u32> {
+        let id = self.exec_index.get(&src).copied();
+        if id.is_none() {
+            self.drop(PullDrop::UnregisteredSource);
+        }
+        id
+    }
+
+    /// The client index of `src`, registering it on first sight.
+    fn client(&mut self, src: SocketAddr) -> Result<ClientId, PullDrop> {
+        let SocketAddr::V4(v4) = src else {
+            return Err(PullDrop::UnsupportedAddress);
+        };
+        if let Some(&c) = self.client_index.get(&v4) {
+            return Ok(c);
+        }
+        if self.clients.len() >= self.max_clients {
+            return Err(PullDrop::ClientTableFull);
+        }
+        let c = self.clients.len() as ClientId;
+        self.clients.push(v4);
+        self.client_index.insert(v4, c);
+        Ok(c)
+    }
+
+    fn on_job(&mut self, job: u64, tasks: TaskVec, src: SocketAddr, now: u64) {
+        let client = match self.client(src) {
+            Ok(c) => c,
+            Err(PullDrop::ClientTableFull) => {
+                // Refused, not lost: the tasks go straight back.
+                self.drop(PullDrop::ClientTableFull);
+                return self.send_error(src, &tasks);
+            }
+            Err(d) => return self.drop(d),
+        };
+        let mut list = TaskList::new();
+        for t in tasks.as_slice() {
+            list.push(to_core(t));
+        }
+        match self.sched {
+            Sched::Switch(_) | Sched::Server(_) => self.draconis_pass(
+                DraconisInput::JobSubmission(JobSubmission {
+                    client,
+                    job,
+                    tasks: list,
+                }),
+                now,
+            ),
+            // R2P2 schedules requests, not jobs: each task is one.
+            Sched::R2p2(_) => {
+                for &task in list.as_slice() {
+                    self.registry.inc(self.slots.tasks_accepted);
+                    self.r2p2_pass(R2p2Input::Request { client, task }, now);
+                }
+            }
+            Sched::Sparrow(_) => self.sparrow_pass(SparrowInput::Job {
+                client,
+                job,
+                tasks: list,
+            }),
+        }
+    }
+
+    /// One Draconis pass (or, for Draconis-Server, one message run to
+    /// completion) and its actions.
+    fn draconis_pass(&mut self, input: DraconisInput, now: u64) {
+        let mut out = std::mem::replace(&mut self.dout, DraconisOutbox::with_capacity(0));
+        out.clear();
+        match &mut self.sched {
+            Sched::Switch(d) => d.handle(input, &mut out),
+            Sched::Server(s) => s.handle(input, &mut out),
+            _ => unreachable!("draconis_pass on a non-Draconis scheduler"),
+        }
+        for a in out.drain() {
+            match a {
+                DraconisAction::AssignTask {
+                    executor,
+                    client,
+                    task,
+                    skips,
+                } => {
+                    self.registry.inc(self.slots.assigned);
+                    self.assign(executor, client, task, skips);
+                }
+                DraconisAction::NoOp { executor } => {
+                    self.registry.inc(self.slots.noops);
+                    self.send_exec(executor, DraconisMessage::NoOp);
+                }
+                DraconisAction::Ack {
+                    client,
+                    job,
+                    accepted,
+                } => {
+                    self.registry
+                        .add(self.slots.tasks_accepted, accepted as u64);
+                    if let Some(&c) = self.clients.get(client as usize) {
+                        self.send(DraconisMessage::Ack { job, accepted }, SocketAddr::V4(c));
+                    }
+                }
+                DraconisAction::ErrorPacket { client, tasks } => {
+                    if let Some(&c) = self.clients.get(client as usize) {
+                        let mut v = TaskVec::new();
+                        for t in tasks.as_slice() {
+                            v.push(to_wire(t));
+                        }
+                        self.send_error(SocketAddr::V4(c), &v);
+                    }
+                }
+                DraconisAction::Recirculate(r) => {
+                    self.registry.inc(self.slots.recirculations);
+                    self.recirc
+                        .push_back((now + self.recirc_ns, Pending::Draconis(r)));
+                }
+                DraconisAction::Drop(_) => self.drop(PullDrop::Unexpected),
+            }
+        }
+        self.dout = out;
+    }
+
+    fn r2p2_pass(&mut self, input: R2p2Input, now: u64) {
+        let mut out = std::mem::replace(&mut self.rout, R2p2Outbox::with_capacity(0));
+        out.clear();
+        let Sched::R2p2(r) = &mut self.sched else {
+            unreachable!("r2p2_pass on another scheduler")
+        };
+        r.handle(input, &mut out);
+        for a in out.drain() {
+            match a {
+                R2p2Action::Dispatch {
+                    executor,
+                    client,
+                    task,
+                } => {
+                    self.registry.inc(self.slots.assigned);
+                    self.assign(executor, client, task, 0);
+                }
+                R2p2Action::Recirculate(p) => {
+                    self.registry.inc(self.slots.recirculations);
+                    self.recirc
+                        .push_back((now + self.recirc_ns, Pending::R2p2(p)));
+                }
+                R2p2Action::Drop(DropReason::RecirculationBudget) => {
+                    // The probe that ran out carried the task: return it.
+                    self.drop(PullDrop::RecirculationBudget);
+                    if let R2p2Input::Resubmit(p) = input {
+                        self.return_task(p.client, &p.task);
+                    }
+                }
+                R2p2Action::Drop(_) => self.drop(PullDrop::Unexpected),
+            }
+        }
+        self.rout = out;
+    }
+
+    fn sparrow_pass(&mut self, input: SparrowInput) {
+        let mut out = std::mem::replace(&mut self.sout, SparrowOutbox::with_capacity(0));
+        out.clear();
+        let Sched::Sparrow(s) = &mut self.sched else {
+            unreachable!("sparrow_pass on another scheduler")
+        };
+        s.handle(input, &mut out);
+        let mut overflowed = false;
+        for a in out.drain() {
+            match a {
+                SparrowAction::Probe { worker, slot } => {
+                    self.send_exec(worker, DraconisMessage::Probe { slot })
+                }
+                SparrowAction::Assign {
+                    worker,
+                    client,
+                    task,
+                } => {
+                    self.registry.inc(self.slots.assigned);
+                    self.assign(worker, client, task, 0);
+                }
+                SparrowAction::NoOp { worker } => {
+                    self.registry.inc(self.slots.noops);
+                    self.send_exec(worker, DraconisMessage::NoOp);
+                }
+                SparrowAction::Drop(DropReason::Overflow) => {
+                    overflowed = true;
+                    self.drop(PullDrop::Overflow);
+                    if let SparrowInput::Job { client, tasks, .. } = input {
+                        for t in tasks.as_slice() {
+                            self.return_task(client, t);
+                        }
+                    }
+                }
+                SparrowAction::Drop(_) => self.drop(PullDrop::Unexpected),
+            }
+        }
+        if let SparrowInput::Job { tasks, .. } = input {
+            if !overflowed {
+                self.registry
+                    .add(self.slots.tasks_accepted, tasks.len() as u64);
+            }
+        }
+        self.sout = out;
+    }
+
+    fn assign(&mut self, executor: u32, client: ClientId, task: TaskInfo, skips: u16) {
+        let Some(&c) = self.clients.get(client as usize) else {
+            return self.drop(PullDrop::Unexpected);
+        };
+        self.send_exec(
+            executor,
+            DraconisMessage::TaskAssignment {
+                client: c,
+                skips,
+                task: to_wire(&task),
+            },
+        );
+    }
+
+    /// One task back to its client in an error packet.
+    fn return_task(&mut self, client: ClientId, task: &TaskInfo) {
+        if let Some(&c) = self.clients.get(client as usize) {
+            let mut v = TaskVec::new();
+            v.push(to_wire(task));
+            self.send_error(SocketAddr::V4(c), &v);
+        }
+    }
+
+    fn send_error(&mut self, dst: SocketAddr, tasks: &TaskVec) {
+        self.registry
+            .add(self.slots.tasks_returned, tasks.len() as u64);
+        self.send(DraconisMessage::ErrorPacket { tasks: *tasks }, dst);
+    }
+
+    fn send_exec(&mut self, executor: u32, msg: DraconisMessage) {
+        match self.executors.get(executor as usize) {
+            Some(&dst) => self.send(msg, dst),
+            None => self.drop(PullDrop::Unexpected),
+        }
+    }
+
+    fn send(&mut self, msg: DraconisMessage, dst: SocketAddr) {
+        if self.txb.is_full() {
+            self.flush();
+        }
+        let tag = msg.draconis_type() as u8 - 1;
+        match Message::Draconis(msg).encode(self.txb.next_buf()) {
+            Ok(n) => self.txb.commit(n, dst, tag),
+            Err(_) => self.drop(PullDrop::Send),
+        }
+    }
+}
+
+fn to_core(t: &WireTask) -> TaskInfo {
+    TaskInfo {
+        id: t.id,
+        fn_id: t.fn_id,
+        priority: t.priority,
+        fn_par: t.fn_par,
+        props: t.props,
+    }
+}
+
+fn to_wire(t: &TaskInfo) -> WireTask {
+    WireTask {
+        id: t.id,
+        fn_id: t.fn_id,
+        priority: t.priority,
+        fn_par: t.fn_par,
+        props: t.props,
+    }
+}
+
+/// Runs a pull scheduler until `stop` is set, with its metrics endpoint.
+pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+    let mut d = PullDaemon::bind(cfg)?;
+    let metrics = match &cfg.metrics {
+        Some(a) => Some(
+            crate::metrics::serve(a, d.registry(), stop.clone())
+                .map_err(|e| format!("{a}: {e}"))?,
+        ),
+        None => None,
+    };
+    crate::metrics::log(
+        "info",
+        "pull-switch",
+        "started",
+        &[
+            ("listen", &d.local_addr()),
+            ("policy", &d.policy().name()),
+            ("executors", &cfg.executors.len()),
+            (
+                "metrics",
+                &metrics
+                    .as_ref()
+                    .map(|m| m.0.to_string())
+                    .unwrap_or_else(|| "-".into()),
+            ),
+        ],
+    );
+    d.run(&stop).map_err(|e| e.to_string())?;
+    if let Some((_, h)) = metrics {
+        let _ = h.join();
+    }
+    crate::metrics::log("info", "pull-switch", "stopped", &[]);
+    Ok(())
+}
