@@ -35,12 +35,17 @@ pub enum BenchCmd {
     /// p99 against offered load: Horus and RackSched leaves vs nginx's UDP
     /// proxy (random two least_conn) over the same workers, same client.
     Nginx(crate::node::BenchNginxArgs),
+    /// Pull runtime on loopback (Draconis, Draconis-Server, R2P2, Sparrow):
+    /// assignments per daemon CPU-second, then scheduling latency against
+    /// load, every policy in one run.
+    Pull(crate::node::BenchPullArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
         BenchCmd::Switch(a) => crate::node::bench_switch(a),
         BenchCmd::Nginx(a) => crate::node::bench_nginx(a),
+        BenchCmd::Pull(a) => crate::node::bench_pull(a),
         BenchCmd::Sim {
             tasks_per_worker,
             pools,

@@ -10,11 +10,14 @@ use clap::Subcommand;
 use netsched_node::bench::{BenchOpts, BenchRole};
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_node::config::{PolicyName, Target};
+use netsched_node::pull;
 use netsched_node::{Client, ClientConfig, SwitchConfig, Worker, WorkerConfig};
 
 #[derive(Subcommand)]
 pub enum NodeCmd {
-    /// Scheduler daemon: Horus spine/leaf instances (or baselines) from a TOML config.
+    /// Scheduler daemon: Horus spine/leaf instances (or baselines) from a TOML
+    /// config; a config with a top-level `policy` runs a pull scheduler
+    /// (Draconis, Draconis-Server, R2P2, Sparrow; docs/runtime.md).
     Switch {
         #[arg(short, long)]
         config: PathBuf,
@@ -22,14 +25,17 @@ pub enum NodeCmd {
         #[arg(long)]
         duration_s: Option<f64>,
     },
-    /// Worker agent: one executor thread per listen address.
+    /// Worker agent: one executor thread per listen address; a config naming
+    /// a `scheduler` runs pull executors.
     Worker {
         #[arg(short, long)]
         config: PathBuf,
         #[arg(long)]
         duration_s: Option<f64>,
     },
-    /// Open-loop Poisson client; prints the accounting and latency percentiles.
+    /// Open-loop Poisson client; prints the accounting and latency
+    /// percentiles. A config naming a `scheduler` submits jobs to a pull
+    /// scheduler.
     Client {
         #[arg(short, long)]
         config: PathBuf,
@@ -114,6 +120,121 @@ pub struct BenchSwitchArgs {
     policy: String,
 }
 
+type MetricsServer = Option<(std::net::SocketAddr, std::thread::JoinHandle<()>)>;
+
+/// The Prometheus endpoint of a worker process, if its config names one.
+fn serve_metrics(
+    addr: &Option<String>,
+    registry: Arc<netsched_node::metrics::Registry>,
+    stop: &Arc<AtomicBool>,
+) -> Result<MetricsServer, String> {
+    match addr {
+        Some(a) => netsched_node::metrics::serve(a, registry, stop.clone())
+            .map(Some)
+            .map_err(|e| format!("{a}: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// `netsched worker` with a pull config: executors until `stop`.
+fn pull_worker(cfg: &pull::PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+    let w = pull::PullWorker::bind(cfg, stop.clone())?;
+    let metrics = serve_metrics(&cfg.metrics, w.registry(), &stop)?;
+    let addrs: Vec<String> = w.addrs().iter().map(|a| a.to_string()).collect();
+    netsched_node::metrics::log(
+        "info",
+        "pull-worker",
+        "started",
+        &[
+            ("executors", &addrs.join(",")),
+            ("scheduler", &cfg.scheduler),
+            ("policy", &cfg.policy.name()),
+        ],
+    );
+    w.join();
+    if let Some((_, h)) = metrics {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct BenchPullArgs {
+    /// Comma-separated pull policies.
+    #[arg(long, default_value = "draconis,draconis-server,r2p2,sparrow")]
+    policies: String,
+    #[arg(long, default_value_t = 8)]
+    executors: usize,
+    /// Tasks/s of the throughput part (jobs of 8 empty tasks).
+    #[arg(long, default_value_t = 20_000.0)]
+    rate: f64,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Fixed service time of the latency part, µs.
+    #[arg(long, default_value_t = 1_000.0)]
+    service_us: f64,
+    /// Comma-separated loads of the latency part.
+    #[arg(long, default_value = "0.2,0.4,0.6,0.8")]
+    loads: String,
+    /// Executors' retry after a no-op, µs.
+    #[arg(long, default_value_t = 50)]
+    retry_us: u64,
+    /// Skip the latency part.
+    #[arg(long)]
+    throughput_only: bool,
+}
+
+pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
+    use netsched_node::pull::bench;
+    let policies = a
+        .policies
+        .split(',')
+        .map(|p| netsched_sim::pull::PullPolicy::parse(p.trim()).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let loads = a
+        .loads
+        .split(',')
+        .map(|l| {
+            l.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| *x > 0.0 && *x < 1.0)
+                .ok_or_else(|| format!("--loads: each load must be in (0, 1), got '{l}'"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if a.executors == 0 || !(a.seconds > 0.0) || !(a.service_us > 0.0) || !(a.rate > 0.0) {
+        return Err("--executors, --seconds, --service-us and --rate must be positive".into());
+    }
+    let o = bench::PullBenchOpts {
+        policies,
+        executors: a.executors,
+        rate: a.rate,
+        duration: Duration::from_secs_f64(a.seconds),
+        service_us: a.service_us,
+        loads,
+        retry_us: a.retry_us,
+    };
+    eprintln!(
+        "throughput: {} policies × {:.1} s",
+        o.policies.len(),
+        a.seconds
+    );
+    let t = bench::throughput(&o)?;
+    println!("{}", bench::throughput_table(&t));
+    if !a.throughput_only {
+        eprintln!(
+            "latency: {} policies × {} loads × {:.1} s",
+            o.policies.len(),
+            o.loads.len(),
+            a.seconds
+        );
+        let l = bench::latency(&o)?;
+        println!("{}", bench::latency_table(&l));
+    }
+    Ok(())
+}
+
 fn read(path: &PathBuf) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -139,13 +260,18 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             netsched_node::controller::run_config(&cfg, stop_after(duration_s))
         }
         NodeCmd::Switch { config, duration_s } => {
-            let cfg = SwitchConfig::from_toml(&read(&config)?)
-                .map_err(|e| format!("{}: {e}", config.display()))?;
+            let text = read(&config)?;
+            if pull::config::is_pull_config(&text, "policy") {
+                let cfg = pull::PullSwitchConfig::from_toml(&text)
+                    .map_err(|e| format!("{}: {e}", config.display()))?;
+                return pull::switch::run_config(&cfg, stop_after(duration_s));
+            }
+            let cfg =
+                SwitchConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
             netsched_node::switch::run_config(&cfg, stop_after(duration_s))
         }
         NodeCmd::Worker { config, duration_s } => {
-            let cfg = WorkerConfig::from_toml(&read(&config)?)
-                .map_err(|e| format!("{}: {e}", config.display()))?;
+            let text = read(&config)?;
             let stop = stop_after(duration_s);
             // SIGTERM / Ctrl-C stop the executors, so that the worker's
             // RocksDB directory (in /dev/shm) is removed on the way out.
@@ -158,14 +284,15 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             });
+            if pull::config::is_pull_config(&text, "scheduler") {
+                let cfg = pull::PullWorkerConfig::from_toml(&text)
+                    .map_err(|e| format!("{}: {e}", config.display()))?;
+                return pull_worker(&cfg, stop);
+            }
+            let cfg =
+                WorkerConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
             let w = Worker::bind(&cfg, stop.clone())?;
-            let metrics = match &cfg.metrics {
-                Some(a) => Some(
-                    netsched_node::metrics::serve(a, w.registry(), stop.clone())
-                        .map_err(|e| format!("{a}: {e}"))?,
-                ),
-                None => None,
-            };
+            let metrics = serve_metrics(&cfg.metrics, w.registry(), &stop)?;
             let addrs: Vec<String> = w.addrs().iter().map(|a| a.to_string()).collect();
             netsched_node::metrics::log(
                 "info",
@@ -188,8 +315,23 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             duration_ms,
             json,
         } => {
-            let mut cfg = ClientConfig::from_toml(&read(&config)?)
-                .map_err(|e| format!("{}: {e}", config.display()))?;
+            let text = read(&config)?;
+            if pull::config::is_pull_config(&text, "scheduler") {
+                let mut cfg = pull::PullClientConfig::from_toml(&text)
+                    .map_err(|e| format!("{}: {e}", config.display()))?;
+                cfg.rate = rate.unwrap_or(cfg.rate);
+                cfg.duration_ms = duration_ms.unwrap_or(cfg.duration_ms);
+                cfg.validate()?;
+                let r = pull::PullClient::bind(cfg)?.run();
+                println!("{}", r.summary());
+                if let Some(p) = json {
+                    std::fs::write(&p, r.to_json() + "\n")
+                        .map_err(|e| format!("{}: {e}", p.display()))?;
+                }
+                return Ok(());
+            }
+            let mut cfg =
+                ClientConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
             if let Some(r) = rate {
                 cfg.rate = r;
             }

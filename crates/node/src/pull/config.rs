@@ -351,3 +351,12 @@ impl PullClientConfig {
         self.service.validate().map_err(|e| e.to_string())
     }
 }
+
+/// Whether a config file is for the pull runtime: `netsched switch`,
+/// `worker` and `client` take either family's config, and a pull one names
+/// its `policy` (switch, worker) or its `scheduler` (worker, client) at the
+/// top level, which the push configs never do. Unparsable text is not pull
+/// (the push parser then reports the error).
+pub fn is_pull_config(toml_text: &str, key: &str) -> bool {
+    toml::from_str::<toml::Table>(toml_text).is_ok_and(|t| t.contains_key(key))
+}

@@ -9,6 +9,7 @@
 //!
 //! docs/runtime.md, "Pull scheduling", has configs and the message flow.
 
+pub mod bench;
 pub mod client;
 pub mod config;
 pub mod executor;
