@@ -203,7 +203,8 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
                 .ok_or_else(|| format!("--loads: each load must be in (0, 1), got '{l}'"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if a.executors == 0 || !(a.seconds > 0.0) || !(a.service_us > 0.0) || !(a.rate > 0.0) {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    if a.executors == 0 || ![a.seconds, a.service_us, a.rate].into_iter().all(positive) {
         return Err("--executors, --seconds, --service-us and --rate must be positive".into());
     }
     let o = bench::PullBenchOpts {

@@ -264,6 +264,9 @@ enum Sched {
 }
 
 /// A pass waiting for the recirculation port.
+// Recirculated packets are fixed-size `Copy` values (a Draconis job carries
+// its tasks); boxing would allocate per pass.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy)]
 enum Pending {
     Draconis(Recirc),
