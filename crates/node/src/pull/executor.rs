@@ -328,7 +328,11 @@ impl Exec {
                 }
                 Awaiting::Nothing => Duration::from_millis(10),
             };
-            if wait > Duration::from_micros(50) {
+            // Park even for short waits (ppoll has µs resolution with the
+            // tightened timer slack): many executors share few cores, and
+            // an executor spinning through its no-op retry would take the
+            // CPU the busy ones need.
+            if wait > Duration::from_micros(2) {
                 net::wait_readable(&self.sock, wait.min(Duration::from_millis(10)));
             } else {
                 std::hint::spin_loop();
