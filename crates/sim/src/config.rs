@@ -393,14 +393,7 @@ impl SimConfig {
     /// Parse TOML and validate. Errors name the dotted field (`sweep.policies`)
     /// and the line, in one line.
     pub fn from_toml(text: &str) -> Result<SimConfig, ConfigError> {
-        let cfg: SimConfig = toml::from_str(text).map_err(|e| {
-            let msg = e.message().replace('\n', " ");
-            let field = match e.span() {
-                Some(span) => field_at(text, span.start),
-                None => msg.split('`').nth(1).unwrap_or("config").to_string(),
-            };
-            err(&field, msg)
-        })?;
+        let cfg: SimConfig = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -502,6 +495,18 @@ impl SimConfig {
         }
         runs
     }
+}
+
+/// A TOML parse error as one line naming the key and its line
+/// (`workload.load (line 6): invalid type …`), for every TOML config of the
+/// project (simulators and runtime daemons alike).
+pub fn toml_error(text: &str, e: &toml::de::Error) -> ConfigError {
+    let msg = e.message().replace('\n', " ");
+    let field = match e.span() {
+        Some(span) => field_at(text, span.start),
+        None => msg.split('`').nth(1).unwrap_or("config").to_string(),
+    };
+    err(&field, msg)
 }
 
 /// The dotted key being defined at byte `offset` of a TOML text, with its

@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 
+use netsched_sim::config::toml_error;
 use netsched_sim::pull::config::{DraconisSection, R2p2Section, SparrowSection};
 use netsched_sim::pull::PullPolicy;
 use netsched_sim::workload::ServiceDist;
@@ -103,7 +104,7 @@ impl PullSwitchConfig {
     }
 
     pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: PullSwitchConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        let c: PullSwitchConfig = toml::from_str(s).map_err(|e| toml_error(s, &e).to_string())?;
         c.validate()?;
         Ok(c)
     }
@@ -219,7 +220,7 @@ impl PullWorkerConfig {
     }
 
     pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: PullWorkerConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        let c: PullWorkerConfig = toml::from_str(s).map_err(|e| toml_error(s, &e).to_string())?;
         c.validate()?;
         Ok(c)
     }
@@ -314,7 +315,7 @@ impl PullClientConfig {
     }
 
     pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: PullClientConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+        let c: PullClientConfig = toml::from_str(s).map_err(|e| toml_error(s, &e).to_string())?;
         c.validate()?;
         Ok(c)
     }

@@ -476,17 +476,8 @@ fn check_load(field: &str, v: f64) -> Result<(), ConfigError> {
 
 impl PullConfig {
     pub fn from_toml(text: &str) -> Result<PullConfig, ConfigError> {
-        let cfg: PullConfig = toml::from_str(text).map_err(|e| {
-            // toml's message is multi-line with a source excerpt; keep the
-            // first line, which names the key.
-            let msg = e
-                .message()
-                .lines()
-                .next()
-                .unwrap_or("invalid TOML")
-                .to_string();
-            ConfigError::new("config", msg)
-        })?;
+        let cfg: PullConfig =
+            toml::from_str(text).map_err(|e| crate::config::toml_error(text, &e))?;
         cfg.validate()?;
         Ok(cfg)
     }
