@@ -9,15 +9,20 @@
 //! Every task ends exactly once as completed, failed (an executor could not
 //! run it) or timed out (`max_attempts` attempts without a completion):
 //! * a task returned in an error packet (queue full, §4.3; an R2P2 budget or
-//!   Sparrow overflow) is resubmitted after `error_backoff_us`;
+//!   Sparrow overflow) is resubmitted after `error_backoff_us`, doubled at
+//!   each return of the same task (capped at 64×);
 //! * an attempt without a completion after `timeout_ms` is resubmitted
 //!   (§8.3: clients resubmit on timeout), which is how a scheduler restart
-//!   that lost its queue is survived.
+//!   that lost its queue is survived. Each further attempt of a task waits
+//!   twice as long (capped at 64 × `timeout_ms`): a fixed timeout below the
+//!   queueing delay of an overloaded system would resubmit every task again
+//!   and again, adding load exactly when there is none to spare.
 //!
 //! Completions after a resubmission can arrive twice; the first counts, the
 //! rest are `duplicates`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
@@ -51,6 +56,8 @@ struct Task {
     /// Sends so far; a deadline names the send it belongs to.
     sends: u16,
     timeouts: u16,
+    /// Times the task came back in an error packet.
+    returns: u16,
 }
 
 /// What a pull client run measured.
@@ -222,11 +229,12 @@ impl PullClient {
         let mean_job_gap_ns = 1e9 * cfg.job_tasks as f64 / cfg.rate;
         let expected = (cfg.rate * cfg.duration_ms as f64 / 1e3 * 1.2) as usize + 16;
         let mut tasks: Vec<Task> = Vec::with_capacity(expected);
-        // (deadline, task, send number), in deadline order: every deadline is
-        // now + timeout and now only grows.
-        let mut deadlines: VecDeque<(u64, u32, u16)> = VecDeque::with_capacity(expected);
+        // (deadline, task, send number), earliest first.
+        let mut deadlines: BinaryHeap<Reverse<(u64, u32, u16)>> =
+            BinaryHeap::with_capacity(expected);
+        let backoff_timeout = |timeouts: u16| timeout << timeouts.min(6);
         // (due, task): tasks returned in error packets.
-        let mut retries: VecDeque<(u64, u32)> = VecDeque::new();
+        let mut retries: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
         let hist = || {
             Histogram::<u64>::new_with_bounds(1_000, 100_000_000_000, 3)
                 .expect("valid histogram bounds")
@@ -246,7 +254,11 @@ impl PullClient {
         let start = Instant::now();
         let ns = || start.elapsed().as_nanos() as u64;
         // A hard end, so a dead scheduler cannot hang the client.
-        let hard_end = window + (cfg.max_attempts as u64 + 2) * timeout + 1_000_000_000;
+        let hard_end = window
+            + (0..cfg.max_attempts.min(64) as u16 + 2)
+                .map(backoff_timeout)
+                .sum::<u64>()
+            + 1_000_000_000;
         let app = cfg.app_id;
         let sock = &self.sock;
         let dst = cfg.scheduler;
@@ -313,9 +325,10 @@ impl PullClient {
                         state: State::Pending,
                         sends: 1,
                         timeouts: 0,
+                        returns: 0,
                     });
                     unresolved += 1;
-                    deadlines.push_back((now + timeout, seq, 1));
+                    deadlines.push(Reverse((now + timeout, seq, 1)));
                     out.tasks.push(spec);
                     if out.tasks.len() == MAX_PULL_TASKS {
                         send_packet(&mut out, &mut tx);
@@ -367,12 +380,17 @@ impl PullClient {
                         err_pkts += 1;
                         for t in back.as_slice() {
                             let seq = task_id::seq(t.id);
-                            match tasks.get(seq as usize) {
+                            match tasks.get_mut(seq as usize) {
                                 Some(x)
                                     if x.state == State::Pending
                                         && task_id::app_id(t.id) == app =>
                                 {
-                                    retries.push_back((at + backoff, seq))
+                                    // Doubling backoff: a scheduler that keeps
+                                    // refusing is full, and an immediate
+                                    // resubmission only fills it again.
+                                    x.returns = x.returns.saturating_add(1);
+                                    let wait = backoff << (x.returns - 1).min(6);
+                                    retries.push(Reverse((at + wait, seq)))
                                 }
                                 Some(_) => {}
                                 None => unknown += 1,
@@ -390,29 +408,29 @@ impl PullClient {
                 job: task_id::new(app, job_seq),
             };
             let mut resent = false;
-            while let Some(&(due, seq)) = retries.front() {
+            while let Some(&Reverse((due, seq))) = retries.peek() {
                 if due > now {
                     break;
                 }
-                retries.pop_front();
+                retries.pop();
                 let t = &mut tasks[seq as usize];
                 if t.state != State::Pending {
                     continue;
                 }
                 err_resub += 1;
                 t.sends += 1;
-                deadlines.push_back((now + timeout, seq, t.sends));
+                deadlines.push(Reverse((now + backoff_timeout(t.timeouts), seq, t.sends)));
                 out.tasks.push(t.spec);
                 resent = true;
                 if out.tasks.len() == MAX_PULL_TASKS {
                     send_packet(&mut out, &mut tx);
                 }
             }
-            while let Some(&(due, seq, send)) = deadlines.front() {
+            while let Some(&Reverse((due, seq, send))) = deadlines.peek() {
                 if due > now {
                     break;
                 }
-                deadlines.pop_front();
+                deadlines.pop();
                 let t = &mut tasks[seq as usize];
                 if t.state != State::Pending || t.sends != send {
                     continue; // answered, or superseded by a later send
@@ -426,7 +444,7 @@ impl PullClient {
                 }
                 to_resub += 1;
                 t.sends += 1;
-                deadlines.push_back((now + timeout, seq, t.sends));
+                deadlines.push(Reverse((now + backoff_timeout(t.timeouts), seq, t.sends)));
                 out.tasks.push(t.spec);
                 resent = true;
                 if out.tasks.len() == MAX_PULL_TASKS {
@@ -452,8 +470,8 @@ impl PullClient {
             }
             let next_due = [
                 (next_job_at < window).then_some(next_job_at),
-                retries.front().map(|r| r.0),
-                deadlines.front().map(|d| d.0),
+                retries.peek().map(|r| r.0 .0),
+                deadlines.peek().map(|d| d.0 .0),
             ]
             .into_iter()
             .flatten()

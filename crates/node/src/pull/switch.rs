@@ -418,9 +418,16 @@ impl PullDaemon {
     }
 
     /// Reads one batch (`recvmmsg`) and handles it; after each datagram one
-    /// due recirculated pass runs, and at the end of the batch every due
-    /// pass. Then sends what was produced (`sendmmsg`). Returns the number
-    /// of datagrams and passes handled.
+    /// due recirculated pass runs, and at the end of the batch up to a
+    /// batch's worth more. Then sends what was produced (`sendmmsg`).
+    /// Returns the number of datagrams and passes handled.
+    ///
+    /// The bound is the software counterpart of a switch's recirculation
+    /// bandwidth: on a switch, recirculated packets never delay the ports'
+    /// packets, but here both share one CPU. Draining every due pass would
+    /// let many R2P2 probes circling over full executors (each due again
+    /// `recirc_ns` later) crowd out the completions that free those
+    /// executors, and the scheduler would collapse under its own probes.
     pub fn poll_batch(&mut self) -> io::Result<usize> {
         let mut rxb = std::mem::take(&mut self.rxb);
         let r = rxb.recv(&self.sock);
@@ -438,7 +445,7 @@ impl PullDaemon {
             work += self.run_due(self.clock.now_ns(), 1);
         }
         self.rxb = rxb;
-        work += self.run_due(self.clock.now_ns(), usize::MAX);
+        work += self.run_due(self.clock.now_ns(), self.rxb.capacity());
         self.flush();
         r.map(|_| work)
     }
