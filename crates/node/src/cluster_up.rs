@@ -71,6 +71,12 @@ pub struct ClusterUpConfig {
     /// the simulator's own sampling noise is small beside the runtime's.
     #[serde(default = "default_sim_scale")]
     pub sim_scale: u32,
+    /// Nice value of every process `cluster up` starts (daemons, clients).
+    /// Negative values (needs root or CAP_SYS_NICE; otherwise a warning and
+    /// the default) let the cluster's threads preempt other work at wake-up,
+    /// so a busy shared machine stretches hops and service times less.
+    #[serde(default)]
+    pub nice: i32,
     pub workload: UpWorkload,
 }
 
@@ -164,6 +170,9 @@ impl ClusterUpConfig {
                 "workload.load: must be in (0, 1], got {}",
                 self.workload.load
             ));
+        }
+        if !(-20..=19).contains(&self.nice) {
+            return Err(format!("nice: must be in -20..=19, got {}", self.nice));
         }
         if self.sim_scale == 0 || self.sim_scale > 1000 {
             return Err(format!(
@@ -410,14 +419,77 @@ pub fn interrupted() -> bool {
 pub struct Fleet {
     children: Vec<(String, Child)>,
     pids: File,
+    nice: i32,
+}
+
+/// Child setup shared by daemons and clients: its own session (so a
+/// terminal's Ctrl-C reaches only `cluster up`, which tears down in order),
+/// die with `cluster up` (PR_SET_PDEATHSIG), and run at `nice`.
+///
+/// With the kernel's autogroup scheduling (`sched_autogroup_enabled`), CPU
+/// is shared fairly between *sessions* first and a process's nice value only
+/// counts inside its session, so a nice value alone does not help against
+/// other users' jobs. A new session is a new autogroup, and its own nice
+/// (`/proc/self/autogroup`) is what weighs against the other sessions.
+fn child_setup(cmd: &mut Command, nice: i32) {
+    let text = format!("{nice}");
+    let mut buf = [0u8; 8];
+    let len = text.len().min(buf.len());
+    buf[..len].copy_from_slice(&text.as_bytes()[..len]);
+    // SAFETY: setsid, prctl, setpriority, open, write and close are
+    // async-signal-safe; this runs in the child between fork and exec and
+    // allocates nothing (the buffer was filled before the fork).
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if nice != 0 {
+                // Failures (no CAP_SYS_NICE, no autogroup) leave the
+                // default; the parent checks the nice value and warns.
+                libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+                let fd = libc::open(c"/proc/self/autogroup".as_ptr(), libc::O_WRONLY);
+                if fd >= 0 {
+                    libc::write(fd, buf.as_ptr().cast(), len);
+                    libc::close(fd);
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Warns once if a child did not get the requested nice value.
+fn check_nice(pid: u32, nice: i32) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: getpriority on a pid; errno is irrelevant here (-1 is a valid
+    // answer, compared below).
+    let got = unsafe { libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t) };
+    if got != nice && !WARNED.swap(true, Ordering::Relaxed) {
+        crate::metrics::log(
+            "warn",
+            "cluster",
+            "could not set nice (needs root or CAP_SYS_NICE); running at default priority",
+            &[("wanted", &nice), ("got", &got)],
+        );
+    }
 }
 
 impl Fleet {
-    fn new(dir: &Path) -> Result<Self, String> {
+    fn new(dir: &Path, nice: i32) -> Result<Self, String> {
         let p = dir.join("pids");
         Ok(Fleet {
             children: Vec::new(),
             pids: File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+            nice,
         })
     }
 
@@ -429,24 +501,10 @@ impl Fleet {
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(log2)
-            // Our own process group: a terminal's Ctrl-C reaches only us,
-            // and we tear down in order.
-            .process_group(0);
-        // SAFETY: prctl is async-signal-safe; runs in the child before exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                );
-                Ok(())
-            });
-        }
+            .stderr(log2);
+        child_setup(&mut cmd, self.nice);
         let child = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+        check_nice(child.id(), self.nice);
         let _ = writeln!(self.pids, "{} {name}", child.id());
         self.children.push((name.to_string(), child));
         Ok(())
@@ -618,17 +676,19 @@ fn run_client(
     let json = dir.join(format!("{name}.json"));
     let log = dir.join(format!("{name}.log"));
     let _ = std::fs::remove_file(&json);
-    let mut client = Command::new(bin)
-        .args([
-            "client",
-            "-c",
-            &config.to_string_lossy(),
-            "--json",
-            &json.to_string_lossy(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(File::create(&log).map_err(|e| e.to_string())?)
-        .stderr(Stdio::inherit())
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "client",
+        "-c",
+        &config.to_string_lossy(),
+        "--json",
+        &json.to_string_lossy(),
+    ])
+    .stdin(Stdio::null())
+    .stdout(File::create(&log).map_err(|e| e.to_string())?)
+    .stderr(Stdio::inherit());
+    child_setup(&mut cmd, fleet.nice);
+    let mut client = cmd
         .spawn()
         .map_err(|e| format!("{}: {e}", bin.display()))?;
     let status = loop {
@@ -708,7 +768,7 @@ fn class_weights(d: &ServiceDist) -> Vec<f64> {
 pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpResult, String> {
     let dir = cfg.run_dir.join(policy);
     let plan = plan(cfg, policy, &dir)?;
-    let mut fleet = Fleet::new(&dir)?;
+    let mut fleet = Fleet::new(&dir, cfg.nice)?;
     for (name, sub, path, _) in &plan.daemons {
         fleet.spawn(name, bin, &[sub, "-c", &path.to_string_lossy()], &dir)?;
     }
@@ -964,4 +1024,68 @@ pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_configs_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with("cluster-") && name.ends_with(".toml") {
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                ClusterUpConfig::from_toml(&text).unwrap_or_else(|err| panic!("{name}: {err}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 3, "cluster-small, cluster-rocksdb, cluster-agree");
+    }
+
+    #[test]
+    fn the_calibration_client_is_a_valid_low_load_config_with_its_own_app_id() {
+        let cfg = ClusterUpConfig::from_toml(
+            "[workload]\nservice = { kind = \"exp\", mean_us = 1000 }\nload = 0.5\nduration_ms = 100\n",
+        )
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("netsched-plan-{}", std::process::id()));
+        let p = plan(&cfg, "horus", &dir).unwrap();
+        let main = std::fs::read_to_string(&p.client).unwrap();
+        let main_cfg = crate::config::ClientConfig::from_toml(&main).unwrap();
+        let cal = crate::config::ClientConfig::from_toml(&calibration_client(&main, &cfg)).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_ne!(cal.app_id, main_cfg.app_id, "replies must not mix");
+        assert_eq!(cal.targets.len(), main_cfg.targets.len());
+        assert_eq!(cal.targets[0].addr, main_cfg.targets[0].addr);
+        // 400/s of 50 µs on 4 workers: load 0.5 %.
+        let load = cal.rate * CALIBRATION_SERVICE_US / 1e6 / cfg.workers() as f64;
+        assert!(load < 0.01, "{load}");
+        assert!((main_cfg.rate - cfg.rate().unwrap()).abs() < 0.01);
+    }
+
+    #[test]
+    fn rocksdb_medians_come_from_the_worker_logs() {
+        let dir = std::env::temp_dir().join(format!("netsched-rlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (r, (g, s)) in [(40, 700), (60, 900)].iter().enumerate() {
+            std::fs::write(
+                dir.join(format!("worker{r}.log")),
+                format!(
+                    "ts=1.0 level=info comp=worker msg=\"rocksdb ready\" keys=10 get60_us={g} scan5000_us={s}\n"
+                ),
+            )
+            .unwrap();
+        }
+        assert_eq!(rocksdb_medians(&dir, 2), Some((50.0, 800.0)));
+        assert_eq!(rocksdb_medians(&dir, 3), None, "a worker without the line");
+        let _ = std::fs::remove_dir_all(&dir);
+        let w = class_weights(&ServiceDist::Preset {
+            name: netsched_sim::workload::ServicePreset::Rocksdb9010,
+        });
+        assert_eq!(w, vec![0.9, 0.1]);
+        assert_eq!(class_weights(&ServiceDist::Exp { mean_us: 1.0 }), vec![1.0]);
+    }
 }
