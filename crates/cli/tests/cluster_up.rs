@@ -209,72 +209,98 @@ fn bad_configs_give_one_line_errors() {
 
 /// Tolerances of the simulator-against-runtime agreement
 /// (docs/benchmarks.md, "Simulator against runtime"): the runtime's p50 and
-/// p99 must lie within these factors of the simulator's (client-side)
-/// quantiles. Sampling noise alone (the runtime's one seed of ≈ 8,000 tasks;
-/// the simulator's 10× longer run) is a relative s.d. of 2-3 % at p50 and
-/// 4-7 % at p99, measured over 20 seeds; the rest is the round-trip
-/// overhead's drift between calibration and run and CPU stalls on a loaded
-/// 2-core machine, which hit the tail hardest.
-const P50_TOLERANCE: f64 = 1.25;
-const P99_TOLERANCE: f64 = 1.40;
+/// p99 must lie within these factors of the simulator's client-side
+/// quantiles. Sampling noise alone (the runtime's one seed of ≈ 4,000
+/// tasks; the simulator's 10x longer run) has a relative s.d. of ≈ 4 % at
+/// p50 and 5-9 % at p99 (20 seeds of the simulator at the runtime's length;
+/// worst of 20: x1.10 at p50, x1.22 at p99); the rest is the round-trip
+/// overhead's drift between calibration and run and CPU stalls, small beside
+/// 5 ms tasks.
+const P50_TOLERANCE: f64 = 1.15;
+const P99_TOLERANCE: f64 = 1.30;
+/// A client that could not send on time for this long was itself stalled
+/// (this VM stalls even a nice -10 process for up to tens of ms under other
+/// users' load): such a run's disagreement is retried, an undisturbed one's
+/// fails at once.
+const DISTURBED_LAG_US: f64 = 10_000.0;
 
 #[test]
 fn simulator_and_runtime_agree_at_moderate_load() {
-    // Moderate load (0.5) on few workers (2 racks x 2) with long timer tasks
-    // (Exp, mean 1 ms): daemon and executor overheads are small beside the
-    // service time, and the 2,000 tasks/s leave a loaded 2-core machine
-    // room. Horus and RS-H differ by ≈ 1.5x in both quantiles here, so a
-    // policy that behaved unlike its simulated twin would show.
+    // experiments/cluster-agree.toml: moderate load (0.5) on few workers
+    // (2 racks x 2) with long timer tasks (Exp, mean 5 ms): hop and daemon
+    // overheads (tens of µs) and the machine's ms-scale stalls are small
+    // beside the service time, and 400 tasks/s leave a loaded 2-core
+    // machine room. Horus and RS-H differ by ≈ 1.5x in both quantiles here,
+    // so a runtime policy that behaved unlike its simulated twin would show.
     let d = tmp("agree");
     std::fs::create_dir_all(&d).unwrap();
     let cfg = d.join("cluster.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "run_dir = \"{}\"\npolicies = [\"horus\", \"rs-h\"]\nracks = 2\nworkers_per_rack = 2\n\
-             base_port = 30000\nsim_scale = 10\nnice = -10\n\n[workload]\n\
-             service = {{ kind = \"exp\", mean_us = 1000 }}\nload = 0.5\nduration_ms = 4000\n\
-             timeout_ms = 2000\nseed = 1\n",
-            d.join("run").display()
-        ),
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/cluster-agree.toml"),
     )
-    .unwrap();
-    let out = Command::new(bin())
-        .args(["cluster", "up", cfg.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}");
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for p in ["horus", "rs-h"] {
-        let text = std::fs::read_to_string(d.join("run").join(p).join("compare.json")).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let n = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
-        assert_eq!(n("completed"), n("submitted"), "{p}: every task completed");
-        assert!(n("submitted") > 7000.0, "{p}: {v}");
-        // The calibration measured something plausible for six loopback
-        // hops (not zero, not a stall).
+    .unwrap()
+    .replace(
+        "run_dir = \"results/cluster-agree\"",
+        &format!("run_dir = \"{}\"", d.join("run").display()),
+    )
+    .replace("base_port = 17800", "base_port = 30000");
+    assert!(text.contains(&d.display().to_string()), "run_dir replaced");
+    std::fs::write(&cfg, text).unwrap();
+    let mut attempts = Vec::new();
+    for _ in 0..3 {
+        let out = Command::new(bin())
+            .args(["cluster", "up", cfg.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{stdout}");
         assert!(
-            n("overhead_us") > 5.0 && n("overhead_us") < 3000.0,
-            "{p}: {v}"
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
         );
-        let (r50, r99) = (n("p50_ratio"), n("p99_ratio"));
+        let mut bad = Vec::new();
+        let mut disturbed = false;
+        for p in ["horus", "rs-h"] {
+            let dir = d.join("run").join(p);
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap())
+                    .unwrap();
+            let c: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("client.json")).unwrap())
+                    .unwrap();
+            let n = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+            // Accounting and calibration are checked on every attempt.
+            assert_eq!(n("completed"), n("submitted"), "{p}: every task completed");
+            assert!(n("submitted") > 3500.0, "{p}: {v}");
+            assert!(
+                n("overhead_us") > 5.0 && n("overhead_us") < 3000.0,
+                "{p}: implausible round trip: {v}"
+            );
+            let (r50, r99) = (n("p50_ratio"), n("p99_ratio"));
+            if !(1.0 / P50_TOLERANCE..=P50_TOLERANCE).contains(&r50)
+                || !(1.0 / P99_TOLERANCE..=P99_TOLERANCE).contains(&r99)
+            {
+                bad.push(format!(
+                    "{p}: runtime p50 {:.0} / p99 {:.0} us vs simulator {:.0} / {:.0} us (x{r50:.2}, x{r99:.2})",
+                    n("runtime_p50_us"),
+                    n("runtime_p99_us"),
+                    n("sim_p50_us"),
+                    n("sim_p99_us")
+                ));
+                let lag = c["max_send_lag_ns"].as_f64().unwrap() / 1e3;
+                disturbed |= lag > DISTURBED_LAG_US;
+            }
+        }
+        if bad.is_empty() {
+            let _ = std::fs::remove_dir_all(&d);
+            return;
+        }
         assert!(
-            (1.0 / P50_TOLERANCE..=P50_TOLERANCE).contains(&r50),
-            "{p}: runtime p50 {} vs simulator {} (x{r50:.2})",
-            n("runtime_p50_us"),
-            n("sim_p50_us")
+            disturbed,
+            "disagreement in an undisturbed run: {bad:?} (earlier attempts: {attempts:?})"
         );
-        assert!(
-            (1.0 / P99_TOLERANCE..=P99_TOLERANCE).contains(&r99),
-            "{p}: runtime p99 {} vs simulator {} (x{r99:.2})",
-            n("runtime_p99_us"),
-            n("sim_p99_us")
-        );
+        attempts.push(bad);
     }
-    let _ = std::fs::remove_dir_all(&d);
+    panic!("every attempt disagreed, each with a stalled client: {attempts:?}");
 }
