@@ -498,10 +498,7 @@ impl Fleet {
         let log = File::create(dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
         let mut cmd = Command::new(bin);
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2);
+        cmd.args(args).stdin(Stdio::null()).stdout(log).stderr(log2);
         child_setup(&mut cmd, self.nice);
         let child = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
         check_nice(child.id(), self.nice);
@@ -688,9 +685,7 @@ fn run_client(
     .stdout(File::create(&log).map_err(|e| e.to_string())?)
     .stderr(Stdio::inherit());
     child_setup(&mut cmd, fleet.nice);
-    let mut client = cmd
-        .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let mut client = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
     let status = loop {
         if interrupted() {
             let _ = client.kill();

@@ -143,7 +143,12 @@ fn timed_out_tasks_are_resubmitted_and_counted_from_the_first_send() {
     // Latency runs from the first intended send, so it includes the timeout.
     assert!(with.percentile_us(0.0) >= 40_000.0, "{}", with.summary());
     // Without retries the same loss times every task out, all accounted for.
-    assert_eq!(without.timed_out, without.submitted, "{}", without.summary());
+    assert_eq!(
+        without.timed_out,
+        without.submitted,
+        "{}",
+        without.summary()
+    );
     assert_eq!(without.resubmitted, 0);
     assert!(without.accounted());
 }
@@ -165,7 +170,11 @@ fn a_rate_schedule_changes_the_submission_rate() {
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
     eprintln!("stepped: {}\nflat: {}", stepped.summary(), flat.summary());
-    assert!((430..680).contains(&stepped.submitted), "{}", stepped.summary());
+    assert!(
+        (430..680).contains(&stepped.submitted),
+        "{}",
+        stepped.summary()
+    );
     assert!((60..150).contains(&flat.submitted), "{}", flat.summary());
     assert_eq!(stepped.completed, stepped.submitted);
     assert_eq!(flat.completed, flat.submitted);
