@@ -213,10 +213,11 @@ fn bad_configs_give_one_line_errors() {
 /// quantiles. Sampling noise alone (the runtime's one seed of ≈ 4,000
 /// tasks; the simulator's 10x longer run) has a relative s.d. of ≈ 4 % at
 /// p50 and 5-9 % at p99 (20 seeds of the simulator at the runtime's length;
-/// worst of 20: x1.10 at p50, x1.22 at p99); the rest is the round-trip
-/// overhead's drift between calibration and run and CPU stalls, small beside
-/// 5 ms tasks.
-const P50_TOLERANCE: f64 = 1.15;
+/// worst of 20: x1.10 at p50, x1.22 at p99). On top, the round-trip overhead
+/// drifts between calibration and run and hop delays vary under contention:
+/// 6 runs x 2 policies on this loaded machine gave x0.96-x1.12 at p50 and
+/// x0.89-x1.06 at p99.
+const P50_TOLERANCE: f64 = 1.20;
 const P99_TOLERANCE: f64 = 1.30;
 /// A client that could not send on time for this long was itself stalled
 /// (this VM stalls even a nice -10 process for up to tens of ms under other
