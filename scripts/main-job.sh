@@ -5,7 +5,7 @@
 # loopback, serving a RocksDB GET/SCAN workload through Horus and then
 # through RackSched (RS-H). Prints p50/p99 of each beside the simulator's
 # result for the same configuration, then tears everything down (also on
-# Ctrl-C). About a minute after the build.
+# Ctrl-C). About 15 s after the build on an idle 2-core machine.
 #   scripts/main-job.sh [cluster config, default experiments/cluster-rocksdb.toml]
 # The simulator-only main job (p99 vs load at datacenter scale) is
 # scripts/sim-main-job.sh.
