@@ -135,7 +135,13 @@ fn drive(
         }
         for (j, &(id, w)) in sent.iter().enumerate() {
             let k = g + j as u32;
-            let len = reply(pool, w as u16, if k % 3 == 0 { 0 } else { 2 }, id, &mut buf);
+            let len = reply(
+                pool,
+                w as u16,
+                if k.is_multiple_of(3) { 0 } else { 2 },
+                id,
+                &mut buf,
+            );
             d.on_datagram(&buf[..len], addrs[w], k as u64 * 1_000 + 500);
         }
     }
