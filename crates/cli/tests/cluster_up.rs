@@ -85,7 +85,8 @@ fn runs_horus_and_rs_h_and_prints_both_beside_the_simulator() {
             .unwrap_or_else(|| panic!("no {p} line in {stdout}"));
         let f: Vec<&str> = line.split_whitespace().collect();
         // policy submitted completed failed timed_out p50 p99 sim_p50 sim_p99
-        assert_eq!(f.len(), 9, "{line}");
+        // p50/sim p99/sim
+        assert_eq!(f.len(), 11, "{line}");
         let n: Vec<u64> = f[1..5].iter().map(|x| x.parse().unwrap()).collect();
         assert!(n[0] > 100, "{line}");
         assert_eq!(n[0], n[1] + n[2] + n[3], "every task accounted for: {line}");
@@ -204,4 +205,103 @@ fn bad_configs_give_one_line_errors() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Tolerances of the simulator-against-runtime agreement
+/// (docs/benchmarks.md, "Simulator against runtime"): the runtime's p50 and
+/// p99 must lie within these factors of the simulator's client-side
+/// quantiles. Sampling noise alone (the runtime's one seed of ≈ 4,000
+/// tasks; the simulator's 10x longer run) has a relative s.d. of ≈ 4 % at
+/// p50 and 5-9 % at p99 (20 seeds of the simulator at the runtime's length;
+/// worst of 20: x1.10 at p50, x1.22 at p99). On top, the round-trip overhead
+/// drifts between calibration and run and hop delays vary under contention:
+/// 6 runs x 2 policies on this loaded machine gave x0.96-x1.12 at p50 and
+/// x0.89-x1.06 at p99.
+const P50_TOLERANCE: f64 = 1.20;
+const P99_TOLERANCE: f64 = 1.30;
+/// A client that could not send on time for this long was itself stalled
+/// (this VM stalls even a nice -10 process for up to tens of ms under other
+/// users' load): such a run's disagreement is retried, an undisturbed one's
+/// fails at once.
+const DISTURBED_LAG_US: f64 = 10_000.0;
+
+#[test]
+fn simulator_and_runtime_agree_at_moderate_load() {
+    // experiments/cluster-agree.toml: moderate load (0.5) on few workers
+    // (2 racks x 2) with long timer tasks (Exp, mean 5 ms): hop and daemon
+    // overheads (tens of µs) and the machine's ms-scale stalls are small
+    // beside the service time, and 400 tasks/s leave a loaded 2-core
+    // machine room. Horus and RS-H differ by ≈ 1.5x in both quantiles here,
+    // so a runtime policy that behaved unlike its simulated twin would show.
+    let d = tmp("agree");
+    std::fs::create_dir_all(&d).unwrap();
+    let cfg = d.join("cluster.toml");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/cluster-agree.toml"),
+    )
+    .unwrap()
+    .replace(
+        "run_dir = \"results/cluster-agree\"",
+        &format!("run_dir = \"{}\"", d.join("run").display()),
+    )
+    .replace("base_port = 17800", "base_port = 30000");
+    assert!(text.contains(&d.display().to_string()), "run_dir replaced");
+    std::fs::write(&cfg, text).unwrap();
+    let mut attempts = Vec::new();
+    for _ in 0..3 {
+        let out = Command::new(bin())
+            .args(["cluster", "up", cfg.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{stdout}");
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut bad = Vec::new();
+        let mut disturbed = false;
+        for p in ["horus", "rs-h"] {
+            let dir = d.join("run").join(p);
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap())
+                    .unwrap();
+            let c: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("client.json")).unwrap())
+                    .unwrap();
+            let n = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+            // Accounting and calibration are checked on every attempt.
+            assert_eq!(n("completed"), n("submitted"), "{p}: every task completed");
+            assert!(n("submitted") > 3500.0, "{p}: {v}");
+            assert!(
+                n("overhead_us") > 5.0 && n("overhead_us") < 3000.0,
+                "{p}: implausible round trip: {v}"
+            );
+            let (r50, r99) = (n("p50_ratio"), n("p99_ratio"));
+            if !(1.0 / P50_TOLERANCE..=P50_TOLERANCE).contains(&r50)
+                || !(1.0 / P99_TOLERANCE..=P99_TOLERANCE).contains(&r99)
+            {
+                bad.push(format!(
+                    "{p}: runtime p50 {:.0} / p99 {:.0} us vs simulator {:.0} / {:.0} us (x{r50:.2}, x{r99:.2})",
+                    n("runtime_p50_us"),
+                    n("runtime_p99_us"),
+                    n("sim_p50_us"),
+                    n("sim_p99_us")
+                ));
+                let lag = c["max_send_lag_ns"].as_f64().unwrap() / 1e3;
+                disturbed |= lag > DISTURBED_LAG_US;
+            }
+        }
+        if bad.is_empty() {
+            let _ = std::fs::remove_dir_all(&d);
+            return;
+        }
+        assert!(
+            disturbed,
+            "disagreement in an undisturbed run: {bad:?} (earlier attempts: {attempts:?})"
+        );
+        attempts.push(bad);
+    }
+    panic!("every attempt disagreed, each with a stalled client: {attempts:?}");
 }

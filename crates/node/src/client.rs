@@ -6,8 +6,14 @@
 //! Every submitted task ends in exactly one of: completed, failed (with the
 //! reason the scheduler or worker gave), timed out. Replies after the timeout,
 //! duplicates and replies for unknown tasks are counted separately.
+//!
+//! Options: a piecewise-constant rate schedule, multi-packet tasks
+//! (`packets`), resubmission of timed-out tasks with the same id
+//! (`retries`), and several sender threads (`threads`, one socket and app id
+//! each, reports merged).
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
@@ -19,7 +25,7 @@ use netsched_proto::{
 };
 use netsched_sim::workload::ServiceSampler;
 
-use crate::config::{ClientConfig, WireFamily};
+use crate::config::{ClientConfig, RateStep, WireFamily};
 use crate::net;
 use crate::tasks::{TaskKind, GET_OBJECTS, ROCKS_PAYLOAD_LEN, SCAN_OBJECTS};
 use crate::worker::RS_FAILED_CLASS;
@@ -40,6 +46,8 @@ pub struct ClientReport {
     /// Failed tasks by reason (the reply's payload, or `send_error`).
     pub failed: BTreeMap<String, u64>,
     pub timed_out: u64,
+    /// Resubmissions of timed-out tasks (`retries`); not extra tasks.
+    pub resubmitted: u64,
     /// Replies that arrived after their task had timed out.
     pub late_replies: u64,
     pub duplicate_replies: u64,
@@ -57,6 +65,25 @@ pub struct ClientReport {
 impl ClientReport {
     pub fn failed_total(&self) -> u64 {
         self.failed.values().sum()
+    }
+
+    /// Adds another thread's report (disjoint task ids).
+    pub fn merge(&mut self, o: ClientReport) {
+        self.submitted += o.submitted;
+        self.completed += o.completed;
+        for (k, v) in o.failed {
+            *self.failed.entry(k).or_default() += v;
+        }
+        self.timed_out += o.timed_out;
+        self.resubmitted += o.resubmitted;
+        self.late_replies += o.late_replies;
+        self.duplicate_replies += o.duplicate_replies;
+        self.unknown_replies += o.unknown_replies;
+        self.latency
+            .add(&o.latency)
+            .expect("histograms with the same bounds");
+        self.send_window_ns = self.send_window_ns.max(o.send_window_ns);
+        self.max_send_lag_ns = self.max_send_lag_ns.max(o.max_send_lag_ns);
     }
 
     /// Every submitted task is accounted for exactly once.
@@ -77,7 +104,7 @@ impl ClientReport {
             .collect();
         format!(
             "{{\"submitted\": {}, \"completed\": {}, \"failed\": {{{}}}, \"timed_out\": {}, \
-             \"late_replies\": {}, \"duplicate_replies\": {}, \"unknown_replies\": {}, \
+             \"resubmitted\": {}, \"late_replies\": {}, \"duplicate_replies\": {}, \"unknown_replies\": {}, \
              \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"p999_us\": {:.3}, \"max_us\": {:.3}, \
              \"mean_us\": {:.3}, \"send_window_ns\": {}, \"max_send_lag_ns\": {}, \
              \"histogram\": \"hdr, 3 significant digits\"}}",
@@ -85,6 +112,7 @@ impl ClientReport {
             self.completed,
             failed.join(", "),
             self.timed_out,
+            self.resubmitted,
             self.late_replies,
             self.duplicate_replies,
             self.unknown_replies,
@@ -106,7 +134,7 @@ impl ClientReport {
             .map(|(k, v)| format!("{k}:{v}"))
             .collect();
         format!(
-            "submitted={} completed={} failed={} [{}] timed_out={} late={} dup={} unknown={} \
+            "submitted={} completed={} failed={} [{}] timed_out={} resubmitted={} late={} dup={} unknown={} \
              p50_us={:.1} p99_us={:.1} p999_us={:.1} max_us={:.1} mean_us={:.1} \
              rate_achieved={:.0}/s max_send_lag_us={:.1}",
             self.submitted,
@@ -114,6 +142,7 @@ impl ClientReport {
             self.failed_total(),
             failed.join(","),
             self.timed_out,
+            self.resubmitted,
             self.late_replies,
             self.duplicate_replies,
             self.unknown_replies,
@@ -149,14 +178,164 @@ impl Client {
         Self::new(cfg, sock)
     }
 
-    /// Submits for `duration_ms`, then waits for the last task's timeout.
+    /// Submits for `duration_ms`, then waits until every task has a reply or
+    /// its last timeout. With `threads > 1` runs that many independent
+    /// clients on their own sockets (app ids `app_id..app_id + threads`) and
+    /// merges their reports.
     pub fn run(&mut self) -> ClientReport {
+        let k = self.cfg.threads.max(1);
+        if k == 1 {
+            return self.run_one();
+        }
+        let subs: Vec<ClientConfig> = (0..k)
+            .map(|i| {
+                let mut c = self.cfg.clone();
+                c.threads = 1;
+                c.app_id = self.cfg.app_id + i;
+                c.seed = self.cfg.seed.wrapping_add(0x9e37_79b9 * i as u64);
+                c.rate = self.cfg.rate / k as f64;
+                for st in &mut c.schedule {
+                    st.rate /= k as f64;
+                }
+                c
+            })
+            .collect();
+        let handles: Vec<_> = subs
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                // Thread 0 reuses this client's socket; the others bind their own.
+                let sock = if i == 0 {
+                    self.sock.try_clone()
+                } else {
+                    UdpSocket::bind(&c.bind)
+                };
+                std::thread::spawn(move || -> Result<ClientReport, String> {
+                    let sock = sock.map_err(|e| e.to_string())?;
+                    Ok(Client::new(c, sock)?.run_one())
+                })
+            })
+            .collect();
+        let mut total: Option<ClientReport> = None;
+        for h in handles {
+            let r = h
+                .join()
+                .expect("client thread panicked")
+                .expect("client thread could not start");
+            match &mut total {
+                None => total = Some(r),
+                Some(t) => t.merge(r),
+            }
+        }
+        total.expect("at least one thread")
+    }
+
+    /// The rate in force at `t_ns` since start.
+    fn rate_at(&self, t_ns: u64) -> f64 {
+        let ms = t_ns / 1_000_000;
+        self.cfg
+            .schedule
+            .iter()
+            .rev()
+            .find(|s: &&RateStep| s.at_ms <= ms)
+            .map_or(self.cfg.rate, |s| s.rate)
+    }
+
+    /// The next arrival after `t` of the non-homogeneous Poisson process
+    /// the schedule defines: draw a gap at the rate in force; if it crosses
+    /// the next step, restart at the step (exact, by memorylessness).
+    /// `u64::MAX` if no arrival comes before `end`.
+    fn next_arrival(&self, mut t: u64, end: u64, rng: &mut Rng) -> u64 {
+        while t < end {
+            let next_step = self
+                .cfg
+                .schedule
+                .iter()
+                .map(|s| s.at_ms * 1_000_000)
+                .find(|&b| b > t)
+                .unwrap_or(u64::MAX);
+            let rate = self.rate_at(t);
+            if rate <= 0.0 {
+                t = next_step;
+                continue;
+            }
+            let at = t.saturating_add(exp_gap(rng, 1e9 / rate));
+            if at < next_step {
+                return at;
+            }
+            t = next_step;
+        }
+        u64::MAX
+    }
+
+    /// Encodes packet `part` of task `seq` and sends it to target `t`.
+    fn send_part(&self, tx: &mut [u8], seq: u32, spec: &TaskSpec, part: u8) -> bool {
         let cfg = &self.cfg;
+        let mut payload = [0u8; ROCKS_PAYLOAD_LEN];
+        let plen = match spec.kind {
+            Some(kind) => kind.encode(&mut payload),
+            None => 0,
+        };
+        let is_last = part + 1 == cfg.packets;
+        let msg = match cfg.wire {
+            WireFamily::Horus => {
+                let task = HorusTask {
+                    task_id: task_id::new(cfg.app_id, seq),
+                    is_last,
+                    idle_selected: false,
+                    class: spec.class,
+                    service_time_ns: spec.service_ns,
+                    payload: &payload[..plen],
+                };
+                Message::Horus(HorusMessage {
+                    header: HorusHeader {
+                        pool_id: cfg.pool,
+                        seq: seq as u16,
+                        ..Default::default()
+                    },
+                    body: if part == 0 {
+                        HorusBody::TaskFirst(task)
+                    } else {
+                        HorusBody::TaskContinuation(task)
+                    },
+                })
+            }
+            WireFamily::Racksched => {
+                let p = RackSchedPacket {
+                    req_id: ReqId {
+                        client_id: cfg.app_id,
+                        local_id: seq,
+                    },
+                    load: 0,
+                    is_last,
+                    class: spec.class,
+                    service_time_ns: spec.service_ns,
+                    payload: &payload[..plen],
+                };
+                Message::RackSched(if part == 0 {
+                    RackSchedMessage::ReqFirst(p)
+                } else {
+                    RackSchedMessage::ReqRest(p)
+                })
+            }
+        };
+        let n = msg.encode(tx).expect("task fits a datagram");
+        self.sock
+            .send_to(&tx[..n], cfg.targets[spec.target as usize].addr)
+            .is_ok()
+    }
+
+    /// Sends every packet of a task; false if any send failed.
+    fn send_task(&self, tx: &mut [u8], seq: u32, spec: &TaskSpec) -> bool {
+        (0..self.cfg.packets).all(|part| self.send_part(tx, seq, spec, part))
+    }
+
+    fn run_one(&mut self) -> ClientReport {
+        let cfg = self.cfg.clone();
         let mut arrivals = Rng::derive(cfg.seed, 1);
         let mut service_rng = Rng::derive(cfg.seed, 2);
         let mut route_rng = Rng::derive(cfg.seed, 3);
         let mut key_rng = Rng::derive(cfg.seed, 4);
-        let mut payload = [0u8; ROCKS_PAYLOAD_LEN];
         let total_w: f64 = cfg.targets.iter().map(|t| t.weight).sum();
         let cum: Vec<f64> = cfg
             .targets
@@ -168,19 +347,24 @@ impl Client {
             .collect();
         let window = cfg.duration_ms * 1_000_000;
         let timeout = cfg.timeout_ms * 1_000_000;
-        let mean_gap_ns = 1e9 / cfg.rate;
+        let peak = cfg.schedule.iter().map(|s| s.rate).fold(cfg.rate, f64::max);
         // Intended send times, ns since start; one entry per task.
-        let expected = (cfg.rate * cfg.duration_ms as f64 / 1e3 * 1.2) as usize + 16;
+        let expected = (peak * cfg.duration_ms as f64 / 1e3 * 1.2) as usize + 16;
         let mut intended: Vec<u64> = Vec::with_capacity(expected);
         let mut state: Vec<State> = Vec::with_capacity(expected);
+        // What a resubmission needs to send the task again, and how often
+        // it was sent (only kept with `retries > 0`).
+        let mut specs: Vec<(TaskSpec, u32)> = Vec::new();
+        // Deadlines, earliest first: (deadline, seq).
+        let mut deadlines: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(expected);
         let mut hist = Histogram::<u64>::new_with_bounds(1_000, 100_000_000_000, 3)
             .expect("valid histogram bounds");
         let mut report_failed: BTreeMap<String, u64> = BTreeMap::new();
         let (mut completed, mut timed_out, mut late, mut dup, mut unknown) = (0u64, 0, 0, 0, 0);
+        let mut resubmitted = 0u64;
         let mut rx = vec![0u8; 2048];
         let mut tx = vec![0u8; MAX_DATAGRAM];
-        let mut next_at = exp_gap(&mut arrivals, mean_gap_ns);
-        let mut oldest = 0usize;
+        let mut next_at = self.next_arrival(0, window, &mut arrivals);
         let mut max_lag = 0u64;
         let start = Instant::now();
         let ns = || start.elapsed().as_nanos() as u64;
@@ -192,10 +376,10 @@ impl Client {
                 let seq = intended.len() as u32;
                 let (service_ns, class) = self.sampler.sample(&mut service_rng);
                 let u = route_rng.unit();
-                let t = cum.iter().position(|&c| u < c).unwrap_or(cum.len() - 1);
+                let target = cum.iter().position(|&c| u < c).unwrap_or(cum.len() - 1) as u16;
                 // RocksDB tasks: the class picks GET or SCAN (RackSched §4.4);
                 // the work is the request itself, not a carried time.
-                let (service_ns, plen) = if cfg.rocksdb_keys > 0 {
+                let spec = if cfg.rocksdb_keys > 0 {
                     let key = (key_rng.unit() * cfg.rocksdb_keys as f64) as u32;
                     let kind = if class == 0 {
                         TaskKind::Get {
@@ -208,51 +392,33 @@ impl Client {
                             count: SCAN_OBJECTS,
                         }
                     };
-                    (0, kind.encode(&mut payload))
+                    TaskSpec {
+                        service_ns: 0,
+                        class,
+                        kind: Some(kind),
+                        target,
+                    }
                 } else {
-                    (service_ns, 0)
-                };
-                let msg = match cfg.wire {
-                    WireFamily::Horus => Message::Horus(HorusMessage {
-                        header: HorusHeader {
-                            pool_id: cfg.pool,
-                            seq: seq as u16,
-                            ..Default::default()
-                        },
-                        body: HorusBody::TaskFirst(HorusTask {
-                            task_id: task_id::new(cfg.app_id, seq),
-                            is_last: true,
-                            idle_selected: false,
-                            class,
-                            service_time_ns: service_ns,
-                            payload: &payload[..plen],
-                        }),
-                    }),
-                    WireFamily::Racksched => {
-                        Message::RackSched(RackSchedMessage::ReqFirst(RackSchedPacket {
-                            req_id: ReqId {
-                                client_id: cfg.app_id,
-                                local_id: seq,
-                            },
-                            load: 0,
-                            is_last: true,
-                            class,
-                            service_time_ns: service_ns,
-                            payload: &payload[..plen],
-                        }))
+                    TaskSpec {
+                        service_ns,
+                        class,
+                        kind: None,
+                        target,
                     }
                 };
                 intended.push(next_at);
-                let n = msg.encode(&mut tx).expect("task fits a datagram");
-                match self.sock.send_to(&tx[..n], cfg.targets[t].addr) {
-                    Ok(_) => state.push(State::Pending),
-                    Err(_) => {
-                        state.push(State::Failed);
-                        *report_failed.entry("send_error".into()).or_default() += 1;
-                    }
+                if self.send_task(&mut tx, seq, &spec) {
+                    state.push(State::Pending);
+                    deadlines.push(Reverse((next_at + timeout, seq)));
+                } else {
+                    state.push(State::Failed);
+                    *report_failed.entry("send_error".into()).or_default() += 1;
+                }
+                if cfg.retries > 0 {
+                    specs.push((spec, 0));
                 }
                 max_lag = max_lag.max(ns().saturating_sub(next_at));
-                next_at += exp_gap(&mut arrivals, mean_gap_ns);
+                next_at = self.next_arrival(next_at, window, &mut arrivals);
             }
             // Replies.
             while let Ok(Some((n, _))) = net::try_recv(&self.sock, &mut rx) {
@@ -308,20 +474,32 @@ impl Client {
                     State::Completed | State::Failed => dup += 1,
                 }
             }
-            // Timeouts, oldest first (tasks are sent in intended-time order).
+            // Deadlines, earliest first: resubmit while retries are left,
+            // then time out. Entries of finished tasks are dropped here.
             let now = ns();
-            while oldest < state.len() {
-                match state[oldest] {
-                    State::Pending if intended[oldest] + timeout <= now => {
-                        state[oldest] = State::TimedOut;
-                        timed_out += 1;
-                    }
-                    State::Pending => break,
-                    _ => {}
+            while let Some(&Reverse((deadline, seq))) = deadlines.peek() {
+                if deadline > now {
+                    break;
                 }
-                oldest += 1;
+                deadlines.pop();
+                let i = seq as usize;
+                if state[i] != State::Pending {
+                    continue;
+                }
+                if cfg.retries > 0 && specs[i].1 < cfg.retries {
+                    specs[i].1 += 1;
+                    resubmitted += 1;
+                    let spec = specs[i].0;
+                    // A failed resend leaves the task pending until its
+                    // next deadline, like a lost datagram.
+                    let _ = self.send_task(&mut tx, seq, &spec);
+                    deadlines.push(Reverse((now + timeout, seq)));
+                } else {
+                    state[i] = State::TimedOut;
+                    timed_out += 1;
+                }
             }
-            if next_at >= window && oldest == state.len() {
+            if next_at >= window && deadlines.is_empty() {
                 break;
             }
             // Park until the next send or 1 ms, whichever is first; a reply
@@ -345,6 +523,7 @@ impl Client {
             completed,
             failed: report_failed,
             timed_out,
+            resubmitted,
             late_replies: late,
             duplicate_replies: dup,
             unknown_replies: unknown,
@@ -353,6 +532,16 @@ impl Client {
             max_send_lag_ns: max_lag,
         }
     }
+}
+
+/// What (re)sending one task needs.
+#[derive(Clone, Copy, Debug)]
+struct TaskSpec {
+    service_ns: u64,
+    class: u8,
+    /// A RocksDB request; `None`: synthetic (runs for `service_ns`).
+    kind: Option<TaskKind>,
+    target: u16,
 }
 
 /// Exponential inter-arrival gap (Poisson process), at least 1 ns.

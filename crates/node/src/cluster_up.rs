@@ -61,6 +61,22 @@ pub struct ClusterUpConfig {
     /// Run the simulator for the same configuration.
     #[serde(default = "default_true")]
     pub sim: bool,
+    /// Measure this cluster's per-task round-trip overhead before the run
+    /// (a short low-load run of fixed [`CALIBRATION_SERVICE_US`] tasks) and
+    /// give the simulator one sixth of it per hop instead of `sim_hop_us`
+    /// (see [`Calibration`]).
+    #[serde(default = "default_true")]
+    pub calibrate: bool,
+    /// The simulated run is this many times longer than the runtime's, so
+    /// the simulator's own sampling noise is small beside the runtime's.
+    #[serde(default = "default_sim_scale")]
+    pub sim_scale: u32,
+    /// Nice value of every process `cluster up` starts (daemons, clients).
+    /// Negative values (needs root or CAP_SYS_NICE; otherwise a warning and
+    /// the default) let the cluster's threads preempt other work at wake-up,
+    /// so a busy shared machine stretches hops and service times less.
+    #[serde(default)]
+    pub nice: i32,
     pub workload: UpWorkload,
 }
 
@@ -100,6 +116,9 @@ fn default_heartbeat() -> u64 {
 }
 fn default_sim_hop() -> f64 {
     15.0
+}
+fn default_sim_scale() -> u32 {
+    10
 }
 fn default_true() -> bool {
     true
@@ -150,6 +169,15 @@ impl ClusterUpConfig {
             return Err(format!(
                 "workload.load: must be in (0, 1], got {}",
                 self.workload.load
+            ));
+        }
+        if !(-20..=19).contains(&self.nice) {
+            return Err(format!("nice: must be in -20..=19, got {}", self.nice));
+        }
+        if self.sim_scale == 0 || self.sim_scale > 1000 {
+            return Err(format!(
+                "sim_scale: must be in 1..=1000, got {}",
+                self.sim_scale
             ));
         }
         if self.workload.duration_ms == 0 {
@@ -391,14 +419,77 @@ pub fn interrupted() -> bool {
 pub struct Fleet {
     children: Vec<(String, Child)>,
     pids: File,
+    nice: i32,
+}
+
+/// Child setup shared by daemons and clients: its own session (so a
+/// terminal's Ctrl-C reaches only `cluster up`, which tears down in order),
+/// die with `cluster up` (PR_SET_PDEATHSIG), and run at `nice`.
+///
+/// With the kernel's autogroup scheduling (`sched_autogroup_enabled`), CPU
+/// is shared fairly between *sessions* first and a process's nice value only
+/// counts inside its session, so a nice value alone does not help against
+/// other users' jobs. A new session is a new autogroup, and its own nice
+/// (`/proc/self/autogroup`) is what weighs against the other sessions.
+fn child_setup(cmd: &mut Command, nice: i32) {
+    let text = format!("{nice}");
+    let mut buf = [0u8; 8];
+    let len = text.len().min(buf.len());
+    buf[..len].copy_from_slice(&text.as_bytes()[..len]);
+    // SAFETY: setsid, prctl, setpriority, open, write and close are
+    // async-signal-safe; this runs in the child between fork and exec and
+    // allocates nothing (the buffer was filled before the fork).
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if nice != 0 {
+                // Failures (no CAP_SYS_NICE, no autogroup) leave the
+                // default; the parent checks the nice value and warns.
+                libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+                let fd = libc::open(c"/proc/self/autogroup".as_ptr(), libc::O_WRONLY);
+                if fd >= 0 {
+                    libc::write(fd, buf.as_ptr().cast(), len);
+                    libc::close(fd);
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Warns once if a child did not get the requested nice value.
+fn check_nice(pid: u32, nice: i32) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: getpriority on a pid; errno is irrelevant here (-1 is a valid
+    // answer, compared below).
+    let got = unsafe { libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t) };
+    if got != nice && !WARNED.swap(true, Ordering::Relaxed) {
+        crate::metrics::log(
+            "warn",
+            "cluster",
+            "could not set nice (needs root or CAP_SYS_NICE); running at default priority",
+            &[("wanted", &nice), ("got", &got)],
+        );
+    }
 }
 
 impl Fleet {
-    fn new(dir: &Path) -> Result<Self, String> {
+    fn new(dir: &Path, nice: i32) -> Result<Self, String> {
         let p = dir.join("pids");
         Ok(Fleet {
             children: Vec::new(),
             pids: File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+            nice,
         })
     }
 
@@ -407,27 +498,10 @@ impl Fleet {
         let log = File::create(dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
         let mut cmd = Command::new(bin);
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2)
-            // Our own process group: a terminal's Ctrl-C reaches only us,
-            // and we tear down in order.
-            .process_group(0);
-        // SAFETY: prctl is async-signal-safe; runs in the child before exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                );
-                Ok(())
-            });
-        }
+        cmd.args(args).stdin(Stdio::null()).stdout(log).stderr(log2);
+        child_setup(&mut cmd, self.nice);
         let child = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+        check_nice(child.id(), self.nice);
         let _ = writeln!(self.pids, "{} {name}", child.id());
         self.children.push((name.to_string(), child));
         Ok(())
@@ -469,13 +543,98 @@ impl Drop for Fleet {
     }
 }
 
+/// Service time of the calibration tasks (fixed, synthetic), µs. Long
+/// enough that the executor sleeps and spins as for real tasks, short enough
+/// that the calibration run stays at a load of ~0.5 %.
+pub const CALIBRATION_SERVICE_US: f64 = 50.0;
+const CALIBRATION_RATE: f64 = 400.0;
+const CALIBRATION_MS: u64 = 500;
+
+/// Hops a task and its reply take on the runtime: client → spine → leaf →
+/// worker → leaf → spine → client. The simulator's response time (Horus
+/// §4.1, docs/metrics.md) covers only the first two after the client's:
+/// spine → leaf → worker, then service; the other four are added to its
+/// quantiles so both sides measure client send to reply received.
+pub const RUNTIME_HOPS: f64 = 6.0;
+pub const SIM_MEASURED_HOPS: f64 = 2.0;
+
+/// What the low-load calibration run measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Calibration {
+    /// Median latency of the calibration tasks minus their service time:
+    /// the round trip through six loopback hops, three daemons' batch loops
+    /// and the executor's wake-up, with nothing queued, µs.
+    pub overhead_us: f64,
+    pub tasks: u64,
+}
+
+/// The simulator's side of one comparison.
+#[derive(Clone, Debug)]
+pub struct SimSide {
+    /// The simulator's response time (submission at the spine to completion
+    /// at the worker), µs.
+    pub response_p50_us: f64,
+    pub response_p99_us: f64,
+    /// Per-hop delay the simulator used, µs.
+    pub hop_us: f64,
+    /// The same quantiles as the client measures them: response time plus
+    /// the `RUNTIME_HOPS - SIM_MEASURED_HOPS` hops the simulator's metric
+    /// leaves out. A constant shifts every quantile by itself.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    /// The simulator's offered load (the client's rate × the simulated mean
+    /// service time / workers).
+    pub load: f64,
+    /// The service distribution the simulator used (TOML).
+    pub service: String,
+}
+
 /// What one policy run measured.
 #[derive(Clone, Debug)]
 pub struct UpResult {
     pub policy: String,
     pub client: serde_json::Value,
-    /// Simulator p50/p99 (µs) of the same configuration.
-    pub sim: Option<(f64, f64)>,
+    pub calibration: Option<Calibration>,
+    pub sim: Option<SimSide>,
+}
+
+impl UpResult {
+    /// Runtime quantile / simulator quantile (client-side), p50 and p99.
+    pub fn ratios(&self) -> Option<(f64, f64)> {
+        let s = self.sim.as_ref()?;
+        let p50 = self.client["p50_us"].as_f64()?;
+        let p99 = self.client["p99_us"].as_f64()?;
+        Some((p50 / s.p50_us, p99 / s.p99_us))
+    }
+
+    /// The comparison as JSON (`run_dir/<policy>/compare.json`).
+    pub fn compare_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "policy": self.policy,
+            "runtime_p50_us": self.client["p50_us"],
+            "runtime_p99_us": self.client["p99_us"],
+            "submitted": self.client["submitted"],
+            "completed": self.client["completed"],
+        });
+        if let Some(c) = &self.calibration {
+            v["overhead_us"] = c.overhead_us.into();
+            v["calibration_tasks"] = c.tasks.into();
+        }
+        if let Some(s) = &self.sim {
+            v["sim_response_p50_us"] = s.response_p50_us.into();
+            v["sim_response_p99_us"] = s.response_p99_us.into();
+            v["sim_hop_us"] = s.hop_us.into();
+            v["sim_p50_us"] = s.p50_us.into();
+            v["sim_p99_us"] = s.p99_us.into();
+            v["sim_load"] = s.load.into();
+            v["sim_service"] = s.service.clone().into();
+        }
+        if let Some((a, b)) = self.ratios() {
+            v["p50_ratio"] = a.into();
+            v["p99_ratio"] = b.into();
+        }
+        v
+    }
 }
 
 fn wait_until(
@@ -502,12 +661,109 @@ fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
-/// Runs one policy: starts the fleet, waits for readiness, runs the client,
-/// tears down (also on error or interrupt).
+/// Runs `netsched client -c config --json <name>.json` while watching the
+/// fleet; returns the client's JSON report.
+fn run_client(
+    bin: &Path,
+    config: &Path,
+    name: &str,
+    dir: &Path,
+    fleet: &mut Fleet,
+) -> Result<serde_json::Value, String> {
+    let json = dir.join(format!("{name}.json"));
+    let log = dir.join(format!("{name}.log"));
+    let _ = std::fs::remove_file(&json);
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "client",
+        "-c",
+        &config.to_string_lossy(),
+        "--json",
+        &json.to_string_lossy(),
+    ])
+    .stdin(Stdio::null())
+    .stdout(File::create(&log).map_err(|e| e.to_string())?)
+    .stderr(Stdio::inherit());
+    child_setup(&mut cmd, fleet.nice);
+    let mut client = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+    let status = loop {
+        if interrupted() {
+            let _ = client.kill();
+            let _ = client.wait();
+            return Err("interrupted".into());
+        }
+        if let Some(e) = fleet.exited() {
+            let _ = client.kill();
+            let _ = client.wait();
+            return Err(e);
+        }
+        match client.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    if !status.success() {
+        return Err(format!("{name} failed ({status}); see {}", log.display()));
+    }
+    let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// The calibration client: same targets, its own app id (so its replies can
+/// never be mistaken for the measured client's), fixed short tasks at a load
+/// of ~0.5 %, so every task finds an idle worker and its latency is service
+/// time plus the path's fixed cost.
+fn calibration_client(main_client: &str, cfg: &ClusterUpConfig) -> String {
+    let targets = main_client
+        .lines()
+        .find(|l| l.starts_with("targets"))
+        .unwrap_or("targets = []");
+    format!(
+        "{targets}\npool = 1\napp_id = 2\nrate = {CALIBRATION_RATE}\nduration_ms = {CALIBRATION_MS}\n\
+         timeout_ms = 500\nseed = {}\nservice = {{ kind = \"fixed\", value_us = {CALIBRATION_SERVICE_US} }}\n",
+        cfg.workload.seed + 7
+    )
+}
+
+/// Medians of GET 60 and SCAN 5000 the worker agents measured on their
+/// RocksDB at start (`msg="rocksdb ready" get60_us=… scan5000_us=…`),
+/// averaged over the agents, µs.
+fn rocksdb_medians(dir: &Path, racks: usize) -> Option<(f64, f64)> {
+    let (mut get, mut scan, mut n) = (0.0, 0.0, 0.0);
+    for r in 0..racks {
+        let text = std::fs::read_to_string(dir.join(format!("worker{r}.log"))).ok()?;
+        let line = text.lines().find(|l| l.contains("msg=\"rocksdb ready\""))?;
+        let field = |k: &str| -> Option<f64> {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(k))?
+                .parse()
+                .ok()
+        };
+        get += field("get60_us=")?;
+        scan += field("scan5000_us=")?;
+        n += 1.0;
+    }
+    (n > 0.0).then(|| (get / n, scan / n))
+}
+
+/// Class weights of a service distribution (one class if it has none).
+fn class_weights(d: &ServiceDist) -> Vec<f64> {
+    match d {
+        ServiceDist::Preset { name } => class_weights(&name.dist()),
+        ServiceDist::Mix { weights, .. } | ServiceDist::LognormalMix { weights, .. } => {
+            weights.clone()
+        }
+        _ => vec![1.0],
+    }
+}
+
+/// Runs one policy: starts the fleet, waits for readiness, calibrates, runs
+/// the client, tears down (also on error or interrupt), then simulates.
 pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpResult, String> {
     let dir = cfg.run_dir.join(policy);
     let plan = plan(cfg, policy, &dir)?;
-    let mut fleet = Fleet::new(&dir)?;
+    let mut fleet = Fleet::new(&dir, cfg.nice)?;
     for (name, sub, path, _) in &plan.daemons {
         fleet.spawn(name, bin, &[sub, "-c", &path.to_string_lossy()], &dir)?;
     }
@@ -564,79 +820,108 @@ pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpR
             Ok(racks_ok && admitted == cfg.racks)
         },
     )?;
-    let json = dir.join("client.json");
-    let _ = std::fs::remove_file(&json);
-    let mut client = Command::new(bin)
-        .args([
-            "client",
-            "-c",
-            &plan.client.to_string_lossy(),
-            "--json",
-            &json.to_string_lossy(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(File::create(dir.join("client.log")).map_err(|e| e.to_string())?)
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    let status = loop {
-        if interrupted() {
-            let _ = client.kill();
-            let _ = client.wait();
-            return Err("interrupted".into());
+    let calibration = if cfg.sim && cfg.calibrate {
+        let text = std::fs::read_to_string(&plan.client).map_err(|e| e.to_string())?;
+        let path = write(&dir, "calibration.toml", calibration_client(&text, cfg))?;
+        let c = run_client(bin, &path, "calibration", &dir, &mut fleet)?;
+        let tasks = c["completed"].as_u64().unwrap_or(0);
+        if tasks < 20 {
+            return Err(format!(
+                "calibration: only {tasks} of {} tasks completed; see {}",
+                c["submitted"],
+                dir.join("calibration.log").display()
+            ));
         }
-        if let Some(e) = fleet.exited() {
-            let _ = client.kill();
-            let _ = client.wait();
-            return Err(e);
-        }
-        match client.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(e.to_string()),
-        }
-    };
-    drop(fleet);
-    if !status.success() {
-        return Err(format!(
-            "client failed ({status}); see {}",
-            dir.join("client.log").display()
-        ));
-    }
-    let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
-    let client: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let sim = if cfg.sim {
-        Some(simulate(cfg, policy)?)
+        let p50 = c["p50_us"].as_f64().unwrap_or(f64::NAN);
+        Some(Calibration {
+            overhead_us: (p50 - CALIBRATION_SERVICE_US).max(0.0),
+            tasks,
+        })
     } else {
         None
     };
-    Ok(UpResult {
+    let client = run_client(bin, &plan.client, "client", &dir, &mut fleet)?;
+    drop(fleet);
+    let sim = if cfg.sim {
+        let hop_us = match calibration {
+            Some(c) => c.overhead_us / RUNTIME_HOPS,
+            None => cfg.sim_hop_us,
+        };
+        let service = if cfg.rocksdb_keys > 0 {
+            // The runtime executes real GET/SCAN requests; the simulator gets
+            // the medians this machine's RocksDB measured at start (σ as the
+            // presets, ROCKSDB_SIGMA), not the papers' 40/650 µs.
+            let (get, scan) = rocksdb_medians(&dir, cfg.racks)
+                .ok_or("no `rocksdb ready` line with get60_us/scan5000_us in a worker log")?;
+            let weights = class_weights(&cfg.workload.service);
+            let mut medians_us = vec![scan; weights.len()];
+            medians_us[0] = get;
+            ServiceDist::LognormalMix {
+                medians_us,
+                sigma: netsched_sim::workload::ROCKSDB_SIGMA,
+                weights,
+            }
+        } else {
+            cfg.workload.service.clone()
+        };
+        let mean_ns = service.build().map_err(|e| e.to_string())?.mean_ns();
+        let load = cfg.rate()? * mean_ns / 1e9 / cfg.workers() as f64;
+        let (p50, p99) = simulate(cfg, policy, &service, load, hop_us)?;
+        let extra = (RUNTIME_HOPS - SIM_MEASURED_HOPS) * hop_us;
+        Some(SimSide {
+            response_p50_us: p50,
+            response_p99_us: p99,
+            hop_us,
+            p50_us: p50 + extra,
+            p99_us: p99 + extra,
+            load,
+            service: service_inline(&service)?,
+        })
+    } else {
+        None
+    };
+    let r = UpResult {
         policy: policy.to_string(),
         client,
+        calibration,
         sim,
-    })
+    };
+    let cmp = dir.join("compare.json");
+    std::fs::write(&cmp, format!("{:#}\n", r.compare_json()))
+        .map_err(|e| format!("{}: {e}", cmp.display()))?;
+    Ok(r)
 }
 
 /// The simulator on the same configuration: `racks` racks of one server
 /// with `workers_per_rack` single-queue workers, one pool over all of them,
-/// `spines` spines (leaf:spine ratio racks/spines), the same service
-/// distribution, load and duration; every network hop `sim_hop_us`, no loss.
-/// Returns (p50, p99) of the response time in µs.
-pub fn simulate(cfg: &ClusterUpConfig, policy: &str) -> Result<(f64, f64), String> {
+/// `spines` spines (leaf:spine ratio racks/spines), the given service
+/// distribution and offered load (the client's rate), `sim_scale` × the
+/// duration, every network hop a constant `hop_us`, no loss.
+/// Returns (p50, p99) of the response time in µs (docs/metrics.md).
+pub fn simulate(
+    cfg: &ClusterUpConfig,
+    policy: &str,
+    service: &ServiceDist,
+    load: f64,
+    hop_us: f64,
+) -> Result<(f64, f64), String> {
     let (_, _, sim_policy) = policy_map(policy).ok_or("unknown policy")?;
-    let service = format!("service = {}\n", service_inline(&cfg.workload.service)?);
+    if !(load > 0.0 && load <= 1.0) {
+        return Err(format!(
+            "sim: the client's rate is a load of {load:.3} on the simulated service times (> 1)"
+        ));
+    }
+    let service = format!("service = {}\n", service_inline(service)?);
     let racks = vec![format!("[{}]", cfg.workers_per_rack); cfg.racks].join(", ");
     let text = format!(
         "seed = {}\npolicy = \"{sim_policy}\"\n[topology]\nkind = \"racks\"\nracks = [{racks}]\n\
          [placement]\nsizes = [{}]\nmode = \"colocated\"\nratio = {}\n\
-         [workload]\n{service}load = {}\nduration_us = {}\n\
-         [network]\nhop_delay = {{ kind = \"constant\", us = {} }}\nloss = 0\n",
+         [workload]\n{service}load = {load}\nduration_us = {}\n\
+         [network]\nhop_delay = {{ kind = \"constant\", us = {hop_us} }}\nloss = 0\n",
         cfg.workload.seed,
         cfg.workers(),
         cfg.racks.div_ceil(cfg.spines).max(1),
-        cfg.workload.load,
-        cfg.workload.duration_ms * 1000,
-        cfg.sim_hop_us,
+        cfg.workload.duration_ms * 1000 * cfg.sim_scale as u64,
     );
     let sc = netsched_sim::config::SimConfig::from_toml(&text).map_err(|e| format!("sim: {e}"))?;
     let runs = netsched_sim::run::run_config(&sc, Path::new("."), &Default::default())
@@ -649,7 +934,8 @@ pub fn simulate(cfg: &ClusterUpConfig, policy: &str) -> Result<(f64, f64), Strin
 }
 
 /// One line per policy: the runtime's accounting and percentiles beside the
-/// simulator's.
+/// simulator's (client-side: response time + the four hops it leaves out)
+/// and their ratios.
 pub fn report_line(r: &UpResult) -> String {
     let c = &r.client;
     let f = |k: &str| c[k].as_f64().unwrap_or(f64::NAN);
@@ -657,9 +943,11 @@ pub fn report_line(r: &UpResult) -> String {
         .as_object()
         .map(|m| m.values().filter_map(|v| v.as_u64()).sum())
         .unwrap_or(0);
-    let sim = match r.sim {
-        Some((p50, p99)) => format!("{p50:>9.1} {p99:>9.1}"),
-        None => format!("{:>9} {:>9}", "-", "-"),
+    let sim = match (&r.sim, r.ratios()) {
+        (Some(s), Some((a, b))) => {
+            format!("{:>9.1} {:>9.1} {a:>6.2} {b:>6.2}", s.p50_us, s.p99_us)
+        }
+        _ => format!("{:>9} {:>9} {:>6} {:>6}", "-", "-", "-", "-"),
     };
     format!(
         "{:<12} {:>9} {:>9} {:>7} {:>9} {:>9.1} {:>9.1} {sim}",
@@ -674,7 +962,29 @@ pub fn report_line(r: &UpResult) -> String {
 }
 
 pub const REPORT_HEADER: &str =
-    "policy       submitted completed  failed timed_out   p50(us)   p99(us) sim_p50   sim_p99";
+    "policy       submitted completed  failed timed_out   p50(us)   p99(us)   sim_p50   sim_p99 p50/sim p99/sim";
+
+/// How the simulator's side of one line was obtained.
+pub fn note_line(r: &UpResult) -> Option<String> {
+    let s = r.sim.as_ref()?;
+    let cal = match r.calibration {
+        Some(c) => format!(
+            "calibrated round trip {:.1} us (p50 of {} idle-path tasks minus {CALIBRATION_SERVICE_US} us) / {RUNTIME_HOPS}",
+            c.overhead_us, c.tasks
+        ),
+        None => "sim_hop_us from the config".into(),
+    };
+    Some(format!(
+        "  {}: sim hop {:.1} us ({cal}); sim response p50 {:.1} / p99 {:.1} us + {} hops; sim load {:.3}, service {}",
+        r.policy,
+        s.hop_us,
+        s.response_p50_us,
+        s.response_p99_us,
+        RUNTIME_HOPS - SIM_MEASURED_HOPS,
+        s.load,
+        s.service
+    ))
+}
 
 /// `cluster up`: every policy in turn; prints the table as it goes.
 pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, String> {
@@ -696,5 +1006,81 @@ pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, String> {
         println!("{}", report_line(&r));
         out.push(r);
     }
+    if cfg.sim {
+        println!(
+            "sim_*: the simulator on the same configuration; its response time (spine to completion, \
+             docs/metrics.md) plus the {} hops it leaves out, so both sides are client send to reply",
+            RUNTIME_HOPS - SIM_MEASURED_HOPS
+        );
+        for r in &out {
+            if let Some(l) = note_line(r) {
+                println!("{l}");
+            }
+        }
+    }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_configs_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with("cluster-") && name.ends_with(".toml") {
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                ClusterUpConfig::from_toml(&text).unwrap_or_else(|err| panic!("{name}: {err}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 3, "cluster-small, cluster-rocksdb, cluster-agree");
+    }
+
+    #[test]
+    fn the_calibration_client_is_a_valid_low_load_config_with_its_own_app_id() {
+        let cfg = ClusterUpConfig::from_toml(
+            "[workload]\nservice = { kind = \"exp\", mean_us = 1000 }\nload = 0.5\nduration_ms = 100\n",
+        )
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("netsched-plan-{}", std::process::id()));
+        let p = plan(&cfg, "horus", &dir).unwrap();
+        let main = std::fs::read_to_string(&p.client).unwrap();
+        let main_cfg = crate::config::ClientConfig::from_toml(&main).unwrap();
+        let cal = crate::config::ClientConfig::from_toml(&calibration_client(&main, &cfg)).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_ne!(cal.app_id, main_cfg.app_id, "replies must not mix");
+        assert_eq!(cal.targets.len(), main_cfg.targets.len());
+        assert_eq!(cal.targets[0].addr, main_cfg.targets[0].addr);
+        // 400/s of 50 µs on 4 workers: load 0.5 %.
+        let load = cal.rate * CALIBRATION_SERVICE_US / 1e6 / cfg.workers() as f64;
+        assert!(load < 0.01, "{load}");
+        assert!((main_cfg.rate - cfg.rate().unwrap()).abs() < 0.01);
+    }
+
+    #[test]
+    fn rocksdb_medians_come_from_the_worker_logs() {
+        let dir = std::env::temp_dir().join(format!("netsched-rlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (r, (g, s)) in [(40, 700), (60, 900)].iter().enumerate() {
+            std::fs::write(
+                dir.join(format!("worker{r}.log")),
+                format!(
+                    "ts=1.0 level=info comp=worker msg=\"rocksdb ready\" keys=10 get60_us={g} scan5000_us={s}\n"
+                ),
+            )
+            .unwrap();
+        }
+        assert_eq!(rocksdb_medians(&dir, 2), Some((50.0, 800.0)));
+        assert_eq!(rocksdb_medians(&dir, 3), None, "a worker without the line");
+        let _ = std::fs::remove_dir_all(&dir);
+        let w = class_weights(&ServiceDist::Preset {
+            name: netsched_sim::workload::ServicePreset::Rocksdb9010,
+        });
+        assert_eq!(w, vec![0.9, 0.1]);
+        assert_eq!(class_weights(&ServiceDist::Exp { mean_us: 1.0 }), vec![1.0]);
+    }
 }

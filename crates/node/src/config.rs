@@ -326,6 +326,41 @@ pub struct ClientConfig {
     /// its service time is not sent.
     #[serde(default)]
     pub rocksdb_keys: u32,
+    /// Datagrams per task: a TaskFirst (REQF) then continuations (REQR), the
+    /// last one marked; schedulers route the rest after the first (Horus
+    /// §A.4 connection table, RackSched §3.2 ReqTable) and the worker runs
+    /// the task on its last packet.
+    #[serde(default = "default_packets")]
+    pub packets: u8,
+    /// A task that times out is resubmitted with the same id up to this
+    /// many times (its deadline restarts); its latency still counts from
+    /// the first intended send, and only the last attempt can time out.
+    #[serde(default)]
+    pub retries: u32,
+    /// Rate schedule: from `at_ms` on, `rate` tasks/s (piecewise constant,
+    /// non-homogeneous Poisson); `rate` above holds before the first step.
+    #[serde(default)]
+    pub schedule: Vec<RateStep>,
+    /// Sender threads: thread i is an independent Poisson stream of
+    /// 1/threads of the rate, on its own socket, with app id `app_id + i`
+    /// (replies are routed by app id); the report merges them.
+    #[serde(default = "default_threads")]
+    pub threads: u32,
+}
+
+/// One step of a client's rate schedule.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    pub at_ms: u64,
+    pub rate: f64,
+}
+
+fn default_packets() -> u8 {
+    1
+}
+fn default_threads() -> u32 {
+    1
 }
 
 /// Which family of crates/proto a client speaks.
@@ -351,6 +386,10 @@ impl Default for ClientConfig {
             bind: default_bind(),
             wire: WireFamily::Horus,
             rocksdb_keys: 0,
+            packets: 1,
+            retries: 0,
+            schedule: Vec::new(),
+            threads: 1,
         }
     }
 }
@@ -383,7 +422,28 @@ impl ClientConfig {
         if !(self.rate > 0.0 && self.rate.is_finite()) {
             return Err("rate must be positive".into());
         }
-        let n = self.rate * self.duration_ms as f64 / 1e3;
+        if self
+            .schedule
+            .iter()
+            .any(|s| !(s.rate >= 0.0 && s.rate.is_finite()))
+        {
+            return Err("schedule: every rate must be finite and non-negative".into());
+        }
+        if self.schedule.windows(2).any(|w| w[0].at_ms >= w[1].at_ms) {
+            return Err("schedule: at_ms must increase".into());
+        }
+        if self.packets == 0 || self.packets > 64 {
+            return Err("packets must be in 1..=64".into());
+        }
+        if self.threads == 0 || self.threads > 64 {
+            return Err("threads must be in 1..=64".into());
+        }
+        let peak = self
+            .schedule
+            .iter()
+            .map(|s| s.rate)
+            .fold(self.rate, f64::max);
+        let n = peak * self.duration_ms as f64 / 1e3;
         if n > u32::MAX as f64 / 2.0 {
             return Err("too many tasks for 32-bit sequence numbers".into());
         }

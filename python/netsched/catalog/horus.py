@@ -27,7 +27,7 @@ def datacenter(scale: str) -> dict:
             "workload": {"service": {"kind": "preset", "name": "bimodal"}, "load": 0.9,
                          "tasks_per_worker": 100},
         }
-    # The main job's datacenter: k=16, 128 racks of 8 x 32-core servers
+    # The simulator main job's datacenter (experiments/main.toml): k=16, 128 racks of 8 x 32-core servers
     # (32,768 cores); 30 pools drawn from §5.1's size distribution.
     return {
         "topology": {"kind": "fat-tree", "k": 16, "cores_per_server": 32},
