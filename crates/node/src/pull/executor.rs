@@ -215,10 +215,9 @@ impl PullWorker {
 #[derive(Clone, Copy)]
 enum Awaiting {
     Nothing,
-    /// An answer to the request sent at this instant (Sparrow: for `slot`).
+    /// An answer to the request (or Sparrow get-task) sent at this instant.
     Answer {
         since: Instant,
-        slot: u32,
     },
     /// A no-op said "nothing now": ask again at this instant.
     RetryAt(Instant),
@@ -236,7 +235,6 @@ impl Exec {
             self.request(&mut tx);
             awaiting = Awaiting::Answer {
                 since: Instant::now(),
-                slot: 0,
             };
         }
         while !stop.load(Ordering::Relaxed) {
@@ -282,7 +280,6 @@ impl Exec {
                         self.request(&mut tx);
                         awaiting = Awaiting::Answer {
                             since: Instant::now(),
-                            slot: 0,
                         };
                     }
                     Mode::Pull => {}
@@ -296,26 +293,19 @@ impl Exec {
             match awaiting {
                 Awaiting::RetryAt(at) if now >= at => {
                     self.request(&mut tx);
-                    awaiting = Awaiting::Answer {
-                        since: now,
-                        slot: 0,
-                    };
+                    awaiting = Awaiting::Answer { since: now };
                 }
-                Awaiting::Answer { since, slot } if now >= since + self.request_timeout => {
+                Awaiting::Answer { since } if now >= since + self.request_timeout => {
                     self.registry.inc(self.slots.retries);
                     awaiting = match self.mode {
                         Mode::Sparrow => {
                             // The reservation's answer is lost; give it up
                             // (its task, if assigned, times out at the client).
-                            let _ = slot;
                             self.sparrow_next(sparrow.on_free(), &mut tx)
                         }
                         _ => {
                             self.request(&mut tx);
-                            Awaiting::Answer {
-                                since: now,
-                                slot: 0,
-                            }
+                            Awaiting::Answer { since: now }
                         }
                     };
                 }
@@ -323,7 +313,7 @@ impl Exec {
             }
             let wait = match awaiting {
                 Awaiting::RetryAt(at) => at.saturating_duration_since(now),
-                Awaiting::Answer { since, .. } => {
+                Awaiting::Answer { since } => {
                     (since + self.request_timeout).saturating_duration_since(now)
                 }
                 Awaiting::Nothing => Duration::from_millis(10),
@@ -348,7 +338,6 @@ impl Exec {
                 self.registry.inc(self.slots.requests);
                 Awaiting::Answer {
                     since: Instant::now(),
-                    slot,
                 }
             }
             _ => Awaiting::Nothing,
