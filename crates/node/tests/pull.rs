@@ -219,8 +219,18 @@ fn every_pull_policy_completes_every_task_on_loopback() {
 fn draconis_server_runs_recirculations_inline() {
     let _g = serial();
     let s = Setup::start(PullPolicy::DraconisServer, 2, |_, _| {});
-    let r = run_client(s.client(1_000.0, 300, 100.0, 8));
+    // Jobs of 20 tasks: three job_submission packets each (8 + 8 + 4, §4.3),
+    // each acknowledged on its own.
+    let r = run_client(s.client(2_000.0, 300, 100.0, 20));
     assert_all_completed(&r, "draconis-server");
+    assert_eq!(r.submitted % 20, 0);
+    let jobs = r.submitted / 20;
+    assert_eq!(
+        s.daemon
+            .metric("netsched_pull_rx_total", "{type=\"job_submission\"}"),
+        3 * jobs
+    );
+    assert_eq!(r.acks, 3 * jobs, "{}", r.summary());
     assert_eq!(
         s.daemon.metric("netsched_pull_recirculations_total", ""),
         0,
