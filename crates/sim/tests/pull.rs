@@ -348,3 +348,43 @@ fn config_errors_name_the_field() {
     let e = PullConfig::from_toml("[workload]\nresource_phases = true").unwrap_err();
     assert_eq!(e.field, "workload.resource_phases");
 }
+
+/// `completion` (arrival at the switch to completion at the executor, the
+/// push simulator's response time) and `response` (first submission to the
+/// reply at the client) cover the same tasks and differ by exactly three
+/// links per task: the client's link to the switch, and the reply's two
+/// links back. A task's completion also includes at least its service time
+/// and the switch→executor link.
+#[test]
+fn completion_is_response_minus_the_client_links() {
+    for p in [
+        "draconis",
+        "r2p2",
+        "racksched",
+        "sparrow",
+        "draconis-server",
+    ] {
+        let s = one(&small(p, "[network]\nlink_ns = 3000"));
+        assert_eq!(s.timeouts, 0, "{p}: {s:?}");
+        assert_eq!(s.completion.count, s.response.count, "{p}");
+        assert_eq!(s.completion.count, s.completed, "{p}");
+        let diff = s.response.mean_ns - s.completion.mean_ns;
+        assert!(
+            (diff - 9000.0).abs() < 1e-3,
+            "{p}: mean difference {diff} ns, want 9000"
+        );
+        assert!(
+            s.completion.max_ns + 9000 == s.response.max_ns,
+            "{p}: {s:?}"
+        );
+        assert!(
+            s.completion.p50_ns >= 100_000 + 3000,
+            "{p}: completion p50 {} below service + link",
+            s.completion.p50_ns
+        );
+        // No duplicates: completion = scheduling latency + service − client link.
+        assert_eq!(s.duplicate_executions, 0, "{p}");
+        let want = s.sched.mean_ns + 100_000.0 - 3000.0;
+        assert!((s.completion.mean_ns - want).abs() < 1.0, "{p}: {s:?}");
+    }
+}

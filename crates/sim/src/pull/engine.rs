@@ -61,6 +61,9 @@ struct Task {
     service: u64,
     /// First start of any copy (NONE until then).
     first_start: u64,
+    /// A copy has completed at an executor (the `completion` metric counts
+    /// the first one only).
+    done_at_executor: bool,
     /// The current copy; carried in TASK_INFO's FN_PAR so stale copies,
     /// acknowledgments and timeouts are recognised.
     attempt: u32,
@@ -648,6 +651,7 @@ impl<'a> Sim<'a> {
                 submit: now,
                 service,
                 first_start: NONE,
+                done_at_executor: false,
                 attempt: 0,
                 tries: 0,
                 acked: false,
@@ -986,6 +990,18 @@ impl<'a> Sim<'a> {
         let x = &mut self.execs[e as usize];
         let task = x.running.take().expect("a running task completes");
         self.m.busy_ns += now - x.busy_since;
+        let t = &mut self.tasks[task.id as usize];
+        if !t.done_at_executor && t.state != State::GaveUp {
+            t.done_at_executor = true;
+            if task.id >= self.warmup {
+                // From the task's arrival at the switch (one client link after
+                // its first submission) to this completion at the executor:
+                // the push simulator's response time (submission at the first
+                // scheduling switch to completion at the worker, Horus §4.1).
+                let at_switch = t.submit + self.link;
+                self.m.completion.record(now.saturating_sub(at_switch));
+            }
+        }
         // The reply crosses the switch to the client: two links.
         self.q.at(now + 2 * self.link, Ev::Done(task.id));
         match self.policy {

@@ -46,6 +46,12 @@ pub struct PullMetrics {
     pub drops: [u64; DropReason::ALL.len()],
     pub sched: LatencyHist,
     pub response: LatencyHist,
+    /// From the task's arrival at the switch (first submission + one client
+    /// link) to the first completion of a copy at an executor; no reply path.
+    /// The push simulator's response time (Horus §4.1: submission at the
+    /// scheduling switch to completion at the worker), so the two simulators
+    /// can be compared on one definition.
+    pub completion: LatencyHist,
     /// Scheduling latency per priority level (index 0 = level 1).
     pub sched_by_level: Vec<LatencyHist>,
     /// First starts on the data node, its rack, another rack (locality).
@@ -84,6 +90,7 @@ impl PullMetrics {
             drops: [0; DropReason::ALL.len()],
             sched: LatencyHist::new(),
             response: LatencyHist::new(),
+            completion: LatencyHist::new(),
             sched_by_level: (0..levels.max(1)).map(|_| LatencyHist::new()).collect(),
             placement: [0; 3],
             group_phase: [[0; 3]; 3],
@@ -166,6 +173,9 @@ pub struct PullSummary {
     pub sched: LatencyStats,
     /// Submission to completion reply at the client.
     pub response: LatencyStats,
+    /// Arrival at the switch to completion at the executor (see
+    /// [`PullMetrics::completion`]).
+    pub completion: LatencyStats,
     pub sched_by_level: Vec<LatencyStats>,
     pub decisions: u64,
     pub decisions_per_s: f64,
@@ -239,6 +249,7 @@ impl PullSummary {
             drops,
             sched: LatencyStats::of(&m.sched),
             response: LatencyStats::of(&m.response),
+            completion: LatencyStats::of(&m.completion),
             sched_by_level: m.sched_by_level.iter().map(LatencyStats::of).collect(),
             decisions: m.decisions,
             decisions_per_s: m.decisions as f64 / (span / 1e9),
