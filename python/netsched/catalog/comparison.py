@@ -31,6 +31,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..sweep import Point
+from . import base
 from .base import Claim, Experiment, fmt, lines, register
 
 PUSH = ["horus", "rs-h", "rs-lb", "jsq", "jiq"]
@@ -136,9 +137,28 @@ def claims(t):
     return out
 
 
+# One colour and marker per system (the per-paper styles reuse colours).
+STYLE = {
+    "horus": ("tab:blue", "o", "Horus (sim)"),
+    "rs-h": ("tab:orange", "s", "RS-H (sim)"),
+    "rs-lb": ("tab:green", "^", "RS-LB (sim)"),
+    "jsq": ("black", "x", "JSQ (sim)"),
+    "jiq": ("tab:cyan", "P", "JIQ (sim)"),
+    "draconis": ("tab:purple", "D", "Draconis (pull)"),
+    "r2p2": ("tab:olive", "v", "R2P2 JBSQ(3) (pull)"),
+    "sparrow": ("tab:red", "*", "Sparrow (pull)"),
+}
+
+
 def plot(t, png):
-    lines(t, png, "load", "p99_us", series="system", panel="topology", xlabel="load",
-          ylabel="p99 response time, switch → completion (µs)")
+    saved = dict(base.STYLE)
+    base.STYLE.update(STYLE)
+    try:
+        lines(t, png, "load", "p99_us", series="system", panel="topology", xlabel="load",
+              ylabel="p99 response time, switch → completion (µs)")
+    finally:
+        base.STYLE.clear()
+        base.STYLE.update(saved)
 
 
 register(Experiment(

@@ -718,8 +718,12 @@ impl<'a> Sim<'a> {
                 }
             }
             PullPolicy::Sparrow => {
+                // Jobs go round robin over the scheduler hosts. (Client `c`
+                // submits jobs c, c + clients, ...; `(jobs + client) % n`
+                // sent every job to scheduler 0 whenever `clients` is even
+                // and n = 2, so two Sparrows behaved as one.)
                 let n = self.cfg.sparrow.schedulers as u64;
-                let s = ((self.jobs + client as u64) % n) as u32;
+                let s = (self.jobs % n) as u32;
                 let mut id = lo;
                 while id < hi {
                     let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
