@@ -244,7 +244,11 @@ register(Experiment(
     table=lambda runs, pools: base_table(runs, pools),
     plot=lambda t, png: throughput_plot(t, png, panel="service"),
     claims=fig6_claims,
-    differences="R2P2 in the simulator has exact, immediate completion counts, so it has no "
+    differences="Draconis' tail up to load 0.8 is 7-17 µs, inside the paper's 4.7-20 µs, but "
+                "RackSched's and R2P2's are often lower here: RackSched's p99 at low load is two "
+                "links plus the 3.5 µs intra-node overhead (7.5 µs), while a Draconis task that "
+                "arrives when executors are idle waits for an executor's next poll (10 µs "
+                "retry). R2P2 in the simulator has exact, immediate completion counts, so it has no "
                 "herding and no node-level blocking until its bound k = 3 is reached; its tail "
                 "reaches the service time only at high load (paper: from 30-40 %). Draconis-DPDK-"
                 "Server saturates where the offered rate passes ≈1.1 M tasks/s (fixed 100 µs "
@@ -327,12 +331,14 @@ register(Experiment(
 
 def fig8_claims(t):
     out = []
-    for svc, load, paper in [("fixed100", 0.82, "5 %"), ("fixed250", 0.93, "9 %")]:
+    for svc, load, paper in [("fixed100", 0.82, 0.05), ("fixed250", 0.93, 0.09)]:
         d = t[(t.service == svc) & (t.system == "r2p2-1")]
         row = d.iloc[(d["load"] - load).abs().argsort().iloc[0]]
-        out.append(Claim(f"R2P2-1 drops tasks at high load ({svc}: {paper} at {int(100 * load)} %)",
-                         paper, f"{100 * row['dropped_fraction']:.2f} % at {row['load']}",
-                         ok=bool(row["dropped_fraction"] > 0)))
+        # Agrees when within an order of magnitude of the paper's fraction.
+        out.append(Claim(f"R2P2-1 drops {100 * paper:.0f} % of tasks at {int(100 * load)} % "
+                         f"load ({svc})", f"{100 * paper:.0f} %",
+                         f"{100 * row['dropped_fraction']:.2f} % at {row['load']}",
+                         ok=bool(row["dropped_fraction"] >= paper / 10)))
     for svc in ["fixed100", "fixed250"]:
         d = t[(t.service == svc) & (t.system == "r2p2-3") & (t.load <= 0.6)]
         out.append(Claim(f"R2P2-3's p99 ≈ the task time from 30-40 % utilization ({svc})",
@@ -435,7 +441,13 @@ register(Experiment(
     differences="The trace itself is not used (not public in a usable form here): the bursty "
                 "model reproduces its batches, not its exact arrival pattern, and the paper does "
                 "not state the trace's load; we run 0.5. Batches of hundreds of tasks queue "
-                "behind each other, so every system's median is above the paper's 4-6 µs.",
+                "behind each other, so the switch systems' medians are 7-16 µs rather than "
+                "4-6 µs. Among R2P2 variants the smallest queue that does not drop (JBSQ 3) is "
+                "best here: the simulated switch learns of completions at once, so a deeper "
+                "executor queue only adds node-level blocking; on the testbed R2P2-3 still "
+                "recirculated enough to lose to R2P2-5. Draconis-DPDK-Server is not overloaded "
+                "at 0.5 here (≈160 K tasks/s against its 1.1 M), so its median is ~0.2 ms, not "
+                "the 2.1 s of a server behind a trace it cannot keep up with.",
 ))
 
 
@@ -561,7 +573,10 @@ PRIORITY = {"workload": {"priority_weights": [1.2, 1.7, 64.6, 32.2]},
 
 def fig12_points(scale):
     svc = {"kind": "exp", "mean_us": 5000.0}
-    return [point({}, s, 0.97, svc, tasks_for(scale, 30_000), PRIORITY)
+    # The paper replays the bursty Google trace: our bursty model (Fig. 9's)
+    # at load 0.9. Poisson arrivals at 0.97 give µs-scale medians instead.
+    extra = merge(PRIORITY, {"workload": BURSTY})
+    return [point({}, s, 0.9, svc, tasks_for(scale, 30_000), extra)
             for s in ["draconis-priority", "draconis"]]
 
 
@@ -604,14 +619,17 @@ register(Experiment(
     name="draconis-fig12", paper=PAPER, figure="Fig. 12",
     title="Queuing delay per priority level",
     setup="Four priority levels with the Google-trace mix 1.2 / 1.7 / 64.6 / 32.2 %, exponential "
-          "5 ms tasks at load 0.97 (Poisson arrivals), Draconis' priority policy against "
+          "5 ms tasks arriving in bursts (Fig. 9's model of the trace: 5 % of jobs are batches "
+          "of Geometric(100) tasks) at load 0.9, Draconis' priority policy against "
           "priority-unaware FCFS on the same task sequence; executors re-poll after 50 µs.",
     points=fig12_points,
     table=fig12_table,
     plot=fig12_plot,
     claims=fig12_claims,
-    differences="The paper replays the (bursty) accelerated Google trace at an unstated higher "
-                "rate; we use Poisson arrivals at load 0.97, so queues are far shorter and the "
-                "medians are µs to a few ms rather than 1.4-53.5 ms. The ordering between levels "
-                "and FCFS is the comparable part.",
+    differences="The paper replays the accelerated Google trace at an unstated rate; we use our "
+                "bursty model of it at load 0.9. Levels 1-2 (3 % of tasks) are served almost "
+                "at once when a batch arrives, so their medians are tens of µs rather than "
+                "1.4-2.9 ms: in the trace, high-priority tasks presumably arrive in the same "
+                "bursts and queue behind each other. Levels 3-4 and FCFS are in the paper's "
+                "ms range. With Poisson arrivals (tried at 0.97) every median is below 1.5 ms.",
 ))
