@@ -168,7 +168,7 @@ def rs_lines(t, png, panel, title=""):
         base.STYLE.update(saved)
 
 
-def sustained(d, target_factor=2.0):
+def sustained(d, target_factor=1.5):
     """Highest KRPS whose p99 stays under `target_factor` × the lowest-load p99:
     'maintains low tail latency until X KRPS'."""
     d = d.sort_values("krps")
@@ -194,7 +194,8 @@ def fig10_claims(t):
         sh, rs = sustained(d[d.system == "shinjuku"]), sustained(d[d.system == "racksched"])
         out.append(Claim(f"{SERVICE_NAMES[svc]}: low tail until {paper[0]} KRPS (Shinjuku) vs "
                          f"{paper[1]} KRPS (RackSched)", f"{paper[0]} / {paper[1]} KRPS",
-                         f"{fmt(sh)} / {fmt(rs)} KRPS (p99 ≤ 2× its lowest-load value)",
+                         f"{fmt(sh)} / {fmt(rs)} KRPS (highest tested rate with p99 ≤ 1.5× its "
+                         "lowest-load value)",
                          ok=bool(rs > sh)))
     gains = {}
     for svc in ["rs-bimodal-50-50", "trimodal"]:
@@ -227,7 +228,10 @@ register(Experiment(
     table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
     plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig10_claims,
-    differences=RS_DIFF,
+    differences=RS_DIFF + " Our knees sit closer to capacity than the testbed's (Exp(50): the "
+                "paper's 800 / 950 KRPS are 0.62 / 0.74 of 64 workers' 1.28 M RPS): Shinjuku's "
+                "dispatcher and networking cores, which saturate first on the testbed, are not "
+                "modelled.",
 ))
 
 
