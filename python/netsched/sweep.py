@@ -139,7 +139,8 @@ def pull_details(summary: dict) -> pd.DataFrame:
     """A pull run's results that `runs.csv` does not carry, one row per run:
     placement fractions (locality, Draconis §8.5), tasks per node per second
     per (group, phase) and the drain time (resources, §8.5), constraint
-    checks, the scheduling/response/completion percentiles."""
+    checks, the scheduling/response/completion percentiles, the get_task()
+    step per priority level (Draconis policies, Fig. 13)."""
     rows = []
     for r in summary.get("runs", []):
         row = {"policy": r["policy"], "load": r["load"]}
@@ -152,6 +153,11 @@ def pull_details(summary: dict) -> pd.DataFrame:
             row[f"sched_l{i + 1}_p90_us"] = lvl["p90_ns"] / 1e3
             row[f"sched_l{i + 1}_p99_us"] = lvl["p99_ns"] / 1e3
             row[f"sched_l{i + 1}_count"] = lvl["count"]
+        for i, lvl in enumerate(r.get("get_task_by_level", [])):
+            if lvl["count"]:
+                row[f"get_task_l{i + 1}_p50_us"] = lvl["p50_ns"] / 1e3
+                row[f"get_task_l{i + 1}_p90_us"] = lvl["p90_ns"] / 1e3
+                row[f"get_task_l{i + 1}_p99_us"] = lvl["p99_ns"] / 1e3
         if r.get("placement"):
             row["placed_node"], row["placed_rack"], row["placed_remote"] = r["placement"]
         if r.get("resource"):

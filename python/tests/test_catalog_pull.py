@@ -80,7 +80,7 @@ def test_new_entries_are_registered_and_pull_points_validate():
 
     names = set(catalog.REGISTRY)
     want = {"draconis-fig5a", "draconis-fig6", "draconis-fig7", "draconis-fig8", "draconis-fig9",
-            "draconis-fig10", "draconis-fig11", "draconis-fig12", "racksched-fig10",
+            "draconis-fig10", "draconis-fig11", "draconis-fig12", "draconis-fig13", "racksched-fig10",
             "racksched-fig11", "racksched-fig12", "racksched-fig13", "racksched-fig15",
             "comparison"}
     assert want <= names

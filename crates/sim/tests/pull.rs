@@ -409,3 +409,32 @@ fn two_sparrow_schedulers_share_the_work() {
         one_s.sched.p99_ns
     );
 }
+
+/// Draconis Fig. 13: the get_task() step (task_request → task arrival) is
+/// two links plus one recirculation per empty level above the task's own
+/// (a request that finds every level empty gets a no-op, and its retry is a
+/// new step), so a level-4 task's step is three recirculations (3 × 500 ns)
+/// longer than a level-1 task's.
+#[test]
+fn get_task_step_grows_by_a_recirculation_per_level() {
+    let s = one(&small(
+        "draconis-priority",
+        "priority_weights = [1, 1, 1, 1]\n[network]\nlink_ns = 2000\nrecirc_ns = 500",
+    ));
+    assert_eq!(s.get_task_by_level.len(), 4);
+    let p50: Vec<u64> = s.get_task_by_level.iter().map(|l| l.p50_ns).collect();
+    assert!(s.get_task_by_level.iter().all(|l| l.count > 500), "{s:?}");
+    assert!(p50[0] >= 4000, "two links at least: {p50:?}");
+    assert!(
+        p50[0] <= p50[1] && p50[1] <= p50[2] && p50[2] <= p50[3],
+        "{p50:?}"
+    );
+    let extra = p50[3] - p50[0];
+    assert!(
+        (1000..=2500).contains(&extra),
+        "level 4 − level 1 = {extra} ns: {p50:?}"
+    );
+    // FCFS has one level and records every step there.
+    let f = one(&small("draconis", ""));
+    assert!(f.get_task_by_level[0].count > 1000);
+}

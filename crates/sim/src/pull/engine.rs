@@ -163,6 +163,9 @@ struct Exec {
     /// R2P2: tasks queued at the executor (JBSQ, at most k − 1 waiting).
     local: VecDeque<TaskInfo>,
     busy_since: u64,
+    /// When this executor last sent a task_request (Draconis policies):
+    /// the start of the get_task() step of Draconis Fig. 2 / Fig. 13.
+    request_sent: u64,
     group: u8,
     sparrow: Option<SparrowWorker>,
 }
@@ -310,6 +313,7 @@ impl<'a> Sim<'a> {
                 running: None,
                 local: VecDeque::with_capacity(cfg.r2p2.k as usize),
                 busy_since: 0,
+                request_sent: 0,
                 group,
                 sparrow: (policy == PullPolicy::Sparrow).then(|| SparrowWorker::new(id, 64)),
             });
@@ -470,6 +474,7 @@ impl<'a> Sim<'a> {
                 let retry = self.execs[i].ex.retry_ns;
                 let t = jitter.next_u64() % retry;
                 let req = self.execs[i].ex.request();
+                self.execs[i].request_sent = t;
                 self.send_draconis(t + self.sched_link, req);
             }
         }
@@ -518,6 +523,7 @@ impl<'a> Sim<'a> {
                 let x = &mut self.execs[e as usize];
                 let at = x.ex.on_noop(now);
                 let req = x.ex.request();
+                x.request_sent = at;
                 self.send_draconis(at + self.sched_link, req);
             }
             Ev::ExecDone(e) => self.exec_done(now, e),
@@ -935,6 +941,13 @@ impl<'a> Sim<'a> {
     // ---- executors -----------------------------------------------------
 
     fn exec_task(&mut self, now: u64, e: u32, task: TaskInfo) {
+        if self.is_draconis() && task.id >= self.warmup {
+            // Draconis Fig. 13: the get_task() step, from the task_request
+            // that was answered with this task to the task's arrival.
+            let sent = self.execs[e as usize].request_sent;
+            self.m
+                .record_get_task(now.saturating_sub(sent), task.priority);
+        }
         let x = &mut self.execs[e as usize];
         if let Some(w) = x.sparrow.as_mut() {
             w.on_assign();
@@ -1047,6 +1060,7 @@ impl<'a> Sim<'a> {
             _ => {
                 // The next task_request rides on the completion (§3.1).
                 let req = self.execs[e as usize].ex.request();
+                self.execs[e as usize].request_sent = now;
                 self.send_draconis(now + self.sched_link, req);
             }
         }
