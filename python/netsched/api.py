@@ -45,8 +45,11 @@ def to_toml(config: Config) -> tuple[str, Optional[str], str]:
 def canonical_config(config: Config, kind: str = "sim") -> dict:
     """The config with every default filled in, as the simulator reads it."""
     text, label, _ = to_toml(config)
-    fn = _native.canonical_sim if kind == "sim" else _native.canonical_flowsim
-    return json.loads(fn(text, label))
+    fns = {"sim": _native.canonical_sim, "flowsim": _native.canonical_flowsim,
+           "pull": _native.canonical_pull}
+    if kind not in fns:
+        raise ValueError(f"unknown simulator kind `{kind}` (expected one of: {', '.join(fns)})")
+    return json.loads(fns[kind](text, label))
 
 
 def _csv(text: str) -> pd.DataFrame:

@@ -38,7 +38,7 @@ CACHE_VERSION = "1"
 class Point:
     labels: dict
     config: dict
-    kind: str = "sim"  # or "flowsim"
+    kind: str = "sim"  # "sim" (netsched sim), "flowsim" (Baraat) or "pull" (Draconis, netsched pull)
 
     def key(self) -> str:
         return config_hash(self.config, self.kind)
@@ -49,7 +49,7 @@ class SweepResult:
     """Concatenated outputs of every point, with the label columns first."""
 
     runs: pd.DataFrame
-    pools: pd.DataFrame  # flowsim points: the per-task table
+    pools: pd.DataFrame  # flowsim points: the per-task table; pull points: `pull_details`
     computed: int  # points run now (the rest came from the cache)
     cached: int
     summaries: list = field(default_factory=list, repr=False)
@@ -76,11 +76,12 @@ def config_hash(config: dict, kind: str = "sim") -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def grid(base: dict, **axes: Sequence[Any]) -> list[Point]:
+def grid(base: dict, *, kind: str = "sim", **axes: Sequence[Any]) -> list[Point]:
     """The product of the axes over a base config. Known axes: ``policy``,
     ``load``, ``seed``, ``service`` (a preset name or a service dict, put in
     ``workload.service``); any other axis is a dotted config path, e.g.
-    ``**{"network.loss": [0, 1e-3]}``."""
+    ``**{"network.loss": [0, 1e-3]}``. `kind` is the simulator the points run
+    on ("sim", "flowsim" or "pull")."""
     names = list(axes)
     points = []
     for values in itertools.product(*(axes[n] for n in names)):
@@ -89,7 +90,7 @@ def grid(base: dict, **axes: Sequence[Any]) -> list[Point]:
         for name, v in zip(names, values):
             set_axis(cfg, name, v)
             labels[name] = v if not isinstance(v, dict) else v.get("name", json.dumps(v))
-        points.append(Point(labels, cfg))
+        points.append(Point(labels, cfg, kind))
     return points
 
 
@@ -126,8 +127,48 @@ def cached(cache_dir: Path, key: str) -> bool:
 
 def _load(cache_dir: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     d = _entry(cache_dir, key)
-    read = lambda n: pd.read_csv(d / n, keep_default_na=False, na_values=[""])  # noqa: E731
+    def read(n):
+        try:
+            return pd.read_csv(d / n, keep_default_na=False, na_values=[""])
+        except pd.errors.EmptyDataError:  # a pull point's (empty) second table
+            return pd.DataFrame()
     return read("runs.csv"), read("second.csv"), json.loads((d / "summary.json").read_text())
+
+
+def pull_details(summary: dict) -> pd.DataFrame:
+    """A pull run's results that `runs.csv` does not carry, one row per run:
+    placement fractions (locality, Draconis §8.5), tasks per node per second
+    per (group, phase) and the drain time (resources, §8.5), constraint
+    checks, the scheduling/response/completion percentiles, the get_task()
+    step per priority level (Draconis policies, Fig. 13)."""
+    rows = []
+    for r in summary.get("runs", []):
+        row = {"policy": r["policy"], "load": r["load"]}
+        for name in ("sched", "response", "completion"):
+            for q in ("p50", "p90", "p99", "p999"):
+                row[f"{name}_{q}_us"] = r[name][f"{q}_ns"] / 1e3
+            row[f"{name}_mean_us"] = r[name]["mean_ns"] / 1e3
+        for i, lvl in enumerate(r.get("sched_by_level", [])):
+            row[f"sched_l{i + 1}_p50_us"] = lvl["p50_ns"] / 1e3
+            row[f"sched_l{i + 1}_p90_us"] = lvl["p90_ns"] / 1e3
+            row[f"sched_l{i + 1}_p99_us"] = lvl["p99_ns"] / 1e3
+            row[f"sched_l{i + 1}_count"] = lvl["count"]
+        for i, lvl in enumerate(r.get("get_task_by_level", [])):
+            if lvl["count"]:
+                row[f"get_task_l{i + 1}_p50_us"] = lvl["p50_ns"] / 1e3
+                row[f"get_task_l{i + 1}_p90_us"] = lvl["p90_ns"] / 1e3
+                row[f"get_task_l{i + 1}_p99_us"] = lvl["p99_ns"] / 1e3
+        if r.get("placement"):
+            row["placed_node"], row["placed_rack"], row["placed_remote"] = r["placement"]
+        if r.get("resource"):
+            for g, per_phase in enumerate(r["resource"]["tasks_per_node_per_s"]):
+                for ph, v in enumerate(per_phase):
+                    row[f"g{g + 1}_phase_{'ABC'[ph]}_tps_per_node"] = v
+            row["drain_us"] = r["resource"]["drain_us"]
+        for k in ("resource_violations", "locality_violations", "max_skips"):
+            row[k] = r[k]
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -> str:
@@ -141,9 +182,16 @@ def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -
     if point.kind == "sim":
         r = api.run_sim(point.config, threads=threads)
         second = r.pools
-    else:
+    elif point.kind == "flowsim":
         r = api.run_flowsim(point.config)
         second = r.tasks
+    elif point.kind == "pull":
+        # A pull config runs one (policy, load) per point (no [sweep] table),
+        # so its runs table has one row and nothing else per-pool/per-task.
+        r = api.run_pull(point.config)
+        second = pull_details(r.summary)
+    else:
+        raise ValueError(f"unknown point kind `{point.kind}`")
     final = _entry(cache_dir, key)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}-"))

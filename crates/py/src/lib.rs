@@ -200,6 +200,16 @@ fn canonical_flowsim(toml: &str, label: Option<&str>) -> PyResult<String> {
     serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// The pull-simulator config (`netsched pull`) with every default filled in,
+/// as JSON: the canonical form the sweep cache hashes for `kind="pull"`.
+#[pyfunction]
+#[pyo3(signature = (toml, label=None))]
+fn canonical_pull(toml: &str, label: Option<&str>) -> PyResult<String> {
+    let cfg = netsched_sim::pull::PullConfig::from_toml(toml)
+        .map_err(|e| PyValueError::new_err(prefixed(label, e)))?;
+    serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// JSON text of a table → TOML text, so a config given as a Python dict goes
 /// through the same TOML parser (and error messages) as a file.
 #[pyfunction]
@@ -216,6 +226,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_pull, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_sim, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_flowsim, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical_pull, m)?)?;
     m.add_function(wrap_pyfunction!(json_to_toml, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

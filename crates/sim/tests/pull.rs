@@ -348,3 +348,93 @@ fn config_errors_name_the_field() {
     let e = PullConfig::from_toml("[workload]\nresource_phases = true").unwrap_err();
     assert_eq!(e.field, "workload.resource_phases");
 }
+
+/// `completion` (arrival at the switch to completion at the executor, the
+/// push simulator's response time) and `response` (first submission to the
+/// reply at the client) cover the same tasks and differ by exactly three
+/// links per task: the client's link to the switch, and the reply's two
+/// links back. A task's completion also includes at least its service time
+/// and the switch→executor link.
+#[test]
+fn completion_is_response_minus_the_client_links() {
+    for p in [
+        "draconis",
+        "r2p2",
+        "racksched",
+        "sparrow",
+        "draconis-server",
+    ] {
+        let s = one(&small(p, "[network]\nlink_ns = 3000"));
+        assert_eq!(s.timeouts, 0, "{p}: {s:?}");
+        assert_eq!(s.completion.count, s.response.count, "{p}");
+        assert_eq!(s.completion.count, s.completed, "{p}");
+        let diff = s.response.mean_ns - s.completion.mean_ns;
+        assert!(
+            (diff - 9000.0).abs() < 1e-3,
+            "{p}: mean difference {diff} ns, want 9000"
+        );
+        assert!(
+            s.completion.max_ns + 9000 == s.response.max_ns,
+            "{p}: {s:?}"
+        );
+        assert!(
+            s.completion.p50_ns >= 100_000 + 3000,
+            "{p}: completion p50 {} below service + link",
+            s.completion.p50_ns
+        );
+        // No duplicates: completion = scheduling latency + service − client link.
+        assert_eq!(s.duplicate_executions, 0, "{p}");
+        let want = s.sched.mean_ns + 100_000.0 - 3000.0;
+        assert!((s.completion.mean_ns - want).abs() < 1.0, "{p}: {s:?}");
+    }
+}
+
+/// Jobs are spread over Sparrow's scheduler hosts: with schedulers slow
+/// enough that one cannot keep up (4 µs per message, ≈3 messages per task,
+/// 128 K tasks/s offered), two of them bring the tail down.
+#[test]
+fn two_sparrow_schedulers_share_the_work() {
+    let run = |n: u32| {
+        one(&small(
+            "sparrow",
+            &format!("[sparrow]\nschedulers = {n}\nmsg_ns = 4000\n[client]\ntimeout_us = 100000"),
+        ))
+    };
+    let (one_s, two_s) = (run(1), run(2));
+    accounted(&two_s);
+    assert!(
+        two_s.sched.p99_ns * 4 < one_s.sched.p99_ns,
+        "p99 with two schedulers {} ns, with one {} ns",
+        two_s.sched.p99_ns,
+        one_s.sched.p99_ns
+    );
+}
+
+/// Draconis Fig. 13: the get_task() step (task_request → task arrival) is
+/// two links plus one recirculation per empty level above the task's own
+/// (a request that finds every level empty gets a no-op, and its retry is a
+/// new step), so a level-4 task's step is three recirculations (3 × 500 ns)
+/// longer than a level-1 task's.
+#[test]
+fn get_task_step_grows_by_a_recirculation_per_level() {
+    let s = one(&small(
+        "draconis-priority",
+        "priority_weights = [1, 1, 1, 1]\n[network]\nlink_ns = 2000\nrecirc_ns = 500",
+    ));
+    assert_eq!(s.get_task_by_level.len(), 4);
+    let p50: Vec<u64> = s.get_task_by_level.iter().map(|l| l.p50_ns).collect();
+    assert!(s.get_task_by_level.iter().all(|l| l.count > 500), "{s:?}");
+    assert!(p50[0] >= 4000, "two links at least: {p50:?}");
+    assert!(
+        p50[0] <= p50[1] && p50[1] <= p50[2] && p50[2] <= p50[3],
+        "{p50:?}"
+    );
+    let extra = p50[3] - p50[0];
+    assert!(
+        (1000..=2500).contains(&extra),
+        "level 4 − level 1 = {extra} ns: {p50:?}"
+    );
+    // FCFS has one level and records every step there.
+    let f = one(&small("draconis", ""));
+    assert!(f.get_task_by_level[0].count > 1000);
+}

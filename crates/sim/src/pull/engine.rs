@@ -61,6 +61,9 @@ struct Task {
     service: u64,
     /// First start of any copy (NONE until then).
     first_start: u64,
+    /// A copy has completed at an executor (the `completion` metric counts
+    /// the first one only).
+    done_at_executor: bool,
     /// The current copy; carried in TASK_INFO's FN_PAR so stale copies,
     /// acknowledgments and timeouts are recognised.
     attempt: u32,
@@ -160,6 +163,9 @@ struct Exec {
     /// R2P2: tasks queued at the executor (JBSQ, at most k − 1 waiting).
     local: VecDeque<TaskInfo>,
     busy_since: u64,
+    /// When this executor last sent a task_request (Draconis policies):
+    /// the start of the get_task() step of Draconis Fig. 2 / Fig. 13.
+    request_sent: u64,
     group: u8,
     sparrow: Option<SparrowWorker>,
 }
@@ -307,6 +313,7 @@ impl<'a> Sim<'a> {
                 running: None,
                 local: VecDeque::with_capacity(cfg.r2p2.k as usize),
                 busy_since: 0,
+                request_sent: 0,
                 group,
                 sparrow: (policy == PullPolicy::Sparrow).then(|| SparrowWorker::new(id, 64)),
             });
@@ -453,6 +460,7 @@ impl<'a> Sim<'a> {
                 let retry = self.execs[i].ex.retry_ns;
                 let t = jitter.next_u64() % retry;
                 let req = self.execs[i].ex.request();
+                self.execs[i].request_sent = t;
                 self.send_draconis(t + self.sched_link, req);
             }
         }
@@ -501,6 +509,7 @@ impl<'a> Sim<'a> {
                 let x = &mut self.execs[e as usize];
                 let at = x.ex.on_noop(now);
                 let req = x.ex.request();
+                x.request_sent = at;
                 self.send_draconis(at + self.sched_link, req);
             }
             Ev::ExecDone(e) => self.exec_done(now, e),
@@ -634,6 +643,7 @@ impl<'a> Sim<'a> {
                 submit: now,
                 service,
                 first_start: NONE,
+                done_at_executor: false,
                 attempt: 0,
                 tries: 0,
                 acked: false,
@@ -700,8 +710,12 @@ impl<'a> Sim<'a> {
                 }
             }
             PullPolicy::Sparrow => {
+                // Jobs go round robin over the scheduler hosts. (Client `c`
+                // submits jobs c, c + clients, ...; `(jobs + client) % n`
+                // sent every job to scheduler 0 whenever `clients` is even
+                // and n = 2, so two Sparrows behaved as one.)
                 let n = self.cfg.sparrow.schedulers as u64;
-                let s = ((self.jobs + client as u64) % n) as u32;
+                let s = (self.jobs % n) as u32;
                 let mut id = lo;
                 while id < hi {
                     let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
@@ -913,6 +927,13 @@ impl<'a> Sim<'a> {
     // ---- executors -----------------------------------------------------
 
     fn exec_task(&mut self, now: u64, e: u32, task: TaskInfo) {
+        if self.is_draconis() && task.id >= self.warmup {
+            // Draconis Fig. 13: the get_task() step, from the task_request
+            // that was answered with this task to the task's arrival.
+            let sent = self.execs[e as usize].request_sent;
+            self.m
+                .record_get_task(now.saturating_sub(sent), task.priority);
+        }
         let x = &mut self.execs[e as usize];
         if let Some(w) = x.sparrow.as_mut() {
             w.on_assign();
@@ -972,6 +993,18 @@ impl<'a> Sim<'a> {
         let x = &mut self.execs[e as usize];
         let task = x.running.take().expect("a running task completes");
         self.m.busy_ns += now - x.busy_since;
+        let t = &mut self.tasks[task.id as usize];
+        if !t.done_at_executor && t.state != State::GaveUp {
+            t.done_at_executor = true;
+            if task.id >= self.warmup {
+                // From the task's arrival at the switch (one client link after
+                // its first submission) to this completion at the executor:
+                // the push simulator's response time (submission at the first
+                // scheduling switch to completion at the worker, Horus §4.1).
+                let at_switch = t.submit + self.link;
+                self.m.completion.record(now.saturating_sub(at_switch));
+            }
+        }
         // The reply crosses the switch to the client: two links.
         self.q.at(now + 2 * self.link, Ev::Done(task.id));
         match self.policy {
@@ -1013,6 +1046,7 @@ impl<'a> Sim<'a> {
             _ => {
                 // The next task_request rides on the completion (§3.1).
                 let req = self.execs[e as usize].ex.request();
+                self.execs[e as usize].request_sent = now;
                 self.send_draconis(now + self.sched_link, req);
             }
         }

@@ -46,8 +46,19 @@ pub struct PullMetrics {
     pub drops: [u64; DropReason::ALL.len()],
     pub sched: LatencyHist,
     pub response: LatencyHist,
+    /// From the task's arrival at the switch (first submission + one client
+    /// link) to the first completion of a copy at an executor; no reply path.
+    /// The push simulator's response time (Horus §4.1: submission at the
+    /// scheduling switch to completion at the worker), so the two simulators
+    /// can be compared on one definition.
+    pub completion: LatencyHist,
     /// Scheduling latency per priority level (index 0 = level 1).
     pub sched_by_level: Vec<LatencyHist>,
+    /// Draconis policies: the get_task() step (an executor's task_request
+    /// to the arrival of the task it got), by the task's priority level
+    /// (Draconis §8.7, Fig. 13). Requests answered with a no-op are not
+    /// counted; the retry that gets a task starts a new step.
+    pub get_task_by_level: Vec<LatencyHist>,
     /// First starts on the data node, its rack, another rack (locality).
     pub placement: [u64; 3],
     /// Resource experiment: first starts per (node group, phase).
@@ -84,7 +95,9 @@ impl PullMetrics {
             drops: [0; DropReason::ALL.len()],
             sched: LatencyHist::new(),
             response: LatencyHist::new(),
+            completion: LatencyHist::new(),
             sched_by_level: (0..levels.max(1)).map(|_| LatencyHist::new()).collect(),
+            get_task_by_level: (0..levels.max(1)).map(|_| LatencyHist::new()).collect(),
             placement: [0; 3],
             group_phase: [[0; 3]; 3],
             resource_phases,
@@ -130,6 +143,11 @@ impl PullMetrics {
         }
     }
 
+    pub fn record_get_task(&mut self, delay_ns: u64, priority: u8) {
+        let level = (priority.max(1) as usize - 1).min(self.get_task_by_level.len() - 1);
+        self.get_task_by_level[level].record(delay_ns);
+    }
+
     /// Simulated time from the first arrival to the last task resolved.
     pub fn span_ns(&self) -> u64 {
         self.end_ns
@@ -166,7 +184,12 @@ pub struct PullSummary {
     pub sched: LatencyStats,
     /// Submission to completion reply at the client.
     pub response: LatencyStats,
+    /// Arrival at the switch to completion at the executor (see
+    /// [`PullMetrics::completion`]).
+    pub completion: LatencyStats,
     pub sched_by_level: Vec<LatencyStats>,
+    /// The get_task() step per priority level (Draconis policies only).
+    pub get_task_by_level: Vec<LatencyStats>,
     pub decisions: u64,
     pub decisions_per_s: f64,
     pub noops: u64,
@@ -239,7 +262,9 @@ impl PullSummary {
             drops,
             sched: LatencyStats::of(&m.sched),
             response: LatencyStats::of(&m.response),
+            completion: LatencyStats::of(&m.completion),
             sched_by_level: m.sched_by_level.iter().map(LatencyStats::of).collect(),
+            get_task_by_level: m.get_task_by_level.iter().map(LatencyStats::of).collect(),
             decisions: m.decisions,
             decisions_per_s: m.decisions as f64 / (span / 1e9),
             noops: m.noops,

@@ -152,7 +152,8 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
         "policy,load,offered_tps,p50_us,p99_us,p999_us,mean_us,response_p50_us,response_p99_us,\
          submitted,completed,gave_up,timeouts,resubmissions,error_tasks,duplicate_executions,\
          dropped,decisions,decisions_per_s,noops,first_passes,recirculations,recirc_fraction,\
-         utilization,sim_s,events,wall_s",
+         utilization,sim_s,events,wall_s,p90_us,response_p90_us,response_mean_us,\
+         completion_p50_us,completion_p90_us,completion_p99_us,completion_p999_us,completion_mean_us",
     );
     if levels > 1 {
         for l in 1..=levels {
@@ -191,6 +192,18 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
             r.sim_s,
             r.events,
             r.wall_s
+        );
+        let _ = write!(
+            csv,
+            ",{},{},{:.3},{},{},{},{},{:.3}",
+            us(r.sched.p90_ns),
+            us(r.response.p90_ns),
+            r.response.mean_ns / 1e3,
+            us(r.completion.p50_ns),
+            us(r.completion.p90_ns),
+            us(r.completion.p99_ns),
+            us(r.completion.p999_ns),
+            r.completion.mean_ns / 1e3
         );
         if levels > 1 {
             for l in 0..levels {
