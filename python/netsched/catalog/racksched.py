@@ -19,14 +19,18 @@ def points(scale):
     pts = []
     for svc in ["rs-exp50", "rs-trimodal"]:
         for pol in POLICIES:
-            # A central queue hands each task to an idle core: that is
-            # global-cFCFS over all 64 cores (node = core). A rack-wide PS
-            # has no counterpart in the simulator, so global-PS is not run.
-            for model in (["server-cfcfs", "server-ps"] if pol != "central" else ["fcfs"]):
+            # global-cFCFS: a central queue handing each task to an idle core
+            # (node = core). global-PS: all 64 cores as one processor-sharing
+            # server, i.e. one node of 64 cores under `server-ps` (the
+            # scheduler has a single choice, so its policy is immaterial).
+            for model in ["server-cfcfs", "server-ps"] if pol != "central" else ["fcfs", "server-ps"]:
                 for load in loads:
+                    one_server = pol == "central" and model == "server-ps"
                     cfg = {
-                        "policy": pol,
-                        "topology": {"kind": "single-rack", "servers": 8, "cores_per_server": 8},
+                        "policy": "random" if one_server else pol,
+                        "topology": {"kind": "single-rack",
+                                     "servers": 1 if one_server else 8,
+                                     "cores_per_server": 64 if one_server else 8},
                         "placement": {"sizes": [64], "mode": "colocated"},
                         "workload": {"service": {"kind": "preset", "name": svc}, "load": load,
                                      "tasks_per_worker": 5000 if scale == "paper" else 1000},
@@ -56,7 +60,8 @@ def claims(t):
             "per-cFCFS 0.75, per-PS 0.5, global ≈ saturation",
             "load where p99 first exceeds 2× its low-load value: "
             + ", ".join(f"{p} {fmt(v)}" for p, v in k.items()),
-            ok=all((k.get("global-cFCFS") or 1.0) >= (k.get(p) or 1.0) for p in ("per-cFCFS", "per-PS")),
+            ok=all(min(k.get("global-cFCFS") or 1.0, k.get("global-PS") or 1.0) >= (k.get(p) or 1.0)
+                   for p in ("per-cFCFS", "per-PS")),
         ))
         hi = max(d["load"])
         dd = d[d["load"] == hi].set_index("policy")
@@ -83,9 +88,9 @@ register(Experiment(
     table=table,
     plot=plot,
     claims=claims,
-    differences="The paper's global-PS shares all 64 cores as one processor-sharing server; the "
-                "simulator has no rack-wide PS, so only global-cFCFS (one central FCFS queue "
-                "handing tasks to idle cores) is run, and JSQ-PS is compared against it.",
+    differences="global-PS is simulated as one 64-core server under processor sharing with the "
+                "same 25 µs slice (the rack as one PS server, as the paper's idealisation); "
+                "JSQ-cFCFS and JSQ-PS are compared against global-cFCFS.",
 ))
 
 
