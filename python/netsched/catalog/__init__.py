@@ -5,6 +5,7 @@ config generators at "paper" and "reduced" scale, the table it writes, a plot
 in the paper's style and the paper's stated numbers (`Claim`s)."""
 from .base import REGISTRY, SCALES, Claim, Experiment  # noqa: F401
 from . import horus, racksched  # noqa: F401  (registration)
+from . import baraat  # noqa: F401  (registration)
 
 
 def get(name: str) -> Experiment:
