@@ -10,8 +10,8 @@ from Python, with an experiment catalog and Dask sweeps.
 See docs/experiments.md.
 """
 from .api import (SimResult, FlowResult, PullResult, run_sim, run_flowsim, run_pull,
-                  canonical_config, to_toml)
+                  canonical_config, to_toml, placement)
 
 __all__ = ["SimResult", "FlowResult", "PullResult", "run_sim", "run_flowsim", "run_pull",
-           "canonical_config", "to_toml"]
+           "canonical_config", "to_toml", "placement"]
 __version__ = "0.1.0"

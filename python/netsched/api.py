@@ -112,3 +112,13 @@ def run_pull(config: Config) -> PullResult:
     text, label, base = to_toml(config)
     summary, runs, table = _native.run_pull(text, label=label, base_dir=base)
     return PullResult(_csv(runs), json.loads(summary), table)
+
+
+def placement(config: Config) -> pd.DataFrame:
+    """Every pool's per-rack layout for a `netsched sim` config: one row per
+    (pool, rack) with ``pool_id, leaf_id, pod, workers, servers, spine_id``.
+    It is the placement a run of the config uses (same topology, placement
+    parameters and seed), computed without simulating. Horus App. C Fig. 19a
+    groups pools by the variance of their per-rack worker counts."""
+    text, label, _ = to_toml(config)
+    return _csv(_native.placement(text, label=label))

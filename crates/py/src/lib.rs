@@ -210,6 +210,49 @@ fn canonical_pull(toml: &str, label: Option<&str>) -> PyResult<String> {
     serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Every pool's per-rack layout for a `netsched sim` config, as CSV: one row
+/// per (pool, rack) with `pool_id,leaf_id,pod,workers,servers,spine_id`
+/// (`spine_id`: the global id of the spine scheduler the rack's leaf reports
+/// to, Horus §3.2). The same `Placement::place` call, seed and topology the
+/// simulator uses, so it is exactly the layout a run of the config sees.
+/// Horus App. C Fig. 19a groups pools by the variance of these counts.
+#[pyfunction]
+#[pyo3(signature = (toml, label=None))]
+fn placement(py: Python<'_>, toml: &str, label: Option<&str>) -> PyResult<String> {
+    use netsched_sim::topology::{Placement, Topology};
+    let cfg = parse_sim(toml, label)?;
+    let out = py.allow_threads(|| -> Result<String, Failure> {
+        let cfg_err = |e: netsched_sim::error::ConfigError| Failure::Config(prefixed(label, e));
+        let topo = Topology::build(&cfg.topology).map_err(cfg_err)?;
+        let placed = Placement::place(&topo, &cfg.placement, cfg.seed).map_err(cfg_err)?;
+        Ok(placement_csv(&topo, &placed))
+    })?;
+    Ok(out)
+}
+
+fn placement_csv(
+    topo: &netsched_sim::topology::Topology,
+    p: &netsched_sim::topology::Placement,
+) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from("pool_id,leaf_id,pod,workers,servers,spine_id\n");
+    for pool in &p.pools {
+        for (r, &slot) in pool.racks.iter().zip(&pool.leaf_spine) {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{}",
+                pool.pool_id,
+                r.leaf_id,
+                topo.leaf_pod(r.leaf_id),
+                r.workers,
+                r.servers.len(),
+                pool.spines[slot as usize]
+            );
+        }
+    }
+    s
+}
+
 /// JSON text of a table → TOML text, so a config given as a Python dict goes
 /// through the same TOML parser (and error messages) as a file.
 #[pyfunction]
@@ -224,6 +267,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
     m.add_function(wrap_pyfunction!(run_flowsim, m)?)?;
     m.add_function(wrap_pyfunction!(run_pull, m)?)?;
+    m.add_function(wrap_pyfunction!(placement, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_sim, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_flowsim, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_pull, m)?)?;

@@ -6,6 +6,7 @@ in the paper's style and the paper's stated numbers (`Claim`s)."""
 from .base import REGISTRY, SCALES, Claim, Experiment  # noqa: F401
 from . import horus, racksched  # noqa: F401  (registration)
 from . import draconis, comparison  # noqa: F401  (registration)
+from . import baraat  # noqa: F401  (registration)
 
 
 def get(name: str) -> Experiment:

@@ -1,0 +1,438 @@
+"""Baraat (SIGCOMM'14) on the flow-level simulator (`netsched flowsim`,
+docs/flowsim.md): §2.2 Fig. 3 (SFF vs fair sharing against flows per task),
+§5.2.1 Fig. 8 and 9 and Table 4 (reduction in task completion time with
+Baraat against RCP, pFabric, Orchestra and STF for the Bing, data-analytics
+and uniform workloads), §5.2.3 Fig. 12 (heavy-task threshold).
+
+Every point is one `kind="flowsim"` run of one policy, so Fig. 8, Fig. 9,
+Table 4 and Fig. 12 share their runs through the sweep cache. Paper scale is
+§5.2's datacenter (36,000 servers: 30 pods × 30 racks × 40, 1 Gbps hosts,
+2:1 at the ToR; 10,000 single-stage tasks of 39 flows at 80 % load on the 30
+aggregator racks). Reduced scale keeps the task shape (a 40-server rack, 39
+flows of 2-50 KB, 2:1 ToR) and the per-aggregator load, with 10 aggregator
+racks in a 10 × 10-rack tree and 2,000 tasks (200 per aggregator)."""
+from __future__ import annotations
+
+import copy
+
+import pandas as pd
+
+from ..sweep import Point
+from .base import Claim, Experiment, _plt, bars, register
+
+PAPER = "Baraat (SIGCOMM'14)"
+
+# §5.2: "The first two workloads are based on the Bing and Facebook traces
+# ... while the third one models a more homogeneous application with flow
+# sizes ... uniformly distributed across [2KB, 50KB]". Our models of Fig. 2's
+# shapes (docs/flowsim.md): bing = bimodal (15 % of tasks ×10), data-analytics
+# = bounded Pareto task scale (shape 1.1, up to ×1000), uniform = no scale.
+WORKLOADS = {"bing": "bing", "data-analytics": "facebook", "uniform": "uniform"}
+OTHERS = ["fair", "pfabric", "stf", "orchestra"]  # Table 4's rows, in its order
+NAMES = {"fair": "RCP", "pfabric": "pFabric", "stf": "STF", "orchestra": "Orchestra",
+         "baraat": "Baraat"}
+
+# Table 4: reduction in task completion time with Baraat relative to each
+# policy (median, 95th, 99th percentile), per workload.
+TABLE4 = {
+    ("bing", "fair"): (-5, 30, 34), ("bing", "pfabric"): (4, 70, 76),
+    ("bing", "stf"): (-8, 84, 97), ("bing", "orchestra"): (28, 27, 16),
+    ("data-analytics", "fair"): (25, 58, 62), ("data-analytics", "pfabric"): (4, 43, 61),
+    ("data-analytics", "stf"): (0, 37, 64), ("data-analytics", "orchestra"): (94, 93, 84),
+    ("uniform", "fair"): (7, 37, 40), ("uniform", "pfabric"): (38, 66, 75),
+    ("uniform", "stf"): (0, 1, 6), ("uniform", "orchestra"): (0, 0, 0),
+}
+# §5.2.1's text for Fig. 8 and 9 (95th percentile). It gives 47 % over RCP for
+# the uniform workload where Table 4 says 37 %; we compare with the figure's.
+FIG8 = {("bing", "pfabric"): 70, ("data-analytics", "pfabric"): 43, ("uniform", "pfabric"): 66,
+        ("bing", "fair"): 30, ("data-analytics", "fair"): 58, ("uniform", "fair"): 47}
+FIG9 = {("bing", "orchestra"): 27, ("data-analytics", "orchestra"): 93,
+        ("bing", "stf"): 84, ("data-analytics", "stf"): 37,
+        # "For uniform workloads, all centralized solutions perform the same"
+        ("uniform", "orchestra"): 0, ("uniform", "stf"): 1}
+
+
+def datacenter(scale: str, sizes: str = "bing") -> dict:
+    """§5.2's large-scale setup, one policy per config (set by the caller)."""
+    cfg = {
+        "seed": 1,
+        "topology": {"pods": 30, "racks_per_pod": 30, "servers_per_rack": 40, "host_gbps": 1.0,
+                     "tor_oversub": 2.0, "agg_oversub": 1.0},
+        "workload": {"workflow": "single-stage", "sizes": sizes, "arrival": "poisson",
+                     "tasks": 10_000, "load": 0.8, "aggregators": 30, "flow_min_kb": 2.0,
+                     "flow_max_kb": 50.0},
+        # §5.2.3: an 80th-90th percentile threshold works best; 80th is the
+        # simulator's default and the bimodal workload's light-mode edge.
+        "baraat": {"threshold_percentile": 0.8},
+    }
+    if scale == "reduced":
+        cfg["topology"].update(pods=10, racks_per_pod=10)
+        cfg["workload"].update(tasks=2_000, aggregators=10)
+    return cfg
+
+
+def run_point(scale: str, workload: str, policy: str, threshold: float = 0.8) -> Point:
+    cfg = copy.deepcopy(datacenter(scale, WORKLOADS[workload]))
+    cfg["policies"] = [policy]
+    cfg["baraat"]["threshold_percentile"] = threshold
+    labels = {"workload": workload, "policy": policy}
+    return Point(labels, cfg, kind="flowsim")
+
+
+def comparison_points(scale: str) -> list[Point]:
+    return [run_point(scale, w, p) for w in WORKLOADS for p in OTHERS + ["baraat"]]
+
+
+def reduction(baraat: float, other: float) -> float:
+    """Table 4's metric: 100 × (other − Baraat) / other."""
+    return 100.0 * (other - baraat) / other if other else 0.0
+
+
+def table4(runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """One row per (workload, policy other than Baraat): Baraat's reduction at
+    the median, 95th and 99th percentile, ours beside the paper's, and both
+    policies' completion times (ms)."""
+    rows = []
+    for w in dict.fromkeys(runs["workload"]):
+        d = runs[runs["workload"] == w].set_index("policy")
+        b = d.loc["baraat"]
+        for p in OTHERS:
+            o = d.loc[p]
+            pm, p95, p99 = TABLE4[(w, p)]
+            rows.append({
+                "workload": w, "policy": p, "name": NAMES[p],
+                "median_red": reduction(b.median_ns, o.median_ns),
+                "p95_red": reduction(b.p95_ns, o.p95_ns),
+                "p99_red": reduction(b.p99_ns, o.p99_ns),
+                "paper_median_red": pm, "paper_p95_red": p95, "paper_p99_red": p99,
+                "median_ms": o.median_ns / 1e6, "p95_ms": o.p95_ns / 1e6, "p99_ms": o.p99_ns / 1e6,
+                "baraat_median_ms": b.median_ns / 1e6, "baraat_p95_ms": b.p95_ns / 1e6,
+                "baraat_p99_ms": b.p99_ns / 1e6, "tasks": int(o.tasks),
+            })
+    return pd.DataFrame(rows)
+
+
+def agrees(paper: float, ours: float) -> bool:
+    """Same direction: a paper number within ±10 points of zero is 'about the
+    same' and ours must be within ±20; otherwise ours must have its sign."""
+    if abs(paper) <= 10:
+        return bool(abs(ours) <= 20)
+    return bool((ours > 0) == (paper > 0))
+
+
+def _fmt_red(v: float) -> str:
+    return f"{v:+.0f}%"
+
+
+def table4_claims(t: pd.DataFrame) -> list[Claim]:
+    out = []
+    for _, r in t.iterrows():
+        paper = (r.paper_median_red, r.paper_p95_red, r.paper_p99_red)
+        ours = (r.median_red, r.p95_red, r.p99_red)
+        out.append(Claim(
+            f"{r.workload}: reduction with Baraat vs {r['name']} (median / 95th / 99th)",
+            " / ".join(f"{v:.0f}%" for v in paper),
+            " / ".join(_fmt_red(v) for v in ours),
+            ok=all(agrees(p, o) for p, o in zip(paper, ours)),
+        ))
+    return out
+
+
+def table4_plot(t: pd.DataFrame, png: str) -> None:
+    m = t.melt(id_vars=["workload", "policy"], value_vars=["median_red", "p95_red", "p99_red"],
+               var_name="percentile", value_name="reduction")
+    m["percentile"] = m["percentile"].str.replace("_red", "")
+    m["policy"] = m["policy"].map(NAMES)
+    bars(m, png, "percentile", "reduction", series="policy", panel="workload",
+         ylabel="reduction with Baraat (%)")
+
+
+TABLE4_DIFF = (
+    "The Bing and Facebook traces are not public: our size models reproduce Fig. 2's shapes "
+    "(bimodal with 15 % of tasks ×10; bounded Pareto with shape 1.1 up to ×1,000), not the "
+    "traces, and the tail reductions hinge on how heavy the heavy tasks are. Data analytics: "
+    "a ×1,000 task (~1 GB, 8 s at 1 Gbps) heads the top class for seconds and FIFO-LM lets "
+    "only one more task share it, so the tasks behind get half the link while arrivals "
+    "continue at 80 % load; fair sharing gives the giant 1/n instead, so here Baraat loses to "
+    "RCP and pFabric at the 95th percentile. With the Pareto bounded at ×30 instead (reduced "
+    "scale, 2026-11-22) Baraat's p95 is 374 ms against RCP's 508 ms (−26 %) and its p99 554 "
+    "against 1,012 ms, the paper's direction. STF here is an ideal centralised scheduler: "
+    "exact sizes, preemptive strict priority, no overhead, i.e. shortest-remaining-task-first, "
+    "so it has the lowest median by construction, even for the 'uniform' workload, whose task "
+    "sizes (39 flows of U[2, 50] KB) still differ by ~9 % (coefficient of variation) and which "
+    "strict size order exploits; the paper's STF is within 8 % of Baraat at the median, so it "
+    "is evidently less aggressive. Orchestra is strict FIFO over tasks (uniform: identical to "
+    "Baraat, as the paper says). pFabric is ideal shortest-flow-first (no protocol overhead, "
+    "order refreshed at each rate recomputation): like STF it wins the median on the Bing "
+    "model, where 85 % of tasks are light. Baraat's heavy-task classification happens at the "
+    "aggregator's ToR port only (docs/flowsim.md). Reduced scale: 10 aggregator racks and "
+    "2,000 tasks instead of 30 and 10,000, so the 99th percentile rests on 20 tasks.")
+
+
+register(Experiment(
+    name="baraat-table4", paper=PAPER, figure="Table 4",
+    title="Reduction in task completion time with Baraat relative to other policies",
+    setup="§5.2.1: single-stage partition-aggregate (an aggregator and its 39 rack peers, "
+          "2-50 KB flows scaled per task) at 80 % load on the aggregators' downlinks, Poisson "
+          "arrivals; Baraat (FIFO-LM, 80th-percentile heavy threshold) against RCP (ideal fair "
+          "sharing), pFabric (ideal SFF), STF and Orchestra (centralised), for the Bing-like, "
+          "data-analytics-like and uniform workloads; reduction = (other − Baraat) / other at "
+          "the median, 95th and 99th percentile of task completion time.",
+    points=comparison_points,
+    table=table4,
+    plot=table4_plot,
+    claims=table4_claims,
+    differences=TABLE4_DIFF,
+))
+
+
+# --- Fig. 8 and 9: the 95th-percentile columns of the same runs -------------------
+
+def p95_table(policies):
+    def table(runs, tasks):
+        t = table4(runs, tasks)
+        t = t[t["policy"].isin(policies)].copy()
+        ref = FIG8 if "pfabric" in policies else FIG9
+        t["paper_p95_red"] = [ref[(w, p)] for w, p in zip(t["workload"], t["policy"])]
+        return t[["workload", "policy", "name", "p95_red", "paper_p95_red", "p95_ms",
+                  "baraat_p95_ms", "tasks"]].reset_index(drop=True)
+    return table
+
+
+def p95_claims(t: pd.DataFrame) -> list[Claim]:
+    return [Claim(f"{r.workload}: 95th-percentile reduction with Baraat vs {r['name']}",
+                  f"{r.paper_p95_red:.0f}%", _fmt_red(r.p95_red), ok=agrees(r.paper_p95_red, r.p95_red))
+            for _, r in t.iterrows()]
+
+
+def p95_plot(t: pd.DataFrame, png: str) -> None:
+    bars(t, png, "workload", "p95_red", series="name",
+         ylabel="p95 reduction with Baraat (%)")
+
+
+register(Experiment(
+    name="baraat-fig8", paper=PAPER, figure="Fig. 8",
+    title="Reduction in tail (95th-percentile) task completion time with Baraat against "
+          "decentralized schemes (pFabric, RCP)",
+    setup="The 95th-percentile columns of Table 4's runs against pFabric and RCP (same runs, "
+          "shared through the cache): 10,000 single-stage tasks at 80 % load per workload.",
+    points=comparison_points,
+    table=p95_table(["pfabric", "fair"]),
+    plot=p95_plot,
+    claims=p95_claims,
+    differences="The paper's text gives 47 % over RCP for the uniform workload, Table 4 37 %; "
+                "we compare with the text. " + TABLE4_DIFF,
+))
+
+register(Experiment(
+    name="baraat-fig9", paper=PAPER, figure="Fig. 9",
+    title="Reduction in tail (95th-percentile) task completion time with Baraat against "
+          "centralized schemes (Orchestra, STF)",
+    setup="The 95th-percentile columns of Table 4's runs against Orchestra (FIFO) and STF "
+          "(shortest task first, sizes known upfront), both idealised and centralised.",
+    points=comparison_points,
+    table=p95_table(["orchestra", "stf"]),
+    plot=p95_plot,
+    claims=p95_claims,
+    differences="For the uniform workload the paper states only that all centralised "
+                "schemes perform the same; we compare with Table 4's 0 % and 1 %. " + TABLE4_DIFF,
+))
+
+
+# --- Fig. 3: SFF vs fair sharing against flows per task ------------------------
+
+FIG3_FLOWS = [1, 2, 5, 10, 20, 50, 100, 200]
+FIG3_POLICIES = ["fair", "pfabric", "orchestra", "stf"]
+
+
+def fig3_points(scale: str) -> list[Point]:
+    """§2.2: 'a simple single stage partition-aggregate workflow scenario with
+    40 tasks comprising flows uniformly chosen from the range [5, 40]KB'. The
+    paper does not state the arrivals; we take the simplest reading, a batch
+    of 40 tasks at one aggregator (one rack of n + 1 servers, n flows per
+    task). Seeds average out the draw of flow sizes. Reduced scale stops at
+    100 flows (200 flows × 40 tasks is 8,000 flows on one link, ~3 s a run)
+    and uses 2 seeds."""
+    seeds = range(1, 11) if scale == "paper" else range(1, 3)
+    flows = FIG3_FLOWS if scale == "paper" else FIG3_FLOWS[:-1]
+    pts = []
+    for n in flows:
+        for seed in seeds:
+            for pol in FIG3_POLICIES:
+                cfg = {
+                    "seed": seed, "policies": [pol],
+                    "topology": {"pods": 1, "racks_per_pod": 1, "servers_per_rack": n + 1},
+                    "workload": {"workflow": "single-stage", "sizes": "uniform",
+                                 "arrival": "batch", "tasks": 40, "aggregators": 1,
+                                 "flow_min_kb": 5.0, "flow_max_kb": 40.0},
+                }
+                pts.append(Point({"flows": n, "seed": seed, "policy": pol}, cfg, kind="flowsim"))
+    return pts
+
+
+def fig3_table(runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    d = runs.pivot_table(index=["flows", "seed"], columns="policy", values="mean_ns").reset_index()
+    d["sff_red"] = 100 * (d["fair"] - d["pfabric"]) / d["fair"]
+    d["task_aware_red"] = 100 * (d["fair"] - d["orchestra"]) / d["fair"]
+    d["task_aware_stf_red"] = 100 * (d["fair"] - d["stf"]) / d["fair"]
+    g = d.groupby("flows")
+    return pd.DataFrame({
+        "sff_red": g["sff_red"].mean(), "sff_red_sd": g["sff_red"].std(ddof=0),
+        "task_aware_red": g["task_aware_red"].mean(),
+        "task_aware_red_sd": g["task_aware_red"].std(ddof=0),
+        "task_aware_stf_red": g["task_aware_stf_red"].mean(),
+        "task_aware_stf_red_sd": g["task_aware_stf_red"].std(ddof=0),
+        "fair_mean_ms": g["fair"].mean() / 1e6, "seeds": g.size(),
+    }).reset_index()
+
+
+def fig3_plot(t: pd.DataFrame, png: str) -> None:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.6, 3.4), dpi=110)
+    for col, label, color, marker in [("sff_red", "SFF (pFabric)", "tab:red", "v"),
+                                      ("task_aware_red", "task-aware, FIFO (Orchestra)", "tab:blue", "o"),
+                                      ("task_aware_stf_red", "task-aware, smallest first (STF)",
+                                       "tab:purple", "D")]:
+        ax.errorbar(t["flows"], t[col], yerr=t[col + "_sd"], label=label, color=color,
+                    marker=marker, capsize=3)
+    ax.set_xscale("log")
+    ax.set_xlabel("flows per task")
+    ax.set_ylabel("reduction in mean task\ncompletion time vs fair sharing (%)")
+    ax.axhline(0, color="black", lw=0.6)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def fig3_claims(t: pd.DataFrame) -> list[Claim]:
+    d = t.set_index("flows")
+    one = float(d.loc[1, "sff_red"])
+    many = d[d.index >= 20]["sff_red"]
+    ta = d["task_aware_stf_red"]
+    fifo = d["task_aware_red"]
+    return [
+        Claim("With one flow per task SFF reduces task completion time by almost 50 %",
+              "≈ 50 %", f"{one:.0f}%", ok=35 <= one <= 60),
+        Claim("With tens to hundreds of flows per task SFF performs like fair sharing",
+              "≈ 0 %", f"{many.min():.0f}% to {many.max():.0f}% (20-{many.index.max()} flows)",
+              ok=bool(many.abs().max() <= 10)),
+        Claim("The task-aware straw man's benefit is stable across flows per task (judged on "
+              "the size-ordered straw man; FIFO order shown too)",
+              "stable", f"smallest task first {ta.min():.0f}% to {ta.max():.0f}%; FIFO "
+              f"{fifo.min():.0f}% to {fifo.max():.0f}% (lowest at 1 flow)",
+              ok=bool(ta.max() - ta.min() <= 15 and ta.min() > 25)),
+    ]
+
+
+register(Experiment(
+    name="baraat-fig3", paper=PAPER, figure="Fig. 3",
+    title="SFF fails to improve over fair sharing for realistic numbers of flows per task",
+    setup="§2.2: 40 single-stage partition-aggregate tasks of n flows each (sizes uniform in "
+          "[5, 40] KB) into one aggregator; reduction in mean task completion time against "
+          "fair sharing for shortest flow first (pFabric) and a task-aware straw man that "
+          "schedules a task's flows together, in FIFO order (Orchestra) or smallest task "
+          "first (STF), n = 1 to 200 (100 at reduced scale); mean ± one standard deviation "
+          "over seeds.",
+    points=fig3_points,
+    table=fig3_table,
+    plot=fig3_plot,
+    claims=fig3_claims,
+    differences="The paper does not state the arrival pattern, the topology or the x-axis "
+                "values; we run the 40 tasks as a batch into one aggregator's 1 Gbps downlink "
+                "(one rack of n + 1 servers) and average 2 seeds (reduced) or 10 (paper). "
+                "The paper does not say in which order its straw man serves tasks: in FIFO "
+                "order a batch of single-flow tasks gains only ~30 % (random order against "
+                "processor sharing of sizes in [5, 40] KB), smallest-first gains ~48 % at "
+                "every n; from 2 flows on both are stable near 40-49 %.",
+))
+
+
+# --- Fig. 12: heavy-task threshold ----------------------------------------------------
+
+FIG12_THRESHOLDS = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
+
+
+def fig12_points(scale: str) -> list[Point]:
+    pts = [run_point(scale, "data-analytics", p) for p in ["fair", "orchestra"]]
+    for th in FIG12_THRESHOLDS:
+        p = run_point(scale, "data-analytics", "baraat", th)
+        p.labels["threshold"] = th
+        pts.append(p)
+    return pts
+
+
+def fig12_table(runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    ref = runs[runs["policy"] != "baraat"].set_index("policy")
+    d = runs[runs["policy"] == "baraat"].sort_values("threshold")
+    out = pd.DataFrame({
+        "threshold": d["threshold"].values,
+        "mean_ms": d["mean_ns"].values / 1e6, "p95_ms": d["p95_ns"].values / 1e6,
+        "p99_ms": d["p99_ns"].values / 1e6,
+    })
+    for p in ["fair", "orchestra"]:
+        out[f"{p}_mean_ms"] = ref.loc[p, "mean_ns"] / 1e6
+        out[f"{p}_p95_ms"] = ref.loc[p, "p95_ns"] / 1e6
+        out[f"p95_red_vs_{p}"] = [reduction(b, ref.loc[p, "p95_ns"]) for b in d["p95_ns"]]
+    return out
+
+
+def fig12_plot(t: pd.DataFrame, png: str) -> None:
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), dpi=110)
+    for ax, m, label in [(axes[0], "p95", "95th-percentile"), (axes[1], "mean", "mean")]:
+        ax.plot(100 * t["threshold"], t[f"{m}_ms"], marker="o", color="tab:blue", label="Baraat")
+        ax.axhline(t[f"fair_{m}_ms"].iloc[0], color="tab:green", ls="--", label="RCP")
+        ax.axhline(t[f"orchestra_{m}_ms"].iloc[0], color="tab:purple", ls=":", label="Orchestra")
+        ax.set_xlabel("heavy-task threshold (percentile of task size)")
+        ax.set_ylabel(f"{label} task completion time (ms)")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Data-analytics workload")
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def fig12_claims(t: pd.DataFrame) -> list[Claim]:
+    best = t.loc[t["p95_ms"].idxmin()]
+    lo, hi = t.iloc[0], t.iloc[-1]
+    fair, orch = float(t["fair_p95_ms"].iloc[0]), float(t["orchestra_p95_ms"].iloc[0])
+
+    def closer(v):
+        return "RCP" if abs(v - fair) < abs(v - orch) else "Orchestra"
+    return [
+        Claim("A threshold between the 80th and 90th percentile gives the best performance",
+              "best in p80-p90",
+              f"lowest p95 at p{100 * best.threshold:.0f} ({best.p95_ms:.0f} ms)",
+              ok=bool(0.8 <= float(best.threshold) <= 0.9)),
+        Claim("Too low a threshold converges to fair sharing (RCP)", "→ RCP",
+              f"p{100 * lo.threshold:.0f}: p95 {lo.p95_ms:.0f} ms (RCP {fair:.0f}, "
+              f"Orchestra {orch:.0f}): closer to {closer(lo.p95_ms)}",
+              ok=closer(lo.p95_ms) == "RCP"),
+        Claim("Too high a threshold converges to Orchestra", "→ Orchestra",
+              f"p{100 * hi.threshold:.0f}: p95 {hi.p95_ms:.0f} ms: closer to {closer(hi.p95_ms)}",
+              ok=closer(hi.p95_ms) == "Orchestra"),
+    ]
+
+
+register(Experiment(
+    name="baraat-fig12", paper=PAPER, figure="Fig. 12",
+    title="Baraat against the heavy-task identification threshold (data analytics)",
+    setup="§5.2.3: Table 4's data-analytics setup; Baraat with the heavy threshold at the "
+          "50th-99th percentile of the per-port task size history, RCP and Orchestra as the "
+          "two limits; 95th-percentile and mean task completion time.",
+    points=fig12_points,
+    table=fig12_table,
+    plot=fig12_plot,
+    claims=fig12_claims,
+    differences="The paper's text does not give Fig. 12's y axis; we plot the 95th percentile "
+                "and the mean. The data-analytics workload is our bounded-Pareto model of "
+                "Fig. 2 (right, shape 1.1 up to ×1,000), not the Facebook trace. In it fair "
+                "sharing beats Baraat at the 95th percentile (see baraat-table4: a ×1,000 task "
+                "holds the top class for seconds), so Baraat's curve falls monotonically towards "
+                "RCP as the threshold drops and the best threshold is the lowest we try, not "
+                "p80-p90; both limits (low → RCP, high → Orchestra) do show.",
+))

@@ -1,0 +1,157 @@
+"""The Baraat catalog entries (flowsim points) and the placement export used
+by Horus Fig. 19a. Needs the package installed (`pip install .`)."""
+import copy
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _without_source_tree():
+    return [p for p in sys.path if os.path.abspath(p or ".") != str(ROOT / "python")]
+
+
+sys.path[:] = _without_source_tree()
+import netsched  # noqa: E402
+from netsched import sweep  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def installed_package_only(monkeypatch):
+    monkeypatch.setattr(sys, "path", _without_source_tree())
+
+
+def shrink(points, tasks):
+    for p in points:
+        p.config = copy.deepcopy(p.config)
+        p.config["workload"]["tasks"] = tasks
+    return points
+
+
+# --- Baraat ---------------------------------------------------------------------
+
+def test_baraat_entries_registered_with_flowsim_points():
+    from netsched import catalog
+
+    for name in ["baraat-fig3", "baraat-fig8", "baraat-fig9", "baraat-fig12", "baraat-table4"]:
+        e = catalog.get(name)
+        for scale in ("reduced", "paper"):
+            pts = e.points(scale)
+            assert pts and all(p.kind == "flowsim" for p in pts), name
+    # Fig. 8, Fig. 9 and Table 4 are one set of runs; Fig. 12 reuses its
+    # data-analytics fair, orchestra and p80 Baraat runs.
+    t4 = {p.key() for p in catalog.get("baraat-table4").points("reduced")}
+    assert {p.key() for p in catalog.get("baraat-fig8").points("reduced")} == t4
+    f12 = {p.key() for p in catalog.get("baraat-fig12").points("reduced")}
+    assert len(f12 & t4) == 3
+
+
+def test_baraat_table4_one_row_per_policy_with_reduction_columns(tmp_path):
+    from netsched.catalog import baraat
+
+    pts = shrink(baraat.comparison_points("reduced"), 300)
+    res = sweep.run_points(pts, cache_dir=tmp_path, serial=True, progress=False)
+    assert res.computed == 15
+    t = baraat.table4(res.runs, res.pools)
+    assert len(t) == 12  # 3 workloads x 4 policies other than Baraat
+    for w in baraat.WORKLOADS:
+        assert sorted(t[t.workload == w].policy) == sorted(baraat.OTHERS)
+    for c in ["median_red", "p95_red", "p99_red", "paper_median_red", "paper_p95_red",
+              "paper_p99_red"]:
+        assert t[c].notna().all(), c
+    # The reduction is Table 4's 100 x (other - Baraat) / other, from the runs.
+    r = res.runs.set_index(["workload", "policy"])
+    row = t[(t.workload == "bing") & (t.policy == "fair")].iloc[0]
+    b, f = r.loc[("bing", "baraat"), "p95_ns"], r.loc[("bing", "fair"), "p95_ns"]
+    assert row.p95_red == pytest.approx(100 * (f - b) / f)
+    assert row.paper_p95_red == 30
+    # Uniform: task sizes differ by ~9 %, so only the top 20 % cross the p80
+    # threshold, and only near their end: Baraat is almost Orchestra's FIFO
+    # (Table 4: 0/0/0).
+    u = t[(t.workload == "uniform") & (t.policy == "orchestra")].iloc[0]
+    assert abs(u.median_red) < 5 and abs(u.p95_red) < 5
+    claims = baraat.table4_claims(t)
+    assert len(claims) == 12 and all(c.ok in (True, False) for c in claims)
+    f8 = baraat.p95_table(["pfabric", "fair"])(res.runs, res.pools)
+    assert len(f8) == 6 and set(f8.policy) == {"pfabric", "fair"}
+    assert f8[(f8.workload == "uniform") & (f8.policy == "fair")].paper_p95_red.iloc[0] == 47
+
+
+def test_baraat_fig3_sff_gain_vanishes_with_many_flows(tmp_path):
+    from netsched.catalog import baraat
+
+    pts = [p for p in baraat.fig3_points("reduced")
+           if p.labels["flows"] in (1, 50) and p.labels["seed"] == 1]
+    res = sweep.run_points(pts, cache_dir=tmp_path, serial=True, progress=False)
+    t = baraat.fig3_table(res.runs, res.pools).set_index("flows")
+    assert 35 <= t.loc[1, "sff_red"] <= 60          # §2.2: "almost 50%"
+    assert abs(t.loc[50, "sff_red"]) <= 10          # like fair sharing
+    assert t.loc[50, "task_aware_red"] > 30         # the task-aware straw man keeps its gain
+
+
+def test_baraat_agreement_rule():
+    from netsched.catalog.baraat import agrees
+
+    assert agrees(30, 5) and not agrees(30, -5)
+    assert agrees(0, 15) and not agrees(0, 25)
+    assert agrees(-8, -20) and not agrees(-30, 10)
+
+
+# --- Placement export (Horus Fig. 19a) ------------------------------------------
+
+SMALL_DC = {
+    "policy": "horus",
+    "seed": 7,
+    "topology": {"kind": "fat-tree", "k": 4, "cores_per_server": 8},
+    "placement": {"pools": 4, "min_size": 5, "max_size": 40, "mean_size": 15.0,
+                  "mode": "scattered", "ratio": 2},
+    "workload": {"service": {"kind": "preset", "name": "exp100"}, "load": 0.5,
+                 "tasks_per_worker": 20},
+}
+
+
+def test_placement_per_rack_counts_sum_to_the_pool_sizes_the_simulator_used():
+    pl = netsched.placement(SMALL_DC)
+    assert list(pl.columns) == ["pool_id", "leaf_id", "pod", "workers", "servers", "spine_id"]
+    assert (pl.workers > 0).all() and (pl.servers >= 1).all()
+    assert not pl.duplicated(["pool_id", "leaf_id"]).any()
+    sums = pl.groupby("pool_id")["workers"].sum()
+    run = netsched.run_sim(SMALL_DC)
+    sizes = run.pools.set_index("pool_id")["workers"]
+    assert sums.sort_index().tolist() == sizes.sort_index().tolist()
+    # k=4: 8 racks of 2 servers x 8 cores; a rack holds at most 16 workers.
+    assert pl.leaf_id.between(0, 7).all() and (pl.workers <= 16).all()
+    assert (pl.pod == pl.leaf_id // 2).all()
+    # Deterministic in the seed, and the seed matters for scattered pools.
+    assert netsched.placement(SMALL_DC).equals(pl)
+    other = dict(SMALL_DC, seed=8)
+    assert not netsched.placement(other).equals(pl)
+
+
+def test_placement_explicit_sizes_and_errors():
+    cfg = copy.deepcopy(SMALL_DC)
+    cfg["placement"] = {"sizes": [20, 9, 3], "mode": "colocated"}
+    pl = netsched.placement(cfg)
+    assert pl.groupby("pool_id")["workers"].sum().tolist() == [20, 9, 3]
+    # Colocated: pool 0 fills rack 0 (16 cores) and then 4 cores of rack 1.
+    assert pl[pl.pool_id == 0].workers.tolist() == [16, 4]
+    cfg["placement"] = {"sizes": [200], "mode": "colocated"}
+    with pytest.raises(ValueError, match="placement"):
+        netsched.placement(cfg)
+
+
+def test_horus_fig19a_groups_from_placement():
+    from netsched.catalog import horus
+
+    s = horus.pool_spread("reduced")
+    assert len(s) == 30
+    pl = netsched.placement(horus.datacenter("reduced"))
+    assert s.set_index("pool_id")["workers"].equals(pl.groupby("pool_id")["workers"].sum())
+    assert (s.per_rack_var >= 0).all() and (s.racks <= 128).all()
+    # Fig. 19a's runs are Fig. 11's Bimodal runs at load 0.9, shared in the cache.
+    f11 = {p.key() for p in horus.fig11_points("reduced")}
+    f19 = horus.fig19a_points("reduced")
+    assert len(f19) == 3 and {p.key() for p in f19} <= f11
