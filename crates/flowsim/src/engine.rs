@@ -57,6 +57,45 @@ struct Flow {
     key: (u64, u64),
     spec: u32,
     alive: bool,
+    /// Rate group ([`Group`]) and index in its `members`, or `NONE`.
+    group: u32,
+    gpos: u32,
+    /// Finish time (ns) at the current rate, `u64::MAX` if none.
+    finish: u64,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// A rate group: flows frozen together at one level of one water-fill (so
+/// at one rate), in finish-time order. The finish-time heap holds one entry
+/// per group, its first live member's finish time, so a rate change of the
+/// group moves one heap entry, not one per flow.
+///
+/// Invariants (checked by [`Engine::check_invariants`]): a flow with
+/// `group == g` is at `members[gpos]` with `gpos >= head`; `live` counts
+/// them; they all have rate `rate` and appear in non-decreasing finish
+/// order; the heap entry of a group with live members is the finish time
+/// of `members[head]`, which is live. Entries of flows that left stay in
+/// `members` and are skipped.
+#[derive(Clone, Debug, Default)]
+struct Group {
+    members: Vec<u32>,
+    head: u32,
+    live: u32,
+    rate: f64,
+    /// A link that every member crosses and that the group saturates (its
+    /// members froze when it ran out), or `NONE`: the departure fast path
+    /// applies only to groups with one.
+    bottleneck: LinkId,
+}
+
+/// A flow that finished at the current instant (its slot may be reused).
+#[derive(Clone, Copy, Debug)]
+struct Departed {
+    group: u32,
+    links: [LinkId; MAX_HOPS],
+    n: u8,
+    cap: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -111,16 +150,30 @@ pub struct EngineStats {
     pub recomputes: u64,
     pub flows_recomputed: u64,
     pub flows: u64,
+    /// Departures handled by the rate-group fast path (not counted in
+    /// `recomputes`).
+    pub fast_departures: u64,
 }
 
+#[derive(Clone)]
 pub struct Engine {
     topo: Topology,
     opts: EngineOpts,
     now: u64,
     seq: u64,
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    /// Finish times of active flows, re-keyed in place.
+    /// Finish times of the rate groups' first members, re-keyed in place.
     finish: IndexedHeap,
+    groups: Vec<Group>,
+    free_groups: Vec<u32>,
+    /// Flows that finished at this instant, and whether anything else
+    /// changed (a start, a re-classification): the fast path applies only
+    /// to departures alone.
+    departed: Vec<Departed>,
+    other_change: bool,
+    /// Check the rate groups' invariants after every recomputation, and
+    /// every fast-path result against a from-scratch recomputation (tests).
+    pub check: bool,
     links: Vec<Link>,
     flows: Vec<Flow>,
     /// Component stamps of the flows, apart from `flows` so that the
@@ -137,6 +190,11 @@ pub struct Engine {
     comp_links: Vec<LinkId>,
     keyed: Vec<((u64, u64), u32)>,
     unfrozen: Vec<u32>,
+    /// Flows in freeze order, and the freeze sets as (start in `frozen`,
+    /// bottleneck link or NONE, level).
+    frozen: Vec<u32>,
+    sets: Vec<(u32, LinkId, f64)>,
+    xlinks: Vec<LinkId>,
     touched: Vec<u32>,
     /// Recompute every active flow at every change (the from-scratch
     /// reference the component recomputation is tested against).
@@ -159,6 +217,11 @@ impl Engine {
             seq: 0,
             heap: BinaryHeap::new(),
             finish: IndexedHeap::new(),
+            groups: Vec::new(),
+            free_groups: Vec::new(),
+            departed: Vec::new(),
+            other_change: false,
+            check: false,
             links: vec![Link::default(); nl],
             flows: Vec::new(),
             fstamp: Vec::new(),
@@ -172,6 +235,9 @@ impl Engine {
             comp_links: Vec::new(),
             keyed: Vec::new(),
             unfrozen: Vec::new(),
+            frozen: Vec::new(),
+            sets: Vec::new(),
+            xlinks: Vec::new(),
             touched: Vec::new(),
             full_recompute: false,
             residual: Vec::new(),
@@ -204,11 +270,12 @@ impl Engine {
             };
             self.now = t;
             // Every event of this instant, then one recomputation.
-            while let Some((t2, fid)) = self.finish.peek() {
+            while let Some((t2, g)) = self.finish.peek() {
                 if t2 != t {
                     break;
                 }
-                self.finish.pop();
+                let grp = &self.groups[g as usize];
+                let fid = grp.members[grp.head as usize];
                 self.stats.events += 1;
                 self.finish_flow(fid);
             }
@@ -235,13 +302,19 @@ impl Engine {
                         if self.ports[host as usize].gen == gen {
                             let l = self.topo.host_down(host);
                             self.dirty.push(l);
+                            self.other_change = true;
                         }
                     }
                 }
             }
             if !self.dirty.is_empty() {
                 self.recompute();
+                if self.check {
+                    self.check_invariants();
+                }
             }
+            self.departed.clear();
+            self.other_change = false;
         }
         std::mem::take(&mut self.results)
     }
@@ -333,6 +406,9 @@ impl Engine {
             key: (0, 0),
             spec,
             alive: true,
+            group: NONE,
+            gpos: 0,
+            finish: u64::MAX,
         };
         let id = match self.free_flows.pop() {
             Some(i) => {
@@ -354,6 +430,7 @@ impl Engine {
             link.sum_caps += cap;
             self.dirty.push(l);
         }
+        self.other_change = true;
         if self.opts.policy == Policy::Baraat {
             let thr = self.opts.heavy_threshold;
             self.ports[dst as usize]
@@ -366,11 +443,11 @@ impl Engine {
     /// Bring a flow's remaining bytes up to `now`, charging the bytes to its
     /// task at the destination port (Baraat's bytes-reserved counter: in the
     /// fluid model a reservation is exactly what is sent).
-    fn advance(&mut self, id: u32) {
+    fn advance(&mut self, id: u32) -> bool {
         let now = self.now;
         let f = &mut self.flows[id as usize];
         if f.last == now {
-            return;
+            return false;
         }
         let sent = (f.rate * (now - f.last) as f64 / 8e9).min(f.rem);
         f.rem -= sent;
@@ -378,18 +455,25 @@ impl Engine {
         if sent > 0.0 && self.opts.policy == Policy::Baraat {
             let task_id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
             if let Some(lm) = self.ports[f.dst as usize].lm.as_mut() {
-                lm.reserve(task_id, sent);
+                return lm.reserve(task_id, sent);
             }
         }
+        false
     }
 
     fn finish_flow(&mut self, id: u32) {
         self.advance(id);
         let f = &mut self.flows[id as usize];
         f.alive = false;
-        self.finish.remove(id);
         let (task, spec, dst, n, links, pos, cap) =
             (f.task, f.spec, f.dst, f.n, f.links, f.pos, f.cap);
+        self.departed.push(Departed {
+            group: f.group,
+            links,
+            n,
+            cap,
+        });
+        self.group_leave(id);
         for h in 0..n as usize {
             let l = links[h];
             let link = &mut self.links[l as usize];
@@ -460,6 +544,7 @@ impl Engine {
                 lm.forget(t.task_id);
                 // The classes at this port changed: recompute there.
                 self.dirty.push(self.topo.host_down(p));
+                self.other_change = true;
             }
         }
         self.free_tasks.push(slot);
@@ -471,6 +556,28 @@ impl Engine {
     }
 
     fn recompute(&mut self) {
+        if !self.full_recompute && !self.other_change && !self.departed.is_empty() {
+            let shadow = if self.check {
+                Some(self.clone())
+            } else {
+                None
+            };
+            if self.fast_departure() {
+                self.dirty.clear();
+                self.stats.fast_departures += 1;
+                if let Some(mut sh) = shadow {
+                    sh.recompute_component();
+                    self.compare_rates(&sh);
+                }
+                return;
+            }
+        }
+        self.recompute_component();
+    }
+
+    /// Recompute the component grown from the dirty links: re-key and
+    /// water-fill every flow in it, and regroup them.
+    fn recompute_component(&mut self) {
         self.stats.recomputes += 1;
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
@@ -528,6 +635,7 @@ impl Engine {
         self.stats.flows_recomputed += comp_flows.len() as u64;
         for &fid in &comp_flows {
             self.advance(fid);
+            self.group_leave(fid);
         }
         // Priority keys, sorted beside the ids (no indirection while sorting).
         let mut keyed = std::mem::take(&mut self.keyed);
@@ -551,6 +659,8 @@ impl Engine {
         let mut prev = std::mem::take(&mut self.prev_rates);
         prev.clear();
         prev.extend(comp_flows.iter().map(|&f| self.flows[f as usize].rate));
+        self.frozen.clear();
+        self.sets.clear();
         let mut g = 0;
         while g < comp_flows.len() {
             let key = keyed[g].0;
@@ -570,23 +680,371 @@ impl Engine {
             if f.rate == prev[k] && f.rate > 0.0 {
                 continue;
             }
-            let dt = if f.rate > 0.0 {
-                (f.rem * 8e9 / f.rate - 1e-3).ceil().max(0.0)
-            } else {
-                f64::INFINITY
-            };
-            if dt < 1e18 {
-                self.finish.set(fid, self.now + dt as u64);
-            } else {
-                self.finish.remove(fid);
-            }
+            f.finish = finish_time(self.now, f.rem, f.rate);
         }
         self.prev_rates = prev;
+        self.form_groups();
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);
         }
         self.comp_flows = comp_flows;
         self.comp_links = comp_links;
+    }
+
+    /// Turn the freeze sets of the last water-fill into rate groups (flows
+    /// frozen at level 0 get none: they have no finish time).
+    fn form_groups(&mut self) {
+        let sets = std::mem::take(&mut self.sets);
+        let frozen = std::mem::take(&mut self.frozen);
+        for (s, &(start, bottleneck, level)) in sets.iter().enumerate() {
+            let end = sets.get(s + 1).map_or(frozen.len(), |x| x.0 as usize);
+            let set = &frozen[start as usize..end];
+            if level <= 0.0 {
+                continue;
+            }
+            let g = match self.free_groups.pop() {
+                Some(g) => g,
+                None => {
+                    self.groups.push(Group::default());
+                    (self.groups.len() - 1) as u32
+                }
+            };
+            let mut members = std::mem::take(&mut self.groups[g as usize].members);
+            members.clear();
+            members.extend_from_slice(set);
+            members.sort_unstable_by_key(|&f| (self.flows[f as usize].finish, f));
+            for (i, &fid) in members.iter().enumerate() {
+                let f = &mut self.flows[fid as usize];
+                f.group = g;
+                f.gpos = i as u32;
+            }
+            self.groups[g as usize] = Group {
+                live: members.len() as u32,
+                members,
+                head: 0,
+                rate: level,
+                bottleneck,
+            };
+            self.group_reschedule(g);
+        }
+        self.sets = sets;
+        self.frozen = frozen;
+    }
+
+    /// A flow leaves its rate group (it finished or is being regrouped).
+    fn group_leave(&mut self, fid: u32) {
+        let f = &mut self.flows[fid as usize];
+        let g = f.group;
+        if g == NONE {
+            return;
+        }
+        f.group = NONE;
+        let was_head = self.groups[g as usize].head == f.gpos;
+        let grp = &mut self.groups[g as usize];
+        grp.live -= 1;
+        if grp.live == 0 {
+            grp.members.clear();
+            grp.head = 0;
+            self.finish.remove(g);
+            self.free_groups.push(g);
+        } else if was_head {
+            self.group_reschedule(g);
+        }
+    }
+
+    /// Move a group's head to its first live member and its heap entry to
+    /// that member's finish time.
+    fn group_reschedule(&mut self, g: u32) {
+        let grp = &mut self.groups[g as usize];
+        let mut h = grp.head as usize;
+        loop {
+            let f = &self.flows[grp.members[h] as usize];
+            if f.group == g && f.gpos == h as u32 {
+                break;
+            }
+            h += 1;
+        }
+        grp.head = h as u32;
+        let t = self.flows[grp.members[h] as usize].finish;
+        if t == u64::MAX {
+            self.finish.remove(g);
+        } else {
+            self.finish.set(g, t.max(self.now));
+        }
+    }
+
+    /// Departures alone, all from one rate group `S` with bottleneck `L`:
+    /// if every flow on the links of `S` and of the departed flows also
+    /// crosses `L`, and `S`'s other links can carry the new level, then the
+    /// water-fill of the component gives `S` the level `L`'s capacity left
+    /// by the flows outside `S`, split evenly, and leaves every other rate
+    /// as it is. Why: flows ahead of `S` (higher priority, or frozen at a
+    /// lower level of `S`'s key) do not see the departures (a departed flow
+    /// was not frozen before `S`, so none of its links bound them); flows
+    /// behind `S` that share a link with `S` or a departed flow cross `L`,
+    /// which stays full, so they stay at 0; other flows share no link with
+    /// `S`. Returns false (nothing changed except Baraat's byte counters
+    /// brought up to date) when a condition fails: the caller recomputes
+    /// the component.
+    fn fast_departure(&mut self) -> bool {
+        // pFabric's keys (remaining size) change with time: always re-key.
+        if self.opts.policy == Policy::Pfabric {
+            return false;
+        }
+        let g = self.departed[0].group;
+        if g == NONE || self.departed.iter().any(|d| d.group != g) {
+            return false;
+        }
+        let grp = &self.groups[g as usize];
+        if grp.live == 0 || grp.bottleneck == NONE {
+            return false;
+        }
+        let bl = grp.bottleneck;
+        // Distinct links of the members and the departed flows, but `L`.
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            for l in &mut self.links {
+                l.stamp = 0;
+            }
+            self.fstamp.fill(0);
+            self.stamp = 1;
+        }
+        let stamp = self.stamp;
+        let mut xl = std::mem::take(&mut self.xlinks);
+        xl.clear();
+        self.links[bl as usize].stamp = stamp;
+        let mut min_cap = u64::MAX;
+        let mut n = 0u32;
+        let grp = &self.groups[g as usize];
+        for (i, &fid) in grp.members.iter().enumerate().skip(grp.head as usize) {
+            let f = &self.flows[fid as usize];
+            if f.group != g || f.gpos != i as u32 {
+                continue;
+            }
+            n += 1;
+            min_cap = min_cap.min(f.cap);
+            for &l in &f.links[..f.n as usize] {
+                let link = &mut self.links[l as usize];
+                if link.stamp != stamp {
+                    link.stamp = stamp;
+                    xl.push(l);
+                }
+            }
+        }
+        for d in &self.departed {
+            for &l in &d.links[..d.n as usize] {
+                let link = &mut self.links[l as usize];
+                if link.stamp != stamp {
+                    link.stamp = stamp;
+                    xl.push(l);
+                }
+            }
+        }
+        let ok = self.fast_check(g, bl, n, min_cap, &xl);
+        self.xlinks = xl;
+        let Some(level) = ok else { return false };
+        // Baraat's classifier rates are per port: only when `L` is the
+        // port's downlink are all of the port's rate changes on `L`.
+        if self.opts.policy == Policy::Baraat {
+            let grp = &self.groups[g as usize];
+            let head = &self.flows[grp.members[grp.head as usize] as usize];
+            if self.topo.host_down(head.dst) != bl {
+                return false;
+            }
+        }
+        // Baraat: bring every byte counter at the port up to date (the
+        // reference does it for the whole component) and give up if a task
+        // turned heavy (its class changes).
+        if self.opts.policy == Policy::Baraat {
+            let mut heavy = false;
+            for k in 0..self.links[bl as usize].flows.len() {
+                let fid = self.links[bl as usize].flows[k];
+                heavy |= self.advance(fid);
+            }
+            if heavy {
+                return false;
+            }
+        }
+        // Apply: every member at the new level, finish times in order.
+        let now = self.now;
+        let mut members = std::mem::take(&mut self.groups[g as usize].members);
+        let head = self.groups[g as usize].head as usize;
+        let mut sorted = true;
+        let mut last = 0u64;
+        for i in head..members.len() {
+            let fid = members[i];
+            let f = &self.flows[fid as usize];
+            if f.group != g || f.gpos != i as u32 {
+                continue;
+            }
+            self.advance(fid);
+            let f = &mut self.flows[fid as usize];
+            if f.rate != level {
+                f.rate = level;
+                f.finish = finish_time(now, f.rem, level);
+            }
+            sorted &= f.finish >= last;
+            last = f.finish;
+        }
+        if !sorted {
+            members.retain(|&fid| self.flows[fid as usize].group == g);
+            // Stale entries of flows that left are gone; the rest keep
+            // `group == g` only at their own position.
+            members.sort_unstable_by_key(|&f| (self.flows[f as usize].finish, f));
+            for (i, &fid) in members.iter().enumerate() {
+                self.flows[fid as usize].gpos = i as u32;
+            }
+            self.groups[g as usize].head = 0;
+        }
+        let grp = &mut self.groups[g as usize];
+        grp.members = members;
+        grp.rate = level;
+        self.group_reschedule(g);
+        if self.opts.policy == Policy::Baraat {
+            let on_l = self.links[bl as usize].flows.clone();
+            self.schedule_crossings(&on_l);
+        }
+        true
+    }
+
+    /// The conditions of the fast path; the new level if they hold.
+    fn fast_check(&self, g: u32, bl: LinkId, n: u32, min_cap: u64, xl: &[LinkId]) -> Option<f64> {
+        if n != self.groups[g as usize].live {
+            return None;
+        }
+        let crosses = |fid: u32| {
+            let f = &self.flows[fid as usize];
+            f.links[..f.n as usize].contains(&bl)
+        };
+        // `L`: the capacity the flows outside `S` leave.
+        let mut r = self.topo.capacity(bl) as f64;
+        let mut c = 0u32;
+        for &fid in &self.links[bl as usize].flows {
+            let f = &self.flows[fid as usize];
+            if f.group == g {
+                c += 1;
+            } else {
+                r -= f.rate;
+            }
+        }
+        if c != n {
+            return None;
+        }
+        let level = r.max(0.0) / n as f64;
+        // As the water-fill: a level is at least 1 bit/s, a member's NIC
+        // may not stop it first, and `L` stays full for the flows behind.
+        if !(1.0..=min_cap as f64).contains(&level) || (r - level * n as f64).abs() >= 0.5 {
+            return None;
+        }
+        for &l in xl {
+            if l == bl {
+                continue;
+            }
+            let link = &self.links[l as usize];
+            // A link that could not bind before the departures (the
+            // departed flows' NIC rates included) and cannot now is not
+            // part of the allocation.
+            let before: u64 = self
+                .departed
+                .iter()
+                .filter(|d| d.links[..d.n as usize].contains(&l))
+                .map(|d| d.cap)
+                .sum();
+            if !self.topo.is_host_link(l) && link.sum_caps + before <= self.topo.capacity(l) {
+                continue;
+            }
+            let mut r = self.topo.capacity(l) as f64;
+            let mut c = 0u32;
+            for &fid in &link.flows {
+                if !crosses(fid) {
+                    return None;
+                }
+                let f = &self.flows[fid as usize];
+                if f.group == g {
+                    c += 1;
+                } else {
+                    r -= f.rate;
+                }
+            }
+            // Clear margin above the level, so that float order cannot
+            // make the water-fill see this link saturate first.
+            if c > 0 && r < c as f64 * level * (1.0 + 1e-9) + 2.0 {
+                return None;
+            }
+        }
+        Some(level)
+    }
+
+    /// Tests: every flow's rate against a from-scratch recomputation.
+    fn compare_rates(&self, reference: &Engine) {
+        for (fid, (a, b)) in self.flows.iter().zip(&reference.flows).enumerate() {
+            if !a.alive {
+                continue;
+            }
+            assert!(
+                (a.rate - b.rate).abs() <= 1e-6 * a.rate.max(b.rate) + 2.0,
+                "fast path: flow {fid} at {} bps, from scratch {} bps (t = {} ns)",
+                a.rate,
+                b.rate,
+                self.now
+            );
+        }
+    }
+
+    /// Panics unless the rate groups' invariants hold (see [`Group`]).
+    pub fn check_invariants(&self) {
+        let mut live = vec![0u32; self.groups.len()];
+        for (fid, f) in self.flows.iter().enumerate() {
+            if !f.alive {
+                assert_eq!(f.group, NONE, "finished flow {fid} in a group");
+                continue;
+            }
+            if f.group == NONE {
+                assert!(f.rate == 0.0, "flow {fid} at {} bps without a group", f.rate);
+                continue;
+            }
+            let grp = &self.groups[f.group as usize];
+            assert_eq!(grp.members[f.gpos as usize], fid as u32);
+            assert!(f.gpos >= grp.head, "flow {fid} before its group's head");
+            assert_eq!(f.rate, grp.rate, "flow {fid}: rate apart from its group");
+            live[f.group as usize] += 1;
+        }
+        for (g, grp) in self.groups.iter().enumerate() {
+            assert_eq!(grp.live, live[g], "group {g}: live count");
+            let entry = self.finish.get(g as u32);
+            if grp.live == 0 {
+                assert_eq!(entry, None, "empty group {g} in the heap");
+                continue;
+            }
+            let mut last = 0;
+            let mut first = None;
+            for (i, &fid) in grp.members.iter().enumerate().skip(grp.head as usize) {
+                let f = &self.flows[fid as usize];
+                if f.group == g as u32 && f.gpos == i as u32 {
+                    assert!(f.finish >= last, "group {g}: members out of finish order");
+                    last = f.finish;
+                    first.get_or_insert(f.finish);
+                }
+            }
+            let head = &self.flows[grp.members[grp.head as usize] as usize];
+            assert!(head.group == g as u32 && head.gpos == grp.head, "group {g}: stale head");
+            let first = first.expect("live member");
+            match entry {
+                None => assert_eq!(first, u64::MAX, "group {g} missing from the heap"),
+                Some(t) => assert!(
+                    t == first || (first < t && t <= self.now),
+                    "group {g}: heap entry {t}, first finish {first}"
+                ),
+            }
+        }
+        assert_eq!(
+            self.finish.len(),
+            self.groups
+                .iter()
+                .enumerate()
+                .filter(|(g, _)| self.finish.get(*g as u32).is_some())
+                .count()
+        );
     }
 
     fn key_of(&self, fid: u32) -> (u64, u64) {
@@ -632,6 +1090,8 @@ impl Engine {
         }
         let mut level = 0.0f64;
         while !unfrozen.is_empty() {
+            let start = self.frozen.len();
+            let mut sat = NONE;
             // The level at which the next link saturates, or a flow hits its cap.
             let mut next = f64::INFINITY;
             for &j in &touched {
@@ -664,6 +1124,9 @@ impl Engine {
                             let j = link.local as usize;
                             if self.residual[j].max(0.0) / self.count[j] as f64 <= level + tol {
                                 freeze = true;
+                                if sat == NONE {
+                                    sat = l;
+                                }
                                 break;
                             }
                         }
@@ -672,9 +1135,23 @@ impl Engine {
                 if freeze {
                     unfrozen.swap_remove(k);
                     self.set_rate(fid, level, stamp);
+                    self.frozen.push(fid);
                 } else {
                     k += 1;
                 }
+            }
+            // The freeze set of this level; its bottleneck if every member
+            // crosses the first link found saturated.
+            if self.frozen.len() > start {
+                if sat != NONE
+                    && !self.frozen[start..].iter().all(|&fid| {
+                        let f = &self.flows[fid as usize];
+                        f.links[..f.n as usize].contains(&sat)
+                    })
+                {
+                    sat = NONE;
+                }
+                self.sets.push((start as u32, sat, level));
             }
         }
         for &j in &touched {
@@ -748,5 +1225,20 @@ impl Engine {
 
     pub fn topology(&self) -> &Topology {
         &self.topo
+    }
+}
+
+/// The finish time of a flow with `rem` bytes left at `rate` bits/s from
+/// `now`, rounded up to the next ns; `u64::MAX` if it does not move.
+fn finish_time(now: u64, rem: f64, rate: f64) -> u64 {
+    let dt = if rate > 0.0 {
+        (rem * 8e9 / rate - 1e-3).ceil().max(0.0)
+    } else {
+        f64::INFINITY
+    };
+    if dt < 1e18 {
+        now + dt as u64
+    } else {
+        u64::MAX
     }
 }
