@@ -428,7 +428,11 @@ impl Engine {
             self.flows[id as usize].pos[h] = link.flows.len() as u32;
             link.flows.push(id);
             link.sum_caps += cap;
-            self.dirty.push(l);
+            // A switch link that cannot bind now could not before either:
+            // no rate depends on it, so it seeds nothing.
+            if self.follow(l) {
+                self.dirty.push(l);
+            }
         }
         self.other_change = true;
         if self.opts.policy == Policy::Baraat {
@@ -479,6 +483,8 @@ impl Engine {
             let link = &mut self.links[l as usize];
             let p = pos[h] as usize;
             link.flows.swap_remove(p);
+            // Seed only a link that could bind before (host links always).
+            let seed = self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l);
             link.sum_caps -= cap;
             if p < link.flows.len() {
                 let moved = link.flows[p];
@@ -489,7 +495,9 @@ impl Engine {
                     .expect("flow is on the link");
                 mf.pos[hop] = p as u32;
             }
-            self.dirty.push(l);
+            if seed {
+                self.dirty.push(l);
+            }
         }
         self.free_flows.push(id);
         if self.opts.policy == Policy::Baraat {
