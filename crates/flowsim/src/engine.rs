@@ -87,16 +87,22 @@ struct Group {
     /// members froze when it ran out), or `NONE`: the departure fast path
     /// applies only to groups with one.
     bottleneck: LinkId,
+    fast: Option<FastPath>,
 }
 
-/// A flow that finished at the current instant (its slot may be reused).
+/// What the departure fast path needs to know about a group's links,
+/// measured when the group forms ([`Engine::fast_conditions`]).
 #[derive(Clone, Copy, Debug)]
-struct Departed {
-    group: u32,
-    links: [LinkId; MAX_HOPS],
-    n: u8,
-    cap: u64,
+struct FastPath {
+    /// `L`'s capacity left by the flows outside the group.
+    r_l: f64,
+    /// The smallest level at which another link of the group would
+    /// saturate (capacity left by the others per member crossing it).
+    lmax: f64,
+    /// The members' smallest NIC rate.
+    min_cap: f64,
 }
+
 
 #[derive(Clone, Debug)]
 struct Task {
@@ -166,10 +172,10 @@ pub struct Engine {
     finish: IndexedHeap,
     groups: Vec<Group>,
     free_groups: Vec<u32>,
-    /// Flows that finished at this instant, and whether anything else
+    /// Groups of the flows that finished at this instant, and whether anything else
     /// changed (a start, a re-classification): the fast path applies only
     /// to departures alone.
-    departed: Vec<Departed>,
+    departed: Vec<u32>,
     other_change: bool,
     /// Check the rate groups' invariants after every recomputation, and
     /// every fast-path result against a from-scratch recomputation (tests).
@@ -196,6 +202,7 @@ pub struct Engine {
     frozen: Vec<u32>,
     sets: Vec<(u32, LinkId, f64)>,
     xlinks: Vec<LinkId>,
+    fresh: Vec<u32>,
     touched: Vec<u32>,
     /// Recompute every active flow at every change (the from-scratch
     /// reference the component recomputation is tested against).
@@ -240,6 +247,7 @@ impl Engine {
             frozen: Vec::new(),
             sets: Vec::new(),
             xlinks: Vec::new(),
+            fresh: Vec::new(),
             touched: Vec::new(),
             full_recompute: false,
             residual: Vec::new(),
@@ -474,12 +482,7 @@ impl Engine {
         f.alive = false;
         let (task, spec, dst, n, links, pos, cap) =
             (f.task, f.spec, f.dst, f.n, f.links, f.pos, f.cap);
-        self.departed.push(Departed {
-            group: f.group,
-            links,
-            n,
-            cap,
-        });
+        self.departed.push(f.group);
         self.group_leave(id);
         for h in 0..n as usize {
             let l = links[h];
@@ -731,6 +734,8 @@ impl Engine {
     fn form_groups(&mut self) {
         let sets = std::mem::take(&mut self.sets);
         let frozen = std::mem::take(&mut self.frozen);
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
         for (s, &(start, bottleneck, level)) in sets.iter().enumerate() {
             let end = sets.get(s + 1).map_or(frozen.len(), |x| x.0 as usize);
             let set = &frozen[start as usize..end];
@@ -759,11 +764,19 @@ impl Engine {
                 head: 0,
                 rate: level,
                 bottleneck,
+                fast: None,
             };
             self.group_reschedule(g);
+            fresh.push(g);
         }
         self.sets = sets;
         self.frozen = frozen;
+        // Every rate of the component is final: measure the new groups'
+        // fast-path conditions.
+        for &g in &fresh {
+            self.groups[g as usize].fast = self.fast_conditions(g);
+        }
+        self.fresh = fresh;
     }
 
     /// A flow leaves its rate group (it finished or is being regrouped).
@@ -808,34 +821,32 @@ impl Engine {
         }
     }
 
-    /// Departures alone, all from one rate group `S` with bottleneck `L`:
-    /// if every flow on the links of `S` and of the departed flows also
-    /// crosses `L`, and `S`'s other links can carry the new level, then the
-    /// water-fill of the component gives `S` the level `L`'s capacity left
-    /// by the flows outside `S`, split evenly, and leaves every other rate
-    /// as it is. Why: flows ahead of `S` (higher priority, or frozen at a
-    /// lower level of `S`'s key) do not see the departures (a departed flow
-    /// was not frozen before `S`, so none of its links bound them); flows
-    /// behind `S` that share a link with `S` or a departed flow cross `L`,
-    /// which stays full, so they stay at 0; other flows share no link with
-    /// `S`. Returns false (nothing changed except Baraat's byte counters
-    /// brought up to date) when a condition fails: the caller recomputes
-    /// the component.
-    fn fast_departure(&mut self) -> bool {
-        // pFabric's keys (remaining size) change with time: always re-key.
-        if self.opts.policy == Policy::Pfabric {
-            return false;
-        }
-        let g = self.departed[0].group;
-        if g == NONE || self.departed.iter().any(|d| d.group != g) {
-            return false;
-        }
+    /// The fast path's conditions on a group just formed, cached in it:
+    /// every flow on `L` and on the members' other links crosses `L`
+    /// (links that cannot bind do not count), and the capacity the flows
+    /// outside the group leave on those links. None of this changes while
+    /// the group lives except by its own departures (which only relax it):
+    /// a flow arriving on one of these links, a re-classification at `L` or
+    /// a departure from another group sharing them recomputes the component,
+    /// which dissolves the group; and no other group with a positive rate
+    /// shares them (it would cross `L`, full behind the group, or be ahead of
+    /// it, where the group's flows would have to be at 0 behind its own
+    /// bottleneck), so no other group's fast path changes them.
+    fn fast_conditions(&mut self, g: u32) -> Option<FastPath> {
         let grp = &self.groups[g as usize];
-        if grp.live == 0 || grp.bottleneck == NONE {
-            return false;
-        }
         let bl = grp.bottleneck;
-        // Distinct links of the members and the departed flows, but `L`.
+        // pFabric's keys (remaining size) change with time: always re-key.
+        if bl == NONE || self.opts.policy == Policy::Pfabric {
+            return None;
+        }
+        // Baraat's classifier rates are per port: only when `L` is the
+        // port's downlink are all of the port's rate changes on `L`.
+        if self.opts.policy == Policy::Baraat {
+            let head = &self.flows[grp.members[grp.head as usize] as usize];
+            if self.topo.host_down(head.dst) != bl {
+                return None;
+            }
+        }
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             for l in &mut self.links {
@@ -849,43 +860,98 @@ impl Engine {
         xl.clear();
         self.links[bl as usize].stamp = stamp;
         let mut min_cap = u64::MAX;
-        let mut n = 0u32;
         let grp = &self.groups[g as usize];
-        for (i, &fid) in grp.members.iter().enumerate().skip(grp.head as usize) {
+        for &fid in &grp.members {
             let f = &self.flows[fid as usize];
-            if f.group != g || f.gpos != i as u32 {
-                continue;
-            }
-            n += 1;
             min_cap = min_cap.min(f.cap);
             for &l in &f.links[..f.n as usize] {
                 let link = &mut self.links[l as usize];
                 if link.stamp != stamp {
                     link.stamp = stamp;
-                    xl.push(l);
+                    if self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l) {
+                        xl.push(l);
+                    }
                 }
             }
         }
-        for d in &self.departed {
-            for &l in &d.links[..d.n as usize] {
-                let link = &mut self.links[l as usize];
-                if link.stamp != stamp {
-                    link.stamp = stamp;
-                    xl.push(l);
-                }
-            }
-        }
-        let ok = self.fast_check(g, bl, n, min_cap, &xl);
+        let fp = self.fast_measure(g, bl, min_cap, &xl);
         self.xlinks = xl;
-        let Some(level) = ok else { return false };
-        // Baraat's classifier rates are per port: only when `L` is the
-        // port's downlink are all of the port's rate changes on `L`.
-        if self.opts.policy == Policy::Baraat {
-            let grp = &self.groups[g as usize];
-            let head = &self.flows[grp.members[grp.head as usize] as usize];
-            if self.topo.host_down(head.dst) != bl {
-                return false;
+        fp
+    }
+
+    fn fast_measure(&self, g: u32, bl: LinkId, min_cap: u64, xl: &[LinkId]) -> Option<FastPath> {
+        let crosses = |fid: u32| {
+            let f = &self.flows[fid as usize];
+            f.links[..f.n as usize].contains(&bl)
+        };
+        let mut r_l = self.topo.capacity(bl) as f64;
+        for &fid in &self.links[bl as usize].flows {
+            let f = &self.flows[fid as usize];
+            if f.group != g {
+                r_l -= f.rate;
             }
+        }
+        let mut lmax = f64::INFINITY;
+        for &l in xl {
+            let link = &self.links[l as usize];
+            let mut r = self.topo.capacity(l) as f64;
+            let mut c = 0u32;
+            for &fid in &link.flows {
+                if !crosses(fid) {
+                    return None;
+                }
+                let f = &self.flows[fid as usize];
+                if f.group == g {
+                    c += 1;
+                } else {
+                    r -= f.rate;
+                }
+            }
+            if c > 0 {
+                lmax = lmax.min(r / c as f64);
+            }
+        }
+        Some(FastPath {
+            r_l,
+            lmax,
+            min_cap: min_cap as f64,
+        })
+    }
+
+    /// Departures alone, all from one rate group `S` with bottleneck `L`
+    /// whose conditions hold ([`Engine::fast_conditions`]): if `S`'s other
+    /// links can carry the new level, the water-fill of the component gives
+    /// `S` the level `L`'s capacity left by the flows outside `S`, split
+    /// evenly, and leaves every other rate as it is. Why: flows ahead of `S`
+    /// (higher priority, or frozen at a lower level of `S`'s key) do not see
+    /// the departures (a departed flow was not frozen before `S`, so none of
+    /// its links bound them); flows behind `S` that share a link with `S` or
+    /// a departed flow cross `L`, which stays full, so they stay at 0; other
+    /// flows share no link with `S`. Returns false (nothing changed except
+    /// Baraat's byte counters brought up to date) when a condition fails:
+    /// the caller recomputes the component.
+    fn fast_departure(&mut self) -> bool {
+        let g = self.departed[0];
+        if g == NONE || self.departed.iter().any(|&d| d != g) {
+            return false;
+        }
+        let grp = &self.groups[g as usize];
+        let Some(fp) = grp.fast else { return false };
+        if grp.live == 0 {
+            return false;
+        }
+        let bl = grp.bottleneck;
+        let n = grp.live as f64;
+        let level = fp.r_l.max(0.0) / n;
+        // As the water-fill: a level is at least 1 bit/s, a member's NIC
+        // may not stop it first, `L` stays full for the flows behind, and
+        // no other link of the group comes near to saturating (clear margin,
+        // so that float order cannot make the water-fill see it first).
+        if !(1.0..=fp.min_cap).contains(&level)
+            || (fp.r_l - level * n).abs() >= 0.5
+            || fp.lmax < level * (1.0 + 1e-9) + 2.0
+        {
+            return false;
         }
         // Baraat: bring every byte counter at the port up to date (the
         // reference does it for the whole component) and give up if a task
@@ -922,9 +988,9 @@ impl Engine {
             last = f.finish;
         }
         if !sorted {
+            // Only live members keep `group == g` (a group's id is reused
+            // only once it is empty).
             members.retain(|&fid| self.flows[fid as usize].group == g);
-            // Stale entries of flows that left are gone; the rest keep
-            // `group == g` only at their own position.
             members.sort_unstable_by_key(|&f| (self.flows[f as usize].finish, f));
             for (i, &fid) in members.iter().enumerate() {
                 self.flows[fid as usize].gpos = i as u32;
@@ -936,78 +1002,13 @@ impl Engine {
         grp.rate = level;
         self.group_reschedule(g);
         if self.opts.policy == Policy::Baraat {
-            let on_l = self.links[bl as usize].flows.clone();
+            let mut on_l = std::mem::take(&mut self.xlinks);
+            on_l.clear();
+            on_l.extend_from_slice(&self.links[bl as usize].flows);
             self.schedule_crossings(&on_l);
+            self.xlinks = on_l;
         }
         true
-    }
-
-    /// The conditions of the fast path; the new level if they hold.
-    fn fast_check(&self, g: u32, bl: LinkId, n: u32, min_cap: u64, xl: &[LinkId]) -> Option<f64> {
-        if n != self.groups[g as usize].live {
-            return None;
-        }
-        let crosses = |fid: u32| {
-            let f = &self.flows[fid as usize];
-            f.links[..f.n as usize].contains(&bl)
-        };
-        // `L`: the capacity the flows outside `S` leave.
-        let mut r = self.topo.capacity(bl) as f64;
-        let mut c = 0u32;
-        for &fid in &self.links[bl as usize].flows {
-            let f = &self.flows[fid as usize];
-            if f.group == g {
-                c += 1;
-            } else {
-                r -= f.rate;
-            }
-        }
-        if c != n {
-            return None;
-        }
-        let level = r.max(0.0) / n as f64;
-        // As the water-fill: a level is at least 1 bit/s, a member's NIC
-        // may not stop it first, and `L` stays full for the flows behind.
-        if !(1.0..=min_cap as f64).contains(&level) || (r - level * n as f64).abs() >= 0.5 {
-            return None;
-        }
-        for &l in xl {
-            if l == bl {
-                continue;
-            }
-            let link = &self.links[l as usize];
-            // A link that could not bind before the departures (the
-            // departed flows' NIC rates included) and cannot now is not
-            // part of the allocation.
-            let before: u64 = self
-                .departed
-                .iter()
-                .filter(|d| d.links[..d.n as usize].contains(&l))
-                .map(|d| d.cap)
-                .sum();
-            if !self.topo.is_host_link(l) && link.sum_caps + before <= self.topo.capacity(l) {
-                continue;
-            }
-            let mut r = self.topo.capacity(l) as f64;
-            let mut c = 0u32;
-            for &fid in &link.flows {
-                if !crosses(fid) {
-                    return None;
-                }
-                let f = &self.flows[fid as usize];
-                if f.group == g {
-                    c += 1;
-                } else {
-                    r -= f.rate;
-                }
-            }
-            // Clear margin above the level, so that float order cannot
-            // make the water-fill see this link saturate first.
-            if c > 0 && r < c as f64 * level * (1.0 + 1e-9) + 2.0 {
-                return None;
-            }
-        }
-        Some(level)
     }
 
     /// Tests: every flow's rate against a from-scratch recomputation.
