@@ -60,29 +60,35 @@ struct Flow {
     /// Rate group ([`Group`]) and index in its `members`, or `NONE`.
     group: u32,
     gpos: u32,
-    /// Finish time (ns) at the current rate, `u64::MAX` if none.
-    finish: u64,
+    /// In a group: the group's per-member byte count at which the flow is
+    /// done (its bytes left when the group formed).
+    target: f64,
 }
 
 const NONE: u32 = u32::MAX;
 
 /// A rate group: flows frozen together at one level of one water-fill (so
-/// at one rate), in finish-time order. The finish-time heap holds one entry
-/// per group, its first live member's finish time, so a rate change of the
-/// group moves one heap entry, not one per flow.
+/// at one rate), with a virtual clock: `served` bytes per member at time
+/// `at`, growing at `rate`. A member is done when the clock reaches its
+/// `target`, so the members stay in `target` order whatever the rate, a
+/// rate change touches neither the members nor more than one heap entry
+/// (the finish-time heap holds one entry per group: its first live
+/// member's), and a flow's bytes left are `target − served` (its own `rem`,
+/// `last` and `rate` are brought up to date only when read).
 ///
 /// Invariants (checked by [`Engine::check_invariants`]): a flow with
 /// `group == g` is at `members[gpos]` with `gpos >= head`; `live` counts
-/// them; they all have rate `rate` and appear in non-decreasing finish
-/// order; the heap entry of a group with live members is the finish time
-/// of `members[head]`, which is live. Entries of flows that left stay in
-/// `members` and are skipped.
+/// them; they appear in non-decreasing `target` order; the heap entry of a
+/// group with live members is the finish time of `members[head]`, which is
+/// live. Entries of flows that left stay in `members` and are skipped.
 #[derive(Clone, Debug, Default)]
 struct Group {
     members: Vec<u32>,
     head: u32,
     live: u32,
     rate: f64,
+    served: f64,
+    at: u64,
     /// A link that every member crosses and that the group saturates (its
     /// members froze when it ran out), or `NONE`: the departure fast path
     /// applies only to groups with one.
@@ -209,7 +215,6 @@ pub struct Engine {
     pub full_recompute: bool,
     residual: Vec<f64>,
     count: Vec<u32>,
-    prev_rates: Vec<f64>,
     results: Vec<TaskResult>,
     pub stats: EngineStats,
 }
@@ -252,7 +257,6 @@ impl Engine {
             full_recompute: false,
             residual: Vec::new(),
             count: Vec::new(),
-            prev_rates: Vec::new(),
             results: Vec::new(),
             stats: EngineStats::default(),
         }
@@ -418,7 +422,7 @@ impl Engine {
             alive: true,
             group: NONE,
             gpos: 0,
-            finish: u64::MAX,
+            target: 0.0,
         };
         let id = match self.free_flows.pop() {
             Some(i) => {
@@ -464,9 +468,16 @@ impl Engine {
         if f.last == now {
             return false;
         }
-        let sent = (f.rate * (now - f.last) as f64 / 8e9).min(f.rem);
-        f.rem -= sent;
         f.last = now;
+        if f.group == NONE {
+            // Not moving (a flow with a positive rate is in a group).
+            return false;
+        }
+        let g = &self.groups[f.group as usize];
+        let served = g.served + g.rate * (now - g.at) as f64 / 8e9;
+        let rem = (f.target - served).max(0.0);
+        let sent = f.rem - rem;
+        f.rem = rem;
         if sent > 0.0 && self.opts.policy == Policy::Baraat {
             let task_id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
             if let Some(lm) = self.ports[f.dst as usize].lm.as_mut() {
@@ -688,9 +699,6 @@ impl Engine {
             self.residual.push(self.topo.capacity(l) as f64);
             self.count.push(0);
         }
-        let mut prev = std::mem::take(&mut self.prev_rates);
-        prev.clear();
-        prev.extend(comp_flows.iter().map(|&f| self.flows[f as usize].rate));
         self.frozen.clear();
         self.sets.clear();
         let mut g = 0;
@@ -710,17 +718,7 @@ impl Engine {
             g = e;
         }
         self.keyed = keyed;
-        // New finish events; Baraat's next threshold crossings.
-        for (k, &fid) in comp_flows.iter().enumerate() {
-            let f = &mut self.flows[fid as usize];
-            // Same rate, same finish time: the pending event stays valid
-            // (a flow that just started has rate 0 before and needs one).
-            if f.rate == prev[k] && f.rate > 0.0 {
-                continue;
-            }
-            f.finish = finish_time(self.now, f.rem, f.rate);
-        }
-        self.prev_rates = prev;
+        // New groups and finish events; Baraat's next threshold crossings.
         self.form_groups();
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);
@@ -752,7 +750,15 @@ impl Engine {
             let mut members = std::mem::take(&mut self.groups[g as usize].members);
             members.clear();
             members.extend_from_slice(set);
-            members.sort_unstable_by_key(|&f| (self.flows[f as usize].finish, f));
+            // Every member was just brought up to `now`.
+            for &fid in &members {
+                let f = &mut self.flows[fid as usize];
+                f.target = f.rem;
+            }
+            members.sort_unstable_by(|&a, &b| {
+                let (x, y) = (&self.flows[a as usize], &self.flows[b as usize]);
+                x.target.total_cmp(&y.target).then(a.cmp(&b))
+            });
             for (i, &fid) in members.iter().enumerate() {
                 let f = &mut self.flows[fid as usize];
                 f.group = g;
@@ -763,6 +769,8 @@ impl Engine {
                 members,
                 head: 0,
                 rate: level,
+                served: 0.0,
+                at: self.now,
                 bottleneck,
                 fast: None,
             };
@@ -787,6 +795,7 @@ impl Engine {
             return;
         }
         f.group = NONE;
+        f.rate = self.groups[g as usize].rate;
         let was_head = self.groups[g as usize].head == f.gpos;
         let grp = &mut self.groups[g as usize];
         grp.live -= 1;
@@ -813,7 +822,7 @@ impl Engine {
             h += 1;
         }
         grp.head = h as u32;
-        let t = self.flows[grp.members[h] as usize].finish;
+        let t = group_finish(grp, &self.flows[grp.members[h] as usize]);
         if t == u64::MAX {
             self.finish.remove(g);
         } else {
@@ -886,9 +895,8 @@ impl Engine {
         };
         let mut r_l = self.topo.capacity(bl) as f64;
         for &fid in &self.links[bl as usize].flows {
-            let f = &self.flows[fid as usize];
-            if f.group != g {
-                r_l -= f.rate;
+            if self.flows[fid as usize].group != g {
+                r_l -= self.rate_of(fid);
             }
         }
         let mut lmax = f64::INFINITY;
@@ -900,11 +908,10 @@ impl Engine {
                 if !crosses(fid) {
                     return None;
                 }
-                let f = &self.flows[fid as usize];
-                if f.group == g {
+                if self.flows[fid as usize].group == g {
                     c += 1;
                 } else {
-                    r -= f.rate;
+                    r -= self.rate_of(fid);
                 }
             }
             if c > 0 {
@@ -966,39 +973,11 @@ impl Engine {
                 return false;
             }
         }
-        // Apply: every member at the new level, finish times in order.
+        // Apply: the group's clock up to now, then the new rate.
         let now = self.now;
-        let mut members = std::mem::take(&mut self.groups[g as usize].members);
-        let head = self.groups[g as usize].head as usize;
-        let mut sorted = true;
-        let mut last = 0u64;
-        for i in head..members.len() {
-            let fid = members[i];
-            let f = &self.flows[fid as usize];
-            if f.group != g || f.gpos != i as u32 {
-                continue;
-            }
-            self.advance(fid);
-            let f = &mut self.flows[fid as usize];
-            if f.rate != level {
-                f.rate = level;
-                f.finish = finish_time(now, f.rem, level);
-            }
-            sorted &= f.finish >= last;
-            last = f.finish;
-        }
-        if !sorted {
-            // Only live members keep `group == g` (a group's id is reused
-            // only once it is empty).
-            members.retain(|&fid| self.flows[fid as usize].group == g);
-            members.sort_unstable_by_key(|&f| (self.flows[f as usize].finish, f));
-            for (i, &fid) in members.iter().enumerate() {
-                self.flows[fid as usize].gpos = i as u32;
-            }
-            self.groups[g as usize].head = 0;
-        }
         let grp = &mut self.groups[g as usize];
-        grp.members = members;
+        grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
+        grp.at = now;
         grp.rate = level;
         self.group_reschedule(g);
         if self.opts.policy == Policy::Baraat {
@@ -1013,15 +992,14 @@ impl Engine {
 
     /// Tests: every flow's rate against a from-scratch recomputation.
     fn compare_rates(&self, reference: &Engine) {
-        for (fid, (a, b)) in self.flows.iter().zip(&reference.flows).enumerate() {
+        for (fid, a) in self.flows.iter().enumerate() {
             if !a.alive {
                 continue;
             }
+            let (a, b) = (self.rate_of(fid as u32), reference.rate_of(fid as u32));
             assert!(
-                (a.rate - b.rate).abs() <= 1e-6 * a.rate.max(b.rate) + 2.0,
-                "fast path: flow {fid} at {} bps, from scratch {} bps (t = {} ns)",
-                a.rate,
-                b.rate,
+                (a - b).abs() <= 1e-6 * a.max(b) + 2.0,
+                "fast path: flow {fid} at {a} bps, from scratch {b} bps (t = {} ns)",
                 self.now
             );
         }
@@ -1042,7 +1020,6 @@ impl Engine {
             let grp = &self.groups[f.group as usize];
             assert_eq!(grp.members[f.gpos as usize], fid as u32);
             assert!(f.gpos >= grp.head, "flow {fid} before its group's head");
-            assert_eq!(f.rate, grp.rate, "flow {fid}: rate apart from its group");
             live[f.group as usize] += 1;
         }
         for (g, grp) in self.groups.iter().enumerate() {
@@ -1052,14 +1029,14 @@ impl Engine {
                 assert_eq!(entry, None, "empty group {g} in the heap");
                 continue;
             }
-            let mut last = 0;
+            let mut last = 0.0;
             let mut first = None;
             for (i, &fid) in grp.members.iter().enumerate().skip(grp.head as usize) {
                 let f = &self.flows[fid as usize];
                 if f.group == g as u32 && f.gpos == i as u32 {
-                    assert!(f.finish >= last, "group {g}: members out of finish order");
-                    last = f.finish;
-                    first.get_or_insert(f.finish);
+                    assert!(f.target >= last, "group {g}: members out of target order");
+                    last = f.target;
+                    first.get_or_insert(group_finish(grp, f));
                 }
             }
             let head = &self.flows[grp.members[grp.head as usize] as usize];
@@ -1237,7 +1214,7 @@ impl Engine {
             .map(|&fid| {
                 let f = &self.flows[fid as usize];
                 let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
-                (f.dst, id, f.rate)
+                (f.dst, id, self.rate_of(fid))
             })
             .collect();
         rates.sort_unstable_by_key(|r| (r.0, r.1));
@@ -1259,12 +1236,20 @@ impl Engine {
         }
     }
 
+    /// A flow's current rate (bits/s): its group's, 0 without one.
+    fn rate_of(&self, fid: u32) -> f64 {
+        match self.flows[fid as usize].group {
+            NONE => self.flows[fid as usize].rate,
+            g => self.groups[g as usize].rate,
+        }
+    }
+
     /// Sum of the current rates (bits/s) of the flows on a link.
     pub fn link_load(&self, l: LinkId) -> f64 {
         self.links[l as usize]
             .flows
             .iter()
-            .map(|&f| self.flows[f as usize].rate)
+            .map(|&f| self.rate_of(f))
             .sum()
     }
 
@@ -1275,6 +1260,11 @@ impl Engine {
 
 /// The finish time of a flow with `rem` bytes left at `rate` bits/s from
 /// `now`, rounded up to the next ns; `u64::MAX` if it does not move.
+/// When a member's group clock reaches its target.
+fn group_finish(g: &Group, f: &Flow) -> u64 {
+    finish_time(g.at, f.target - g.served, g.rate)
+}
+
 #[inline]
 fn finish_time(now: u64, rem: f64, rate: f64) -> u64 {
     if rate <= 0.0 {
