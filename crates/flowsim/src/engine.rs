@@ -89,6 +89,8 @@ struct Group {
     rate: f64,
     served: f64,
     at: u64,
+    /// Component stamp (recomputation bookkeeping).
+    stamp: u32,
     /// A link that every member crosses and that the group saturates (its
     /// members froze when it ran out), or `NONE`: the departure fast path
     /// applies only to groups with one.
@@ -610,6 +612,9 @@ impl Engine {
                 l.stamp = 0;
             }
             self.fstamp.fill(0);
+            for g in &mut self.groups {
+                g.stamp = 0;
+            }
             self.stamp = 1;
         }
         let stamp = self.stamp;
@@ -658,10 +663,37 @@ impl Engine {
             }
         }
         self.stats.flows_recomputed += comp_flows.len() as u64;
+        // Every flow leaves its group; the groups are settled after (most
+        // dissolve whole: every member of a group crosses its bottleneck).
+        let mut left = std::mem::take(&mut self.fresh);
+        left.clear();
         for &fid in &comp_flows {
             self.advance(fid);
-            self.group_leave(fid);
+            let f = &mut self.flows[fid as usize];
+            let g = f.group;
+            if g != NONE {
+                f.group = NONE;
+                let grp = &mut self.groups[g as usize];
+                f.rate = grp.rate;
+                if grp.stamp != stamp {
+                    grp.stamp = stamp;
+                    left.push(g);
+                }
+                grp.live -= 1;
+            }
         }
+        for &g in &left {
+            let grp = &mut self.groups[g as usize];
+            if grp.live == 0 {
+                grp.members.clear();
+                grp.head = 0;
+                self.finish.remove(g);
+                self.free_groups.push(g);
+            } else {
+                self.group_reschedule(g);
+            }
+        }
+        self.fresh = left;
         // Priority keys, sorted beside the ids (no indirection while sorting).
         let mut keyed = std::mem::take(&mut self.keyed);
         keyed.clear();
@@ -672,7 +704,14 @@ impl Engine {
             keyed.push((key, fid));
             narrow &= key.1 <= u32::MAX as u64;
         }
-        if narrow {
+        let k0 = keyed.first().map(|k| k.0);
+        if keyed.iter().all(|k| Some(k.0) == k0) {
+            // One key (fair sharing): the same order is the ids' order.
+            comp_flows.sort_unstable();
+            for (k, &f) in keyed.iter_mut().zip(&comp_flows) {
+                k.1 = f;
+            }
+        } else if narrow {
             // The same order, sorted as one integer per flow (faster).
             let mut packed = std::mem::take(&mut self.packed);
             packed.clear();
@@ -750,15 +789,19 @@ impl Engine {
             let mut members = std::mem::take(&mut self.groups[g as usize].members);
             members.clear();
             members.extend_from_slice(set);
-            // Every member was just brought up to `now`.
+            // Every member was just brought up to `now`. Sorted by target
+            // (the bits of a non-negative float order as integers), then id.
+            let mut packed = std::mem::take(&mut self.packed);
+            packed.clear();
             for &fid in &members {
                 let f = &mut self.flows[fid as usize];
-                f.target = f.rem;
+                f.target = f.rem + 0.0;
+                packed.push((f.target.to_bits() as u128) << 32 | fid as u128);
             }
-            members.sort_unstable_by(|&a, &b| {
-                let (x, y) = (&self.flows[a as usize], &self.flows[b as usize]);
-                x.target.total_cmp(&y.target).then(a.cmp(&b))
-            });
+            packed.sort_unstable();
+            members.clear();
+            members.extend(packed.iter().map(|&p| p as u32));
+            self.packed = packed;
             for (i, &fid) in members.iter().enumerate() {
                 let f = &mut self.flows[fid as usize];
                 f.group = g;
@@ -771,6 +814,7 @@ impl Engine {
                 rate: level,
                 served: 0.0,
                 at: self.now,
+                stamp: 0,
                 bottleneck,
                 fast: None,
             };
@@ -862,6 +906,9 @@ impl Engine {
                 l.stamp = 0;
             }
             self.fstamp.fill(0);
+            for g in &mut self.groups {
+                g.stamp = 0;
+            }
             self.stamp = 1;
         }
         let stamp = self.stamp;
