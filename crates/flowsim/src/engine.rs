@@ -204,6 +204,9 @@ pub struct Engine {
     comp_links: Vec<LinkId>,
     keyed: Vec<((u64, u64), u32)>,
     packed: Vec<u128>,
+    total: Vec<u32>,
+    universal: Vec<u32>,
+    kgroup: Vec<u32>,
     unfrozen: Vec<u32>,
     /// Flows in freeze order, and the freeze sets as (start in `frozen`,
     /// bottleneck link or NONE, level).
@@ -250,6 +253,9 @@ impl Engine {
             comp_links: Vec::new(),
             keyed: Vec::new(),
             packed: Vec::new(),
+            total: Vec::new(),
+            universal: Vec::new(),
+            kgroup: Vec::new(),
             unfrozen: Vec::new(),
             frozen: Vec::new(),
             sets: Vec::new(),
@@ -694,7 +700,7 @@ impl Engine {
             }
         }
         self.fresh = left;
-        // Priority keys, sorted beside the ids (no indirection while sorting).
+        // Priority keys.
         let mut keyed = std::mem::take(&mut self.keyed);
         keyed.clear();
         let mut narrow = true;
@@ -704,32 +710,6 @@ impl Engine {
             keyed.push((key, fid));
             narrow &= key.1 <= u32::MAX as u64;
         }
-        let k0 = keyed.first().map(|k| k.0);
-        if keyed.iter().all(|k| Some(k.0) == k0) {
-            // One key (fair sharing): the same order is the ids' order.
-            comp_flows.sort_unstable();
-            for (k, &f) in keyed.iter_mut().zip(&comp_flows) {
-                k.1 = f;
-            }
-        } else if narrow {
-            // The same order, sorted as one integer per flow (faster).
-            let mut packed = std::mem::take(&mut self.packed);
-            packed.clear();
-            packed.extend(
-                keyed
-                    .iter()
-                    .map(|&((a, b), f)| (a as u128) << 64 | (b as u128) << 32 | f as u128),
-            );
-            packed.sort_unstable();
-            for (k, &p) in keyed.iter_mut().zip(&packed) {
-                *k = (((p >> 64) as u64, (p >> 32) as u64 & 0xffff_ffff), p as u32);
-            }
-            self.packed = packed;
-        } else {
-            keyed.sort_unstable();
-        }
-        comp_flows.clear();
-        comp_flows.extend(keyed.iter().map(|k| k.1));
         // Local link indices and residual capacities.
         self.residual.clear();
         self.count.clear();
@@ -740,21 +720,83 @@ impl Engine {
         }
         self.frozen.clear();
         self.sets.clear();
-        let mut g = 0;
-        while g < comp_flows.len() {
-            let key = keyed[g].0;
-            let mut e = g + 1;
-            while e < keyed.len() && keyed[e].0 == key {
-                e += 1;
+        let k0 = keyed.first().map(|k| k.0);
+        if keyed.iter().all(|k| Some(k.0) == k0) {
+            // One key (fair sharing): one water-fill, in id order.
+            comp_flows.sort_unstable();
+            self.fill_key_group(&comp_flows, stamp);
+        } else if narrow {
+            // Key groups in (key, id) order from a heap, until a link that
+            // every flow of the component crosses is full: every flow left
+            // then gets 0 whatever its key (the water-fill would freeze it
+            // at level 0), so the rest need no ordering.
+            let n = comp_flows.len() as u32;
+            let mut total = std::mem::take(&mut self.total);
+            total.clear();
+            total.resize(comp_links.len(), 0);
+            for &fid in &comp_flows {
+                let f = &self.flows[fid as usize];
+                for &l in &f.links[..f.n as usize] {
+                    let link = &self.links[l as usize];
+                    if link.stamp == stamp {
+                        total[link.local as usize] += 1;
+                    }
+                }
             }
-            // A flow alone at its key behind a full link gets 0, as the
-            // water-fill would give it (a level under 1 bit/s is 0).
-            if e == g + 1 && self.blocked(comp_flows[g], stamp) {
-                self.flows[comp_flows[g] as usize].rate = 0.0;
-            } else {
-                self.fill_group(&comp_flows[g..e], stamp);
+            let mut universal = std::mem::take(&mut self.universal);
+            universal.clear();
+            universal.extend((0..total.len() as u32).filter(|&j| total[j as usize] == n));
+            self.total = total;
+            let mut packed = std::mem::take(&mut self.packed);
+            packed.clear();
+            // Complemented: the max-heap pops the smallest (key, id) first.
+            packed.extend(
+                keyed
+                    .iter()
+                    .map(|&((a, b), f)| !((a as u128) << 64 | (b as u128) << 32 | f as u128)),
+            );
+            let mut heap = BinaryHeap::from(packed);
+            let mut kgroup = std::mem::take(&mut self.kgroup);
+            comp_flows.clear();
+            while let Some(top) = heap.pop() {
+                let key = !top >> 32;
+                kgroup.clear();
+                kgroup.push(!top as u32);
+                while let Some(&nx) = heap.peek() {
+                    if !nx >> 32 != key {
+                        break;
+                    }
+                    kgroup.push(!nx as u32);
+                    heap.pop();
+                }
+                self.fill_key_group(&kgroup, stamp);
+                comp_flows.extend_from_slice(&kgroup);
+                if universal.iter().any(|&j| self.residual[j as usize] < 1.0) {
+                    for x in heap.drain() {
+                        let fid = !x as u32;
+                        self.flows[fid as usize].rate = 0.0;
+                        comp_flows.push(fid);
+                    }
+                    break;
+                }
             }
-            g = e;
+            self.kgroup = kgroup;
+            self.universal = universal;
+            self.packed = heap.into_vec();
+        } else {
+            keyed.sort_unstable();
+            comp_flows.clear();
+            comp_flows.extend(keyed.iter().map(|k| k.1));
+            let mut g = 0;
+            while g < comp_flows.len() {
+                let key = keyed[g].0;
+                let mut e = g + 1;
+                while e < keyed.len() && keyed[e].0 == key {
+                    e += 1;
+                }
+                self.fill_key_group(&comp_flows[g..e], stamp);
+                g = e;
+            }
         }
         self.keyed = keyed;
         // New groups and finish events; Baraat's next threshold crossings.
@@ -1122,6 +1164,17 @@ impl Engine {
                 let leader = lm.and_then(|lm| lm.leader(t.task_id)).unwrap_or(t.task_id);
                 (leader, 0)
             }
+        }
+    }
+
+    /// Water-fill one key group. A flow alone at its key behind a full link
+    /// gets 0 without it, as the water-fill would give it (a level under
+    /// 1 bit/s is 0).
+    fn fill_key_group(&mut self, group: &[u32], stamp: u32) {
+        if group.len() == 1 && self.blocked(group[0], stamp) {
+            self.flows[group[0] as usize].rate = 0.0;
+        } else {
+            self.fill_group(group, stamp);
         }
     }
 
