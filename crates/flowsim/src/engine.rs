@@ -180,11 +180,10 @@ pub struct Engine {
     finish: IndexedHeap,
     groups: Vec<Group>,
     free_groups: Vec<u32>,
-    /// Groups of the flows that finished at this instant, and whether anything else
-    /// changed (a start, a re-classification): the fast path applies only
-    /// to departures alone.
+    /// Groups of the flows that finished at this instant.
     departed: Vec<u32>,
-    other_change: bool,
+    /// Links seeded by this instant's departures (`dirty`: by the rest).
+    dep_dirty: Vec<LinkId>,
     /// Check the rate groups' invariants after every recomputation, and
     /// every fast-path result against a from-scratch recomputation (tests).
     pub check: bool,
@@ -238,7 +237,7 @@ impl Engine {
             groups: Vec::new(),
             free_groups: Vec::new(),
             departed: Vec::new(),
-            other_change: false,
+            dep_dirty: Vec::new(),
             check: false,
             links: vec![Link::default(); nl],
             flows: Vec::new(),
@@ -324,19 +323,17 @@ impl Engine {
                         if self.ports[host as usize].gen == gen {
                             let l = self.topo.host_down(host);
                             self.dirty.push(l);
-                            self.other_change = true;
                         }
                     }
                 }
             }
-            if !self.dirty.is_empty() {
+            if !self.dirty.is_empty() || !self.dep_dirty.is_empty() {
                 self.recompute();
                 if self.check {
                     self.check_invariants();
                 }
             }
             self.departed.clear();
-            self.other_change = false;
         }
         std::mem::take(&mut self.results)
     }
@@ -456,7 +453,6 @@ impl Engine {
                 self.dirty.push(l);
             }
         }
-        self.other_change = true;
         if self.opts.policy == Policy::Baraat {
             let thr = self.opts.heavy_threshold;
             self.ports[dst as usize]
@@ -521,7 +517,7 @@ impl Engine {
                 mf.pos[hop] = p as u32;
             }
             if seed {
-                self.dirty.push(l);
+                self.dep_dirty.push(l);
             }
         }
         self.free_flows.push(id);
@@ -577,7 +573,6 @@ impl Engine {
                 lm.forget(t.task_id);
                 // The classes at this port changed: recompute there.
                 self.dirty.push(self.topo.host_down(p));
-                self.other_change = true;
             }
         }
         self.free_tasks.push(slot);
@@ -588,16 +583,30 @@ impl Engine {
         self.topo.is_host_link(l) || self.links[l as usize].sum_caps > self.topo.capacity(l)
     }
 
+    /// After the events of one instant: departures from one rate group go
+    /// through the fast path when its conditions hold and the component of
+    /// the other changes (starts, re-classifications) does not reach the
+    /// group; everything else is recomputed component by component.
     fn recompute(&mut self) {
-        if !self.full_recompute && !self.other_change && !self.departed.is_empty() {
+        let g = self.departed.first().copied().unwrap_or(NONE);
+        if !self.full_recompute
+            && g != NONE
+            && self.departed.iter().all(|&d| d == g)
+            && (self.dirty.is_empty() || !self.component_touches(g))
+        {
             let shadow = if self.check {
-                Some(self.clone())
+                let mut sh = self.clone();
+                sh.dirty.append(&mut sh.dep_dirty);
+                Some(sh)
             } else {
                 None
             };
             if self.fast_departure() {
-                self.dirty.clear();
+                self.dep_dirty.clear();
                 self.stats.fast_departures += 1;
+                if !self.dirty.is_empty() {
+                    self.recompute_component();
+                }
                 if let Some(mut sh) = shadow {
                     sh.recompute_component();
                     self.compare_rates(&sh);
@@ -605,13 +614,13 @@ impl Engine {
                 return;
             }
         }
+        let mut dep = std::mem::take(&mut self.dep_dirty);
+        self.dirty.append(&mut dep);
+        self.dep_dirty = dep;
         self.recompute_component();
     }
 
-    /// Recompute the component grown from the dirty links: re-key and
-    /// water-fill every flow in it, and regroup them.
-    fn recompute_component(&mut self) {
-        self.stats.recomputes += 1;
+    fn next_stamp(&mut self) -> u32 {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             for l in &mut self.links {
@@ -623,7 +632,55 @@ impl Engine {
             }
             self.stamp = 1;
         }
-        let stamp = self.stamp;
+        self.stamp
+    }
+
+    /// Does the component grown from the dirty links hold a member of `g`?
+    fn component_touches(&mut self, g: u32) -> bool {
+        let stamp = self.next_stamp();
+        let mut stack = std::mem::take(&mut self.comp_links);
+        stack.clear();
+        for &l in &self.dirty {
+            let link = &mut self.links[l as usize];
+            if link.stamp != stamp {
+                link.stamp = stamp;
+                stack.push(l);
+            }
+        }
+        let mut hit = false;
+        let mut i = 0;
+        'walk: while i < stack.len() {
+            let l = stack[i];
+            i += 1;
+            for k in 0..self.links[l as usize].flows.len() {
+                let fid = self.links[l as usize].flows[k];
+                if self.fstamp[fid as usize] == stamp {
+                    continue;
+                }
+                self.fstamp[fid as usize] = stamp;
+                let f = &self.flows[fid as usize];
+                if f.group == g {
+                    hit = true;
+                    break 'walk;
+                }
+                let (links, n) = (f.links, f.n as usize);
+                for &l2 in &links[..n] {
+                    if self.links[l2 as usize].stamp != stamp && self.follow(l2) {
+                        self.links[l2 as usize].stamp = stamp;
+                        stack.push(l2);
+                    }
+                }
+            }
+        }
+        self.comp_links = stack;
+        hit
+    }
+
+    /// Recompute the component grown from the dirty links: re-key and
+    /// water-fill every flow in it, and regroup them.
+    fn recompute_component(&mut self) {
+        self.stats.recomputes += 1;
+        let stamp = self.next_stamp();
         let mut comp_flows = std::mem::take(&mut self.comp_flows);
         let mut comp_links = std::mem::take(&mut self.comp_links);
         comp_flows.clear();
@@ -942,18 +999,7 @@ impl Engine {
                 return None;
             }
         }
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp == 0 {
-            for l in &mut self.links {
-                l.stamp = 0;
-            }
-            self.fstamp.fill(0);
-            for g in &mut self.groups {
-                g.stamp = 0;
-            }
-            self.stamp = 1;
-        }
-        let stamp = self.stamp;
+        let stamp = self.next_stamp();
         let mut xl = std::mem::take(&mut self.xlinks);
         xl.clear();
         self.links[bl as usize].stamp = stamp;
