@@ -206,6 +206,7 @@ pub struct Engine {
     total: Vec<u32>,
     universal: Vec<u32>,
     kgroup: Vec<u32>,
+    crossing: Vec<(u128, f64)>,
     unfrozen: Vec<u32>,
     /// Flows in freeze order, and the freeze sets as (start in `frozen`,
     /// bottleneck link or NONE, level).
@@ -255,6 +256,7 @@ impl Engine {
             total: Vec::new(),
             universal: Vec::new(),
             kgroup: Vec::new(),
+            crossing: Vec::new(),
             unfrozen: Vec::new(),
             frozen: Vec::new(),
             sets: Vec::new(),
@@ -1116,11 +1118,8 @@ impl Engine {
         grp.rate = level;
         self.group_reschedule(g);
         if self.opts.policy == Policy::Baraat {
-            let mut on_l = std::mem::take(&mut self.xlinks);
-            on_l.clear();
-            on_l.extend_from_slice(&self.links[bl as usize].flows);
-            self.schedule_crossings(&on_l);
-            self.xlinks = on_l;
+            // Every flow into the port is on `L`.
+            self.schedule_port(bl);
         }
         true
     }
@@ -1347,39 +1346,90 @@ impl Engine {
         }
     }
 
+    /// Baraat: for every port of `comp_flows` (which must hold every flow
+    /// into those ports), the next time a task there crosses the heavy
+    /// threshold at the current rates.
     fn schedule_crossings(&mut self, comp_flows: &[u32]) {
-        // Ports of the component and each task's aggregate rate into them.
-        let mut ports: Vec<u32> = comp_flows
-            .iter()
-            .map(|&f| self.flows[f as usize].dst)
-            .collect();
-        ports.sort_unstable();
-        ports.dedup();
-        let mut rates: Vec<(u32, u64, f64)> = comp_flows
-            .iter()
-            .map(|&fid| {
-                let f = &self.flows[fid as usize];
-                let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
-                (f.dst, id, self.rate_of(fid))
-            })
-            .collect();
-        rates.sort_unstable_by_key(|r| (r.0, r.1));
-        for p in ports {
-            let lo = rates.partition_point(|r| r.0 < p);
-            let hi = rates.partition_point(|r| r.0 <= p);
+        // (port, task id) and the rate of each flow, then summed per pair.
+        let mut rates = std::mem::take(&mut self.crossing);
+        rates.clear();
+        for &fid in comp_flows {
+            let f = &self.flows[fid as usize];
+            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
+            rates.push(((f.dst as u128) << 64 | id as u128, self.rate_of(fid)));
+        }
+        rates.sort_unstable_by_key(|r| r.0);
+        let mut w = 0;
+        for r in 0..rates.len() {
+            if w > 0 && rates[w - 1].0 == rates[r].0 {
+                rates[w - 1].1 += rates[r].1;
+            } else {
+                rates[w] = rates[r];
+                w += 1;
+            }
+        }
+        rates.truncate(w);
+        let mut lo = 0;
+        while lo < rates.len() {
+            let p = (rates[lo].0 >> 64) as u32;
+            let mut hi = lo + 1;
+            while hi < rates.len() && (rates[hi].0 >> 64) as u32 == p {
+                hi += 1;
+            }
             let slice = &rates[lo..hi];
+            lo = hi;
             let port = &mut self.ports[p as usize];
             port.gen = port.gen.wrapping_add(1);
             let gen = port.gen;
             let Some(lm) = port.lm.as_ref() else { continue };
             let dt = lm.next_crossing_ns(|id| {
-                slice.iter().filter(|r| r.1 == id).map(|r| r.2).sum::<f64>()
+                let key = (p as u128) << 64 | id as u128;
+                slice
+                    .binary_search_by_key(&key, |r| r.0)
+                    .map_or(0.0, |i| slice[i].1)
             });
             if let Some(dt) = dt.filter(|d| *d < 1e18) {
                 let t = self.now + dt.ceil().max(1.0) as u64;
                 self.push(t, Ev::Reclass { host: p, gen });
             }
         }
+        self.crossing = rates;
+    }
+
+    /// [`Engine::schedule_crossings`] for the one port whose downlink is
+    /// `l` (a few tasks: summed by linear search, no sort).
+    fn schedule_port(&mut self, l: LinkId) {
+        let mut rates = std::mem::take(&mut self.crossing);
+        rates.clear();
+        let mut p = NONE;
+        for &fid in &self.links[l as usize].flows {
+            let f = &self.flows[fid as usize];
+            p = f.dst;
+            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id as u128;
+            let r = self.rate_of(fid);
+            match rates.iter_mut().find(|x| x.0 == id) {
+                Some(x) => x.1 += r,
+                None => rates.push((id, r)),
+            }
+        }
+        if p != NONE {
+            let port = &mut self.ports[p as usize];
+            port.gen = port.gen.wrapping_add(1);
+            let gen = port.gen;
+            if let Some(lm) = port.lm.as_ref() {
+                let dt = lm.next_crossing_ns(|id| {
+                    rates
+                        .iter()
+                        .find(|x| x.0 == id as u128)
+                        .map_or(0.0, |x| x.1)
+                });
+                if let Some(dt) = dt.filter(|d| *d < 1e18) {
+                    let t = self.now + dt.ceil().max(1.0) as u64;
+                    self.push(t, Ev::Reclass { host: p, gen });
+                }
+            }
+        }
+        self.crossing = rates;
     }
 
     /// A flow's current rate (bits/s): its group's, 0 without one.
