@@ -91,6 +91,12 @@ struct Group {
     at: u64,
     /// Component stamp (recomputation bookkeeping).
     stamp: u32,
+    /// When the group is the last with a positive rate at its bottleneck
+    /// `L`, which every flow of its component crosses: the flows behind it
+    /// (all at 0, blocked by `L`), as the water-fill's heap of complemented
+    /// packed (key, id). When the group empties they are promoted in key
+    /// order without recomputing the component ([`Engine::promote`]).
+    behind: Option<Vec<u128>>,
     /// A link that every member crosses and that the group saturates (its
     /// members froze when it ran out), or `NONE`: the departure fast path
     /// applies only to groups with one.
@@ -167,6 +173,8 @@ pub struct EngineStats {
     /// Departures handled by the rate-group fast path (not counted in
     /// `recomputes`).
     pub fast_departures: u64,
+    /// Of those, groups emptied whose flows behind were promoted.
+    pub promotions: u64,
 }
 
 #[derive(Clone)]
@@ -207,6 +215,9 @@ pub struct Engine {
     universal: Vec<u32>,
     kgroup: Vec<u32>,
     crossing: Vec<(u128, f64)>,
+    /// The link that stopped the last water-fill, and the flows left then.
+    stop: Option<LinkId>,
+    stop_rest: Vec<u128>,
     unfrozen: Vec<u32>,
     /// Flows in freeze order, and the freeze sets as (start in `frozen`,
     /// bottleneck link or NONE, level).
@@ -257,6 +268,8 @@ impl Engine {
             universal: Vec::new(),
             kgroup: Vec::new(),
             crossing: Vec::new(),
+            stop: None,
+            stop_rest: Vec::new(),
             unfrozen: Vec::new(),
             frozen: Vec::new(),
             sets: Vec::new(),
@@ -594,7 +607,7 @@ impl Engine {
         if !self.full_recompute
             && g != NONE
             && self.departed.iter().all(|&d| d == g)
-            && (self.dirty.is_empty() || !self.component_touches(g))
+            && (self.dirty.is_empty() || !self.component_touches(g, self.groups[g as usize].bottleneck))
         {
             let shadow = if self.check {
                 let mut sh = self.clone();
@@ -637,8 +650,9 @@ impl Engine {
         self.stamp
     }
 
-    /// Does the component grown from the dirty links hold a member of `g`?
-    fn component_touches(&mut self, g: u32) -> bool {
+    /// Does the component grown from the dirty links hold a member of `g`
+    /// or the link `bl`?
+    fn component_touches(&mut self, g: u32, bl: LinkId) -> bool {
         let stamp = self.next_stamp();
         let mut stack = std::mem::take(&mut self.comp_links);
         stack.clear();
@@ -675,7 +689,7 @@ impl Engine {
             }
         }
         self.comp_links = stack;
-        hit
+        hit || (bl != NONE && self.links[bl as usize].stamp == stamp)
     }
 
     /// Recompute the component grown from the dirty links: re-key and
@@ -779,6 +793,7 @@ impl Engine {
         }
         self.frozen.clear();
         self.sets.clear();
+        self.stop = None;
         let k0 = keyed.first().map(|k| k.0);
         if keyed.iter().all(|k| Some(k.0) == k0) {
             // One key (fair sharing): one water-fill, in id order.
@@ -830,7 +845,13 @@ impl Engine {
                 }
                 self.fill_key_group(&kgroup, stamp);
                 comp_flows.extend_from_slice(&kgroup);
-                if universal.iter().any(|&j| self.residual[j as usize] < 1.0) {
+                if let Some(&j) = universal.iter().find(|&&j| self.residual[j as usize] < 1.0) {
+                    // Kept for a later promotion (see `Group::behind`).
+                    if self.opts.policy != Policy::Baraat && !heap.is_empty() {
+                        self.stop = Some(comp_links[j as usize]);
+                        self.stop_rest.clear();
+                        self.stop_rest.extend_from_slice(heap.as_slice());
+                    }
                     for x in heap.drain() {
                         let fid = !x as u32;
                         self.flows[fid as usize].rate = 0.0;
@@ -860,6 +881,7 @@ impl Engine {
         self.keyed = keyed;
         // New groups and finish events; Baraat's next threshold crossings.
         self.form_groups();
+        self.keep_behind();
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);
         }
@@ -916,6 +938,7 @@ impl Engine {
                 served: 0.0,
                 at: self.now,
                 stamp: 0,
+                behind: None,
                 bottleneck,
                 fast: None,
             };
@@ -989,8 +1012,7 @@ impl Engine {
     fn fast_conditions(&mut self, g: u32) -> Option<FastPath> {
         let grp = &self.groups[g as usize];
         let bl = grp.bottleneck;
-        // pFabric's keys (remaining size) change with time: always re-key.
-        if bl == NONE || self.opts.policy == Policy::Pfabric {
+        if bl == NONE {
             return None;
         }
         // Baraat's classifier rates are per port: only when `L` is the
@@ -1081,10 +1103,21 @@ impl Engine {
         }
         let grp = &self.groups[g as usize];
         let Some(fp) = grp.fast else { return false };
+        let bl = grp.bottleneck;
         if grp.live == 0 {
+            return match self.groups[g as usize].behind.take() {
+                Some(behind) => {
+                    self.promote(bl, fp.r_l, behind);
+                    true
+                }
+                None => false,
+            };
+        }
+        // pFabric's keys (remaining size) change while a group is served,
+        // so its members could split apart: re-key them all.
+        if self.opts.policy == Policy::Pfabric {
             return false;
         }
-        let bl = grp.bottleneck;
         let n = grp.live as f64;
         let level = fp.r_l.max(0.0) / n;
         // As the water-fill: a level is at least 1 bit/s, a member's NIC
@@ -1122,6 +1155,87 @@ impl Engine {
             self.schedule_port(bl);
         }
         true
+    }
+
+    /// After a water-fill that stopped at a full link `L` crossed by every
+    /// flow of the component: the flows left behind go with the last group
+    /// formed if its bottleneck is `L`.
+    fn keep_behind(&mut self) {
+        let Some(l) = self.stop.take() else { return };
+        if let Some(&g) = self.fresh.last() {
+            if self.groups[g as usize].bottleneck == l && self.groups[g as usize].fast.is_some() {
+                let rest = std::mem::take(&mut self.stop_rest);
+                self.groups[g as usize].behind = Some(rest);
+            }
+        }
+    }
+
+    /// The last group with a positive rate at `L` emptied (its fast-path
+    /// conditions held): the flows behind it, all crossing `L` and at 0
+    /// until now, take `L`'s capacity left by the flows ahead (`r_l`) in key
+    /// order. This is the component's water-fill: the flows ahead do not see
+    /// the departures (see [`Engine::fast_departure`]), keys of flows at 0
+    /// do not change (pFabric's remaining size included), every flow on the
+    /// links of a flow behind crosses `L` (the component is `L`'s), and once
+    /// `L` is full again every flow left stays at 0.
+    fn promote(&mut self, bl: LinkId, r_l: f64, behind: Vec<u128>) {
+        self.stats.promotions += 1;
+        let stamp = self.next_stamp();
+        let mut links = std::mem::take(&mut self.comp_links);
+        links.clear();
+        self.residual.clear();
+        self.count.clear();
+        self.links[bl as usize].stamp = stamp;
+        self.links[bl as usize].local = 0;
+        links.push(bl);
+        self.residual.push(r_l);
+        self.count.push(0);
+        self.frozen.clear();
+        self.sets.clear();
+        let mut heap = BinaryHeap::from(behind);
+        let mut kgroup = std::mem::take(&mut self.kgroup);
+        while self.residual[0] >= 1.0 {
+            let Some(top) = heap.pop() else { break };
+            let key = !top >> 32;
+            kgroup.clear();
+            kgroup.push(!top as u32);
+            while let Some(&nx) = heap.peek() {
+                if !nx >> 32 != key {
+                    break;
+                }
+                kgroup.push(!nx as u32);
+                heap.pop();
+            }
+            for &fid in &kgroup {
+                self.advance(fid);
+                let f = &self.flows[fid as usize];
+                let (fl, n) = (f.links, f.n as usize);
+                for &l in &fl[..n] {
+                    if self.links[l as usize].stamp == stamp || !self.follow(l) {
+                        continue;
+                    }
+                    let mut r = self.topo.capacity(l) as f64;
+                    for &h in &self.links[l as usize].flows {
+                        r -= self.rate_of(h);
+                    }
+                    let link = &mut self.links[l as usize];
+                    link.stamp = stamp;
+                    link.local = links.len() as u32;
+                    links.push(l);
+                    self.residual.push(r);
+                    self.count.push(0);
+                }
+            }
+            self.fill_key_group(&kgroup, stamp);
+        }
+        self.kgroup = kgroup;
+        self.comp_links = links;
+        self.form_groups();
+        if !heap.is_empty() && self.residual[0] < 1.0 {
+            self.stop_rest = heap.into_vec();
+            self.stop = Some(bl);
+            self.keep_behind();
+        }
     }
 
     /// Tests: every flow's rate against a from-scratch recomputation.
@@ -1258,7 +1372,6 @@ impl Engine {
         let mut level = 0.0f64;
         while !unfrozen.is_empty() {
             let start = self.frozen.len();
-            let mut sat = NONE;
             // The level at which the next link saturates, or a flow hits its cap.
             let mut next = f64::INFINITY;
             for &j in &touched {
@@ -1291,9 +1404,6 @@ impl Engine {
                             let j = link.local as usize;
                             if self.residual[j].max(0.0) / self.count[j] as f64 <= level + tol {
                                 freeze = true;
-                                if sat == NONE {
-                                    sat = l;
-                                }
                                 break;
                             }
                         }
@@ -1307,9 +1417,23 @@ impl Engine {
                     k += 1;
                 }
             }
-            // The freeze set of this level; its bottleneck if every member
-            // crosses the first link found saturated.
+            // The freeze set of this level; its bottleneck: of the links the
+            // first member filled, the one with the most flows, if every
+            // member crosses it.
             if self.frozen.len() > start {
+                let first = &self.flows[self.frozen[start] as usize];
+                let mut sat = NONE;
+                let mut most = 0;
+                for &l in &first.links[..first.n as usize] {
+                    let link = &self.links[l as usize];
+                    if link.stamp == stamp
+                        && self.residual[link.local as usize] < 1.0 + level * 1e-9
+                        && link.flows.len() > most
+                    {
+                        sat = l;
+                        most = link.flows.len();
+                    }
+                }
                 if sat != NONE
                     && !self.frozen[start..].iter().all(|&fid| {
                         let f = &self.flows[fid as usize];

@@ -146,6 +146,15 @@ fn generated_workloads_fast_path_matches_from_scratch() {
             // with the fast path disabled: up to 7e-6 here).
             let tol = if p == Policy::Baraat { 2e-5 } else { 1e-6 };
             assert!(worst <= tol, "{workflow} {sizes} {p:?}: relative difference {worst:e}");
+            eprintln!(
+                "{workflow} {sizes} {p:?}: {} flows, {} fast-path departures ({} promotions), {} recomputations",
+                stats.flows, stats.fast_departures, stats.promotions, stats.recomputes
+            );
+            // Promotion needs several keys and is off for Baraat (its classes
+            // change with the bytes sent).
+            if p != Policy::Fair && p != Policy::Baraat {
+                assert!(stats.promotions > 0, "{workflow} {sizes} {p:?}: no promotion");
+            }
             if p != Policy::Pfabric {
                 assert!(
                     stats.fast_departures * 3 > stats.flows,
