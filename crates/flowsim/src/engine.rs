@@ -847,7 +847,7 @@ impl Engine {
                 comp_flows.extend_from_slice(&kgroup);
                 if let Some(&j) = universal.iter().find(|&&j| self.residual[j as usize] < 1.0) {
                     // Kept for a later promotion (see `Group::behind`).
-                    if self.opts.policy != Policy::Baraat && !heap.is_empty() {
+                    if !heap.is_empty() {
                         self.stop = Some(comp_links[j as usize]);
                         self.stop_rest.clear();
                         self.stop_rest.extend_from_slice(heap.as_slice());
@@ -1104,31 +1104,32 @@ impl Engine {
         let grp = &self.groups[g as usize];
         let Some(fp) = grp.fast else { return false };
         let bl = grp.bottleneck;
-        if grp.live == 0 {
-            return match self.groups[g as usize].behind.take() {
-                Some(behind) => {
-                    self.promote(bl, fp.r_l, behind);
-                    true
-                }
-                None => false,
-            };
-        }
-        // pFabric's keys (remaining size) change while a group is served,
-        // so its members could split apart: re-key them all.
-        if self.opts.policy == Policy::Pfabric {
-            return false;
-        }
-        let n = grp.live as f64;
-        let level = fp.r_l.max(0.0) / n;
-        // As the water-fill: a level is at least 1 bit/s, a member's NIC
-        // may not stop it first, `L` stays full for the flows behind, and
-        // no other link of the group comes near to saturating (clear margin,
-        // so that float order cannot make the water-fill see it first).
-        if !(1.0..=fp.min_cap).contains(&level)
-            || (fp.r_l - level * n).abs() >= 0.5
-            || fp.lmax < level * (1.0 + 1e-9) + 2.0
-        {
-            return false;
+        let emptied = grp.live == 0;
+        let mut level = 0.0;
+        if emptied {
+            // Promotion of the flows behind, if they were kept.
+            if grp.behind.is_none() {
+                return false;
+            }
+        } else {
+            // pFabric's keys (remaining size) change while a group is
+            // served, so its members could split apart: re-key them all.
+            if self.opts.policy == Policy::Pfabric {
+                return false;
+            }
+            let n = grp.live as f64;
+            level = fp.r_l.max(0.0) / n;
+            // As the water-fill: a level is at least 1 bit/s, a member's NIC
+            // may not stop it first, `L` stays full for the flows behind,
+            // and no other link of the group comes near to saturating (clear
+            // margin, so that float order cannot make the water-fill see it
+            // first).
+            if !(1.0..=fp.min_cap).contains(&level)
+                || (fp.r_l - level * n).abs() >= 0.5
+                || fp.lmax < level * (1.0 + 1e-9) + 2.0
+            {
+                return false;
+            }
         }
         // Baraat: bring every byte counter at the port up to date (the
         // reference does it for the whole component) and give up if a task
@@ -1143,13 +1144,18 @@ impl Engine {
                 return false;
             }
         }
-        // Apply: the group's clock up to now, then the new rate.
-        let now = self.now;
-        let grp = &mut self.groups[g as usize];
-        grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
-        grp.at = now;
-        grp.rate = level;
-        self.group_reschedule(g);
+        if emptied {
+            let behind = self.groups[g as usize].behind.take().expect("checked");
+            self.promote(bl, fp.r_l, behind);
+        } else {
+            // The group's clock up to now, then the new rate.
+            let now = self.now;
+            let grp = &mut self.groups[g as usize];
+            grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
+            grp.at = now;
+            grp.rate = level;
+            self.group_reschedule(g);
+        }
         if self.opts.policy == Policy::Baraat {
             // Every flow into the port is on `L`.
             self.schedule_port(bl);
