@@ -117,7 +117,6 @@ struct FastPath {
     min_cap: f64,
 }
 
-
 #[derive(Clone, Debug)]
 struct Task {
     index: u64,
@@ -607,7 +606,8 @@ impl Engine {
         if !self.full_recompute
             && g != NONE
             && self.departed.iter().all(|&d| d == g)
-            && (self.dirty.is_empty() || !self.component_touches(g, self.groups[g as usize].bottleneck))
+            && (self.dirty.is_empty()
+                || !self.component_touches(g, self.groups[g as usize].bottleneck))
         {
             let shadow = if self.check {
                 let mut sh = self.clone();
@@ -1268,7 +1268,11 @@ impl Engine {
                 continue;
             }
             if f.group == NONE {
-                assert!(f.rate == 0.0, "flow {fid} at {} bps without a group", f.rate);
+                assert!(
+                    f.rate == 0.0,
+                    "flow {fid} at {} bps without a group",
+                    f.rate
+                );
                 continue;
             }
             let grp = &self.groups[f.group as usize];
@@ -1294,7 +1298,10 @@ impl Engine {
                 }
             }
             let head = &self.flows[grp.members[grp.head as usize] as usize];
-            assert!(head.group == g as u32 && head.gpos == grp.head, "group {g}: stale head");
+            assert!(
+                head.group == g as u32 && head.gpos == grp.head,
+                "group {g}: stale head"
+            );
             let first = first.expect("live member");
             match entry {
                 None => assert_eq!(first, u64::MAX, "group {g} missing from the heap"),

@@ -145,7 +145,10 @@ fn generated_workloads_fast_path_matches_from_scratch() {
             // for all of them, so a task turns heavy a few ns apart (the same
             // with the fast path disabled: up to 7e-6 here).
             let tol = if p == Policy::Baraat { 2e-5 } else { 1e-6 };
-            assert!(worst <= tol, "{workflow} {sizes} {p:?}: relative difference {worst:e}");
+            assert!(
+                worst <= tol,
+                "{workflow} {sizes} {p:?}: relative difference {worst:e}"
+            );
             eprintln!(
                 "{workflow} {sizes} {p:?}: {} flows, {} fast-path departures ({} promotions), {} recomputations",
                 stats.flows, stats.fast_departures, stats.promotions, stats.recomputes
@@ -154,7 +157,10 @@ fn generated_workloads_fast_path_matches_from_scratch() {
             // task's last flow at its port completes it, which changes the
             // port's classes (recomputed).
             if p != Policy::Fair && (p != Policy::Baraat || workflow == "two-stage") {
-                assert!(stats.promotions > 0, "{workflow} {sizes} {p:?}: no promotion");
+                assert!(
+                    stats.promotions > 0,
+                    "{workflow} {sizes} {p:?}: no promotion"
+                );
             }
             if p != Policy::Pfabric {
                 assert!(
