@@ -96,7 +96,7 @@ struct Group {
     /// (all at 0, blocked by `L`), as the water-fill's heap of complemented
     /// packed (key, id). When the group empties they are promoted in key
     /// order without recomputing the component ([`Engine::promote`]).
-    behind: Option<Vec<u128>>,
+    behind: Option<BinaryHeap<u128>>,
     /// A link that every member crosses and that the group saturates (its
     /// members froze when it ran out), or `NONE`: the departure fast path
     /// applies only to groups with one.
@@ -216,7 +216,7 @@ pub struct Engine {
     crossing: Vec<(u128, f64)>,
     /// The link that stopped the last water-fill, and the flows left then.
     stop: Option<LinkId>,
-    stop_rest: Vec<u128>,
+    stop_rest: BinaryHeap<u128>,
     unfrozen: Vec<u32>,
     /// Flows in freeze order, and the freeze sets as (start in `frozen`,
     /// bottleneck link or NONE, level).
@@ -268,7 +268,7 @@ impl Engine {
             kgroup: Vec::new(),
             crossing: Vec::new(),
             stop: None,
-            stop_rest: Vec::new(),
+            stop_rest: BinaryHeap::new(),
             unfrozen: Vec::new(),
             frozen: Vec::new(),
             sets: Vec::new(),
@@ -849,8 +849,7 @@ impl Engine {
                     // Kept for a later promotion (see `Group::behind`).
                     if !heap.is_empty() {
                         self.stop = Some(comp_links[j as usize]);
-                        self.stop_rest.clear();
-                        self.stop_rest.extend_from_slice(heap.as_slice());
+                        self.stop_rest = heap.clone();
                     }
                     for x in heap.drain() {
                         let fid = !x as u32;
@@ -1052,12 +1051,12 @@ impl Engine {
             let f = &self.flows[fid as usize];
             f.links[..f.n as usize].contains(&bl)
         };
-        let mut r_l = self.topo.capacity(bl) as f64;
-        for &fid in &self.links[bl as usize].flows {
-            if self.flows[fid as usize].group != g {
-                r_l -= self.rate_of(fid);
-            }
-        }
+        // What the water-fill left on `L`, plus the group's own share (the
+        // water-fill just ran, every flow on `L` was in it, and `local` still
+        // indexes its residuals).
+        let grp = &self.groups[g as usize];
+        let link = &self.links[bl as usize];
+        let r_l = self.residual[link.local as usize] + grp.live as f64 * grp.rate;
         let mut lmax = f64::INFINITY;
         for &l in xl {
             let link = &self.links[l as usize];
@@ -1184,7 +1183,7 @@ impl Engine {
     /// do not change (pFabric's remaining size included), every flow on the
     /// links of a flow behind crosses `L` (the component is `L`'s), and once
     /// `L` is full again every flow left stays at 0.
-    fn promote(&mut self, bl: LinkId, r_l: f64, behind: Vec<u128>) {
+    fn promote(&mut self, bl: LinkId, r_l: f64, mut heap: BinaryHeap<u128>) {
         self.stats.promotions += 1;
         let stamp = self.next_stamp();
         let mut links = std::mem::take(&mut self.comp_links);
@@ -1198,7 +1197,6 @@ impl Engine {
         self.count.push(0);
         self.frozen.clear();
         self.sets.clear();
-        let mut heap = BinaryHeap::from(behind);
         let mut kgroup = std::mem::take(&mut self.kgroup);
         while self.residual[0] >= 1.0 {
             let Some(top) = heap.pop() else { break };
@@ -1238,7 +1236,7 @@ impl Engine {
         self.comp_links = links;
         self.form_groups();
         if !heap.is_empty() && self.residual[0] < 1.0 {
-            self.stop_rest = heap.into_vec();
+            self.stop_rest = heap;
             self.stop = Some(bl);
             self.keep_behind();
         }
