@@ -214,6 +214,8 @@ pub struct Engine {
     universal: Vec<u32>,
     kgroup: Vec<u32>,
     crossing: Vec<(u128, f64)>,
+    /// Per task at one port: bytes charged, rate (Baraat fast path).
+    port_sums: Vec<(u64, f64, f64)>,
     /// The link that stopped the last water-fill, and the flows left then.
     stop: Option<LinkId>,
     stop_rest: BinaryHeap<u128>,
@@ -267,6 +269,7 @@ impl Engine {
             universal: Vec::new(),
             kgroup: Vec::new(),
             crossing: Vec::new(),
+            port_sums: Vec::new(),
             stop: None,
             stop_rest: BinaryHeap::new(),
             unfrozen: Vec::new(),
@@ -1133,15 +1136,8 @@ impl Engine {
         // Baraat: bring every byte counter at the port up to date (the
         // reference does it for the whole component) and give up if a task
         // turned heavy (its class changes).
-        if self.opts.policy == Policy::Baraat {
-            let mut heavy = false;
-            for k in 0..self.links[bl as usize].flows.len() {
-                let fid = self.links[bl as usize].flows[k];
-                heavy |= self.advance(fid);
-            }
-            if heavy {
-                return false;
-            }
+        if self.opts.policy == Policy::Baraat && self.charge_port(bl, g, level) {
+            return false;
         }
         if emptied {
             let behind = self.groups[g as usize].behind.take().expect("checked");
@@ -1157,9 +1153,83 @@ impl Engine {
         }
         if self.opts.policy == Policy::Baraat {
             // Every flow into the port is on `L`.
-            self.schedule_port(bl);
+            if emptied {
+                self.schedule_port(bl);
+            } else {
+                self.schedule_port_summed(bl);
+            }
         }
         true
+    }
+
+    /// Baraat, one pass over the flows into the port whose downlink is `l`:
+    /// bring them up to `now`, charge the bytes sent to their tasks (summed
+    /// per task), and sum per task the rates they will have if group `g`
+    /// moves to `level`, kept in `port_sums` for
+    /// [`Engine::schedule_port_summed`]. True if a task turned heavy.
+    fn charge_port(&mut self, l: LinkId, g: u32, level: f64) -> bool {
+        let now = self.now;
+        let mut sums = std::mem::take(&mut self.port_sums);
+        sums.clear();
+        let mut p = NONE;
+        for k in 0..self.links[l as usize].flows.len() {
+            let fid = self.links[l as usize].flows[k];
+            let f = &mut self.flows[fid as usize];
+            p = f.dst;
+            let mut sent = 0.0;
+            if f.last != now {
+                f.last = now;
+                if f.group != NONE {
+                    let gr = &self.groups[f.group as usize];
+                    let served = gr.served + gr.rate * (now - gr.at) as f64 / 8e9;
+                    let rem = (f.target - served).max(0.0);
+                    sent = f.rem - rem;
+                    f.rem = rem;
+                }
+            }
+            let rate = match f.group {
+                NONE => f.rate,
+                x if x == g => level,
+                x => self.groups[x as usize].rate,
+            };
+            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
+            match sums.iter_mut().find(|x| x.0 == id) {
+                Some(x) => {
+                    x.1 += sent;
+                    x.2 += rate;
+                }
+                None => sums.push((id, sent, rate)),
+            }
+        }
+        let mut heavy = false;
+        if let Some(lm) = self.ports.get_mut(p as usize).and_then(|x| x.lm.as_mut()) {
+            for &(id, sent, _) in &sums {
+                if sent > 0.0 {
+                    heavy |= lm.reserve(id, sent);
+                }
+            }
+        }
+        self.port_sums = sums;
+        heavy
+    }
+
+    /// [`Engine::schedule_port`] from the rates summed by
+    /// [`Engine::charge_port`].
+    fn schedule_port_summed(&mut self, l: LinkId) {
+        let Some(&fid) = self.links[l as usize].flows.first() else {
+            return;
+        };
+        let p = self.flows[fid as usize].dst;
+        let port = &mut self.ports[p as usize];
+        port.gen = port.gen.wrapping_add(1);
+        let gen = port.gen;
+        let Some(lm) = port.lm.as_ref() else { return };
+        let sums = &self.port_sums;
+        let dt = lm.next_crossing_ns(|id| sums.iter().find(|x| x.0 == id).map_or(0.0, |x| x.2));
+        if let Some(dt) = dt.filter(|d| *d < 1e18) {
+            let t = self.now + dt.ceil().max(1.0) as u64;
+            self.push(t, Ev::Reclass { host: p, gen });
+        }
     }
 
     /// After a water-fill that stopped at a full link `L` crossed by every
