@@ -1121,15 +1121,19 @@ impl Engine {
             }
             let n = grp.live as f64;
             level = fp.r_l.max(0.0) / n;
-            // As the water-fill: a level is at least 1 bit/s, a member's NIC
-            // may not stop it first, `L` stays full for the flows behind,
-            // and no other link of the group comes near to saturating (clear
-            // margin, so that float order cannot make the water-fill see it
-            // first).
-            if !(1.0..=fp.min_cap).contains(&level)
-                || (fp.r_l - level * n).abs() >= 0.5
-                || fp.lmax < level * (1.0 + 1e-9) + 2.0
-            {
+            // As the water-fill: a member's NIC or another link of the group
+            // may not stop the members first, except by a tie (within float
+            // rounding: they then stop at the same level, e.g. a last member
+            // at its NIC rate, which fills its uplink and `L` at once); a
+            // level is at least 1 bit/s; `L` stays full for the flows behind.
+            let bound = fp.min_cap.min(fp.lmax);
+            if bound < level {
+                if bound < level * (1.0 - 1e-12) {
+                    return false;
+                }
+                level = bound;
+            }
+            if level < 1.0 || (fp.r_l - level * n).abs() >= 0.5 {
                 return false;
             }
         }
