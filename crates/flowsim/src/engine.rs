@@ -174,6 +174,8 @@ pub struct EngineStats {
     pub fast_departures: u64,
     /// Of those, groups emptied whose flows behind were promoted.
     pub promotions: u64,
+    /// Flow starts joining a rate group without a recomputation.
+    pub fast_arrivals: u64,
 }
 
 #[derive(Clone)]
@@ -191,6 +193,8 @@ pub struct Engine {
     departed: Vec<u32>,
     /// Links seeded by this instant's departures (`dirty`: by the rest).
     dep_dirty: Vec<LinkId>,
+    /// Flows started at this instant.
+    started: Vec<u32>,
     /// Check the rate groups' invariants after every recomputation, and
     /// every fast-path result against a from-scratch recomputation (tests).
     pub check: bool,
@@ -251,6 +255,7 @@ impl Engine {
             free_groups: Vec::new(),
             departed: Vec::new(),
             dep_dirty: Vec::new(),
+            started: Vec::new(),
             check: false,
             links: vec![Link::default(); nl],
             flows: Vec::new(),
@@ -351,6 +356,7 @@ impl Engine {
                 }
             }
             self.departed.clear();
+            self.started.clear();
         }
         std::mem::take(&mut self.results)
     }
@@ -459,6 +465,7 @@ impl Engine {
             }
         };
         self.stats.flows += 1;
+        self.started.push(id);
         for (h, &l) in links[..n].iter().enumerate() {
             let link = &mut self.links[l as usize];
             self.flows[id as usize].pos[h] = link.flows.len() as u32;
@@ -622,7 +629,7 @@ impl Engine {
             if self.fast_departure() {
                 self.dep_dirty.clear();
                 self.stats.fast_departures += 1;
-                if !self.dirty.is_empty() {
+                if !self.dirty.is_empty() && !self.fast_arrival() {
                     self.recompute_component();
                 }
                 if let Some(mut sh) = shadow {
@@ -1234,6 +1241,123 @@ impl Engine {
             let t = self.now + dt.ceil().max(1.0) as u64;
             self.push(t, Ev::Reclass { host: p, gen });
         }
+    }
+
+    /// One flow `f` started at this instant (with departures elsewhere,
+    /// already handled) and nothing else changed: if `f` has the key of a
+    /// group `S` at `f`'s destination downlink `L` whose fast-path
+    /// conditions hold, every flow on `f`'s other links crosses `L`, and
+    /// neither they nor `f`'s NIC stop it below the new level, the
+    /// water-fill gives `S` plus `f` the capacity `S` had on `L` split
+    /// evenly and leaves every other rate as it is (the departure argument
+    /// run backwards: `f` is frozen with `S`). Fair sharing, Orchestra and
+    /// STF (keys fixed at the start; pFabric's move, Baraat's classes change
+    /// with a new flow at the port). The start of a mid aggregator's
+    /// response to the top aggregator is this case.
+    fn fast_arrival(&mut self) -> bool {
+        if !matches!(
+            self.opts.policy,
+            Policy::Fair | Policy::Orchestra | Policy::Stf
+        ) || self.started.len() != 1
+        {
+            return false;
+        }
+        let fid = self.started[0];
+        let f = &self.flows[fid as usize];
+        let (links, n) = (f.links, f.n as usize);
+        if !self.dirty.iter().all(|l| links[..n].contains(l)) {
+            return false;
+        }
+        let bl = links[n - 1];
+        let key = self.key_of(fid);
+        // The group at `L` with `f`'s key.
+        let Some(g) = self.links[bl as usize].flows.iter().find_map(|&h| {
+            let x = &self.flows[h as usize];
+            (h != fid && x.group != NONE && x.key == key).then_some(x.group)
+        }) else {
+            return false;
+        };
+        let grp = &self.groups[g as usize];
+        let Some(mut fp) = grp.fast else { return false };
+        if grp.bottleneck != bl {
+            return false;
+        }
+        let live = grp.live as f64 + 1.0;
+        let cap = self.flows[fid as usize].cap as f64;
+        fp.min_cap = fp.min_cap.min(cap);
+        for &l in &links[..n - 1] {
+            if !self.follow(l) {
+                continue;
+            }
+            let mut r = self.topo.capacity(l) as f64;
+            let mut c = 1u32;
+            for &h in &self.links[l as usize].flows {
+                if h == fid {
+                    continue;
+                }
+                let x = &self.flows[h as usize];
+                if !x.links[..x.n as usize].contains(&bl) {
+                    return false;
+                }
+                if x.group == g {
+                    c += 1;
+                } else {
+                    r -= self.rate_of(h);
+                }
+            }
+            fp.lmax = fp.lmax.min(r / c as f64);
+        }
+        let mut level = fp.r_l.max(0.0) / live;
+        let bound = fp.min_cap.min(fp.lmax);
+        if bound < level {
+            if bound < level * (1.0 - 1e-12) {
+                return false;
+            }
+            level = bound;
+        }
+        if level < 1.0 || (fp.r_l - level * live).abs() >= 0.5 {
+            return false;
+        }
+        // Apply: the clock up to now, `f` in target order, the new rate.
+        let now = self.now;
+        let grp = &mut self.groups[g as usize];
+        grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
+        grp.at = now;
+        grp.rate = level;
+        grp.fast = Some(fp);
+        let served = grp.served;
+        let mut members = std::mem::take(&mut grp.members);
+        let head = grp.head as usize;
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.clear();
+        for (i, &m) in members.iter().enumerate().skip(head) {
+            let x = &self.flows[m as usize];
+            if x.group == g && x.gpos == i as u32 {
+                packed.push(((x.target + 0.0).to_bits() as u128) << 32 | m as u128);
+            }
+        }
+        let f = &mut self.flows[fid as usize];
+        f.last = now;
+        f.target = served + f.rem;
+        packed.push(((f.target + 0.0).to_bits() as u128) << 32 | fid as u128);
+        packed.sort_unstable();
+        members.clear();
+        members.extend(packed.iter().map(|&p| p as u32));
+        self.packed = packed;
+        for (i, &m) in members.iter().enumerate() {
+            let x = &mut self.flows[m as usize];
+            x.group = g;
+            x.gpos = i as u32;
+        }
+        self.flows[fid as usize].key = key;
+        let grp = &mut self.groups[g as usize];
+        grp.live += 1;
+        grp.head = 0;
+        grp.members = members;
+        self.group_reschedule(g);
+        self.dirty.clear();
+        self.stats.fast_arrivals += 1;
+        true
     }
 
     /// After a water-fill that stopped at a full link `L` crossed by every

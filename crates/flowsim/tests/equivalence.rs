@@ -150,9 +150,20 @@ fn generated_workloads_fast_path_matches_from_scratch() {
                 "{workflow} {sizes} {p:?}: relative difference {worst:e}"
             );
             eprintln!(
-                "{workflow} {sizes} {p:?}: {} flows, {} fast-path departures ({} promotions), {} recomputations",
-                stats.flows, stats.fast_departures, stats.promotions, stats.recomputes
+                "{workflow} {sizes} {p:?}: {} flows, {} fast-path departures ({} promotions), \
+                 {} fast-path starts, {} recomputations",
+                stats.flows,
+                stats.fast_departures,
+                stats.promotions,
+                stats.fast_arrivals,
+                stats.recomputes
             );
+            if workflow == "two-stage" && p == Policy::Fair {
+                assert!(
+                    stats.fast_arrivals > 0,
+                    "{workflow} {sizes} {p:?}: no fast start"
+                );
+            }
             // Promotion needs several keys; under Baraat single-stage, a
             // task's last flow at its port completes it, which changes the
             // port's classes (recomputed).
