@@ -193,8 +193,10 @@ pub struct Engine {
     departed: Vec<u32>,
     /// Links seeded by this instant's departures (`dirty`: by the rest).
     dep_dirty: Vec<LinkId>,
-    /// Flows started at this instant.
+    /// Flows started at this instant; whether one of them is its task's
+    /// first at its port (Baraat).
     started: Vec<u32>,
+    new_at_port: bool,
     /// Check the rate groups' invariants after every recomputation, and
     /// every fast-path result against a from-scratch recomputation (tests).
     pub check: bool,
@@ -256,6 +258,7 @@ impl Engine {
             departed: Vec::new(),
             dep_dirty: Vec::new(),
             started: Vec::new(),
+            new_at_port: false,
             check: false,
             links: vec![Link::default(); nl],
             flows: Vec::new(),
@@ -357,6 +360,7 @@ impl Engine {
             }
             self.departed.clear();
             self.started.clear();
+            self.new_at_port = false;
         }
         std::mem::take(&mut self.results)
     }
@@ -479,10 +483,12 @@ impl Engine {
         }
         if self.opts.policy == Policy::Baraat {
             let thr = self.opts.heavy_threshold;
-            self.ports[dst as usize]
+            let lm = self.ports[dst as usize]
                 .lm
-                .get_or_insert_with(|| FifoLm::new(thr))
-                .add_flow(task_id);
+                .get_or_insert_with(|| FifoLm::new(thr));
+            // A task new at the port changes its classes.
+            self.new_at_port |= lm.counters(task_id).is_none();
+            lm.add_flow(task_id);
         }
     }
 
@@ -1250,15 +1256,15 @@ impl Engine {
     /// neither they nor `f`'s NIC stop it below the new level, the
     /// water-fill gives `S` plus `f` the capacity `S` had on `L` split
     /// evenly and leaves every other rate as it is (the departure argument
-    /// run backwards: `f` is frozen with `S`). Fair sharing, Orchestra and
-    /// STF (keys fixed at the start; pFabric's move, Baraat's classes change
-    /// with a new flow at the port). The start of a mid aggregator's
-    /// response to the top aggregator is this case.
+    /// run backwards: `f` is frozen with `S`). Not pFabric (keys move), nor
+    /// Baraat when `f` is its task's first flow at the port (the port's
+    /// classes change). The start of a mid aggregator's response to the top
+    /// aggregator is this case.
     fn fast_arrival(&mut self) -> bool {
-        if !matches!(
-            self.opts.policy,
-            Policy::Fair | Policy::Orchestra | Policy::Stf
-        ) || self.started.len() != 1
+        let baraat = self.opts.policy == Policy::Baraat;
+        if self.opts.policy == Policy::Pfabric
+            || (baraat && self.new_at_port)
+            || self.started.len() != 1
         {
             return false;
         }
@@ -1318,6 +1324,11 @@ impl Engine {
         if level < 1.0 || (fp.r_l - level * live).abs() >= 0.5 {
             return false;
         }
+        // Baraat: the port's byte counters up to date first; give up if a
+        // task turned heavy.
+        if baraat && self.charge_port(bl, g, level) {
+            return false;
+        }
         // Apply: the clock up to now, `f` in target order, the new rate.
         let now = self.now;
         let grp = &mut self.groups[g as usize];
@@ -1355,6 +1366,9 @@ impl Engine {
         grp.head = 0;
         grp.members = members;
         self.group_reschedule(g);
+        if baraat {
+            self.schedule_port(bl);
+        }
         self.dirty.clear();
         self.stats.fast_arrivals += 1;
         true
