@@ -231,6 +231,7 @@ pub struct Engine {
     frozen: Vec<u32>,
     sets: Vec<(u32, LinkId, f64)>,
     xlinks: Vec<LinkId>,
+    bkeyed: Vec<u64>,
     fresh: Vec<u32>,
     touched: Vec<u32>,
     /// Recompute every active flow at every change (the from-scratch
@@ -284,6 +285,7 @@ impl Engine {
             frozen: Vec::new(),
             sets: Vec::new(),
             xlinks: Vec::new(),
+            bkeyed: Vec::new(),
             fresh: Vec::new(),
             touched: Vec::new(),
             full_recompute: false,
@@ -1376,11 +1378,18 @@ impl Engine {
 
     /// After a water-fill that stopped at a full link `L` crossed by every
     /// flow of the component: the flows left behind go with the last group
-    /// formed if its bottleneck is `L`.
+    /// formed at `L`.
     fn keep_behind(&mut self) {
         let Some(l) = self.stop.take() else { return };
-        if let Some(&g) = self.fresh.last() {
-            if self.groups[g as usize].bottleneck == l && self.groups[g as usize].fast.is_some() {
+        // The last group formed at `L` (one freeze set can be split in
+        // groups by bottleneck).
+        let at_l = self
+            .fresh
+            .iter()
+            .rev()
+            .find(|&&g| self.groups[g as usize].bottleneck == l);
+        if let Some(&g) = at_l {
+            if self.groups[g as usize].fast.is_some() {
                 let rest = std::mem::take(&mut self.stop_rest);
                 self.groups[g as usize].behind = Some(rest);
             }
@@ -1640,32 +1649,40 @@ impl Engine {
                     k += 1;
                 }
             }
-            // The freeze set of this level; its bottleneck: of the links the
-            // first member filled, the one with the most flows, if every
-            // member crosses it.
+            // The freeze set of this level, split by bottleneck: for each
+            // member, of the links it filled the one with the most flows
+            // (flows at the same level behind different links, e.g. two
+            // racks with as many flows, are different groups).
             if self.frozen.len() > start {
-                let first = &self.flows[self.frozen[start] as usize];
-                let mut sat = NONE;
-                let mut most = 0;
-                for &l in &first.links[..first.n as usize] {
-                    let link = &self.links[l as usize];
-                    if link.stamp == stamp
-                        && self.residual[link.local as usize] < 1.0 + level * 1e-9
-                        && link.flows.len() > most
-                    {
-                        sat = l;
-                        most = link.flows.len();
+                let mut keyed = std::mem::take(&mut self.bkeyed);
+                keyed.clear();
+                for &fid in &self.frozen[start..] {
+                    let f = &self.flows[fid as usize];
+                    let mut sat = NONE;
+                    let mut most = 0;
+                    for &l in &f.links[..f.n as usize] {
+                        let link = &self.links[l as usize];
+                        if link.stamp == stamp
+                            && self.residual[link.local as usize] < 1.0 + level * 1e-9
+                            && link.flows.len() > most
+                        {
+                            sat = l;
+                            most = link.flows.len();
+                        }
+                    }
+                    keyed.push((sat as u64) << 32 | fid as u64);
+                }
+                keyed.sort_unstable();
+                let mut i = 0;
+                while i < keyed.len() {
+                    let sat = (keyed[i] >> 32) as u32;
+                    self.sets.push(((start + i) as u32, sat, level));
+                    while i < keyed.len() && (keyed[i] >> 32) as u32 == sat {
+                        self.frozen[start + i] = keyed[i] as u32;
+                        i += 1;
                     }
                 }
-                if sat != NONE
-                    && !self.frozen[start..].iter().all(|&fid| {
-                        let f = &self.flows[fid as usize];
-                        f.links[..f.n as usize].contains(&sat)
-                    })
-                {
-                    sat = NONE;
-                }
-                self.sets.push((start as u32, sat, level));
+                self.bkeyed = keyed;
             }
         }
         for &j in &touched {
