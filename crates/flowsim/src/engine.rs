@@ -1029,7 +1029,10 @@ impl Engine {
     fn fast_conditions(&mut self, g: u32) -> Option<FastPath> {
         let grp = &self.groups[g as usize];
         let bl = grp.bottleneck;
-        if bl == NONE {
+        // `L` must be followed by every recomputation that reaches one of
+        // its flows (then it reaches the group and dissolves it): a switch
+        // link that cannot bind is in a component only as a seed.
+        if bl == NONE || !self.follow(bl) {
             return None;
         }
         // Baraat's classifier rates are per port: only when `L` is the
@@ -1125,7 +1128,7 @@ impl Engine {
         let mut level = 0.0;
         if emptied {
             // Promotion of the flows behind, if they were kept.
-            if grp.behind.is_none() {
+            if grp.behind.is_none() || !self.follow(bl) {
                 return false;
             }
         } else {
