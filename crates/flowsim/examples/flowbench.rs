@@ -23,13 +23,14 @@ fn main() {
     ct.sort_unstable();
     let sum: u128 = ct.iter().map(|&c| c as u128).sum();
     println!(
-        "{} tasks={} flows={} events={} recomputes={} flows/recompute={:.1} wall={:.2}s mean={:.3}ms p50={:.3}ms max={:.3}ms",
+        "{} tasks={} flows={} events={} recomputes={} flows/recompute={:.1} fast={} wall={:.2}s mean={:.3}ms p50={:.3}ms max={:.3}ms",
         r.label(),
         ct.len(),
         r.stats.flows,
         r.stats.events,
         r.stats.recomputes,
         r.stats.flows_recomputed as f64 / r.stats.recomputes.max(1) as f64,
+        r.stats.fast_departures,
         r.wall_s,
         sum as f64 / ct.len().max(1) as f64 / 1e6,
         ct[ct.len() / 2] as f64 / 1e6,

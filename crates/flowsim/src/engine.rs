@@ -57,6 +57,64 @@ struct Flow {
     key: (u64, u64),
     spec: u32,
     alive: bool,
+    /// Rate group ([`Group`]) and index in its `members`, or `NONE`.
+    group: u32,
+    gpos: u32,
+    /// In a group: the group's per-member byte count at which the flow is
+    /// done (its bytes left when the group formed).
+    target: f64,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// A rate group: flows frozen together at one level of one water-fill (so
+/// at one rate), with a virtual clock: `served` bytes per member at time
+/// `at`, growing at `rate`. A member is done when the clock reaches its
+/// `target`, so the members stay in `target` order whatever the rate, a
+/// rate change touches neither the members nor more than one heap entry
+/// (the finish-time heap holds one entry per group: its first live
+/// member's), and a flow's bytes left are `target − served` (its own `rem`,
+/// `last` and `rate` are brought up to date only when read).
+///
+/// Invariants (checked by [`Engine::check_invariants`]): a flow with
+/// `group == g` is at `members[gpos]` with `gpos >= head`; `live` counts
+/// them; they appear in non-decreasing `target` order; the heap entry of a
+/// group with live members is the finish time of `members[head]`, which is
+/// live. Entries of flows that left stay in `members` and are skipped.
+#[derive(Clone, Debug, Default)]
+struct Group {
+    members: Vec<u32>,
+    head: u32,
+    live: u32,
+    rate: f64,
+    served: f64,
+    at: u64,
+    /// Component stamp (recomputation bookkeeping).
+    stamp: u32,
+    /// When the group is the last with a positive rate at its bottleneck
+    /// `L`, which every flow of its component crosses: the flows behind it
+    /// (all at 0, blocked by `L`), as the water-fill's heap of complemented
+    /// packed (key, id). When the group empties they are promoted in key
+    /// order without recomputing the component ([`Engine::promote`]).
+    behind: Option<BinaryHeap<u128>>,
+    /// A link that every member crosses and that the group saturates (its
+    /// members froze when it ran out), or `NONE`: the departure fast path
+    /// applies only to groups with one.
+    bottleneck: LinkId,
+    fast: Option<FastPath>,
+}
+
+/// What the departure fast path needs to know about a group's links,
+/// measured when the group forms ([`Engine::fast_conditions`]).
+#[derive(Clone, Copy, Debug)]
+struct FastPath {
+    /// `L`'s capacity left by the flows outside the group.
+    r_l: f64,
+    /// The smallest level at which another link of the group would
+    /// saturate (capacity left by the others per member crossing it).
+    lmax: f64,
+    /// The members' smallest NIC rate.
+    min_cap: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -111,16 +169,37 @@ pub struct EngineStats {
     pub recomputes: u64,
     pub flows_recomputed: u64,
     pub flows: u64,
+    /// Departures handled by the rate-group fast path (not counted in
+    /// `recomputes`).
+    pub fast_departures: u64,
+    /// Of those, groups emptied whose flows behind were promoted.
+    pub promotions: u64,
+    /// Flow starts joining a rate group without a recomputation.
+    pub fast_arrivals: u64,
 }
 
+#[derive(Clone)]
 pub struct Engine {
     topo: Topology,
     opts: EngineOpts,
     now: u64,
     seq: u64,
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    /// Finish times of active flows, re-keyed in place.
+    /// Finish times of the rate groups' first members, re-keyed in place.
     finish: IndexedHeap,
+    groups: Vec<Group>,
+    free_groups: Vec<u32>,
+    /// Groups of the flows that finished at this instant.
+    departed: Vec<u32>,
+    /// Links seeded by this instant's departures (`dirty`: by the rest).
+    dep_dirty: Vec<LinkId>,
+    /// Flows started at this instant; whether one of them is its task's
+    /// first at its port (Baraat).
+    started: Vec<u32>,
+    new_at_port: bool,
+    /// Check the rate groups' invariants after every recomputation, and
+    /// every fast-path result against a from-scratch recomputation (tests).
+    pub check: bool,
     links: Vec<Link>,
     flows: Vec<Flow>,
     /// Component stamps of the flows, apart from `flows` so that the
@@ -136,14 +215,30 @@ pub struct Engine {
     comp_flows: Vec<u32>,
     comp_links: Vec<LinkId>,
     keyed: Vec<((u64, u64), u32)>,
+    packed: Vec<u128>,
+    total: Vec<u32>,
+    universal: Vec<u32>,
+    kgroup: Vec<u32>,
+    crossing: Vec<(u128, f64)>,
+    /// Per task at one port: bytes charged, rate (Baraat fast path).
+    port_sums: Vec<(u64, f64, f64)>,
+    /// The link that stopped the last water-fill, and the flows left then.
+    stop: Option<LinkId>,
+    stop_rest: BinaryHeap<u128>,
     unfrozen: Vec<u32>,
+    /// Flows in freeze order, and the freeze sets as (start in `frozen`,
+    /// bottleneck link or NONE, level).
+    frozen: Vec<u32>,
+    sets: Vec<(u32, LinkId, f64)>,
+    xlinks: Vec<LinkId>,
+    bkeyed: Vec<u64>,
+    fresh: Vec<u32>,
     touched: Vec<u32>,
     /// Recompute every active flow at every change (the from-scratch
     /// reference the component recomputation is tested against).
     pub full_recompute: bool,
     residual: Vec<f64>,
     count: Vec<u32>,
-    prev_rates: Vec<f64>,
     results: Vec<TaskResult>,
     pub stats: EngineStats,
 }
@@ -159,6 +254,13 @@ impl Engine {
             seq: 0,
             heap: BinaryHeap::new(),
             finish: IndexedHeap::new(),
+            groups: Vec::new(),
+            free_groups: Vec::new(),
+            departed: Vec::new(),
+            dep_dirty: Vec::new(),
+            started: Vec::new(),
+            new_at_port: false,
+            check: false,
             links: vec![Link::default(); nl],
             flows: Vec::new(),
             fstamp: Vec::new(),
@@ -171,12 +273,24 @@ impl Engine {
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
             keyed: Vec::new(),
+            packed: Vec::new(),
+            total: Vec::new(),
+            universal: Vec::new(),
+            kgroup: Vec::new(),
+            crossing: Vec::new(),
+            port_sums: Vec::new(),
+            stop: None,
+            stop_rest: BinaryHeap::new(),
             unfrozen: Vec::new(),
+            frozen: Vec::new(),
+            sets: Vec::new(),
+            xlinks: Vec::new(),
+            bkeyed: Vec::new(),
+            fresh: Vec::new(),
             touched: Vec::new(),
             full_recompute: false,
             residual: Vec::new(),
             count: Vec::new(),
-            prev_rates: Vec::new(),
             results: Vec::new(),
             stats: EngineStats::default(),
         }
@@ -204,11 +318,12 @@ impl Engine {
             };
             self.now = t;
             // Every event of this instant, then one recomputation.
-            while let Some((t2, fid)) = self.finish.peek() {
+            while let Some((t2, g)) = self.finish.peek() {
                 if t2 != t {
                     break;
                 }
-                self.finish.pop();
+                let grp = &self.groups[g as usize];
+                let fid = grp.members[grp.head as usize];
                 self.stats.events += 1;
                 self.finish_flow(fid);
             }
@@ -239,9 +354,15 @@ impl Engine {
                     }
                 }
             }
-            if !self.dirty.is_empty() {
+            if !self.dirty.is_empty() || !self.dep_dirty.is_empty() {
                 self.recompute();
+                if self.check {
+                    self.check_invariants();
+                }
             }
+            self.departed.clear();
+            self.started.clear();
+            self.new_at_port = false;
         }
         std::mem::take(&mut self.results)
     }
@@ -333,6 +454,9 @@ impl Engine {
             key: (0, 0),
             spec,
             alive: true,
+            group: NONE,
+            gpos: 0,
+            target: 0.0,
         };
         let id = match self.free_flows.pop() {
             Some(i) => {
@@ -347,54 +471,73 @@ impl Engine {
             }
         };
         self.stats.flows += 1;
+        self.started.push(id);
         for (h, &l) in links[..n].iter().enumerate() {
             let link = &mut self.links[l as usize];
             self.flows[id as usize].pos[h] = link.flows.len() as u32;
             link.flows.push(id);
             link.sum_caps += cap;
-            self.dirty.push(l);
+            // A switch link that cannot bind now could not before either:
+            // no rate depends on it, so it seeds nothing.
+            if self.follow(l) {
+                self.dirty.push(l);
+            }
         }
         if self.opts.policy == Policy::Baraat {
             let thr = self.opts.heavy_threshold;
-            self.ports[dst as usize]
+            let lm = self.ports[dst as usize]
                 .lm
-                .get_or_insert_with(|| FifoLm::new(thr))
-                .add_flow(task_id);
+                .get_or_insert_with(|| FifoLm::new(thr));
+            // A task new at the port changes its classes.
+            self.new_at_port |= lm.counters(task_id).is_none();
+            lm.add_flow(task_id);
         }
     }
 
     /// Bring a flow's remaining bytes up to `now`, charging the bytes to its
     /// task at the destination port (Baraat's bytes-reserved counter: in the
     /// fluid model a reservation is exactly what is sent).
-    fn advance(&mut self, id: u32) {
+    #[inline]
+    fn advance(&mut self, id: u32) -> bool {
         let now = self.now;
         let f = &mut self.flows[id as usize];
         if f.last == now {
-            return;
+            return false;
         }
-        let sent = (f.rate * (now - f.last) as f64 / 8e9).min(f.rem);
-        f.rem -= sent;
         f.last = now;
+        if f.group == NONE {
+            // Not moving (a flow with a positive rate is in a group).
+            return false;
+        }
+        let g = &self.groups[f.group as usize];
+        let served = g.served + g.rate * (now - g.at) as f64 / 8e9;
+        let rem = (f.target - served).max(0.0);
+        let sent = f.rem - rem;
+        f.rem = rem;
         if sent > 0.0 && self.opts.policy == Policy::Baraat {
             let task_id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
             if let Some(lm) = self.ports[f.dst as usize].lm.as_mut() {
-                lm.reserve(task_id, sent);
+                return lm.reserve(task_id, sent);
             }
         }
+        false
     }
 
     fn finish_flow(&mut self, id: u32) {
         self.advance(id);
         let f = &mut self.flows[id as usize];
         f.alive = false;
-        self.finish.remove(id);
         let (task, spec, dst, n, links, pos, cap) =
             (f.task, f.spec, f.dst, f.n, f.links, f.pos, f.cap);
+        self.departed.push(f.group);
+        self.group_leave(id);
         for h in 0..n as usize {
             let l = links[h];
             let link = &mut self.links[l as usize];
             let p = pos[h] as usize;
             link.flows.swap_remove(p);
+            // Seed only a link that could bind before (host links always).
+            let seed = self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l);
             link.sum_caps -= cap;
             if p < link.flows.len() {
                 let moved = link.flows[p];
@@ -405,7 +548,9 @@ impl Engine {
                     .expect("flow is on the link");
                 mf.pos[hop] = p as u32;
             }
-            self.dirty.push(l);
+            if seed {
+                self.dep_dirty.push(l);
+            }
         }
         self.free_flows.push(id);
         if self.opts.policy == Policy::Baraat {
@@ -470,17 +615,106 @@ impl Engine {
         self.topo.is_host_link(l) || self.links[l as usize].sum_caps > self.topo.capacity(l)
     }
 
+    /// After the events of one instant: departures from one rate group go
+    /// through the fast path when its conditions hold and the component of
+    /// the other changes (starts, re-classifications) does not reach the
+    /// group; everything else is recomputed component by component.
     fn recompute(&mut self) {
-        self.stats.recomputes += 1;
+        let g = self.departed.first().copied().unwrap_or(NONE);
+        if !self.full_recompute
+            && g != NONE
+            && self.departed.iter().all(|&d| d == g)
+            && (self.dirty.is_empty()
+                || !self.component_touches(g, self.groups[g as usize].bottleneck))
+        {
+            let shadow = if self.check {
+                let mut sh = self.clone();
+                sh.dirty.append(&mut sh.dep_dirty);
+                Some(sh)
+            } else {
+                None
+            };
+            if self.fast_departure() {
+                self.dep_dirty.clear();
+                self.stats.fast_departures += 1;
+                if !self.dirty.is_empty() && !self.fast_arrival() {
+                    self.recompute_component();
+                }
+                if let Some(mut sh) = shadow {
+                    sh.recompute_component();
+                    self.compare_rates(&sh);
+                }
+                return;
+            }
+        }
+        let mut dep = std::mem::take(&mut self.dep_dirty);
+        self.dirty.append(&mut dep);
+        self.dep_dirty = dep;
+        self.recompute_component();
+    }
+
+    fn next_stamp(&mut self) -> u32 {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             for l in &mut self.links {
                 l.stamp = 0;
             }
             self.fstamp.fill(0);
+            for g in &mut self.groups {
+                g.stamp = 0;
+            }
             self.stamp = 1;
         }
-        let stamp = self.stamp;
+        self.stamp
+    }
+
+    /// Does the component grown from the dirty links hold a member of `g`
+    /// or the link `bl`?
+    fn component_touches(&mut self, g: u32, bl: LinkId) -> bool {
+        let stamp = self.next_stamp();
+        let mut stack = std::mem::take(&mut self.comp_links);
+        stack.clear();
+        for &l in &self.dirty {
+            let link = &mut self.links[l as usize];
+            if link.stamp != stamp {
+                link.stamp = stamp;
+                stack.push(l);
+            }
+        }
+        let mut hit = false;
+        let mut i = 0;
+        'walk: while i < stack.len() {
+            let l = stack[i];
+            i += 1;
+            for k in 0..self.links[l as usize].flows.len() {
+                let fid = self.links[l as usize].flows[k];
+                if self.fstamp[fid as usize] == stamp {
+                    continue;
+                }
+                self.fstamp[fid as usize] = stamp;
+                let f = &self.flows[fid as usize];
+                if f.group == g {
+                    hit = true;
+                    break 'walk;
+                }
+                let (links, n) = (f.links, f.n as usize);
+                for &l2 in &links[..n] {
+                    if self.links[l2 as usize].stamp != stamp && self.follow(l2) {
+                        self.links[l2 as usize].stamp = stamp;
+                        stack.push(l2);
+                    }
+                }
+            }
+        }
+        self.comp_links = stack;
+        hit || (bl != NONE && self.links[bl as usize].stamp == stamp)
+    }
+
+    /// Recompute the component grown from the dirty links: re-key and
+    /// water-fill every flow in it, and regroup them.
+    fn recompute_component(&mut self) {
+        self.stats.recomputes += 1;
+        let stamp = self.next_stamp();
         let mut comp_flows = std::mem::take(&mut self.comp_flows);
         let mut comp_links = std::mem::take(&mut self.comp_links);
         comp_flows.clear();
@@ -526,20 +760,47 @@ impl Engine {
             }
         }
         self.stats.flows_recomputed += comp_flows.len() as u64;
+        // Every flow leaves its group; the groups are settled after (most
+        // dissolve whole: every member of a group crosses its bottleneck).
+        let mut left = std::mem::take(&mut self.fresh);
+        left.clear();
         for &fid in &comp_flows {
             self.advance(fid);
+            let f = &mut self.flows[fid as usize];
+            let g = f.group;
+            if g != NONE {
+                f.group = NONE;
+                let grp = &mut self.groups[g as usize];
+                f.rate = grp.rate;
+                if grp.stamp != stamp {
+                    grp.stamp = stamp;
+                    left.push(g);
+                }
+                grp.live -= 1;
+            }
         }
-        // Priority keys, sorted beside the ids (no indirection while sorting).
+        for &g in &left {
+            let grp = &mut self.groups[g as usize];
+            if grp.live == 0 {
+                grp.members.clear();
+                grp.head = 0;
+                self.finish.remove(g);
+                self.free_groups.push(g);
+            } else {
+                self.group_reschedule(g);
+            }
+        }
+        self.fresh = left;
+        // Priority keys.
         let mut keyed = std::mem::take(&mut self.keyed);
         keyed.clear();
+        let mut narrow = true;
         for &fid in &comp_flows {
             let key = self.key_of(fid);
             self.flows[fid as usize].key = key;
             keyed.push((key, fid));
+            narrow &= key.1 <= u32::MAX as u64;
         }
-        keyed.sort_unstable();
-        comp_flows.clear();
-        comp_flows.extend(keyed.iter().map(|k| k.1));
         // Local link indices and residual capacities.
         self.residual.clear();
         self.count.clear();
@@ -548,45 +809,738 @@ impl Engine {
             self.residual.push(self.topo.capacity(l) as f64);
             self.count.push(0);
         }
-        let mut prev = std::mem::take(&mut self.prev_rates);
-        prev.clear();
-        prev.extend(comp_flows.iter().map(|&f| self.flows[f as usize].rate));
-        let mut g = 0;
-        while g < comp_flows.len() {
-            let key = keyed[g].0;
-            let mut e = g + 1;
-            while e < keyed.len() && keyed[e].0 == key {
-                e += 1;
+        self.frozen.clear();
+        self.sets.clear();
+        self.stop = None;
+        let k0 = keyed.first().map(|k| k.0);
+        if keyed.iter().all(|k| Some(k.0) == k0) {
+            // One key (fair sharing): one water-fill, in id order.
+            comp_flows.sort_unstable();
+            self.fill_key_group(&comp_flows, stamp);
+        } else if narrow {
+            // Key groups in (key, id) order from a heap, until a link that
+            // every flow of the component crosses is full: every flow left
+            // then gets 0 whatever its key (the water-fill would freeze it
+            // at level 0), so the rest need no ordering.
+            let n = comp_flows.len() as u32;
+            let mut total = std::mem::take(&mut self.total);
+            total.clear();
+            total.resize(comp_links.len(), 0);
+            for &fid in &comp_flows {
+                let f = &self.flows[fid as usize];
+                for &l in &f.links[..f.n as usize] {
+                    let link = &self.links[l as usize];
+                    if link.stamp == stamp {
+                        total[link.local as usize] += 1;
+                    }
+                }
             }
-            self.fill_group(&comp_flows[g..e], stamp);
-            g = e;
+            let mut universal = std::mem::take(&mut self.universal);
+            universal.clear();
+            universal.extend((0..total.len() as u32).filter(|&j| total[j as usize] == n));
+            self.total = total;
+            let mut packed = std::mem::take(&mut self.packed);
+            packed.clear();
+            // Complemented: the max-heap pops the smallest (key, id) first.
+            packed.extend(
+                keyed
+                    .iter()
+                    .map(|&((a, b), f)| !((a as u128) << 64 | (b as u128) << 32 | f as u128)),
+            );
+            let mut heap = BinaryHeap::from(packed);
+            let mut kgroup = std::mem::take(&mut self.kgroup);
+            comp_flows.clear();
+            while let Some(top) = heap.pop() {
+                let key = !top >> 32;
+                kgroup.clear();
+                kgroup.push(!top as u32);
+                while let Some(&nx) = heap.peek() {
+                    if !nx >> 32 != key {
+                        break;
+                    }
+                    kgroup.push(!nx as u32);
+                    heap.pop();
+                }
+                self.fill_key_group(&kgroup, stamp);
+                comp_flows.extend_from_slice(&kgroup);
+                if let Some(&j) = universal.iter().find(|&&j| self.residual[j as usize] < 1.0) {
+                    // Kept for a later promotion (see `Group::behind`).
+                    if !heap.is_empty() {
+                        self.stop = Some(comp_links[j as usize]);
+                        self.stop_rest = heap.clone();
+                    }
+                    for x in heap.drain() {
+                        let fid = !x as u32;
+                        self.flows[fid as usize].rate = 0.0;
+                        comp_flows.push(fid);
+                    }
+                    break;
+                }
+            }
+            self.kgroup = kgroup;
+            self.universal = universal;
+            self.packed = heap.into_vec();
+        } else {
+            keyed.sort_unstable();
+            comp_flows.clear();
+            comp_flows.extend(keyed.iter().map(|k| k.1));
+            let mut g = 0;
+            while g < comp_flows.len() {
+                let key = keyed[g].0;
+                let mut e = g + 1;
+                while e < keyed.len() && keyed[e].0 == key {
+                    e += 1;
+                }
+                self.fill_key_group(&comp_flows[g..e], stamp);
+                g = e;
+            }
         }
         self.keyed = keyed;
-        // New finish events; Baraat's next threshold crossings.
-        for (k, &fid) in comp_flows.iter().enumerate() {
-            let f = &mut self.flows[fid as usize];
-            // Same rate, same finish time: the pending event stays valid
-            // (a flow that just started has rate 0 before and needs one).
-            if f.rate == prev[k] && f.rate > 0.0 {
-                continue;
-            }
-            let dt = if f.rate > 0.0 {
-                (f.rem * 8e9 / f.rate - 1e-3).ceil().max(0.0)
-            } else {
-                f64::INFINITY
-            };
-            if dt < 1e18 {
-                self.finish.set(fid, self.now + dt as u64);
-            } else {
-                self.finish.remove(fid);
-            }
-        }
-        self.prev_rates = prev;
+        // New groups and finish events; Baraat's next threshold crossings.
+        self.form_groups();
+        self.keep_behind();
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);
         }
         self.comp_flows = comp_flows;
         self.comp_links = comp_links;
+    }
+
+    /// Turn the freeze sets of the last water-fill into rate groups (flows
+    /// frozen at level 0 get none: they have no finish time).
+    fn form_groups(&mut self) {
+        let sets = std::mem::take(&mut self.sets);
+        let frozen = std::mem::take(&mut self.frozen);
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        for (s, &(start, bottleneck, level)) in sets.iter().enumerate() {
+            let end = sets.get(s + 1).map_or(frozen.len(), |x| x.0 as usize);
+            let set = &frozen[start as usize..end];
+            if level <= 0.0 {
+                continue;
+            }
+            let g = match self.free_groups.pop() {
+                Some(g) => g,
+                None => {
+                    self.groups.push(Group::default());
+                    (self.groups.len() - 1) as u32
+                }
+            };
+            let mut members = std::mem::take(&mut self.groups[g as usize].members);
+            members.clear();
+            members.extend_from_slice(set);
+            // Every member was just brought up to `now`. Sorted by target
+            // (the bits of a non-negative float order as integers), then id.
+            let mut packed = std::mem::take(&mut self.packed);
+            packed.clear();
+            for &fid in &members {
+                let f = &mut self.flows[fid as usize];
+                f.target = f.rem + 0.0;
+                packed.push((f.target.to_bits() as u128) << 32 | fid as u128);
+            }
+            packed.sort_unstable();
+            members.clear();
+            members.extend(packed.iter().map(|&p| p as u32));
+            self.packed = packed;
+            for (i, &fid) in members.iter().enumerate() {
+                let f = &mut self.flows[fid as usize];
+                f.group = g;
+                f.gpos = i as u32;
+            }
+            self.groups[g as usize] = Group {
+                live: members.len() as u32,
+                members,
+                head: 0,
+                rate: level,
+                served: 0.0,
+                at: self.now,
+                stamp: 0,
+                behind: None,
+                bottleneck,
+                fast: None,
+            };
+            self.group_reschedule(g);
+            fresh.push(g);
+        }
+        self.sets = sets;
+        self.frozen = frozen;
+        // Every rate of the component is final: measure the new groups'
+        // fast-path conditions.
+        for &g in &fresh {
+            self.groups[g as usize].fast = self.fast_conditions(g);
+        }
+        self.fresh = fresh;
+    }
+
+    /// A flow leaves its rate group (it finished or is being regrouped).
+    fn group_leave(&mut self, fid: u32) {
+        let f = &mut self.flows[fid as usize];
+        let g = f.group;
+        if g == NONE {
+            return;
+        }
+        f.group = NONE;
+        f.rate = self.groups[g as usize].rate;
+        let was_head = self.groups[g as usize].head == f.gpos;
+        let grp = &mut self.groups[g as usize];
+        grp.live -= 1;
+        if grp.live == 0 {
+            grp.members.clear();
+            grp.head = 0;
+            self.finish.remove(g);
+            self.free_groups.push(g);
+        } else if was_head {
+            self.group_reschedule(g);
+        }
+    }
+
+    /// Move a group's head to its first live member and its heap entry to
+    /// that member's finish time.
+    fn group_reschedule(&mut self, g: u32) {
+        let grp = &mut self.groups[g as usize];
+        let mut h = grp.head as usize;
+        loop {
+            let f = &self.flows[grp.members[h] as usize];
+            if f.group == g && f.gpos == h as u32 {
+                break;
+            }
+            h += 1;
+        }
+        grp.head = h as u32;
+        let t = group_finish(grp, &self.flows[grp.members[h] as usize]);
+        if t == u64::MAX {
+            self.finish.remove(g);
+        } else {
+            self.finish.set(g, t.max(self.now));
+        }
+    }
+
+    /// The fast path's conditions on a group just formed, cached in it:
+    /// every flow on `L` and on the members' other links crosses `L`
+    /// (links that cannot bind do not count), and the capacity the flows
+    /// outside the group leave on those links. None of this changes while
+    /// the group lives except by its own departures (which only relax it):
+    /// a flow arriving on one of these links, a re-classification at `L` or
+    /// a departure from another group sharing them recomputes the component,
+    /// which dissolves the group; and no other group with a positive rate
+    /// shares them (it would cross `L`, full behind the group, or be ahead of
+    /// it, where the group's flows would have to be at 0 behind its own
+    /// bottleneck), so no other group's fast path changes them.
+    fn fast_conditions(&mut self, g: u32) -> Option<FastPath> {
+        let grp = &self.groups[g as usize];
+        let bl = grp.bottleneck;
+        // `L` must be followed by every recomputation that reaches one of
+        // its flows (then it reaches the group and dissolves it): a switch
+        // link that cannot bind is in a component only as a seed.
+        if bl == NONE || !self.follow(bl) {
+            return None;
+        }
+        // Baraat's classifier rates are per port: only when `L` is the
+        // port's downlink are all of the port's rate changes on `L`.
+        if self.opts.policy == Policy::Baraat {
+            let head = &self.flows[grp.members[grp.head as usize] as usize];
+            if self.topo.host_down(head.dst) != bl {
+                return None;
+            }
+        }
+        let stamp = self.next_stamp();
+        let mut xl = std::mem::take(&mut self.xlinks);
+        xl.clear();
+        self.links[bl as usize].stamp = stamp;
+        let mut min_cap = u64::MAX;
+        let grp = &self.groups[g as usize];
+        for &fid in &grp.members {
+            let f = &self.flows[fid as usize];
+            min_cap = min_cap.min(f.cap);
+            for &l in &f.links[..f.n as usize] {
+                let link = &mut self.links[l as usize];
+                if link.stamp != stamp {
+                    link.stamp = stamp;
+                    if self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l) {
+                        xl.push(l);
+                    }
+                }
+            }
+        }
+        let fp = self.fast_measure(g, bl, min_cap, &xl);
+        self.xlinks = xl;
+        fp
+    }
+
+    fn fast_measure(&self, g: u32, bl: LinkId, min_cap: u64, xl: &[LinkId]) -> Option<FastPath> {
+        let crosses = |fid: u32| {
+            let f = &self.flows[fid as usize];
+            f.links[..f.n as usize].contains(&bl)
+        };
+        // What the water-fill left on `L`, plus the group's own share (the
+        // water-fill just ran, every flow on `L` was in it, and `local` still
+        // indexes its residuals).
+        let grp = &self.groups[g as usize];
+        let link = &self.links[bl as usize];
+        let r_l = self.residual[link.local as usize] + grp.live as f64 * grp.rate;
+        let mut lmax = f64::INFINITY;
+        for &l in xl {
+            let link = &self.links[l as usize];
+            let mut r = self.topo.capacity(l) as f64;
+            let mut c = 0u32;
+            for &fid in &link.flows {
+                if !crosses(fid) {
+                    return None;
+                }
+                if self.flows[fid as usize].group == g {
+                    c += 1;
+                } else {
+                    r -= self.rate_of(fid);
+                }
+            }
+            if c > 0 {
+                lmax = lmax.min(r / c as f64);
+            }
+        }
+        Some(FastPath {
+            r_l,
+            lmax,
+            min_cap: min_cap as f64,
+        })
+    }
+
+    /// Departures alone, all from one rate group `S` with bottleneck `L`
+    /// whose conditions hold ([`Engine::fast_conditions`]): if `S`'s other
+    /// links can carry the new level, the water-fill of the component gives
+    /// `S` the level `L`'s capacity left by the flows outside `S`, split
+    /// evenly, and leaves every other rate as it is. Why: flows ahead of `S`
+    /// (higher priority, or frozen at a lower level of `S`'s key) do not see
+    /// the departures (a departed flow was not frozen before `S`, so none of
+    /// its links bound them); flows behind `S` that share a link with `S` or
+    /// a departed flow cross `L`, which stays full, so they stay at 0; other
+    /// flows share no link with `S`. Returns false (nothing changed except
+    /// Baraat's byte counters brought up to date) when a condition fails:
+    /// the caller recomputes the component.
+    fn fast_departure(&mut self) -> bool {
+        let g = self.departed[0];
+        if g == NONE || self.departed.iter().any(|&d| d != g) {
+            return false;
+        }
+        let grp = &self.groups[g as usize];
+        let Some(fp) = grp.fast else { return false };
+        let bl = grp.bottleneck;
+        let emptied = grp.live == 0;
+        let mut level = 0.0;
+        if emptied {
+            // Promotion of the flows behind, if they were kept.
+            if grp.behind.is_none() || !self.follow(bl) {
+                return false;
+            }
+        } else {
+            // pFabric's keys (remaining size) change while a group is
+            // served, so its members could split apart: re-key them all.
+            if self.opts.policy == Policy::Pfabric {
+                return false;
+            }
+            let n = grp.live as f64;
+            level = fp.r_l.max(0.0) / n;
+            // As the water-fill: a member's NIC or another link of the group
+            // may not stop the members first, except by a tie (within float
+            // rounding: they then stop at the same level, e.g. a last member
+            // at its NIC rate, which fills its uplink and `L` at once); a
+            // level is at least 1 bit/s; `L` stays full for the flows behind.
+            let bound = fp.min_cap.min(fp.lmax);
+            if bound < level {
+                if bound < level * (1.0 - 1e-12) {
+                    return false;
+                }
+                level = bound;
+            }
+            if level < 1.0 || (fp.r_l - level * n).abs() >= 0.5 {
+                return false;
+            }
+        }
+        // Baraat: bring every byte counter at the port up to date (the
+        // reference does it for the whole component) and give up if a task
+        // turned heavy (its class changes).
+        if self.opts.policy == Policy::Baraat && self.charge_port(bl, g, level) {
+            return false;
+        }
+        if emptied {
+            let behind = self.groups[g as usize].behind.take().expect("checked");
+            self.promote(bl, fp.r_l, behind);
+        } else {
+            // The group's clock up to now, then the new rate.
+            let now = self.now;
+            let grp = &mut self.groups[g as usize];
+            grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
+            grp.at = now;
+            grp.rate = level;
+            self.group_reschedule(g);
+        }
+        if self.opts.policy == Policy::Baraat {
+            // Every flow into the port is on `L`.
+            if emptied {
+                self.schedule_port(bl);
+            } else {
+                self.schedule_port_summed(bl);
+            }
+        }
+        true
+    }
+
+    /// Baraat, one pass over the flows into the port whose downlink is `l`:
+    /// bring them up to `now`, charge the bytes sent to their tasks (summed
+    /// per task), and sum per task the rates they will have if group `g`
+    /// moves to `level`, kept in `port_sums` for
+    /// [`Engine::schedule_port_summed`]. True if a task turned heavy.
+    fn charge_port(&mut self, l: LinkId, g: u32, level: f64) -> bool {
+        let now = self.now;
+        let mut sums = std::mem::take(&mut self.port_sums);
+        sums.clear();
+        let mut p = NONE;
+        for k in 0..self.links[l as usize].flows.len() {
+            let fid = self.links[l as usize].flows[k];
+            let f = &mut self.flows[fid as usize];
+            p = f.dst;
+            let mut sent = 0.0;
+            if f.last != now {
+                f.last = now;
+                if f.group != NONE {
+                    let gr = &self.groups[f.group as usize];
+                    let served = gr.served + gr.rate * (now - gr.at) as f64 / 8e9;
+                    let rem = (f.target - served).max(0.0);
+                    sent = f.rem - rem;
+                    f.rem = rem;
+                }
+            }
+            let rate = match f.group {
+                NONE => f.rate,
+                x if x == g => level,
+                x => self.groups[x as usize].rate,
+            };
+            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
+            match sums.iter_mut().find(|x| x.0 == id) {
+                Some(x) => {
+                    x.1 += sent;
+                    x.2 += rate;
+                }
+                None => sums.push((id, sent, rate)),
+            }
+        }
+        let mut heavy = false;
+        if let Some(lm) = self.ports.get_mut(p as usize).and_then(|x| x.lm.as_mut()) {
+            for &(id, sent, _) in &sums {
+                if sent > 0.0 {
+                    heavy |= lm.reserve(id, sent);
+                }
+            }
+        }
+        self.port_sums = sums;
+        heavy
+    }
+
+    /// [`Engine::schedule_port`] from the rates summed by
+    /// [`Engine::charge_port`].
+    fn schedule_port_summed(&mut self, l: LinkId) {
+        let Some(&fid) = self.links[l as usize].flows.first() else {
+            return;
+        };
+        let p = self.flows[fid as usize].dst;
+        let port = &mut self.ports[p as usize];
+        port.gen = port.gen.wrapping_add(1);
+        let gen = port.gen;
+        let Some(lm) = port.lm.as_ref() else { return };
+        let sums = &self.port_sums;
+        let dt = lm.next_crossing_ns(|id| sums.iter().find(|x| x.0 == id).map_or(0.0, |x| x.2));
+        if let Some(dt) = dt.filter(|d| *d < 1e18) {
+            let t = self.now + dt.ceil().max(1.0) as u64;
+            self.push(t, Ev::Reclass { host: p, gen });
+        }
+    }
+
+    /// One flow `f` started at this instant (with departures elsewhere,
+    /// already handled) and nothing else changed: if `f` has the key of a
+    /// group `S` at `f`'s destination downlink `L` whose fast-path
+    /// conditions hold, every flow on `f`'s other links crosses `L`, and
+    /// neither they nor `f`'s NIC stop it below the new level, the
+    /// water-fill gives `S` plus `f` the capacity `S` had on `L` split
+    /// evenly and leaves every other rate as it is (the departure argument
+    /// run backwards: `f` is frozen with `S`). Not pFabric (keys move), nor
+    /// Baraat when `f` is its task's first flow at the port (the port's
+    /// classes change). The start of a mid aggregator's response to the top
+    /// aggregator is this case.
+    fn fast_arrival(&mut self) -> bool {
+        let baraat = self.opts.policy == Policy::Baraat;
+        if self.opts.policy == Policy::Pfabric
+            || (baraat && self.new_at_port)
+            || self.started.len() != 1
+        {
+            return false;
+        }
+        let fid = self.started[0];
+        let f = &self.flows[fid as usize];
+        let (links, n) = (f.links, f.n as usize);
+        if !self.dirty.iter().all(|l| links[..n].contains(l)) {
+            return false;
+        }
+        let bl = links[n - 1];
+        let key = self.key_of(fid);
+        // The group at `L` with `f`'s key.
+        let Some(g) = self.links[bl as usize].flows.iter().find_map(|&h| {
+            let x = &self.flows[h as usize];
+            (h != fid && x.group != NONE && x.key == key).then_some(x.group)
+        }) else {
+            return false;
+        };
+        let grp = &self.groups[g as usize];
+        let Some(mut fp) = grp.fast else { return false };
+        if grp.bottleneck != bl {
+            return false;
+        }
+        let live = grp.live as f64 + 1.0;
+        let cap = self.flows[fid as usize].cap as f64;
+        fp.min_cap = fp.min_cap.min(cap);
+        for &l in &links[..n - 1] {
+            if !self.follow(l) {
+                continue;
+            }
+            let mut r = self.topo.capacity(l) as f64;
+            let mut c = 1u32;
+            for &h in &self.links[l as usize].flows {
+                if h == fid {
+                    continue;
+                }
+                let x = &self.flows[h as usize];
+                if !x.links[..x.n as usize].contains(&bl) {
+                    return false;
+                }
+                if x.group == g {
+                    c += 1;
+                } else {
+                    r -= self.rate_of(h);
+                }
+            }
+            fp.lmax = fp.lmax.min(r / c as f64);
+        }
+        let mut level = fp.r_l.max(0.0) / live;
+        let bound = fp.min_cap.min(fp.lmax);
+        if bound < level {
+            if bound < level * (1.0 - 1e-12) {
+                return false;
+            }
+            level = bound;
+        }
+        if level < 1.0 || (fp.r_l - level * live).abs() >= 0.5 {
+            return false;
+        }
+        // Baraat: the port's byte counters up to date first; give up if a
+        // task turned heavy.
+        if baraat && self.charge_port(bl, g, level) {
+            return false;
+        }
+        // Apply: the clock up to now, `f` in target order, the new rate.
+        let now = self.now;
+        let grp = &mut self.groups[g as usize];
+        grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
+        grp.at = now;
+        grp.rate = level;
+        grp.fast = Some(fp);
+        let served = grp.served;
+        let mut members = std::mem::take(&mut grp.members);
+        let head = grp.head as usize;
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.clear();
+        for (i, &m) in members.iter().enumerate().skip(head) {
+            let x = &self.flows[m as usize];
+            if x.group == g && x.gpos == i as u32 {
+                packed.push(((x.target + 0.0).to_bits() as u128) << 32 | m as u128);
+            }
+        }
+        let f = &mut self.flows[fid as usize];
+        f.last = now;
+        f.target = served + f.rem;
+        packed.push(((f.target + 0.0).to_bits() as u128) << 32 | fid as u128);
+        packed.sort_unstable();
+        members.clear();
+        members.extend(packed.iter().map(|&p| p as u32));
+        self.packed = packed;
+        for (i, &m) in members.iter().enumerate() {
+            let x = &mut self.flows[m as usize];
+            x.group = g;
+            x.gpos = i as u32;
+        }
+        self.flows[fid as usize].key = key;
+        let grp = &mut self.groups[g as usize];
+        grp.live += 1;
+        grp.head = 0;
+        grp.members = members;
+        self.group_reschedule(g);
+        if baraat {
+            self.schedule_port(bl);
+        }
+        self.dirty.clear();
+        self.stats.fast_arrivals += 1;
+        true
+    }
+
+    /// After a water-fill that stopped at a full link `L` crossed by every
+    /// flow of the component: the flows left behind go with the last group
+    /// formed at `L`.
+    fn keep_behind(&mut self) {
+        let Some(l) = self.stop.take() else { return };
+        // The last group formed at `L` (one freeze set can be split in
+        // groups by bottleneck).
+        let at_l = self
+            .fresh
+            .iter()
+            .rev()
+            .find(|&&g| self.groups[g as usize].bottleneck == l);
+        if let Some(&g) = at_l {
+            if self.groups[g as usize].fast.is_some() {
+                let rest = std::mem::take(&mut self.stop_rest);
+                self.groups[g as usize].behind = Some(rest);
+            }
+        }
+    }
+
+    /// The last group with a positive rate at `L` emptied (its fast-path
+    /// conditions held): the flows behind it, all crossing `L` and at 0
+    /// until now, take `L`'s capacity left by the flows ahead (`r_l`) in key
+    /// order. This is the component's water-fill: the flows ahead do not see
+    /// the departures (see [`Engine::fast_departure`]), keys of flows at 0
+    /// do not change (pFabric's remaining size included), every flow on the
+    /// links of a flow behind crosses `L` (the component is `L`'s), and once
+    /// `L` is full again every flow left stays at 0.
+    fn promote(&mut self, bl: LinkId, r_l: f64, mut heap: BinaryHeap<u128>) {
+        self.stats.promotions += 1;
+        let stamp = self.next_stamp();
+        let mut links = std::mem::take(&mut self.comp_links);
+        links.clear();
+        self.residual.clear();
+        self.count.clear();
+        self.links[bl as usize].stamp = stamp;
+        self.links[bl as usize].local = 0;
+        links.push(bl);
+        self.residual.push(r_l);
+        self.count.push(0);
+        self.frozen.clear();
+        self.sets.clear();
+        let mut kgroup = std::mem::take(&mut self.kgroup);
+        while self.residual[0] >= 1.0 {
+            let Some(top) = heap.pop() else { break };
+            let key = !top >> 32;
+            kgroup.clear();
+            kgroup.push(!top as u32);
+            while let Some(&nx) = heap.peek() {
+                if !nx >> 32 != key {
+                    break;
+                }
+                kgroup.push(!nx as u32);
+                heap.pop();
+            }
+            for &fid in &kgroup {
+                self.advance(fid);
+                let f = &self.flows[fid as usize];
+                let (fl, n) = (f.links, f.n as usize);
+                for &l in &fl[..n] {
+                    if self.links[l as usize].stamp == stamp || !self.follow(l) {
+                        continue;
+                    }
+                    let mut r = self.topo.capacity(l) as f64;
+                    for &h in &self.links[l as usize].flows {
+                        r -= self.rate_of(h);
+                    }
+                    let link = &mut self.links[l as usize];
+                    link.stamp = stamp;
+                    link.local = links.len() as u32;
+                    links.push(l);
+                    self.residual.push(r);
+                    self.count.push(0);
+                }
+            }
+            self.fill_key_group(&kgroup, stamp);
+        }
+        self.kgroup = kgroup;
+        self.comp_links = links;
+        self.form_groups();
+        if !heap.is_empty() && self.residual[0] < 1.0 {
+            self.stop_rest = heap;
+            self.stop = Some(bl);
+            self.keep_behind();
+        }
+    }
+
+    /// Tests: every flow's rate against a from-scratch recomputation.
+    fn compare_rates(&self, reference: &Engine) {
+        for (fid, a) in self.flows.iter().enumerate() {
+            if !a.alive {
+                continue;
+            }
+            let (a, b) = (self.rate_of(fid as u32), reference.rate_of(fid as u32));
+            assert!(
+                (a - b).abs() <= 1e-6 * a.max(b) + 2.0,
+                "fast path: flow {fid} at {a} bps, from scratch {b} bps (t = {} ns)",
+                self.now
+            );
+        }
+    }
+
+    /// Panics unless the rate groups' invariants hold (see [`Group`]).
+    pub fn check_invariants(&self) {
+        let mut live = vec![0u32; self.groups.len()];
+        for (fid, f) in self.flows.iter().enumerate() {
+            if !f.alive {
+                assert_eq!(f.group, NONE, "finished flow {fid} in a group");
+                continue;
+            }
+            if f.group == NONE {
+                assert!(
+                    f.rate == 0.0,
+                    "flow {fid} at {} bps without a group",
+                    f.rate
+                );
+                continue;
+            }
+            let grp = &self.groups[f.group as usize];
+            assert_eq!(grp.members[f.gpos as usize], fid as u32);
+            assert!(f.gpos >= grp.head, "flow {fid} before its group's head");
+            live[f.group as usize] += 1;
+        }
+        for (g, grp) in self.groups.iter().enumerate() {
+            assert_eq!(grp.live, live[g], "group {g}: live count");
+            let entry = self.finish.get(g as u32);
+            if grp.live == 0 {
+                assert_eq!(entry, None, "empty group {g} in the heap");
+                continue;
+            }
+            let mut last = 0.0;
+            let mut first = None;
+            for (i, &fid) in grp.members.iter().enumerate().skip(grp.head as usize) {
+                let f = &self.flows[fid as usize];
+                if f.group == g as u32 && f.gpos == i as u32 {
+                    assert!(f.target >= last, "group {g}: members out of target order");
+                    last = f.target;
+                    first.get_or_insert(group_finish(grp, f));
+                }
+            }
+            let head = &self.flows[grp.members[grp.head as usize] as usize];
+            assert!(
+                head.group == g as u32 && head.gpos == grp.head,
+                "group {g}: stale head"
+            );
+            let first = first.expect("live member");
+            match entry {
+                None => assert_eq!(first, u64::MAX, "group {g} missing from the heap"),
+                Some(t) => assert!(
+                    t == first || (first < t && t <= self.now),
+                    "group {g}: heap entry {t}, first finish {first}"
+                ),
+            }
+        }
+        assert_eq!(
+            self.finish.len(),
+            self.groups
+                .iter()
+                .enumerate()
+                .filter(|(g, _)| self.finish.get(*g as u32).is_some())
+                .count()
+        );
     }
 
     fn key_of(&self, fid: u32) -> (u64, u64) {
@@ -605,6 +1559,26 @@ impl Engine {
                 (leader, 0)
             }
         }
+    }
+
+    /// Water-fill one key group. A flow alone at its key behind a full link
+    /// gets 0 without it, as the water-fill would give it (a level under
+    /// 1 bit/s is 0).
+    fn fill_key_group(&mut self, group: &[u32], stamp: u32) {
+        if group.len() == 1 && self.blocked(group[0], stamp) {
+            self.flows[group[0] as usize].rate = 0.0;
+        } else {
+            self.fill_group(group, stamp);
+        }
+    }
+
+    /// Does the flow cross a component link with less than 1 bit/s left?
+    fn blocked(&self, fid: u32, stamp: u32) -> bool {
+        let f = &self.flows[fid as usize];
+        f.links[..f.n as usize].iter().any(|&l| {
+            let link = &self.links[l as usize];
+            link.stamp == stamp && self.residual[link.local as usize] < 1.0
+        })
     }
 
     /// Max-min water-filling of one priority group on the capacity left by
@@ -632,6 +1606,7 @@ impl Engine {
         }
         let mut level = 0.0f64;
         while !unfrozen.is_empty() {
+            let start = self.frozen.len();
             // The level at which the next link saturates, or a flow hits its cap.
             let mut next = f64::INFINITY;
             for &j in &touched {
@@ -672,9 +1647,45 @@ impl Engine {
                 if freeze {
                     unfrozen.swap_remove(k);
                     self.set_rate(fid, level, stamp);
+                    self.frozen.push(fid);
                 } else {
                     k += 1;
                 }
+            }
+            // The freeze set of this level, split by bottleneck: for each
+            // member, of the links it filled the one with the most flows
+            // (flows at the same level behind different links, e.g. two
+            // racks with as many flows, are different groups).
+            if self.frozen.len() > start {
+                let mut keyed = std::mem::take(&mut self.bkeyed);
+                keyed.clear();
+                for &fid in &self.frozen[start..] {
+                    let f = &self.flows[fid as usize];
+                    let mut sat = NONE;
+                    let mut most = 0;
+                    for &l in &f.links[..f.n as usize] {
+                        let link = &self.links[l as usize];
+                        if link.stamp == stamp
+                            && self.residual[link.local as usize] < 1.0 + level * 1e-9
+                            && link.flows.len() > most
+                        {
+                            sat = l;
+                            most = link.flows.len();
+                        }
+                    }
+                    keyed.push((sat as u64) << 32 | fid as u64);
+                }
+                keyed.sort_unstable();
+                let mut i = 0;
+                while i < keyed.len() {
+                    let sat = (keyed[i] >> 32) as u32;
+                    self.sets.push(((start + i) as u32, sat, level));
+                    while i < keyed.len() && (keyed[i] >> 32) as u32 == sat {
+                        self.frozen[start + i] = keyed[i] as u32;
+                        i += 1;
+                    }
+                }
+                self.bkeyed = keyed;
             }
         }
         for &j in &touched {
@@ -702,38 +1713,97 @@ impl Engine {
         }
     }
 
+    /// Baraat: for every port of `comp_flows` (which must hold every flow
+    /// into those ports), the next time a task there crosses the heavy
+    /// threshold at the current rates.
     fn schedule_crossings(&mut self, comp_flows: &[u32]) {
-        // Ports of the component and each task's aggregate rate into them.
-        let mut ports: Vec<u32> = comp_flows
-            .iter()
-            .map(|&f| self.flows[f as usize].dst)
-            .collect();
-        ports.sort_unstable();
-        ports.dedup();
-        let mut rates: Vec<(u32, u64, f64)> = comp_flows
-            .iter()
-            .map(|&fid| {
-                let f = &self.flows[fid as usize];
-                let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
-                (f.dst, id, f.rate)
-            })
-            .collect();
-        rates.sort_unstable_by_key(|r| (r.0, r.1));
-        for p in ports {
-            let lo = rates.partition_point(|r| r.0 < p);
-            let hi = rates.partition_point(|r| r.0 <= p);
+        // (port, task id) and the rate of each flow, then summed per pair.
+        let mut rates = std::mem::take(&mut self.crossing);
+        rates.clear();
+        for &fid in comp_flows {
+            let f = &self.flows[fid as usize];
+            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
+            rates.push(((f.dst as u128) << 64 | id as u128, self.rate_of(fid)));
+        }
+        rates.sort_unstable_by_key(|r| r.0);
+        let mut w = 0;
+        for r in 0..rates.len() {
+            if w > 0 && rates[w - 1].0 == rates[r].0 {
+                rates[w - 1].1 += rates[r].1;
+            } else {
+                rates[w] = rates[r];
+                w += 1;
+            }
+        }
+        rates.truncate(w);
+        let mut lo = 0;
+        while lo < rates.len() {
+            let p = (rates[lo].0 >> 64) as u32;
+            let mut hi = lo + 1;
+            while hi < rates.len() && (rates[hi].0 >> 64) as u32 == p {
+                hi += 1;
+            }
             let slice = &rates[lo..hi];
+            lo = hi;
             let port = &mut self.ports[p as usize];
             port.gen = port.gen.wrapping_add(1);
             let gen = port.gen;
             let Some(lm) = port.lm.as_ref() else { continue };
             let dt = lm.next_crossing_ns(|id| {
-                slice.iter().filter(|r| r.1 == id).map(|r| r.2).sum::<f64>()
+                let key = (p as u128) << 64 | id as u128;
+                slice
+                    .binary_search_by_key(&key, |r| r.0)
+                    .map_or(0.0, |i| slice[i].1)
             });
             if let Some(dt) = dt.filter(|d| *d < 1e18) {
                 let t = self.now + dt.ceil().max(1.0) as u64;
                 self.push(t, Ev::Reclass { host: p, gen });
             }
+        }
+        self.crossing = rates;
+    }
+
+    /// [`Engine::schedule_crossings`] for the one port whose downlink is
+    /// `l` (a few tasks: summed by linear search, no sort).
+    fn schedule_port(&mut self, l: LinkId) {
+        let mut rates = std::mem::take(&mut self.crossing);
+        rates.clear();
+        let mut p = NONE;
+        for &fid in &self.links[l as usize].flows {
+            let f = &self.flows[fid as usize];
+            p = f.dst;
+            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id as u128;
+            let r = self.rate_of(fid);
+            match rates.iter_mut().find(|x| x.0 == id) {
+                Some(x) => x.1 += r,
+                None => rates.push((id, r)),
+            }
+        }
+        if p != NONE {
+            let port = &mut self.ports[p as usize];
+            port.gen = port.gen.wrapping_add(1);
+            let gen = port.gen;
+            if let Some(lm) = port.lm.as_ref() {
+                let dt = lm.next_crossing_ns(|id| {
+                    rates
+                        .iter()
+                        .find(|x| x.0 == id as u128)
+                        .map_or(0.0, |x| x.1)
+                });
+                if let Some(dt) = dt.filter(|d| *d < 1e18) {
+                    let t = self.now + dt.ceil().max(1.0) as u64;
+                    self.push(t, Ev::Reclass { host: p, gen });
+                }
+            }
+        }
+        self.crossing = rates;
+    }
+
+    /// A flow's current rate (bits/s): its group's, 0 without one.
+    fn rate_of(&self, fid: u32) -> f64 {
+        match self.flows[fid as usize].group {
+            NONE => self.flows[fid as usize].rate,
+            g => self.groups[g as usize].rate,
         }
     }
 
@@ -742,11 +1812,40 @@ impl Engine {
         self.links[l as usize]
             .flows
             .iter()
-            .map(|&f| self.flows[f as usize].rate)
+            .map(|&f| self.rate_of(f))
             .sum()
     }
 
     pub fn topology(&self) -> &Topology {
         &self.topo
+    }
+}
+
+/// The finish time of a flow with `rem` bytes left at `rate` bits/s from
+/// `now`, rounded up to the next ns; `u64::MAX` if it does not move.
+/// When a member's group clock reaches its target.
+fn group_finish(g: &Group, f: &Flow) -> u64 {
+    finish_time(g.at, f.target - g.served, g.rate)
+}
+
+#[inline]
+fn finish_time(now: u64, rem: f64, rate: f64) -> u64 {
+    if rate <= 0.0 {
+        return u64::MAX;
+    }
+    let x = rem * 8e9 / rate - 1e-3;
+    if x <= 0.0 {
+        return now;
+    }
+    if x.is_nan() || x >= 1e18 {
+        return u64::MAX;
+    }
+    // ceil(x) for 0 < x < 1e18, without a libm call.
+    let i = x as u64;
+    let dt = if (i as f64) < x { i + 1 } else { i };
+    if dt < 1_000_000_000_000_000_000 {
+        now + dt
+    } else {
+        u64::MAX
     }
 }

@@ -27,6 +27,14 @@ impl IndexedHeap {
         self.heap.is_empty()
     }
 
+    /// The time of `item`, if present.
+    pub fn get(&self, item: u32) -> Option<u64> {
+        match self.pos.get(item as usize) {
+            Some(&p) if p != ABSENT => Some(self.heap[p as usize].0),
+            _ => None,
+        }
+    }
+
     pub fn peek(&self) -> Option<(u64, u32)> {
         self.heap.first().copied()
     }

@@ -20,6 +20,9 @@ fn run(topo: &Topology, policy: Policy, full: bool, tasks: &[TaskSpec]) -> Vec<u
         },
     );
     e.full_recompute = full;
+    // The incremental engine checks its rate groups and every fast-path
+    // result against a from-scratch recomputation as it goes.
+    e.check = !full;
     let mut r = e.run(tasks.iter().cloned());
     r.sort_by_key(|t| t.index);
     r.iter().map(|t| t.completion_ns).collect()
@@ -82,6 +85,101 @@ proptest! {
             for (a, b) in inc.iter().zip(&full) {
                 // Float summation order differs between the two: a few ns.
                 prop_assert!(a.abs_diff(*b) <= 1 + b / 1_000_000, "{:?}: {:?} vs {:?}", p, inc, full);
+            }
+        }
+    }
+}
+
+/// The generated workloads (two-stage and single-stage, small trees) with
+/// every check on: the rate groups' invariants after every recomputation,
+/// every fast-path departure against a from-scratch recomputation of the
+/// same state, and the completion times against the from-scratch engine.
+/// The fast path must carry a good part of the departures (with 6-server racks a
+/// group has at most 5 flows; it is what makes the two-stage
+/// default run fast).
+#[test]
+fn generated_workloads_fast_path_matches_from_scratch() {
+    use netsched_flowsim::run::task_source;
+    use netsched_flowsim::workload::Generator;
+    use netsched_flowsim::FlowConfig;
+    for (workflow, sizes, oversub, compute) in [
+        ("two-stage", "uniform", 2.0, 0.0),
+        ("two-stage", "bing", 1.0, 20.0),
+        ("single-stage", "bing", 2.0, 0.0),
+        ("single-stage", "facebook", 4.0, 10.0),
+    ] {
+        let text = format!(
+            "seed = 3\n[topology]\npods = 3\nracks_per_pod = 4\nservers_per_rack = 6\n\
+             tor_oversub = {oversub}\n[workload]\nworkflow = \"{workflow}\"\nsizes = \"{sizes}\"\n\
+             tasks = 150\naggregators = 3\nmid_aggregators = 3\ncompute_us = {compute}\n\
+             [baraat]\nentry_points = 2\n"
+        );
+        let cfg = FlowConfig::from_toml(&text).expect("valid config");
+        let gen = Generator::new(&cfg);
+        for p in Policy::ALL {
+            let go = |full: bool| {
+                let mut e = Engine::new(
+                    gen.topology().clone(),
+                    EngineOpts {
+                        policy: p,
+                        heavy_threshold: gen.threshold_bytes(0.8),
+                    },
+                );
+                e.full_recompute = full;
+                e.check = !full;
+                let mut r = e.run(task_source(&gen, &cfg));
+                r.sort_by_key(|t| t.index);
+                let ct: Vec<u64> = r.iter().map(|t| t.completion_ns).collect();
+                (ct, e.stats.clone())
+            };
+            let (inc, stats) = go(false);
+            let (full, _) = go(true);
+            assert_eq!(inc.len(), full.len());
+            let worst = inc
+                .iter()
+                .zip(&full)
+                .map(|(a, b)| a.abs_diff(*b) as f64 / *b as f64)
+                .fold(0.0, f64::max);
+            // Baraat: the component recomputation charges the classifier's
+            // byte counters only for the flows it recomputes, the reference
+            // for all of them, so a task turns heavy a few ns apart (the same
+            // with the fast path disabled: up to 7e-6 here).
+            let tol = if p == Policy::Baraat { 2e-5 } else { 1e-6 };
+            assert!(
+                worst <= tol,
+                "{workflow} {sizes} {p:?}: relative difference {worst:e}"
+            );
+            eprintln!(
+                "{workflow} {sizes} {p:?}: {} flows, {} fast-path departures ({} promotions), \
+                 {} fast-path starts, {} recomputations",
+                stats.flows,
+                stats.fast_departures,
+                stats.promotions,
+                stats.fast_arrivals,
+                stats.recomputes
+            );
+            if workflow == "two-stage" && p == Policy::Fair {
+                assert!(
+                    stats.fast_arrivals > 0,
+                    "{workflow} {sizes} {p:?}: no fast start"
+                );
+            }
+            // Promotion needs several keys; under Baraat single-stage, a
+            // task's last flow at its port completes it, which changes the
+            // port's classes (recomputed).
+            if p != Policy::Fair && (p != Policy::Baraat || workflow == "two-stage") {
+                assert!(
+                    stats.promotions > 0,
+                    "{workflow} {sizes} {p:?}: no promotion"
+                );
+            }
+            if p != Policy::Pfabric {
+                assert!(
+                    stats.fast_departures * 3 > stats.flows,
+                    "{workflow} {sizes} {p:?}: only {} of {} departures on the fast path",
+                    stats.fast_departures,
+                    stats.flows
+                );
             }
         }
     }
