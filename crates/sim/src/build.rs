@@ -23,9 +23,15 @@ fn req_table() -> ReqTableConfig {
 fn rs_config(setup: &RunSetup, report_load: bool) -> RackSchedConfig {
     RackSchedConfig {
         k: setup.k,
-        classes: 1,
+        // RackSched §3.6: a counter per (server, request type) with multi-queue.
+        classes: if setup.multi_queue {
+            setup.service.classes().clamp(1, 256) as u32
+        } else {
+            1
+        },
         req_table: req_table(),
         report_load,
+        tracking: setup.load_tracking.data_plane(setup.int2_random_one_in),
     }
 }
 

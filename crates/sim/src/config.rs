@@ -99,6 +99,14 @@ impl Policy {
     pub fn sees_queues_instantly(self) -> bool {
         matches!(self, Policy::Jsq | Policy::Pow2Instant)
     }
+
+    /// Runs RackSched's ToR data plane (whose load tracking is configurable).
+    pub fn uses_racksched_tor(self) -> bool {
+        matches!(
+            self,
+            Policy::RsH | Policy::RsLb | Policy::Racksched | Policy::Pow2Delayed
+        )
+    }
 }
 
 /// A per-hop delay: constant, or exponential around a mean.
@@ -207,6 +215,12 @@ pub struct WorkerConfig {
     /// How long a leaf waits for heartbeats before declaring a server dead (Horus §A.3).
     #[serde(default = "default_heartbeat")]
     pub heartbeat_timeout_us: f64,
+    /// RackSched §3.6 multi-queue: a server keeps one queue per request type
+    /// (the service distribution's classes), a reply reports the queue length
+    /// of the completed request's type, and RackSched's ToR keeps a counter
+    /// per (server, type). Server models only (`server-cfcfs`, `server-ps`).
+    #[serde(default)]
+    pub multi_queue: bool,
 }
 
 fn default_worker_model() -> WorkerModel {
@@ -225,6 +239,7 @@ impl Default for WorkerConfig {
             model: default_worker_model(),
             ps_slice_us: default_slice(),
             heartbeat_timeout_us: default_heartbeat(),
+            multi_queue: false,
         }
     }
 }
@@ -235,15 +250,69 @@ pub struct SchedulerConfig {
     /// Samples per decision for RackSched and power-of-k baselines (RackSched: k=2).
     #[serde(default = "default_k")]
     pub k: u32,
+    /// How RackSched's ToR learns server loads (RackSched §4.6, Fig. 16).
+    #[serde(default)]
+    pub load_tracking: LoadTrackingMode,
+    /// INT2 only: one request in this many goes to a random server (the
+    /// RackSched artifact's 1 in 4); 0 never explores.
+    #[serde(default = "default_int2_random_one_in")]
+    pub int2_random_one_in: u32,
 }
 
 fn default_k() -> u32 {
     2
 }
+fn default_int2_random_one_in() -> u32 {
+    4
+}
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        SchedulerConfig { k: default_k() }
+        SchedulerConfig {
+            k: default_k(),
+            load_tracking: LoadTrackingMode::default(),
+            int2_random_one_in: default_int2_random_one_in(),
+        }
+    }
+}
+
+/// RackSched's server-load tracking mechanisms (§4.6, Fig. 16); see
+/// [`netsched_core::racksched::LoadTracking`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadTrackingMode {
+    /// Per-server queue lengths from replies, power-of-k (RackSched's design).
+    #[default]
+    Int1,
+    /// Only the least loaded server seen in replies.
+    Int2,
+    /// Per-server outstanding work (summed service times) from replies.
+    Int3,
+    /// Switch-side counters: +1 per dispatch, -1 per reply.
+    Proactive,
+}
+
+impl LoadTrackingMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadTrackingMode::Int1 => "int1",
+            LoadTrackingMode::Int2 => "int2",
+            LoadTrackingMode::Int3 => "int3",
+            LoadTrackingMode::Proactive => "proactive",
+        }
+    }
+
+    /// The data-plane mode; INT3 differs from INT1 only in what servers report.
+    pub fn data_plane(self, int2_random_one_in: u32) -> netsched_core::racksched::LoadTracking {
+        use netsched_core::racksched::LoadTracking;
+        match self {
+            LoadTrackingMode::Int1 => LoadTracking::Int1,
+            LoadTrackingMode::Int2 => LoadTracking::Int2 {
+                random_one_in: int2_random_one_in,
+            },
+            LoadTrackingMode::Int3 => LoadTracking::Int3,
+            LoadTrackingMode::Proactive => LoadTracking::Proactive,
+        }
     }
 }
 
@@ -457,6 +526,30 @@ impl SimConfig {
         }
         if self.schedulers.k == 0 {
             return Err(err("schedulers.k", "must be >= 1"));
+        }
+        if self.schedulers.load_tracking != LoadTrackingMode::Int1 {
+            if let Some((p, _)) = self
+                .runs()
+                .into_iter()
+                .find(|(p, _)| !p.uses_racksched_tor())
+            {
+                return Err(err(
+                    "schedulers.load_tracking",
+                    format!(
+                        "`{}` tracking applies to RackSched's ToR, which policy `{}` does not use \
+                         (racksched, rs-lb, rs-h, pow2-delayed do)",
+                        self.schedulers.load_tracking.name(),
+                        p.name()
+                    ),
+                ));
+            }
+        }
+        if self.workers.multi_queue && self.workers.model == WorkerModel::Fcfs {
+            return Err(err(
+                "workers.multi_queue",
+                "needs a server model (server-cfcfs or server-ps): an fcfs node is one core \
+                 with one queue",
+            ));
         }
         if self.workers.ps_slice_us.is_nan() || self.workers.ps_slice_us <= 0.0 {
             return Err(err("workers.ps_slice_us", "must be > 0"));

@@ -16,7 +16,7 @@ use netsched_core::dataplane::{
 };
 use netsched_core::rng::Rng;
 
-use crate::config::{DelayDist, FailureEvent, Policy, WorkerModel};
+use crate::config::{DelayDist, FailureEvent, LoadTrackingMode, Policy, WorkerModel};
 use crate::metrics::{AbortReason, MessageKind, PoolMetrics};
 use crate::nodes::{Discipline, NodeEvent, Nodes, Outcome};
 use crate::queue::EventQueue;
@@ -71,6 +71,12 @@ pub struct RunSetup<'a> {
     /// Switch failure detection time before the controller acts.
     pub failure_detection_ns: u64,
     pub k: u32,
+    /// RackSched §3.6: one queue per request type at every server.
+    pub multi_queue: bool,
+    /// RackSched's ToR load tracking (§4.6).
+    pub load_tracking: LoadTrackingMode,
+    /// INT2's exploration: one request in this many to a random server.
+    pub int2_random_one_in: u32,
     pub failures: &'a [FailureEvent],
     pub imbalance_interval_ns: u64,
     /// Spine-to-leaf hop count (1 within a pod, 3 across pods in a fat tree).
@@ -237,7 +243,11 @@ impl<'a> PoolSim<'a> {
             },
             _ => Discipline::Fcfs,
         };
-        let nodes = Nodes::new(&node_cores, discipline);
+        let nodes = if setup.multi_queue {
+            Nodes::with_queues(&node_cores, discipline, &setup.service.class_means_ns())
+        } else {
+            Nodes::new(&node_cores, discipline)
+        };
         let (uppers, lowers) = crate::build::schedulers(setup, plan, &rack_nodes, &stream);
         let uppers: Vec<UpperState> = uppers
             .into_iter()
@@ -787,8 +797,8 @@ impl<'a> PoolSim<'a> {
             self.abort(task, AbortReason::DeadWorker);
             return;
         }
-        let service = self.tasks[task as usize].service;
-        if let Some((t, e)) = self.nodes.arrive(now, node, task, service) {
+        let TaskRec { service, class, .. } = self.tasks[task as usize];
+        if let Some((t, e)) = self.nodes.arrive(now, node, task, service, class) {
             self.q.at(t, Ev::Node(e));
         }
         self.instant_view(now, node);
@@ -824,7 +834,12 @@ impl<'a> PoolSim<'a> {
                 );
                 let NodeEvent::SliceEnd { node, .. } = ev;
                 self.instant_view(now, node);
-                self.reply(node, f.qlen, rec.class, rec.seq << 32 | f.task as u64);
+                // INT3 (RackSched §4.6): LOAD carries outstanding work in ns.
+                let load = match self.setup.load_tracking {
+                    LoadTrackingMode::Int3 => f.work.min(u32::MAX as u64) as u32,
+                    _ => f.qlen,
+                };
+                self.reply(node, load, rec.class, rec.seq << 32 | f.task as u64);
             }
             Outcome::Lost { task } => self.abort(task, AbortReason::DeadWorker),
             Outcome::Continue => {}
