@@ -171,6 +171,26 @@ def pull_details(summary: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def per_class_columns(summary: dict) -> pd.DataFrame:
+    """A sim run's per-class response times (RackSched Fig. 13c-d: GET and
+    SCAN separately), which `runs.csv` leaves out because their number varies
+    with the workload: one row per run, columns ``class_<name>_p50_us``,
+    ``class_<name>_p99_us``, ``class_<name>_mean_us`` and ``class_<name>_count``
+    (``<name>`` is the class name, e.g. ``get``, ``50us``, or its index)."""
+    rows = []
+    for r in summary.get("runs", []):
+        row = {}
+        for c in r["overall"].get("per_class", []):
+            name = c.get("name") or str(c["class"])
+            resp = c["response"]
+            row[f"class_{name}_p50_us"] = resp["p50_ns"] / 1e3
+            row[f"class_{name}_p99_us"] = resp["p99_ns"] / 1e3
+            row[f"class_{name}_mean_us"] = resp["mean_ns"] / 1e3
+            row[f"class_{name}_count"] = resp["count"]
+        rows.append(row)
+    return pd.DataFrame(rows, index=range(len(rows)))
+
+
 def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -> str:
     """Runs one point and stores it in the cache; returns its key. Runs on a
     Dask worker (or in-process when serial). Written to a temporary directory
@@ -253,6 +273,11 @@ def run_points(
     runs, seconds, summaries = [], [], []
     for k, p in zip(keys, points):
         r, s, summ = _load(cache_dir, k)
+        if p.kind == "sim" and len(r):
+            extra = per_class_columns(summ)
+            # runs.csv and summary.json list the same runs in the same order.
+            assert len(extra) == len(r), f"{len(extra)} summaries for {len(r)} runs"
+            r = pd.concat([r.reset_index(drop=True), extra], axis=1)
         for df in (r, s):
             for name, v in reversed(list(p.labels.items())):
                 if name in df:
