@@ -106,6 +106,8 @@ register(Experiment(
 
 import math  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 MEAN_US = {"rs-exp50": 50.0, "rs-bimodal": 95.0, "rs-bimodal-50-50": 275.0,
            "trimodal": 1850.0,
            # lognormal mixes, σ = 0.1 (crates/sim/src/workload.rs ROCKSDB_SIGMA)
@@ -485,32 +487,33 @@ def fig16_points(scale):
 
 
 def fig16_claims(t):
+    """Each mechanism against INT1 by the geometric mean, over the loads from
+    0.7 up (where the mechanisms can differ), of its p99 over INT1's; "worse"
+    needs more than 5 %, "comparable" within 20 %."""
     out = []
-    hi = max(t.load)
     for svc in ["rs-bimodal", "rs-bimodal-50-50"]:
-        d = t[t.service == svc]
-        p = d.pivot_table(index="load", columns="system", values="p99_us").loc[hi]
-        keep = {m: sustained(d[d.system == m]) for m in TRACKING}
+        d = t[(t.service == svc) & (t.load >= 0.7)]
+        p = d.pivot_table(index="load", columns="system", values="p99_us")
+        ratio = {m: float(np.exp(np.log(p[m] / p["int1"]).mean())) for m in TRACKING}
         name = SERVICE_NAMES[svc]
-        at_hi = ", ".join(f"{m} {p[m]:.0f} µs" for m in TRACKING)
+        span = f"p99 / INT1's, geometric mean over loads {min(p.index)}-{max(p.index)}"
+        hi = max(p.index)
         out.append(Claim(f"{name}: INT1 works the best", "INT1 lowest",
-                         f"p99 at load {hi}: {at_hi}",
-                         ok=bool(p["int1"] <= 1.1 * min(p[m] for m in ("int2", "int3", "proactive")))))
-        r3 = float(p["int3"] / p["int1"])
+                         f"{span}: " + ", ".join(f"{m} {ratio[m]:.2f}×" for m in TRACKING
+                                                 if m != "int1")
+                         + f"; p99 at load {hi}: " + ", ".join(f"{m} {p.loc[hi, m]:.0f} µs"
+                                                               for m in TRACKING),
+                         ok=bool(min(ratio[m] for m in ("int2", "int3", "proactive")) >= 0.95)))
         out.append(Claim(f"{name}: INT3 is comparable to INT1", "comparable",
-                         f"p99 INT3/INT1 at load {hi}: {r3:.2f}×", ok=bool(0.67 <= r3 <= 1.5)))
+                         f"{span}: {ratio['int3']:.2f}×", ok=bool(0.8 <= ratio["int3"] <= 1.25)))
         out.append(Claim(f"{name}: INT2 performs worse than INT1 (herding on the one recorded "
-                         "minimum)", "INT2 worse",
-                         f"p99 INT2/INT1 at load {hi}: {p['int2'] / p['int1']:.2f}×; low tail "
-                         f"until {fmt(keep['int2'])} vs {fmt(keep['int1'])} KRPS",
-                         ok=bool(p["int2"] > p["int1"])))
+                         "minimum)", "INT2 worse", f"{span}: {ratio['int2']:.2f}×",
+                         ok=bool(ratio["int2"] > 1.05)))
         out.append(Claim(f"{name}: Proactive does not work as well as the others (loss and "
-                         "retransmission corrupt its counters; no rate stated)",
-                         "Proactive worse",
-                         f"p99 Proactive/INT1 at load {hi}: {p['proactive'] / p['int1']:.2f}× at "
-                         f"loss {TRACKING_LOSS:g}, {p['proactive-no-loss'] / p['int1']:.2f}× "
-                         "without loss",
-                         ok=bool(p["proactive"] > p["int1"])))
+                         "retransmission corrupt its counters; no rate stated)", "Proactive worse",
+                         f"{span}: {ratio['proactive']:.2f}× at loss {TRACKING_LOSS:g}, "
+                         f"{ratio['proactive-no-loss']:.2f}× without loss",
+                         ok=bool(ratio["proactive"] > 1.05)))
     return out
 
 
