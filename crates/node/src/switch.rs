@@ -446,7 +446,7 @@ impl SwitchDaemon {
                     (_, PolicyName::Pow2Delayed) => Plane::RackSched(pow2_delayed(n, seed)),
                     (_, PolicyName::IdleOnly) => Plane::IdleOnly(IdleOnly::new(n, seed)),
                     (_, PolicyName::Central) => {
-                        Plane::Central(CentralQueue::new(n, CentralQueue::DEFAULT_CAPACITY))
+                        Plane::Central(CentralQueue::central(n, CentralQueue::DEFAULT_CAPACITY))
                     }
                 };
             let pool = pc.pool.to_string();

@@ -155,7 +155,7 @@ fn flat_upper(setup: &RunSetup, policy: Policy, n: u32, seed: u64) -> Upper {
         Policy::IdleOnly => Upper::IdleOnly(IdleOnly::new(n, seed)),
         Policy::Central => {
             let _ = seed;
-            Upper::Central(CentralQueue::new(n, CentralQueue::DEFAULT_CAPACITY))
+            Upper::Central(CentralQueue::central(n, CentralQueue::DEFAULT_CAPACITY))
         }
         Policy::Horus | Policy::RsH | Policy::RsLb | Policy::Racksched => {
             unreachable!("layered policy")
