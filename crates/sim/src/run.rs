@@ -126,6 +126,8 @@ pub fn run_config(
             heartbeat_timeout_ns: us(cfg.workers.heartbeat_timeout_us),
             failure_detection_ns: us(cfg.network.failure_detection_us),
             k: cfg.schedulers.k,
+            clients: cfg.schedulers.clients,
+            jbsq_bound: cfg.schedulers.jbsq_bound,
             failures: &cfg.failures,
             imbalance_interval_ns: us(cfg.metrics.imbalance_interval_us),
             hops: &hops,
