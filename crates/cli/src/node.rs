@@ -115,7 +115,7 @@ pub struct BenchSwitchArgs {
     #[arg(long, default_value_t = 2000.0)]
     low_rate: f64,
     /// Data plane of the daemon: horus, racksched, random, round-robin, jsq,
-    /// jiq, pow2-instant, pow2-delayed, idle-only, central.
+    /// jiq, pow2-instant, pow2-delayed, idle-only, central, r2p2.
     #[arg(long, default_value = "horus")]
     policy: String,
 }

@@ -43,6 +43,9 @@ pub enum PolicyName {
     /// One FIFO in the scheduler over single-task workers (RackSched §2
     /// global cFCFS, M/M/c).
     Central,
+    /// R2P2's JBSQ(3) router (RackSched §4.5): one FIFO in the scheduler, at
+    /// most three tasks outstanding at a worker.
+    R2p2,
 }
 
 /// One scheduler instance: one role of one pool.

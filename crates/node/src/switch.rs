@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netsched_core::baselines::{
-    pow2_delayed, CentralQueue, IdleOnly, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin,
+    pow2_delayed, CentralQueue, IdleOnly, Jbsq, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin,
 };
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::racksched::{RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
@@ -200,6 +200,7 @@ enum Plane {
     PowK(PowKInstant),
     IdleOnly(IdleOnly),
     Central(CentralQueue),
+    Jbsq(Jbsq),
 }
 
 impl Plane {
@@ -217,6 +218,7 @@ impl Plane {
             Plane::PowK(p) => p,
             Plane::IdleOnly(p) => p,
             Plane::Central(p) => p,
+            Plane::Jbsq(p) => p,
         }
     }
 
@@ -240,6 +242,7 @@ impl Plane {
             Plane::PowK(p) => p.control_remove_node(node),
             Plane::IdleOnly(p) => p.control_remove_node(node),
             Plane::Central(p) => p.control_remove_node(node),
+            Plane::Jbsq(p) => p.control_remove_node(node),
             // Racks leave a spine through the centralized controller.
             Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
         }
@@ -259,6 +262,7 @@ impl Plane {
             // The buffer's head may leave at once; affinity entries of that
             // dispatch are stamped 0 (no clock here), so expire early.
             Plane::Central(p) => p.control_add_node(node, 0, out),
+            Plane::Jbsq(p) => p.control_add_node(node, 0, out),
             Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
         }
     }
@@ -324,7 +328,7 @@ pub struct SwitchDaemon {
     controller: Option<SocketAddr>,
     status_ns: u64,
     fault: Fault,
-    /// Task packets a queueing data plane (central) buffered, by task id,
+    /// Task packets a queueing data plane (central, r2p2) buffered, by task id,
     /// until it dispatches them; `spare` recycles their buffers.
     parked: HashMap<u64, Vec<u8>>,
     spare: Vec<Vec<u8>>,
@@ -446,8 +450,13 @@ impl SwitchDaemon {
                     (_, PolicyName::Pow2Delayed) => Plane::RackSched(pow2_delayed(n, seed)),
                     (_, PolicyName::IdleOnly) => Plane::IdleOnly(IdleOnly::new(n, seed)),
                     (_, PolicyName::Central) => {
-                        Plane::Central(CentralQueue::new(n, CentralQueue::DEFAULT_CAPACITY))
+                        Plane::Central(CentralQueue::central(n, CentralQueue::DEFAULT_CAPACITY))
                     }
+                    (_, PolicyName::R2p2) => Plane::Jbsq(Jbsq::new(
+                        n,
+                        Jbsq::DEFAULT_BOUND,
+                        Jbsq::DEFAULT_CAPACITY,
+                    )),
                 };
             let pool = pc.pool.to_string();
             let qlen_gauges = if pc.role == Role::Leaf {

@@ -39,10 +39,13 @@ pub enum Policy {
     IdleOnly,
     /// One central FCFS queue over all workers (M/M/c with zero delay).
     Central,
+    /// R2P2's JBSQ(k) router over the pool's nodes (RackSched §4.5): a queue
+    /// in the scheduler, at most `schedulers.jbsq_bound` tasks per node.
+    R2p2,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 12] = [
+    pub const ALL: [Policy; 13] = [
         Policy::Horus,
         Policy::RsH,
         Policy::RsLb,
@@ -55,6 +58,7 @@ impl Policy {
         Policy::Pow2Delayed,
         Policy::IdleOnly,
         Policy::Central,
+        Policy::R2p2,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +75,7 @@ impl Policy {
             Policy::Pow2Delayed => "pow2-delayed",
             Policy::IdleOnly => "idle-only",
             Policy::Central => "central",
+            Policy::R2p2 => "r2p2",
         }
     }
 
@@ -257,6 +262,14 @@ pub struct SchedulerConfig {
     /// RackSched artifact's 1 in 4); 0 never explores.
     #[serde(default = "default_int2_random_one_in")]
     pub int2_random_one_in: u32,
+    /// Flat policies: independent scheduler instances, each a client that
+    /// sends an equal share of the tasks and learns only from the replies to
+    /// its own (RackSched §4.5 "Client(100)").
+    #[serde(default = "default_clients")]
+    pub clients: u32,
+    /// `r2p2`: most tasks outstanding at a node (JBSQ(k), R2P2 §3.2).
+    #[serde(default = "default_jbsq_bound")]
+    pub jbsq_bound: u32,
 }
 
 fn default_k() -> u32 {
@@ -265,11 +278,19 @@ fn default_k() -> u32 {
 fn default_int2_random_one_in() -> u32 {
     4
 }
+fn default_clients() -> u32 {
+    1
+}
+fn default_jbsq_bound() -> u32 {
+    netsched_core::baselines::Jbsq::DEFAULT_BOUND
+}
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             k: default_k(),
+            clients: default_clients(),
+            jbsq_bound: default_jbsq_bound(),
             load_tracking: LoadTrackingMode::default(),
             int2_random_one_in: default_int2_random_one_in(),
         }
@@ -539,6 +560,23 @@ impl SimConfig {
                         "`{}` tracking applies to RackSched's ToR, which policy `{}` does not use \
                          (racksched, rs-lb, rs-h, pow2-delayed do)",
                         self.schedulers.load_tracking.name(),
+                        p.name()
+                    ),
+                ));
+            }
+        }
+        if self.schedulers.jbsq_bound == 0 {
+            return Err(err("schedulers.jbsq_bound", "must be >= 1"));
+        }
+        if self.schedulers.clients == 0 {
+            return Err(err("schedulers.clients", "must be >= 1"));
+        }
+        if self.schedulers.clients > 1 {
+            if let Some(p) = self.runs().iter().map(|r| r.0).find(|p| !p.is_flat()) {
+                return Err(err(
+                    "schedulers.clients",
+                    format!(
+                        "client-side scheduling needs a flat policy, not `{}`",
                         p.name()
                     ),
                 ));

@@ -77,6 +77,10 @@ pub struct RunSetup<'a> {
     pub load_tracking: LoadTrackingMode,
     /// INT2's exploration: one request in this many to a random server.
     pub int2_random_one_in: u32,
+    /// Flat policies: scheduler instances, one per client (RackSched §4.5).
+    pub clients: u32,
+    /// `r2p2`: JBSQ bound.
+    pub jbsq_bound: u32,
     pub failures: &'a [FailureEvent],
     pub imbalance_interval_ns: u64,
     /// Spine-to-leaf hop count (1 within a pod, 3 across pods in a fat tree).
@@ -94,6 +98,8 @@ struct TaskRec {
     service: u64,
     class: u8,
     measured: bool,
+    /// The upper scheduler (spine, or client of a flat policy) it was submitted to.
+    upper: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -395,6 +401,7 @@ impl<'a> PoolSim<'a> {
             service,
             class,
             measured: now >= self.setup.warmup_ns,
+            upper: 0,
         };
         if let Some(slot) = self.free_tasks.pop() {
             self.tasks[slot as usize] = rec;
@@ -622,6 +629,7 @@ impl<'a> PoolSim<'a> {
             self.abort(task, AbortReason::DeadSpine);
             return;
         }
+        self.tasks[task as usize].upper = upper;
         let meta = self.meta(task);
         self.upper_input(now, upper, Input::Task(meta));
     }
@@ -839,7 +847,13 @@ impl<'a> PoolSim<'a> {
                     LoadTrackingMode::Int3 => f.work.min(u32::MAX as u64) as u32,
                     _ => f.qlen,
                 };
-                self.reply(node, load, rec.class, rec.seq << 32 | f.task as u64);
+                self.reply(
+                    node,
+                    load,
+                    rec.class,
+                    rec.seq << 32 | f.task as u64,
+                    rec.upper,
+                );
             }
             Outcome::Lost { task } => self.abort(task, AbortReason::DeadWorker),
             Outcome::Continue => {}
@@ -849,16 +863,21 @@ impl<'a> PoolSim<'a> {
         }
     }
 
-    fn reply(&mut self, node: u32, qlen: u32, class: u8, task: u64) {
+    fn reply(&mut self, node: u32, qlen: u32, class: u8, task: u64, upper: u32) {
         self.metrics.message(MessageKind::Reply);
         if self.lost() {
             return;
         }
         let (rack, local) = self.node_loc[node as usize];
         if self.setup.policy.is_flat() {
-            // The reply passes the leaf and reaches the flat scheduler at its spine.
-            for upper in 0..self.uppers.len() as u32 {
-                if self.uppers[upper as usize].alive {
+            // The reply passes the leaf and reaches the flat scheduler that
+            // sent the task, at its spine: with several clients, only the
+            // task's own client learns from it (RackSched §4.5). If that
+            // scheduler died, the reply crosses its live replacement(s).
+            let own = self.uppers[upper as usize].alive;
+            for u in 0..self.uppers.len() as u32 {
+                if (own && u == upper) || (!own && self.uppers[u as usize].alive) {
+                    let upper = u;
                     let hops = 1 + self.spine_leaf_hops(upper, rack);
                     let d = self.hop_delay(hops);
                     self.q.after(
@@ -1129,3 +1148,7 @@ impl UpperState {
         l
     }
 }
+
+#[cfg(test)]
+#[path = "pool_tests.rs"]
+mod tests;

@@ -129,6 +129,8 @@ pub fn run_config(
             multi_queue: cfg.workers.multi_queue,
             load_tracking: cfg.schedulers.load_tracking,
             int2_random_one_in: cfg.schedulers.int2_random_one_in,
+            clients: cfg.schedulers.clients,
+            jbsq_bound: cfg.schedulers.jbsq_bound,
             failures: &cfg.failures,
             imbalance_interval_ns: us(cfg.metrics.imbalance_interval_us),
             hops: &hops,
