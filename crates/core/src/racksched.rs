@@ -794,6 +794,12 @@ impl RackSched {
     /// A server joined (§3.4 reconfiguration): schedulable at once, load 0.
     pub fn control_add_node(&mut self, node: NodeId) {
         self.loads.control_add(node);
+        // INT2 entries that name no live server (none was active) start here.
+        for i in 0..self.minimum.len() {
+            if !self.loads.contains(self.minimum.peek(i).0) {
+                self.minimum.control_write(i, (node, u32::MAX));
+            }
+        }
     }
 
     /// A server failed or left: no new requests go to it, and ReqTable entries
@@ -1617,6 +1623,15 @@ mod tests {
         assert_eq!(rs.recorded_minimum(0), Some((4, 100)));
         assert_eq!(one_dispatch(&run(&mut rs, 0, single(60))).0, 4);
         rs.load_table().check_invariants().unwrap();
+        // A ToR that starts empty herds onto its first server, not node 0.
+        let mut empty = tracking(0, 2, LoadTracking::Int2 { random_one_in: 0 });
+        assert_eq!(
+            run(&mut empty, 0, single(1)),
+            vec![Action::Drop(DropReason::NoNodes)]
+        );
+        empty.control_add_node(5);
+        assert_eq!(empty.recorded_minimum(0), Some((5, u32::MAX)));
+        assert_eq!(one_dispatch(&run(&mut empty, 0, single(2))).0, 5);
     }
 
     #[test]
