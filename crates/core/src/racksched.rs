@@ -4,8 +4,8 @@
 //! The ToR switch keeps two pieces of state (RackSched §3.2, Alg. 1):
 //!
 //! * *LoadTable*: per-server queue lengths, written **only** from the LOAD field
-//!   of reply packets (§3.5). Nothing is incremented when a request is
-//!   dispatched: that is the defining property of RackSched's delayed updates
+//!   of reply packets (§3.5; INT1, the default tracking). Nothing is
+//!   incremented when a request is dispatched: that is the defining property of RackSched's delayed updates
 //!   and the reason it herds under stale information (Horus §2.1, App. C
 //!   "Pow-of-2 Delayed Updated").
 //! * *ReqTable*: request affinity, an [`AffinityTable`] of n stages × m slots
@@ -677,11 +677,14 @@ fn schedule(
 /// RackSched's ToR scheduler over the servers of one rack (§3), optionally an
 /// RS-H leaf (Horus §4.1, §5.2).
 ///
-/// Inputs: `Task` (REQF/REQR), `Reply` (removes the ReqTable entry of
-/// `task`; stores `qlen` as the load of `class` at `node`; an RS-H leaf then
-/// emits one `Notify{All, LoadUpdate(avg)}`). Anything else is
-/// `Drop(Unexpected)`; in particular `QueueChanged`, which would turn the
-/// delayed-update scheduler into an ideal one.
+/// Inputs: `Task` (REQF/REQR; under Proactive a REQF also emits
+/// `Resubmit(CountDispatch)`), `Reply` (removes the ReqTable entry of `task`;
+/// stores `qlen` as the load of `class` at `node`, or under Proactive takes
+/// one off its counter; an RS-H leaf then emits one
+/// `Notify{All, LoadUpdate(avg)}`), `Resubmit(CountDispatch)` under
+/// Proactive. Anything else is `Drop(Unexpected)`; in particular
+/// `QueueChanged`, which would turn the delayed-update scheduler into an
+/// ideal one.
 #[derive(Clone, Debug)]
 pub struct RackSched {
     pipeline: Pipeline,
