@@ -4,8 +4,8 @@
 //! The ToR switch keeps two pieces of state (RackSched §3.2, Alg. 1):
 //!
 //! * *LoadTable*: per-server queue lengths, written **only** from the LOAD field
-//!   of reply packets (§3.5). Nothing is incremented when a request is
-//!   dispatched: that is the defining property of RackSched's delayed updates
+//!   of reply packets (§3.5; INT1, the default tracking). Nothing is
+//!   incremented when a request is dispatched: that is the defining property of RackSched's delayed updates
 //!   and the reason it herds under stale information (Horus §2.1, App. C
 //!   "Pow-of-2 Delayed Updated").
 //! * *ReqTable*: request affinity, an [`AffinityTable`] of n stages × m slots
@@ -677,11 +677,14 @@ fn schedule(
 /// RackSched's ToR scheduler over the servers of one rack (§3), optionally an
 /// RS-H leaf (Horus §4.1, §5.2).
 ///
-/// Inputs: `Task` (REQF/REQR), `Reply` (removes the ReqTable entry of
-/// `task`; stores `qlen` as the load of `class` at `node`; an RS-H leaf then
-/// emits one `Notify{All, LoadUpdate(avg)}`). Anything else is
-/// `Drop(Unexpected)`; in particular `QueueChanged`, which would turn the
-/// delayed-update scheduler into an ideal one.
+/// Inputs: `Task` (REQF/REQR; under Proactive a REQF also emits
+/// `Resubmit(CountDispatch)`), `Reply` (removes the ReqTable entry of `task`;
+/// stores `qlen` as the load of `class` at `node`, or under Proactive takes
+/// one off its counter; an RS-H leaf then emits one
+/// `Notify{All, LoadUpdate(avg)}`), `Resubmit(CountDispatch)` under
+/// Proactive. Anything else is `Drop(Unexpected)`; in particular
+/// `QueueChanged`, which would turn the delayed-update scheduler into an
+/// ideal one.
 #[derive(Clone, Debug)]
 pub struct RackSched {
     pipeline: Pipeline,
@@ -794,6 +797,12 @@ impl RackSched {
     /// A server joined (§3.4 reconfiguration): schedulable at once, load 0.
     pub fn control_add_node(&mut self, node: NodeId) {
         self.loads.control_add(node);
+        // INT2 entries that name no live server (none was active) start here.
+        for i in 0..self.minimum.len() {
+            if !self.loads.contains(self.minimum.peek(i).0) {
+                self.minimum.control_write(i, (node, u32::MAX));
+            }
+        }
     }
 
     /// A server failed or left: no new requests go to it, and ReqTable entries
@@ -1617,6 +1626,15 @@ mod tests {
         assert_eq!(rs.recorded_minimum(0), Some((4, 100)));
         assert_eq!(one_dispatch(&run(&mut rs, 0, single(60))).0, 4);
         rs.load_table().check_invariants().unwrap();
+        // A ToR that starts empty herds onto its first server, not node 0.
+        let mut empty = tracking(0, 2, LoadTracking::Int2 { random_one_in: 0 });
+        assert_eq!(
+            run(&mut empty, 0, single(1)),
+            vec![Action::Drop(DropReason::NoNodes)]
+        );
+        empty.control_add_node(5);
+        assert_eq!(empty.recorded_minimum(0), Some((5, u32::MAX)));
+        assert_eq!(one_dispatch(&run(&mut empty, 0, single(2))).0, 5);
     }
 
     #[test]

@@ -9,7 +9,6 @@
 //! * Processor sharing approximated, as in RackSched §2, by round-robin with a
 //!   fixed time slice (25 µs): a task runs for at most one slice, then goes to
 //!   the back of the node's queue.
-//!
 //! * Multi-queue (RackSched §3.6): with C > 1 request types a node keeps one
 //!   queue per type, counts outstanding requests per type, and its reply
 //!   reports the count of the completed request's type. Which queue a freed
@@ -350,7 +349,8 @@ impl Nodes {
         )
     }
 
-    /// Handle a node event. `next` receives an event to schedule (PS only).
+    /// Handle a node event. `next` receives an event to schedule (event-driven
+    /// nodes only: PS and multi-queue).
     pub fn on_event(
         &mut self,
         now: u64,
