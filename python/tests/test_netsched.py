@@ -249,7 +249,7 @@ def test_catalog_entries_are_well_formed():
     names = set(catalog.REGISTRY)
     assert {"horus-fig2", "horus-fig10", "horus-fig11", "horus-fig12a", "horus-fig12b",
             "horus-fig12c", "horus-fig15-16", "horus-fig17", "horus-fig18", "horus-fig19b",
-            "racksched-fig2"} <= names
+            "racksched-fig2", "racksched-fig14"} <= names
     for e in catalog.REGISTRY.values():
         for scale in ("reduced", "paper"):
             pts = e.points(scale)

@@ -452,11 +452,9 @@ impl SwitchDaemon {
                     (_, PolicyName::Central) => {
                         Plane::Central(CentralQueue::central(n, CentralQueue::DEFAULT_CAPACITY))
                     }
-                    (_, PolicyName::R2p2) => Plane::Jbsq(Jbsq::new(
-                        n,
-                        Jbsq::DEFAULT_BOUND,
-                        Jbsq::DEFAULT_CAPACITY,
-                    )),
+                    (_, PolicyName::R2p2) => {
+                        Plane::Jbsq(Jbsq::new(n, Jbsq::DEFAULT_BOUND, Jbsq::DEFAULT_CAPACITY))
+                    }
                 };
             let pool = pc.pool.to_string();
             let qlen_gauges = if pc.role == Role::Leaf {
