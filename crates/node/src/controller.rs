@@ -274,13 +274,14 @@ struct State {
     state_path: Option<PathBuf>,
     started: Instant,
     /// Last report per (daemon, pool).
-    reports: BTreeMap<(SocketAddr, u16), InstanceStatus>,
+    /// Keyed by role too: one daemon may host a pool's spine and its leaf.
+    reports: BTreeMap<(SocketAddr, u16, RoleName), InstanceStatus>,
     /// When each daemon was last heard from.
     heard: BTreeMap<SocketAddr, Instant>,
     /// Liveness as last logged, to log and count transitions once.
     daemon_up: BTreeMap<SocketAddr, bool>,
     worker_up: BTreeMap<u64, bool>,
-    last_push: BTreeMap<(SocketAddr, u16), Instant>,
+    last_push: BTreeMap<(SocketAddr, u16, RoleName), Instant>,
     timeout: Duration,
     resend: Duration,
 }
@@ -305,7 +306,7 @@ impl State {
     /// Per worker of rack `r`: live as its leaf last reported (all
     /// non-removed ones before the first report).
     fn worker_live(&self, pool: u16, r: &RackEntry) -> Vec<bool> {
-        let rep = self.reports.get(&(r.leaf, pool));
+        let rep = self.reports.get(&(r.leaf, pool, RoleName::Leaf));
         r.workers
             .iter()
             .enumerate()
@@ -337,6 +338,7 @@ impl State {
             pool: p.id,
             downstream: p.racks.iter().map(|r| r.leaf).collect(),
             enabled,
+            role: Some(RoleName::Spine),
             upstream: None,
             rack_workers: Some(workers),
         }
@@ -356,6 +358,7 @@ impl State {
             pool: p.id,
             downstream: r.workers.iter().map(|w| w.addr).collect(),
             enabled: r.workers.iter().map(|w| !w.removed).collect(),
+            role: Some(RoleName::Leaf),
             upstream: Some(up),
             rack_workers: None,
         }
@@ -602,7 +605,7 @@ fn control_loop(
                     reg.inc(slots.status_rx);
                     st.heard.insert(src, Instant::now());
                     for inst in s.instances {
-                        st.reports.insert((src, inst.pool), inst);
+                        st.reports.insert((src, inst.pool, inst.role), inst);
                     }
                 }
                 _ => reg.inc(slots.rejected),
@@ -695,7 +698,7 @@ fn reconcile(st: &mut State, sock: &UdpSocket, reg: &Registry, slots: &Slots, no
                 continue;
             }
             let d = st.spine_desired(p, s, now);
-            if let Some(rep) = st.reports.get(&(a, p.id)) {
+            if let Some(rep) = st.reports.get(&(a, p.id, RoleName::Spine)) {
                 if matches(rep, &d) {
                     continue;
                 }
@@ -716,19 +719,19 @@ fn reconcile(st: &mut State, sock: &UdpSocket, reg: &Registry, slots: &Slots, no
                 continue;
             }
             let d = st.leaf_desired(p, rack, now);
-            match st.reports.get(&(rack.leaf, p.id)) {
+            match st.reports.get(&(rack.leaf, p.id, RoleName::Leaf)) {
                 Some(rep) if !matches(rep, &d) => sends.push((rack.leaf, ControlMsg::Configure(d))),
                 _ => {}
             }
         }
     }
     for (dst, msg) in sends {
-        let pool = match &msg {
-            ControlMsg::Configure(d) => d.pool,
-            ControlMsg::Resync { pool } => *pool,
+        let key = match &msg {
+            ControlMsg::Configure(d) => (dst, d.pool, d.role.unwrap_or(RoleName::Leaf)),
+            // A resync waits for the leaf's own configure (same key).
+            ControlMsg::Resync { pool } => (dst, *pool, RoleName::Leaf),
             ControlMsg::Status(_) => continue,
         };
-        let key = (dst, pool);
         let is_resync = matches!(msg, ControlMsg::Resync { .. });
         if !is_resync {
             if let Some(t) = st.last_push.get(&key) {
@@ -798,7 +801,7 @@ fn topology_json(st: &State, now: Instant) -> serde_json::Value {
                 .iter()
                 .enumerate()
                 .map(|(s, a)| {
-                    let rep = st.reports.get(&(*a, p.id));
+                    let rep = st.reports.get(&(*a, p.id, RoleName::Spine));
                     json!({
                         "spine": s,
                         "addr": a.to_string(),

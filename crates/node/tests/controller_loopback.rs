@@ -160,6 +160,7 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
     let evil = sock();
     let forged = ControlMsg::Configure(InstanceDesired {
         pool: 1,
+        role: None,
         downstream: leaves.clone(),
         enabled: vec![false, false],
         upstream: None,

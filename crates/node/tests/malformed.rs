@@ -67,6 +67,8 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
             upstream: vec![],
             rack: 0,
             heartbeat_timeout_ms: 0,
+            clients: Vec::new(),
+            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
         }],
         ..Default::default()
     };
@@ -217,6 +219,8 @@ fn random_bytes_never_panic() {
                 upstream: vec![],
                 rack: 0,
                 heartbeat_timeout_ms: 0,
+                clients: Vec::new(),
+                max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
             }],
             ..Default::default()
         },

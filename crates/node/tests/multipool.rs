@@ -60,6 +60,8 @@ fn instances_are_selected_by_pool() {
                 upstream: vec![],
                 rack: 0,
                 heartbeat_timeout_ms: 0,
+                clients: Vec::new(),
+                max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
             },
             PoolConfig {
                 pool: 20,
@@ -70,6 +72,8 @@ fn instances_are_selected_by_pool() {
                 upstream: vec![spine_up.local_addr().unwrap()],
                 rack: 3,
                 heartbeat_timeout_ms: 0,
+                clients: Vec::new(),
+                max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
             },
         ],
         ..Default::default()

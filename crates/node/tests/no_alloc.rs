@@ -168,6 +168,8 @@ fn daemon(role: Role, down: &[UdpSocket], up: Option<SocketAddr>) -> SwitchDaemo
             upstream: up.into_iter().collect(),
             rack: 0,
             heartbeat_timeout_ms: 0,
+            clients: Vec::new(),
+            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
         }],
         ..Default::default()
     };
