@@ -257,7 +257,8 @@ impl Topology {
 
 struct Slots {
     status_rx: Slot,
-    rejected: Slot,
+    /// By `Rejected` reason.
+    rejected: [Slot; 9],
     configure_tx: Slot,
     resync_tx: Slot,
     failures: [Slot; 3],
@@ -267,6 +268,77 @@ struct Slots {
 }
 
 const KINDS: [&str; 3] = ["spine", "leaf", "worker"];
+
+/// Why the controller refused a control datagram or an admin request
+/// (`netsched_controller_rejected_total{reason}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rejected {
+    /// A status report from an address that is no daemon of the topology.
+    UnknownSource,
+    /// A datagram without the control magic.
+    NotControl,
+    /// The control magic followed by invalid JSON or an unknown message.
+    BadJson,
+    /// A message only daemons receive (configure, resync).
+    UnexpectedType,
+    /// One instance of a status report names a pool the topology lacks
+    /// (the rest of the report is kept).
+    UnknownPool,
+    /// Admin API: no or a wrong bearer token (401).
+    BadAuth,
+    /// Admin API: unparsable request or body, invalid field, wrong method
+    /// (400, 405).
+    BadRequest,
+    /// Admin API: no such endpoint, pool, rack or worker (404).
+    NotFound,
+    /// Admin API: conflicts with the topology, e.g. a duplicate address (409).
+    Conflict,
+}
+
+impl Rejected {
+    const ALL: [Rejected; 9] = [
+        Rejected::UnknownSource,
+        Rejected::NotControl,
+        Rejected::BadJson,
+        Rejected::UnexpectedType,
+        Rejected::UnknownPool,
+        Rejected::BadAuth,
+        Rejected::BadRequest,
+        Rejected::NotFound,
+        Rejected::Conflict,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Rejected::UnknownSource => "unknown_source",
+            Rejected::NotControl => "not_control",
+            Rejected::BadJson => "bad_json",
+            Rejected::UnexpectedType => "unexpected_type",
+            Rejected::UnknownPool => "unknown_pool",
+            Rejected::BadAuth => "bad_auth",
+            Rejected::BadRequest => "bad_request",
+            Rejected::NotFound => "not_found",
+            Rejected::Conflict => "conflict",
+        }
+    }
+
+    /// The admin API's refusals, by status code.
+    fn of_status(code: u16) -> Option<Rejected> {
+        match code {
+            400 | 405 => Some(Rejected::BadRequest),
+            401 => Some(Rejected::BadAuth),
+            404 => Some(Rejected::NotFound),
+            409 => Some(Rejected::Conflict),
+            _ => None,
+        }
+    }
+}
+
+impl Slots {
+    fn reject(&self, reg: &Registry, why: Rejected) {
+        reg.inc(self.rejected[why as usize]);
+    }
+}
 const CODES: [u16; 8] = [200, 201, 400, 401, 404, 405, 409, 500];
 
 struct State {
@@ -440,12 +512,14 @@ impl Controller {
                 Kind::Counter,
                 &[],
             ),
-            rejected: reg.register(
-                "netsched_controller_rejected_total",
-                "Control datagrams from unknown sources or undecodable",
-                Kind::Counter,
-                &[],
-            ),
+            rejected: Rejected::ALL.map(|r| {
+                reg.register(
+                    "netsched_controller_rejected_total",
+                    "Control datagrams and admin requests refused, by reason",
+                    Kind::Counter,
+                    &[("reason", r.name())],
+                )
+            }),
             configure_tx: reg.register(
                 "netsched_controller_configure_tx_total",
                 "Configuration pushes sent",
@@ -599,16 +673,29 @@ fn control_loop(
     while !stop.load(Ordering::Relaxed) {
         net::wait_readable(&sock, tick.min(Duration::from_millis(10)));
         while let Ok(Some((n, src))) = net::try_recv(&sock, &mut buf) {
+            let data = &buf[..n];
+            if !crate::controller_proto::is_control(data) {
+                slots.reject(&reg, Rejected::NotControl);
+                continue;
+            }
             let mut st = state.lock().unwrap();
-            match ControlMsg::decode(&buf[..n]) {
+            match ControlMsg::decode(data) {
                 Ok(ControlMsg::Status(s)) if st.topo.daemons().contains(&src) => {
                     reg.inc(slots.status_rx);
                     st.heard.insert(src, Instant::now());
                     for inst in s.instances {
-                        st.reports.insert((src, inst.pool, inst.role), inst);
+                        if st.topo.pools.iter().any(|p| p.id == inst.pool) {
+                            st.reports.insert((src, inst.pool, inst.role), inst);
+                        } else {
+                            slots.reject(&reg, Rejected::UnknownPool);
+                        }
                     }
                 }
-                _ => reg.inc(slots.rejected),
+                Ok(ControlMsg::Status(_)) => slots.reject(&reg, Rejected::UnknownSource),
+                Ok(ControlMsg::Configure(_) | ControlMsg::Resync { .. }) => {
+                    slots.reject(&reg, Rejected::UnexpectedType)
+                }
+                Err(_) => slots.reject(&reg, Rejected::BadJson),
             }
         }
         if last_tick.elapsed() >= tick {
@@ -980,6 +1067,9 @@ fn admin_loop(
         };
         if let Some((_, slot)) = slots.admin.iter().find(|(c, _)| *c == code) {
             reg.inc(*slot);
+        }
+        if let Some(why) = Rejected::of_status(code) {
+            slots.reject(&reg, why);
         }
         respond(&mut s, code, &body);
     }

@@ -112,9 +112,10 @@ impl Plane {
         match self {
             Plane::HorusSpine(p) => p.control_set_rack(r, w),
             Plane::RackSchedSpine(p) => p.control_add_node(r),
-            // A leaf's planes are never a spine's; adding is idempotent.
-            Plane::HorusLeaf(_) | Plane::RackSched(_) => {}
-            Plane::Random(_)
+            Plane::HorusLeaf(_) => {}
+            // Adding is idempotent; `pow2-delayed` is a RackSched plane.
+            Plane::RackSched(_)
+            | Plane::Random(_)
             | Plane::RoundRobin(_)
             | Plane::Jsq(_)
             | Plane::Jiq(_)
@@ -129,8 +130,9 @@ impl Plane {
         match self {
             Plane::HorusSpine(p) => p.control_remove_rack(r),
             Plane::RackSchedSpine(p) => p.control_remove_node(r),
-            Plane::HorusLeaf(_) | Plane::RackSched(_) => {}
-            Plane::Random(_)
+            Plane::HorusLeaf(_) => {}
+            Plane::RackSched(_)
+            | Plane::Random(_)
             | Plane::RoundRobin(_)
             | Plane::Jsq(_)
             | Plane::Jiq(_)
