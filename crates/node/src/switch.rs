@@ -906,7 +906,7 @@ impl SwitchDaemon {
             self.instances
                 .iter()
                 .enumerate()
-                .filter(move |(_, inst)| pool.map_or(true, |p| inst.cfg.pool == p))
+                .filter(move |(_, inst)| pool.is_none_or(|p| inst.cfg.pool == p))
         };
         if let Some(i) = unique(candidates().filter(|(_, inst)| inst.permits(src)))? {
             return Ok(i);
