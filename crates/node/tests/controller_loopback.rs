@@ -566,3 +566,96 @@ fn baseline_spines_honour_rack_drops() {
         }
     }
 }
+
+/// One daemon is both the spine and the leaf of a pool (Horus §3.5 in
+/// software). The controller tells its two instances apart by role: it
+/// installs the rack's 1/w at the spine from the leaf's report, and a worker
+/// removed through the admin API leaves the leaf and the spine's 1/w.
+#[test]
+fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
+    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let ds = sock();
+    let d = ds.local_addr().unwrap();
+    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
+    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let _daemon = Daemon::start(
+        &format!(
+            "listen = \"{d}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n\
+             [[instance]]\npool = 1\nrole = \"spine\"\ndownstream = [\"{d}\"]\n\
+             [[instance]]\npool = 1\nrole = \"leaf\"\nrack = 0\nupstream = [\"{d}\"]\n\
+             downstream = [\"{}\", \"{}\"]\nheartbeat_timeout_ms = 200\n",
+            execs[0], execs[1]
+        ),
+        ds,
+    );
+    let wstop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<Worker> = exec_s
+        .into_iter()
+        .enumerate()
+        .map(|(j, s)| {
+            let cfg = WorkerConfig::from_toml(&format!(
+                "listen = [\"{}\"]\nfirst_id = {j}\nleaf = \"{d}\"\npool = 1\nheartbeat_ms = 40\n",
+                execs[j]
+            ))
+            .unwrap();
+            Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
+        })
+        .collect();
+    let cstop = Arc::new(AtomicBool::new(false));
+    let cfg = ControllerConfig::from_toml(&format!(
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{d}\"]\n\
+         [[pool.rack]]\nleaf = \"{d}\"\nworkers = [\"{}\", \"{}\"]\n",
+        execs[0], execs[1]
+    ))
+    .unwrap();
+    let c = Controller::start(&cfg, cstop.clone()).unwrap();
+    let spine_view = |c: &Controller, field: &str| -> Vec<serde_json::Value> {
+        serde_json::from_value(c.topology_json()["pools"][0]["spines"][0][field].clone())
+            .unwrap_or_default()
+    };
+    // The daemon starts with 1/w = 1/1; the leaf reports two live workers.
+    wait_for("the spine's 1/w from the leaf's report", || {
+        spine_view(&c, "admitted") == vec![serde_json::json!(true)]
+            && spine_view(&c, "rack_workers") == vec![serde_json::json!(2)]
+    });
+    let topo = c.topology_json();
+    let w1_id = topo["pools"][0]["racks"][0]["workers"][1]["id"]
+        .as_u64()
+        .unwrap();
+    let (code, body) = http(
+        admin,
+        "DELETE",
+        &format!("/v1/workers/{w1_id}"),
+        Some(TOKEN),
+        None,
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    wait_for("worker 1 out at the leaf, 1/w = 1/1 at the spine", || {
+        let t = c.topology_json();
+        t["pools"][0]["racks"][0]["live_workers"] == 1
+            && spine_view(&c, "rack_workers") == vec![serde_json::json!(1)]
+    });
+    let ccfg = ClientConfig::from_toml(&format!(
+        "targets = [{{ addr = \"{d}\" }}]\npool = 1\napp_id = 3\nrate = 2000\n\
+         duration_ms = 300\nservice = {{ kind = \"fixed\", value_us = 100 }}\ntimeout_ms = 500\n"
+    ))
+    .unwrap();
+    let served1 = workers[1].registry().sum("netsched_worker_tasks_total");
+    let r = Client::bind(ccfg).unwrap().run();
+    assert!(r.submitted > 100, "{}", r.summary());
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    assert_eq!(
+        workers[1].registry().sum("netsched_worker_tasks_total"),
+        served1,
+        "the removed worker got tasks"
+    );
+    cstop.store(true, Ordering::Relaxed);
+    c.join();
+    wstop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join();
+    }
+}
