@@ -24,8 +24,8 @@
 //!   the message kind picks the role (notices and LOAD_REPORTs to the spine,
 //!   keep-alives to the leaf, replies to the instance the sender is a
 //!   downstream node of) and a task goes to the instance whose configured
-//!   upstream or clients it comes from (else the pool's one open entry
-//!   instance). RackSched's wire has no pool id (one rack, one application,
+//!   upstream or clients list its sender (else the pool's only open
+//!   instance, or its only open entry point). RackSched's wire has no pool id (one rack, one application,
 //!   OSDI'20 §3.2), so its requests and replies are placed by source alone;
 //!   a source that fits several instances is an `ambiguous_source` drop.
 //! * **Reply routes.** A worker cannot address the client in a reply (no IP
@@ -104,8 +104,8 @@ pub enum RuntimeDrop {
     Inconsistent,
     /// `DecodeError::TrailingBytes`.
     TrailingBytes,
-    /// A datagram of a family this daemon does not serve: RackSched wire at
-    /// a Horus-wire instance, or pull scheduling (served by `pull_switch`).
+    /// A datagram of a family this daemon does not serve: pull scheduling
+    /// (served by `pull_switch`).
     UnsupportedFamily,
     /// No instance of this daemon serves the header's pool.
     UnknownPool,
@@ -845,8 +845,9 @@ impl SwitchDaemon {
                         // Replies pass through on their way to the client; a
                         // spine's data plane has nothing to learn from them,
                         // except the zero-delay feed of ideal baselines.
-                        let rack = inst.cfg.downstream.iter().position(|a| *a == src);
-                        self.oracle_replied(i, rack.unwrap_or(0) as u32, now);
+                        if let Some(rack) = inst.cfg.downstream.iter().position(|a| *a == src) {
+                            self.oracle_replied(i, rack as u32, now);
+                        }
                     }
                 }
                 self.forward_reply(i, data, r.task_id, TX_REPLY);
