@@ -121,7 +121,8 @@ impl Plane {
             | Plane::Jiq(_)
             | Plane::PowK(_)
             | Plane::IdleOnly(_)
-            | Plane::Central(_) => self.control_add(r, out),
+            | Plane::Central(_)
+            | Plane::Jbsq(_) => self.control_add(r, out),
         }
     }
 
@@ -138,7 +139,8 @@ impl Plane {
             | Plane::Jiq(_)
             | Plane::PowK(_)
             | Plane::IdleOnly(_)
-            | Plane::Central(_) => self.control_remove(r, &mut Outbox::new()),
+            | Plane::Central(_)
+            | Plane::Jbsq(_) => self.control_remove(r, &mut Outbox::new()),
         }
     }
 }
