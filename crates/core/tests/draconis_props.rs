@@ -18,7 +18,7 @@ use netsched_core::draconis::sparrow::{
 };
 use netsched_core::draconis::{
     Constraint, Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo,
-    JobSubmission, Recirc, Repair, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
+    JobSubmission, Recirc, Repair, Slot, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -563,10 +563,45 @@ fn dequeued_entry_is_invalidated_and_tagged() {
         Some(10)
     );
     assert!(dp.queue().is_empty(), "the taken entry is marked invalid");
-    // Two laps later the slot of position 0 is reused; a request at a stale
-    // position never takes an entry of another lap.
-    let acts = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
-    assert!(matches!(acts[0], DraconisAction::NoOp { .. }));
+    assert_eq!(dp.queue().pointers(0), (1, 1, Default::default()));
+    // The next request is at position 1 (slot 1). Plant valid entries of
+    // other laps in slot 1: position 3 (the next lap) and position
+    // 1 - 2 = u32::MAX (the previous lap, across the 2^32 wrap). Neither may
+    // be taken by the request at position 1: valid is not enough, the tag
+    // must be 1. No packet sequence reaches this state (the property tests
+    // pass without the tag check), so the control plane writes it.
+    for (stale_pos, id) in [(3u32, 77u64), (u32::MAX, 78)] {
+        let mut dp = dp.clone();
+        let stale = Slot {
+            pos: stale_pos,
+            ..Slot::new(TaskInfo::new(id), 1)
+        };
+        dp.queue_mut().control_write_entry(0, 1, stale);
+        let acts = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+        assert_eq!(
+            acts,
+            vec![DraconisAction::NoOp { executor: 0 }],
+            "the entry tagged {stale_pos} was taken at position 1"
+        );
+        assert_eq!(
+            dp.queue().contents(0),
+            vec![stale],
+            "a rejected entry is left as it was"
+        );
+        // The next submission lands at position 1 (after the retrieve
+        // repair the empty-queue request made necessary) and overwrites the
+        // stale cell: it is the task a request gets, and the stale one is
+        // never assigned.
+        let acts = feed(&mut dp, job(1, 1, &[TaskInfo::new(11)]));
+        for r in repairs(&acts) {
+            feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(r)));
+        }
+        assert_eq!(
+            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            Some(11)
+        );
+        assert!(dp.queue().is_empty());
+    }
 }
 
 #[test]
