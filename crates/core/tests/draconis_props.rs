@@ -87,8 +87,8 @@ struct Coverage {
     /// Task requests (or a priority walk's next level) arriving while the
     /// level's retrieve repair is in flight (§4.7.2).
     requests_during_retrieve_repair: u64,
-    /// Submissions (or a hand returning to the tail) arriving while the
-    /// level's add repair is in flight.
+    /// Submission passes arriving while their level's add repair is in
+    /// flight (refused, even if a request freed room meanwhile).
     inserts_during_add_repair: u64,
     error_packets: u64,
     /// Requests answered with a no-op while the queue held nothing.
@@ -199,7 +199,11 @@ impl Harness {
                 cov.requests_during_retrieve_repair += 1;
             }
         }
-        if let Some(t) = self.inserting(input) {
+        let submitting = matches!(
+            input,
+            DraconisInput::JobSubmission(_) | DraconisInput::Resubmit(Recirc::Submit { .. })
+        );
+        if let Some(t) = self.inserting(input).filter(|_| submitting) {
             let l = self.level_of(&t) as u8;
             if self.dp.queue().pointers(l).2.add.is_some() {
                 self.ledger.coverage.inserts_during_add_repair += 1;
