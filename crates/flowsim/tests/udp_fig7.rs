@@ -12,7 +12,7 @@ fn fig7_fifo_lm_finishes_first_task_before_fair_sharing() {
     let lab = match Lab::new(&format!("fsim{}", std::process::id())) {
         Ok(l) => l,
         Err(LabError::NotPermitted(e)) => {
-            eprintln!("skipping: cannot create network namespaces ({e})");
+            eprintln!("SKIP fig7: cannot create network namespaces ({e}); NETSCHED_REQUIRE_NETNS=1 makes this a failure");
             return;
         }
         Err(e) => panic!("{e}"),
