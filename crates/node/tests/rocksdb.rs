@@ -112,8 +112,15 @@ fn rocksdb_tasks_fail_with_a_reason_on_a_worker_without_database() {
     );
 }
 
-/// Sends one RocksDB task as a Horus TaskFirst from `from`.
-fn send_task(from: &std::net::UdpSocket, to: std::net::SocketAddr, seq: u32, kind: TaskKind) {
+/// Sends one task as a Horus TaskFirst from `from`: a RocksDB request, or
+/// (`TaskKind::Synthetic`) a timer task of `service_ns`.
+fn send_task(
+    from: &std::net::UdpSocket,
+    to: std::net::SocketAddr,
+    seq: u32,
+    kind: TaskKind,
+    service_ns: u64,
+) {
     let mut payload = [0u8; ROCKS_PAYLOAD_LEN];
     let n = kind.encode(&mut payload);
     let msg = Message::Horus(HorusMessage {
@@ -126,7 +133,7 @@ fn send_task(from: &std::net::UdpSocket, to: std::net::SocketAddr, seq: u32, kin
             is_last: true,
             idle_selected: false,
             class: 0,
-            service_time_ns: 0,
+            service_time_ns: service_ns,
             payload: &payload[..n],
         }),
     });
@@ -135,27 +142,33 @@ fn send_task(from: &std::net::UdpSocket, to: std::net::SocketAddr, seq: u32, kin
     from.send_to(&buf[..len], to).unwrap();
 }
 
-/// Replies in arrival order: (task seq, objects read, digest hash).
+/// Reads `n` replies; returns those to RocksDB tasks in arrival order:
+/// (task seq, objects read, digest hash). Synthetic tasks' (empty payload)
+/// are left out.
 fn replies(s: &std::net::UdpSocket, n: usize) -> Vec<(u32, u64, u64)> {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut buf = [0u8; 2048];
-    (0..n)
-        .map(|_| {
-            let len = s.recv(&mut buf).expect("a reply within 5 s");
-            let Ok(Message::Horus(HorusMessage {
-                body: HorusBody::Reply(r),
-                ..
-            })) = Message::decode(&buf[..len])
-            else {
-                panic!("not a reply");
-            };
-            assert_eq!(r.status, ReplyStatus::Ok);
-            assert_eq!(r.payload.len(), 16, "a RocksDB result: objects, hash");
-            let objects = u64::from_be_bytes(r.payload[..8].try_into().unwrap());
-            let hash = u64::from_be_bytes(r.payload[8..].try_into().unwrap());
-            (task_id::seq(r.task_id), objects, hash)
-        })
-        .collect()
+    std::iter::repeat_with(|| {
+        let len = s.recv(&mut buf).expect("a reply within 5 s");
+        let Ok(Message::Horus(HorusMessage {
+            body: HorusBody::Reply(r),
+            ..
+        })) = Message::decode(&buf[..len])
+        else {
+            panic!("not a reply");
+        };
+        assert_eq!(r.status, ReplyStatus::Ok);
+        if r.payload.is_empty() {
+            return None;
+        }
+        assert_eq!(r.payload.len(), 16, "a RocksDB result: objects, hash");
+        let objects = u64::from_be_bytes(r.payload[..8].try_into().unwrap());
+        let hash = u64::from_be_bytes(r.payload[8..].try_into().unwrap());
+        Some((task_id::seq(r.task_id), objects, hash))
+    })
+    .take(n)
+    .flatten()
+    .collect()
 }
 
 /// RackSched §4 (Shinjuku): a request running longer than 250 µs is
@@ -197,11 +210,15 @@ fn a_scan_is_preempted_at_250_us_and_gets_behind_it_finish_first() {
     let mut seen = Vec::new();
     for w in [&preempting, &whole] {
         let c = sock();
-        send_task(&c, w.addrs()[0], 0, scan);
+        // A 20 ms timer task first, so the SCAN and the GETs are all queued
+        // before the SCAN starts even if this thread loses its core between
+        // sends (2 shared cores). Preempted too, it only interleaves.
+        send_task(&c, w.addrs()[0], 99, TaskKind::Synthetic, 20_000_000);
+        send_task(&c, w.addrs()[0], 0, scan, 0);
         for i in 1..=3 {
-            send_task(&c, w.addrs()[0], i, get(i));
+            send_task(&c, w.addrs()[0], i, get(i), 0);
         }
-        seen.push(replies(&c, 4));
+        seen.push(replies(&c, 5));
     }
     let (p_reg, w_reg) = (preempting.registry(), whole.registry());
     stop.store(true, Ordering::Relaxed);
@@ -211,7 +228,8 @@ fn a_scan_is_preempted_at_250_us_and_gets_behind_it_finish_first() {
     // Run to completion: FIFO, the GETs wait for the whole SCAN.
     assert_eq!(order(&seen[1]), vec![0, 1, 2, 3]);
     assert_eq!(w_reg.sum("netsched_worker_preemptions_total"), 0);
-    let scan_ns = w_reg.sum("netsched_worker_busy_ns_total");
+    assert_eq!(p_reg.sum("netsched_worker_tasks_total"), 5);
+    let scan_ns = w_reg.sum("netsched_worker_busy_ns_total") - 20_000_000;
     // GET 60 ≈ 40-50 µs, SCAN 5000 ≈ 0.7-0.9 ms on this machine.
     assert!(
         scan_ns > 500_000,
@@ -221,12 +239,13 @@ fn a_scan_is_preempted_at_250_us_and_gets_behind_it_finish_first() {
     // Preempted: the SCAN's first slice ends at 250 µs, the GETs (≈ 40 µs
     // each) run, then the SCAN's remaining slices.
     let p = &seen[0];
+    // The timer task's 80 slices are preemptions too.
+    let slices = p_reg.sum("netsched_worker_preemptions_total") - 79;
     assert_eq!(
         order(p).last(),
         Some(&0),
-        "GETs finish before the SCAN: {p:?}"
+        "GETs finish before the SCAN ({slices} slices): {p:?}"
     );
-    let slices = p_reg.sum("netsched_worker_preemptions_total") + 1;
     assert!(
         slices >= min_slices,
         "a SCAN of 5,000 objects runs in several slices ({slices}, {scan_ns} ns busy)"
