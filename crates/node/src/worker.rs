@@ -46,6 +46,7 @@ use netsched_proto::{
 };
 
 use crate::config::WorkerConfig;
+use crate::fault::{Fault, FaultCounters};
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
 use crate::tasks::{RocksStore, ScanDigest, Slice, TaskKind};
@@ -90,6 +91,7 @@ struct NodeSlots {
     failed: Slot,
     fragments: Slot,
     objects: Slot,
+    fault_drops: FaultCounters,
 }
 
 /// A running worker process: its executor threads.
@@ -119,6 +121,8 @@ struct Node {
     state: Mutex<Shared>,
     /// Signalled when the queue gains a task (idle executors wait on it).
     cv: Condvar,
+    /// Time zero of the fault injector's `until_ms`.
+    started: Instant,
 }
 
 struct Shared {
@@ -129,6 +133,8 @@ struct Shared {
     poller: bool,
     next_beat: Instant,
     rx: Vec<u8>,
+    /// Injected loss of received datagrams (leaf → worker).
+    fault: Fault,
 }
 
 fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
@@ -185,6 +191,7 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
             c,
             l,
         ),
+        fault_drops: FaultCounters::register(reg, l),
     }
 }
 
@@ -256,8 +263,10 @@ impl Worker {
                     poller: false,
                     next_beat: Instant::now(),
                     rx: vec![0u8; 2048],
+                    fault: Fault::new(&cfg.fault.for_stream(u64::from(cfg.first_id) + i as u64)),
                 }),
                 cv: Condvar::new(),
+                started: Instant::now(),
             });
             for e in 0..cfg.executors {
                 let node = node.clone();
@@ -420,6 +429,10 @@ impl Node {
     fn drain(&self, st: &mut Shared, tx: &mut [u8]) {
         let mut rx = std::mem::take(&mut st.rx);
         while let Ok(Some((n, src))) = net::try_recv(&self.sock, &mut rx) {
+            if st.fault.drop_now(self.started.elapsed().as_nanos() as u64) {
+                self.slots.fault_drops.count(&self.registry, &rx[..n]);
+                continue;
+            }
             let Some((task, last)) = parse_task(&rx[..n], src) else {
                 self.registry.inc(self.slots.invalid);
                 continue;
