@@ -367,6 +367,15 @@ impl Client {
             None => None,
         };
         let mut topology_updates = 0u64;
+        if let Some(w) = &watch {
+            // Learn the spines before the first send (the clock starts
+            // after); without an answer the configured targets serve.
+            if w.wait_first(Duration::from_secs(2)) {
+                if let Some(v) = w.take_update() {
+                    topology_updates += spines.replace(v) as u64;
+                }
+            }
+        }
         let window = cfg.duration_ms * 1_000_000;
         let timeout = cfg.timeout_ms * 1_000_000;
         let peak = cfg.schedule.iter().map(|s| s.rate).fold(cfg.rate, f64::max);
@@ -659,6 +668,19 @@ impl SpineWatch {
             stop,
             thread: Some(thread),
         })
+    }
+
+    /// Waits up to `limit` for the controller's first answer, so a client
+    /// does not start submitting to a spine that is already known dead.
+    pub fn wait_first(&self, limit: Duration) -> bool {
+        let t = Instant::now();
+        while self.version.load(Ordering::Acquire) == 0 {
+            if t.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
     }
 
     /// The newest answer not yet taken.

@@ -12,7 +12,10 @@
 //! test panics.
 //!
 //! Requires root (`ip netns add`); [`Lab::new`] returns `Err(Skip)` when it
-//! is not permitted, so tests can skip with a message instead of failing.
+//! is not permitted, and tests hand that to [`skip`]: a loud SKIP line, or a
+//! failure where namespaces are required (`NETSCHED_REQUIRE_NETNS=1`, e.g.
+//! CI running as root), so a lost permission cannot turn the multi-host
+//! tests into silent passes.
 
 use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr};
@@ -53,6 +56,26 @@ fn ip(args: &[&str]) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
+}
+
+/// Environment variable that turns a skipped namespace test into a failure.
+pub const REQUIRE_NETNS_ENV: &str = "NETSCHED_REQUIRE_NETNS";
+
+/// Whether namespace tests must run here (`NETSCHED_REQUIRE_NETNS=1`).
+pub fn netns_required() -> bool {
+    std::env::var(REQUIRE_NETNS_ENV).is_ok_and(|v| v == "1")
+}
+
+/// A namespace test cannot run (`why`): prints a loud SKIP to stderr, or
+/// panics if [`netns_required`].
+pub fn skip(test: &str, why: &dyn std::fmt::Display) {
+    if netns_required() {
+        panic!("{test}: network namespaces are required ({REQUIRE_NETNS_ENV}=1) but unavailable: {why}");
+    }
+    eprintln!(
+        "\n*** SKIP {test}: network namespaces unavailable ({why}); \
+         this multi-host test did NOT run. Set {REQUIRE_NETNS_ENV}=1 to make this a failure. ***\n"
+    );
 }
 
 /// Distinct names for labs of one process (tests run in parallel).
