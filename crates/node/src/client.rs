@@ -626,6 +626,9 @@ impl Spines {
     }
 }
 
+/// Spine addresses with their weights.
+pub type WeightedSpines = Vec<(SocketAddr, f64)>;
+
 /// A thread polling the controller's `GET /v1/topology` every `poll_ms`
 /// for the live spines of one pool and their weights (the share of live
 /// workers linked to each, Horus §3.2), so a client stops sending to a
@@ -633,7 +636,7 @@ impl Spines {
 /// racks relinked to the survivors. A separate thread, because an HTTP
 /// round trip must not delay the Poisson sender.
 pub struct SpineWatch {
-    latest: Arc<Mutex<Option<Vec<(SocketAddr, f64)>>>>,
+    latest: Arc<Mutex<Option<WeightedSpines>>>,
     /// Bumped on every new answer; the sender reads it with one atomic load.
     version: Arc<AtomicU64>,
     seen: AtomicU64,

@@ -178,7 +178,9 @@ impl ClusterUpConfig {
         if self.racks > 64 || self.workers_per_rack > 64 || self.spines > 8 {
             return Err("at most 64 racks, 64 workers per rack and 8 spines".into());
         }
-        if self.servers_per_rack == 0 || self.workers_per_rack % self.servers_per_rack != 0 {
+        if self.servers_per_rack == 0
+            || !self.workers_per_rack.is_multiple_of(self.servers_per_rack)
+        {
             return Err(format!(
                 "servers_per_rack: must divide workers_per_rack ({}), got {}",
                 self.workers_per_rack, self.servers_per_rack

@@ -95,7 +95,7 @@ impl NginxBenchOpts {
         if self.workers == 0 || self.loads.is_empty() {
             return Err("need at least one worker and one load".into());
         }
-        if self.racksched_executors == 0 || self.workers % self.racksched_executors != 0 {
+        if self.racksched_executors == 0 || !self.workers.is_multiple_of(self.racksched_executors) {
             return Err(format!(
                 "racksched_executors ({}) must divide workers ({})",
                 self.racksched_executors, self.workers
@@ -350,10 +350,13 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     let d_stop = Arc::new(AtomicBool::new(false));
     let mut daemons = Vec::new();
     let mut nginx = None;
+    let backends = Backends {
+        workers: &addrs,
+        racksched_servers: rs_addrs.as_deref().unwrap_or(&addrs),
+    };
     let result = measure(
         opts,
-        &addrs,
-        rs_addrs.as_deref().unwrap_or(&addrs),
+        &backends,
         capacity,
         &mut progress,
         &d_stop,
@@ -373,12 +376,19 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     result
 }
 
+/// The worker nodes setups schedule over.
+struct Backends<'a> {
+    /// Single-executor workers (Horus, nginx, the other daemon policies).
+    workers: &'a [SocketAddr],
+    /// RackSched's servers (the same cores, shared cFCFS queues).
+    racksched_servers: &'a [SocketAddr],
+}
+
 /// Starts the setups' schedulers (kept in `daemons` / `nginx` for the caller
 /// to stop) and runs every round.
 fn measure(
     opts: &NginxBenchOpts,
-    addrs: &[SocketAddr],
-    rs_servers: &[SocketAddr],
+    backends: &Backends,
     capacity: f64,
     progress: &mut impl FnMut(&Row),
     d_stop: &Arc<AtomicBool>,
@@ -389,16 +399,16 @@ fn measure(
     for setup in &opts.setups {
         let t = match setup.as_str() {
             "nginx" => {
-                let n = Nginx::start(&opts.nginx, &opts.stream_module, addrs)?;
+                let n = Nginx::start(&opts.nginx, &opts.stream_module, backends.workers)?;
                 let t = (n.listen, WireFamily::Horus);
                 *nginx = Some(n);
                 t
             }
             policy => {
                 let nodes = if policy == "racksched" {
-                    rs_servers
+                    backends.racksched_servers
                 } else {
-                    addrs
+                    backends.workers
                 };
                 let (a, h) = leaf(policy, nodes, d_stop)?;
                 daemons.push(h);

@@ -292,7 +292,7 @@ impl RocksStore {
                             reached_end = false;
                             break;
                         }
-                        if in_slice % SLICE_CHECK_OBJECTS == 0 && due() {
+                        if in_slice.is_multiple_of(SLICE_CHECK_OBJECTS) && due() {
                             return Ok(Slice::Paused);
                         }
                     }
