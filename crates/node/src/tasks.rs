@@ -282,18 +282,23 @@ impl RocksStore {
                         read += 1;
                         in_slice = in_slice.wrapping_add(1);
                         *count -= 1;
-                        // Resume after the last key read, whatever the key
-                        // space holds: the key itself says where we are.
-                        *key = parse_key(&k)
-                            .ok_or("a key outside the object key space")?
-                            .wrapping_add(1)
-                            % self.keys;
+                        let pause =
+                            *count > 0 && in_slice.is_multiple_of(SLICE_CHECK_OBJECTS) && due();
+                        if *count == 0 || pause {
+                            // Resume after the last key read, whatever the
+                            // key space holds: the key says where we are.
+                            // (Parsed only here, not per object.)
+                            *key = parse_key(&k)
+                                .ok_or("a key outside the object key space")?
+                                .wrapping_add(1)
+                                % self.keys;
+                        }
+                        if pause {
+                            return Ok(Slice::Paused);
+                        }
                         if *count == 0 {
                             reached_end = false;
                             break;
-                        }
-                        if in_slice.is_multiple_of(SLICE_CHECK_OBJECTS) && due() {
-                            return Ok(Slice::Paused);
                         }
                     }
                     if read == 0 && *key == 0 {
@@ -338,8 +343,9 @@ pub enum Slice {
 pub const SLICE_CHECK_OBJECTS: u16 = 32;
 
 /// What a request read, accumulated across its slices: the object count and
-/// an order-sensitive FNV-1a hash of every key and value, so a preempted
-/// SCAN can be checked to read exactly what an unpreempted one reads.
+/// an order-sensitive hash (FNV-1a's step over 8-byte words) of every key
+/// and value, so a preempted SCAN can be checked to read exactly what an
+/// unpreempted one reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScanDigest {
     pub objects: u64,
@@ -356,11 +362,27 @@ impl Default for ScanDigest {
 }
 
 impl ScanDigest {
+    /// Folds in one object, 8 bytes per multiply (FNV-1a's step on words,
+    /// not bytes: a SCAN hashes 5,000 objects, and a per-byte loop would
+    /// add about half a SCAN's own RocksDB time).
     fn add(&mut self, key: &[u8], value: &[u8]) {
         self.objects += 1;
-        for &b in key.iter().chain(value) {
-            self.hash = (self.hash ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        for part in [key, value] {
+            let mut words = part.chunks_exact(8);
+            for w in &mut words {
+                self.mix(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+            }
+            let rest = words.remainder();
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            // The length tells "ab" + "c" from "a" + "bc".
+            self.mix(u64::from_le_bytes(last) ^ ((part.len() as u64) << 56));
         }
+    }
+
+    #[inline]
+    fn mix(&mut self, word: u64) {
+        self.hash = (self.hash ^ word).wrapping_mul(0x0100_0000_01b3);
     }
 }
 

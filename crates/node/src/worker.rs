@@ -15,7 +15,7 @@
 //! keeps its remaining time; a RocksDB GET/SCAN keeps its resume key and
 //! remaining object count and re-seeks its iterator when it runs again
 //! ([`RocksStore::run_slice`]). A completed RocksDB task's reply carries
-//! what it read: objects (u64) and an FNV-1a hash of keys and values (u64),
+//! what it read: objects (u64) and a hash (FNV-1a step on 8-byte words) of keys and values (u64),
 //! big-endian ([`ScanDigest`]).
 //!
 //! Task kinds (crate::tasks): synthetic (the service time the packet carries,
