@@ -29,6 +29,9 @@
 //! moves them into the queue before it reports a length, so the report
 //! counts them.
 //!
+//! `fault` drops received datagrams at a seeded rate (the leaf → worker
+//! link's loss in failure tests, crate::fault), counted by message type.
+//!
 //! Multi-packet tasks (Horus §A.4, RackSched REQR): schedulers keep every
 //! packet of a task on one node; the task runs when its last packet arrives.
 //! Earlier packets are only counted.
