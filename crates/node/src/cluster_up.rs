@@ -482,6 +482,12 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, String>
         c += &format!("rocksdb_keys = {}\n", cfg.rocksdb_keys);
     }
     c += &service;
+    // The client follows the controller's live spines and weights (Horus
+    // §3.2), as in a deployment; `targets` above serve until its first answer.
+    c += &format!(
+        "\n[controller]\nadmin = \"{}\"\ntoken = \"{token}\"\npoll_ms = 100\n",
+        lo(ports.admin())
+    );
     let client = write(dir, "client.toml", c)?;
     Ok(Plan {
         daemons,
@@ -1187,6 +1193,9 @@ mod tests {
         let cal = crate::config::ClientConfig::from_toml(&calibration_client(&main, &cfg)).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_ne!(cal.app_id, main_cfg.app_id, "replies must not mix");
+        let link = main_cfg.controller.as_ref().expect("follows the controller");
+        assert_eq!(link.admin.port(), cfg.base_port + 1);
+        assert_eq!(link.token().unwrap(), p.token);
         assert_eq!(cal.targets.len(), main_cfg.targets.len());
         assert_eq!(cal.targets[0].addr, main_cfg.targets[0].addr);
         // 400/s of 50 µs on 4 workers: load 0.5 %.
