@@ -1193,7 +1193,10 @@ mod tests {
         let cal = crate::config::ClientConfig::from_toml(&calibration_client(&main, &cfg)).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_ne!(cal.app_id, main_cfg.app_id, "replies must not mix");
-        let link = main_cfg.controller.as_ref().expect("follows the controller");
+        let link = main_cfg
+            .controller
+            .as_ref()
+            .expect("follows the controller");
         assert_eq!(link.admin.port(), cfg.base_port + 1);
         assert_eq!(link.token().unwrap(), p.token);
         assert_eq!(cal.targets.len(), main_cfg.targets.len());
