@@ -7,15 +7,18 @@
 //! are SIGKILLed (no shutdown path runs); the cluster keeps serving with
 //! what remains and the client accounts for every task.
 //!
-//! `crates/node/tests/netns_failures.rs` covers the other failures (cut
-//! link, controller restart, 1 % loss, admin changes) with daemons as
-//! threads. Needs root for `ip netns`; skipped with a message otherwise.
+//! The controller process is SIGKILLed and restarted from its state file
+//! while a client runs. `crates/node/tests/netns_failures.rs` covers the
+//! other failures (cut link, 1 % loss on every link, a killed spine,
+//! admin changes) with daemons as threads. Needs root for `ip netns`;
+//! skipped with a loud message otherwise, failed with
+//! `NETSCHED_REQUIRE_NETNS=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use netsched_node::netns::{Host, Lab, LabError};
+use netsched_node::netns::{self, Host, Lab, LabError};
 
 const TOKEN: &str = "netns-process-token";
 
@@ -150,98 +153,154 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn killed_worker_and_leaf_processes_are_survived() {
-    let mut lab = match Lab::new("proc") {
-        Ok(l) => l,
-        Err(LabError::Skip(why)) => {
-            eprintln!("SKIP killed_worker_and_leaf_processes_are_survived: {why}");
-            return;
-        }
-        Err(LabError::Failed(e)) => panic!("{e}"),
-    };
-    let ctl = lab.host("ctl").unwrap();
-    let spine = lab.host("spine").unwrap();
-    let racks = [lab.host("rack").unwrap(), lab.host("rack").unwrap()];
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("netsched-netns-proc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let ctl_udp = ctl.at(7000);
-    let spine_addr = spine.at(7100);
-    let leaves: Vec<String> = racks.iter().map(|r| r.at(7101)).collect();
-    let workers = |r: usize| [racks[r].at(7201), racks[r].at(7202)];
-    let mut procs = Procs(Vec::new());
+/// The cluster of both tests: controller (+ client) namespace, spine
+/// namespace, two rack namespaces each with a leaf daemon and two worker
+/// agent processes; every daemon a `netsched` process.
+struct Cluster {
+    // Field order is drop order: processes die before their namespaces go.
+    procs: Procs,
+    _lab: Lab,
+    ctl: Host,
+    dir: PathBuf,
+    spine_addr: String,
+}
 
-    let mut c = format!(
-        "listen = \"{ctl_udp}\"\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\nstate = \"{}\"\n\
-         daemon_timeout_ms = 500\n\n[[pool]]\nid = 1\nspines = [\"{spine_addr}\"]\n",
-        ctl.at(7080),
-        dir.join("state.json").display()
-    );
-    for (r, leaf) in leaves.iter().enumerate() {
-        let [a, b] = workers(r);
-        c += &format!("\n[[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [\"{a}\", \"{b}\"]\n");
-    }
-    let p = write(&dir, "controller.toml", c);
-    procs.start("controller", &ctl, &["controller", "-c", &p], &dir);
-    let p = write(
-        &dir,
-        "spine.toml",
-        format!(
-            "listen = \"{spine_addr}\"\ncontroller = \"{ctl_udp}\"\nstatus_ms = 50\nseed = 1\n\n\
-             [[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"horus\"\n\
-             downstream = [\"{}\", \"{}\"]\nrack_workers = [2, 2]\n",
-            leaves[0], leaves[1]
-        ),
-    );
-    procs.start("spine", &spine, &["switch", "-c", &p], &dir);
-    for (r, host) in racks.iter().enumerate() {
-        let [a, b] = workers(r);
+impl Cluster {
+    fn start(test: &str, tag: &str) -> Option<Cluster> {
+        let mut lab = match Lab::new(tag) {
+            Ok(l) => l,
+            Err(LabError::Skip(why)) => {
+                netns::skip(test, &why);
+                return None;
+            }
+            Err(LabError::Failed(e)) => panic!("{e}"),
+        };
+        let ctl = lab.host("ctl").unwrap();
+        let spine = lab.host("spine").unwrap();
+        let racks = [lab.host("rack").unwrap(), lab.host("rack").unwrap()];
+        let dir: PathBuf =
+            std::env::temp_dir().join(format!("netsched-netns-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ctl_udp = ctl.at(7000);
+        let spine_addr = spine.at(7100);
+        let leaves: Vec<String> = racks.iter().map(|r| r.at(7101)).collect();
+        let workers = |r: usize| [racks[r].at(7201), racks[r].at(7202)];
+        let mut procs = Procs(Vec::new());
+
+        let mut c = format!(
+            "listen = \"{ctl_udp}\"\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\nstate = \"{}\"\n\
+             daemon_timeout_ms = 500\n\n[[pool]]\nid = 1\nspines = [\"{spine_addr}\"]\n",
+            ctl.at(7080),
+            dir.join("state.json").display()
+        );
+        for (r, leaf) in leaves.iter().enumerate() {
+            let [a, b] = workers(r);
+            c += &format!("\n[[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [\"{a}\", \"{b}\"]\n");
+        }
+        let p = write(&dir, "controller.toml", c);
+        procs.start("controller", &ctl, &["controller", "-c", &p], &dir);
         let p = write(
             &dir,
-            &format!("leaf{r}.toml"),
+            "spine.toml",
             format!(
-                "listen = \"{}\"\ncontroller = \"{ctl_udp}\"\nstatus_ms = 50\nseed = {}\n\n\
-                 [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\nrack = {r}\n\
-                 upstream = [\"{spine_addr}\"]\ndownstream = [\"{a}\", \"{b}\"]\n\
-                 heartbeat_timeout_ms = 250\n",
-                leaves[r],
-                2 + r
+                "listen = \"{spine_addr}\"\ncontroller = \"{ctl_udp}\"\nstatus_ms = 50\nseed = 1\n\n\
+                 [[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"horus\"\n\
+                 downstream = [\"{}\", \"{}\"]\nrack_workers = [2, 2]\n",
+                leaves[0], leaves[1]
             ),
         );
-        procs.start(&format!("leaf{r}"), host, &["switch", "-c", &p], &dir);
-        for (i, w) in [a, b].iter().enumerate() {
+        procs.start("spine", &spine, &["switch", "-c", &p], &dir);
+        for (r, host) in racks.iter().enumerate() {
+            let [a, b] = workers(r);
             let p = write(
                 &dir,
-                &format!("worker{r}{i}.toml"),
+                &format!("leaf{r}.toml"),
                 format!(
-                    "listen = [\"{w}\"]\nfirst_id = {i}\nleaf = \"{}\"\npool = 1\nheartbeat_ms = 50\n",
-                    leaves[r]
+                    "listen = \"{}\"\ncontroller = \"{ctl_udp}\"\nstatus_ms = 50\nseed = {}\n\n\
+                     [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\nrack = {r}\n\
+                     upstream = [\"{spine_addr}\"]\ndownstream = [\"{a}\", \"{b}\"]\n\
+                     heartbeat_timeout_ms = 250\n",
+                    leaves[r],
+                    2 + r
                 ),
             );
-            procs.start(&format!("worker{r}{i}"), host, &["worker", "-c", &p], &dir);
+            procs.start(&format!("leaf{r}"), host, &["switch", "-c", &p], &dir);
+            for (i, w) in [a, b].iter().enumerate() {
+                let p = write(
+                    &dir,
+                    &format!("worker{r}{i}.toml"),
+                    format!(
+                        "listen = [\"{w}\"]\nfirst_id = {i}\nleaf = \"{}\"\npool = 1\nheartbeat_ms = 50\n",
+                        leaves[r]
+                    ),
+                );
+                procs.start(&format!("worker{r}{i}"), host, &["worker", "-c", &p], &dir);
+            }
         }
+        let mut c = Cluster {
+            procs,
+            _lab: lab,
+            ctl,
+            dir,
+            spine_addr,
+        };
+        c.wait_all_live("every daemon up", Duration::from_secs(15));
+        Some(c)
     }
-    // Ready: the controller heard every leaf and every worker is live.
-    wait_for("every daemon up", Duration::from_secs(15), || {
-        procs.all_running().unwrap();
-        topology(&ctl).is_some_and(|t| {
-            t["pools"][0]["racks"].as_array().is_some_and(|rs| {
-                rs.iter()
-                    .all(|r| r["alive"] == true && r["live_workers"] == 2)
+
+    /// Waits until the controller has heard every leaf and sees every
+    /// worker live.
+    fn wait_all_live(&mut self, what: &str, limit: Duration) {
+        let ctl = self.ctl.clone();
+        let procs = &mut self.procs;
+        wait_for(what, limit, || {
+            procs.all_running().unwrap();
+            topology(&ctl).is_some_and(|t| {
+                t["pools"][0]["racks"].as_array().is_some_and(|rs| {
+                    rs.iter()
+                        .all(|r| r["alive"] == true && r["live_workers"] == 2)
+                })
             })
-        })
-    });
+        });
+    }
+
+    /// A client process in the controller's namespace, on its own thread.
+    fn client(
+        &self,
+        name: &str,
+        app: u32,
+        timeout_ms: u64,
+    ) -> std::thread::JoinHandle<serde_json::Value> {
+        let (ctl, dir, spine, name) = (
+            self.ctl.clone(),
+            self.dir.clone(),
+            self.spine_addr.clone(),
+            name.to_string(),
+        );
+        std::thread::spawn(move || client(&ctl, &dir, &name, &spine, app, timeout_ms))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn killed_worker_and_leaf_processes_are_survived() {
+    let Some(mut cl) = Cluster::start("killed_worker_and_leaf_processes_are_survived", "proc")
+    else {
+        return;
+    };
+    let ctl = cl.ctl.clone();
 
     // A worker process dies mid-run: its queued tasks are lost, the leaf
     // times it out from missing heartbeats (250 ms) and stops choosing it.
-    let run = {
-        let (ctl, dir, spine_addr) = (ctl.clone(), dir.clone(), spine_addr.clone());
-        std::thread::spawn(move || client(&ctl, &dir, "client1", &spine_addr, 1, 300))
-    };
+    let run = cl.client("client1", 1, 300);
     std::thread::sleep(Duration::from_millis(1000));
-    procs.kill("worker01");
+    cl.procs.kill("worker01");
     let r1 = run.join().unwrap();
     eprintln!("after the worker kill: {r1}");
     assert_eq!(
@@ -263,7 +322,7 @@ fn killed_worker_and_leaf_processes_are_survived() {
     // A leaf scheduler process dies: the controller drops its rack at the
     // spine (Horus §A.3), and the next run is served by rack 0's live worker
     // alone, every task completed.
-    procs.kill("leaf1");
+    cl.procs.kill("leaf1");
     wait_for(
         "the controller to drop rack 1",
         Duration::from_secs(5),
@@ -274,10 +333,10 @@ fn killed_worker_and_leaf_processes_are_survived() {
             })
         },
     );
-    procs
+    cl.procs
         .all_running()
         .unwrap_or_else(|e| panic!("a survivor died: {e}"));
-    let r2 = client(&ctl, &dir, "client2", &spine_addr, 2, 3000);
+    let r2 = cl.client("client2", 2, 3000).join().unwrap();
     eprintln!("after the leaf kill: {r2}");
     assert!(n(&r2, "submitted") > 2000);
     assert_eq!(
@@ -285,7 +344,85 @@ fn killed_worker_and_leaf_processes_are_survived() {
         n(&r2, "submitted"),
         "every task completed on what remains: {r2}"
     );
-    drop(procs);
-    drop(lab);
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Horus §3.2/§A.3: the controller is not on the data path and restarts
+/// from its state. The controller *process* is SIGKILLed mid-run (no
+/// shutdown path runs), the cluster keeps serving every task without it,
+/// and a new controller process started from the same config and state
+/// file keeps the admin change made before the crash and re-learns every
+/// daemon from their status reports.
+#[test]
+fn a_sigkilled_controller_process_restarts_from_its_state_file() {
+    let Some(mut cl) = Cluster::start(
+        "a_sigkilled_controller_process_restarts_from_its_state_file",
+        "ctlr",
+    ) else {
+        return;
+    };
+    let ctl = cl.ctl.clone();
+    let admin = ctl.at(7080).parse().unwrap();
+    let call = move |method: &'static str, path: String| {
+        ctl.run(move || {
+            netsched_node::controller::http(admin, method, &path, Some(TOKEN), None).unwrap()
+        })
+        .unwrap()
+    };
+    // An admin change the state file must keep: worker 1 of rack 1 removed.
+    let t = topology(&cl.ctl).unwrap();
+    let id = t["pools"][0]["racks"][1]["workers"][1]["id"]
+        .as_u64()
+        .unwrap();
+    let (code, body) = call("DELETE", format!("/v1/workers/{id}"));
+    assert_eq!(code, 200, "{body}");
+    wait_for(
+        "rack 1 at 1 worker at the spine",
+        Duration::from_secs(5),
+        || topology(&cl.ctl).is_some_and(|t| t["pools"][0]["spines"][0]["rack_workers"][1] == 1),
+    );
+    let run = cl.client("client1", 1, 1000);
+    std::thread::sleep(Duration::from_millis(700));
+    cl.procs.kill("controller");
+    assert!(topology(&cl.ctl).is_none(), "the controller is gone");
+    // Down for a second: longer than daemon_timeout_ms, so the daemons'
+    // grace period after the restart is what keeps them admitted.
+    std::thread::sleep(Duration::from_millis(1000));
+    let cfg = cl
+        .dir
+        .join("controller.toml")
+        .to_string_lossy()
+        .into_owned();
+    let (ctl, dir) = (cl.ctl.clone(), cl.dir.clone());
+    cl.procs
+        .start("controller", &ctl, &["controller", "-c", &cfg], &dir);
+    let r = run.join().unwrap();
+    eprintln!("across the controller crash and restart: {r}");
+    assert!(n(&r, "submitted") > 2000);
+    assert_eq!(
+        n(&r, "completed"),
+        n(&r, "submitted"),
+        "the data path does not need the controller: {r}"
+    );
+    // The new controller: the removal survived, every daemon re-learned.
+    wait_for(
+        "the restarted controller to re-learn the cluster",
+        Duration::from_secs(10),
+        || {
+            topology(&cl.ctl).is_some_and(|t| {
+                let p = &t["pools"][0];
+                p["racks"][1]["workers"][1]["removed"] == true
+                    && p["racks"][0]["alive"] == true
+                    && p["racks"][1]["alive"] == true
+                    && p["racks"][0]["live_workers"] == 2
+                    && p["spines"][0]["alive"] == true
+                    && p["spines"][0]["admitted"] == serde_json::json!([true, true])
+                    && p["spines"][0]["rack_workers"] == serde_json::json!([2, 1])
+            })
+        },
+    );
+    cl.procs
+        .all_running()
+        .unwrap_or_else(|e| panic!("a daemon died: {e}"));
+    let r2 = cl.client("client2", 2, 1000).join().unwrap();
+    assert_eq!(n(&r2, "completed"), n(&r2, "submitted"), "{r2}");
 }

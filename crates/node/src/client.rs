@@ -10,11 +10,15 @@
 //! Options: a piecewise-constant rate schedule, multi-packet tasks
 //! (`packets`), resubmission of timed-out tasks with the same id
 //! (`retries`), and several sender threads (`threads`, one socket and app id
-//! each, reports merged).
+//! each, reports merged), injected loss of received replies (`fault`), and
+//! spines learned from the controller (`controller`, [`SpineWatch`]).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -25,7 +29,8 @@ use netsched_proto::{
 };
 use netsched_sim::workload::ServiceSampler;
 
-use crate::config::{ClientConfig, RateStep, WireFamily};
+use crate::config::{ClientConfig, ControllerLink, RateStep, WireFamily};
+use crate::fault::Fault;
 use crate::net;
 use crate::tasks::{TaskKind, GET_OBJECTS, ROCKS_PAYLOAD_LEN, SCAN_OBJECTS};
 use crate::worker::RS_FAILED_CLASS;
@@ -60,6 +65,10 @@ pub struct ClientReport {
     pub send_window_ns: u64,
     /// Largest lag of an actual send behind its intended time, ns.
     pub max_send_lag_ns: u64,
+    /// Replies dropped by the client's own fault injection (`fault`).
+    pub fault_dropped: u64,
+    /// Spine sets learned from the controller that changed the targets.
+    pub topology_updates: u64,
 }
 
 impl ClientReport {
@@ -84,6 +93,8 @@ impl ClientReport {
             .expect("histograms with the same bounds");
         self.send_window_ns = self.send_window_ns.max(o.send_window_ns);
         self.max_send_lag_ns = self.max_send_lag_ns.max(o.max_send_lag_ns);
+        self.fault_dropped += o.fault_dropped;
+        self.topology_updates += o.topology_updates;
     }
 
     /// Every submitted task is accounted for exactly once.
@@ -107,6 +118,7 @@ impl ClientReport {
              \"resubmitted\": {}, \"late_replies\": {}, \"duplicate_replies\": {}, \"unknown_replies\": {}, \
              \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"p999_us\": {:.3}, \"max_us\": {:.3}, \
              \"mean_us\": {:.3}, \"send_window_ns\": {}, \"max_send_lag_ns\": {}, \
+             \"fault_dropped\": {}, \"topology_updates\": {}, \
              \"histogram\": \"hdr, 3 significant digits\"}}",
             self.submitted,
             self.completed,
@@ -123,6 +135,8 @@ impl ClientReport {
             self.latency.mean() / 1e3,
             self.send_window_ns,
             self.max_send_lag_ns,
+            self.fault_dropped,
+            self.topology_updates,
         )
     }
 
@@ -136,7 +150,7 @@ impl ClientReport {
         format!(
             "submitted={} completed={} failed={} [{}] timed_out={} resubmitted={} late={} dup={} unknown={} \
              p50_us={:.1} p99_us={:.1} p999_us={:.1} max_us={:.1} mean_us={:.1} \
-             rate_achieved={:.0}/s max_send_lag_us={:.1}",
+             rate_achieved={:.0}/s max_send_lag_us={:.1} fault_dropped={} topology_updates={}",
             self.submitted,
             self.completed,
             self.failed_total(),
@@ -153,6 +167,8 @@ impl ClientReport {
             self.latency.mean() / 1e3,
             self.submitted as f64 / (self.send_window_ns.max(1) as f64 / 1e9),
             self.max_send_lag_ns as f64 / 1e3,
+            self.fault_dropped,
+            self.topology_updates,
         )
     }
 }
@@ -320,9 +336,7 @@ impl Client {
             }
         };
         let n = msg.encode(tx).expect("task fits a datagram");
-        self.sock
-            .send_to(&tx[..n], cfg.targets[spec.target as usize].addr)
-            .is_ok()
+        self.sock.send_to(&tx[..n], spec.target).is_ok()
     }
 
     /// Sends every packet of a task; false if any send failed.
@@ -336,15 +350,32 @@ impl Client {
         let mut service_rng = Rng::derive(cfg.seed, 2);
         let mut route_rng = Rng::derive(cfg.seed, 3);
         let mut key_rng = Rng::derive(cfg.seed, 4);
-        let total_w: f64 = cfg.targets.iter().map(|t| t.weight).sum();
-        let cum: Vec<f64> = cfg
-            .targets
-            .iter()
-            .scan(0.0, |acc, t| {
-                *acc += t.weight / total_w;
-                Some(*acc)
-            })
-            .collect();
+        let mut resend_route_rng = Rng::derive(cfg.seed, 5);
+        let mut fault = Fault::new(&cfg.fault.for_stream(u64::from(cfg.app_id)));
+        let mut fault_dropped = 0u64;
+        let mut spines = Spines::new(cfg.targets.iter().map(|t| (t.addr, t.weight)).collect());
+        let watch = match &cfg.controller {
+            // The token was checked by `validate`; only a failed thread
+            // spawn lands here, and the configured targets still serve.
+            Some(link) => match SpineWatch::start(link, cfg.pool) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    crate::metrics::log("warn", "client", "no spine watch", &[("error", &e)]);
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut topology_updates = 0u64;
+        if let Some(w) = &watch {
+            // Learn the spines before the first send (the clock starts
+            // after); without an answer the configured targets serve.
+            if w.wait_first(Duration::from_secs(2)) {
+                if let Some(v) = w.take_update() {
+                    topology_updates += spines.replace(v) as u64;
+                }
+            }
+        }
         let window = cfg.duration_ms * 1_000_000;
         let timeout = cfg.timeout_ms * 1_000_000;
         let peak = cfg.schedule.iter().map(|s| s.rate).fold(cfg.rate, f64::max);
@@ -375,8 +406,7 @@ impl Client {
             while next_at < window && next_at <= now {
                 let seq = intended.len() as u32;
                 let (service_ns, class) = self.sampler.sample(&mut service_rng);
-                let u = route_rng.unit();
-                let target = cum.iter().position(|&c| u < c).unwrap_or(cum.len() - 1) as u16;
+                let target = spines.pick(&mut route_rng);
                 // RocksDB tasks: the class picks GET or SCAN (RackSched §4.4);
                 // the work is the request itself, not a carried time.
                 let spec = if cfg.rocksdb_keys > 0 {
@@ -423,6 +453,10 @@ impl Client {
             // Replies.
             while let Ok(Some((n, _))) = net::try_recv(&self.sock, &mut rx) {
                 let at = ns();
+                if fault.drop_now(at) {
+                    fault_dropped += 1;
+                    continue;
+                }
                 let r = match Message::decode(&rx[..n]) {
                     Ok(Message::Horus(HorusMessage {
                         body: HorusBody::Reply(r),
@@ -489,6 +523,8 @@ impl Client {
                 if cfg.retries > 0 && specs[i].1 < cfg.retries {
                     specs[i].1 += 1;
                     resubmitted += 1;
+                    // Through a spine live now: the first may have died.
+                    specs[i].0.target = spines.pick(&mut resend_route_rng);
                     let spec = specs[i].0;
                     // A failed resend leaves the task pending until its
                     // next deadline, like a lost datagram.
@@ -497,6 +533,13 @@ impl Client {
                 } else {
                     state[i] = State::TimedOut;
                     timed_out += 1;
+                }
+            }
+            if let Some(w) = &watch {
+                if let Some(v) = w.take_update() {
+                    if spines.replace(v) {
+                        topology_updates += 1;
+                    }
                 }
             }
             if next_at >= window && deadlines.is_empty() {
@@ -530,7 +573,207 @@ impl Client {
             latency: hist,
             send_window_ns: window.min(ns()),
             max_send_lag_ns: max_lag,
+            fault_dropped,
+            topology_updates,
         }
+    }
+}
+
+/// The spines a client submits to, weighted (Horus §3.2).
+struct Spines {
+    addrs: Vec<SocketAddr>,
+    /// Cumulative normalized weights.
+    cum: Vec<f64>,
+}
+
+impl Spines {
+    fn new(weighted: Vec<(SocketAddr, f64)>) -> Self {
+        let mut s = Spines {
+            addrs: Vec::new(),
+            cum: Vec::new(),
+        };
+        s.replace(weighted);
+        s
+    }
+
+    /// Installs a new weighted set; false if it is the one in use.
+    fn replace(&mut self, weighted: Vec<(SocketAddr, f64)>) -> bool {
+        let total: f64 = weighted.iter().map(|w| w.1).sum();
+        let addrs: Vec<SocketAddr> = weighted.iter().map(|w| w.0).collect();
+        let cum: Vec<f64> = weighted
+            .iter()
+            .scan(0.0, |acc, w| {
+                *acc += w.1 / total;
+                Some(*acc)
+            })
+            .collect();
+        if addrs == self.addrs && cum == self.cum {
+            return false;
+        }
+        self.addrs = addrs;
+        self.cum = cum;
+        true
+    }
+
+    fn pick(&self, rng: &mut Rng) -> SocketAddr {
+        let u = rng.unit();
+        let i = self
+            .cum
+            .iter()
+            .position(|&c| u < c)
+            .unwrap_or(self.cum.len() - 1);
+        self.addrs[i]
+    }
+}
+
+/// Spine addresses with their weights.
+pub type WeightedSpines = Vec<(SocketAddr, f64)>;
+
+/// A thread polling the controller's `GET /v1/topology` every `poll_ms`
+/// for the live spines of one pool and their weights (the share of live
+/// workers linked to each, Horus §3.2), so a client stops sending to a
+/// spine the controller found dead (§A.3 "Switch Failures") and follows the
+/// racks relinked to the survivors. A separate thread, because an HTTP
+/// round trip must not delay the Poisson sender.
+pub struct SpineWatch {
+    latest: Arc<Mutex<Option<WeightedSpines>>>,
+    /// Bumped on every new answer; the sender reads it with one atomic load.
+    version: Arc<AtomicU64>,
+    seen: AtomicU64,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SpineWatch {
+    pub fn start(link: &ControllerLink, pool: u16) -> Result<Self, String> {
+        let token = link.token()?;
+        let latest = Arc::new(Mutex::new(None));
+        let version = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l, v, st) = (latest.clone(), version.clone(), stop.clone());
+        let (admin, period) = (link.admin, Duration::from_millis(link.poll_ms));
+        let thread = std::thread::Builder::new()
+            .name("spine-watch".into())
+            .spawn(move || {
+                while !st.load(Ordering::Relaxed) {
+                    if let Some(spines) = live_spines(admin, &token, pool) {
+                        *l.lock().unwrap() = Some(spines);
+                        v.fetch_add(1, Ordering::Release);
+                    }
+                    std::thread::sleep(period);
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(SpineWatch {
+            latest,
+            version,
+            seen: AtomicU64::new(0),
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Waits up to `limit` for the controller's first answer, so a client
+    /// does not start submitting to a spine that is already known dead.
+    pub fn wait_first(&self, limit: Duration) -> bool {
+        let t = Instant::now();
+        while self.version.load(Ordering::Acquire) == 0 {
+            if t.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// The newest answer not yet taken.
+    pub fn take_update(&self) -> Option<Vec<(SocketAddr, f64)>> {
+        let v = self.version.load(Ordering::Acquire);
+        if v == self.seen.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.seen.store(v, Ordering::Relaxed);
+        self.latest.lock().unwrap().clone()
+    }
+}
+
+impl Drop for SpineWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The live spines of `pool` with positive weight, from one topology
+/// answer; `None` if the controller did not answer or no spine qualifies
+/// (the client then keeps what it has).
+fn live_spines(admin: SocketAddr, token: &str, pool: u16) -> Option<Vec<(SocketAddr, f64)>> {
+    let (code, body) =
+        crate::controller::http(admin, "GET", "/v1/topology", Some(token), None).ok()?;
+    if code != 200 {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    spines_of(&v, pool)
+}
+
+/// The weighted live spines of `pool` in a `GET /v1/topology` answer.
+pub fn spines_of(topology: &serde_json::Value, pool: u16) -> Option<Vec<(SocketAddr, f64)>> {
+    let p = topology["pools"]
+        .as_array()?
+        .iter()
+        .find(|p| p["id"].as_u64() == Some(u64::from(pool)))?;
+    let live: Vec<(SocketAddr, f64)> = p["spines"]
+        .as_array()?
+        .iter()
+        .filter(|s| s["alive"] == true)
+        .filter_map(|s| {
+            let w = s["weight"].as_f64()?;
+            let a = s["addr"].as_str()?.parse().ok()?;
+            (w > 0.0).then_some((a, w))
+        })
+        .collect();
+    (!live.is_empty()).then_some(live)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_weighted_spines_come_from_the_topology() {
+        let t = serde_json::json!({"pools": [
+            {"id": 2, "spines": [{"addr": "10.0.0.9:1", "alive": true, "weight": 1.0}]},
+            {"id": 1, "spines": [
+                {"addr": "10.0.0.1:7100", "alive": false, "weight": 0.0},
+                {"addr": "10.0.0.2:7100", "alive": true, "weight": 0.75},
+                {"addr": "10.0.0.3:7100", "alive": true, "weight": 0.25},
+                {"addr": "10.0.0.4:7100", "alive": true, "weight": 0.0}
+            ]}
+        ]});
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert_eq!(
+            spines_of(&t, 1),
+            Some(vec![(a("10.0.0.2:7100"), 0.75), (a("10.0.0.3:7100"), 0.25)])
+        );
+        assert_eq!(spines_of(&t, 3), None);
+        let dead = serde_json::json!({"pools": [{"id": 1, "spines": [
+            {"addr": "10.0.0.1:7100", "alive": false, "weight": 1.0}]}]});
+        assert_eq!(spines_of(&dead, 1), None);
+        // Weighted choice follows the weights; a replaced set takes over.
+        let mut s = Spines::new(spines_of(&t, 1).unwrap());
+        let mut rng = Rng::new(3);
+        let n = 20_000;
+        let first = (0..n)
+            .filter(|_| s.pick(&mut rng) == a("10.0.0.2:7100"))
+            .count();
+        // Binomial(20000, 0.75): sd ≈ 61; ±5 sd.
+        assert!((14_694..=15_306).contains(&first), "{first}");
+        assert!(!s.replace(spines_of(&t, 1).unwrap()), "same set");
+        assert!(s.replace(vec![(a("10.0.0.3:7100"), 1.0)]));
+        assert!((0..100).all(|_| s.pick(&mut rng) == a("10.0.0.3:7100")));
     }
 }
 
@@ -541,7 +784,8 @@ struct TaskSpec {
     class: u8,
     /// A RocksDB request; `None`: synthetic (runs for `service_ns`).
     kind: Option<TaskKind>,
-    target: u16,
+    /// The spine it was (last) sent to.
+    target: SocketAddr,
 }
 
 /// Exponential inter-arrival gap (Poisson process), at least 1 ns.

@@ -39,9 +39,22 @@ pub struct ClusterUpConfig {
     pub policies: Vec<String>,
     #[serde(default = "default_two")]
     pub racks: usize,
-    /// Workers (single-executor worker agents' addresses) per rack.
+    /// Worker cores per rack. Horus and the stateless baselines run them as
+    /// single-executor workers with a queue each (Horus §3.1, §3.5);
+    /// RackSched (rs-h, rs-lb) as `servers_per_rack` servers whose executors
+    /// share a cFCFS queue with preemption (RackSched §3.1, §4).
     #[serde(default = "default_two")]
     pub workers_per_rack: usize,
+    /// RackSched runs only: servers per rack, each with
+    /// `workers_per_rack / servers_per_rack` executors.
+    #[serde(default = "default_one")]
+    pub servers_per_rack: usize,
+    /// RackSched runs only: a request running longer than this is preempted
+    /// and requeued at its server queue's tail (RackSched §4: "both
+    /// RackSched and Shinjuku preempt requests that exceed 250 µs");
+    /// 0 runs requests to completion (plain cFCFS).
+    #[serde(default = "default_preempt")]
+    pub racksched_preempt_us: u64,
     #[serde(default = "default_one")]
     pub spines: usize,
     /// First port; daemons use ports from here up (UDP and TCP).
@@ -114,6 +127,9 @@ fn default_port() -> u16 {
 fn default_heartbeat() -> u64 {
     50
 }
+fn default_preempt() -> u64 {
+    250
+}
 fn default_sim_hop() -> f64 {
     15.0
 }
@@ -162,6 +178,14 @@ impl ClusterUpConfig {
         if self.racks > 64 || self.workers_per_rack > 64 || self.spines > 8 {
             return Err("at most 64 racks, 64 workers per rack and 8 spines".into());
         }
+        if self.servers_per_rack == 0
+            || !self.workers_per_rack.is_multiple_of(self.servers_per_rack)
+        {
+            return Err(format!(
+                "servers_per_rack: must divide workers_per_rack ({}), got {}",
+                self.workers_per_rack, self.servers_per_rack
+            ));
+        }
         if self.base_port > 65535 - 6000 {
             return Err("base_port: leaves no room for the daemons' ports".into());
         }
@@ -193,6 +217,20 @@ impl ClusterUpConfig {
         self.racks * self.workers_per_rack
     }
 
+    /// How `policy`'s workers queue and what the simulator models for it.
+    pub fn server_model(&self, policy: &str) -> ServerModel {
+        match policy_map(policy) {
+            Some((_, "racksched", _)) => ServerModel::ServerQueue {
+                servers: self.servers_per_rack,
+                executors: self.workers_per_rack / self.servers_per_rack,
+                preempt_us: self.racksched_preempt_us,
+            },
+            _ => ServerModel::QueuePerWorker {
+                workers: self.workers_per_rack,
+            },
+        }
+    }
+
     /// Client rate for the offered load: load × n / mean service time.
     pub fn rate(&self) -> Result<f64, String> {
         let mean_ns = self
@@ -202,6 +240,75 @@ impl ClusterUpConfig {
             .map_err(|e| e.to_string())?
             .mean_ns();
         Ok(self.workload.load * self.workers() as f64 * 1e9 / mean_ns)
+    }
+}
+
+/// How the worker agents of one rack queue tasks, on both sides of the
+/// comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerModel {
+    /// Single-executor workers, a FCFS queue each; each is a node of its
+    /// leaf (Horus §3.1, §3.5). Simulator: `[workers] model = "fcfs"`.
+    QueuePerWorker { workers: usize },
+    /// Servers of `executors` executors sharing one queue served cFCFS,
+    /// a request preempted after `preempt_us` and requeued at the tail
+    /// (RackSched §3.1, §4, Shinjuku); each server is a node of its leaf and
+    /// its replies carry its outstanding requests. Simulator: `server-ps`
+    /// with a `preempt_us` slice (its round robin with a time slice is the
+    /// same discipline), or `server-cfcfs` without preemption.
+    ServerQueue {
+        servers: usize,
+        executors: usize,
+        preempt_us: u64,
+    },
+}
+
+impl ServerModel {
+    /// Leaf nodes (worker agent addresses) per rack.
+    pub fn nodes(self) -> usize {
+        match self {
+            ServerModel::QueuePerWorker { workers } => workers,
+            ServerModel::ServerQueue { servers, .. } => servers,
+        }
+    }
+
+    fn executors(self) -> usize {
+        match self {
+            ServerModel::QueuePerWorker { .. } => 1,
+            ServerModel::ServerQueue { executors, .. } => executors,
+        }
+    }
+
+    fn preempt_us(self) -> u64 {
+        match self {
+            ServerModel::QueuePerWorker { .. } => 0,
+            ServerModel::ServerQueue { preempt_us, .. } => preempt_us,
+        }
+    }
+
+    /// The simulator's `[workers]` table for this model.
+    fn sim_workers(self) -> String {
+        match self {
+            ServerModel::QueuePerWorker { .. } => "model = \"fcfs\"".into(),
+            ServerModel::ServerQueue { preempt_us: 0, .. } => "model = \"server-cfcfs\"".into(),
+            ServerModel::ServerQueue { preempt_us, .. } => {
+                format!("model = \"server-ps\"\nps_slice_us = {preempt_us}")
+            }
+        }
+    }
+
+    /// One-line description for the report.
+    pub fn describe(self) -> String {
+        match self {
+            ServerModel::QueuePerWorker { .. } => "a FCFS queue per worker".into(),
+            ServerModel::ServerQueue {
+                servers,
+                executors,
+                preempt_us,
+            } => format!(
+                "{servers} server(s)/rack of {executors} executors, cFCFS, preempt {preempt_us} us"
+            ),
+        }
     }
 }
 
@@ -265,11 +372,10 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, String>
     let mut daemons = Vec::new();
     let spines: Vec<String> = (0..cfg.spines).map(|s| lo(ports.spine(s))).collect();
     let leaves: Vec<String> = (0..cfg.racks).map(|r| lo(ports.leaf(r))).collect();
-    let execs = |r: usize| -> Vec<String> {
-        (0..cfg.workers_per_rack)
-            .map(|e| lo(ports.exec(r, e)))
-            .collect()
-    };
+    let model = cfg.server_model(policy);
+    // A leaf's nodes: one per worker, or one per RackSched server.
+    let execs =
+        |r: usize| -> Vec<String> { (0..model.nodes()).map(|e| lo(ports.exec(r, e))).collect() };
     // Controller: the topology of the pool; it links rack r to spine r mod S.
     let mut ctl = format!(
         "# generated by `netsched cluster up` ({policy})\n\
@@ -305,7 +411,7 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, String>
             lo(ports.ctl()),
             cfg.workload.seed + 100 + s as u64,
             quoted(leaves.clone()),
-            vec![cfg.workers_per_rack.to_string(); cfg.racks].join(", "),
+            vec![model.nodes().to_string(); cfg.racks].join(", "),
         );
         daemons.push((
             format!("spine{s}"),
@@ -333,11 +439,14 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, String>
             ports.leaf(r),
         ));
         let mut w = format!(
-            "listen = [{}]\nfirst_id = 0\nleaf = \"{}\"\npool = 1\nheartbeat_ms = {}\nmetrics = \"{}\"\n",
+            "listen = [{}]\nfirst_id = 0\nleaf = \"{}\"\npool = 1\nheartbeat_ms = {}\nmetrics = \"{}\"\n\
+             executors = {}\npreempt_us = {}\n",
             quoted(execs(r)),
             leaves[r],
             cfg.heartbeat_ms,
             lo(ports.worker_metrics(r)),
+            model.executors(),
+            model.preempt_us(),
         );
         if cfg.rocksdb_keys > 0 {
             w += &format!("rocksdb = {{ keys = {} }}\n", cfg.rocksdb_keys);
@@ -373,6 +482,12 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, String>
         c += &format!("rocksdb_keys = {}\n", cfg.rocksdb_keys);
     }
     c += &service;
+    // The client follows the controller's live spines and weights (Horus
+    // §3.2), as in a deployment; `targets` above serve until its first answer.
+    c += &format!(
+        "\n[controller]\nadmin = \"{}\"\ntoken = \"{token}\"\npoll_ms = 100\n",
+        lo(ports.admin())
+    );
     let client = write(dir, "client.toml", c)?;
     Ok(Plan {
         daemons,
@@ -587,6 +702,8 @@ pub struct SimSide {
     pub load: f64,
     /// The service distribution the simulator used (TOML).
     pub service: String,
+    /// The intra-server model both sides ran ([`ServerModel::describe`]).
+    pub workers: String,
 }
 
 /// What one policy run measured.
@@ -628,6 +745,7 @@ impl UpResult {
             v["sim_p99_us"] = s.p99_us.into();
             v["sim_load"] = s.load.into();
             v["sim_service"] = s.service.clone().into();
+            v["workers"] = s.workers.clone().into();
         }
         if let Some((a, b)) = self.ratios() {
             v["p50_ratio"] = a.into();
@@ -876,6 +994,7 @@ pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpR
             p99_us: p99 + extra,
             load,
             service: service_inline(&service)?,
+            workers: cfg.server_model(policy).describe(),
         })
     } else {
         None
@@ -892,8 +1011,9 @@ pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpR
     Ok(r)
 }
 
-/// The simulator on the same configuration: `racks` racks of one server
-/// with `workers_per_rack` single-queue workers, one pool over all of them,
+/// The simulator on the same configuration: `racks` racks of
+/// `servers_per_rack` servers with `workers_per_rack` cores in all, the
+/// policy's intra-server model ([`ServerModel`]), one pool over all of them,
 /// `spines` spines (leaf:spine ratio racks/spines), the given service
 /// distribution and offered load (the client's rate), `sim_scale` × the
 /// duration, every network hop a constant `hop_us`, no loss.
@@ -905,24 +1025,12 @@ pub fn simulate(
     load: f64,
     hop_us: f64,
 ) -> Result<(f64, f64), String> {
-    let (_, _, sim_policy) = policy_map(policy).ok_or("unknown policy")?;
     if !(load > 0.0 && load <= 1.0) {
         return Err(format!(
             "sim: the client's rate is a load of {load:.3} on the simulated service times (> 1)"
         ));
     }
-    let service = format!("service = {}\n", service_inline(service)?);
-    let racks = vec![format!("[{}]", cfg.workers_per_rack); cfg.racks].join(", ");
-    let text = format!(
-        "seed = {}\npolicy = \"{sim_policy}\"\n[topology]\nkind = \"racks\"\nracks = [{racks}]\n\
-         [placement]\nsizes = [{}]\nmode = \"colocated\"\nratio = {}\n\
-         [workload]\n{service}load = {load}\nduration_us = {}\n\
-         [network]\nhop_delay = {{ kind = \"constant\", us = {hop_us} }}\nloss = 0\n",
-        cfg.workload.seed,
-        cfg.workers(),
-        cfg.racks.div_ceil(cfg.spines).max(1),
-        cfg.workload.duration_ms * 1000 * cfg.sim_scale as u64,
-    );
+    let text = sim_config(cfg, policy, service, load, hop_us)?;
     let sc = netsched_sim::config::SimConfig::from_toml(&text).map_err(|e| format!("sim: {e}"))?;
     let runs = netsched_sim::run::run_config(&sc, Path::new("."), &Default::default())
         .map_err(|e| format!("sim: {e}"))?;
@@ -931,6 +1039,34 @@ pub fn simulate(
         s.response.p50_ns as f64 / 1e3,
         s.response.p99_ns as f64 / 1e3,
     ))
+}
+
+/// The `netsched sim` config [`simulate`] runs.
+fn sim_config(
+    cfg: &ClusterUpConfig,
+    policy: &str,
+    service: &ServiceDist,
+    load: f64,
+    hop_us: f64,
+) -> Result<String, String> {
+    let (_, _, sim_policy) = policy_map(policy).ok_or("unknown policy")?;
+    let service = format!("service = {}\n", service_inline(service)?);
+    let per_server = cfg.workers_per_rack / cfg.servers_per_rack;
+    let rack = vec![per_server.to_string(); cfg.servers_per_rack].join(", ");
+    let racks = vec![format!("[{rack}]"); cfg.racks].join(", ");
+    let text = format!(
+        "seed = {}\npolicy = \"{sim_policy}\"\n[topology]\nkind = \"racks\"\nracks = [{racks}]\n\
+         [placement]\nsizes = [{}]\nmode = \"colocated\"\nratio = {}\n\
+         [workload]\n{service}load = {load}\nduration_us = {}\n\
+         [network]\nhop_delay = {{ kind = \"constant\", us = {hop_us} }}\nloss = 0\n\
+         [workers]\n{}\n",
+        cfg.workload.seed,
+        cfg.workers(),
+        cfg.racks.div_ceil(cfg.spines).max(1),
+        cfg.workload.duration_ms * 1000 * cfg.sim_scale as u64,
+        cfg.server_model(policy).sim_workers(),
+    );
+    Ok(text)
 }
 
 /// One line per policy: the runtime's accounting and percentiles beside the
@@ -975,8 +1111,9 @@ pub fn note_line(r: &UpResult) -> Option<String> {
         None => "sim_hop_us from the config".into(),
     };
     Some(format!(
-        "  {}: sim hop {:.1} us ({cal}); sim response p50 {:.1} / p99 {:.1} us + {} hops; sim load {:.3}, service {}",
+        "  {}: {}; sim hop {:.1} us ({cal}); sim response p50 {:.1} / p99 {:.1} us + {} hops; sim load {:.3}, service {}",
         r.policy,
+        s.workers,
         s.hop_us,
         s.response_p50_us,
         s.response_p99_us,
@@ -999,6 +1136,9 @@ pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, String> {
         cfg.workload.duration_ms,
         cfg.run_dir.display()
     );
+    for p in &cfg.policies {
+        println!("  {p}: {}", cfg.server_model(p).describe());
+    }
     println!("{REPORT_HEADER}");
     let mut out = Vec::new();
     for p in &cfg.policies {
@@ -1053,12 +1193,68 @@ mod tests {
         let cal = crate::config::ClientConfig::from_toml(&calibration_client(&main, &cfg)).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_ne!(cal.app_id, main_cfg.app_id, "replies must not mix");
+        let link = main_cfg
+            .controller
+            .as_ref()
+            .expect("follows the controller");
+        assert_eq!(link.admin.port(), cfg.base_port + 1);
+        assert_eq!(link.token().unwrap(), p.token);
         assert_eq!(cal.targets.len(), main_cfg.targets.len());
         assert_eq!(cal.targets[0].addr, main_cfg.targets[0].addr);
         // 400/s of 50 µs on 4 workers: load 0.5 %.
         let load = cal.rate * CALIBRATION_SERVICE_US / 1e6 / cfg.workers() as f64;
         assert!(load < 0.01, "{load}");
         assert!((main_cfg.rate - cfg.rate().unwrap()).abs() < 0.01);
+    }
+
+    /// RackSched runs get RackSched's servers (RackSched §4) on both sides;
+    /// Horus keeps a queue per worker (Horus §3.5).
+    #[test]
+    fn racksched_runs_use_preempting_server_queues_in_runtime_and_simulator() {
+        let cfg = ClusterUpConfig::from_toml(
+            "racks = 2\nworkers_per_rack = 4\nservers_per_rack = 2\n\
+             [workload]\nservice = { kind = \"exp\", mean_us = 1000 }\nload = 0.5\nduration_ms = 100\n",
+        )
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("netsched-model-{}", std::process::id()));
+        let worker = |policy: &str| {
+            let p = plan(&cfg, policy, &dir.join(policy)).unwrap();
+            let path = &p.daemons.iter().find(|d| d.0 == "worker1").unwrap().2;
+            crate::config::WorkerConfig::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap()
+        };
+        let (horus, rsh) = (worker("horus"), worker("rs-h"));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            (horus.listen.len(), horus.executors, horus.preempt_us),
+            (4, 1, 0)
+        );
+        assert_eq!(
+            (rsh.listen.len(), rsh.executors, rsh.preempt_us),
+            (2, 2, 250)
+        );
+        let sim = |policy: &str| {
+            let text = sim_config(&cfg, policy, &cfg.workload.service, 0.5, 10.0).unwrap();
+            netsched_sim::config::SimConfig::from_toml(&text).unwrap()
+        };
+        let (h, r) = (sim("horus"), sim("rs-h"));
+        assert_eq!(h.workers.model, netsched_sim::config::WorkerModel::Fcfs);
+        assert_eq!(r.workers.model, netsched_sim::config::WorkerModel::ServerPs);
+        assert_eq!(r.workers.ps_slice_us, 250.0);
+        assert_eq!(
+            sim("rs-lb").workers.model,
+            netsched_sim::config::WorkerModel::ServerPs
+        );
+        let cfcfs = ClusterUpConfig {
+            racksched_preempt_us: 0,
+            ..cfg.clone()
+        };
+        let text = sim_config(&cfcfs, "rs-h", &cfg.workload.service, 0.5, 10.0).unwrap();
+        assert!(text.contains("model = \"server-cfcfs\""), "{text}");
+        assert!(text.contains("racks = [[2, 2], [2, 2]]"), "{text}");
+        assert!(ClusterUpConfig::from_toml(
+            "workers_per_rack = 3\nservers_per_rack = 2\n[workload]\nservice = { kind = \"exp\", mean_us = 1 }\nload = 0.5\nduration_ms = 1\n"
+        )
+        .is_err());
     }
 
     #[test]

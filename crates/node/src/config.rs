@@ -287,6 +287,10 @@ pub struct WorkerConfig {
     /// fail with `no_rocksdb`.
     #[serde(default)]
     pub rocksdb: Option<crate::tasks::RocksConfig>,
+    /// Fault injection on the receive path (leaf → worker loss), as the
+    /// scheduler daemon's; each node draws its own stream from the seed.
+    #[serde(default)]
+    pub fault: crate::fault::FaultConfig,
 }
 
 impl Default for WorkerConfig {
@@ -302,6 +306,7 @@ impl Default for WorkerConfig {
             executors: default_executors(),
             preempt_us: 0,
             rocksdb: None,
+            fault: Default::default(),
         }
     }
 }
@@ -329,6 +334,7 @@ impl WorkerConfig {
         if c.executors == 0 || c.executors > 256 {
             return Err(format!("executors must be in 1..=256, got {}", c.executors));
         }
+        c.fault.validate()?;
         Ok(c)
     }
 }
@@ -395,6 +401,50 @@ pub struct ClientConfig {
     /// (replies are routed by app id); the report merges them.
     #[serde(default = "default_threads")]
     pub threads: u32,
+    /// Fault injection on the receive path (spine → client loss), as the
+    /// scheduler daemon's; each sender thread draws its own stream.
+    #[serde(default)]
+    pub fault: crate::fault::FaultConfig,
+    /// Learn the spines from the centralized controller instead of keeping
+    /// `targets` fixed: poll its admin API's `GET /v1/topology` and submit
+    /// to the live spines of `pool` in proportion to their `weight` (the
+    /// share of live workers linked to each, Horus §3.2). `targets` is used
+    /// until the first answer, and kept while no spine is live.
+    #[serde(default)]
+    pub controller: Option<ControllerLink>,
+}
+
+/// Where a client finds the controller's admin API.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerLink {
+    /// HTTP address of the admin API.
+    pub admin: SocketAddr,
+    /// Bearer token, or the environment variable holding it (`token_env`).
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// Poll period.
+    #[serde(default = "default_poll_ms")]
+    pub poll_ms: u64,
+}
+
+fn default_poll_ms() -> u64 {
+    100
+}
+
+impl ControllerLink {
+    /// The bearer token: `token`, else the variable `token_env` names.
+    pub fn token(&self) -> Result<String, String> {
+        match (&self.token, &self.token_env) {
+            (Some(t), _) => Ok(t.clone()),
+            (None, Some(v)) => {
+                std::env::var(v).map_err(|_| format!("controller.token_env: ${v} is not set"))
+            }
+            (None, None) => Err("controller: token or token_env is required".into()),
+        }
+    }
 }
 
 /// One step of a client's rate schedule.
@@ -439,6 +489,8 @@ impl Default for ClientConfig {
             retries: 0,
             schedule: Vec::new(),
             threads: 1,
+            fault: Default::default(),
+            controller: None,
         }
     }
 }
@@ -486,6 +538,13 @@ impl ClientConfig {
         }
         if self.threads == 0 || self.threads > 64 {
             return Err("threads must be in 1..=64".into());
+        }
+        self.fault.validate()?;
+        if let Some(c) = &self.controller {
+            c.token()?;
+            if c.poll_ms == 0 {
+                return Err("controller.poll_ms must be at least 1".into());
+            }
         }
         let peak = self
             .schedule

@@ -20,7 +20,7 @@ use crate::metrics::{Kind, Registry, Slot};
 
 /// Metric slots of the control path.
 pub(super) struct ControlSlots {
-    pub fault_drops: Slot,
+    pub fault_drops: crate::fault::FaultCounters,
     rx: Slot,
     rejected: [Slot; 4],
     status_tx: Slot,
@@ -31,12 +31,7 @@ pub(super) struct ControlSlots {
 impl ControlSlots {
     pub fn register(reg: &mut Registry) -> Self {
         ControlSlots {
-            fault_drops: reg.register(
-                "netsched_fault_drops_total",
-                "Received datagrams dropped by fault injection (fault.drop_rate)",
-                Kind::Counter,
-                &[],
-            ),
+            fault_drops: crate::fault::FaultCounters::register(reg, &[]),
             rx: reg.register(
                 "netsched_control_rx_total",
                 "Control datagrams received from the controller",

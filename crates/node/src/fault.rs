@@ -8,9 +8,80 @@
 //! the controller's periodic reconciliation already makes them loss-tolerant
 //! and exempting them keeps the injected loss where Horus §A.3 reasons about
 //! it: tasks, replies, Idle Add/Remove and load updates.
+//!
+//! Every receiver of the push runtime takes the same option, so every link
+//! can lose datagrams: the spine (client → spine, leaf → spine), each leaf
+//! (spine → leaf, worker → leaf), each worker agent (leaf → worker) and the
+//! client (spine → client). Drops are counted by message type
+//! ([`FaultCounters`]), so a test can tell that Idle Add/Remove notices
+//! were among the lost datagrams (Horus §A.3 is about healing exactly those).
 
 use netsched_core::rng::Rng;
+use netsched_proto::{HorusBody, HorusMessage, Message};
 use serde::Deserialize;
+
+use crate::metrics::{Kind, Registry, Slot};
+
+/// Message types fault drops are counted by (`type` label).
+pub const FAULT_TYPES: [&str; 9] = [
+    "task_first",
+    "task_continuation",
+    "reply",
+    "idle_add",
+    "idle_remove",
+    "load_update",
+    "keep_alive",
+    "racksched",
+    "other",
+];
+
+/// Index into [`FAULT_TYPES`] of a datagram about to be dropped. Decoding
+/// only happens on the drop path, so it costs nothing per delivered packet.
+pub fn message_type(bytes: &[u8]) -> usize {
+    match Message::decode(bytes) {
+        Ok(Message::Horus(HorusMessage { body, .. })) => match body {
+            HorusBody::TaskFirst(_) => 0,
+            HorusBody::TaskContinuation(_) => 1,
+            HorusBody::Reply(_) => 2,
+            HorusBody::IdleAdd => 3,
+            HorusBody::IdleRemove => 4,
+            HorusBody::LoadUpdate { .. } => 5,
+            HorusBody::KeepAlive => 6,
+        },
+        Ok(Message::RackSched(_)) => 7,
+        _ => 8,
+    }
+}
+
+/// `netsched_fault_drops_total{type=…}` of one component.
+#[derive(Clone, Copy, Debug)]
+pub struct FaultCounters {
+    by_type: [Slot; FAULT_TYPES.len()],
+}
+
+impl FaultCounters {
+    /// Registers one series per message type; `labels` are prepended
+    /// (e.g. a worker's `executor`).
+    pub fn register(reg: &mut Registry, labels: &[(&str, &str)]) -> Self {
+        FaultCounters {
+            by_type: FAULT_TYPES.map(|t| {
+                let mut l = labels.to_vec();
+                l.push(("type", t));
+                reg.register(
+                    "netsched_fault_drops_total",
+                    "Received datagrams dropped by fault injection (fault.drop_rate), by message type",
+                    Kind::Counter,
+                    &l,
+                )
+            }),
+        }
+    }
+
+    /// Counts the drop of `bytes`.
+    pub fn count(&self, reg: &Registry, bytes: &[u8]) {
+        reg.inc(self.by_type[message_type(bytes)]);
+    }
+}
 
 /// `fault = { drop_rate = 0.01, seed = 7, until_ms = 2000 }` in a daemon config.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
@@ -29,6 +100,17 @@ pub struct FaultConfig {
 }
 
 impl FaultConfig {
+    /// The same loss for another receiver (a worker node, a client thread):
+    /// its own stream, derived from this seed and `stream`.
+    pub fn for_stream(&self, stream: u64) -> FaultConfig {
+        FaultConfig {
+            seed: self
+                .seed
+                .wrapping_add(stream.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            ..*self
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if !(0.0..=1.0).contains(&self.drop_rate) {
             return Err(format!(
@@ -95,6 +177,51 @@ mod tests {
             ..Default::default()
         });
         assert!((0..10_000).all(|_| always.drop_now(0)));
+    }
+
+    #[test]
+    fn drops_are_classified_by_message_type() {
+        use netsched_proto::HorusHeader;
+        let mut buf = [0u8; 64];
+        let mut enc = |body| {
+            let m = Message::Horus(HorusMessage {
+                header: HorusHeader::default(),
+                body,
+            });
+            let n = m.encode(&mut buf).unwrap();
+            message_type(&buf[..n])
+        };
+        assert_eq!(FAULT_TYPES[enc(HorusBody::IdleAdd)], "idle_add");
+        assert_eq!(FAULT_TYPES[enc(HorusBody::IdleRemove)], "idle_remove");
+        assert_eq!(FAULT_TYPES[enc(HorusBody::KeepAlive)], "keep_alive");
+        assert_eq!(
+            FAULT_TYPES[enc(HorusBody::LoadUpdate { load: 3 })],
+            "load_update"
+        );
+        assert_eq!(FAULT_TYPES[message_type(b"junk")], "other");
+        let mut reg = Registry::new();
+        let c = FaultCounters::register(&mut reg, &[("executor", "2")]);
+        c.count(&reg, b"");
+        assert_eq!(
+            reg.value(
+                "netsched_fault_drops_total",
+                "{executor=\"2\",type=\"other\"}"
+            ),
+            Some(1)
+        );
+        assert_eq!(reg.sum("netsched_fault_drops_total"), 1);
+        let cfg = FaultConfig {
+            drop_rate: 0.5,
+            seed: 1,
+            until_ms: 0,
+        };
+        let (mut a, mut b) = (
+            Fault::new(&cfg.for_stream(0)),
+            Fault::new(&cfg.for_stream(1)),
+        );
+        let va: Vec<bool> = (0..64).map(|_| a.drop_now(0)).collect();
+        let vb: Vec<bool> = (0..64).map(|_| b.drop_now(0)).collect();
+        assert_ne!(va, vb, "streams are independent");
     }
 
     #[test]

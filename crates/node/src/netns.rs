@@ -16,6 +16,7 @@
 //! failing. With [`REQUIRE_NETNS_ENV`]`=1` (CI runs as root) the same
 //! condition is `Err(Failed)`: a namespace test can then never pass without
 //! having run.
+//! Tests hand a skip to [`skip`], which prints a loud SKIP line.
 
 use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr};
@@ -79,6 +80,18 @@ fn ip(args: &[&str]) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
+}
+
+/// A namespace test cannot run (`why`): prints a loud SKIP to stderr, or
+/// panics if [`netns_required`].
+pub fn skip(test: &str, why: &dyn std::fmt::Display) {
+    if netns_required() {
+        panic!("{test}: network namespaces are required ({REQUIRE_NETNS_ENV}=1) but unavailable: {why}");
+    }
+    eprintln!(
+        "\n*** SKIP {test}: network namespaces unavailable ({why}); \
+         this multi-host test did NOT run. Set {REQUIRE_NETNS_ENV}=1 to make this a failure. ***\n"
+    );
 }
 
 /// Distinct names for labs of one process (tests run in parallel).

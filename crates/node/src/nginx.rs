@@ -3,12 +3,16 @@
 //! least_conn` (the software power-of-two balancer an operator might deploy
 //! instead), in front of the same workers, with the same client, in one run.
 //!
-//! Three setups share one set of single-executor workers (FCFS queue each):
+//! Horus and nginx share one set of single-executor workers (a FCFS queue
+//! each, Horus §3.1); RackSched runs on its own system's servers over the
+//! same number of cores: `workers / racksched_executors` servers whose
+//! executors share a cFCFS queue and preempt requests after 250 µs
+//! (RackSched §3.1, §4). Only one setup runs at a time.
 //!
 //! | setup | path | scheduler |
 //! |---|---|---|
 //! | `horus` | client → leaf → worker → leaf → client | Horus leaf (idle list + lazy power-of-2) |
-//! | `racksched` | same, RackSched wire (REQF/REP) | RackSched power-of-2 on LOAD |
+//! | `racksched` | same, RackSched wire (REQF/REP), to RackSched servers | RackSched power-of-2 on LOAD |
 //! | `nginx` | client → nginx → worker → nginx → client | `random two least_conn` on open sessions |
 //! | any other daemon policy (`jsq`, `central`, …) | as `horus` | that data plane |
 //!
@@ -59,6 +63,10 @@ pub struct NginxBenchOpts {
     pub timeout_ms: u64,
     /// Rounds over (load, setup); figures are medians over rounds.
     pub repeats: usize,
+    /// Executors per RackSched server (must divide `workers`).
+    pub racksched_executors: usize,
+    /// RackSched servers preempt a request after this long (0: never).
+    pub racksched_preempt_us: u64,
 }
 
 impl Default for NginxBenchOpts {
@@ -75,6 +83,8 @@ impl Default for NginxBenchOpts {
             seed: 1,
             timeout_ms: 2000,
             repeats: 1,
+            racksched_executors: 2,
+            racksched_preempt_us: 250,
         }
     }
 }
@@ -84,6 +94,12 @@ impl NginxBenchOpts {
     pub fn validate(&self) -> Result<(), String> {
         if self.workers == 0 || self.loads.is_empty() {
             return Err("need at least one worker and one load".into());
+        }
+        if self.racksched_executors == 0 || !self.workers.is_multiple_of(self.racksched_executors) {
+            return Err(format!(
+                "racksched_executors ({}) must divide workers ({})",
+                self.racksched_executors, self.workers
+            ));
         }
         if let Some(l) = self.loads.iter().find(|l| !(**l > 0.0 && **l <= 1.0)) {
             return Err(format!("loads must be in (0, 1], got {l}"));
@@ -314,15 +330,33 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     };
     let workers = Worker::start(&wcfg, socks, stop.clone())?;
     let addrs = workers.addrs().to_vec();
+    let rs_servers = if opts.setups.iter().any(|s| s == "racksched") {
+        let socks = (0..opts.workers / opts.racksched_executors)
+            .map(|_| loopback())
+            .collect::<Result<Vec<_>, _>>()?;
+        let cfg = WorkerConfig {
+            executors: opts.racksched_executors,
+            preempt_us: opts.racksched_preempt_us,
+            ..wcfg.clone()
+        };
+        Some(Worker::start(&cfg, socks, stop.clone())?)
+    } else {
+        None
+    };
+    let rs_addrs = rs_servers.as_ref().map(|w| w.addrs().to_vec());
     // Every scheduler is up for the whole run; loads and setups are
     // interleaved (load by load, setup by setup, round after round) so that
     // background activity on the machine hits all of them alike.
     let d_stop = Arc::new(AtomicBool::new(false));
     let mut daemons = Vec::new();
     let mut nginx = None;
+    let backends = Backends {
+        workers: &addrs,
+        racksched_servers: rs_addrs.as_deref().unwrap_or(&addrs),
+    };
     let result = measure(
         opts,
-        &addrs,
+        &backends,
         capacity,
         &mut progress,
         &d_stop,
@@ -336,14 +370,25 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     drop(nginx);
     stop.store(true, Ordering::Relaxed);
     workers.join();
+    if let Some(w) = rs_servers {
+        w.join();
+    }
     result
+}
+
+/// The worker nodes setups schedule over.
+struct Backends<'a> {
+    /// Single-executor workers (Horus, nginx, the other daemon policies).
+    workers: &'a [SocketAddr],
+    /// RackSched's servers (the same cores, shared cFCFS queues).
+    racksched_servers: &'a [SocketAddr],
 }
 
 /// Starts the setups' schedulers (kept in `daemons` / `nginx` for the caller
 /// to stop) and runs every round.
 fn measure(
     opts: &NginxBenchOpts,
-    addrs: &[SocketAddr],
+    backends: &Backends,
     capacity: f64,
     progress: &mut impl FnMut(&Row),
     d_stop: &Arc<AtomicBool>,
@@ -354,13 +399,18 @@ fn measure(
     for setup in &opts.setups {
         let t = match setup.as_str() {
             "nginx" => {
-                let n = Nginx::start(&opts.nginx, &opts.stream_module, addrs)?;
+                let n = Nginx::start(&opts.nginx, &opts.stream_module, backends.workers)?;
                 let t = (n.listen, WireFamily::Horus);
                 *nginx = Some(n);
                 t
             }
             policy => {
-                let (a, h) = leaf(policy, addrs, d_stop)?;
+                let nodes = if policy == "racksched" {
+                    backends.racksched_servers
+                } else {
+                    backends.workers
+                };
+                let (a, h) = leaf(policy, nodes, d_stop)?;
                 daemons.push(h);
                 let wire = if policy == "racksched" {
                     WireFamily::Racksched

@@ -703,8 +703,8 @@ impl SwitchDaemon {
                     (data, Some(src)) if crate::controller_proto::is_control(data) => {
                         self.on_control(data, src, now)
                     }
-                    (_, Some(_)) if self.fault.drop_now(now) => {
-                        self.registry.inc(self.slots.control.fault_drops)
+                    (data, Some(_)) if self.fault.drop_now(now) => {
+                        self.slots.control.fault_drops.count(&self.registry, data)
                     }
                     (data, Some(src)) => self.handle_datagram(data, src, now),
                     (_, None) => self.drop_rt(RuntimeDrop::Inconsistent),

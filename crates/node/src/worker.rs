@@ -9,10 +9,14 @@
 //!   the server's outstanding tasks (queued and running, RackSched §4
 //!   "maintain a counter … upon request arrival and reply departure").
 //!
-//! With `preempt_us > 0` a synthetic task runs at most that long at a time;
-//! the rest of it goes back to the tail of the queue (RackSched §4: "both
-//! RackSched and Shinjuku preempt requests that exceed 250 µs"). RocksDB
-//! tasks run to completion (a SCAN holds a RocksDB iterator).
+//! With `preempt_us > 0` a task runs at most that long at a time; the rest
+//! of it goes back to the tail of the queue (RackSched §4: "both RackSched
+//! and Shinjuku preempt requests that exceed 250 µs"). A synthetic task
+//! keeps its remaining time; a RocksDB GET/SCAN keeps its resume key and
+//! remaining object count and re-seeks its iterator when it runs again
+//! ([`RocksStore::run_slice`]). A completed RocksDB task's reply carries
+//! what it read: objects (u64) and a hash (FNV-1a step on 8-byte words) of keys and values (u64),
+//! big-endian ([`ScanDigest`]).
 //!
 //! Task kinds (crate::tasks): synthetic (the service time the packet carries,
 //! by sleeping to just before the deadline and spinning the rest, so many
@@ -24,6 +28,9 @@
 //! that arrive while every executor is busy wait in the socket; an executor
 //! moves them into the queue before it reports a length, so the report
 //! counts them.
+//!
+//! `fault` drops received datagrams at a seeded rate (the leaf → worker
+//! link's loss in failure tests, crate::fault), counted by message type.
 //!
 //! Multi-packet tasks (Horus §A.4, RackSched REQR): schedulers keep every
 //! packet of a task on one node; the task runs when its last packet arrives.
@@ -42,9 +49,10 @@ use netsched_proto::{
 };
 
 use crate::config::WorkerConfig;
+use crate::fault::{Fault, FaultCounters};
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
-use crate::tasks::{RocksStore, TaskKind};
+use crate::tasks::{RocksStore, ScanDigest, Slice, TaskKind};
 
 /// Class byte of a RackSched REP that reports a failed request (the REP
 /// header has no status field; payload = reason). docs/protocol.md.
@@ -63,8 +71,11 @@ struct Task {
     family: Family,
     class: u8,
     kind: TaskKind,
-    /// Synthetic service time still to run, ns.
+    /// Synthetic service time still to run, ns. (A RocksDB task's rest is
+    /// its `kind`: resume key and objects left.)
     remaining_ns: u64,
+    /// What a RocksDB task has read so far, across its slices.
+    digest: ScanDigest,
     /// Where to reply when no leaf is configured.
     from: SocketAddr,
     /// The payload named no task kind: answered as failed.
@@ -82,6 +93,8 @@ struct NodeSlots {
     preempted: Slot,
     failed: Slot,
     fragments: Slot,
+    objects: Slot,
+    fault_drops: FaultCounters,
 }
 
 /// A running worker process: its executor threads.
@@ -111,6 +124,8 @@ struct Node {
     state: Mutex<Shared>,
     /// Signalled when the queue gains a task (idle executors wait on it).
     cv: Condvar,
+    /// Time zero of the fault injector's `until_ms`.
+    started: Instant,
 }
 
 struct Shared {
@@ -121,6 +136,8 @@ struct Shared {
     poller: bool,
     next_beat: Instant,
     rx: Vec<u8>,
+    /// Injected loss of received datagrams (leaf → worker).
+    fault: Fault,
 }
 
 fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
@@ -155,7 +172,7 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
         ),
         preempted: reg.register(
             "netsched_worker_preemptions_total",
-            "Synthetic tasks preempted and requeued at the tail",
+            "Tasks (synthetic or RocksDB) preempted and requeued at the tail",
             c,
             l,
         ),
@@ -171,6 +188,13 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
             c,
             l,
         ),
+        objects: reg.register(
+            "netsched_worker_rocksdb_objects_total",
+            "Objects read by completed RocksDB tasks",
+            c,
+            l,
+        ),
+        fault_drops: FaultCounters::register(reg, l),
     }
 }
 
@@ -242,8 +266,10 @@ impl Worker {
                     poller: false,
                     next_beat: Instant::now(),
                     rx: vec![0u8; 2048],
+                    fault: Fault::new(&cfg.fault.for_stream(u64::from(cfg.first_id) + i as u64)),
                 }),
                 cv: Condvar::new(),
+                started: Instant::now(),
             });
             for e in 0..cfg.executors {
                 let node = node.clone();
@@ -344,7 +370,16 @@ fn executor(node: &Node, stop: &AtomicBool) {
                 st.queue.push_back(t);
             }
             Outcome::Done => {
-                node.reply(&t, load, ReplyStatus::Ok, b"", &mut tx);
+                let mut result = [0u8; 16];
+                let payload: &[u8] = if t.kind.is_real() {
+                    node.registry.add(node.slots.objects, t.digest.objects);
+                    result[..8].copy_from_slice(&t.digest.objects.to_be_bytes());
+                    result[8..].copy_from_slice(&t.digest.hash.to_be_bytes());
+                    &result
+                } else {
+                    b""
+                };
+                node.reply(&t, load, ReplyStatus::Ok, payload, &mut tx);
                 node.registry.inc(node.slots.completed);
             }
             Outcome::Failed(reason) => {
@@ -371,8 +406,10 @@ impl Node {
             let Some(db) = &self.rocks else {
                 return Outcome::Failed("no_rocksdb");
             };
-            return match db.run(t.kind) {
-                Ok(_) => Outcome::Done,
+            let deadline = self.preempt.map(|p| Instant::now() + p);
+            return match db.run_slice(&mut t.kind, &mut t.digest, deadline) {
+                Ok(Slice::Done) => Outcome::Done,
+                Ok(Slice::Paused) => Outcome::Preempted,
                 Err(_) => Outcome::Failed("rocksdb_error"),
             };
         }
@@ -395,6 +432,10 @@ impl Node {
     fn drain(&self, st: &mut Shared, tx: &mut [u8]) {
         let mut rx = std::mem::take(&mut st.rx);
         while let Ok(Some((n, src))) = net::try_recv(&self.sock, &mut rx) {
+            if st.fault.drop_now(self.started.elapsed().as_nanos() as u64) {
+                self.slots.fault_drops.count(&self.registry, &rx[..n]);
+                continue;
+            }
             let Some((task, last)) = parse_task(&rx[..n], src) else {
                 self.registry.inc(self.slots.invalid);
                 continue;
@@ -510,6 +551,7 @@ fn parse_task(bytes: &[u8], src: SocketAddr) -> Option<(Task, bool)> {
             class,
             kind,
             remaining_ns: service,
+            digest: ScanDigest::default(),
             from: src,
             bad,
         },

@@ -2,10 +2,12 @@
 //! the controller/client in their own network namespace, joined by veth
 //! pairs on a bridge (`netsched_node::netns`). Failures injected: a worker
 //! killed, a leaf scheduler killed, a link cut and restored, the controller
-//! restarted, 1 % packet loss. Each test asserts the cluster keeps serving
-//! with what remains and the client accounts for every task.
+//! restarted, 1 % packet loss on every link, a spine killed under a client
+//! that follows the controller's topology. Each test asserts the cluster
+//! keeps serving with what remains and the client accounts for every task.
 //!
-//! Needs root for `ip netns`; skipped with a message otherwise.
+//! Needs root for `ip netns`; skipped with a loud message otherwise, and
+//! failed instead with `NETSCHED_REQUIRE_NETNS=1` (`netns::skip`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use netsched_node::controller::{Controller, ControllerConfig};
 use netsched_node::metrics::Registry;
-use netsched_node::netns::{Host, Lab, LabError};
+use netsched_node::netns::{self, Host, Lab, LabError};
 use netsched_node::{
     Client, ClientConfig, ClientReport, SwitchConfig, SwitchDaemon, Worker, WorkerConfig,
 };
@@ -109,16 +111,17 @@ impl Drop for Ctl {
     }
 }
 
-/// Spine in one namespace, controller + client in another, and `racks`
-/// namespaces each with a leaf and one worker agent per executor (so one
-/// executor can be killed alone).
+/// Each spine in its own namespace, controller + client in another, and
+/// `racks` namespaces each with a leaf and one worker agent per executor
+/// (so one executor can be killed alone). Rack r is linked to spine
+/// r mod spines.
 struct Dc {
     lab: Lab,
     ctl_host: Host,
-    spine_host: Host,
+    spine_hosts: Vec<Host>,
     rack_hosts: Vec<Host>,
     execs: usize,
-    spine: Proc,
+    spines: Vec<Proc>,
     leaves: Vec<Proc>,
     workers: Vec<Vec<Proc>>,
     ctl: Ctl,
@@ -126,10 +129,25 @@ struct Dc {
 }
 
 struct Opts {
+    spines: usize,
     racks: usize,
     execs: usize,
+    /// Loss at every receiver: spines, leaves and worker agents (the
+    /// client takes its own, `Dc::client_with`).
     drop_rate: f64,
     loss_until_ms: u64,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            spines: 1,
+            racks: 3,
+            execs: 2,
+            drop_rate: 0.0,
+            loss_until_ms: 0,
+        }
+    }
 }
 
 fn ctl_addr(h: &Host) -> String {
@@ -141,13 +159,13 @@ impl Dc {
         let mut lab = match Lab::new(tag) {
             Ok(l) => l,
             Err(LabError::Skip(e)) => {
-                eprintln!("SKIP {tag}: `ip netns add` not permitted here: {e}");
+                netns::skip(tag, &format!("`ip netns add` not permitted: {e}"));
                 return None;
             }
             Err(e) => panic!("{e}"),
         };
         let ctl_host = lab.host("ctl").unwrap();
-        let spine_host = lab.host("spn").unwrap();
+        let spine_hosts: Vec<Host> = (0..o.spines).map(|_| lab.host("spn").unwrap()).collect();
         let rack_hosts: Vec<Host> = (0..o.racks).map(|_| lab.host("rck").unwrap()).collect();
         let fault = |seed: u64| {
             format!(
@@ -159,19 +177,28 @@ impl Dc {
             .iter()
             .map(|h| format!("\"{}\"", h.at(7101)))
             .collect();
-        let spine = spawn_switch(
-            &spine_host,
-            format!(
-                "listen = \"{}\"\ncontroller = \"{}\"\nstatus_ms = 50\nseed = 3\n{}\
-                 [[instance]]\npool = {POOL}\nrole = \"spine\"\npolicy = \"horus\"\n\
-                 downstream = [{}]\nrack_workers = [{}]\n",
-                spine_host.at(7100),
-                ctl_addr(&ctl_host),
-                fault(100),
-                leaves_list.join(", "),
-                vec![o.execs.to_string(); o.racks].join(", "),
-            ),
-        );
+        // Every spine lists every rack (pool-wide rack ids); the controller
+        // admits at each only the racks linked to it.
+        let spines: Vec<Proc> = spine_hosts
+            .iter()
+            .enumerate()
+            .map(|(s, h)| {
+                spawn_switch(
+                    h,
+                    format!(
+                        "listen = \"{}\"\ncontroller = \"{}\"\nstatus_ms = 50\nseed = {}\n{}\
+                         [[instance]]\npool = {POOL}\nrole = \"spine\"\npolicy = \"horus\"\n\
+                         downstream = [{}]\nrack_workers = [{}]\n",
+                        h.at(7100),
+                        ctl_addr(&ctl_host),
+                        3 + s,
+                        fault(100 + s as u64),
+                        leaves_list.join(", "),
+                        vec![o.execs.to_string(); o.racks].join(", "),
+                    ),
+                )
+            })
+            .collect();
         let mut leaves = Vec::new();
         let mut workers = Vec::new();
         for (r, h) in rack_hosts.iter().enumerate() {
@@ -188,7 +215,7 @@ impl Dc {
                     ctl_addr(&ctl_host),
                     10 + r,
                     fault(200 + r as u64),
-                    spine_host.at(7100),
+                    spine_hosts[r % o.spines].at(7100),
                     execs.join(", "),
                 ),
             ));
@@ -198,9 +225,10 @@ impl Dc {
                         spawn_worker(
                             h,
                             format!(
-                                "listen = [\"{}\"]\nfirst_id = {e}\nleaf = \"{}\"\npool = {POOL}\nheartbeat_ms = 50\n",
+                                "listen = [\"{}\"]\nfirst_id = {e}\nleaf = \"{}\"\npool = {POOL}\nheartbeat_ms = 50\n{}",
                                 h.at(7201 + e as u16),
-                                h.at(7101)
+                                h.at(7101),
+                                fault(300 + (r * 16 + e) as u64),
                             ),
                         )
                     })
@@ -213,10 +241,10 @@ impl Dc {
         let mut dc = Dc {
             lab,
             ctl_host,
-            spine_host,
+            spine_hosts,
             rack_hosts,
             execs: o.execs,
-            spine,
+            spines,
             leaves,
             workers,
             ctl: Ctl {
@@ -233,11 +261,11 @@ impl Dc {
         let mut t = format!(
             "listen = \"{}\"\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\nstate = \"{}\"\n\
              daemon_timeout_ms = 300\ntick_ms = 20\nresend_ms = 60\n\
-             [[pool]]\nid = {POOL}\nspines = [\"{}\"]\n",
+             [[pool]]\nid = {POOL}\nspines = [{}]\n",
             ctl_addr(&self.ctl_host),
             self.ctl_host.at(7080),
             self.state_file.display(),
-            self.spine_host.at(7100),
+            self.spine_list(),
         );
         for h in &self.rack_hosts {
             let execs: Vec<String> = (0..self.execs)
@@ -264,18 +292,48 @@ impl Dc {
         Ctl { stop, c: Some(c) }
     }
 
-    /// Runs a client in the controller's namespace against the spine.
+    fn spine(&self) -> &Proc {
+        &self.spines[0]
+    }
+
+    fn spine_list(&self) -> String {
+        let v: Vec<String> = self
+            .spine_hosts
+            .iter()
+            .map(|h| format!("\"{}\"", h.at(7100)))
+            .collect();
+        v.join(", ")
+    }
+
+    /// Runs a client in the controller's namespace against the spines
+    /// (equal weights).
     fn client(
         &self,
         rate: f64,
         duration_ms: u64,
         seed: u64,
     ) -> JoinHandle<Result<ClientReport, String>> {
+        self.client_with(rate, duration_ms, seed, "")
+    }
+
+    /// [`Dc::client`] with more client TOML (`fault`, `[controller]`).
+    fn client_with(
+        &self,
+        rate: f64,
+        duration_ms: u64,
+        seed: u64,
+        extra: &str,
+    ) -> JoinHandle<Result<ClientReport, String>> {
+        let targets: Vec<String> = self
+            .spine_hosts
+            .iter()
+            .map(|h| format!("{{ addr = \"{}\" }}", h.at(7100)))
+            .collect();
         let t = format!(
-            "targets = [{{ addr = \"{}\" }}]\npool = {POOL}\napp_id = {seed}\nrate = {rate}\n\
+            "targets = [{}]\npool = {POOL}\napp_id = {seed}\nrate = {rate}\n\
              duration_ms = {duration_ms}\nservice = {{ kind = \"exp\", mean_us = 200 }}\n\
-             timeout_ms = 400\nseed = {seed}\nbind = \"{}\"\n",
-            self.spine_host.at(7100),
+             timeout_ms = 400\nseed = {seed}\nbind = \"{}\"\n{extra}",
+            targets.join(", "),
             self.ctl_host.at(0),
         );
         self.ctl_host.spawn(move || {
@@ -285,7 +343,7 @@ impl Dc {
     }
 
     fn spine_metric(&self, name: &str, labels: &str) -> u64 {
-        self.spine.registry.value(name, labels).unwrap_or(0)
+        self.spine().registry.value(name, labels).unwrap_or(0)
     }
 
     fn topology(&self) -> serde_json::Value {
@@ -325,6 +383,7 @@ fn worker_and_leaf_failures_are_survived() {
     let Some(mut dc) = Dc::start(
         "kill",
         Opts {
+            spines: 1,
             racks: 3,
             execs: 2,
             drop_rate: 0.0,
@@ -391,6 +450,7 @@ fn cut_link_and_controller_restart() {
     let Some(mut dc) = Dc::start(
         "link",
         Opts {
+            spines: 1,
             racks: 3,
             execs: 2,
             drop_rate: 0.0,
@@ -421,9 +481,6 @@ fn cut_link_and_controller_restart() {
     let served_before = dc.spine_metric("netsched_decisions_total", "{decision=\"idle\"}")
         + dc.spine_metric("netsched_decisions_total", "{decision=\"sampled\"}");
     std::thread::sleep(Duration::from_millis(400));
-    dc.spine
-        .registry
-        .value("netsched_rx_packets_total", "{type=\"task_first\"}");
     let served_down = dc.spine_metric("netsched_decisions_total", "{decision=\"idle\"}")
         + dc.spine_metric("netsched_decisions_total", "{decision=\"sampled\"}");
     assert!(
@@ -461,6 +518,7 @@ fn one_percent_loss_is_survived_and_idle_state_heals() {
     let Some(dc) = Dc::start(
         "loss",
         Opts {
+            spines: 1,
             racks: 3,
             execs: 2,
             drop_rate: 0.01,
@@ -473,24 +531,84 @@ fn one_percent_loss_is_survived_and_idle_state_heals() {
         spine_admitted(&dc) == vec![true; 3]
     });
     // Load ≈ 0.5 so racks keep turning busy and idle: many Idle Add/Remove.
-    let r = dc.client(6000.0, 1800, 5).join().unwrap().unwrap();
+    // 1 % loss on every link: client → spine and leaf → spine (at the
+    // spine), spine → leaf and worker → leaf (at the leaves), leaf → worker
+    // (at the worker agents), spine → client (at the client).
+    let r = dc
+        .client_with(6000.0, 1800, 5, "fault = { drop_rate = 0.01, seed = 55 }\n")
+        .join()
+        .unwrap()
+        .unwrap();
     check_accounting(&r);
-    let lost = dc.spine_metric("netsched_fault_drops_total", "")
-        + dc.leaves
-            .iter()
-            .map(|l| {
-                l.registry
-                    .value("netsched_fault_drops_total", "")
+    let by_type = |regs: &mut dyn Iterator<Item = &Proc>, t: &str| -> u64 {
+        regs.map(|p| {
+            p.registry
+                .value("netsched_fault_drops_total", &format!("{{type=\"{t}\"}}"))
+                .unwrap_or(0)
+        })
+        .sum()
+    };
+    let at_spine = |t: &str| by_type(&mut dc.spines.iter(), t);
+    let at_leaves = |t: &str| by_type(&mut dc.leaves.iter(), t);
+    let at_workers: u64 = dc
+        .workers
+        .iter()
+        .flatten()
+        .map(|w| w.registry.sum("netsched_fault_drops_total"))
+        .sum();
+    let worker_tasks: u64 = dc
+        .workers
+        .iter()
+        .flatten()
+        .map(|w| {
+            w.registry
+                .value(
+                    "netsched_fault_drops_total",
+                    "{executor=\"0\",type=\"task_first\"}",
+                )
+                .unwrap_or(0)
+                + w.registry
+                    .value(
+                        "netsched_fault_drops_total",
+                        "{executor=\"1\",type=\"task_first\"}",
+                    )
                     .unwrap_or(0)
-            })
-            .sum::<u64>();
-    assert!(lost > 50, "loss was injected ({lost})");
-    // Lost tasks and replies time out; none goes missing.
+        })
+        .sum();
+    let report = format!(
+        "spine: task_first {} idle_add {} idle_remove {} load_update {}; leaves: task_first {} reply {} \
+         keep_alive {}; workers: {at_workers} ({worker_tasks} tasks); client: {} replies; {}",
+        at_spine("task_first"),
+        at_spine("idle_add"),
+        at_spine("idle_remove"),
+        at_spine("load_update"),
+        at_leaves("task_first"),
+        at_leaves("reply"),
+        at_leaves("keep_alive"),
+        r.fault_dropped,
+        r.summary()
+    );
+    eprintln!("losses by link and type: {report}");
+    // Loss happened on every link ...
+    assert!(at_spine("task_first") > 0, "client → spine: {report}");
+    assert!(at_leaves("task_first") > 0, "spine → leaf: {report}");
+    assert!(at_leaves("reply") > 0, "worker → leaf: {report}");
+    assert!(worker_tasks > 0, "leaf → worker: {report}");
+    assert!(r.fault_dropped > 0, "spine → client: {report}");
+    // ... and Idle Add/Remove notices were among the lost datagrams, so the
+    // healing checked below is of real losses (§A.3).
+    assert!(
+        at_spine("idle_add") + at_spine("idle_remove") > 0,
+        "leaf → spine idle notices: {report}"
+    );
+    // Lost tasks and replies time out; none goes missing. Six lossy hops
+    // per task: 0.99^6 ≈ 94 % complete.
     assert!(
         r.completed as f64 >= 0.9 * r.submitted as f64,
         "{}",
         r.summary()
     );
+    assert!(r.timed_out > 0, "lost tasks time out: {}", r.summary());
     // After the loss ends, traffic repairs the spine's view (§A.3): a task
     // the spine sends with the wrong idleSelected makes the leaf re-send
     // its Idle Add/Remove. Then, idle, every rack is in the idle list.
@@ -522,6 +640,7 @@ fn admin_api_adds_and_removes_workers_at_runtime() {
     let Some(mut dc) = Dc::start(
         "admn",
         Opts {
+            spines: 1,
             racks: 2,
             execs: 1,
             drop_rate: 0.0,
@@ -613,4 +732,104 @@ fn admin_api_adds_and_removes_workers_at_runtime() {
         400
     );
     let _ = std::fs::remove_file(&dc.state_file);
+}
+
+/// Horus §A.3 "Switch Failures" with §3.2's weighted spine choice: a client
+/// that follows the controller's `GET /v1/topology` stops sending to a
+/// spine once the controller finds it dead, while the controller relinks
+/// that spine's racks to the survivor; the client keeps being served and
+/// accounts for every task.
+#[test]
+fn a_killed_spine_is_dropped_by_clients_following_the_controller() {
+    let Some(mut dc) = Dc::start(
+        "spnk",
+        Opts {
+            spines: 2,
+            racks: 2,
+            execs: 2,
+            ..Default::default()
+        },
+    ) else {
+        return;
+    };
+    let admitted = |dc: &Dc, s: usize| -> Vec<bool> {
+        let t = dc.topology();
+        serde_json::from_value(t["pools"][0]["spines"][s]["admitted"].clone()).unwrap_or_default()
+    };
+    wait_for("each spine admits its rack", Duration::from_secs(3), || {
+        admitted(&dc, 0) == vec![true, false] && admitted(&dc, 1) == vec![false, true]
+    });
+    let follow = format!(
+        "[controller]\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\npoll_ms = 50\n",
+        dc.ctl_host.at(7080)
+    );
+    let decided = |p: &Proc| {
+        ["idle", "sampled", "other"]
+            .iter()
+            .map(|d| {
+                p.registry
+                    .value("netsched_decisions_total", &format!("{{decision=\"{d}\"}}"))
+                    .unwrap_or(0)
+            })
+            .sum::<u64>()
+    };
+    // 4 workers of Exp(200 µs) saturate at 20,000 tasks/s; run at ~10 %.
+    let client = dc.client_with(2000.0, 2500, 11, &follow);
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(decided(&dc.spines[0]) > 100, "both spines serve at first");
+    dc.spines[0].kill();
+    let killed_at = Instant::now();
+    // The controller relinks rack 0 to spine 1 and weights it 1.0.
+    wait_for("rack 0 relinked to spine 1", Duration::from_secs(2), || {
+        admitted(&dc, 1) == vec![true, true]
+    });
+    let relinked_after = killed_at.elapsed();
+    let survivor_before = decided(&dc.spines[1]);
+    let r = client.join().unwrap().unwrap();
+    check_accounting(&r);
+    assert!(r.topology_updates >= 1, "{}", r.summary());
+    // Only tasks sent to spine 0 between its death and the client's next
+    // poll after the controller noticed (≈ 300 ms + 50 ms of half the
+    // load) may time out; the rest of the 2.5 s run is served.
+    assert!(
+        r.completed as f64 >= 0.8 * r.submitted as f64,
+        "relinked after {relinked_after:?}: {}",
+        r.summary()
+    );
+    assert!(
+        decided(&dc.spines[1]) > survivor_before + 500,
+        "the surviving spine takes the whole load"
+    );
+    // A new client learns the spines before its first task: none is lost.
+    let r2 = dc
+        .client_with(2000.0, 600, 12, &follow)
+        .join()
+        .unwrap()
+        .unwrap();
+    check_accounting(&r2);
+    assert_eq!(r2.completed, r2.submitted, "{}", r2.summary());
+    // Both racks serve through the survivor.
+    let done = |rack: usize| -> u64 {
+        dc.workers[rack]
+            .iter()
+            .map(|w| w.registry.sum("netsched_worker_tasks_total"))
+            .sum()
+    };
+    let before = (done(0), done(1));
+    let r3 = dc
+        .client_with(2000.0, 400, 13, &follow)
+        .join()
+        .unwrap()
+        .unwrap();
+    assert_eq!(r3.completed, r3.submitted, "{}", r3.summary());
+    assert!(done(0) > before.0 && done(1) > before.1, "both racks serve");
+    // Without the controller's view, a client with the fixed targets keeps
+    // sending half its tasks to the dead spine: they time out.
+    let fixed = dc.client(2000.0, 300, 14).join().unwrap().unwrap();
+    check_accounting(&fixed);
+    assert!(
+        fixed.timed_out as f64 >= 0.3 * fixed.submitted as f64,
+        "{}",
+        fixed.summary()
+    );
 }
