@@ -7,8 +7,9 @@
 //! header's fields (or an interval tick) and gets back a rate or a decision.
 //! The flow-level simulator uses [`TaskIdCounter`] and [`FifoLm`] directly and
 //! computes the fluid fixed point that [`SpcSwitch`] + [`SpcSender`] converge
-//! to (see `alloc.rs`); a packet-level runtime can drive the same structs per
-//! packet. Rates are bits per second (f64); the paper's header encodes them as
+//! to (the priority water-fill of `engine.rs`, `Engine::fill_group`); the
+//! packet-level Fig. 7 driver (`udp.rs`) runs the same structs per packet.
+//! Rates are bits per second (f64); the paper's header encodes them as
 //! bytes/µs in one byte, which is a wire concern, not the algorithm's.
 
 /// §4.1: a monotonically increasing counter per entry point. With `n`
