@@ -119,10 +119,18 @@ impl FifoLm {
     }
 
     /// The task is over (or its state timed out): drop its counters.
-    pub fn forget(&mut self, task_id: u64) {
-        if let Ok(i) = self.find(task_id) {
-            self.tasks.remove(i);
-        }
+    /// Returns true if that changes another task's class: the task after
+    /// it had it as its class's leader, or joins the class before it (a
+    /// heavy task's). Dropping a light task that leads its own class
+    /// changes no other class.
+    pub fn forget(&mut self, task_id: u64) -> bool {
+        let Ok(i) = self.find(task_id) else {
+            return false;
+        };
+        let next = self.tasks.get(i + 1).map(|t| t.task_id);
+        let before = next.and_then(|n| self.leader(n));
+        self.tasks.remove(i);
+        next.is_some() && next.and_then(|n| self.leader(n)) != before
     }
 
     /// Account `bytes` reserved by the task; returns true when this makes the
