@@ -35,8 +35,6 @@ enum Ev {
     Arrival,
     /// A flow of a task may start (its computation delay elapsed).
     Start { task: u32, spec: u32 },
-    /// Baraat: a task may have crossed the heavy threshold at a port.
-    Reclass { host: u32, gen: u32 },
 }
 
 #[derive(Clone, Debug)]
@@ -147,7 +145,6 @@ struct Link {
 #[derive(Clone, Debug, Default)]
 struct Port {
     lm: Option<FifoLm>,
-    gen: u32,
     /// Baraat: the classifier's bytes-reserved counters are charged up to
     /// `at`. Between rate changes a task's bytes into the port grow at the
     /// sum of its flows' rates, kept here per task id (`rates`), so charging
@@ -200,6 +197,10 @@ pub struct Engine {
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
     /// Finish times of the rate groups' first members, re-keyed in place.
     finish: IndexedHeap,
+    /// Baraat: per port, the next time a task there crosses the heavy
+    /// threshold at the current rates (one entry per port, re-keyed in place
+    /// as the rates change, instead of a stale event per change).
+    reclass: IndexedHeap,
     groups: Vec<Group>,
     free_groups: Vec<u32>,
     /// Groups of the flows that finished at this instant.
@@ -267,6 +268,7 @@ impl Engine {
             seq: 0,
             heap: BinaryHeap::new(),
             finish: IndexedHeap::new(),
+            reclass: IndexedHeap::new(),
             groups: Vec::new(),
             free_groups: Vec::new(),
             departed: Vec::new(),
@@ -324,10 +326,9 @@ impl Engine {
         loop {
             let te = self.heap.peek().map(|Reverse((t, _, _))| *t);
             let tf = self.finish.peek().map(|(t, _)| t);
-            let t = match (te, tf) {
-                (None, None) => break,
-                (Some(a), None) | (None, Some(a)) => a,
-                (Some(a), Some(b)) => a.min(b),
+            let tr = self.reclass.peek().map(|(t, _)| t);
+            let Some(t) = [te, tf, tr].into_iter().flatten().min() else {
+                break;
             };
             self.now = t;
             // Every event of this instant, then one recomputation.
@@ -359,13 +360,17 @@ impl Engine {
                         }
                     }
                     Ev::Start { task, spec } => self.start_flow(task, spec),
-                    Ev::Reclass { host, gen } => {
-                        if self.ports[host as usize].gen == gen {
-                            let l = self.topo.host_down(host);
-                            self.dirty.push(l);
-                        }
-                    }
                 }
+            }
+            // Baraat: a task crossed the heavy threshold at a port; the
+            // recomputation there charges the counters and re-keys.
+            while let Some((t2, p)) = self.reclass.peek() {
+                if t2 != t {
+                    break;
+                }
+                self.reclass.remove(p);
+                self.stats.events += 1;
+                self.dirty.push(self.topo.host_down(p));
             }
             if !self.dirty.is_empty() || !self.dep_dirty.is_empty() {
                 self.recompute();
@@ -788,10 +793,9 @@ impl Engine {
             for &l in &comp_links {
                 if let Some(p) = self.topo.port_of_down(l) {
                     self.charge_port(p);
-                    let port = &mut self.ports[p as usize];
-                    port.rates.clear();
-                    // Pending re-classification checks are stale.
-                    port.gen = port.gen.wrapping_add(1);
+                    self.ports[p as usize].rates.clear();
+                    // The pending re-classification check is stale.
+                    self.reclass.remove(p);
                 }
             }
         }
@@ -1841,18 +1845,16 @@ impl Engine {
     }
 
     /// Baraat: the next time a task at `port` crosses the heavy threshold at
-    /// the port's current task rates, as a re-classification event (which
-    /// supersedes the port's pending one).
+    /// the port's current task rates (replacing the port's pending check).
     fn schedule_port(&mut self, port: u32) {
-        let pt = &mut self.ports[port as usize];
-        pt.gen = pt.gen.wrapping_add(1);
-        let gen = pt.gen;
-        let Some(lm) = pt.lm.as_ref() else { return };
-        let rates = &pt.rates;
-        let dt = lm.next_crossing_ns(|id| rates.iter().find(|r| r.0 == id).map_or(0.0, |r| r.1));
-        if let Some(dt) = dt.filter(|d| *d < 1e18) {
-            let t = self.now + dt.ceil().max(1.0) as u64;
-            self.push(t, Ev::Reclass { host: port, gen });
+        let pt = &self.ports[port as usize];
+        let dt = pt.lm.as_ref().and_then(|lm| {
+            let rates = &pt.rates;
+            lm.next_crossing_ns(|id| rates.iter().find(|r| r.0 == id).map_or(0.0, |r| r.1))
+        });
+        match dt.filter(|d| *d < 1e18) {
+            Some(dt) => self.reclass.set(port, self.now + dt.ceil().max(1.0) as u64),
+            None => self.reclass.remove(port),
         }
     }
 

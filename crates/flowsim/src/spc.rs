@@ -441,6 +441,37 @@ mod tests {
         );
     }
 
+    /// `forget` reports whether another task's class changed, which is when
+    /// the flow simulator must recompute the port.
+    #[test]
+    fn forget_reports_class_changes() {
+        let mut c = FifoLm::new(100.0);
+        for id in 1..=6 {
+            c.add_flow(id);
+        }
+        // A light task leading its own class: the next one led its own.
+        assert!(!c.forget(1));
+        assert_eq!(c.leader(2), Some(2));
+        c.reserve(2, 200.0);
+        assert_eq!(c.leader(3), Some(2));
+        // 3 was light but in heavy 2's class: 4 now joins that class.
+        assert!(c.forget(3));
+        assert_eq!(c.leader(4), Some(2));
+        // 2 was heavy and led {2, 4}: 4 leads its own class now.
+        assert!(c.forget(2));
+        assert_eq!(c.leader(4), Some(4));
+        // The last task, and a task not at the port: nothing follows.
+        assert!(!c.forget(6));
+        assert!(!c.forget(42));
+        // A heavy task inside a heavy task's class: the next one stays.
+        c.reserve(4, 200.0);
+        c.reserve(5, 200.0);
+        c.add_flow(7);
+        assert_eq!(c.leader(7), Some(4));
+        assert!(!c.forget(5));
+        assert_eq!(c.leader(7), Some(4));
+    }
+
     /// Alg. 1 gives the top class everything it demands and the next class
     /// what is left (strict priority); within a class, an equal split.
     #[test]
