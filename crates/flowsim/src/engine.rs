@@ -14,11 +14,12 @@
 //!
 //! Allocation (`recompute_component`, `fill_group`) is strict priority
 //! between priority keys and max-min fairness within a key, computed by
-//! water-filling key by key on the capacity the higher keys left: this is the fixed point that SPC's
-//! explicit feedback converges to (§4.3.2: full capacity to the top class,
-//! leftover to the next, max-min within a class; Alg. 2 makes a flow
-//! bottlenecked elsewhere demand only its bottleneck share, so the leftover
-//! goes to lower classes: work conservation). Every policy is a choice of key.
+//! water-filling key by key on the capacity the higher keys left: this is
+//! the fixed point that SPC's explicit feedback converges to (§4.3.2: full
+//! capacity to the top class, leftover to the next, max-min within a class;
+//! Alg. 2 makes a flow bottlenecked elsewhere demand only its bottleneck
+//! share, so the leftover goes to lower classes: work conservation). Every
+//! policy is a choice of key.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
