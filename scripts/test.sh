@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# As root, network-namespace tests must run: a skip is a failure
+# (crates/node/src/netns.rs, REQUIRE_NETNS_ENV).
+if [ "$(id -u)" = 0 ]; then export NETSCHED_REQUIRE_NETNS="${NETSCHED_REQUIRE_NETNS:-1}"; fi
 cargo test --workspace --quiet
 python3 scripts/ensure-python-deps.py
 # The netsched Python package (docs/experiments.md): maturin builds crates/py

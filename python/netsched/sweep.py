@@ -171,14 +171,42 @@ def pull_details(summary: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -> str:
-    """Runs one point and stores it in the cache; returns its key. Runs on a
-    Dask worker (or in-process when serial). Written to a temporary directory
-    and renamed, so a crash or two workers racing never leave half an entry."""
-    key = point.key()
-    cache_dir = Path(cache_dir)
-    if cached(cache_dir, key):
-        return key
+def per_class_columns(summary: dict) -> pd.DataFrame:
+    """A sim run's per-class response times (RackSched Fig. 13c-d: GET and
+    SCAN separately), which `runs.csv` leaves out because their number varies
+    with the workload: one row per run, columns ``class_<name>_p50_us``,
+    ``class_<name>_p99_us``, ``class_<name>_mean_us`` and ``class_<name>_count``
+    (``<name>`` is the class name, e.g. ``get``, ``50us``, or its index)."""
+    rows = []
+    for r in summary.get("runs", []):
+        row = {}
+        for c in r["overall"].get("per_class", []):
+            name = c.get("name") or str(c["class"])
+            resp = c["response"]
+            row[f"class_{name}_p50_us"] = resp["p50_ns"] / 1e3
+            row[f"class_{name}_p99_us"] = resp["p99_ns"] / 1e3
+            row[f"class_{name}_mean_us"] = resp["mean_ns"] / 1e3
+            row[f"class_{name}_count"] = resp["count"]
+        rows.append(row)
+    return pd.DataFrame(rows, index=range(len(rows)))
+
+
+@dataclass
+class PointResult:
+    """What one point produced, as it travels from a Dask worker back to the
+    driver: the runs table, the second table (per-pool, per-task or pull
+    details), the summary, and the build of the simulator that ran it."""
+
+    runs: pd.DataFrame
+    second: pd.DataFrame
+    summary: dict
+    build: str
+
+
+def run_point(point: Point, threads: Optional[int] = None) -> PointResult:
+    """Runs one point and returns its results; touches no disk. This is what
+    a Dask worker runs: the cache lives with the driver, so a cluster without
+    a shared filesystem (or with another home directory) still fills it."""
     if point.kind == "sim":
         r = api.run_sim(point.config, threads=threads)
         second = r.pools
@@ -192,18 +220,40 @@ def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -
         second = pull_details(r.summary)
     else:
         raise ValueError(f"unknown point kind `{point.kind}`")
-    final = _entry(cache_dir, key)
+    return PointResult(r.runs, second, r.summary, build_id())
+
+
+def store_point(cache_dir: os.PathLike, key: str, point: Point, result: PointResult) -> None:
+    """Writes a point's results under `key` (computed by the caller, with the
+    caller's simulator build). Written to a temporary directory and renamed,
+    so a crash or two writers racing never leave half an entry."""
+    if result.build != build_id():
+        # The key names this process's simulator; results of another build
+        # stored under it would be reused as if this one had produced them.
+        raise ValueError(
+            f"a worker ran simulator build {result.build}, this process has {build_id()}: "
+            "install the same netsched wheel on the Dask workers as on the driver"
+        )
+    final = _entry(Path(cache_dir), key)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}-"))
-    r.runs.to_csv(tmp / "runs.csv", index=False)
-    second.to_csv(tmp / "second.csv", index=False)
-    (tmp / "summary.json").write_text(json.dumps(r.summary))
+    result.runs.to_csv(tmp / "runs.csv", index=False)
+    result.second.to_csv(tmp / "second.csv", index=False)
+    (tmp / "summary.json").write_text(json.dumps(result.summary))
     (tmp / "config.json").write_text(json.dumps({"kind": point.kind, "config": point.config}))
     (tmp / "done").write_text("")
     try:
         os.rename(tmp, final)
-    except OSError:  # another worker finished the same point first
+    except OSError:  # another writer finished the same point first
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -> str:
+    """Runs one point in this process and stores it in the cache at
+    `cache_dir`; returns its key."""
+    key = point.key()
+    if not cached(Path(cache_dir), key):
+        store_point(cache_dir, key, point, run_point(point, threads))
     return key
 
 
@@ -253,6 +303,11 @@ def run_points(
     runs, seconds, summaries = [], [], []
     for k, p in zip(keys, points):
         r, s, summ = _load(cache_dir, k)
+        if p.kind == "sim" and len(r):
+            extra = per_class_columns(summ)
+            # runs.csv and summary.json list the same runs in the same order.
+            assert len(extra) == len(r), f"{len(extra)} summaries for {len(r)} runs"
+            r = pd.concat([r.reset_index(drop=True), extra], axis=1)
         for df in (r, s):
             for name, v in reversed(list(p.labels.items())):
                 if name in df:
@@ -286,14 +341,22 @@ def _run_on_dask(todo, cache_dir, scheduler, client, n_workers, progress, desc):
             )
             own_client = client = Client(own_cluster)
     try:
-        # One simulator thread per Dask task: the cluster provides the parallelism.
-        futures = [
-            client.submit(compute_point, p, str(cache_dir), 1, key=f"netsched-{p.key()}", pure=False)
-            for p in todo
-        ]
+        # One simulator thread per Dask task: the cluster provides the
+        # parallelism. Workers only compute; keys and the cache are the
+        # driver's (a remote worker has neither its disk nor its build hash).
+        keys = {}
+        futures = []
+        for p in todo:
+            key = p.key()
+            f = client.submit(run_point, p, 1, key=f"netsched-{key}", pure=False)
+            keys[f.key] = (key, p)
+            futures.append(f)
         with _progress(len(futures), desc, progress) as bar:
             for f in as_completed(futures):
-                f.result()  # re-raises a worker's ValueError here
+                result = f.result()  # re-raises a worker's ValueError here
+                key, p = keys[f.key]
+                store_point(cache_dir, key, p, result)
+                f.release()
                 bar.update(1)
     finally:
         if own_client is not None:

@@ -81,7 +81,7 @@ def test_new_entries_are_registered_and_pull_points_validate():
     names = set(catalog.REGISTRY)
     want = {"draconis-fig5a", "draconis-fig6", "draconis-fig7", "draconis-fig8", "draconis-fig9",
             "draconis-fig10", "draconis-fig11", "draconis-fig12", "draconis-fig13", "racksched-fig10",
-            "racksched-fig11", "racksched-fig12", "racksched-fig13", "racksched-fig15",
+            "racksched-fig11", "racksched-fig12", "racksched-fig13", "racksched-fig14", "racksched-fig15",
             "comparison"}
     assert want <= names
     for n in want:
@@ -114,3 +114,22 @@ def test_comparison_gives_rows_for_every_system_and_topology(tmp_path, monkeypat
     assert (low.p50_us >= 50 + 4).all(), low
     page = Path(r["files"][2]).read_text()
     assert "switch" in page and "sparrow" in page
+
+
+def test_racksched_fig14_systems_are_configured_as_the_paper_describes():
+    from netsched import catalog
+
+    pts = catalog.get("racksched-fig14").points("reduced")
+    by = {}
+    for p in pts:
+        by.setdefault(p.labels["system"], p.config)
+        # Every point parses: the canonical config fills the defaults in.
+        canon = netsched.canonical_config(p.config)
+        assert canon["topology"]["racks"] == [[8] * 8]
+    assert by["r2p2"]["policy"] == "r2p2" and by["r2p2"]["workers"]["model"] == "fcfs"
+    assert by["r2p2"]["schedulers"]["jbsq_bound"] == 3
+    assert by["client-100"]["policy"] == "pow2-delayed"
+    assert by["client-100"]["schedulers"] == {"k": 2, "clients": 100}
+    assert by["client-100"]["workers"]["model"] == "server-ps"
+    assert by["racksched"]["policy"] == "racksched" and by["shinjuku"]["policy"] == "random"
+    assert {p.labels["service"] for p in pts} == {"rs-bimodal", "rs-bimodal-50-50"}

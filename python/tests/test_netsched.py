@@ -144,6 +144,58 @@ def test_dask_local_cluster_sweep_equals_serial(tmp_path):
     assert a.p99_us.nunique() == 2
 
 
+PULL_TINY = {
+    "seed": 2,
+    "policy": "draconis",
+    "cluster": {"nodes": 4, "executors_per_node": 4},
+    "workload": {"service": {"kind": "fixed", "value_us": 100.0}, "load": 0.6, "tasks": 3000},
+}
+
+
+def test_remote_dask_cluster_by_address_returns_results_to_the_driver_cache(tmp_path, monkeypatch):
+    """A cluster reached by its scheduler address may share no filesystem
+    with the driver: workers must only compute, and the driver must key and
+    write every cache entry (in a directory the workers are never told of)."""
+    from dask.distributed import LocalCluster
+
+    sim_points = small_grid()[:4]
+    pull_points = sweep.grid(PULL_TINY, kind="pull", policy=["draconis", "r2p2"], load=[0.5, 0.8])
+    signal.alarm(240)
+    serial_sim = sweep.run_points(sim_points, cache_dir=tmp_path / "serial", serial=True, progress=False)
+    serial_pull = sweep.run_points(pull_points, cache_dir=tmp_path / "serial", serial=True, progress=False)
+    stored = []
+    real_store = sweep.store_point
+    monkeypatch.setattr(sweep, "store_point",
+                        lambda cache, key, p, r: (stored.append(key), real_store(cache, key, p, r)))
+    cache = tmp_path / "driver-only"
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        dist_sim = sweep.run_points(sim_points, cache_dir=cache, scheduler=cluster.scheduler_address,
+                                    progress=False)
+        dist_pull = sweep.run_points(pull_points, cache_dir=cache, scheduler=cluster.scheduler_address,
+                                     progress=False)
+    signal.alarm(0)
+    keys = {p.key() for p in sim_points + pull_points}
+    # Every entry was written by this process (the workers run in others).
+    assert sorted(stored) == sorted(keys)
+    assert {e.name for d in cache.iterdir() for e in d.iterdir()} == keys
+    assert dist_sim.computed == 4 and dist_pull.computed == 4
+    assert stable(serial_sim.runs).equals(stable(dist_sim.runs))
+    assert stable(serial_sim.pools).equals(stable(dist_sim.pools))
+    assert stable(serial_pull.runs).equals(stable(dist_pull.runs))
+    assert stable(serial_pull.pools).equals(stable(dist_pull.pools))
+    # A rerun against the driver's cache computes nothing (no cluster needed).
+    again = sweep.run_points(sim_points + pull_points, cache_dir=cache, serial=True, progress=False)
+    assert (again.computed, again.cached) == (0, 8)
+
+
+def test_results_of_another_simulator_build_are_not_cached(tmp_path):
+    p = small_grid()[0]
+    r = sweep.run_point(p)
+    with pytest.raises(ValueError, match="same netsched wheel"):
+        sweep.store_point(tmp_path, p.key(), p, sweep.PointResult(r.runs, r.second, r.summary, "0" * 16))
+    assert not sweep.cached(tmp_path, p.key())
+
+
 def test_cache_second_run_computes_nothing(tmp_path):
     first = sweep.run_points(small_grid()[:3], cache_dir=tmp_path, serial=True, progress=False)
     assert (first.computed, first.cached) == (3, 0)
@@ -197,7 +249,7 @@ def test_catalog_entries_are_well_formed():
     names = set(catalog.REGISTRY)
     assert {"horus-fig2", "horus-fig10", "horus-fig11", "horus-fig12a", "horus-fig12b",
             "horus-fig12c", "horus-fig15-16", "horus-fig17", "horus-fig18", "horus-fig19b",
-            "racksched-fig2"} <= names
+            "racksched-fig2", "racksched-fig14"} <= names
     for e in catalog.REGISTRY.values():
         for scale in ("reduced", "paper"):
             pts = e.points(scale)

@@ -115,7 +115,7 @@ pub struct BenchSwitchArgs {
     #[arg(long, default_value_t = 2000.0)]
     low_rate: f64,
     /// Data plane of the daemon: horus, racksched, random, round-robin, jsq,
-    /// jiq, pow2-instant, pow2-delayed, idle-only, central.
+    /// jiq, pow2-instant, pow2-delayed, idle-only, central, r2p2.
     #[arg(long, default_value = "horus")]
     policy: String,
 }
@@ -183,6 +183,13 @@ pub struct BenchPullArgs {
     /// Skip the latency part.
     #[arg(long)]
     throughput_only: bool,
+    /// Saturation part: tasks the closed-loop client keeps outstanding
+    /// (0 skips the part).
+    #[arg(long, default_value_t = 32)]
+    window: u32,
+    /// Saturation part: rounds over all policies; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
 }
 
 pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
@@ -215,6 +222,8 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
         service_us: a.service_us,
         loads,
         retry_us: a.retry_us,
+        window: a.window,
+        repeats: a.repeats,
     };
     eprintln!(
         "throughput: {} policies × {:.1} s",
@@ -223,6 +232,20 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
     );
     let t = bench::throughput(&o)?;
     println!("{}", bench::throughput_table(&t));
+    if o.window > 0 && o.repeats > 0 {
+        if (o.window as usize) < 8 {
+            return Err("--window: at least one job of 8 tasks".into());
+        }
+        eprintln!(
+            "saturation: {} rounds × {} policies × {:.1} s, {} tasks outstanding",
+            o.repeats,
+            o.policies.len(),
+            a.seconds,
+            o.window
+        );
+        let s = bench::saturation(&o)?;
+        println!("{}", bench::saturation_table(&s));
+    }
     if !a.throughput_only {
         eprintln!(
             "latency: {} policies × {} loads × {:.1} s",

@@ -136,6 +136,10 @@ pub enum Resubmit {
         second_load: u32,
         second_drift: u32,
     },
+    /// RackSched Proactive tracking (§3.5), second pass: add one to the
+    /// chosen server's counter of `class`, which the first pass could not
+    /// write after reading every LoadTable copy.
+    CountDispatch { node: NodeId, class: u8 },
 }
 
 /// One thing a data plane asks its driver to do.

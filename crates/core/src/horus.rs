@@ -617,7 +617,7 @@ impl DataPlane for HorusSpine {
             }
             Input::Reply { .. }
             | Input::QueueChanged { .. }
-            | Input::Resubmit(Resubmit::Retry { .. }) => {
+            | Input::Resubmit(Resubmit::Retry { .. } | Resubmit::CountDispatch { .. }) => {
                 out.push(Action::Drop(DropReason::Unexpected))
             }
         }

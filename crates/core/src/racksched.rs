@@ -4,8 +4,8 @@
 //! The ToR switch keeps two pieces of state (RackSched §3.2, Alg. 1):
 //!
 //! * *LoadTable*: per-server queue lengths, written **only** from the LOAD field
-//!   of reply packets (§3.5). Nothing is incremented when a request is
-//!   dispatched: that is the defining property of RackSched's delayed updates
+//!   of reply packets (§3.5; INT1, the default tracking). Nothing is
+//!   incremented when a request is dispatched: that is the defining property of RackSched's delayed updates
 //!   and the reason it herds under stale information (Horus §2.1, App. C
 //!   "Pow-of-2 Delayed Updated").
 //! * *ReqTable*: request affinity, an [`AffinityTable`] of n stages × m slots
@@ -22,6 +22,12 @@
 //! request whose type is not configured falls back to the server's total,
 //! which the switch keeps alongside as the sum of its per-type counters.
 //!
+//! Load tracking (§3.5, §4.6 Fig. 16), [`LoadTracking`]: INT1 (the default,
+//! everything above), INT2 (one register with the least loaded server seen in
+//! replies), INT3 (the LoadTable holds reported outstanding *work*, which only
+//! changes what the server puts in LOAD) and Proactive (the switch counts
+//! dispatches and replies itself; no LOAD is read).
+//!
 //! Roles:
 //! * [`RackSched`]: the ToR scheduler over the servers (workers) of one rack.
 //!   With [`RackSchedConfig::report_load`] it is an RS-H leaf: after every reply
@@ -35,7 +41,8 @@
 
 use crate::affinity::{stage_hash, AffinityTable};
 use crate::dataplane::{
-    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, TaskMeta, Upstream,
+    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
+    Upstream,
 };
 use crate::fixed;
 use crate::rng::Rng;
@@ -125,6 +132,8 @@ pub struct RackSchedConfig {
     pub req_table: ReqTableConfig,
     /// RS-H leaf: notify every spine of the rack average after each reply.
     pub report_load: bool,
+    /// How the LoadTable learns server loads (§3.5, §4.6).
+    pub tracking: LoadTracking,
 }
 
 impl Default for RackSchedConfig {
@@ -134,8 +143,40 @@ impl Default for RackSchedConfig {
             classes: 1,
             req_table: ReqTableConfig::default(),
             report_load: false,
+            tracking: LoadTracking::Int1,
         }
     }
+}
+
+/// The server-load tracking mechanisms RackSched §4.6 compares in Fig. 16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LoadTracking {
+    /// In-network telemetry, per server (§3.5, what RackSched ships): a reply's
+    /// LOAD (the server's queue length) overwrites that server's counter;
+    /// power-of-k chooses among them.
+    #[default]
+    Int1,
+    /// In-network telemetry keeping only the minimum (§3.5 "only keeps the
+    /// server with the minimum load"): one `(server, load)` register per type.
+    /// A reply replaces it when its load is no larger, or refreshes the load
+    /// when it comes from the recorded server; requests go to the recorded
+    /// server, so they herd on it until a reply moves the minimum. Without
+    /// exploration a server that never got a request never replies, so one
+    /// request in `random_one_in` goes to a uniformly random server instead
+    /// (the RackSched artifact's `int2.p4` uses 1 in 4); 0 disables it.
+    Int2 { random_one_in: u32 },
+    /// In-network telemetry of outstanding work (§4.6 "total service time of
+    /// outstanding requests"): the switch logic is INT1's; the server reports
+    /// the summed service time of its outstanding requests instead of their
+    /// count, which presumes service times are known a priori.
+    Int3,
+    /// The switch tracks loads itself (§3.5 "proactively"): +1 on the chosen
+    /// server's counter for every first request packet, -1 (floored at 0) for
+    /// every reply; LOAD is ignored. The increment needs a second pass, since
+    /// the chosen server is known only after every LoadTable copy was read
+    /// (the artifact's `proactive.p4` resubmits for it too). A lost request or
+    /// reply leaves its +1 behind for good: the error §4.6 blames.
+    Proactive,
 }
 
 /// Draws `min(k, count)` distinct slots in random order. Rejection keeps the
@@ -280,6 +321,20 @@ impl LoadTable {
     /// §3.2 Alg. 1 line 8 `LoadTable.update(srcip, load)`: store `load` as the
     /// queue length of `class` (ignored with one type) at `node`, in every copy.
     pub fn report(&mut self, pass: &Pass, node: NodeId, class: u8, load: u32) -> Report {
+        self.apply(pass, node, class, |_| load)
+    }
+
+    /// Proactive tracking (§3.5): add `delta` to the counter of `class` at
+    /// `node` in every copy, saturating at 0 and `u32::MAX`.
+    pub fn adjust(&mut self, pass: &Pass, node: NodeId, class: u8, delta: i32) -> Report {
+        self.apply(pass, node, class, |old| {
+            (old as i64 + delta as i64).clamp(0, u32::MAX as i64) as u32
+        })
+    }
+
+    /// One stateful-ALU update of the counter of `class` at `node`, `new(old)`,
+    /// applied identically to every copy; the total and the sum follow by delta.
+    fn apply(&mut self, pass: &Pass, node: NodeId, class: u8, new: impl Fn(u32) -> u32) -> Report {
         if self.multi() && class as u32 >= self.classes {
             return Report::BadClass;
         }
@@ -294,44 +349,56 @@ impl LoadTable {
         // The copies are identical, so the first one's old value gives the delta.
         let delta = if self.multi() {
             let idx = slot * self.classes as usize + class as usize;
-            let mut old = 0;
+            let mut delta = 0;
             for (j, copy) in self.class_load.iter_mut().enumerate() {
-                let o = copy.update(pass, idx, |v| std::mem::replace(v, (node, load)).1);
+                let d = copy.update(pass, idx, |v| {
+                    let old = v.1;
+                    *v = (node, new(old));
+                    v.1 as i64 - old as i64
+                });
                 if j == 0 {
-                    old = o;
+                    delta = d;
                 }
             }
-            load as i64 - old as i64
+            delta
         } else {
             0
         };
         let multi = self.multi();
-        let mut old_total = 0;
+        let mut total_delta = 0;
         for (j, copy) in self.total.iter_mut().enumerate() {
-            let o = copy.update(pass, slot, |v| {
+            let d = copy.update(pass, slot, |v| {
                 let old = v.1;
                 v.1 = if multi {
                     (old as i64 + delta).clamp(0, u32::MAX as i64) as u32
                 } else {
-                    load
+                    new(old)
                 };
-                old
+                v.1 as i64 - old as i64
             });
             if j == 0 {
-                old_total = o;
+                total_delta = d;
             }
         }
-        let new_total = if multi {
-            (old_total as i64 + delta).clamp(0, u32::MAX as i64)
-        } else {
-            load as i64
-        };
-        let total_delta = new_total - old_total as i64;
         let sum = self.sum.update(pass, 0, |s| {
             *s = (*s as i64 + total_delta).max(0) as u64;
             *s
         });
         Report::Updated { sum }
+    }
+
+    /// A uniformly random active server (INT2's exploration), read from the
+    /// first total copy, which stores the node beside its load; `servers`
+    /// stays free for the overflow hash in the same pass.
+    #[inline]
+    pub fn random(&mut self, pass: &Pass, rng: &mut Rng, active: u32) -> NodeId {
+        debug_assert!(active > 0);
+        self.total[0].read(pass, rng.below(active) as usize).0
+    }
+
+    /// Control-plane view: the server in slot 0, if any is active.
+    pub fn first_active(&self) -> Option<NodeId> {
+        (!self.is_empty()).then(|| self.servers.peek(0))
     }
 
     // ---- control plane (§3.4 "Handling system reconfiguration") ----
@@ -508,9 +575,23 @@ pub fn average_16_16(sum: u64, n: u32) -> u32 {
     ((sum.saturating_mul(fixed::ONE as u64)) / n as u64).min(u32::MAX as u64) as u32
 }
 
+/// How a first request packet (REQF) picks its server.
+enum Select<'a> {
+    /// Power-of-k over the LoadTable (§3.3).
+    PowerOfK,
+    /// INT2 (§4.6): the recorded minimum of the request's type, or one time in
+    /// `random_one_in` a uniformly random server.
+    Minimum {
+        register: &'a mut RegisterArray<(NodeId, u32)>,
+        index: usize,
+        random_one_in: u32,
+    },
+}
+
 /// Alg. 1 for a request packet, shared by the ToR and the RS-H spine.
 /// `remove_on_last`: a scheduler that replies do not traverse (the RS-H spine)
 /// frees the entry with the last request packet instead (Horus §A.4).
+/// Returns the server a first packet was sent to (what Proactive counts).
 #[allow(clippy::too_many_arguments)]
 fn schedule(
     pass: &Pass,
@@ -520,8 +601,9 @@ fn schedule(
     rng: &mut Rng,
     task: TaskMeta,
     remove_on_last: bool,
+    select: Select<'_>,
     out: &mut Outbox,
-) {
+) -> Option<NodeId> {
     if !task.first {
         // Alg. 1 lines 4-5: REQR follows ReqTable.
         let entry = if remove_on_last && task.last {
@@ -537,7 +619,7 @@ fn schedule(
                 let active = loads.active(pass);
                 if active == 0 {
                     out.push(Action::Drop(DropReason::NoNodes));
-                    return;
+                    return None;
                 }
                 loads.hashed(pass, active, task.id)
             }
@@ -547,21 +629,38 @@ fn schedule(
             task,
             decision: Decision::Other,
         });
-        return;
+        return None;
     }
     // Alg. 1 lines 1-3: REQF is scheduled on LoadTable, then remembered.
     let active = loads.active(pass);
     if active == 0 {
         out.push(Action::Drop(DropReason::NoNodes));
-        return;
+        return None;
     }
-    let (node, _) = loads.choose(pass, rng, active, task.class);
+    let (node, decision) = match select {
+        Select::PowerOfK => (
+            loads.choose(pass, rng, active, task.class).0,
+            Decision::Sampled,
+        ),
+        Select::Minimum {
+            register,
+            index,
+            random_one_in,
+        } => {
+            if random_one_in > 0 && rng.below(random_one_in) == 0 {
+                (loads.random(pass, rng, active), Decision::Other)
+            } else {
+                (register.read(pass, index).0, Decision::Other)
+            }
+        }
+    };
     if task.last || req.insert(pass, now, task.id, node, 0) {
         out.push(Action::Dispatch {
             node,
             task,
-            decision: Decision::Sampled,
+            decision,
         });
+        Some(node)
     } else {
         // ReqTable full: the continuations will miss, so the first packet must
         // already go where the hash sends them.
@@ -571,17 +670,21 @@ fn schedule(
             task,
             decision: Decision::Other,
         });
+        Some(node)
     }
 }
 
 /// RackSched's ToR scheduler over the servers of one rack (§3), optionally an
 /// RS-H leaf (Horus §4.1, §5.2).
 ///
-/// Inputs: `Task` (REQF/REQR), `Reply` (removes the ReqTable entry of
-/// `task`; stores `qlen` as the load of `class` at `node`; an RS-H leaf then
-/// emits one `Notify{All, LoadUpdate(avg)}`). Anything else is
-/// `Drop(Unexpected)`; in particular `QueueChanged`, which would turn the
-/// delayed-update scheduler into an ideal one.
+/// Inputs: `Task` (REQF/REQR; under Proactive a REQF also emits
+/// `Resubmit(CountDispatch)`), `Reply` (removes the ReqTable entry of `task`;
+/// stores `qlen` as the load of `class` at `node`, or under Proactive takes
+/// one off its counter; an RS-H leaf then emits one
+/// `Notify{All, LoadUpdate(avg)}`), `Resubmit(CountDispatch)` under
+/// Proactive. Anything else is `Drop(Unexpected)`; in particular
+/// `QueueChanged`, which would turn the delayed-update scheduler into an
+/// ideal one.
 #[derive(Clone, Debug)]
 pub struct RackSched {
     pipeline: Pipeline,
@@ -589,17 +692,39 @@ pub struct RackSched {
     loads: LoadTable,
     req: AffinityTable,
     report_load: bool,
+    tracking: LoadTracking,
+    /// INT2: `(server, load)` of the least loaded server seen, per type
+    /// (one entry with a single type); empty in the other modes.
+    minimum: RegisterArray<(NodeId, u32)>,
 }
 
 impl RackSched {
     /// A ToR over `servers` servers `0..servers`, all at load 0.
     pub fn new(servers: u32, seed: u64, config: RackSchedConfig) -> Self {
+        let minimum_len = match config.tracking {
+            LoadTracking::Int2 { .. } => config.classes as usize,
+            _ => 0,
+        };
         RackSched {
             pipeline: Pipeline::new(),
             rng: Rng::new(seed),
             loads: LoadTable::new(servers, config.k, config.classes),
             req: config.req_table.build(),
             report_load: config.report_load,
+            tracking: config.tracking,
+            // No reply seen yet: any first report replaces the entry (the
+            // artifact starts at load 9999).
+            minimum: RegisterArray::new("minimum", minimum_len, (0, u32::MAX)),
+        }
+    }
+
+    /// INT2's register entry for a request type: its own with multi-queue,
+    /// else the single entry (unconfigured types share entry 0).
+    fn minimum_index(&self, class: u8) -> usize {
+        if (class as u32) < self.loads.classes() {
+            class as usize
+        } else {
+            0
         }
     }
 
@@ -620,7 +745,27 @@ impl RackSched {
         let pass = self.pipeline.begin();
         // Alg. 1 line 7. A reply from a removed server still frees its entry.
         self.req.remove(&pass, task);
-        match self.loads.report(&pass, node, class, qlen) {
+        let report = match self.tracking {
+            // The switch counts for itself; LOAD is not read.
+            LoadTracking::Proactive => self.loads.adjust(&pass, node, class, -1),
+            LoadTracking::Int1 | LoadTracking::Int3 | LoadTracking::Int2 { .. } => {
+                self.loads.report(&pass, node, class, qlen)
+            }
+        };
+        if let (LoadTracking::Int2 { .. }, Report::Updated { .. }) = (self.tracking, report) {
+            // The artifact's `lowest_load.p4`: a load no larger than the
+            // recorded one takes over; the recorded server refreshes its own.
+            let index = self.minimum_index(class);
+            self.minimum.update(&pass, index, |(min_node, min_load)| {
+                if qlen <= *min_load {
+                    *min_node = node;
+                    *min_load = qlen;
+                } else if *min_node == node {
+                    *min_load = qlen;
+                }
+            });
+        }
+        match report {
             Report::Updated { sum } => {
                 if self.report_load {
                     let active = self.loads.active(&pass);
@@ -636,11 +781,28 @@ impl RackSched {
         }
     }
 
+    /// Proactive, second pass: the dispatched server's counter goes up.
+    fn on_count_dispatch(&mut self, node: NodeId, class: u8, out: &mut Outbox) {
+        let pass = self.pipeline.resubmit();
+        match self.loads.adjust(&pass, node, class, 1) {
+            Report::Updated { .. } => {}
+            // Removed between the passes: nothing left to count on.
+            Report::UnknownNode => out.push(Action::Drop(DropReason::UnknownNode)),
+            Report::BadClass => out.push(Action::Drop(DropReason::Unexpected)),
+        }
+    }
+
     // ---- control plane ----
 
     /// A server joined (§3.4 reconfiguration): schedulable at once, load 0.
     pub fn control_add_node(&mut self, node: NodeId) {
         self.loads.control_add(node);
+        // INT2 entries that name no live server (none was active) start here.
+        for i in 0..self.minimum.len() {
+            if !self.loads.contains(self.minimum.peek(i).0) {
+                self.minimum.control_write(i, (node, u32::MAX));
+            }
+        }
     }
 
     /// A server failed or left: no new requests go to it, and ReqTable entries
@@ -648,6 +810,14 @@ impl RackSched {
     pub fn control_remove_node(&mut self, node: NodeId) {
         if self.loads.control_remove(node) {
             self.req.control_forget_node(node);
+            // INT2 must not keep herding onto a server that is gone: the
+            // entry restarts on a live one, replaced by the next reply.
+            let live = self.loads.first_active().unwrap_or(0);
+            for i in 0..self.minimum.len() {
+                if self.minimum.peek(i).0 == node {
+                    self.minimum.control_write(i, (live, u32::MAX));
+                }
+            }
         }
     }
 
@@ -679,6 +849,15 @@ impl RackSched {
     pub fn reports_load(&self) -> bool {
         self.report_load
     }
+
+    pub fn tracking(&self) -> LoadTracking {
+        self.tracking
+    }
+
+    /// INT2's recorded `(server, load)` for `class` (`None` in other modes).
+    pub fn recorded_minimum(&self, class: u8) -> Option<(NodeId, u32)> {
+        (!self.minimum.is_empty()).then(|| self.minimum.peek(self.minimum_index(class)))
+    }
 }
 
 impl DataPlane for RackSched {
@@ -686,7 +865,15 @@ impl DataPlane for RackSched {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                schedule(
+                let select = match self.tracking {
+                    LoadTracking::Int2 { random_one_in } => Select::Minimum {
+                        index: self.minimum_index(task.class),
+                        register: &mut self.minimum,
+                        random_one_in,
+                    },
+                    _ => Select::PowerOfK,
+                };
+                let sent = schedule(
                     &pass,
                     now,
                     &mut self.loads,
@@ -694,8 +881,15 @@ impl DataPlane for RackSched {
                     &mut self.rng,
                     task,
                     false,
+                    select,
                     out,
                 );
+                if let (LoadTracking::Proactive, Some(node)) = (self.tracking, sent) {
+                    out.push(Action::Resubmit(Resubmit::CountDispatch {
+                        node,
+                        class: task.class,
+                    }));
+                }
             }
             Input::Reply {
                 node,
@@ -703,6 +897,11 @@ impl DataPlane for RackSched {
                 class,
                 task,
             } => self.on_reply(node, qlen, class, task, out),
+            Input::Resubmit(Resubmit::CountDispatch { node, class })
+                if self.tracking == LoadTracking::Proactive =>
+            {
+                self.on_count_dispatch(node, class, out)
+            }
             _ => out.push(Action::Drop(DropReason::Unexpected)),
         }
     }
@@ -775,6 +974,7 @@ impl DataPlane for RackSchedSpine {
                     &mut self.rng,
                     task,
                     true,
+                    Select::PowerOfK,
                     out,
                 );
             }
@@ -923,6 +1123,7 @@ mod tests {
                 classes: 1,
                 req_table: ReqTableConfig { stages: 2, slots_per_stage: 2, timeout_ns: u64::MAX / 2 },
                 report_load: false,
+                tracking: LoadTracking::Int1,
             });
             // Six request "lanes"; each lane runs requests of 1..4 packets back to back.
             let mut lane: Vec<Option<(u64, NodeId, u32)>> = vec![None; 6];
@@ -1248,6 +1449,267 @@ mod tests {
         assert_eq!(spine.load_table().load(0), Some(2 * fixed::ONE));
         assert_eq!(spine.load_table().load(1), Some(3 * fixed::ONE));
         assert_eq!(one_dispatch(&run(&mut spine, 0, single(1))).0, 0);
+    }
+
+    fn tracking(n: u32, k: u32, tracking: LoadTracking) -> RackSched {
+        RackSched::new(
+            n,
+            11,
+            RackSchedConfig {
+                k,
+                tracking,
+                ..RackSchedConfig::default()
+            },
+        )
+    }
+
+    /// Feeds a Proactive dispatch and its counting pass; returns the server.
+    fn proactive_dispatch(rs: &mut RackSched, id: u64, class: u8) -> NodeId {
+        let t = TaskMeta {
+            id,
+            first: true,
+            last: true,
+            class,
+            ..TaskMeta::default()
+        };
+        let acts = run(rs, 0, Input::Task(t));
+        let [Action::Dispatch { node, .. }, Action::Resubmit(r)] = acts[..] else {
+            panic!("expected a dispatch and a counting pass, got {acts:?}")
+        };
+        assert_eq!(r, Resubmit::CountDispatch { node, class });
+        assert!(run(rs, 0, Input::Resubmit(r)).is_empty());
+        node
+    }
+
+    #[test]
+    fn proactive_counts_dispatches_minus_replies_and_keeps_lost_replies() {
+        // §3.5/§4.6 Proactive, k = n so the choice is the exact minimum.
+        let mut rs = tracking(4, 4, LoadTracking::Proactive);
+        let t = single(1);
+        let acts = run(&mut rs, 0, t);
+        let [Action::Dispatch { node: first, .. }, Action::Resubmit(r)] = acts[..] else {
+            panic!("{acts:?}")
+        };
+        assert_eq!(
+            rs.load_table().load(first),
+            Some(0),
+            "the first pass only reads the counters"
+        );
+        run(&mut rs, 0, Input::Resubmit(r));
+        assert_eq!(rs.load_table().load(first), Some(1));
+        // Three more go to the three servers still at 0, then the fifth to any.
+        let mut sent = vec![first];
+        for id in 2..5 {
+            sent.push(proactive_dispatch(&mut rs, id, 0));
+        }
+        sent.sort_unstable();
+        assert_eq!(sent, vec![0, 1, 2, 3]);
+        assert_eq!(rs.total_load(), 4);
+        // A reply takes one off whatever LOAD says.
+        assert!(run(&mut rs, 0, reply(2, 57, 3)).is_empty());
+        assert_eq!(rs.load_table().load(2), Some(0));
+        // Floors at 0: a duplicate reply cannot go negative.
+        run(&mut rs, 0, reply(2, 0, 3));
+        assert_eq!(rs.load_table().load(2), Some(0));
+        // Replies of servers 0 and 3 arrive; server 1's is lost: its +1 stays
+        // for good and every later choice avoids it.
+        run(&mut rs, 0, reply(0, 0, 1));
+        run(&mut rs, 0, reply(3, 0, 4));
+        assert_eq!(
+            (0..4)
+                .map(|n| rs.load_table().load(n).unwrap())
+                .collect::<Vec<_>>(),
+            vec![0, 1, 0, 0]
+        );
+        let mut next: Vec<NodeId> = (10..13)
+            .map(|id| proactive_dispatch(&mut rs, id, 0))
+            .collect();
+        next.sort_unstable();
+        assert_eq!(next, vec![0, 2, 3], "the leaked count repels requests");
+        assert_eq!(
+            rs.pipeline().resubmissions,
+            7,
+            "one counting pass per request"
+        );
+        rs.load_table().check_invariants().unwrap();
+        // Unknown servers are dropped in either pass.
+        assert_eq!(
+            run(&mut rs, 0, reply(9, 0, 0)),
+            vec![Action::Drop(DropReason::UnknownNode)]
+        );
+        rs.control_remove_node(3);
+        assert_eq!(
+            run(
+                &mut rs,
+                0,
+                Input::Resubmit(Resubmit::CountDispatch { node: 3, class: 0 })
+            ),
+            vec![Action::Drop(DropReason::UnknownNode)]
+        );
+    }
+
+    #[test]
+    fn proactive_counts_per_request_type_with_multi_queue() {
+        let mut rs = RackSched::new(
+            3,
+            5,
+            RackSchedConfig {
+                k: 3,
+                classes: 2,
+                tracking: LoadTracking::Proactive,
+                ..RackSchedConfig::default()
+            },
+        );
+        let a = proactive_dispatch(&mut rs, 1, 1);
+        assert_eq!(rs.load_table().class_load(a, 1), Some(1));
+        assert_eq!(rs.load_table().class_load(a, 0), Some(0));
+        // Type 0 counters are all 0, so type 0 may land on `a` again; type 1 may not.
+        for id in 2..4 {
+            assert_ne!(proactive_dispatch(&mut rs, id, 1), a);
+        }
+        run(
+            &mut rs,
+            0,
+            Input::Reply {
+                node: a,
+                qlen: 40,
+                class: 1,
+                task: 1,
+            },
+        );
+        assert_eq!(rs.load_table().class_load(a, 1), Some(0));
+        assert_eq!(rs.total_load(), 2);
+        rs.load_table().check_invariants().unwrap();
+    }
+
+    #[test]
+    fn int2_herds_on_the_recorded_minimum_until_a_reply_moves_it() {
+        let mut rs = tracking(5, 2, LoadTracking::Int2 { random_one_in: 0 });
+        assert_eq!(rs.recorded_minimum(0), Some((0, u32::MAX)));
+        for (node, q) in [(0, 3), (1, 2), (2, 5)] {
+            assert!(run(&mut rs, 0, reply(node, q, 0)).is_empty());
+        }
+        assert_eq!(rs.recorded_minimum(0), Some((1, 2)));
+        // Nothing changes at dispatch: every request herds onto server 1.
+        for id in 0..20 {
+            assert_eq!(
+                one_dispatch(&run(&mut rs, 0, single(id))),
+                (1, Decision::Other)
+            );
+        }
+        // The recorded server's own reply refreshes its load but keeps it:
+        // the switch knows no other minimum.
+        run(&mut rs, 0, reply(1, 7, 0));
+        assert_eq!(rs.recorded_minimum(0), Some((1, 7)));
+        assert_eq!(one_dispatch(&run(&mut rs, 0, single(30))).0, 1);
+        // A reply no larger takes over; a larger one does not.
+        run(&mut rs, 0, reply(3, 7, 0));
+        run(&mut rs, 0, reply(0, 9, 0));
+        assert_eq!(rs.recorded_minimum(0), Some((3, 7)));
+        for id in 40..50 {
+            assert_eq!(one_dispatch(&run(&mut rs, 0, single(id))).0, 3);
+        }
+        assert_eq!(
+            run(&mut rs, 0, reply(9, 0, 0)),
+            vec![Action::Drop(DropReason::UnknownNode)]
+        );
+        assert_eq!(
+            rs.recorded_minimum(0),
+            Some((3, 7)),
+            "unknown servers are ignored"
+        );
+        // Removing the recorded server restarts the entry on a live one.
+        rs.control_remove_node(3);
+        let (live, load) = rs.recorded_minimum(0).unwrap();
+        assert!(rs.load_table().contains(live) && load == u32::MAX);
+        run(&mut rs, 0, reply(4, 100, 0));
+        assert_eq!(rs.recorded_minimum(0), Some((4, 100)));
+        assert_eq!(one_dispatch(&run(&mut rs, 0, single(60))).0, 4);
+        rs.load_table().check_invariants().unwrap();
+        // A ToR that starts empty herds onto its first server, not node 0.
+        let mut empty = tracking(0, 2, LoadTracking::Int2 { random_one_in: 0 });
+        assert_eq!(
+            run(&mut empty, 0, single(1)),
+            vec![Action::Drop(DropReason::NoNodes)]
+        );
+        empty.control_add_node(5);
+        assert_eq!(empty.recorded_minimum(0), Some((5, u32::MAX)));
+        assert_eq!(one_dispatch(&run(&mut empty, 0, single(2))).0, 5);
+    }
+
+    #[test]
+    fn int2_sends_one_in_n_requests_to_a_random_server() {
+        // The artifact's exploration: predicted draw by draw from a clone of
+        // the switch's random stream.
+        let n = 8;
+        let mut rs = tracking(n, 2, LoadTracking::Int2 { random_one_in: 4 });
+        run(&mut rs, 0, reply(5, 0, 0));
+        let mut explored = 0;
+        for id in 0..2_000 {
+            let mut probe = rs.rng.clone();
+            let expect = if probe.below(4) == 0 {
+                explored += 1;
+                probe.below(n)
+            } else {
+                5
+            };
+            assert_eq!(one_dispatch(&run(&mut rs, 0, single(id))).0, expect);
+        }
+        assert!((400..600).contains(&explored), "{explored} of 2000");
+    }
+
+    #[test]
+    fn int2_keeps_one_minimum_per_request_type() {
+        let mut rs = RackSched::new(
+            3,
+            1,
+            RackSchedConfig {
+                classes: 2,
+                tracking: LoadTracking::Int2 { random_one_in: 0 },
+                ..RackSchedConfig::default()
+            },
+        );
+        for (node, class, qlen) in [(0, 0, 4), (1, 0, 1), (2, 1, 3), (0, 1, 6)] {
+            run(
+                &mut rs,
+                0,
+                Input::Reply {
+                    node,
+                    qlen,
+                    class,
+                    task: 0,
+                },
+            );
+        }
+        assert_eq!(rs.recorded_minimum(0), Some((1, 1)));
+        assert_eq!(rs.recorded_minimum(1), Some((2, 3)));
+        let typed = |class| {
+            Input::Task(TaskMeta {
+                id: 1,
+                first: true,
+                last: true,
+                class,
+                ..TaskMeta::default()
+            })
+        };
+        assert_eq!(one_dispatch(&run(&mut rs, 0, typed(0))).0, 1);
+        assert_eq!(one_dispatch(&run(&mut rs, 0, typed(1))).0, 2);
+    }
+
+    #[test]
+    fn int3_balances_on_the_reported_outstanding_work() {
+        // INT3 is INT1's switch logic over work in ns rather than a count: a
+        // server with one 500 µs request is busier than one with four 50 µs.
+        let mut rs = tracking(2, 2, LoadTracking::Int3);
+        run(&mut rs, 0, reply(0, 500_000, 0));
+        run(&mut rs, 0, reply(1, 200_000, 0));
+        for id in 0..10 {
+            assert_eq!(
+                one_dispatch(&run(&mut rs, 0, single(id))),
+                (1, Decision::Sampled)
+            );
+        }
+        assert_eq!(rs.load_table().load(1), Some(200_000));
     }
 
     #[test]

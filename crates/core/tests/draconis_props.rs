@@ -18,10 +18,10 @@ use netsched_core::draconis::sparrow::{
 };
 use netsched_core::draconis::{
     Constraint, Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo,
-    JobSubmission, Recirc, Repair, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
+    JobSubmission, Recirc, Repair, Slot, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
 use proptest::prelude::*;
-use proptest::test_runner::TestCaseError;
+use proptest::test_runner::{RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
 fn quick(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -68,6 +68,79 @@ struct Ledger {
     violations: Vec<String>,
     noops: u64,
     acks: u64,
+    /// Locality: examinations of each task by a non-local executor, counted
+    /// here from the packets (a request's or swap's task in hand), not read
+    /// from the data plane's skip counter.
+    non_local_examinations: HashMap<u64, u16>,
+    coverage: Coverage,
+}
+
+/// How often a run reached the paths that matter for conservation: full and
+/// empty queue, both repairs and what meets them in flight, pointer
+/// wrap-around, swaps and the locality start limits. Summed over a property's
+/// cases and asserted non-zero, so a generator that stopped reaching a path
+/// fails instead of passing vacuously.
+#[derive(Clone, Copy, Debug, Default)]
+struct Coverage {
+    add_repairs: u64,
+    retrieve_repairs: u64,
+    /// Task requests (or a priority walk's next level) arriving while the
+    /// level's retrieve repair is in flight (§4.7.2).
+    requests_during_retrieve_repair: u64,
+    /// Submission passes arriving while their level's add repair is in
+    /// flight (refused, even if a request freed room meanwhile).
+    inserts_during_add_repair: u64,
+    error_packets: u64,
+    /// Requests answered with a no-op while the queue held nothing.
+    noops_on_empty_queue: u64,
+    /// A pointer incremented from 2^32 - 1 to 0.
+    add_ptr_wraps: u64,
+    retrieve_ptr_wraps: u64,
+    /// Swap passes (§5.1) and hands put back at the tail.
+    swap_passes: u64,
+    tail_returns: u64,
+    /// Locality: remote tasks started after exceeding a start limit.
+    rack_limit_starts: u64,
+    global_limit_starts: u64,
+}
+
+impl Coverage {
+    fn add(&mut self, o: &Coverage) {
+        self.add_repairs += o.add_repairs;
+        self.retrieve_repairs += o.retrieve_repairs;
+        self.requests_during_retrieve_repair += o.requests_during_retrieve_repair;
+        self.inserts_during_add_repair += o.inserts_during_add_repair;
+        self.error_packets += o.error_packets;
+        self.noops_on_empty_queue += o.noops_on_empty_queue;
+        self.add_ptr_wraps += o.add_ptr_wraps;
+        self.retrieve_ptr_wraps += o.retrieve_ptr_wraps;
+        self.swap_passes += o.swap_passes;
+        self.tail_returns += o.tail_returns;
+        self.rack_limit_starts += o.rack_limit_starts;
+        self.global_limit_starts += o.global_limit_starts;
+    }
+
+    /// The paths every conserving property must reach: both repairs, what
+    /// meets them, full (error packets) and empty (no-ops) queues.
+    fn assert_queue_paths(&self, what: &str) {
+        let c = self;
+        for (n, path) in [
+            (c.add_repairs, "add repairs"),
+            (c.retrieve_repairs, "retrieve repairs"),
+            (
+                c.requests_during_retrieve_repair,
+                "requests meeting a retrieve repair",
+            ),
+            (
+                c.inserts_during_add_repair,
+                "submissions meeting an add repair",
+            ),
+            (c.error_packets, "error packets"),
+            (c.noops_on_empty_queue, "no-ops on an empty queue"),
+        ] {
+            assert!(n > 0, "{what}: no {path} in any case: {c:?}");
+        }
+    }
 }
 
 struct Harness {
@@ -111,6 +184,42 @@ impl Harness {
         }
     }
 
+    /// Coverage of one input, judged on the state it meets (the pointers
+    /// and repair flags are control-plane reads, not data-plane accesses).
+    fn observe_input(&mut self, input: &DraconisInput) {
+        let levels = self.dp.config().levels;
+        let level_of_request = match input {
+            DraconisInput::TaskRequest(_) => Some(0),
+            DraconisInput::Resubmit(Recirc::Request { level, .. }) => Some(*level),
+            _ => None,
+        };
+        let cov = &mut self.ledger.coverage;
+        if let Some(l) = level_of_request {
+            if l < levels && self.dp.queue().pointers(l).2.retrieve.is_some() {
+                cov.requests_during_retrieve_repair += 1;
+            }
+        }
+        let submitting = matches!(
+            input,
+            DraconisInput::JobSubmission(_) | DraconisInput::Resubmit(Recirc::Submit { .. })
+        );
+        if let Some(t) = self.inserting(input).filter(|_| submitting) {
+            let l = self.level_of(&t) as u8;
+            if self.dp.queue().pointers(l).2.add.is_some() {
+                self.ledger.coverage.inserts_during_add_repair += 1;
+            }
+        }
+        let cov = &mut self.ledger.coverage;
+        match input {
+            DraconisInput::Resubmit(Recirc::Repair(Repair::Add { .. })) => cov.add_repairs += 1,
+            DraconisInput::Resubmit(Recirc::Repair(Repair::Retrieve { .. })) => {
+                cov.retrieve_repairs += 1
+            }
+            DraconisInput::Resubmit(Recirc::Swap { .. }) => cov.swap_passes += 1,
+            _ => {}
+        }
+    }
+
     fn feed(&mut self, input: DraconisInput) {
         let before = (
             self.dp.stats.tasks_enqueued,
@@ -118,8 +227,36 @@ impl Harness {
             self.dp.stats.swaps,
         );
         let candidate = self.inserting(&input);
+        self.observe_input(&input);
+        let levels = self.dp.config().levels;
+        let pointers_before: Vec<(u32, u32)> = (0..levels)
+            .map(|l| {
+                let (r, a, _) = self.dp.queue().pointers(l);
+                (r, a)
+            })
+            .collect();
+        let was_empty = self.dp.queue().is_empty();
+        // A swap pass that re-emits the hand it came with (a re-aim) is not
+        // a new examination of that task.
+        let hand_in = match input {
+            DraconisInput::Resubmit(Recirc::Swap { hand, .. }) => Some(hand.task.id),
+            _ => None,
+        };
         self.out.clear();
         self.dp.handle(input, &mut self.out);
+        for (l, &(r0, a0)) in pointers_before.iter().enumerate() {
+            let (r1, a1, _) = self.dp.queue().pointers(l as u8);
+            let cov = &mut self.ledger.coverage;
+            if a0 == u32::MAX && a1 == 0 {
+                cov.add_ptr_wraps += 1;
+            }
+            if r0 == u32::MAX && r1 == 0 {
+                cov.retrieve_ptr_wraps += 1;
+            }
+        }
+        if self.dp.stats.tail_returns > before.1 {
+            self.ledger.coverage.tail_returns += 1;
+        }
         let after = (
             self.dp.stats.tasks_enqueued,
             self.dp.stats.tail_returns,
@@ -139,7 +276,15 @@ impl Harness {
         let actions: Vec<DraconisAction> = self.out.as_slice().to_vec();
         for a in actions {
             match a {
-                DraconisAction::Recirculate(r) => self.pool.push(r),
+                DraconisAction::Recirculate(r) => {
+                    if let Recirc::Swap { exec, hand, .. } = r {
+                        if hand_in != Some(hand.task.id) {
+                            // The task was examined by `exec` and skipped.
+                            self.examined(constraint, exec.node, &hand.task, None);
+                        }
+                    }
+                    self.pool.push(r)
+                }
                 DraconisAction::AssignTask {
                     executor,
                     task,
@@ -149,28 +294,8 @@ impl Harness {
                     *self.ledger.assigned.entry(task.id).or_default() += 1;
                     let l = self.level_of(&task);
                     self.ledger.assign_order[l].push(task.id);
-                    if let Constraint::Locality {
-                        rack_start_limit,
-                        global_start_limit,
-                        nodes_per_rack,
-                    } = constraint
-                    {
-                        let node = executor; // harness: executor id == node id
-                        let local: Vec<u16> = task.local_nodes().collect();
-                        let is_local = local.is_empty() || local.iter().any(|&n| n as u32 == node);
-                        let same_rack = local
-                            .iter()
-                            .any(|&n| n as u32 / nodes_per_rack == node / nodes_per_rack);
-                        let allowed = is_local
-                            || skips > global_start_limit
-                            || (same_rack && skips > rack_start_limit);
-                        if !allowed {
-                            self.ledger.violations.push(format!(
-                                "task {} on node {node} after {skips} skips (local {local:?})",
-                                task.id
-                            ));
-                        }
-                    }
+                    // Harness: executor id == node id.
+                    self.examined(constraint, executor, &task, Some(skips));
                     if let Constraint::Resource = constraint {
                         // Executors in these tests have the resources given by
                         // `exec_resources`.
@@ -182,13 +307,92 @@ impl Harness {
                     }
                 }
                 DraconisAction::ErrorPacket { tasks, .. } => {
+                    self.ledger.coverage.error_packets += 1;
                     for t in tasks.as_slice() {
                         *self.ledger.returned.entry(t.id).or_default() += 1;
                     }
                 }
-                DraconisAction::NoOp { .. } => self.ledger.noops += 1,
+                DraconisAction::NoOp { .. } => {
+                    self.ledger.noops += 1;
+                    if was_empty {
+                        self.ledger.coverage.noops_on_empty_queue += 1;
+                    }
+                }
                 DraconisAction::Ack { .. } => self.ledger.acks += 1,
                 DraconisAction::Drop(r) => panic!("unexpected drop {r:?}"),
+            }
+        }
+    }
+
+    /// Locality (§5.3), judged from the harness's own count: `task` was
+    /// examined by an executor on `node` and started (`reported` = the skip
+    /// counter the switch reported) or skipped (`None`). A non-local
+    /// examination counts; the task may start only if local, past the
+    /// global limit, or past the rack limit on a rack holding its data, and
+    /// must start if so (a skip then is a violation too).
+    fn examined(
+        &mut self,
+        constraint: Constraint,
+        node: u32,
+        task: &TaskInfo,
+        reported: Option<u16>,
+    ) {
+        let Constraint::Locality {
+            rack_start_limit,
+            global_start_limit,
+            nodes_per_rack,
+        } = constraint
+        else {
+            return;
+        };
+        let local: Vec<u16> = task.local_nodes().collect();
+        let is_local = local.is_empty() || local.iter().any(|&n| n as u32 == node);
+        let count = self
+            .ledger
+            .non_local_examinations
+            .entry(task.id)
+            .or_default();
+        if !is_local {
+            *count += 1;
+        }
+        let count = *count;
+        let same_rack = local
+            .iter()
+            .any(|&n| n as u32 / nodes_per_rack == node / nodes_per_rack);
+        let by_global = count > global_start_limit;
+        let by_rack = same_rack && count > rack_start_limit;
+        let allowed = is_local || by_global || by_rack;
+        let v = &mut self.ledger.violations;
+        match reported {
+            Some(skips) => {
+                if skips != count {
+                    v.push(format!(
+                        "task {}: switch reports {skips} skips, harness counted {count} non-local examinations",
+                        task.id
+                    ));
+                }
+                if !allowed {
+                    v.push(format!(
+                        "task {} on node {node} after {count} non-local examinations (local {local:?})",
+                        task.id
+                    ));
+                }
+                if !is_local {
+                    let cov = &mut self.ledger.coverage;
+                    if by_rack && !by_global {
+                        cov.rack_limit_starts += 1;
+                    } else {
+                        cov.global_limit_starts += 1;
+                    }
+                }
+            }
+            None => {
+                if allowed {
+                    v.push(format!(
+                        "task {} skipped by node {node} though allowed after {count} non-local examinations (local {local:?})",
+                        task.id
+                    ));
+                }
             }
         }
     }
@@ -387,23 +591,58 @@ fn run_ops(
 // Properties
 // ---------------------------------------------------------------------------
 
-proptest! {
-    #![proptest_config(quick(512))]
+/// Runs `cases` cases of `strategy` through `body` from a fixed seed and
+/// returns the coverage summed over them. Deterministic, so the coverage
+/// assertions cannot flake; `NETSCHED_PROPTEST_SEED=<u64>` explores other
+/// interleavings (the coverage assertions are expected to hold for any seed
+/// at 512 cases, but are only guaranteed for the default).
+fn run_property<S>(
+    cases: u32,
+    strategy: S,
+    body: impl Fn(S::Value) -> Result<Coverage, TestCaseError>,
+) -> Coverage
+where
+    S: Strategy,
+    S::Value: std::fmt::Debug,
+{
+    let seed: u64 = std::env::var("NETSCHED_PROPTEST_SEED")
+        .ok()
+        .map(|v| v.parse().expect("NETSCHED_PROPTEST_SEED is a u64"))
+        .unwrap_or(0x0d4a_c0515);
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes);
+    let mut runner = TestRunner::new_with_rng(quick(cases), rng);
+    let total = std::cell::RefCell::new(Coverage::default());
+    if let Err(e) = runner.run(&strategy, |v| {
+        let c = body(v)?;
+        total.borrow_mut().add(&c);
+        Ok(())
+    }) {
+        panic!("seed {seed}: {e}");
+    }
+    let total = total.into_inner();
+    eprintln!("{cases} cases from seed {seed}: {total:?}");
+    total
+}
 
-    /// cFCFS on a tiny queue (full and empty are frequent): no task lost or
-    /// duplicated under any interleaving; FIFO assignment order.
-    #[test]
-    fn fcfs_conserves_tasks_and_is_fifo(ops in ops(120), cap_log in 0u32..4) {
+/// cFCFS on a tiny queue (full and empty are frequent): no task lost or
+/// duplicated under any interleaving; FIFO assignment order.
+#[test]
+fn fcfs_conserves_tasks_and_is_fifo() {
+    let cov = run_property(512, (ops(120), 0u32..4), |(ops, cap_log)| {
         let config = DraconisConfig::fcfs(1 << cap_log);
         let h = run_ops(config, &ops, false, true)?;
-        let acc = &h.ledger.accepted_order[0];
-        let asg = &h.ledger.assign_order[0];
-        prop_assert_eq!(acc, asg);
-    }
+        prop_assert_eq!(&h.ledger.accepted_order[0], &h.ledger.assign_order[0]);
+        Ok(h.ledger.coverage)
+    });
+    cov.assert_queue_paths("fcfs");
+}
 
-    /// Same with pointers starting just below the 2^32 wrap.
-    #[test]
-    fn fcfs_across_pointer_wrap(ops in ops(120), start in 0u32..40) {
+/// Same with pointers starting just below the 2^32 wrap.
+#[test]
+fn fcfs_across_pointer_wrap() {
+    let cov = run_property(512, (ops(120), 0u32..40), |(ops, start)| {
         let config = DraconisConfig::fcfs(4);
         let mut h = Harness::new(config);
         h.dp.queue_mut().control_set_pointers(u32::MAX - start);
@@ -418,52 +657,98 @@ proptest! {
         h.drain()?;
         h.check_conservation()?;
         prop_assert_eq!(&h.ledger.accepted_order[0], &h.ledger.assign_order[0]);
-    }
+        Ok(h.ledger.coverage)
+    });
+    cov.assert_queue_paths("fcfs across the wrap");
+    assert!(
+        cov.add_ptr_wraps > 0 && cov.retrieve_ptr_wraps > 0,
+        "{cov:?}"
+    );
+}
 
-    /// Four priority queues (§6): conservation, FIFO within each level.
-    #[test]
-    fn priority_conserves_and_fifo_per_level(ops in ops(120), cap_log in 0u32..3) {
+/// Four priority queues (§6): conservation, FIFO within each level.
+#[test]
+fn priority_conserves_and_fifo_per_level() {
+    let cov = run_property(512, (ops(120), 0u32..3), |(ops, cap_log)| {
         let config = DraconisConfig::priority(1 << cap_log);
         let h = run_ops(config, &ops, false, true)?;
         for l in 0..4 {
-            prop_assert_eq!(&h.ledger.accepted_order[l], &h.ledger.assign_order[l], "level {}", l);
+            prop_assert_eq!(
+                &h.ledger.accepted_order[l],
+                &h.ledger.assign_order[l],
+                "level {}",
+                l
+            );
         }
-    }
+        Ok(h.ledger.coverage)
+    });
+    cov.assert_queue_paths("priority");
+}
 
-    /// Resource-aware swapping (§5.1, §5.2) with concurrent swap walks and a
-    /// small swap bound: conservation, and only capable executors run tasks.
-    #[test]
-    fn resource_swapping_conserves(ops in ops(120), cap_log in 0u32..4, max_swaps in 0u16..6) {
+fn assert_swaps(cov: &Coverage, what: &str) {
+    cov.assert_queue_paths(what);
+    assert!(
+        cov.swap_passes > 0 && cov.tail_returns > 0,
+        "{what}: {cov:?}"
+    );
+}
+
+/// Resource-aware swapping (§5.1, §5.2) with concurrent swap walks and a
+/// small swap bound: conservation, and only capable executors run tasks.
+#[test]
+fn resource_swapping_conserves() {
+    let strategy = (ops(120), 0u32..4, 0u16..6);
+    let cov = run_property(512, strategy, |(ops, cap_log, max_swaps)| {
         let config = DraconisConfig::resource(1 << cap_log, max_swaps);
-        run_ops(config, &ops, false, false)?;
-    }
+        Ok(run_ops(config, &ops, false, false)?.ledger.coverage)
+    });
+    assert_swaps(&cov, "resource");
+}
 
-    /// Swapping inside four priority queues: conservation, constraints.
-    #[test]
-    fn resource_with_priorities_conserves(ops in ops(120), cap_log in 0u32..3, max_swaps in 0u16..4) {
+/// Swapping inside four priority queues: conservation, constraints.
+#[test]
+fn resource_with_priorities_conserves() {
+    let strategy = (ops(120), 0u32..3, 0u16..4);
+    let cov = run_property(512, strategy, |(ops, cap_log, max_swaps)| {
         let config = DraconisConfig {
             levels: 4,
             ..DraconisConfig::resource(1 << cap_log, max_swaps)
         };
-        run_ops(config, &ops, false, false)?;
-    }
+        Ok(run_ops(config, &ops, false, false)?.ledger.coverage)
+    });
+    assert_swaps(&cov, "resource with priorities");
+}
 
-    /// One swap walk at a time, unbounded: the queue stays in acceptance
-    /// order after every pass (swapping keeps relative order, §5.1).
-    #[test]
-    fn swapping_keeps_relative_order(ops in ops(120), cap_log in 0u32..4) {
+/// One swap walk at a time, unbounded: the queue stays in acceptance
+/// order after every pass (swapping keeps relative order, §5.1).
+#[test]
+fn swapping_keeps_relative_order() {
+    let cov = run_property(512, (ops(120), 0u32..4), |(ops, cap_log)| {
         let config = DraconisConfig::resource(1 << cap_log, u16::MAX);
-        run_ops(config, &ops, true, true)?;
-    }
+        Ok(run_ops(config, &ops, true, true)?.ledger.coverage)
+    });
+    assert_swaps(&cov, "one swap walk");
+}
 
-    /// Locality (§5.3): conservation and the start limits are respected.
-    #[test]
-    fn locality_limits_respected(
-        ops in ops(120), cap_log in 0u32..4, rack in 0u16..4, extra in 0u16..4, per_rack in 1u32..4,
-    ) {
+/// Locality (§5.3): conservation; every start and every skip agrees with
+/// the start limits applied to the harness's own count of non-local
+/// examinations, and that count equals the skip counter the switch reports.
+#[test]
+fn locality_limits_respected() {
+    let strategy = (ops(120), 0u32..4, 0u16..4, 0u16..4, 1u32..4);
+    let cov = run_property(512, strategy, |(ops, cap_log, rack, extra, per_rack)| {
         let config = DraconisConfig::locality(1 << cap_log, rack, rack + extra, per_rack);
-        run_ops(config, &ops, false, false)?;
-    }
+        Ok(run_ops(config, &ops, false, false)?.ledger.coverage)
+    });
+    assert_swaps(&cov, "locality");
+    assert!(
+        cov.rack_limit_starts > 0 && cov.global_limit_starts > 0,
+        "{cov:?}"
+    );
+}
+
+proptest! {
+    #![proptest_config(quick(512))]
 
     /// Draconis-Server gives the same external behaviour as the switch fed
     /// its recirculations immediately.
@@ -563,10 +848,45 @@ fn dequeued_entry_is_invalidated_and_tagged() {
         Some(10)
     );
     assert!(dp.queue().is_empty(), "the taken entry is marked invalid");
-    // Two laps later the slot of position 0 is reused; a request at a stale
-    // position never takes an entry of another lap.
-    let acts = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
-    assert!(matches!(acts[0], DraconisAction::NoOp { .. }));
+    assert_eq!(dp.queue().pointers(0), (1, 1, Default::default()));
+    // The next request is at position 1 (slot 1). Plant valid entries of
+    // other laps in slot 1: position 3 (the next lap) and position
+    // 1 - 2 = u32::MAX (the previous lap, across the 2^32 wrap). Neither may
+    // be taken by the request at position 1: valid is not enough, the tag
+    // must be 1. No packet sequence reaches this state (the property tests
+    // pass without the tag check), so the control plane writes it.
+    for (stale_pos, id) in [(3u32, 77u64), (u32::MAX, 78)] {
+        let mut dp = dp.clone();
+        let stale = Slot {
+            pos: stale_pos,
+            ..Slot::new(TaskInfo::new(id), 1)
+        };
+        dp.queue_mut().control_write_entry(0, 1, stale);
+        let acts = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+        assert_eq!(
+            acts,
+            vec![DraconisAction::NoOp { executor: 0 }],
+            "the entry tagged {stale_pos} was taken at position 1"
+        );
+        assert_eq!(
+            dp.queue().contents(0),
+            vec![stale],
+            "a rejected entry is left as it was"
+        );
+        // The next submission lands at position 1 (after the retrieve
+        // repair the empty-queue request made necessary) and overwrites the
+        // stale cell: it is the task a request gets, and the stale one is
+        // never assigned.
+        let acts = feed(&mut dp, job(1, 1, &[TaskInfo::new(11)]));
+        for r in repairs(&acts) {
+            feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(r)));
+        }
+        assert_eq!(
+            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            Some(11)
+        );
+        assert!(dp.queue().is_empty());
+    }
 }
 
 #[test]
@@ -1126,5 +1446,229 @@ fn executor_retries_after_noop_and_bad_recirculation_is_dropped() {
     assert_eq!(
         feed(&mut dp, bad),
         vec![DraconisAction::Drop(DropReason::Unexpected)]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The two counterexamples to the paper's literal swap head rule (§5.1:
+// swap with the head when pkt_retrieve_ptr < retrieve_ptr); ours swaps with
+// the head when retrieve_ptr > SWAP_INDX (docs/draconis.md).
+// ---------------------------------------------------------------------------
+
+/// Where the literal rule sends a swap pass that read `retrieve_ptr = r`.
+fn literal_rule_target(r: u32, pkt_retrieve_ptr: u32, swap_indx: u32) -> u32 {
+    if ahead(r, pkt_retrieve_ptr) {
+        r
+    } else {
+        swap_indx
+    }
+}
+
+fn one_swap(actions: &[DraconisAction]) -> Recirc {
+    let swaps: Vec<Recirc> = actions
+        .iter()
+        .filter_map(|a| match a {
+            DraconisAction::Recirculate(r @ Recirc::Swap { .. }) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(swaps.len(), 1, "{actions:?}");
+    swaps[0]
+}
+
+fn ids(dp: &Draconis) -> Vec<u64> {
+    dp.queue().contents(0).iter().map(|s| s.task.id).collect()
+}
+
+const CPU_ONLY: ExecInfo = ExecInfo {
+    id: 5,
+    node: 5,
+    resources: 0b01,
+};
+const GPU: ExecInfo = ExecInfo {
+    id: 6,
+    node: 6,
+    resources: 0b11,
+};
+
+fn gpu_task(id: u64) -> TaskInfo {
+    let mut t = TaskInfo::new(id);
+    t.props = 0b10;
+    t
+}
+
+/// Counterexample 1: a request served while a walk is out moves
+/// retrieve_ptr past pkt_retrieve_ptr but not past SWAP_INDX. The literal
+/// rule jumps the hand back to the head, behind a task it was already
+/// swapped past: relative order broken. Ours continues at SWAP_INDX.
+#[test]
+fn literal_swap_rule_reorders_when_a_request_moves_the_head() {
+    let mut dp = Draconis::new(DraconisConfig::resource(8, 16));
+    // Positions 0..=4: gpu tasks 1, 2, 3, 4, then cpu task 5.
+    for (j, id) in (1..=5).enumerate() {
+        let t = if id == 5 {
+            TaskInfo::new(5)
+        } else {
+            gpu_task(id)
+        };
+        feed(&mut dp, job(1, j as u64, &[t]));
+    }
+    // The cpu executor's walk: takes 1 at the head, swaps it into 1 (gets
+    // 2), swaps 2 into 2 (gets 3); the hand is now task 3, aimed at 3.
+    let mut swap = one_swap(&feed(&mut dp, DraconisInput::TaskRequest(CPU_ONLY)));
+    for _ in 0..2 {
+        swap = one_swap(&feed(&mut dp, DraconisInput::Resubmit(swap)));
+    }
+    assert_eq!(ids(&dp), vec![1, 2, 4, 5]);
+    // A gpu executor takes task 1: retrieve_ptr 1 -> 2.
+    assert_eq!(
+        assigned(&feed(&mut dp, DraconisInput::TaskRequest(GPU))),
+        Some(1)
+    );
+    let Recirc::Swap {
+        hand,
+        swap_indx,
+        pkt_retrieve_ptr,
+        ..
+    } = swap
+    else {
+        unreachable!()
+    };
+    assert_eq!(hand.task.id, 3);
+    let (r, _, _) = dp.queue().pointers(0);
+    assert_eq!((r, pkt_retrieve_ptr, swap_indx), (2, 1, 3));
+    // The rules disagree: literal jumps to the head (position 2, task 2,
+    // which the hand already passed); ours stays at SWAP_INDX.
+    assert_eq!(literal_rule_target(r, pkt_retrieve_ptr, swap_indx), 2);
+    assert!(!ahead(r, swap_indx));
+
+    let finish = |mut dp: Draconis, mut input: DraconisInput| -> (Option<u64>, Vec<u64>) {
+        let mut ran = None;
+        loop {
+            let a = feed(&mut dp, input);
+            ran = ran.or(assigned(&a));
+            match a.iter().find_map(|x| match x {
+                DraconisAction::Recirculate(r @ Recirc::Swap { .. }) => Some(*r),
+                _ => None,
+            }) {
+                Some(s) => input = DraconisInput::Resubmit(s),
+                None => return (ran, ids(&dp)),
+            }
+        }
+    };
+    // Ours: the walk goes on from position 3 and finds cpu task 5.
+    let (ran, queue) = finish(dp.clone(), DraconisInput::Resubmit(swap));
+    assert_eq!(ran, Some(5));
+    assert_eq!(queue, vec![2, 3, 4], "acceptance order kept");
+    // The literal rule, emulated by aiming the same pass at its target (our
+    // rule then swaps at exactly that position): 3 lands before 2.
+    let literal = match swap {
+        Recirc::Swap {
+            exec,
+            level,
+            hand,
+            swaps,
+            ..
+        } => Recirc::Swap {
+            exec,
+            level,
+            hand,
+            swap_indx: literal_rule_target(r, pkt_retrieve_ptr, swap_indx),
+            pkt_retrieve_ptr,
+            swaps,
+        },
+        _ => unreachable!(),
+    };
+    let (ran, queue) = finish(dp, DraconisInput::Resubmit(literal));
+    assert_eq!(ran, Some(5));
+    assert_eq!(queue, vec![3, 2, 4], "the literal rule reorders 2 and 3");
+}
+
+/// Counterexample 2: the queue drains while a hand is out, retrieve_ptr
+/// overshoots, a refill's retrieve repair is pending when the swap pass
+/// re-aims (so the packet carries the overshot pointer), then the repair
+/// lowers retrieve_ptr and a request moves it past SWAP_INDX. The literal
+/// test (pkt_retrieve_ptr < retrieve_ptr) is false: it writes the hand at
+/// SWAP_INDX, behind the head, where no request will ever read it: the task
+/// is lost. Ours sees retrieve_ptr > SWAP_INDX and appends it at the head.
+#[test]
+fn literal_swap_rule_loses_the_hand_after_a_retrieve_repair() {
+    let mut dp = Draconis::new(DraconisConfig::resource(8, 16));
+    feed(&mut dp, job(1, 0, &[gpu_task(1)]));
+    // The cpu executor takes gpu task 1 from position 0: the hand is out.
+    let swap = one_swap(&feed(&mut dp, DraconisInput::TaskRequest(CPU_ONLY)));
+    // Empty queue: two requests overshoot retrieve_ptr to 3.
+    for _ in 0..2 {
+        feed(&mut dp, DraconisInput::TaskRequest(GPU));
+    }
+    // Refill with cpu task 2 at position 1; its retrieve repair (to 1) stays
+    // in flight.
+    let retrieve = repairs(&feed(&mut dp, job(1, 1, &[TaskInfo::new(2)])));
+    assert_eq!(retrieve, vec![Repair::Retrieve { level: 0, value: 1 }]);
+    // The swap pass meets the pending repair: it re-aims at the repair's
+    // target and undoes its tail claim with an add repair; the packet now
+    // carries the overshot retrieve_ptr (3).
+    let a = feed(&mut dp, DraconisInput::Resubmit(swap));
+    let swap = one_swap(&a);
+    for r in repairs(&a).into_iter().chain(retrieve) {
+        feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(r)));
+    }
+    // A request takes task 2 at position 1: retrieve_ptr 1 -> 2.
+    assert_eq!(
+        assigned(&feed(&mut dp, DraconisInput::TaskRequest(GPU))),
+        Some(2)
+    );
+    let Recirc::Swap {
+        hand,
+        swap_indx,
+        pkt_retrieve_ptr,
+        ..
+    } = swap
+    else {
+        unreachable!()
+    };
+    assert_eq!(hand.task.id, 1);
+    let (r, _, _) = dp.queue().pointers(0);
+    assert_eq!((r, pkt_retrieve_ptr, swap_indx), (2, 3, 1));
+    // Literal: no jump, write at SWAP_INDX = 1, behind the head (2).
+    let literal_at = literal_rule_target(r, pkt_retrieve_ptr, swap_indx);
+    assert_eq!(literal_at, 1);
+    assert!(
+        ahead(r, literal_at),
+        "the literal target is behind the head"
+    );
+
+    // The literal pass, emulated: the hand written at position 1 (the
+    // entry there was consumed, so the hand fills the slot and the executor
+    // gets a no-op). A gpu executor then never finds task 1.
+    let mut literal = dp.clone();
+    literal.queue_mut().control_write_entry(
+        0,
+        literal_at,
+        Slot {
+            pos: literal_at,
+            ..hand
+        },
+    );
+    assert_eq!(literal.queue().reachable(0), 0, "task 1 is stranded");
+    for _ in 0..4 {
+        assert_eq!(
+            assigned(&feed(&mut literal, DraconisInput::TaskRequest(GPU))),
+            None
+        );
+    }
+
+    // Ours: the pass jumps to the head, which is the end of the queue, and
+    // appends the hand there; a gpu executor gets it.
+    let a = feed(&mut dp, DraconisInput::Resubmit(swap));
+    assert!(
+        matches!(a[..], [DraconisAction::NoOp { executor: 5 }]),
+        "{a:?}"
+    );
+    assert_eq!(ids(&dp), vec![1]);
+    assert_eq!(dp.queue().reachable(0), 1);
+    assert_eq!(
+        assigned(&feed(&mut dp, DraconisInput::TaskRequest(GPU))),
+        Some(1)
     );
 }

@@ -15,13 +15,10 @@ fn fig7_fifo_lm_finishes_first_task_before_fair_sharing() {
     let lab = match Lab::new(&format!("fsim{}", std::process::id())) {
         Ok(l) => l,
         Err(LabError::NotPermitted(e)) => {
-            // Set NETSCHED_REQUIRE_NETNS=1 where namespaces must work (root
-            // CI) so that a lost permission fails instead of passing empty.
-            if std::env::var("NETSCHED_REQUIRE_NETNS").as_deref() == Ok("1") {
-                panic!("NETSCHED_REQUIRE_NETNS=1 but network namespaces are not permitted: {e}");
-            }
-            // Straight to the stderr handle: libtest captures eprintln!
-            // of a passing test, and a skip must be seen.
+            // NETSCHED_REQUIRE_NETNS=1 makes `Lab::new` return `Other`
+            // instead (a failure, below). Straight to the stderr handle:
+            // libtest captures eprintln! of a passing test, and a skip must
+            // be seen.
             let _ = writeln!(
                 std::io::stderr(),
                 "\n*** SKIP fig7_fifo_lm_finishes_first_task_before_fair_sharing: \

@@ -220,6 +220,8 @@ fn daemon_config(
             upstream: Vec::new(),
             rack: 0,
             heartbeat_timeout_ms: 0,
+            clients: Vec::new(),
+            max_routes: crate::config::DEFAULT_MAX_ROUTES,
         }],
         ..Default::default()
     }

@@ -97,6 +97,8 @@ impl LocalCluster {
                 upstream: vec![],
                 rack: 0,
                 heartbeat_timeout_ms: 0,
+                clients: Vec::new(),
+                max_routes: crate::config::DEFAULT_MAX_ROUTES,
             }],
             ..Default::default()
         };
@@ -126,6 +128,8 @@ impl LocalCluster {
                     upstream: vec![spine],
                     rack: r as u16,
                     heartbeat_timeout_ms: spec.heartbeat_ms * 10,
+                    clients: Vec::new(),
+                    max_routes: crate::config::DEFAULT_MAX_ROUTES,
                 }],
                 ..Default::default()
             };

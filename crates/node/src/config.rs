@@ -43,6 +43,9 @@ pub enum PolicyName {
     /// One FIFO in the scheduler over single-task workers (RackSched §2
     /// global cFCFS, M/M/c).
     Central,
+    /// R2P2's JBSQ(3) router (RackSched §4.5): one FIFO in the scheduler, at
+    /// most three tasks outstanding at a worker.
+    R2p2,
 }
 
 /// One scheduler instance: one role of one pool.
@@ -73,6 +76,43 @@ pub struct PoolConfig {
     /// controller's heartbeat timeout, Horus §A.3). 0 disables it.
     #[serde(default)]
     pub heartbeat_timeout_ms: u64,
+    /// Clients allowed to submit tasks to this instance directly (besides
+    /// its `upstream` spines). Non-empty: a task from any other address is a
+    /// counted `unregistered_source` drop, so no forged task can move an
+    /// application's reply route. Empty: an open instance that accepts tasks
+    /// from anyone and learns reply routes from them (docs/runtime.md).
+    #[serde(default)]
+    pub clients: Vec<SocketAddr>,
+    /// Reply routes (application ids) this instance remembers at most; a
+    /// task of a new application beyond it is a counted `route_table_full`
+    /// drop (the table is allocated once, at start).
+    #[serde(default = "default_max_routes")]
+    pub max_routes: usize,
+}
+
+/// Default `max_routes`: far more applications than one pool serves.
+pub const DEFAULT_MAX_ROUTES: usize = 4096;
+
+fn default_max_routes() -> usize {
+    DEFAULT_MAX_ROUTES
+}
+
+impl PoolConfig {
+    /// An instance with the defaults of every optional field.
+    pub fn new(pool: u16, role: Role, policy: PolicyName, downstream: Vec<SocketAddr>) -> Self {
+        PoolConfig {
+            pool,
+            role,
+            policy,
+            downstream,
+            rack_workers: Vec::new(),
+            upstream: Vec::new(),
+            rack: 0,
+            heartbeat_timeout_ms: 0,
+            clients: Vec::new(),
+            max_routes: default_max_routes(),
+        }
+    }
 }
 
 fn default_policy() -> PolicyName {
@@ -157,10 +197,16 @@ impl SwitchConfig {
         if self.controller.is_some() && self.status_ms == 0 {
             return Err("status_ms must be at least 1 with a controller".into());
         }
-        let mut pools: Vec<u16> = self.instances.iter().map(|i| i.pool).collect();
-        pools.sort_unstable();
-        if pools.windows(2).any(|w| w[0] == w[1]) {
-            return Err("one instance per pool per daemon".into());
+        // A daemon may host a spine and a leaf of the same pool (Horus §3.5:
+        // software schedulers at either layer), but one of each.
+        let mut slots: Vec<(u16, bool)> = self
+            .instances
+            .iter()
+            .map(|i| (i.pool, i.role == Role::Spine))
+            .collect();
+        slots.sort_unstable();
+        if slots.windows(2).any(|w| w[0] == w[1]) {
+            return Err("one instance per pool and role per daemon".into());
         }
         for i in &self.instances {
             if i.downstream.is_empty() {
@@ -168,6 +214,9 @@ impl SwitchConfig {
             }
             if i.downstream.len() > u16::MAX as usize {
                 return Err(format!("pool {}: too many downstream nodes", i.pool));
+            }
+            if i.max_routes == 0 {
+                return Err(format!("pool {}: max_routes must be at least 1", i.pool));
             }
             match i.role {
                 Role::Spine if i.heartbeat_timeout_ms > 0 => {

@@ -257,7 +257,8 @@ impl Topology {
 
 struct Slots {
     status_rx: Slot,
-    rejected: Slot,
+    /// By `Rejected` reason.
+    rejected: [Slot; 9],
     configure_tx: Slot,
     resync_tx: Slot,
     failures: [Slot; 3],
@@ -267,6 +268,77 @@ struct Slots {
 }
 
 const KINDS: [&str; 3] = ["spine", "leaf", "worker"];
+
+/// Why the controller refused a control datagram or an admin request
+/// (`netsched_controller_rejected_total{reason}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rejected {
+    /// A status report from an address that is no daemon of the topology.
+    UnknownSource,
+    /// A datagram without the control magic.
+    NotControl,
+    /// The control magic followed by invalid JSON or an unknown message.
+    BadJson,
+    /// A message only daemons receive (configure, resync).
+    UnexpectedType,
+    /// One instance of a status report names a pool the topology lacks
+    /// (the rest of the report is kept).
+    UnknownPool,
+    /// Admin API: no or a wrong bearer token (401).
+    BadAuth,
+    /// Admin API: unparsable request or body, invalid field, wrong method
+    /// (400, 405).
+    BadRequest,
+    /// Admin API: no such endpoint, pool, rack or worker (404).
+    NotFound,
+    /// Admin API: conflicts with the topology, e.g. a duplicate address (409).
+    Conflict,
+}
+
+impl Rejected {
+    const ALL: [Rejected; 9] = [
+        Rejected::UnknownSource,
+        Rejected::NotControl,
+        Rejected::BadJson,
+        Rejected::UnexpectedType,
+        Rejected::UnknownPool,
+        Rejected::BadAuth,
+        Rejected::BadRequest,
+        Rejected::NotFound,
+        Rejected::Conflict,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Rejected::UnknownSource => "unknown_source",
+            Rejected::NotControl => "not_control",
+            Rejected::BadJson => "bad_json",
+            Rejected::UnexpectedType => "unexpected_type",
+            Rejected::UnknownPool => "unknown_pool",
+            Rejected::BadAuth => "bad_auth",
+            Rejected::BadRequest => "bad_request",
+            Rejected::NotFound => "not_found",
+            Rejected::Conflict => "conflict",
+        }
+    }
+
+    /// The admin API's refusals, by status code.
+    fn of_status(code: u16) -> Option<Rejected> {
+        match code {
+            400 | 405 => Some(Rejected::BadRequest),
+            401 => Some(Rejected::BadAuth),
+            404 => Some(Rejected::NotFound),
+            409 => Some(Rejected::Conflict),
+            _ => None,
+        }
+    }
+}
+
+impl Slots {
+    fn reject(&self, reg: &Registry, why: Rejected) {
+        reg.inc(self.rejected[why as usize]);
+    }
+}
 const CODES: [u16; 8] = [200, 201, 400, 401, 404, 405, 409, 500];
 
 struct State {
@@ -274,13 +346,14 @@ struct State {
     state_path: Option<PathBuf>,
     started: Instant,
     /// Last report per (daemon, pool).
-    reports: BTreeMap<(SocketAddr, u16), InstanceStatus>,
+    /// Keyed by role too: one daemon may host a pool's spine and its leaf.
+    reports: BTreeMap<(SocketAddr, u16, RoleName), InstanceStatus>,
     /// When each daemon was last heard from.
     heard: BTreeMap<SocketAddr, Instant>,
     /// Liveness as last logged, to log and count transitions once.
     daemon_up: BTreeMap<SocketAddr, bool>,
     worker_up: BTreeMap<u64, bool>,
-    last_push: BTreeMap<(SocketAddr, u16), Instant>,
+    last_push: BTreeMap<(SocketAddr, u16, RoleName), Instant>,
     timeout: Duration,
     resend: Duration,
 }
@@ -305,7 +378,7 @@ impl State {
     /// Per worker of rack `r`: live as its leaf last reported (all
     /// non-removed ones before the first report).
     fn worker_live(&self, pool: u16, r: &RackEntry) -> Vec<bool> {
-        let rep = self.reports.get(&(r.leaf, pool));
+        let rep = self.reports.get(&(r.leaf, pool, RoleName::Leaf));
         r.workers
             .iter()
             .enumerate()
@@ -337,6 +410,7 @@ impl State {
             pool: p.id,
             downstream: p.racks.iter().map(|r| r.leaf).collect(),
             enabled,
+            role: Some(RoleName::Spine),
             upstream: None,
             rack_workers: Some(workers),
         }
@@ -356,6 +430,7 @@ impl State {
             pool: p.id,
             downstream: r.workers.iter().map(|w| w.addr).collect(),
             enabled: r.workers.iter().map(|w| !w.removed).collect(),
+            role: Some(RoleName::Leaf),
             upstream: Some(up),
             rack_workers: None,
         }
@@ -437,12 +512,14 @@ impl Controller {
                 Kind::Counter,
                 &[],
             ),
-            rejected: reg.register(
-                "netsched_controller_rejected_total",
-                "Control datagrams from unknown sources or undecodable",
-                Kind::Counter,
-                &[],
-            ),
+            rejected: Rejected::ALL.map(|r| {
+                reg.register(
+                    "netsched_controller_rejected_total",
+                    "Control datagrams and admin requests refused, by reason",
+                    Kind::Counter,
+                    &[("reason", r.name())],
+                )
+            }),
             configure_tx: reg.register(
                 "netsched_controller_configure_tx_total",
                 "Configuration pushes sent",
@@ -596,16 +673,29 @@ fn control_loop(
     while !stop.load(Ordering::Relaxed) {
         net::wait_readable(&sock, tick.min(Duration::from_millis(10)));
         while let Ok(Some((n, src))) = net::try_recv(&sock, &mut buf) {
+            let data = &buf[..n];
+            if !crate::controller_proto::is_control(data) {
+                slots.reject(&reg, Rejected::NotControl);
+                continue;
+            }
             let mut st = state.lock().unwrap();
-            match ControlMsg::decode(&buf[..n]) {
+            match ControlMsg::decode(data) {
                 Ok(ControlMsg::Status(s)) if st.topo.daemons().contains(&src) => {
                     reg.inc(slots.status_rx);
                     st.heard.insert(src, Instant::now());
                     for inst in s.instances {
-                        st.reports.insert((src, inst.pool), inst);
+                        if st.topo.pools.iter().any(|p| p.id == inst.pool) {
+                            st.reports.insert((src, inst.pool, inst.role), inst);
+                        } else {
+                            slots.reject(&reg, Rejected::UnknownPool);
+                        }
                     }
                 }
-                _ => reg.inc(slots.rejected),
+                Ok(ControlMsg::Status(_)) => slots.reject(&reg, Rejected::UnknownSource),
+                Ok(ControlMsg::Configure(_) | ControlMsg::Resync { .. }) => {
+                    slots.reject(&reg, Rejected::UnexpectedType)
+                }
+                Err(_) => slots.reject(&reg, Rejected::BadJson),
             }
         }
         if last_tick.elapsed() >= tick {
@@ -695,7 +785,7 @@ fn reconcile(st: &mut State, sock: &UdpSocket, reg: &Registry, slots: &Slots, no
                 continue;
             }
             let d = st.spine_desired(p, s, now);
-            if let Some(rep) = st.reports.get(&(a, p.id)) {
+            if let Some(rep) = st.reports.get(&(a, p.id, RoleName::Spine)) {
                 if matches(rep, &d) {
                     continue;
                 }
@@ -716,19 +806,19 @@ fn reconcile(st: &mut State, sock: &UdpSocket, reg: &Registry, slots: &Slots, no
                 continue;
             }
             let d = st.leaf_desired(p, rack, now);
-            match st.reports.get(&(rack.leaf, p.id)) {
+            match st.reports.get(&(rack.leaf, p.id, RoleName::Leaf)) {
                 Some(rep) if !matches(rep, &d) => sends.push((rack.leaf, ControlMsg::Configure(d))),
                 _ => {}
             }
         }
     }
     for (dst, msg) in sends {
-        let pool = match &msg {
-            ControlMsg::Configure(d) => d.pool,
-            ControlMsg::Resync { pool } => *pool,
+        let key = match &msg {
+            ControlMsg::Configure(d) => (dst, d.pool, d.role.unwrap_or(RoleName::Leaf)),
+            // A resync waits for the leaf's own configure (same key).
+            ControlMsg::Resync { pool } => (dst, *pool, RoleName::Leaf),
             ControlMsg::Status(_) => continue,
         };
-        let key = (dst, pool);
         let is_resync = matches!(msg, ControlMsg::Resync { .. });
         if !is_resync {
             if let Some(t) = st.last_push.get(&key) {
@@ -798,7 +888,7 @@ fn topology_json(st: &State, now: Instant) -> serde_json::Value {
                 .iter()
                 .enumerate()
                 .map(|(s, a)| {
-                    let rep = st.reports.get(&(*a, p.id));
+                    let rep = st.reports.get(&(*a, p.id, RoleName::Spine));
                     json!({
                         "spine": s,
                         "addr": a.to_string(),
@@ -977,6 +1067,9 @@ fn admin_loop(
         };
         if let Some((_, slot)) = slots.admin.iter().find(|(c, _)| *c == code) {
             reg.inc(*slot);
+        }
+        if let Some(why) = Rejected::of_status(code) {
+            slots.reject(&reg, why);
         }
         respond(&mut s, code, &body);
     }

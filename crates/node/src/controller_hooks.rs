@@ -14,7 +14,7 @@ use netsched_core::{Notice, Outbox, Upstream};
 use super::{Instance, Plane, SwitchDaemon};
 use crate::config::Role;
 use crate::controller_proto::{
-    policy_name, ControlMsg, DaemonStatus, InstanceDesired, InstanceStatus,
+    policy_name, ControlMsg, DaemonStatus, InstanceDesired, InstanceStatus, RoleName,
 };
 use crate::metrics::{Kind, Registry, Slot};
 
@@ -22,7 +22,7 @@ use crate::metrics::{Kind, Registry, Slot};
 pub(super) struct ControlSlots {
     pub fault_drops: Slot,
     rx: Slot,
-    rejected: Slot,
+    rejected: [Slot; 4],
     status_tx: Slot,
     applied: Slot,
     resyncs: Slot,
@@ -43,12 +43,14 @@ impl ControlSlots {
                 Kind::Counter,
                 &[],
             ),
-            rejected: reg.register(
-                "netsched_control_rejected_total",
-                "Control datagrams rejected (wrong source, undecodable, inapplicable)",
-                Kind::Counter,
-                &[],
-            ),
+            rejected: Rejected::ALL.map(|r| {
+                reg.register(
+                    "netsched_control_rejected_total",
+                    "Control datagrams rejected, by reason",
+                    Kind::Counter,
+                    &[("reason", r.name())],
+                )
+            }),
             status_tx: reg.register(
                 "netsched_control_status_tx_total",
                 "Status reports sent to the controller",
@@ -71,15 +73,56 @@ impl ControlSlots {
     }
 }
 
+/// Why a control datagram was not applied.
+#[derive(Clone, Copy)]
+enum Rejected {
+    /// Not from the configured controller.
+    UnregisteredSource,
+    /// Not valid JSON after the magic, or an unknown message.
+    Undecodable,
+    /// A message only a controller receives (a status report).
+    UnexpectedType,
+    /// Decoded, but not applicable here (pool or role not hosted, a
+    /// downstream list that shrinks, …).
+    Inapplicable,
+}
+
+impl Rejected {
+    const ALL: [Rejected; 4] = [
+        Rejected::UnregisteredSource,
+        Rejected::Undecodable,
+        Rejected::UnexpectedType,
+        Rejected::Inapplicable,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Rejected::UnregisteredSource => "unregistered_source",
+            Rejected::Undecodable => "undecodable",
+            Rejected::UnexpectedType => "unexpected_type",
+            Rejected::Inapplicable => "inapplicable",
+        }
+    }
+}
+
 impl Plane {
     /// Spine: admit rack `r` with `w` live workers, or update its 1/w (§A.2).
-    fn control_set_rack(&mut self, r: u32, w: u32) {
+    /// Baselines schedule over racks as plain nodes (no weights).
+    fn control_set_rack(&mut self, r: u32, w: u32, out: &mut Outbox) {
         match self {
             Plane::HorusSpine(p) => p.control_set_rack(r, w),
             Plane::RackSchedSpine(p) => p.control_add_node(r),
-            Plane::Random(p) => p.control_add_node(r),
-            Plane::RoundRobin(p) => p.control_add_node(r),
-            _ => {}
+            Plane::HorusLeaf(_) => {}
+            // Adding is idempotent; `pow2-delayed` is a RackSched plane.
+            Plane::RackSched(_)
+            | Plane::Random(_)
+            | Plane::RoundRobin(_)
+            | Plane::Jsq(_)
+            | Plane::Jiq(_)
+            | Plane::PowK(_)
+            | Plane::IdleOnly(_)
+            | Plane::Central(_)
+            | Plane::Jbsq(_) => self.control_add(r, out),
         }
     }
 
@@ -88,9 +131,16 @@ impl Plane {
         match self {
             Plane::HorusSpine(p) => p.control_remove_rack(r),
             Plane::RackSchedSpine(p) => p.control_remove_node(r),
-            Plane::Random(p) => p.control_remove_node(r),
-            Plane::RoundRobin(p) => p.control_remove_node(r),
-            _ => {}
+            Plane::HorusLeaf(_) => {}
+            Plane::RackSched(_)
+            | Plane::Random(_)
+            | Plane::RoundRobin(_)
+            | Plane::Jsq(_)
+            | Plane::Jiq(_)
+            | Plane::PowK(_)
+            | Plane::IdleOnly(_)
+            | Plane::Central(_)
+            | Plane::Jbsq(_) => self.control_remove(r, &mut Outbox::new()),
         }
     }
 }
@@ -99,14 +149,14 @@ impl SwitchDaemon {
     /// A control datagram: only the configured controller may send one.
     pub(super) fn on_control(&mut self, data: &[u8], src: SocketAddr, now: u64) {
         if self.controller != Some(src) {
-            self.registry.inc(self.slots.control.rejected);
+            self.reject(Rejected::UnregisteredSource);
             return self.drop_rt(super::RuntimeDrop::UnregisteredSource);
         }
         self.registry.inc(self.slots.control.rx);
         match ControlMsg::decode(data) {
             Ok(ControlMsg::Configure(d)) => {
                 if let Err(e) = self.apply(d, now) {
-                    self.registry.inc(self.slots.control.rejected);
+                    self.reject(Rejected::Inapplicable);
                     crate::metrics::log(
                         "warn",
                         "switch",
@@ -115,20 +165,36 @@ impl SwitchDaemon {
                     );
                 }
             }
-            Ok(ControlMsg::Resync { pool }) => {
-                if let Some(i) = self.instance_of(pool) {
-                    self.resync(i);
-                }
-            }
-            Ok(ControlMsg::Status(_)) | Err(_) => self.registry.inc(self.slots.control.rejected),
+            // Only a leaf resyncs its spine.
+            Ok(ControlMsg::Resync { pool }) => match self.hosted(pool, Role::Leaf) {
+                Some(i) => self.resync(i),
+                None => self.reject(Rejected::Inapplicable),
+            },
+            Ok(ControlMsg::Status(_)) => self.reject(Rejected::UnexpectedType),
+            Err(_) => self.reject(Rejected::Undecodable),
         }
         self.flush();
     }
 
-    fn instance_of(&self, pool: u16) -> Option<usize> {
-        match self.pool_index[pool as usize] {
-            0 => None,
-            i => Some(i as usize - 1),
+    fn reject(&self, why: Rejected) {
+        self.registry.inc(self.slots.control.rejected[why as usize]);
+    }
+
+    /// The instance a push is for: by role where given, else the pool's
+    /// only one.
+    fn instance_of(&self, pool: u16, role: Option<RoleName>) -> Result<usize, String> {
+        let (spine, leaf) = (
+            self.hosted(pool, Role::Spine),
+            self.hosted(pool, Role::Leaf),
+        );
+        match (role, spine, leaf) {
+            (Some(RoleName::Spine), Some(i), _) | (Some(RoleName::Leaf), _, Some(i)) => Ok(i),
+            (None, Some(i), None) | (None, None, Some(i)) => Ok(i),
+            (None, Some(_), Some(_)) => Err(format!(
+                "pool {pool}: this daemon hosts its spine and its leaf; name the role"
+            )),
+            (Some(r), _, _) => Err(format!("pool {pool}: no {r:?} instance here")),
+            (None, None, None) => Err(format!("pool {pool} not hosted here")),
         }
     }
 
@@ -149,9 +215,7 @@ impl SwitchDaemon {
 
     /// Makes instance `d.pool` match the controller's desired state.
     fn apply(&mut self, d: InstanceDesired, now: u64) -> Result<(), String> {
-        let i = self
-            .instance_of(d.pool)
-            .ok_or_else(|| format!("pool {} not hosted here", d.pool))?;
+        let i = self.instance_of(d.pool, d.role)?;
         let inst = &self.instances[i];
         if d.enabled.len() != d.downstream.len() {
             return Err("enabled needs one entry per downstream node".into());
@@ -179,6 +243,9 @@ impl SwitchDaemon {
             inst.alive.push(false);
             inst.enabled.push(false);
             inst.rack_w.push(0);
+            // The zero-delay feed (jsq, pow2-instant) counts every node's
+            // outstanding tasks; a node it cannot count would look empty.
+            inst.outstanding.push(0);
         }
         match inst.cfg.role {
             Role::Leaf => self.apply_leaf(i, &d, now),
@@ -250,7 +317,8 @@ impl SwitchDaemon {
             let pool = inst.cfg.pool;
             if admit && (!inst.alive[r] || inst.rack_w[r] != w) {
                 // §A.2: the controller installs 1/w for the rack's live workers.
-                inst.plane.control_set_rack(r as u32, w);
+                let mut out = Outbox::new();
+                inst.plane.control_set_rack(r as u32, w, &mut out);
                 if !inst.alive[r] {
                     crate::metrics::log(
                         "info",
@@ -262,6 +330,8 @@ impl SwitchDaemon {
                 inst.alive[r] = true;
                 inst.rack_w[r] = w;
                 self.changed();
+                // The central queue's head may leave for the admitted rack.
+                self.execute(i, &mut out, false, None);
             } else if !admit && inst.alive[r] {
                 // §A.3: a failed or removed leaf is not used for new tasks.
                 inst.plane.control_drop_rack(r as u32);

@@ -69,7 +69,7 @@ pub struct InstanceStatus {
 }
 
 /// `Role` with serde both ways (the config enum only deserializes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RoleName {
     Spine,
@@ -97,6 +97,10 @@ pub fn policy_name(p: PolicyName) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstanceDesired {
     pub pool: u16,
+    /// Which of the pool's instances at the daemon; needed where it hosts
+    /// both the pool's spine and its leaf. None: the pool's only instance.
+    #[serde(default)]
+    pub role: Option<RoleName>,
     pub downstream: Vec<SocketAddr>,
     /// Leaf: workers allowed. Spine: racks to schedule over.
     pub enabled: Vec<bool>,
@@ -135,6 +139,7 @@ mod tests {
     fn round_trip_and_magic_is_not_wire() {
         let m = ControlMsg::Configure(InstanceDesired {
             pool: 3,
+            role: None,
             downstream: vec!["10.0.0.1:7000".parse().unwrap()],
             enabled: vec![true],
             upstream: Some(vec![]),

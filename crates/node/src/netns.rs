@@ -12,7 +12,10 @@
 //! test panics.
 //!
 //! Requires root (`ip netns add`); [`Lab::new`] returns `Err(Skip)` when it
-//! is not permitted, so tests can skip with a message instead of failing.
+//! is not permitted, so tests can skip with a loud `SKIP` message instead of
+//! failing. With [`REQUIRE_NETNS_ENV`]`=1` (CI runs as root) the same
+//! condition is `Err(Failed)`: a namespace test can then never pass without
+//! having run.
 
 use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr};
@@ -25,7 +28,8 @@ use std::thread::JoinHandle;
 #[derive(Debug)]
 pub enum LabError {
     /// `ip netns add` is not permitted here (not root, no CAP_SYS_ADMIN, no
-    /// `ip`): the caller should skip.
+    /// `ip`) and [`REQUIRE_NETNS_ENV`] is not `1`: the caller should skip,
+    /// printing `SKIP`.
     Skip(String),
     Failed(String),
 }
@@ -36,6 +40,28 @@ impl std::fmt::Display for LabError {
             LabError::Skip(s) => write!(f, "network namespaces unavailable: {s}"),
             LabError::Failed(s) => write!(f, "{s}"),
         }
+    }
+}
+
+/// Set to `1` to make an unavailable `ip netns` a test failure instead of a
+/// skip: where namespaces must work (root, CI), a silently skipped test would
+/// pass without testing anything.
+pub const REQUIRE_NETNS_ENV: &str = "NETSCHED_REQUIRE_NETNS";
+
+/// Whether [`REQUIRE_NETNS_ENV`] is set to `1`.
+pub fn netns_required() -> bool {
+    std::env::var(REQUIRE_NETNS_ENV).is_ok_and(|v| v == "1")
+}
+
+/// The error for "`ip netns add` failed": a skip, unless namespaces are
+/// required.
+fn unavailable(why: String) -> LabError {
+    if netns_required() {
+        LabError::Failed(format!(
+            "{why} ({REQUIRE_NETNS_ENV}=1: namespaces are required)"
+        ))
+    } else {
+        LabError::Skip(why)
     }
 }
 
@@ -83,7 +109,7 @@ impl Lab {
         let pid = std::process::id();
         let prefix = format!("ns{}{}x{n}", &tag[..tag.len().min(4)], pid % 100_000);
         let hub = format!("{prefix}h");
-        ip(&["netns", "add", &hub]).map_err(LabError::Skip)?;
+        ip(&["netns", "add", &hub]).map_err(unavailable)?;
         let lab = Lab {
             prefix,
             hub,

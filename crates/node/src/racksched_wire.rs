@@ -8,10 +8,14 @@
 //!   `Input::Reply` with the server's LOAD and the REQ_ID whose ReqTable entry
 //!   it frees (Alg. 1 lines 6-8), then goes on to the client; a leaf whose
 //!   tasks come in this family sends its rack load to spines as LOAD_REPORTs
-//!   (RS-H, Horus §4.1). RackSched packets carry no pool id (one rack, one
-//!   application, §3.2), so a daemon serves them only if it hosts exactly one
-//!   instance (otherwise `unsupported_family`); LOAD_REPORTs name their pool.
-//!   The server is identified by the REP's source address. A failed request
+//!   (RS-H, Horus §4.1). RackSched requests and replies carry no pool id
+//!   (one rack, one application, §3.2), so the instance is chosen by source:
+//!   a request goes to the instance whose upstream spines or `clients` list
+//!   its sender (else the only open one, see `SwitchDaemon::task_instance`),
+//!   a REP to the instance its sender is a downstream node of; a source that
+//!   fits several is an `ambiguous_source` drop, one that fits none an
+//!   `unregistered_source` drop. LOAD_REPORTs name their pool. The server is
+//!   identified by the REP's source address. A failed request
 //!   is answered with a REP whose class is [`RS_FAILED_CLASS`] and whose
 //!   payload is the reason (the REP header has no status field).
 //! * **Parked packets.** A plane that buffers a task (`Action::Queued`,
@@ -71,9 +75,19 @@ pub(super) fn req_id(bytes: &[u8]) -> Option<u64> {
 }
 
 impl SwitchDaemon {
-    /// The instance RackSched requests and replies belong to.
-    fn rs_instance(&self) -> Option<usize> {
-        (self.instances.len() == 1).then_some(0)
+    /// The instance a REP from `src` belongs to: the one `src` is a
+    /// downstream node of (a leaf's server, a spine's leaf).
+    fn rs_reply_instance(&self, src: SocketAddr) -> Result<(usize, usize), RuntimeDrop> {
+        let mut found = None;
+        for (i, inst) in self.instances.iter().enumerate() {
+            if let Some(node) = inst.cfg.downstream.iter().position(|a| *a == src) {
+                if found.is_some() {
+                    return Err(RuntimeDrop::AmbiguousSource);
+                }
+                found = Some((i, node));
+            }
+        }
+        found.ok_or(RuntimeDrop::UnregisteredSource)
     }
 
     pub(super) fn handle_racksched(
@@ -87,12 +101,12 @@ impl SwitchDaemon {
             .inc(self.rs_slots.rx[m.racksched_type().code() as usize - 1]);
         match m {
             RackSchedMessage::ReqFirst(p) | RackSchedMessage::ReqRest(p) => {
-                let Some(i) = self.rs_instance() else {
-                    return self.drop_rt(RuntimeDrop::UnsupportedFamily);
+                let i = match self.task_instance(None, src) {
+                    Ok(i) => i,
+                    Err(r) => return self.drop_rt(r),
                 };
-                let app = p.req_id.client_id;
-                if self.routes.get(&app) != Some(&src) {
-                    self.routes.insert(app, src);
+                if let Err(r) = self.learn_route(i, p.req_id.client_id, src) {
+                    return self.drop_rt(r);
                 }
                 let inst = &mut self.instances[i];
                 inst.rs_wire = true;
@@ -113,15 +127,13 @@ impl SwitchDaemon {
                 self.run_passes(i, now, Input::Task(meta), Some(Pkt::RackSched(data)));
             }
             RackSchedMessage::Reply(p) => {
-                let Some(i) = self.rs_instance() else {
-                    return self.drop_rt(RuntimeDrop::UnsupportedFamily);
+                let (i, node) = match self.rs_reply_instance(src) {
+                    Ok(found) => found,
+                    Err(r) => return self.drop_rt(r),
                 };
                 let inst = &self.instances[i];
                 match inst.cfg.role {
                     Role::Leaf => {
-                        let Some(node) = inst.cfg.downstream.iter().position(|a| *a == src) else {
-                            return self.drop_rt(RuntimeDrop::UnregisteredSource);
-                        };
                         if let Some(&g) = inst.qlen_gauges.get(node) {
                             self.registry.set(g, p.load as u64);
                         }
@@ -137,26 +149,19 @@ impl SwitchDaemon {
                         self.run_passes(i, now, input, None);
                         self.oracle_replied(i, node as u32, now);
                     }
-                    Role::Spine => {
-                        let Some(rack) = inst.cfg.downstream.iter().position(|a| *a == src) else {
-                            return self.drop_rt(RuntimeDrop::UnregisteredSource);
-                        };
-                        self.oracle_replied(i, rack as u32, now);
-                    }
+                    Role::Spine => self.oracle_replied(i, node as u32, now),
                 }
-                self.forward_reply(data, p.req_id.as_u64(), TX_REPLY);
+                self.forward_reply(i, data, p.req_id.as_u64(), TX_REPLY);
             }
             RackSchedMessage::LoadReport(l) => {
-                let idx = self.pool_index[l.pool_id as usize];
-                if idx == 0 {
-                    return self.drop_rt(RuntimeDrop::UnknownPool);
-                }
-                let i = idx as usize - 1;
-                let inst = &self.instances[i];
-                if inst.cfg.role != Role::Spine {
-                    return self.drop_rt(RuntimeDrop::WrongRole);
-                }
-                if !inst.is_node(l.src_id, src) {
+                let Some(i) = self.hosted(l.pool_id, Role::Spine) else {
+                    let leaf = self.hosted(l.pool_id, Role::Leaf);
+                    return self.drop_rt(match leaf {
+                        Some(_) => RuntimeDrop::WrongRole,
+                        None => RuntimeDrop::UnknownPool,
+                    });
+                };
+                if !self.instances[i].is_node(l.src_id, src) {
                     return self.drop_rt(RuntimeDrop::UnregisteredSource);
                 }
                 let input = Input::LoadUpdate {
@@ -190,9 +195,9 @@ impl SwitchDaemon {
     }
 
     /// A failed REP for a request the data plane dropped.
-    pub(super) fn fail_racksched(&mut self, bytes: &[u8], reason: DropReason) {
+    pub(super) fn fail_racksched(&mut self, i: usize, bytes: &[u8], reason: DropReason) {
         let Some(id) = req_id(bytes) else { return };
-        let Some(&dst) = self.routes.get(&task_id::app_id(id)) else {
+        let Some(dst) = self.instances[i].routes.get(task_id::app_id(id)) else {
             return self.drop_rt(RuntimeDrop::NoRoute);
         };
         let reply = Message::RackSched(RackSchedMessage::Reply(RackSchedPacket {

@@ -1,6 +1,7 @@
-//! The scheduler daemon (`netsched switch`): software Horus spines and leaves
-//! (Horus §4.1 runs its schedulers in software too when no Tofino is at hand)
-//! for any number of pools on one UDP socket.
+//! The scheduler daemon (`netsched switch`): software spines and leaves
+//! (Horus §3.5, §4.1 run the schedulers in software when no Tofino is at
+//! hand) for any number of pools on one UDP socket, a spine and/or a leaf per
+//! pool, for every policy the simulator has.
 //!
 //! The daemon is only a driver of the `netsched-core` data planes: it decodes
 //! a datagram, maps it to an [`Input`], calls [`DataPlane::handle`] and
@@ -10,20 +11,31 @@
 //! the next datagram is read, so the packet it belongs to is still in the
 //! receive buffer when the later pass dispatches it.
 //!
-//! Nothing is allocated per datagram once the reply-route table has seen
-//! every client: receive and send buffers, the outbox and the resubmission
-//! queue are reused.
+//! Nothing is allocated per datagram: receive and send buffers, the outbox,
+//! the resubmission queue and the reply-route tables (sized at start) are
+//! reused.
 //!
 //! What the runtime adds, because UDP sockets are not switch ports:
 //! * **Source checks.** A notice, reply or heartbeat must come from the
 //!   address registered for the node its header names (a leaf's `src_id` at
 //!   its spine, a worker's at its leaf); anything else is a counted drop. A
 //!   switch gets this from its port numbers.
+//! * **Instance selection.** Horus datagrams name their pool; within a pool
+//!   the message kind picks the role (notices and LOAD_REPORTs to the spine,
+//!   keep-alives to the leaf, replies to the instance the sender is a
+//!   downstream node of) and a task goes to the instance whose configured
+//!   upstream or clients list its sender (else the pool's only open
+//!   instance, or its only open entry point). RackSched's wire has no pool id (one rack, one application,
+//!   OSDI'20 §3.2), so its requests and replies are placed by source alone;
+//!   a source that fits several instances is an `ambiguous_source` drop.
 //! * **Reply routes.** A worker cannot address the client in a reply (no IP
-//!   header of its own to rewrite), so each daemon learns, per application id
-//!   (the upper half of the task id, §3.2), where that application's tasks
-//!   came from and sends its replies back there: worker → leaf → spine →
-//!   client, the path a reply takes through a leaf-spine fabric anyway.
+//!   header of its own to rewrite), so each instance learns, per application
+//!   id (the upper half of the task id, §3.2), where that application's
+//!   tasks came from and sends its replies back there: worker → leaf → spine
+//!   → client, the path a reply takes through a leaf-spine fabric anyway.
+//!   Per instance, so a leaf's route to its spine and the co-hosted spine's
+//!   route to the client do not overwrite each other. An instance with
+//!   configured `clients` learns only from them and its upstream spines.
 //! * **Failed replies.** A task the data plane drops (no nodes, no affinity
 //!   entry, …) is answered with a failed reply naming the reason, so the
 //!   client accounts for every task (DESIGN.md: nothing accepted is lost
@@ -37,7 +49,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netsched_core::baselines::{
-    pow2_delayed, CentralQueue, IdleOnly, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin,
+    pow2_delayed, CentralQueue, IdleOnly, Jbsq, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin,
 };
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::racksched::{RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
@@ -76,6 +88,10 @@ enum Pkt<'a> {
 #[path = "controller_hooks.rs"]
 mod controller_hooks;
 
+#[path = "reply_routes.rs"]
+mod reply_routes;
+use reply_routes::ReplyRoutes;
+
 /// Why the runtime (not a data plane) dropped a datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -88,14 +104,23 @@ pub enum RuntimeDrop {
     Inconsistent,
     /// `DecodeError::TrailingBytes`.
     TrailingBytes,
-    /// A datagram of a family this daemon does not serve: RackSched wire at
-    /// a Horus-wire instance, or pull scheduling (served by `pull_switch`).
+    /// A datagram of a family this daemon does not serve: pull scheduling
+    /// (served by `pull_switch`).
     UnsupportedFamily,
     /// No instance of this daemon serves the header's pool.
     UnknownPool,
     /// A notice, reply or heartbeat whose source address is not the one
-    /// registered for the node it names (spoofed or misconfigured).
+    /// registered for the node it names, or a task from an address that is
+    /// neither a configured client nor an upstream spine of a closed
+    /// instance (spoofed or misconfigured).
     UnregisteredSource,
+    /// A datagram whose source fits more than one instance, with nothing on
+    /// the wire to tell them apart (RackSched family, or two open entry
+    /// instances of one pool).
+    AmbiguousSource,
+    /// A task of a new application at an instance whose reply-route table
+    /// is full (`max_routes`).
+    RouteTableFull,
     /// A message this role never receives (a heartbeat at a spine, …).
     WrongRole,
     /// A reply for an application whose tasks never passed here.
@@ -112,7 +137,7 @@ pub enum RuntimeDrop {
 }
 
 impl RuntimeDrop {
-    pub const ALL: [RuntimeDrop; 13] = [
+    pub const ALL: [RuntimeDrop; 15] = [
         RuntimeDrop::Truncated,
         RuntimeDrop::UnknownType,
         RuntimeDrop::Inconsistent,
@@ -120,6 +145,8 @@ impl RuntimeDrop {
         RuntimeDrop::UnsupportedFamily,
         RuntimeDrop::UnknownPool,
         RuntimeDrop::UnregisteredSource,
+        RuntimeDrop::AmbiguousSource,
+        RuntimeDrop::RouteTableFull,
         RuntimeDrop::WrongRole,
         RuntimeDrop::NoRoute,
         RuntimeDrop::NoUpstream,
@@ -137,6 +164,8 @@ impl RuntimeDrop {
             RuntimeDrop::UnsupportedFamily => "unsupported_family",
             RuntimeDrop::UnknownPool => "unknown_pool",
             RuntimeDrop::UnregisteredSource => "unregistered_source",
+            RuntimeDrop::AmbiguousSource => "ambiguous_source",
+            RuntimeDrop::RouteTableFull => "route_table_full",
             RuntimeDrop::WrongRole => "wrong_role",
             RuntimeDrop::NoRoute => "no_route",
             RuntimeDrop::NoUpstream => "no_upstream",
@@ -200,6 +229,7 @@ enum Plane {
     PowK(PowKInstant),
     IdleOnly(IdleOnly),
     Central(CentralQueue),
+    Jbsq(Jbsq),
 }
 
 impl Plane {
@@ -217,6 +247,7 @@ impl Plane {
             Plane::PowK(p) => p,
             Plane::IdleOnly(p) => p,
             Plane::Central(p) => p,
+            Plane::Jbsq(p) => p,
         }
     }
 
@@ -240,6 +271,7 @@ impl Plane {
             Plane::PowK(p) => p.control_remove_node(node),
             Plane::IdleOnly(p) => p.control_remove_node(node),
             Plane::Central(p) => p.control_remove_node(node),
+            Plane::Jbsq(p) => p.control_remove_node(node),
             // Racks leave a spine through the centralized controller.
             Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
         }
@@ -259,6 +291,7 @@ impl Plane {
             // The buffer's head may leave at once; affinity entries of that
             // dispatch are stamped 0 (no clock here), so expire early.
             Plane::Central(p) => p.control_add_node(node, 0, out),
+            Plane::Jbsq(p) => p.control_add_node(node, 0, out),
             Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
         }
     }
@@ -292,6 +325,8 @@ struct Instance {
     enabled: Vec<bool>,
     /// Spine: workers per rack behind the installed 1/w (§A.2).
     rack_w: Vec<u32>,
+    /// Application id → where its tasks came from (reply route).
+    routes: ReplyRoutes,
 }
 
 impl Instance {
@@ -300,6 +335,35 @@ impl Instance {
     fn is_node(&self, node: u16, src: SocketAddr) -> bool {
         self.cfg.downstream.get(node as usize) == Some(&src)
     }
+
+    /// Is `src` a configured upstream spine or client of this instance?
+    #[inline]
+    fn permits(&self, src: SocketAddr) -> bool {
+        self.cfg.upstream.contains(&src) || self.cfg.clients.contains(&src)
+    }
+
+    /// Open: no client list, tasks from anyone are accepted.
+    #[inline]
+    fn is_open(&self) -> bool {
+        self.cfg.clients.is_empty()
+    }
+
+    /// Where clients submit: a spine, or a leaf with no spine above it.
+    #[inline]
+    fn is_entry(&self) -> bool {
+        self.cfg.role == Role::Spine || self.cfg.upstream.is_empty()
+    }
+}
+
+/// Pool id → instance index + 1 per role (0: not hosted).
+const SPINE: usize = 0;
+const LEAF: usize = 1;
+
+fn role_slot(role: Role) -> usize {
+    match role {
+        Role::Spine => SPINE,
+        Role::Leaf => LEAF,
+    }
 }
 
 /// A scheduler daemon hosting one instance per configured pool.
@@ -307,10 +371,9 @@ pub struct SwitchDaemon {
     sock: UdpSocket,
     clock: Clock,
     instances: Vec<Instance>,
-    /// Pool id → instance index + 1 (0: not served). 128 KiB, no hashing.
-    pool_index: Vec<u16>,
-    /// Application id → where its tasks came from (reply route).
-    routes: HashMap<u32, SocketAddr>,
+    /// Pool id → [spine, leaf] instance index + 1 (0: not hosted). 256 KiB,
+    /// no hashing.
+    pool_index: Vec<[u16; 2]>,
     registry: Arc<Registry>,
     slots: Slots,
     /// recvmmsg buffers: one system call per batch of datagrams.
@@ -324,7 +387,7 @@ pub struct SwitchDaemon {
     controller: Option<SocketAddr>,
     status_ns: u64,
     fault: Fault,
-    /// Task packets a queueing data plane (central) buffered, by task id,
+    /// Task packets a queueing data plane (central, r2p2) buffered, by task id,
     /// until it dispatches them; `spare` recycles their buffers.
     parked: HashMap<u64, Vec<u8>>,
     spare: Vec<Vec<u8>>,
@@ -409,7 +472,7 @@ impl SwitchDaemon {
             })
             .collect();
         let mut instances = Vec::new();
-        let mut pool_index = vec![0u16; 1 << 16];
+        let mut pool_index = vec![[0u16; 2]; 1 << 16];
         for (i, pc) in cfg.instances.iter().enumerate() {
             let n = pc.downstream.len() as u32;
             // One stream per pool so instances do not move in lockstep.
@@ -446,52 +509,81 @@ impl SwitchDaemon {
                     (_, PolicyName::Pow2Delayed) => Plane::RackSched(pow2_delayed(n, seed)),
                     (_, PolicyName::IdleOnly) => Plane::IdleOnly(IdleOnly::new(n, seed)),
                     (_, PolicyName::Central) => {
-                        Plane::Central(CentralQueue::new(n, CentralQueue::DEFAULT_CAPACITY))
+                        Plane::Central(CentralQueue::central(n, CentralQueue::DEFAULT_CAPACITY))
+                    }
+                    (_, PolicyName::R2p2) => {
+                        Plane::Jbsq(Jbsq::new(n, Jbsq::DEFAULT_BOUND, Jbsq::DEFAULT_CAPACITY))
                     }
                 };
             let pool = pc.pool.to_string();
+            // Where a pool's spine and leaf share this daemon, a `role` label
+            // keeps their series apart; elsewhere `{pool}` alone names one.
+            let both_roles = cfg
+                .instances
+                .iter()
+                .any(|o| o.pool == pc.pool && o.role != pc.role);
+            let role = match pc.role {
+                Role::Spine => "spine",
+                Role::Leaf => "leaf",
+            };
+            let labels = |extra: &[(&'static str, &str)]| -> Vec<(&str, String)> {
+                let mut l = vec![("pool", pool.clone())];
+                if both_roles {
+                    l.push(("role", role.to_string()));
+                }
+                l.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+                l
+            };
+            let reg_gauge = |reg: &mut Registry,
+                             name: &'static str,
+                             help: &'static str,
+                             extra: &[(&'static str, &str)]| {
+                let l = labels(extra);
+                let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                reg.register(name, help, Kind::Gauge, &l)
+            };
             let qlen_gauges = if pc.role == Role::Leaf {
                 (0..n)
                     .map(|node| {
-                        reg.register(
+                        reg_gauge(
+                            &mut reg,
                             "netsched_worker_qlen",
                             "Queue length a worker last reported (reply or keep-alive)",
-                            Kind::Gauge,
-                            &[("pool", &pool), ("node", &node.to_string())],
+                            &[("node", &node.to_string())],
                         )
                     })
                     .collect()
             } else {
                 Vec::new()
             };
-            let idle_gauge = reg.register(
+            let idle_gauge = reg_gauge(
+                &mut reg,
                 "netsched_idle_nodes",
                 "Length of the data plane's idle list (Horus idleNodes)",
-                Kind::Gauge,
-                &[("pool", &pool)],
+                &[],
             );
-            let load_gauge = reg.register(
+            let load_gauge = reg_gauge(
+                &mut reg,
                 "netsched_rack_load_fixed16",
                 "Leaf: rack average queue length, 16.16 fixed point (Horus A.2)",
-                Kind::Gauge,
-                &[("pool", &pool)],
+                &[],
             );
             let passes_gauge = ["first", "resubmit"].map(|k| {
-                reg.register(
+                reg_gauge(
+                    &mut reg,
                     "netsched_pipeline_passes",
                     "Pipeline passes the data plane ran",
-                    Kind::Gauge,
-                    &[("pool", &pool), ("pass", k)],
+                    &[("pass", k)],
                 )
             });
-            let live_gauge = reg.register(
+            let live_gauge = reg_gauge(
+                &mut reg,
                 "netsched_live_nodes",
                 "Downstream nodes the data plane schedules over",
-                Kind::Gauge,
-                &[("pool", &pool)],
+                &[],
             );
             reg.set(live_gauge, n as u64);
-            pool_index[pc.pool as usize] = (i + 1) as u16;
+            pool_index[pc.pool as usize][role_slot(pc.role)] = (i + 1) as u16;
             instances.push(Instance {
                 cfg: pc.clone(),
                 plane,
@@ -510,6 +602,7 @@ impl SwitchDaemon {
                 },
                 outstanding: vec![0; n as usize],
                 rs_wire: false,
+                routes: ReplyRoutes::with_capacity(pc.max_routes),
             });
         }
         let rs_slots = racksched_wire::register_rs(&mut reg);
@@ -519,7 +612,6 @@ impl SwitchDaemon {
             clock: Clock::new(),
             instances,
             pool_index,
-            routes: HashMap::new(),
             registry: Arc::new(reg),
             slots: Slots {
                 rx,
@@ -696,17 +788,19 @@ impl SwitchDaemon {
         };
         self.registry
             .inc(self.slots.rx[msg.body.horus_type().code() as usize - 1]);
-        let idx = self.pool_index[msg.header.pool_id as usize];
-        if idx == 0 {
+        let h = msg.header;
+        let pool = h.pool_id;
+        if self.pool_index[pool as usize] == [0, 0] {
             return self.drop_rt(RuntimeDrop::UnknownPool);
         }
-        let i = idx as usize - 1;
-        let h = msg.header;
         match msg.body {
             HorusBody::TaskFirst(t) | HorusBody::TaskContinuation(t) => {
-                let app = task_id::app_id(t.task_id);
-                if self.routes.get(&app) != Some(&src) {
-                    self.routes.insert(app, src);
+                let i = match self.task_instance(Some(pool), src) {
+                    Ok(i) => i,
+                    Err(r) => return self.drop_rt(r),
+                };
+                if let Err(r) = self.learn_route(i, task_id::app_id(t.task_id), src) {
+                    return self.drop_rt(r);
                 }
                 let inst = &self.instances[i];
                 // §A.4: a leaf's connection table remembers which spine a
@@ -728,12 +822,18 @@ impl SwitchDaemon {
                 self.run_passes(i, now, Input::Task(meta), Some(Pkt::Horus(&msg)));
             }
             HorusBody::Reply(r) => {
+                // A worker's reply belongs to the pool's leaf, a leaf's to
+                // the pool's spine: the sender is a downstream node of one.
+                let leaf = self.hosted(pool, Role::Leaf);
+                let spine = self.hosted(pool, Role::Spine);
+                let i = match (leaf, spine) {
+                    (Some(l), _) if self.instances[l].is_node(h.src_id, src) => l,
+                    (_, Some(s)) if self.instances[s].cfg.downstream.contains(&src) => s,
+                    _ => return self.drop_rt(RuntimeDrop::UnregisteredSource),
+                };
                 let inst = &self.instances[i];
                 match inst.cfg.role {
                     Role::Leaf => {
-                        if !inst.is_node(h.src_id, src) {
-                            return self.drop_rt(RuntimeDrop::UnregisteredSource);
-                        }
                         if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
                             self.registry.set(g, h.qlen as u64);
                         }
@@ -750,22 +850,21 @@ impl SwitchDaemon {
                     }
                     Role::Spine => {
                         // Replies pass through on their way to the client; a
-                        // spine's data plane has nothing to learn from them.
-                        let Some(rack) = inst.cfg.downstream.iter().position(|a| *a == src) else {
-                            return self.drop_rt(RuntimeDrop::UnregisteredSource);
-                        };
-                        // Except the zero-delay feed of ideal baselines.
-                        self.oracle_replied(i, rack as u32, now);
+                        // spine's data plane has nothing to learn from them,
+                        // except the zero-delay feed of ideal baselines.
+                        if let Some(rack) = inst.cfg.downstream.iter().position(|a| *a == src) {
+                            self.oracle_replied(i, rack as u32, now);
+                        }
                     }
                 }
-                self.forward_reply(data, r.task_id, TX_REPLY);
+                self.forward_reply(i, data, r.task_id, TX_REPLY);
             }
             HorusBody::IdleAdd | HorusBody::IdleRemove | HorusBody::LoadUpdate { .. } => {
-                let inst = &self.instances[i];
-                if inst.cfg.role != Role::Spine {
+                // Notices go up to a spine (§3.4).
+                let Some(i) = self.hosted(pool, Role::Spine) else {
                     return self.drop_rt(RuntimeDrop::WrongRole);
-                }
-                if !inst.is_node(h.src_id, src) {
+                };
+                if !self.instances[i].is_node(h.src_id, src) {
                     return self.drop_rt(RuntimeDrop::UnregisteredSource);
                 }
                 let node = h.src_id as u32;
@@ -778,21 +877,65 @@ impl SwitchDaemon {
                 self.run_passes(i, now, input, None);
             }
             HorusBody::KeepAlive => {
-                let inst = &self.instances[i];
-                if inst.cfg.role != Role::Leaf {
+                // Heartbeats feed a leaf controller (§A.3).
+                let Some(i) = self.hosted(pool, Role::Leaf) else {
                     return self.drop_rt(RuntimeDrop::WrongRole);
-                }
+                };
+                let inst = &self.instances[i];
                 if !inst.is_node(h.src_id, src) {
                     return self.drop_rt(RuntimeDrop::UnregisteredSource);
                 }
-                // Heartbeats feed the leaf controller's failure detector
-                // (§A.3), not the data plane.
+                // Not the data plane's: its failure detector's.
                 if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
                     self.registry.set(g, h.qlen as u64);
                 }
                 self.heard_from(i, h.src_id as usize, now);
             }
         }
+    }
+
+    /// The instance of `pool` in `role`, if this daemon hosts it.
+    #[inline]
+    fn hosted(&self, pool: u16, role: Role) -> Option<usize> {
+        match self.pool_index[pool as usize][role_slot(role)] {
+            0 => None,
+            i => Some(i as usize - 1),
+        }
+    }
+
+    /// The instance a task from `src` is for, among those of `pool` (Horus
+    /// wire) or all of them (RackSched wire, which names no pool): the one
+    /// whose upstream spines or clients list `src`; failing that the only
+    /// open instance, or the only open entry point (a spine, or a leaf with
+    /// no spine) if several are open. Allocation-free: a linear scan over a
+    /// handful of instances.
+    fn task_instance(&self, pool: Option<u16>, src: SocketAddr) -> Result<usize, RuntimeDrop> {
+        let candidates = || {
+            self.instances
+                .iter()
+                .enumerate()
+                .filter(move |(_, inst)| pool.is_none_or(|p| inst.cfg.pool == p))
+        };
+        if let Some(i) = unique(candidates().filter(|(_, inst)| inst.permits(src)))? {
+            return Ok(i);
+        }
+        let open = || candidates().filter(|(_, inst)| inst.is_open());
+        match unique(open()) {
+            Ok(Some(i)) => Ok(i),
+            Ok(None) if candidates().next().is_none() => Err(RuntimeDrop::UnknownPool),
+            Ok(None) => Err(RuntimeDrop::UnregisteredSource),
+            Err(_) => unique(open().filter(|(_, inst)| inst.is_entry()))?
+                .ok_or(RuntimeDrop::AmbiguousSource),
+        }
+    }
+
+    /// Remembers where `app`'s replies go, if `src` may say so: a closed
+    /// instance accepted the task only from a permitted source already.
+    fn learn_route(&mut self, i: usize, app: u32, src: SocketAddr) -> Result<(), RuntimeDrop> {
+        self.instances[i]
+            .routes
+            .learn(app, src)
+            .map_err(|_| RuntimeDrop::RouteTableFull)
     }
 
     /// Leaf controller (§A.3): a worker heard from is alive; one that was
@@ -828,8 +971,8 @@ impl SwitchDaemon {
     }
 
     /// Leaf controller (§A.3): removes workers silent for longer than the
-    /// heartbeat timeout. Racks' 1/w at the spine is the centralized
-    /// controller's to update (not implemented yet).
+    /// heartbeat timeout. The rack's new 1/w at its spine is the centralized
+    /// controller's to install (controller.rs, from the leaf's status).
     pub fn check_liveness(&mut self, now: u64) {
         for i in 0..self.instances.len() {
             let timeout = self.instances[i].cfg.heartbeat_timeout_ms * 1_000_000;
@@ -908,7 +1051,7 @@ impl SwitchDaemon {
                     self.registry.inc(self.slots.dp_drops[k.unwrap_or(0)]);
                     if carries_task && self.fail_replies {
                         if let Some(m) = task {
-                            self.fail_task(m, reason);
+                            self.fail_task(i, m, reason);
                         }
                     }
                 }
@@ -995,13 +1138,13 @@ impl SwitchDaemon {
 
     /// Answers a task the data plane dropped with a failed reply whose
     /// payload names the reason.
-    fn fail_task(&mut self, p: Pkt<'_>, reason: DropReason) {
+    fn fail_task(&mut self, i: usize, p: Pkt<'_>, reason: DropReason) {
         let m = match p {
             Pkt::Horus(m) => m,
-            Pkt::RackSched(bytes) => return self.fail_racksched(bytes, reason),
+            Pkt::RackSched(bytes) => return self.fail_racksched(i, bytes, reason),
         };
         let Some(id) = m.task_id() else { return };
-        let Some(&dst) = self.routes.get(&task_id::app_id(id)) else {
+        let Some(dst) = self.instances[i].routes.get(task_id::app_id(id)) else {
             return self.drop_rt(RuntimeDrop::NoRoute);
         };
         let reply = Message::Horus(HorusMessage {
@@ -1019,8 +1162,8 @@ impl SwitchDaemon {
         self.send(reply, dst, TX_FAILED);
     }
 
-    fn forward_reply(&mut self, data: &[u8], id: u64, tx: usize) {
-        let Some(&dst) = self.routes.get(&task_id::app_id(id)) else {
+    fn forward_reply(&mut self, i: usize, data: &[u8], id: u64, tx: usize) {
+        let Some(dst) = self.instances[i].routes.get(task_id::app_id(id)) else {
             return self.drop_rt(RuntimeDrop::NoRoute);
         };
         self.send_raw(data, dst, tx);
@@ -1048,6 +1191,18 @@ impl SwitchDaemon {
             }
             None => self.drop_rt(RuntimeDrop::Encode),
         }
+    }
+}
+
+/// The index of the only item, `None` if there is none, or
+/// `AmbiguousSource` if there are several.
+fn unique<'a, T: 'a>(
+    mut it: impl Iterator<Item = (usize, &'a T)>,
+) -> Result<Option<usize>, RuntimeDrop> {
+    match (it.next(), it.next()) {
+        (None, _) => Ok(None),
+        (Some((i, _)), None) => Ok(Some(i)),
+        (Some(_), Some(_)) => Err(RuntimeDrop::AmbiguousSource),
     }
 }
 

@@ -160,6 +160,7 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
     let evil = sock();
     let forged = ControlMsg::Configure(InstanceDesired {
         pool: 1,
+        role: None,
         downstream: leaves.clone(),
         enabled: vec![false, false],
         upstream: None,
@@ -167,7 +168,10 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
     });
     evil.send_to(&forged.encode(), spine).unwrap();
     wait_for("forged configure counted", || {
-        sp.reg.value("netsched_control_rejected_total", "") == Some(1)
+        sp.reg.value(
+            "netsched_control_rejected_total",
+            "{reason=\"unregistered_source\"}",
+        ) == Some(1)
     });
     assert_eq!(admitted(&c), vec![true, true]);
 
@@ -417,4 +421,241 @@ fn racks_are_added_and_removed_through_the_admin_api() {
     wstop.store(true, Ordering::Relaxed);
     w0.join();
     w1.join();
+}
+
+// ---- configuration pushes into baseline data planes ----
+
+use netsched_node::controller_proto::RoleName;
+use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+
+fn horus_task(pool: u16, id: u64) -> Vec<u8> {
+    Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: pool,
+            ..Default::default()
+        },
+        body: HorusBody::TaskFirst(HorusTask {
+            task_id: id,
+            is_last: true,
+            service_time_ns: 1000,
+            ..Default::default()
+        }),
+    })
+    .to_vec()
+    .unwrap()
+}
+
+/// Task datagrams waiting at `s` (none arrive later than `ms` after the last).
+fn drain(s: &UdpSocket, ms: u64) -> usize {
+    s.set_read_timeout(Some(Duration::from_millis(ms))).unwrap();
+    let mut b = [0u8; 2048];
+    let mut n = 0;
+    while s.recv_from(&mut b).is_ok() {
+        n += 1;
+    }
+    n
+}
+
+fn daemon_with_controller(toml: &str, ctl: SocketAddr) -> SwitchDaemon {
+    let cfg = SwitchConfig::from_toml(&format!(
+        "listen = \"127.0.0.1:0\"\ncontroller = \"{ctl}\"\n{toml}"
+    ))
+    .unwrap();
+    SwitchDaemon::new(&cfg, sock()).unwrap()
+}
+
+/// `jsq` and `pow2-instant` choose over the exact count of tasks outstanding
+/// at each node; a worker the controller adds at runtime must be counted
+/// too, or it looks empty forever and takes every task.
+#[test]
+fn zero_delay_baselines_count_tasks_at_a_runtime_added_worker() {
+    for policy in ["jsq", "pow2-instant"] {
+        let ctl_s = sock();
+        let ctl = ctl_s.local_addr().unwrap();
+        let ws = [sock(), sock()];
+        let wa: Vec<SocketAddr> = ws.iter().map(|s| s.local_addr().unwrap()).collect();
+        let mut d = daemon_with_controller(
+            &format!(
+                "[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"{policy}\"\ndownstream = [\"{}\"]\n",
+                wa[0]
+            ),
+            ctl,
+        );
+        // The controller adds worker 1 (no heartbeats: trusted at once).
+        let push = ControlMsg::Configure(InstanceDesired {
+            pool: 1,
+            role: Some(RoleName::Leaf),
+            downstream: wa.clone(),
+            enabled: vec![true, true],
+            upstream: None,
+            rack_workers: None,
+        });
+        d.on_datagram(&push.encode(), ctl, 1);
+        assert_eq!(
+            d.registry().value("netsched_live_nodes", "{pool=\"1\"}"),
+            Some(2),
+            "{policy}"
+        );
+        let client = sock().local_addr().unwrap();
+        for seq in 0..10 {
+            d.on_datagram(&horus_task(1, task_id::new(5, seq)), client, 2 + seq as u64);
+        }
+        // No replies: the exact queue view alternates between the two.
+        assert_eq!([drain(&ws[0], 100), drain(&ws[1], 100)], [5, 5], "{policy}");
+    }
+}
+
+/// A baseline spine (random, round-robin, JSQ, JIQ, power-of-2, idle-only,
+/// central queue) stops sending to a rack the controller drops (§A.3).
+#[test]
+fn baseline_spines_honour_rack_drops() {
+    for policy in [
+        "random",
+        "round-robin",
+        "jsq",
+        "jiq",
+        "pow2-instant",
+        "pow2-delayed",
+        "idle-only",
+        "central",
+    ] {
+        let ctl_s = sock();
+        let ctl = ctl_s.local_addr().unwrap();
+        let leaves = [sock(), sock()];
+        let la: Vec<SocketAddr> = leaves.iter().map(|s| s.local_addr().unwrap()).collect();
+        let mut d = daemon_with_controller(
+            &format!(
+                "[[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"{policy}\"\ndownstream = [\"{}\", \"{}\"]\n",
+                la[0], la[1]
+            ),
+            ctl,
+        );
+        // §A.3: rack 1's leaf failed; rack 0 stays.
+        let push = ControlMsg::Configure(InstanceDesired {
+            pool: 1,
+            role: Some(RoleName::Spine),
+            downstream: la.clone(),
+            enabled: vec![true, false],
+            upstream: None,
+            rack_workers: Some(vec![1, 1]),
+        });
+        d.on_datagram(&push.encode(), ctl, 1);
+        let reg = d.registry();
+        assert_eq!(
+            reg.value("netsched_live_nodes", "{pool=\"1\"}"),
+            Some(1),
+            "{policy}"
+        );
+        let client = sock().local_addr().unwrap();
+        // The central queue holds one task per idle rack and queues the rest
+        // (no replies here); the others dispatch each at once.
+        let tasks = 16;
+        for seq in 0..tasks {
+            d.on_datagram(&horus_task(1, task_id::new(5, seq)), client, 2 + seq as u64);
+        }
+        let (at0, at1) = (drain(&leaves[0], 100), drain(&leaves[1], 100));
+        assert_eq!(at1, 0, "{policy}: a task went to the dropped rack");
+        if policy == "central" {
+            assert_eq!(at0, 1, "{policy}");
+            assert_eq!(
+                reg.value("netsched_queued_total", ""),
+                Some(tasks as u64 - 1)
+            );
+        } else {
+            assert_eq!(at0, tasks as usize, "{policy}");
+        }
+    }
+}
+
+/// One daemon is both the spine and the leaf of a pool (Horus §3.5 in
+/// software). The controller tells its two instances apart by role: it
+/// installs the rack's 1/w at the spine from the leaf's report, and a worker
+/// removed through the admin API leaves the leaf and the spine's 1/w.
+#[test]
+fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
+    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let ds = sock();
+    let d = ds.local_addr().unwrap();
+    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
+    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let _daemon = Daemon::start(
+        &format!(
+            "listen = \"{d}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n\
+             [[instance]]\npool = 1\nrole = \"spine\"\ndownstream = [\"{d}\"]\n\
+             [[instance]]\npool = 1\nrole = \"leaf\"\nrack = 0\nupstream = [\"{d}\"]\n\
+             downstream = [\"{}\", \"{}\"]\nheartbeat_timeout_ms = 200\n",
+            execs[0], execs[1]
+        ),
+        ds,
+    );
+    let wstop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<Worker> = exec_s
+        .into_iter()
+        .enumerate()
+        .map(|(j, s)| {
+            let cfg = WorkerConfig::from_toml(&format!(
+                "listen = [\"{}\"]\nfirst_id = {j}\nleaf = \"{d}\"\npool = 1\nheartbeat_ms = 40\n",
+                execs[j]
+            ))
+            .unwrap();
+            Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
+        })
+        .collect();
+    let cstop = Arc::new(AtomicBool::new(false));
+    let cfg = ControllerConfig::from_toml(&format!(
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{d}\"]\n\
+         [[pool.rack]]\nleaf = \"{d}\"\nworkers = [\"{}\", \"{}\"]\n",
+        execs[0], execs[1]
+    ))
+    .unwrap();
+    let c = Controller::start(&cfg, cstop.clone()).unwrap();
+    let spine_view = |c: &Controller, field: &str| -> Vec<serde_json::Value> {
+        serde_json::from_value(c.topology_json()["pools"][0]["spines"][0][field].clone())
+            .unwrap_or_default()
+    };
+    // The daemon starts with 1/w = 1/1; the leaf reports two live workers.
+    wait_for("the spine's 1/w from the leaf's report", || {
+        spine_view(&c, "admitted") == vec![serde_json::json!(true)]
+            && spine_view(&c, "rack_workers") == vec![serde_json::json!(2)]
+    });
+    let topo = c.topology_json();
+    let w1_id = topo["pools"][0]["racks"][0]["workers"][1]["id"]
+        .as_u64()
+        .unwrap();
+    let (code, body) = http(
+        admin,
+        "DELETE",
+        &format!("/v1/workers/{w1_id}"),
+        Some(TOKEN),
+        None,
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    wait_for("worker 1 out at the leaf, 1/w = 1/1 at the spine", || {
+        let t = c.topology_json();
+        t["pools"][0]["racks"][0]["live_workers"] == 1
+            && spine_view(&c, "rack_workers") == vec![serde_json::json!(1)]
+    });
+    let ccfg = ClientConfig::from_toml(&format!(
+        "targets = [{{ addr = \"{d}\" }}]\npool = 1\napp_id = 3\nrate = 2000\n\
+         duration_ms = 300\nservice = {{ kind = \"fixed\", value_us = 100 }}\ntimeout_ms = 500\n"
+    ))
+    .unwrap();
+    let served1 = workers[1].registry().sum("netsched_worker_tasks_total");
+    let r = Client::bind(ccfg).unwrap().run();
+    assert!(r.submitted > 100, "{}", r.summary());
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    assert_eq!(
+        workers[1].registry().sum("netsched_worker_tasks_total"),
+        served1,
+        "the removed worker got tasks"
+    );
+    cstop.store(true, Ordering::Relaxed);
+    c.join();
+    wstop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join();
+    }
 }

@@ -48,6 +48,8 @@ fn silent_worker_is_removed_and_readmitted() {
             upstream: vec![],
             rack: 0,
             heartbeat_timeout_ms: 100,
+            clients: Vec::new(),
+            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
         }],
         ..Default::default()
     };

@@ -67,6 +67,8 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
             upstream: vec![],
             rack: 0,
             heartbeat_timeout_ms: 0,
+            clients: Vec::new(),
+            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
         }],
         ..Default::default()
     };
@@ -95,6 +97,14 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
     .to_vec()
     .unwrap();
     d.on_datagram(&rs, l0, 6);
+    // Pull scheduling has its own daemon (pull_switch): not served here.
+    let pull = Message::Draconis(netsched_proto::DraconisMessage::TaskRequest {
+        node: 0,
+        resources: 0,
+    })
+    .to_vec()
+    .unwrap();
+    d.on_datagram(&pull, l0, 6);
     d.on_datagram(&horus(6, 0, task(task_id::new(1, 2), true, true)), c, 7); // unknown pool
                                                                              // Load update claiming to be rack 0 from an unregistered address.
     d.on_datagram(
@@ -127,7 +137,7 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
         ("unknown_type", 1),
         ("inconsistent", 1),
         ("trailing_bytes", 1),
-        ("unsupported_family", 0),
+        ("unsupported_family", 1),
         ("unknown_pool", 2),
         ("unregistered_source", 4),
         ("wrong_role", 1),
@@ -137,7 +147,7 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
     }
     assert_eq!(
         reg.value("netsched_rx_packets_total", "{type=\"invalid\"}"),
-        Some(5)
+        Some(6)
     );
     assert_eq!(
         reg.value(
@@ -217,6 +227,8 @@ fn random_bytes_never_panic() {
                 upstream: vec![],
                 rack: 0,
                 heartbeat_timeout_ms: 0,
+                clients: Vec::new(),
+                max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
             }],
             ..Default::default()
         },
@@ -242,4 +254,350 @@ fn random_bytes_never_panic() {
         d.on_datagram(&buf[..len], src, i);
     }
     assert!(d.registry().sum("netsched_drops_total") > 0);
+}
+
+// ---- source checks: RackSched wire, spoofed tasks, bounded routes ----
+
+use std::net::{SocketAddr, UdpSocket};
+
+use netsched_proto::{RackSchedPacket, ReqId};
+
+fn try_recv(s: &UdpSocket, ms: u64) -> Option<Vec<u8>> {
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(ms))).unwrap();
+    let mut b = [0u8; 2048];
+    s.recv_from(&mut b).ok().map(|(n, _)| b[..n].to_vec())
+}
+
+fn rs(m: RackSchedMessage<'_>) -> Vec<u8> {
+    Message::RackSched(m).to_vec().unwrap()
+}
+
+fn rs_packet(client: u32, local: u32, load: u32) -> RackSchedPacket<'static> {
+    RackSchedPacket {
+        req_id: ReqId {
+            client_id: client,
+            local_id: local,
+        },
+        load,
+        is_last: true,
+        class: 0,
+        service_time_ns: 1000,
+        payload: b"",
+    }
+}
+
+fn daemon_from(toml: &str) -> SwitchDaemon {
+    SwitchDaemon::new(&SwitchConfig::from_toml(toml).unwrap(), sock()).unwrap()
+}
+
+fn l(v: &[SocketAddr]) -> String {
+    v.iter()
+        .map(|a| format!("\"{a}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// RackSched requests and replies carry no pool id: a daemon with several
+/// instances places them by source, and drops (counted) what it cannot place
+/// or what comes from an address no instance knows, without touching state.
+#[test]
+fn racksched_wire_is_placed_by_source_or_dropped() {
+    let servers = [sock(), sock()];
+    let sa: Vec<SocketAddr> = servers.iter().map(|s| s.local_addr().unwrap()).collect();
+    let leaf_of_spine = sock().local_addr().unwrap();
+    // Pools 1 and 2: open RackSched racks (no client lists); pool 3: an RS-H
+    // spine over one leaf.
+    let mut d = daemon_from(&format!(
+        "listen = \"127.0.0.1:0\"\n\
+         [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"racksched\"\ndownstream = [\"{}\"]\n\
+         [[instance]]\npool = 2\nrole = \"leaf\"\npolicy = \"racksched\"\ndownstream = [\"{}\"]\n\
+         [[instance]]\npool = 3\nrole = \"spine\"\npolicy = \"racksched\"\ndownstream = [\"{leaf_of_spine}\"]\n",
+        sa[0], sa[1]
+    ));
+    let reg = d.registry();
+    let client = sock();
+    let c = client.local_addr().unwrap();
+    let evil: SocketAddr = sock().local_addr().unwrap();
+
+    // Two open racks: nothing on the wire says which one a request is for.
+    d.on_datagram(&rs(RackSchedMessage::ReqFirst(rs_packet(7, 1, 0))), c, 1);
+    assert_eq!(runtime_drop(&reg, "ambiguous_source"), 1);
+    assert!(servers.iter().all(|s| try_recv(s, 50).is_none()));
+
+    // A REP from no server of any instance, with a load that would steer
+    // power-of-2 if it were believed: dropped before any data plane sees it.
+    d.on_datagram(&rs(RackSchedMessage::Reply(rs_packet(7, 1, 1000))), evil, 2);
+    assert_eq!(runtime_drop(&reg, "unregistered_source"), 1);
+    for pool in ["1", "2"] {
+        assert_eq!(
+            reg.value(
+                "netsched_worker_qlen",
+                &format!("{{pool=\"{pool}\",node=\"0\"}}")
+            ),
+            Some(0)
+        );
+    }
+    // A REP from a real server for a request that never passed: no route.
+    d.on_datagram(&rs(RackSchedMessage::Reply(rs_packet(7, 1, 3))), sa[1], 3);
+    assert_eq!(runtime_drop(&reg, "no_route"), 1);
+
+    // LOAD_REPORTs: at a leaf (wrong role), and at the spine from an
+    // address that is not the leaf it names.
+    let report = |pool| {
+        rs(RackSchedMessage::LoadReport(RackSchedLoadReport {
+            src_id: 0,
+            pool_id: pool,
+            load: 5 << 16,
+        }))
+    };
+    d.on_datagram(&report(1), evil, 4);
+    assert_eq!(runtime_drop(&reg, "wrong_role"), 1);
+    d.on_datagram(&report(3), evil, 5);
+    assert_eq!(runtime_drop(&reg, "unregistered_source"), 2);
+    // Nothing reached a data plane, nothing was sent.
+    assert_eq!(reg.sum("netsched_decisions_total"), 0);
+    assert_eq!(reg.sum("netsched_pipeline_passes"), 0);
+    assert_eq!(reg.sum("netsched_tx_packets_total"), 0);
+    assert!(try_recv(&client, 50).is_none());
+    assert_eq!(reg.sum("netsched_drops_total"), 5);
+}
+
+/// A leaf with a client list takes tasks only from its clients (and
+/// spines): a forged task for another application's id neither runs nor
+/// moves that application's reply route.
+#[test]
+fn a_spoofed_task_cannot_redirect_replies() {
+    let worker = sock();
+    let w = worker.local_addr().unwrap();
+    let client = sock();
+    let c = client.local_addr().unwrap();
+    let spoofer = sock();
+    let evil = spoofer.local_addr().unwrap();
+    let mut d = daemon_from(&format!(
+        "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 5\nrole = \"leaf\"\n\
+         downstream = [{}]\nclients = [{}]\n",
+        l(&[w]),
+        l(&[c])
+    ));
+    let reg = d.registry();
+    let app = 7;
+    d.on_datagram(&horus(5, 0, task(task_id::new(app, 1), true, true)), c, 1);
+    let got = try_recv(&worker, 1000).expect("the client's task at the worker");
+    assert!(matches!(
+        decode(&got).unwrap(),
+        Message::Horus(HorusMessage { body: HorusBody::TaskFirst(t), .. }) if t.task_id == task_id::new(app, 1)
+    ));
+    // The spoofer claims the same application.
+    d.on_datagram(
+        &horus(5, 0, task(task_id::new(app, 2), true, true)),
+        evil,
+        2,
+    );
+    assert_eq!(runtime_drop(&reg, "unregistered_source"), 1);
+    assert!(try_recv(&worker, 50).is_none(), "forged task dispatched");
+    // The worker's reply still goes to the client.
+    let reply = horus(
+        5,
+        0,
+        HorusBody::Reply(HorusReply {
+            task_id: task_id::new(app, 1),
+            status: ReplyStatus::Ok,
+            payload: b"",
+        }),
+    );
+    d.on_datagram(&reply, w, 3);
+    assert_eq!(try_recv(&client, 1000), Some(reply));
+    assert!(try_recv(&spoofer, 50).is_none(), "reply stolen");
+}
+
+/// An open instance learns routes from anyone, but into a table of fixed
+/// size: a new application beyond it is refused and counted, and the routes
+/// it holds keep working.
+#[test]
+fn the_reply_route_table_is_bounded() {
+    let worker = sock();
+    let w = worker.local_addr().unwrap();
+    let clients = [sock(), sock()];
+    let ca: Vec<SocketAddr> = clients.iter().map(|s| s.local_addr().unwrap()).collect();
+    let mut d = daemon_from(&format!(
+        "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 5\nrole = \"leaf\"\npolicy = \"random\"\n\
+         downstream = [{}]\nmax_routes = 1\n",
+        l(&[w])
+    ));
+    let reg = d.registry();
+    d.on_datagram(&horus(5, 0, task(task_id::new(1, 1), true, true)), ca[0], 1);
+    assert!(try_recv(&worker, 1000).is_some());
+    d.on_datagram(&horus(5, 0, task(task_id::new(2, 1), true, true)), ca[1], 2);
+    assert_eq!(runtime_drop(&reg, "route_table_full"), 1);
+    assert!(try_recv(&worker, 50).is_none());
+    let reply = horus(
+        5,
+        0,
+        HorusBody::Reply(HorusReply {
+            task_id: task_id::new(1, 1),
+            status: ReplyStatus::Ok,
+            payload: b"",
+        }),
+    );
+    d.on_datagram(&reply, w, 3);
+    assert_eq!(try_recv(&clients[0], 1000), Some(reply));
+}
+
+// ---- garbage at the worker agent and at the controller ----
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use netsched_node::controller::{http, Controller, ControllerConfig};
+use netsched_node::controller_proto::{ControlMsg, DaemonStatus};
+use netsched_node::{Worker, WorkerConfig};
+
+fn garbage() -> Vec<Vec<u8>> {
+    let good = horus(1, 0, task(task_id::new(1, 1), true, true));
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let random: Vec<u8> = (0..40)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    vec![
+        vec![],
+        good[..9].to_vec(),                             // truncated
+        vec![0x11, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], // unknown type
+        random,                                         // random bytes
+        horus(1, 0, HorusBody::KeepAlive),              // not a task
+    ]
+}
+
+#[test]
+fn the_worker_drops_and_counts_garbage_and_keeps_serving() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let ws = sock();
+    let wa = ws.local_addr().unwrap();
+    let w = Worker::start(
+        &WorkerConfig {
+            heartbeat_ms: 0,
+            ..Default::default()
+        },
+        vec![ws],
+        stop.clone(),
+    )
+    .unwrap();
+    let reg = w.registry();
+    let sender = sock();
+    let junk = garbage();
+    for g in &junk {
+        sender.send_to(g, wa).unwrap();
+    }
+    // Then a real task: answered to its sender (no leaf configured).
+    let id = task_id::new(3, 9);
+    sender
+        .send_to(&horus(1, 0, task(id, true, true)), wa)
+        .unwrap();
+    let r = try_recv(&sender, 2000).expect("the worker still answers");
+    match decode(&r).unwrap() {
+        Message::Horus(HorusMessage {
+            body: HorusBody::Reply(rep),
+            ..
+        }) => {
+            assert_eq!(rep.task_id, id);
+            assert_eq!(rep.status, ReplyStatus::Ok);
+        }
+        m => panic!("unexpected {m:?}"),
+    }
+    assert_eq!(reg.sum("netsched_worker_invalid_total"), junk.len() as u64);
+    stop.store(true, Ordering::Relaxed);
+    w.join();
+}
+
+#[test]
+fn the_controller_counts_what_it_rejects_by_reason() {
+    let port = || sock().local_addr().unwrap();
+    let (ctl, admin, spine, leaf, exec) = (port(), port(), port(), port(), port());
+    let stop = Arc::new(AtomicBool::new(false));
+    let cfg = ControllerConfig::from_toml(&format!(
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"t0k3n-for-tests\"\n\
+         [[pool]]\nid = 1\nspines = [\"{spine}\"]\n[[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [\"{exec}\"]\n"
+    ))
+    .unwrap();
+    let c = Controller::start(&cfg, stop.clone()).unwrap();
+    let reg = c.registry();
+    let rejected = |why: &str| {
+        reg.value(
+            "netsched_controller_rejected_total",
+            &format!("{{reason=\"{why}\"}}"),
+        )
+        .unwrap()
+    };
+    let s = sock();
+    let status = ControlMsg::Status(DaemonStatus { instances: vec![] }).encode();
+    let mut bad_json = status[..4].to_vec();
+    bad_json.extend_from_slice(b"{\"status\": [");
+    for g in garbage() {
+        s.send_to(&g, c.control_addr).unwrap(); // no control magic
+    }
+    s.send_to(&bad_json, c.control_addr).unwrap();
+    s.send_to(&status, c.control_addr).unwrap(); // from no daemon
+    s.send_to(&ControlMsg::Resync { pool: 1 }.encode(), c.control_addr)
+        .unwrap();
+    let want = [
+        ("not_control", garbage().len() as u64),
+        ("bad_json", 1),
+        ("unknown_source", 1),
+        ("unexpected_type", 1),
+    ];
+    let t = std::time::Instant::now();
+    while want.iter().any(|(why, n)| rejected(why) != *n) {
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            want.map(|(why, _)| (why, rejected(why)))
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The admin API: no token, and a body that is not JSON.
+    assert_eq!(
+        http(admin, "GET", "/v1/topology", None, None).unwrap().0,
+        401
+    );
+    assert_eq!(
+        http(
+            admin,
+            "POST",
+            "/v1/workers",
+            Some("t0k3n-for-tests"),
+            Some("{")
+        )
+        .unwrap()
+        .0,
+        400
+    );
+    assert_eq!(
+        http(
+            admin,
+            "POST",
+            "/v1/workers",
+            Some("t0k3n-for-tests"),
+            Some("{\"pool\": 9, \"rack\": 0, \"addr\": \"127.0.0.1:1\"}")
+        )
+        .unwrap()
+        .0,
+        404
+    );
+    assert_eq!(rejected("bad_auth"), 1);
+    assert_eq!(rejected("bad_request"), 1);
+    assert_eq!(rejected("not_found"), 1);
+    // Still serving.
+    assert_eq!(
+        http(admin, "GET", "/v1/topology", Some("t0k3n-for-tests"), None)
+            .unwrap()
+            .0,
+        200
+    );
+    stop.store(true, Ordering::Relaxed);
+    c.join();
 }

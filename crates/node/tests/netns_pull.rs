@@ -4,7 +4,9 @@
 //! queue lost) and a rack's link cut. The client must account for every
 //! task and complete all of them with what remains.
 //!
-//! Needs root for `ip netns`; skipped with a message otherwise.
+//! Needs root for `ip netns`; otherwise each test prints `SKIP` and passes,
+//! unless `NETSCHED_REQUIRE_NETNS=1` (CI), which makes it fail
+//! (`netsched_node::netns::REQUIRE_NETNS_ENV`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use netsched_node::metrics::Registry;
-use netsched_node::netns::{Host, Lab, LabError};
+use netsched_node::netns::{Host, Lab, LabError, REQUIRE_NETNS_ENV};
 use netsched_node::pull::{
     PullClient, PullClientConfig, PullDaemon, PullReport, PullSwitchConfig, PullWorker,
     PullWorkerConfig,
@@ -112,7 +114,10 @@ impl Dc {
         let mut lab = match Lab::new(tag) {
             Ok(l) => l,
             Err(LabError::Skip(e)) => {
-                eprintln!("SKIP {tag}: `ip netns add` not permitted here: {e}");
+                eprintln!(
+                    "SKIP {tag}: `ip netns add` not permitted here ({e}); \
+                     {REQUIRE_NETNS_ENV}=1 makes this a failure"
+                );
                 return None;
             }
             Err(e) => panic!("{e}"),

@@ -5,46 +5,50 @@
 //! Horus spine through `on_datagram`, which decodes, runs the data plane
 //! and sends with `sendmmsg`, as the daemon's loop does. The leaf decides
 //! from its idle list, by power-of-2 sampling, and with resubmission passes
-//! (Horus §3.3), all inside the counted window.
+//! (Horus §3.3), all inside the counted window. The same holds for a
+//! RackSched leaf on its own wire (REQF/REP, OSDI'20 §3.2) and for the
+//! `jsq` (zero-delay feed) and `central` baselines.
 
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::sock;
 use netsched_node::config::{PolicyName, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{
-    task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
+    task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
+    RackSchedMessage, RackSchedPacket, ReplyStatus, ReqId,
 };
 
 struct Counting;
 
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
-    // Const-initialised: reading it never allocates.
+    // Const-initialised: reading them never allocates. Per thread, so tests
+    // running in parallel do not count each other's allocations.
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    if COUNTING.with(|c| c.get()) {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+    }
 }
 
 // SAFETY: forwards to the system allocator; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
+        count_one();
         System.alloc(l)
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         System.dealloc(p, l)
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
+        count_one();
         System.realloc(p, l, n)
     }
 }
@@ -93,6 +97,49 @@ fn reply(pool: u16, src: u16, qlen: u16, id: u64, buf: &mut [u8]) -> usize {
     )
 }
 
+fn rs_packet(id: u64, load: u32) -> RackSchedPacket<'static> {
+    RackSchedPacket {
+        req_id: ReqId {
+            client_id: task_id::app_id(id),
+            local_id: task_id::seq(id),
+        },
+        load,
+        is_last: true,
+        class: 0,
+        service_time_ns: if load == 0 { 1_000 } else { 0 },
+        payload: b"",
+    }
+}
+
+/// Task and reply builders of one wire family.
+#[derive(Clone, Copy)]
+enum Wire {
+    Horus,
+    RackSched,
+}
+
+impl Wire {
+    fn task(self, pool: u16, id: u64, buf: &mut [u8]) -> usize {
+        match self {
+            Wire::Horus => task(pool, id, buf),
+            Wire::RackSched => encode(
+                Message::RackSched(RackSchedMessage::ReqFirst(rs_packet(id, 0))),
+                buf,
+            ),
+        }
+    }
+
+    fn reply(self, pool: u16, src: u16, qlen: u16, id: u64, buf: &mut [u8]) -> usize {
+        match self {
+            Wire::Horus => reply(pool, src, qlen, id, buf),
+            Wire::RackSched => encode(
+                Message::RackSched(RackSchedMessage::Reply(rs_packet(id, qlen as u32))),
+                buf,
+            ),
+        }
+    }
+}
+
 /// Which of `socks` got the datagram the daemon just sent (a worker or a
 /// leaf); drains it with a stack buffer.
 fn who_got_it(socks: &[UdpSocket]) -> usize {
@@ -120,25 +167,42 @@ fn drive(
     from: u32,
     n: u32,
 ) -> u64 {
+    drive_wire(d, Wire::Horus, 2, pool, client, down, from, n)
+}
+
+/// `drive` in `wire`, replies of the non-idle two thirds reporting
+/// `busy_qlen` (0: every reply frees its worker, as the central queue's
+/// single-task workers need).
+#[allow(clippy::too_many_arguments)]
+fn drive_wire(
+    d: &mut SwitchDaemon,
+    wire: Wire,
+    busy_qlen: u16,
+    pool: u16,
+    client: SocketAddr,
+    down: &[UdpSocket],
+    from: u32,
+    n: u32,
+) -> u64 {
     let mut buf = [0u8; 256];
     let addrs: [SocketAddr; 4] = std::array::from_fn(|i| down[i].local_addr().unwrap());
     let mut sent = [(0u64, 0usize); 4];
-    ALLOCS.store(0, Ordering::Relaxed);
+    ALLOCS.with(|a| a.set(0));
     COUNTING.with(|c| c.set(true));
     for g in (from..from + n).step_by(4) {
         for (j, slot) in sent.iter_mut().enumerate() {
             let k = g + j as u32;
             let id = task_id::new(7, k);
-            let len = task(pool, id, &mut buf);
+            let len = wire.task(pool, id, &mut buf);
             d.on_datagram(&buf[..len], client, k as u64 * 1_000);
             *slot = (id, who_got_it(down));
         }
         for (j, &(id, w)) in sent.iter().enumerate() {
             let k = g + j as u32;
-            let len = reply(
+            let len = wire.reply(
                 pool,
                 w as u16,
-                if k.is_multiple_of(3) { 0 } else { 2 },
+                if k.is_multiple_of(3) { 0 } else { busy_qlen },
                 id,
                 &mut buf,
             );
@@ -146,10 +210,19 @@ fn drive(
         }
     }
     COUNTING.with(|c| c.set(false));
-    ALLOCS.load(Ordering::Relaxed)
+    ALLOCS.with(|a| a.get())
 }
 
 fn daemon(role: Role, down: &[UdpSocket], up: Option<SocketAddr>) -> SwitchDaemon {
+    daemon_with(role, PolicyName::Horus, down, up)
+}
+
+fn daemon_with(
+    role: Role,
+    policy: PolicyName,
+    down: &[UdpSocket],
+    up: Option<SocketAddr>,
+) -> SwitchDaemon {
     let cfg = SwitchConfig {
         listen: "127.0.0.1:0".into(),
         metrics: None,
@@ -158,7 +231,7 @@ fn daemon(role: Role, down: &[UdpSocket], up: Option<SocketAddr>) -> SwitchDaemo
         instances: vec![PoolConfig {
             pool: 4,
             role,
-            policy: PolicyName::Horus,
+            policy,
             downstream: down.iter().map(|s| s.local_addr().unwrap()).collect(),
             rack_workers: if role == Role::Spine {
                 vec![2; down.len()]
@@ -168,6 +241,8 @@ fn daemon(role: Role, down: &[UdpSocket], up: Option<SocketAddr>) -> SwitchDaemo
             upstream: up.into_iter().collect(),
             rack: 0,
             heartbeat_timeout_ms: 0,
+            clients: Vec::new(),
+            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
         }],
         ..Default::default()
     };
@@ -215,5 +290,31 @@ fn a_warm_leaf_and_spine_allocate_nothing_per_task() {
             // check, Alg. 2) ran inside the counted window.
             assert!(sampled > 1_000 && idle > 500 && resub > 500);
         }
+    }
+}
+
+#[test]
+fn racksched_wire_and_baseline_leaves_allocate_nothing_per_task() {
+    let client = sock();
+    let c = client.local_addr().unwrap();
+    for (policy, wire, busy_qlen) in [
+        (PolicyName::Racksched, Wire::RackSched, 2),
+        (PolicyName::Jsq, Wire::Horus, 2),
+        (PolicyName::Central, Wire::Horus, 0),
+    ] {
+        let down = nonblocking(4);
+        let mut d = daemon_with(Role::Leaf, policy, &down, None);
+        let warm = drive_wire(&mut d, wire, busy_qlen, 4, c, &down, 0, 2_000);
+        let reg = d.registry();
+        let decided0 = reg.sum("netsched_decisions_total");
+        let steady = drive_wire(&mut d, wire, busy_qlen, 4, c, &down, 2_000, 5_000);
+        eprintln!("{policy:?}: {warm} allocations warming up, {steady} for the next 5,000 tasks");
+        assert_eq!(steady, 0, "{policy:?}: allocations on the hot path");
+        assert_eq!(
+            reg.sum("netsched_decisions_total") - decided0,
+            5_000,
+            "{policy:?}: every task was scheduled"
+        );
+        assert_eq!(reg.sum("netsched_drops_total"), 0, "{policy:?}");
     }
 }

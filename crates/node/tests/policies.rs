@@ -1,7 +1,7 @@
 //! Every policy family of the simulator in the scheduler daemon, over
 //! loopback: RackSched on its own wire (REQF/REP with LOAD), RS-H with
 //! LOAD_REPORTs, the baselines (random, round-robin, JSQ, JIQ,
-//! power-of-2 instant and delayed, idle-only, central queue), and the worker's
+//! power-of-2 instant and delayed, idle-only, central queue, R2P2's JBSQ), and the worker's
 //! intra-server scheduling (a server queue shared by executors, preemption).
 
 mod common;
@@ -240,6 +240,7 @@ fn every_flat_baseline_serves_every_task() {
         "pow2-delayed",
         "idle-only",
         "central",
+        "r2p2",
     ] {
         // Load 0.67 on three workers: queues form, so the queueing and
         // sampling paths run.
@@ -495,4 +496,23 @@ fn central_queue_parks_racksched_requests_too() {
     assert!(reg.sum("netsched_queued_total") > 0);
     assert_eq!(rx(&reg, "racksched_reply"), r.submitted);
     assert_eq!(reg.sum("netsched_drops_total"), 0);
+}
+
+#[test]
+fn r2p2_parks_tasks_while_every_worker_holds_three() {
+    // 2 ms tasks at 2,000/s on three single-executor workers (capacity
+    // 1,500/s): every worker soon holds JBSQ's bound of three and the rest
+    // wait in the daemon, leaving one by one as replies free slots.
+    let _g = serial();
+    let (r, reg, wreg) = flat(
+        "r2p2",
+        WireFamily::Horus,
+        2_000.0,
+        ServiceDist::Fixed { value_us: 2000.0 },
+    );
+    all_completed(&r);
+    let queued = reg.sum("netsched_queued_total");
+    assert!(queued > 0, "nothing waited in the daemon: {}", r.summary());
+    assert_eq!(reg.sum("netsched_drops_total"), 0);
+    assert_eq!(wreg.sum("netsched_worker_tasks_total"), r.submitted);
 }

@@ -260,6 +260,39 @@ fn full_queue_returns_tasks_that_are_resubmitted_until_done() {
     s.stop();
 }
 
+/// Closed loop (`max_outstanding`, used by `netsched bench pull`'s
+/// saturation part): with an unbounded job rate the client keeps at most
+/// 4 tasks unresolved, so a queue of 4 never overflows (the same queue
+/// overflows under the open-loop test above), and the one executor is kept
+/// busy: completions track its capacity.
+#[test]
+fn closed_loop_client_keeps_the_window_and_the_executor_busy() {
+    let _g = serial();
+    let s = Setup::start(PullPolicy::Draconis, 1, |sc, _| {
+        sc.draconis.capacity = 4;
+    });
+    let ms = 300;
+    let service_us = 200.0;
+    let mut c = s.client(10_000_000.0, ms, service_us, 4);
+    c.max_outstanding = 4;
+    c.timeout_ms = 2_000;
+    let r = run_client(c);
+    assert_all_completed(&r, "closed loop");
+    assert_eq!(r.error_packets, 0, "window exceeded: {}", r.summary());
+    let capacity = ms as f64 * 1e3 / service_us;
+    assert!(
+        (r.submitted as f64) <= capacity + 4.0,
+        "more completions than the executor can run: {}",
+        r.summary()
+    );
+    assert!(
+        (r.submitted as f64) >= 0.3 * capacity,
+        "executor left idle: {}",
+        r.summary()
+    );
+    s.stop();
+}
+
 #[test]
 fn scheduler_restart_is_survived_by_timeout_and_resubmission() {
     let _g = serial();

@@ -1,7 +1,7 @@
 //! Builds each policy's schedulers for one pool (Horus §3.2, §4.1).
 
 use netsched_core::baselines::{
-    CentralQueue, IdleOnly, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin, UniformLb,
+    CentralQueue, IdleOnly, Jbsq, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin, UniformLb,
 };
 use netsched_core::horus::{HorusLeaf, HorusSpine};
 use netsched_core::racksched::{RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
@@ -23,9 +23,15 @@ fn req_table() -> ReqTableConfig {
 fn rs_config(setup: &RunSetup, report_load: bool) -> RackSchedConfig {
     RackSchedConfig {
         k: setup.k,
-        classes: 1,
+        // RackSched §3.6: a counter per (server, request type) with multi-queue.
+        classes: if setup.multi_queue {
+            setup.service.classes().clamp(1, 256) as u32
+        } else {
+            1
+        },
         req_table: req_table(),
         report_load,
+        tracking: setup.load_tracking.data_plane(setup.int2_random_one_in),
     }
 }
 
@@ -131,16 +137,29 @@ pub(crate) fn schedulers(
         }
         flat => {
             let n: u32 = rack_sizes.iter().sum();
-            let uppers = vec![BuiltUpper {
-                sched: flat_upper(setup, flat, n, seed(0)),
-                nodes: Vec::new(),
-                spine: first_spine,
-            }];
+            // One instance per client (RackSched §4.5), each with its own stream.
+            let uppers = (0..setup.clients.max(1))
+                .map(|c| BuiltUpper {
+                    sched: flat_upper(setup, flat, n, seed(client_stream(c))),
+                    nodes: Vec::new(),
+                    spine: first_spine,
+                })
+                .collect();
             let lowers = (0..plan.racks.len())
                 .map(|r| (Lower::Forward, (0, r as u32)))
                 .collect();
             (uppers, lowers)
         }
+    }
+}
+
+/// Client `c`'s seed stream; client 0 keeps the single scheduler's stream,
+/// so one client is exactly the single-scheduler run.
+fn client_stream(c: u32) -> u64 {
+    if c == 0 {
+        0
+    } else {
+        1_000_000 + c as u64
     }
 }
 
@@ -155,8 +174,10 @@ fn flat_upper(setup: &RunSetup, policy: Policy, n: u32, seed: u64) -> Upper {
         Policy::IdleOnly => Upper::IdleOnly(IdleOnly::new(n, seed)),
         Policy::Central => {
             let _ = seed;
-            Upper::Central(CentralQueue::new(n, CentralQueue::DEFAULT_CAPACITY))
+            Upper::Central(CentralQueue::central(n, CentralQueue::DEFAULT_CAPACITY))
         }
+        // Deterministic (longest-waiting node first): no seed needed.
+        Policy::R2p2 => Upper::Jbsq(Jbsq::new(n, setup.jbsq_bound, Jbsq::DEFAULT_CAPACITY)),
         Policy::Horus | Policy::RsH | Policy::RsLb | Policy::Racksched => {
             unreachable!("layered policy")
         }

@@ -39,10 +39,13 @@ pub enum Policy {
     IdleOnly,
     /// One central FCFS queue over all workers (M/M/c with zero delay).
     Central,
+    /// R2P2's JBSQ(k) router over the pool's nodes (RackSched §4.5): a queue
+    /// in the scheduler, at most `schedulers.jbsq_bound` tasks per node.
+    R2p2,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 12] = [
+    pub const ALL: [Policy; 13] = [
         Policy::Horus,
         Policy::RsH,
         Policy::RsLb,
@@ -55,6 +58,7 @@ impl Policy {
         Policy::Pow2Delayed,
         Policy::IdleOnly,
         Policy::Central,
+        Policy::R2p2,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +75,7 @@ impl Policy {
             Policy::Pow2Delayed => "pow2-delayed",
             Policy::IdleOnly => "idle-only",
             Policy::Central => "central",
+            Policy::R2p2 => "r2p2",
         }
     }
 
@@ -98,6 +103,14 @@ impl Policy {
     /// Ideal policies that see queue changes with zero delay.
     pub fn sees_queues_instantly(self) -> bool {
         matches!(self, Policy::Jsq | Policy::Pow2Instant)
+    }
+
+    /// Runs RackSched's ToR data plane (whose load tracking is configurable).
+    pub fn uses_racksched_tor(self) -> bool {
+        matches!(
+            self,
+            Policy::RsH | Policy::RsLb | Policy::Racksched | Policy::Pow2Delayed
+        )
     }
 }
 
@@ -207,6 +220,12 @@ pub struct WorkerConfig {
     /// How long a leaf waits for heartbeats before declaring a server dead (Horus §A.3).
     #[serde(default = "default_heartbeat")]
     pub heartbeat_timeout_us: f64,
+    /// RackSched §3.6 multi-queue: a server keeps one queue per request type
+    /// (the service distribution's classes), a reply reports the queue length
+    /// of the completed request's type, and RackSched's ToR keeps a counter
+    /// per (server, type). Server models only (`server-cfcfs`, `server-ps`).
+    #[serde(default)]
+    pub multi_queue: bool,
 }
 
 fn default_worker_model() -> WorkerModel {
@@ -225,6 +244,7 @@ impl Default for WorkerConfig {
             model: default_worker_model(),
             ps_slice_us: default_slice(),
             heartbeat_timeout_us: default_heartbeat(),
+            multi_queue: false,
         }
     }
 }
@@ -235,15 +255,85 @@ pub struct SchedulerConfig {
     /// Samples per decision for RackSched and power-of-k baselines (RackSched: k=2).
     #[serde(default = "default_k")]
     pub k: u32,
+    /// How RackSched's ToR learns server loads (RackSched §4.6, Fig. 16).
+    #[serde(default)]
+    pub load_tracking: LoadTrackingMode,
+    /// INT2 only: one request in this many goes to a random server (the
+    /// RackSched artifact's 1 in 4); 0 never explores.
+    #[serde(default = "default_int2_random_one_in")]
+    pub int2_random_one_in: u32,
+    /// Flat policies: independent scheduler instances, each a client that
+    /// sends an equal share of the tasks and learns only from the replies to
+    /// its own (RackSched §4.5 "Client(100)").
+    #[serde(default = "default_clients")]
+    pub clients: u32,
+    /// `r2p2`: most tasks outstanding at a node (JBSQ(k), R2P2 §3.2).
+    #[serde(default = "default_jbsq_bound")]
+    pub jbsq_bound: u32,
 }
 
 fn default_k() -> u32 {
     2
 }
+fn default_int2_random_one_in() -> u32 {
+    4
+}
+fn default_clients() -> u32 {
+    1
+}
+fn default_jbsq_bound() -> u32 {
+    netsched_core::baselines::Jbsq::DEFAULT_BOUND
+}
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        SchedulerConfig { k: default_k() }
+        SchedulerConfig {
+            k: default_k(),
+            clients: default_clients(),
+            jbsq_bound: default_jbsq_bound(),
+            load_tracking: LoadTrackingMode::default(),
+            int2_random_one_in: default_int2_random_one_in(),
+        }
+    }
+}
+
+/// RackSched's server-load tracking mechanisms (§4.6, Fig. 16); see
+/// [`netsched_core::racksched::LoadTracking`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadTrackingMode {
+    /// Per-server queue lengths from replies, power-of-k (RackSched's design).
+    #[default]
+    Int1,
+    /// Only the least loaded server seen in replies.
+    Int2,
+    /// Per-server outstanding work (summed service times) from replies.
+    Int3,
+    /// Switch-side counters: +1 per dispatch, -1 per reply.
+    Proactive,
+}
+
+impl LoadTrackingMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadTrackingMode::Int1 => "int1",
+            LoadTrackingMode::Int2 => "int2",
+            LoadTrackingMode::Int3 => "int3",
+            LoadTrackingMode::Proactive => "proactive",
+        }
+    }
+
+    /// The data-plane mode; INT3 differs from INT1 only in what servers report.
+    pub fn data_plane(self, int2_random_one_in: u32) -> netsched_core::racksched::LoadTracking {
+        use netsched_core::racksched::LoadTracking;
+        match self {
+            LoadTrackingMode::Int1 => LoadTracking::Int1,
+            LoadTrackingMode::Int2 => LoadTracking::Int2 {
+                random_one_in: int2_random_one_in,
+            },
+            LoadTrackingMode::Int3 => LoadTracking::Int3,
+            LoadTrackingMode::Proactive => LoadTracking::Proactive,
+        }
     }
 }
 
@@ -457,6 +547,47 @@ impl SimConfig {
         }
         if self.schedulers.k == 0 {
             return Err(err("schedulers.k", "must be >= 1"));
+        }
+        if self.schedulers.load_tracking != LoadTrackingMode::Int1 {
+            if let Some((p, _)) = self
+                .runs()
+                .into_iter()
+                .find(|(p, _)| !p.uses_racksched_tor())
+            {
+                return Err(err(
+                    "schedulers.load_tracking",
+                    format!(
+                        "`{}` tracking applies to RackSched's ToR, which policy `{}` does not use \
+                         (racksched, rs-lb, rs-h, pow2-delayed do)",
+                        self.schedulers.load_tracking.name(),
+                        p.name()
+                    ),
+                ));
+            }
+        }
+        if self.schedulers.jbsq_bound == 0 {
+            return Err(err("schedulers.jbsq_bound", "must be >= 1"));
+        }
+        if self.schedulers.clients == 0 {
+            return Err(err("schedulers.clients", "must be >= 1"));
+        }
+        if self.schedulers.clients > 1 {
+            if let Some(p) = self.runs().iter().map(|r| r.0).find(|p| !p.is_flat()) {
+                return Err(err(
+                    "schedulers.clients",
+                    format!(
+                        "client-side scheduling needs a flat policy, not `{}`",
+                        p.name()
+                    ),
+                ));
+            }
+        }
+        if self.workers.multi_queue && self.workers.model == WorkerModel::Fcfs {
+            return Err(err(
+                "workers.multi_queue",
+                "needs a server model (server-cfcfs or server-ps): an fcfs node is one core \
+                 with one queue",
+            ));
         }
         if self.workers.ps_slice_us.is_nan() || self.workers.ps_slice_us <= 0.0 {
             return Err(err("workers.ps_slice_us", "must be > 0"));

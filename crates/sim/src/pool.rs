@@ -16,7 +16,7 @@ use netsched_core::dataplane::{
 };
 use netsched_core::rng::Rng;
 
-use crate::config::{DelayDist, FailureEvent, Policy, WorkerModel};
+use crate::config::{DelayDist, FailureEvent, LoadTrackingMode, Policy, WorkerModel};
 use crate::metrics::{AbortReason, MessageKind, PoolMetrics};
 use crate::nodes::{Discipline, NodeEvent, Nodes, Outcome};
 use crate::queue::EventQueue;
@@ -71,6 +71,16 @@ pub struct RunSetup<'a> {
     /// Switch failure detection time before the controller acts.
     pub failure_detection_ns: u64,
     pub k: u32,
+    /// RackSched §3.6: one queue per request type at every server.
+    pub multi_queue: bool,
+    /// RackSched's ToR load tracking (§4.6).
+    pub load_tracking: LoadTrackingMode,
+    /// INT2's exploration: one request in this many to a random server.
+    pub int2_random_one_in: u32,
+    /// Flat policies: scheduler instances, one per client (RackSched §4.5).
+    pub clients: u32,
+    /// `r2p2`: JBSQ bound.
+    pub jbsq_bound: u32,
     pub failures: &'a [FailureEvent],
     pub imbalance_interval_ns: u64,
     /// Spine-to-leaf hop count (1 within a pod, 3 across pods in a fat tree).
@@ -88,6 +98,8 @@ struct TaskRec {
     service: u64,
     class: u8,
     measured: bool,
+    /// The upper scheduler (spine, or client of a flat policy) it was submitted to.
+    upper: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -237,7 +249,11 @@ impl<'a> PoolSim<'a> {
             },
             _ => Discipline::Fcfs,
         };
-        let nodes = Nodes::new(&node_cores, discipline);
+        let nodes = if setup.multi_queue {
+            Nodes::with_queues(&node_cores, discipline, &setup.service.class_means_ns())
+        } else {
+            Nodes::new(&node_cores, discipline)
+        };
         let (uppers, lowers) = crate::build::schedulers(setup, plan, &rack_nodes, &stream);
         let uppers: Vec<UpperState> = uppers
             .into_iter()
@@ -385,6 +401,7 @@ impl<'a> PoolSim<'a> {
             service,
             class,
             measured: now >= self.setup.warmup_ns,
+            upper: 0,
         };
         if let Some(slot) = self.free_tasks.pop() {
             self.tasks[slot as usize] = rec;
@@ -612,6 +629,7 @@ impl<'a> PoolSim<'a> {
             self.abort(task, AbortReason::DeadSpine);
             return;
         }
+        self.tasks[task as usize].upper = upper;
         let meta = self.meta(task);
         self.upper_input(now, upper, Input::Task(meta));
     }
@@ -787,8 +805,8 @@ impl<'a> PoolSim<'a> {
             self.abort(task, AbortReason::DeadWorker);
             return;
         }
-        let service = self.tasks[task as usize].service;
-        if let Some((t, e)) = self.nodes.arrive(now, node, task, service) {
+        let TaskRec { service, class, .. } = self.tasks[task as usize];
+        if let Some((t, e)) = self.nodes.arrive(now, node, task, service, class) {
             self.q.at(t, Ev::Node(e));
         }
         self.instant_view(now, node);
@@ -824,7 +842,18 @@ impl<'a> PoolSim<'a> {
                 );
                 let NodeEvent::SliceEnd { node, .. } = ev;
                 self.instant_view(now, node);
-                self.reply(node, f.qlen, rec.class, rec.seq << 32 | f.task as u64);
+                // INT3 (RackSched §4.6): LOAD carries outstanding work in ns.
+                let load = match self.setup.load_tracking {
+                    LoadTrackingMode::Int3 => f.work.min(u32::MAX as u64) as u32,
+                    _ => f.qlen,
+                };
+                self.reply(
+                    node,
+                    load,
+                    rec.class,
+                    rec.seq << 32 | f.task as u64,
+                    rec.upper,
+                );
             }
             Outcome::Lost { task } => self.abort(task, AbortReason::DeadWorker),
             Outcome::Continue => {}
@@ -834,16 +863,21 @@ impl<'a> PoolSim<'a> {
         }
     }
 
-    fn reply(&mut self, node: u32, qlen: u32, class: u8, task: u64) {
+    fn reply(&mut self, node: u32, qlen: u32, class: u8, task: u64, upper: u32) {
         self.metrics.message(MessageKind::Reply);
         if self.lost() {
             return;
         }
         let (rack, local) = self.node_loc[node as usize];
         if self.setup.policy.is_flat() {
-            // The reply passes the leaf and reaches the flat scheduler at its spine.
-            for upper in 0..self.uppers.len() as u32 {
-                if self.uppers[upper as usize].alive {
+            // The reply passes the leaf and reaches the flat scheduler that
+            // sent the task, at its spine: with several clients, only the
+            // task's own client learns from it (RackSched §4.5). If that
+            // scheduler died, the reply crosses its live replacement(s).
+            let own = self.uppers[upper as usize].alive;
+            for u in 0..self.uppers.len() as u32 {
+                if (own && u == upper) || (!own && self.uppers[u as usize].alive) {
+                    let upper = u;
                     let hops = 1 + self.spine_leaf_hops(upper, rack);
                     let d = self.hop_delay(hops);
                     self.q.after(
@@ -1114,3 +1148,7 @@ impl UpperState {
         l
     }
 }
+
+#[cfg(test)]
+#[path = "pool_tests.rs"]
+mod tests;

@@ -2,7 +2,7 @@
 //! each event is dispatched by a `match` rather than a virtual call.
 
 use netsched_core::baselines::{
-    IdleOnly, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin, UniformLb,
+    IdleOnly, Jbsq, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin, UniformLb,
 };
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::racksched::{RackSched, RackSchedSpine};
@@ -24,6 +24,8 @@ pub enum Upper {
     Delayed(RackSched),
     IdleOnly(IdleOnly),
     Central(netsched_core::baselines::CentralQueue),
+    /// R2P2's JBSQ(k) router.
+    Jbsq(Jbsq),
 }
 
 /// A scheduler at the leaf layer.
@@ -49,6 +51,7 @@ macro_rules! each_upper {
             Upper::Delayed($dp) => $e,
             Upper::IdleOnly($dp) => $e,
             Upper::Central($dp) => $e,
+            Upper::Jbsq($dp) => $e,
         }
     };
 }
@@ -81,11 +84,12 @@ impl Upper {
             Upper::Delayed(s) => s.control_remove_node(node),
             Upper::IdleOnly(s) => s.control_remove_node(node),
             Upper::Central(s) => s.control_remove_node(node),
+            Upper::Jbsq(s) => s.control_remove_node(node),
         }
     }
 
     /// Control plane: node `node` exists with `workers` workers behind it. A
-    /// central queue hands a waiting task to a new worker at once (in `out`).
+    /// central or JBSQ queue hands waiting tasks to a new worker at once (in `out`).
     pub fn set_node(&mut self, node: NodeId, workers: u32, now: u64, out: &mut Outbox) {
         match self {
             Upper::Horus(s) => s.control_set_rack(node, workers),
@@ -99,6 +103,7 @@ impl Upper {
             Upper::Delayed(s) => s.control_add_node(node),
             Upper::IdleOnly(s) => s.control_add_node(node),
             Upper::Central(s) => s.control_add_node(node, now, out),
+            Upper::Jbsq(s) => s.control_add_node(node, now, out),
         }
     }
 }

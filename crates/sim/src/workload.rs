@@ -576,6 +576,40 @@ impl ServiceSampler {
     pub fn class_names(&self) -> &[String] {
         &self.class_names
     }
+
+    /// Each class's mean service time in ns, indexed like
+    /// [`class_names`](Self::class_names): a mixture component's exact mean,
+    /// a trace class's sample mean (the overall mean for a class without rows).
+    pub fn class_means_ns(&self) -> Vec<f64> {
+        let n = self.classes();
+        match &self.kind {
+            Kind::Exp { .. } | Kind::Fixed { .. } => vec![self.mean_ns; n],
+            Kind::Mix { values_ns, .. } => values_ns.iter().map(|&v| v as f64).collect(),
+            Kind::Lognormal { mu, sigma, .. } => {
+                mu.iter().map(|m| (m + sigma * sigma / 2.0).exp()).collect()
+            }
+            Kind::Trace { ns, classes } => {
+                let mut sum = vec![0.0; n];
+                let mut count = vec![0u64; n];
+                for (i, &t) in ns.iter().enumerate() {
+                    let c = classes.get(i).copied().unwrap_or(0) as usize;
+                    if c < n {
+                        sum[c] += t as f64;
+                        count[c] += 1;
+                    }
+                }
+                (0..n)
+                    .map(|c| {
+                        if count[c] > 0 {
+                            sum[c] / count[c] as f64
+                        } else {
+                            self.mean_ns
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
 }
 
 /// Service times read from a CSV trace.

@@ -2,175 +2,34 @@
 //! "global-cFCFS" of RackSched §2 (Fig. 2) and the centralized oracle
 //! baseline of DESIGN.md. Each worker runs one task at a time; with zero
 //! delays and exponential service this is exactly M/M/c.
+//!
+//! It is JBSQ with bound 1 ([`Jbsq`]): a task goes to the longest-idle
+//! worker, or waits in the buffer until a worker's reply frees it.
 
-use std::collections::VecDeque;
-
-use super::{follow, remember, IdleFifo};
-use crate::affinity::AffinityTable;
-use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox, TaskMeta};
-use crate::racksched::ReqTableConfig;
-use crate::switch::{Pass, Pipeline};
+use super::Jbsq;
 
 /// A centralized FIFO over single-task workers, in software (no switch can
-/// hold such a queue; Draconis is the in-switch variant).
+/// hold such a queue; Draconis is the in-switch variant): [`Jbsq`] with
+/// bound 1, built by [`Jbsq::central`].
 ///
 /// * Task (first packet): to the longest-idle worker if one is idle, else
 ///   appended to the buffer (`Queued`), or `Drop(Overflow)` if the buffer is
 ///   at capacity. The buffer is allocated once, at construction.
-/// * `Reply{node, qlen: 0}`: the worker finished and is free; it takes the
-///   buffer's head at once, or joins the idle FIFO. A reply with `qlen > 0`
-///   means the worker is still busy, so nothing changes.
+/// * `Reply{node}`: the worker finished and is free; it takes the buffer's
+///   head at once, or joins the idle FIFO. A reply from an idle worker (a
+///   duplicate) changes nothing.
 /// * Continuations of a dispatched task follow it (its entry is made when the
 ///   first packet leaves the buffer); one whose first packet is still
 ///   buffered has nowhere to go and is `Drop(NoAffinity)`.
 ///
 /// Inputs: `Task`, `Reply` (unknown worker: `Drop(UnknownNode)`); others
 /// `Drop(Unexpected)`.
-#[derive(Clone, Debug)]
-pub struct CentralQueue {
-    pipeline: Pipeline,
-    known: Vec<bool>,
-    workers: u32,
-    idle: IdleFifo,
-    queue: VecDeque<TaskMeta>,
-    capacity: usize,
-    affinity: AffinityTable,
-    /// Tasks refused because the buffer was full.
-    pub overflows: u64,
-}
+pub type CentralQueue = Jbsq;
 
-impl CentralQueue {
-    /// A default buffer bound: far above any stable queue, small enough to
-    /// allocate per pool.
-    pub const DEFAULT_CAPACITY: usize = 1 << 16;
-
+impl Jbsq {
     /// Workers `0..workers`, all idle; at most `capacity` buffered tasks.
-    pub fn new(workers: u32, capacity: usize) -> Self {
-        let mut idle = IdleFifo::new(workers as usize);
-        for w in 0..workers {
-            idle.push(w);
-        }
-        CentralQueue {
-            pipeline: Pipeline::new(),
-            known: vec![true; workers as usize],
-            workers,
-            idle,
-            queue: VecDeque::with_capacity(capacity),
-            capacity,
-            affinity: ReqTableConfig::default().build(),
-            overflows: 0,
-        }
-    }
-
-    fn is_known(&self, node: NodeId) -> bool {
-        self.known.get(node as usize).copied().unwrap_or(false)
-    }
-
-    fn dispatch(&mut self, pass: &Pass, now: u64, node: NodeId, task: TaskMeta, out: &mut Outbox) {
-        remember(&mut self.affinity, pass, now, task, node);
-        out.push(Action::Dispatch {
-            node,
-            task,
-            decision: Decision::Other,
-        });
-    }
-
-    /// A worker joins idle; if tasks are waiting it takes the head at once.
-    pub fn control_add_node(&mut self, node: NodeId, now: u64, out: &mut Outbox) {
-        if self.is_known(node) {
-            return;
-        }
-        if node as usize >= self.known.len() {
-            self.known.resize(node as usize + 1, false);
-            self.idle.reserve_nodes(node as usize + 1);
-        }
-        self.known[node as usize] = true;
-        self.workers += 1;
-        let pass = self.pipeline.begin();
-        self.free(&pass, now, node, out);
-    }
-
-    /// A worker failed or left. Its running task, if any, is the driver's to
-    /// account for; the buffer keeps waiting for the other workers.
-    pub fn control_remove_node(&mut self, node: NodeId) {
-        if !self.is_known(node) {
-            return;
-        }
-        self.known[node as usize] = false;
-        self.workers -= 1;
-        self.idle.remove(node);
-        self.affinity.control_forget_node(node);
-    }
-
-    pub fn control_sweep(&mut self, now: u64) -> u64 {
-        self.affinity.control_sweep(now)
-    }
-
-    /// `node` can take a task.
-    fn free(&mut self, pass: &Pass, now: u64, node: NodeId, out: &mut Outbox) {
-        match self.queue.pop_front() {
-            Some(task) => self.dispatch(pass, now, node, task, out),
-            None => {
-                // A second idle report from an idle worker is a no-op.
-                self.idle.push(node);
-            }
-        }
-    }
-
-    /// Buffered tasks, oldest first.
-    pub fn queued(&self) -> impl Iterator<Item = &TaskMeta> + '_ {
-        self.queue.iter()
-    }
-
-    pub fn queue_len(&self) -> usize {
-        self.queue.len()
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    pub fn idle_workers(&self) -> &IdleFifo {
-        &self.idle
-    }
-
-    pub fn workers(&self) -> u32 {
-        self.workers
-    }
-}
-
-impl DataPlane for CentralQueue {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
-        let pass = self.pipeline.begin();
-        match input {
-            Input::Task(task) if !task.first => {
-                follow(&mut self.affinity, &pass, now, task, out);
-            }
-            Input::Task(task) => match self.idle.pop() {
-                Some(node) => self.dispatch(&pass, now, node, task, out),
-                None if self.workers == 0 => out.push(Action::Drop(DropReason::NoNodes)),
-                None if self.queue.len() >= self.capacity => {
-                    self.overflows += 1;
-                    out.push(Action::Drop(DropReason::Overflow));
-                }
-                None => {
-                    self.queue.push_back(task);
-                    out.push(Action::Queued);
-                }
-            },
-            Input::Reply { node, qlen, .. } => {
-                if !self.is_known(node) {
-                    out.push(Action::Drop(DropReason::UnknownNode));
-                } else if qlen == 0 {
-                    self.free(&pass, now, node, out);
-                }
-            }
-            _ => out.push(Action::Drop(DropReason::Unexpected)),
-        }
-    }
-
-    fn pipeline(&self) -> &Pipeline {
-        &self.pipeline
+    pub fn central(workers: u32, capacity: usize) -> Self {
+        Jbsq::new(workers, 1, capacity)
     }
 }
 
@@ -178,6 +37,7 @@ impl DataPlane for CentralQueue {
 mod tests {
     use super::super::testutil::*;
     use super::*;
+    use crate::dataplane::{Action, DropReason, Input, NodeId, Outbox};
     use proptest::prelude::*;
 
     fn done(node: NodeId) -> Input {
@@ -191,7 +51,7 @@ mod tests {
 
     #[test]
     fn buffered_tasks_leave_in_fifo_order() {
-        let mut c = CentralQueue::new(2, 16);
+        let mut c = CentralQueue::central(2, 16);
         let a = dispatched(&mut c, 0, Input::Task(task(1)));
         let b = dispatched(&mut c, 0, Input::Task(task(2)));
         assert_ne!(a, b);
@@ -219,7 +79,7 @@ mod tests {
 
     #[test]
     fn bounded_buffer_drops_overflow() {
-        let mut c = CentralQueue::new(1, 2);
+        let mut c = CentralQueue::central(1, 2);
         dispatched(&mut c, 0, Input::Task(task(0)));
         run(&mut c, 0, Input::Task(task(1)));
         run(&mut c, 0, Input::Task(task(2)));
@@ -233,7 +93,7 @@ mod tests {
 
     #[test]
     fn added_worker_takes_the_head_and_removed_one_gets_nothing() {
-        let mut c = CentralQueue::new(1, 8);
+        let mut c = CentralQueue::central(1, 8);
         dispatched(&mut c, 0, Input::Task(task(0)));
         run(&mut c, 0, Input::Task(task(1)));
         let mut out = Outbox::new();
@@ -254,7 +114,7 @@ mod tests {
         /// two tasks, and no worker idles while tasks wait.
         #[test]
         fn no_task_lost_or_duplicated(workers in 1u32..6, ops in proptest::collection::vec((any::<bool>(), 0u32..6), 1..300)) {
-            let mut c = CentralQueue::new(workers, 1 << 10);
+            let mut c = CentralQueue::central(workers, 1 << 10);
             let mut running: Vec<Option<u64>> = vec![None; workers as usize];
             let mut started = Vec::new();
             let mut submitted = 0u64;
@@ -284,7 +144,7 @@ mod tests {
                 prop_assert_eq!(queued, c.queue_len());
                 let idle = running.iter().filter(|r| r.is_none()).count();
                 prop_assert!(queued == 0 || idle == 0, "work conservation");
-                prop_assert_eq!(idle, c.idle_workers().len());
+                prop_assert_eq!(idle, c.idle_nodes().len());
             }
             let expected: Vec<u64> = (1..=started.len() as u64).collect();
             prop_assert_eq!(&started, &expected, "FIFO: tasks start in arrival order, each once");

@@ -11,6 +11,7 @@
 //! | [`Jiq`] | join the idle queue, else random | idle replies | software dispatcher |
 //! | [`IdleOnly`] | Horus idle list, else random | idle replies | yes, plus a model shortcut |
 //! | [`CentralQueue`] | one FIFO over all workers (M/M/c) | replies | software |
+//! | [`Jbsq`] | R2P2's JBSQ(k): a FIFO, at most k outstanding per node | replies | software |
 //!
 //! Input conventions shared by every type here:
 //! * A `Reply` carries information a scheduler may ignore: replies pass every
@@ -26,11 +27,13 @@
 
 mod central;
 mod idle;
+mod jbsq;
 mod jsq;
 mod powk;
 
 pub use central::CentralQueue;
 pub use idle::{IdleFifo, IdleOnly, Jiq};
+pub use jbsq::Jbsq;
 pub use jsq::{Jsq, MinBuckets};
 pub use powk::PowKInstant;
 

@@ -493,6 +493,18 @@ impl CircularQueue {
         self.len() == 0
     }
 
+    /// Control plane: write `slot` as it is (valid bit and position tag
+    /// included) into the register cell that position `at` of `level` maps
+    /// to. No packet sequence leaves a valid entry of another lap where a
+    /// request looks (the property tests pass without the tag check); this is
+    /// how tests plant one, as a control-plane restore of stale state or a
+    /// corrupted cell would, to show the tag check rejects it.
+    pub fn control_write_entry(&mut self, level: u8, at: u32, slot: Slot) {
+        assert!(level < self.levels, "no level {level}");
+        let i = self.index(level, at);
+        self.slots.control_write(i, slot);
+    }
+
     /// Control plane: start every pointer of every level at `value` (tests use
     /// it to exercise the 2^32 wrap-around). Only valid on an empty queue.
     pub fn control_set_pointers(&mut self, value: u32) {

@@ -6,6 +6,13 @@
 //!   open-loop client submits jobs of 8 tasks at `rate`; the daemon thread's
 //!   own CPU time gives assignments per CPU-second (per core), meaningful
 //!   even though client, executors and daemon share the machine's cores.
+//! * **Saturation**: the same empty tasks, closed loop: the client keeps
+//!   `window` tasks outstanding (more than the executors, so the scheduler
+//!   never waits for work; few enough that no policy's queue overflows),
+//!   with an unbounded job rate. Policies alternate round by round
+//!   (`repeats` rounds) and the median of each is reported: assignments per
+//!   wall second, the daemon thread's share of a core, and assignments per
+//!   daemon CPU-second, the sustained rate one daemon core gives.
 //! * **Latency against load**: `executors` executors with fixed `service_us`
 //!   tasks, single-task jobs at each load; p50/p99 of the runtime's
 //!   scheduling latency (`PullReport::scheduling`) and of the response time.
@@ -36,6 +43,10 @@ pub struct PullBenchOpts {
     pub loads: Vec<f64>,
     /// Executors' no-op retry (§4.6), µs.
     pub retry_us: u64,
+    /// Saturation part: tasks kept outstanding by the closed-loop client.
+    pub window: u32,
+    /// Saturation part: rounds over all policies (medians reported).
+    pub repeats: usize,
 }
 
 impl Default for PullBenchOpts {
@@ -53,9 +64,15 @@ impl Default for PullBenchOpts {
             service_us: 1_000.0,
             loads: vec![0.2, 0.4, 0.6, 0.8],
             retry_us: 50,
+            window: 32,
+            repeats: 3,
         }
     }
 }
+
+/// Nominal job rate of a closed-loop client: far above anything a daemon
+/// on this machine sustains, so the window alone paces submissions.
+const UNBOUNDED_TASKS_PER_S: f64 = 10_000_000.0;
 
 /// One run of one policy.
 #[derive(Debug)]
@@ -149,6 +166,114 @@ pub fn throughput(o: &PullBenchOpts) -> Result<Vec<PullRun>, String> {
             })
         })
         .collect()
+}
+
+/// One policy's saturation runs.
+#[derive(Debug)]
+pub struct SaturationRow {
+    pub policy: PullPolicy,
+    pub runs: Vec<PullRun>,
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+impl SaturationRow {
+    fn wall_s(r: &PullRun) -> f64 {
+        r.report.send_window_ns.max(1) as f64 / 1e9
+    }
+
+    /// Median assignments per wall second.
+    pub fn assignments_per_s(&self) -> f64 {
+        median(
+            self.runs
+                .iter()
+                .map(|r| r.decisions as f64 / Self::wall_s(r))
+                .collect(),
+        )
+    }
+
+    /// Median share of one core the daemon thread used.
+    pub fn daemon_core_share(&self) -> f64 {
+        median(
+            self.runs
+                .iter()
+                .map(|r| r.daemon_cpu_s / Self::wall_s(r))
+                .collect(),
+        )
+    }
+
+    /// Median assignments per daemon CPU-second.
+    pub fn per_daemon_core(&self) -> f64 {
+        median(self.runs.iter().map(PullRun::decisions_per_cpu_s).collect())
+    }
+}
+
+/// The saturation part: `repeats` rounds, each running every policy once.
+pub fn saturation(o: &PullBenchOpts) -> Result<Vec<SaturationRow>, String> {
+    let mut rows: Vec<SaturationRow> = o
+        .policies
+        .iter()
+        .map(|&policy| SaturationRow {
+            policy,
+            runs: Vec::new(),
+        })
+        .collect();
+    for _ in 0..o.repeats {
+        for row in rows.iter_mut() {
+            let (report, decisions, cpu) = run_once(row.policy, o.executors, o.retry_us, |addr| {
+                let mut c = PullClientConfig::new(
+                    addr,
+                    UNBOUNDED_TASKS_PER_S,
+                    o.duration.as_millis() as u64,
+                    ServiceDist::Fixed { value_us: 0.001 },
+                );
+                c.job_tasks = 8;
+                c.max_outstanding = o.window;
+                c.timeout_ms = 2_000;
+                c
+            })?;
+            row.runs.push(PullRun {
+                policy: row.policy,
+                load: None,
+                report,
+                decisions,
+                daemon_cpu_s: cpu,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// A markdown table of the saturation medians.
+pub fn saturation_table(rows: &[SaturationRow]) -> String {
+    let mut s = String::from(
+        "| policy | runs | completed / submitted (all runs) | assignments/s (wall) | daemon core share | assignments per daemon CPU-s | resubmitted |\n|---|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let sum = |f: fn(&PullReport) -> u64| row.runs.iter().map(|r| f(&r.report)).sum::<u64>();
+        s += &format!(
+            "| {} | {} | {} / {} | {:.0} | {:.2} | {:.0} | {} |\n",
+            row.policy.name(),
+            row.runs.len(),
+            sum(|p| p.completed),
+            sum(|p| p.submitted),
+            row.assignments_per_s(),
+            row.daemon_core_share(),
+            row.per_daemon_core(),
+            sum(|p| p.timeout_resubmissions + p.error_resubmissions),
+        );
+    }
+    s
 }
 
 /// The latency part: every policy at every load.

@@ -227,7 +227,13 @@ impl PullClient {
         let timeout = cfg.timeout_ms * 1_000_000;
         let backoff = cfg.error_backoff_us * 1_000;
         let mean_job_gap_ns = 1e9 * cfg.job_tasks as f64 / cfg.rate;
-        let expected = (cfg.rate * cfg.duration_ms as f64 / 1e3 * 1.2) as usize + 16;
+        // Preallocated for the open-loop rate, capped: a closed-loop
+        // client's nominal rate can be far above what it will submit.
+        let expected = ((cfg.rate * cfg.duration_ms as f64 / 1e3 * 1.2) as usize + 16).min(1 << 20);
+        let closed = cfg.max_outstanding > 0;
+        let room = |unresolved: u64| {
+            !closed || unresolved + cfg.job_tasks as u64 <= cfg.max_outstanding as u64
+        };
         let mut tasks: Vec<Task> = Vec::with_capacity(expected);
         // (deadline, task, send number), earliest first.
         let mut deadlines: BinaryHeap<Reverse<(u64, u32, u16)>> =
@@ -279,7 +285,10 @@ impl PullClient {
         loop {
             let now = ns();
             // New jobs whose intended time has come.
-            while next_job_at < window && next_job_at <= now {
+            while next_job_at < window && next_job_at <= now && room(unresolved) {
+                // Closed loop: the job goes now, when room freed, so its
+                // latency does not include the wait for room.
+                let intended = if closed { now } else { next_job_at };
                 let job = task_id::new(app, job_seq);
                 job_seq = job_seq.wrapping_add(1);
                 let mut out = Outgoing {
@@ -321,7 +330,7 @@ impl PullClient {
                     };
                     tasks.push(Task {
                         spec,
-                        intended: next_job_at,
+                        intended,
                         state: State::Pending,
                         sends: 1,
                         timeouts: 0,
@@ -335,8 +344,14 @@ impl PullClient {
                     }
                 }
                 send_packet(&mut out, &mut tx);
-                max_lag = max_lag.max(ns().saturating_sub(next_job_at));
-                next_job_at += exp_gap(&mut arrivals, mean_job_gap_ns);
+                max_lag = max_lag.max(ns().saturating_sub(intended));
+                next_job_at = if closed {
+                    // Gaps from the actual submission: the rate caps, the
+                    // window paces.
+                    now.max(next_job_at)
+                } else {
+                    next_job_at
+                } + exp_gap(&mut arrivals, mean_job_gap_ns);
             }
             // Answers.
             while let Ok(Some((n, _))) = net::try_recv(sock, &mut rx) {
@@ -469,7 +484,8 @@ impl PullClient {
                 break;
             }
             let next_due = [
-                (next_job_at < window).then_some(next_job_at),
+                // A closed-loop client without room waits for an answer.
+                (next_job_at < window && room(unresolved)).then_some(next_job_at),
                 retries.peek().map(|r| r.0 .0),
                 deadlines.peek().map(|d| d.0 .0),
             ]

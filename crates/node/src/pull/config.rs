@@ -279,6 +279,14 @@ pub struct PullClientConfig {
     pub seed: u64,
     #[serde(default = "default_bind")]
     pub bind: String,
+    /// 0: open loop (Poisson jobs at `rate`). Otherwise closed loop: a job
+    /// is submitted only while at most this many tasks are unresolved (it
+    /// must hold one job), `rate` still capping the job rate; latency is
+    /// then measured from the submission, not the Poisson arrival.
+    /// Saturation benchmarks use it to keep every policy backlogged without
+    /// overflowing any queue.
+    #[serde(default)]
+    pub max_outstanding: u32,
 }
 
 fn default_client_timeout() -> u64 {
@@ -311,6 +319,7 @@ impl PullClientConfig {
             error_backoff_us: default_backoff(),
             seed: default_seed(),
             bind: default_bind(),
+            max_outstanding: 0,
         }
     }
 
@@ -332,6 +341,9 @@ impl PullClientConfig {
         }
         if self.timeout_ms == 0 {
             return Err("timeout_ms: must be positive".into());
+        }
+        if self.max_outstanding != 0 && self.max_outstanding < self.job_tasks {
+            return Err("max_outstanding: must hold at least one job (job_tasks)".into());
         }
         if self
             .priority_weights

@@ -123,6 +123,17 @@ impl LatencyHist {
         }
     }
 
+    /// Number of recorded values ≤ `ns`. Exact for `ns` < 2048 (unit
+    /// buckets); above, the bucket holding `ns` counts whole, so values up
+    /// to [`QUANTILE_REL_ERROR`] above `ns` may be included.
+    pub fn count_at_most(&self, ns: u64) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.h.count_between(0, ns)
+        }
+    }
+
     /// Exact maximum; 0 when empty.
     pub fn max(&self) -> u64 {
         self.max
@@ -264,6 +275,10 @@ mod tests {
         assert_eq!(h.quantile(0.99), 990);
         assert_eq!(h.quantile(0.0), 1);
         assert_eq!(h.mean(), 500.5);
+        assert_eq!(h.count_at_most(0), 0);
+        assert_eq!(h.count_at_most(1), 1);
+        assert_eq!(h.count_at_most(250), 250);
+        assert_eq!(h.count_at_most(5000), 1000);
     }
 
     #[test]
