@@ -12,13 +12,14 @@
 //! component). Host links are always followed: they are where Baraat's
 //! classifier counts a task's bytes.
 //!
-//! Allocation (`allocate`) is strict priority between priority keys and
-//! max-min fairness within a key, computed by water-filling key by key on the
-//! capacity the higher keys left: this is the fixed point that SPC's
-//! explicit feedback converges to (§4.3.2: full capacity to the top class,
-//! leftover to the next, max-min within a class; Alg. 2 makes a flow
-//! bottlenecked elsewhere demand only its bottleneck share, so the leftover
-//! goes to lower classes: work conservation). Every policy is a choice of key.
+//! Allocation (`recompute_component`, `fill_group`) is strict priority
+//! between priority keys and max-min fairness within a key, computed by
+//! water-filling key by key on the capacity the higher keys left: this is
+//! the fixed point that SPC's explicit feedback converges to (§4.3.2: full
+//! capacity to the top class, leftover to the next, max-min within a class;
+//! Alg. 2 makes a flow bottlenecked elsewhere demand only its bottleneck
+//! share, so the leftover goes to lower classes: work conservation). Every
+//! policy is a choice of key.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -35,13 +36,13 @@ enum Ev {
     Arrival,
     /// A flow of a task may start (its computation delay elapsed).
     Start { task: u32, spec: u32 },
-    /// Baraat: a task may have crossed the heavy threshold at a port.
-    Reclass { host: u32, gen: u32 },
 }
 
 #[derive(Clone, Debug)]
 struct Flow {
     task: u32,
+    /// The task's Baraat id (§4.1), kept here to spare a lookup.
+    tid: u64,
     dst: u32,
     links: [LinkId; MAX_HOPS],
     pos: [u32; MAX_HOPS],
@@ -102,6 +103,9 @@ struct Group {
     /// applies only to groups with one.
     bottleneck: LinkId,
     fast: Option<FastPath>,
+    /// Baraat: live members per task id, so that a rate change of the group
+    /// updates its ports' per-task rates in O(tasks), not O(members).
+    tasks: Vec<(u64, u32)>,
 }
 
 /// What the departure fast path needs to know about a group's links,
@@ -142,7 +146,14 @@ struct Link {
 #[derive(Clone, Debug, Default)]
 struct Port {
     lm: Option<FifoLm>,
-    gen: u32,
+    /// Baraat: the classifier's bytes-reserved counters are charged up to
+    /// `at`. Between rate changes a task's bytes into the port grow at the
+    /// sum of its flows' rates, kept here per task id (`rates`), so charging
+    /// them is O(tasks at the port), not O(flows): the per-task aggregate
+    /// counters of §4.3.1. Invariant: `rates` holds, for every task with a
+    /// flow moving into the port, the sum of those flows' rates.
+    at: u64,
+    rates: Vec<(u64, f64)>,
 }
 
 /// Parameters of a run beyond the topology and the tasks.
@@ -187,6 +198,10 @@ pub struct Engine {
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
     /// Finish times of the rate groups' first members, re-keyed in place.
     finish: IndexedHeap,
+    /// Baraat: per port, the next time a task there crosses the heavy
+    /// threshold at the current rates (one entry per port, re-keyed in place
+    /// as the rates change, instead of a stale event per change).
+    reclass: IndexedHeap,
     groups: Vec<Group>,
     free_groups: Vec<u32>,
     /// Groups of the flows that finished at this instant.
@@ -197,6 +212,8 @@ pub struct Engine {
     /// first at its port (Baraat).
     started: Vec<u32>,
     new_at_port: bool,
+    /// Baraat: a task turned heavy at a departure of this instant.
+    turned_heavy: bool,
     /// Check the rate groups' invariants after every recomputation, and
     /// every fast-path result against a from-scratch recomputation (tests).
     pub check: bool,
@@ -220,8 +237,6 @@ pub struct Engine {
     universal: Vec<u32>,
     kgroup: Vec<u32>,
     crossing: Vec<(u128, f64)>,
-    /// Per task at one port: bytes charged, rate (Baraat fast path).
-    port_sums: Vec<(u64, f64, f64)>,
     /// The link that stopped the last water-fill, and the flows left then.
     stop: Option<LinkId>,
     stop_rest: BinaryHeap<u128>,
@@ -254,12 +269,14 @@ impl Engine {
             seq: 0,
             heap: BinaryHeap::new(),
             finish: IndexedHeap::new(),
+            reclass: IndexedHeap::new(),
             groups: Vec::new(),
             free_groups: Vec::new(),
             departed: Vec::new(),
             dep_dirty: Vec::new(),
             started: Vec::new(),
             new_at_port: false,
+            turned_heavy: false,
             check: false,
             links: vec![Link::default(); nl],
             flows: Vec::new(),
@@ -278,7 +295,6 @@ impl Engine {
             universal: Vec::new(),
             kgroup: Vec::new(),
             crossing: Vec::new(),
-            port_sums: Vec::new(),
             stop: None,
             stop_rest: BinaryHeap::new(),
             unfrozen: Vec::new(),
@@ -311,10 +327,9 @@ impl Engine {
         loop {
             let te = self.heap.peek().map(|Reverse((t, _, _))| *t);
             let tf = self.finish.peek().map(|(t, _)| t);
-            let t = match (te, tf) {
-                (None, None) => break,
-                (Some(a), None) | (None, Some(a)) => a,
-                (Some(a), Some(b)) => a.min(b),
+            let tr = self.reclass.peek().map(|(t, _)| t);
+            let Some(t) = [te, tf, tr].into_iter().flatten().min() else {
+                break;
             };
             self.now = t;
             // Every event of this instant, then one recomputation.
@@ -346,13 +361,17 @@ impl Engine {
                         }
                     }
                     Ev::Start { task, spec } => self.start_flow(task, spec),
-                    Ev::Reclass { host, gen } => {
-                        if self.ports[host as usize].gen == gen {
-                            let l = self.topo.host_down(host);
-                            self.dirty.push(l);
-                        }
-                    }
                 }
+            }
+            // Baraat: a task crossed the heavy threshold at a port; the
+            // recomputation there charges the counters and re-keys.
+            while let Some((t2, p)) = self.reclass.peek() {
+                if t2 != t {
+                    break;
+                }
+                self.reclass.remove(p);
+                self.stats.events += 1;
+                self.dirty.push(self.topo.host_down(p));
             }
             if !self.dirty.is_empty() || !self.dep_dirty.is_empty() {
                 self.recompute();
@@ -363,6 +382,7 @@ impl Engine {
             self.departed.clear();
             self.started.clear();
             self.new_at_port = false;
+            self.turned_heavy = false;
         }
         std::mem::take(&mut self.results)
     }
@@ -442,6 +462,7 @@ impl Engine {
             .expect("path has links");
         let f = Flow {
             task,
+            tid: task_id,
             dst,
             links,
             pos: [0; MAX_HOPS],
@@ -494,42 +515,43 @@ impl Engine {
         }
     }
 
-    /// Bring a flow's remaining bytes up to `now`, charging the bytes to its
-    /// task at the destination port (Baraat's bytes-reserved counter: in the
-    /// fluid model a reservation is exactly what is sent).
+    /// Bring a flow's remaining bytes up to `now` (Baraat's byte counters
+    /// are charged per task and port: [`Engine::charge_port`]).
     #[inline]
-    fn advance(&mut self, id: u32) -> bool {
+    fn advance(&mut self, id: u32) {
         let now = self.now;
         let f = &mut self.flows[id as usize];
         if f.last == now {
-            return false;
+            return;
         }
         f.last = now;
         if f.group == NONE {
             // Not moving (a flow with a positive rate is in a group).
-            return false;
+            return;
         }
         let g = &self.groups[f.group as usize];
         let served = g.served + g.rate * (now - g.at) as f64 / 8e9;
-        let rem = (f.target - served).max(0.0);
-        let sent = f.rem - rem;
-        f.rem = rem;
-        if sent > 0.0 && self.opts.policy == Policy::Baraat {
-            let task_id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
-            if let Some(lm) = self.ports[f.dst as usize].lm.as_mut() {
-                return lm.reserve(task_id, sent);
-            }
-        }
-        false
+        f.rem = (f.target - served).max(0.0);
     }
 
     fn finish_flow(&mut self, id: u32) {
         self.advance(id);
         let f = &mut self.flows[id as usize];
         f.alive = false;
-        let (task, spec, dst, n, links, pos, cap) =
-            (f.task, f.spec, f.dst, f.n, f.links, f.pos, f.cap);
+        let (task, tid, spec, dst, n, links, pos, cap) =
+            (f.task, f.tid, f.spec, f.dst, f.n, f.links, f.pos, f.cap);
         self.departed.push(f.group);
+        if self.opts.policy == Policy::Baraat {
+            // The port's counters up to now at the old rates, then the
+            // flow's rate leaves its task's. A task that turned heavy
+            // changes the port's classes: recompute there.
+            if self.charge_port(dst) {
+                self.dirty.push(self.topo.host_down(dst));
+                self.turned_heavy = true;
+            }
+            let r = self.rate_of(id);
+            self.port_rate_add(dst, tid, -r);
+        }
         self.group_leave(id);
         for h in 0..n as usize {
             let l = links[h];
@@ -554,9 +576,8 @@ impl Engine {
         }
         self.free_flows.push(id);
         if self.opts.policy == Policy::Baraat {
-            let task_id = self.tasks[task as usize].as_ref().expect("live").task_id;
             if let Some(lm) = self.ports[dst as usize].lm.as_mut() {
-                lm.remove_flow(task_id);
+                lm.remove_flow(tid);
             }
         }
         self.flow_done(task, spec);
@@ -601,10 +622,15 @@ impl Engine {
             bytes: t.total_bytes,
         });
         for &p in &t.ports {
-            if let Some(lm) = self.ports[p as usize].lm.as_mut() {
-                lm.forget(t.task_id);
-                // The classes at this port changed: recompute there.
-                self.dirty.push(self.topo.host_down(p));
+            let port = &mut self.ports[p as usize];
+            // Its flows are all done: nothing of it moves any more.
+            port.rates.retain(|r| r.0 != t.task_id);
+            if let Some(lm) = port.lm.as_mut() {
+                // Recompute the port only if another task's class changed
+                // (the task was heavy, or shared a heavy task's class).
+                if lm.forget(t.task_id) {
+                    self.dirty.push(self.topo.host_down(p));
+                }
             }
         }
         self.free_tasks.push(slot);
@@ -723,7 +749,8 @@ impl Engine {
         // flows may have been held back by them until now.
         let mut dirty = std::mem::take(&mut self.dirty);
         if self.full_recompute {
-            dirty.clear();
+            // The seeds stay: a port whose last flow just left is one, and
+            // its task rates must be cleared.
             dirty.extend(
                 (0..self.links.len() as LinkId)
                     .filter(|&l| !self.links[l as usize].flows.is_empty()),
@@ -760,6 +787,19 @@ impl Engine {
             }
         }
         self.stats.flows_recomputed += comp_flows.len() as u64;
+        if self.opts.policy == Policy::Baraat {
+            // Every flow into a port of the component is in it (host links
+            // are always followed): charge the port's counters at the old
+            // rates; [`Engine::schedule_crossings`] sets the new ones.
+            for &l in &comp_links {
+                if let Some(p) = self.topo.port_of_down(l) {
+                    self.charge_port(p);
+                    self.ports[p as usize].rates.clear();
+                    // The pending re-classification check is stale.
+                    self.reclass.remove(p);
+                }
+            }
+        }
         // Every flow leaves its group; the groups are settled after (most
         // dissolve whole: every member of a group crosses its bottleneck).
         let mut left = std::mem::take(&mut self.fresh);
@@ -770,6 +810,7 @@ impl Engine {
             let g = f.group;
             if g != NONE {
                 f.group = NONE;
+                let tid = f.tid;
                 let grp = &mut self.groups[g as usize];
                 f.rate = grp.rate;
                 if grp.stamp != stamp {
@@ -777,12 +818,14 @@ impl Engine {
                     left.push(g);
                 }
                 grp.live -= 1;
+                group_task_dec(grp, tid);
             }
         }
         for &g in &left {
             let grp = &mut self.groups[g as usize];
             if grp.live == 0 {
                 grp.members.clear();
+                grp.tasks.clear();
                 grp.head = 0;
                 self.finish.remove(g);
                 self.free_groups.push(g);
@@ -942,14 +985,20 @@ impl Engine {
             members.clear();
             members.extend(packed.iter().map(|&p| p as u32));
             self.packed = packed;
+            let mut tasks = std::mem::take(&mut self.groups[g as usize].tasks);
+            tasks.clear();
             for (i, &fid) in members.iter().enumerate() {
                 let f = &mut self.flows[fid as usize];
                 f.group = g;
                 f.gpos = i as u32;
+                if self.opts.policy == Policy::Baraat {
+                    group_task_inc(&mut tasks, f.tid);
+                }
             }
             self.groups[g as usize] = Group {
                 live: members.len() as u32,
                 members,
+                tasks,
                 head: 0,
                 rate: level,
                 served: 0.0,
@@ -982,10 +1031,13 @@ impl Engine {
         f.group = NONE;
         f.rate = self.groups[g as usize].rate;
         let was_head = self.groups[g as usize].head == f.gpos;
+        let tid = f.tid;
         let grp = &mut self.groups[g as usize];
         grp.live -= 1;
+        group_task_dec(grp, tid);
         if grp.live == 0 {
             grp.members.clear();
+            grp.tasks.clear();
             grp.head = 0;
             self.finish.remove(g);
             self.free_groups.push(g);
@@ -1155,102 +1207,90 @@ impl Engine {
                 return false;
             }
         }
-        // Baraat: bring every byte counter at the port up to date (the
-        // reference does it for the whole component) and give up if a task
-        // turned heavy (its class changes).
-        if self.opts.policy == Policy::Baraat && self.charge_port(bl, g, level) {
-            return false;
-        }
+        // Baraat: the departures charged the port's counters up to now
+        // (a task that turned heavy then made `L` dirty, so this path was
+        // not taken); `L` is the port's downlink (`fast_conditions`).
+        let baraat = self.opts.policy == Policy::Baraat;
+        let port = self.topo.port_of_down(bl).unwrap_or(NONE);
         if emptied {
             let behind = self.groups[g as usize].behind.take().expect("checked");
             self.promote(bl, fp.r_l, behind);
+            if baraat {
+                // The promoted flows were at 0: their groups' rates add.
+                for k in 0..self.fresh.len() {
+                    let h = self.fresh[k];
+                    self.group_rates_to_port(h, port, 0.0);
+                }
+            }
         } else {
             // The group's clock up to now, then the new rate.
             let now = self.now;
             let grp = &mut self.groups[g as usize];
             grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
             grp.at = now;
+            let old = grp.rate;
             grp.rate = level;
             self.group_reschedule(g);
-        }
-        if self.opts.policy == Policy::Baraat {
-            // Every flow into the port is on `L`.
-            if emptied {
-                self.schedule_port(bl);
-            } else {
-                self.schedule_port_summed(bl);
+            if baraat {
+                self.group_rates_to_port(g, port, old);
             }
+        }
+        if baraat {
+            self.schedule_port(port);
         }
         true
     }
 
-    /// Baraat, one pass over the flows into the port whose downlink is `l`:
-    /// bring them up to `now`, charge the bytes sent to their tasks (summed
-    /// per task), and sum per task the rates they will have if group `g`
-    /// moves to `level`, kept in `port_sums` for
-    /// [`Engine::schedule_port_summed`]. True if a task turned heavy.
-    fn charge_port(&mut self, l: LinkId, g: u32, level: f64) -> bool {
+    /// Baraat: group `g` (every member into `port`) moved from rate `old` to
+    /// its current rate: its tasks' rates at the port follow.
+    fn group_rates_to_port(&mut self, g: u32, port: u32, old: f64) {
+        let grp = &self.groups[g as usize];
+        let d = grp.rate - old;
+        let tasks = std::mem::take(&mut self.groups[g as usize].tasks);
+        for &(tid, c) in &tasks {
+            self.port_rate_add(port, tid, c as f64 * d);
+        }
+        self.groups[g as usize].tasks = tasks;
+    }
+
+    /// Baraat: charge the classifier's byte counters at `port` up to now at
+    /// the tasks' current rates (the fluid model's reservations are exactly
+    /// the bytes sent, §4.3.1). True if a task turned heavy (its class and
+    /// the next task's change).
+    fn charge_port(&mut self, port: u32) -> bool {
         let now = self.now;
-        let mut sums = std::mem::take(&mut self.port_sums);
-        sums.clear();
-        let mut p = NONE;
-        for k in 0..self.links[l as usize].flows.len() {
-            let fid = self.links[l as usize].flows[k];
-            let f = &mut self.flows[fid as usize];
-            p = f.dst;
-            let mut sent = 0.0;
-            if f.last != now {
-                f.last = now;
-                if f.group != NONE {
-                    let gr = &self.groups[f.group as usize];
-                    let served = gr.served + gr.rate * (now - gr.at) as f64 / 8e9;
-                    let rem = (f.target - served).max(0.0);
-                    sent = f.rem - rem;
-                    f.rem = rem;
-                }
-            }
-            let rate = match f.group {
-                NONE => f.rate,
-                x if x == g => level,
-                x => self.groups[x as usize].rate,
-            };
-            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
-            match sums.iter_mut().find(|x| x.0 == id) {
-                Some(x) => {
-                    x.1 += sent;
-                    x.2 += rate;
-                }
-                None => sums.push((id, sent, rate)),
-            }
-        }
+        let pt = &mut self.ports[port as usize];
+        let dt = now - pt.at;
+        pt.at = now;
+        let Some(lm) = pt.lm.as_mut() else {
+            return false;
+        };
         let mut heavy = false;
-        if let Some(lm) = self.ports.get_mut(p as usize).and_then(|x| x.lm.as_mut()) {
-            for &(id, sent, _) in &sums {
-                if sent > 0.0 {
-                    heavy |= lm.reserve(id, sent);
+        if dt > 0 {
+            for &(tid, r) in &pt.rates {
+                if r > 0.0 {
+                    heavy |= lm.reserve(tid, r * dt as f64 / 8e9);
                 }
             }
         }
-        self.port_sums = sums;
         heavy
     }
 
-    /// [`Engine::schedule_port`] from the rates summed by
-    /// [`Engine::charge_port`].
-    fn schedule_port_summed(&mut self, l: LinkId) {
-        let Some(&fid) = self.links[l as usize].flows.first() else {
-            return;
-        };
-        let p = self.flows[fid as usize].dst;
-        let port = &mut self.ports[p as usize];
-        port.gen = port.gen.wrapping_add(1);
-        let gen = port.gen;
-        let Some(lm) = port.lm.as_ref() else { return };
-        let sums = &self.port_sums;
-        let dt = lm.next_crossing_ns(|id| sums.iter().find(|x| x.0 == id).map_or(0.0, |x| x.2));
-        if let Some(dt) = dt.filter(|d| *d < 1e18) {
-            let t = self.now + dt.ceil().max(1.0) as u64;
-            self.push(t, Ev::Reclass { host: p, gen });
+    /// Baraat: the flows of task `tid` into `port` changed their summed rate
+    /// by `d` bits/s (the port's counters must be charged up to now first).
+    fn port_rate_add(&mut self, port: u32, tid: u64, d: f64) {
+        let rates = &mut self.ports[port as usize].rates;
+        match rates.iter().position(|r| r.0 == tid) {
+            Some(i) => {
+                rates[i].1 += d;
+                // Under 1 bit/s is float residue of a task that stopped (a
+                // water-fill level is 0 or at least 1 bit/s).
+                if rates[i].1 < 0.5 {
+                    rates.swap_remove(i);
+                }
+            }
+            None if d >= 0.5 => rates.push((tid, d)),
+            None => {}
         }
     }
 
@@ -1330,8 +1370,9 @@ impl Engine {
             return false;
         }
         // Baraat: the port's byte counters up to date first; give up if a
-        // task turned heavy.
-        if baraat && self.charge_port(bl, g, level) {
+        // task turned heavy (now, or at a departure of this instant).
+        let port = self.topo.port_of_down(bl).unwrap_or(NONE);
+        if baraat && (self.turned_heavy || self.charge_port(port)) {
             return false;
         }
         // Apply: the clock up to now, `f` in target order, the new rate.
@@ -1339,6 +1380,7 @@ impl Engine {
         let grp = &mut self.groups[g as usize];
         grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
         grp.at = now;
+        let old = grp.rate;
         grp.rate = level;
         grp.fast = Some(fp);
         let served = grp.served;
@@ -1366,13 +1408,20 @@ impl Engine {
             x.gpos = i as u32;
         }
         self.flows[fid as usize].key = key;
+        if baraat {
+            // The members' tasks move from `old` to `level`; then `f`'s.
+            self.group_rates_to_port(g, port, old);
+            let tid = self.flows[fid as usize].tid;
+            self.port_rate_add(port, tid, level);
+            group_task_inc(&mut self.groups[g as usize].tasks, tid);
+        }
         let grp = &mut self.groups[g as usize];
         grp.live += 1;
         grp.head = 0;
         grp.members = members;
         self.group_reschedule(g);
         if baraat {
-            self.schedule_port(bl);
+            self.schedule_port(port);
         }
         self.dirty.clear();
         self.stats.fast_arrivals += 1;
@@ -1541,6 +1590,53 @@ impl Engine {
                 .filter(|(g, _)| self.finish.get(*g as u32).is_some())
                 .count()
         );
+        if self.opts.policy == Policy::Baraat {
+            self.check_task_rates();
+        }
+    }
+
+    /// Baraat: each group's per-task member counts and each port's per-task
+    /// rates match the flows.
+    fn check_task_rates(&self) {
+        let sorted = |v: &[(u64, u32)]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v
+        };
+        for (g, grp) in self.groups.iter().enumerate() {
+            let mut want: Vec<(u64, u32)> = Vec::new();
+            for (i, &fid) in grp.members.iter().enumerate() {
+                let f = &self.flows[fid as usize];
+                if f.group == g as u32 && f.gpos == i as u32 {
+                    group_task_inc(&mut want, f.tid);
+                }
+            }
+            assert_eq!(sorted(&grp.tasks), sorted(&want), "group {g}: task counts");
+        }
+        for (p, port) in self.ports.iter().enumerate() {
+            let mut want: Vec<(u64, f64)> = Vec::new();
+            for &fid in &self.links[self.topo.host_down(p as u32) as usize].flows {
+                let (tid, r) = (self.flows[fid as usize].tid, self.rate_of(fid));
+                match want.iter_mut().find(|w| w.0 == tid) {
+                    Some(w) => w.1 += r,
+                    None => want.push((tid, r)),
+                }
+            }
+            want.retain(|w| w.1 >= 0.5);
+            assert_eq!(
+                port.rates.len(),
+                want.len(),
+                "port {p}: task rates {:?}, flows say {want:?}",
+                port.rates
+            );
+            for &(tid, r) in &want {
+                let got = port.rates.iter().find(|x| x.0 == tid).map_or(0.0, |x| x.1);
+                assert!(
+                    (got - r).abs() <= 1e-6 * r + 1.0,
+                    "port {p} task {tid}: rate {got}, flows say {r}"
+                );
+            }
+        }
     }
 
     fn key_of(&self, fid: u32) -> (u64, u64) {
@@ -1714,89 +1810,53 @@ impl Engine {
     }
 
     /// Baraat: for every port of `comp_flows` (which must hold every flow
-    /// into those ports), the next time a task there crosses the heavy
-    /// threshold at the current rates.
+    /// into those ports, charged and cleared by the recomputation), each
+    /// task's rate into the port and the next time a task there crosses the
+    /// heavy threshold at those rates.
     fn schedule_crossings(&mut self, comp_flows: &[u32]) {
-        // (port, task id) and the rate of each flow, then summed per pair.
+        // (port, task id) and the rate of each moving flow, then summed per
+        // pair.
         let mut rates = std::mem::take(&mut self.crossing);
         rates.clear();
         for &fid in comp_flows {
-            let f = &self.flows[fid as usize];
-            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id;
-            rates.push(((f.dst as u128) << 64 | id as u128, self.rate_of(fid)));
+            let r = self.rate_of(fid);
+            if r > 0.0 {
+                let f = &self.flows[fid as usize];
+                rates.push(((f.dst as u128) << 64 | f.tid as u128, r));
+            }
         }
         rates.sort_unstable_by_key(|r| r.0);
-        let mut w = 0;
-        for r in 0..rates.len() {
-            if w > 0 && rates[w - 1].0 == rates[r].0 {
-                rates[w - 1].1 += rates[r].1;
-            } else {
-                rates[w] = rates[r];
-                w += 1;
-            }
-        }
-        rates.truncate(w);
         let mut lo = 0;
         while lo < rates.len() {
-            let p = (rates[lo].0 >> 64) as u32;
-            let mut hi = lo + 1;
-            while hi < rates.len() && (rates[hi].0 >> 64) as u32 == p {
+            let key = rates[lo].0;
+            let mut hi = lo;
+            let mut sum = 0.0;
+            while hi < rates.len() && rates[hi].0 == key {
+                sum += rates[hi].1;
                 hi += 1;
             }
-            let slice = &rates[lo..hi];
+            let p = (key >> 64) as u32;
+            self.ports[p as usize].rates.push((key as u64, sum));
             lo = hi;
-            let port = &mut self.ports[p as usize];
-            port.gen = port.gen.wrapping_add(1);
-            let gen = port.gen;
-            let Some(lm) = port.lm.as_ref() else { continue };
-            let dt = lm.next_crossing_ns(|id| {
-                let key = (p as u128) << 64 | id as u128;
-                slice
-                    .binary_search_by_key(&key, |r| r.0)
-                    .map_or(0.0, |i| slice[i].1)
-            });
-            if let Some(dt) = dt.filter(|d| *d < 1e18) {
-                let t = self.now + dt.ceil().max(1.0) as u64;
-                self.push(t, Ev::Reclass { host: p, gen });
+            if hi == rates.len() || (rates[hi].0 >> 64) as u32 != p {
+                self.schedule_port(p);
             }
         }
         self.crossing = rates;
     }
 
-    /// [`Engine::schedule_crossings`] for the one port whose downlink is
-    /// `l` (a few tasks: summed by linear search, no sort).
-    fn schedule_port(&mut self, l: LinkId) {
-        let mut rates = std::mem::take(&mut self.crossing);
-        rates.clear();
-        let mut p = NONE;
-        for &fid in &self.links[l as usize].flows {
-            let f = &self.flows[fid as usize];
-            p = f.dst;
-            let id = self.tasks[f.task as usize].as_ref().expect("live").task_id as u128;
-            let r = self.rate_of(fid);
-            match rates.iter_mut().find(|x| x.0 == id) {
-                Some(x) => x.1 += r,
-                None => rates.push((id, r)),
-            }
+    /// Baraat: the next time a task at `port` crosses the heavy threshold at
+    /// the port's current task rates (replacing the port's pending check).
+    fn schedule_port(&mut self, port: u32) {
+        let pt = &self.ports[port as usize];
+        let dt = pt.lm.as_ref().and_then(|lm| {
+            let rates = &pt.rates;
+            lm.next_crossing_ns(|id| rates.iter().find(|r| r.0 == id).map_or(0.0, |r| r.1))
+        });
+        match dt.filter(|d| *d < 1e18) {
+            Some(dt) => self.reclass.set(port, self.now + dt.ceil().max(1.0) as u64),
+            None => self.reclass.remove(port),
         }
-        if p != NONE {
-            let port = &mut self.ports[p as usize];
-            port.gen = port.gen.wrapping_add(1);
-            let gen = port.gen;
-            if let Some(lm) = port.lm.as_ref() {
-                let dt = lm.next_crossing_ns(|id| {
-                    rates
-                        .iter()
-                        .find(|x| x.0 == id as u128)
-                        .map_or(0.0, |x| x.1)
-                });
-                if let Some(dt) = dt.filter(|d| *d < 1e18) {
-                    let t = self.now + dt.ceil().max(1.0) as u64;
-                    self.push(t, Ev::Reclass { host: p, gen });
-                }
-            }
-        }
-        self.crossing = rates;
     }
 
     /// A flow's current rate (bits/s): its group's, 0 without one.
@@ -1818,6 +1878,25 @@ impl Engine {
 
     pub fn topology(&self) -> &Topology {
         &self.topo
+    }
+}
+
+/// Baraat: one more live member of task `tid` in a group's per-task counts.
+fn group_task_inc(tasks: &mut Vec<(u64, u32)>, tid: u64) {
+    match tasks.iter_mut().find(|t| t.0 == tid) {
+        Some(t) => t.1 += 1,
+        None => tasks.push((tid, 1)),
+    }
+}
+
+/// Baraat: one live member of task `tid` fewer (other policies keep no
+/// per-task counts: nothing to find).
+fn group_task_dec(grp: &mut Group, tid: u64) {
+    if let Some(i) = grp.tasks.iter().position(|t| t.0 == tid) {
+        grp.tasks[i].1 -= 1;
+        if grp.tasks[i].1 == 0 {
+            grp.tasks.swap_remove(i);
+        }
     }
 }
 

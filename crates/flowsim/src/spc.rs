@@ -7,8 +7,9 @@
 //! header's fields (or an interval tick) and gets back a rate or a decision.
 //! The flow-level simulator uses [`TaskIdCounter`] and [`FifoLm`] directly and
 //! computes the fluid fixed point that [`SpcSwitch`] + [`SpcSender`] converge
-//! to (see `alloc.rs`); a packet-level runtime can drive the same structs per
-//! packet. Rates are bits per second (f64); the paper's header encodes them as
+//! to (the priority water-fill of `engine.rs`, `Engine::fill_group`); the
+//! packet-level Fig. 7 driver (`udp.rs`) runs the same structs per packet.
+//! Rates are bits per second (f64); the paper's header encodes them as
 //! bytes/µs in one byte, which is a wire concern, not the algorithm's.
 
 /// §4.1: a monotonically increasing counter per entry point. With `n`
@@ -118,10 +119,18 @@ impl FifoLm {
     }
 
     /// The task is over (or its state timed out): drop its counters.
-    pub fn forget(&mut self, task_id: u64) {
-        if let Ok(i) = self.find(task_id) {
-            self.tasks.remove(i);
-        }
+    /// Returns true if that changes another task's class: the task after
+    /// it had it as its class's leader, or joins the class before it (a
+    /// heavy task's). Dropping a light task that leads its own class
+    /// changes no other class.
+    pub fn forget(&mut self, task_id: u64) -> bool {
+        let Ok(i) = self.find(task_id) else {
+            return false;
+        };
+        let next = self.tasks.get(i + 1).map(|t| t.task_id);
+        let before = next.and_then(|n| self.leader(n));
+        self.tasks.remove(i);
+        next.is_some() && next.and_then(|n| self.leader(n)) != before
     }
 
     /// Account `bytes` reserved by the task; returns true when this makes the
@@ -430,6 +439,37 @@ mod tests {
             c.next_crossing_ns(|id| if id == 3 { 8e9 } else { 0.0 }),
             Some(100.0)
         );
+    }
+
+    /// `forget` reports whether another task's class changed, which is when
+    /// the flow simulator must recompute the port.
+    #[test]
+    fn forget_reports_class_changes() {
+        let mut c = FifoLm::new(100.0);
+        for id in 1..=6 {
+            c.add_flow(id);
+        }
+        // A light task leading its own class: the next one led its own.
+        assert!(!c.forget(1));
+        assert_eq!(c.leader(2), Some(2));
+        c.reserve(2, 200.0);
+        assert_eq!(c.leader(3), Some(2));
+        // 3 was light but in heavy 2's class: 4 now joins that class.
+        assert!(c.forget(3));
+        assert_eq!(c.leader(4), Some(2));
+        // 2 was heavy and led {2, 4}: 4 leads its own class now.
+        assert!(c.forget(2));
+        assert_eq!(c.leader(4), Some(4));
+        // The last task, and a task not at the port: nothing follows.
+        assert!(!c.forget(6));
+        assert!(!c.forget(42));
+        // A heavy task inside a heavy task's class: the next one stays.
+        c.reserve(4, 200.0);
+        c.reserve(5, 200.0);
+        c.add_flow(7);
+        assert_eq!(c.leader(7), Some(4));
+        assert!(!c.forget(5));
+        assert_eq!(c.leader(7), Some(4));
     }
 
     /// Alg. 1 gives the top class everything it demands and the next class

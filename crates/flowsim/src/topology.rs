@@ -64,6 +64,12 @@ impl Topology {
     pub fn host_down(&self, h: u32) -> LinkId {
         self.hosts + h
     }
+    /// The host whose downlink `l` is, if it is one.
+    pub fn port_of_down(&self, l: LinkId) -> Option<u32> {
+        (self.hosts..2 * self.hosts)
+            .contains(&l)
+            .then(|| l - self.hosts)
+    }
     fn tor_up(&self, r: u32) -> LinkId {
         2 * self.hosts + r
     }

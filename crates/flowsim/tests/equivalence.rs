@@ -140,18 +140,18 @@ fn generated_workloads_fast_path_matches_from_scratch() {
                 .zip(&full)
                 .map(|(a, b)| a.abs_diff(*b) as f64 / *b as f64)
                 .fold(0.0, f64::max);
-            // Baraat: the component recomputation charges the classifier's
-            // byte counters only for the flows it recomputes, the reference
-            // for all of them, so a task turns heavy a few ns apart (the same
-            // with the fast path disabled: up to 7e-6 here).
-            let tol = if p == Policy::Baraat { 2e-5 } else { 1e-6 };
+            // Baraat: the classifier's byte counters are charged per port
+            // when its rates change, and the reference recomputes (and so
+            // charges) every port at every change: the float sums differ,
+            // so a task turns heavy a few ns apart (up to 3.6e-7 here).
+            let tol = if p == Policy::Baraat { 2e-6 } else { 1e-6 };
             assert!(
                 worst <= tol,
                 "{workflow} {sizes} {p:?}: relative difference {worst:e}"
             );
             eprintln!(
                 "{workflow} {sizes} {p:?}: {} flows, {} fast-path departures ({} promotions), \
-                 {} fast-path starts, {} recomputations",
+                 {} fast-path starts, {} recomputations, worst relative difference {worst:e}",
                 stats.flows,
                 stats.fast_departures,
                 stats.promotions,
@@ -164,10 +164,10 @@ fn generated_workloads_fast_path_matches_from_scratch() {
                     "{workflow} {sizes} {p:?}: no fast start"
                 );
             }
-            // Promotion needs several keys; under Baraat single-stage, a
-            // task's last flow at its port completes it, which changes the
-            // port's classes (recomputed).
-            if p != Policy::Fair && (p != Policy::Baraat || workflow == "two-stage") {
+            // Promotion needs several keys. Under Baraat a task's last flow
+            // at its port may complete it; only when that changes another
+            // task's class is the port recomputed instead.
+            if p != Policy::Fair {
                 assert!(
                     stats.promotions > 0,
                     "{workflow} {sizes} {p:?}: no promotion"
