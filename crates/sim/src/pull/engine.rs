@@ -1168,3 +1168,24 @@ impl<'a> Sim<'a> {
         self.m.recirculations = resub;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SwitchPipeline;
+
+    #[test]
+    fn pipeline_slots_are_fifo_and_restart_when_idle() {
+        // 1 M passes/s: one pass per µs.
+        let mut p = SwitchPipeline::new(1_000_000);
+        let starts: Vec<u64> = [0, 0, 0, 500, 5_000].iter().map(|&t| p.admit(t)).collect();
+        assert_eq!(starts, [0, 1_000, 2_000, 3_000, 5_000]);
+        // 3 G passes/s: slot k starts ceil(k / 3) ns into the busy period, so
+        // the millionth of back-to-back passes starts at 333,333 ns (no drift).
+        let mut p = SwitchPipeline::new(3_000_000_000);
+        let first: Vec<u64> = (0..5).map(|_| p.admit(10)).collect();
+        assert_eq!(first, [10, 11, 11, 11, 12]);
+        let mut p = SwitchPipeline::new(3_000_000_000);
+        let last = (0..1_000_000).map(|_| p.admit(0)).last();
+        assert_eq!(last, Some(333_333));
+    }
+}
