@@ -79,8 +79,8 @@ def test_new_entries_are_registered_and_pull_points_validate():
     from netsched import catalog
 
     names = set(catalog.REGISTRY)
-    want = {"draconis-fig5a", "draconis-fig5b", "draconis-fig6", "draconis-fig7", "draconis-fig8", "draconis-fig9",
-            "draconis-fig10", "draconis-fig11", "draconis-fig12", "draconis-fig13", "racksched-fig10",
+    want = {"draconis-fig5a", "draconis-fig5b", "draconis-fig6", "draconis-fig7", "draconis-fig8",
+            "draconis-fig9", "draconis-fig10", "draconis-fig11", "draconis-fig12", "draconis-fig13", "racksched-fig10",
             "racksched-fig11", "racksched-fig12", "racksched-fig13", "racksched-fig14", "racksched-fig15",
             "comparison"}
     assert want <= names
