@@ -79,8 +79,8 @@ def test_new_entries_are_registered_and_pull_points_validate():
     from netsched import catalog
 
     names = set(catalog.REGISTRY)
-    want = {"draconis-fig5a", "draconis-fig6", "draconis-fig7", "draconis-fig8", "draconis-fig9",
-            "draconis-fig10", "draconis-fig11", "draconis-fig12", "draconis-fig13", "racksched-fig10",
+    want = {"draconis-fig5a", "draconis-fig5b", "draconis-fig6", "draconis-fig7", "draconis-fig8",
+            "draconis-fig9", "draconis-fig10", "draconis-fig11", "draconis-fig12", "draconis-fig13", "racksched-fig10",
             "racksched-fig11", "racksched-fig12", "racksched-fig13", "racksched-fig14", "racksched-fig15",
             "comparison"}
     assert want <= names
@@ -133,3 +133,45 @@ def test_racksched_fig14_systems_are_configured_as_the_paper_describes():
     assert by["client-100"]["workers"]["model"] == "server-ps"
     assert by["racksched"]["policy"] == "racksched" and by["shinjuku"]["policy"] == "random"
     assert {p.labels["service"] for p in pts} == {"rs-bimodal", "rs-bimodal-50-50"}
+
+
+def test_draconis_fig5b_points_are_closed_loops_of_noop_executors():
+    from netsched import catalog
+    from netsched.catalog import draconis
+
+    for scale, counts in (("reduced", [16, 64, 112, 160, 208]),
+                          ("paper", list(range(16, 209, 16)))):
+        pts = catalog.get("draconis-fig5b").points(scale)
+        assert len(pts) == len(draconis.FIG5B_SYSTEMS) * len(counts)
+        for p in pts:
+            canon = netsched.canonical_config(p.config, "pull")
+            c, w = canon["cluster"], canon["workload"]
+            assert c["nodes"] * c["executors_per_node"] == p.labels["executors"]
+            assert w["arrival"] == "closed-loop" and w["outstanding"] == 4096
+            assert w["service"] == {"kind": "fixed", "value_us": 0.001}
+            assert canon["network"]["switch_pps"] == 4_700_000_000
+        assert sorted({p.labels["executors"] for p in pts}) == counts
+        by = {(p.labels["system"], p.labels["executors"]): p.config for p in pts}
+        assert by[("draconis-socket-server", 16)]["server"] == {"step_ns": 3125}
+        assert by[("sparrow-2", 16)]["sparrow"] == {"schedulers": 2}
+
+
+def test_draconis_fig5b_switch_scales_and_servers_saturate():
+    """Two of the entry's points, shortened: Draconis at 16 and 32 executors
+    is executors / (two 2 µs links + 1 ns); the socket server is flat at
+    1 / (2 × 3.125 µs) = 160 K tasks/s."""
+    from netsched import catalog
+
+    pts = {(p.labels["system"], p.labels["executors"]): p
+           for p in catalog.get("draconis-fig5b").points("paper")}
+    got = {}
+    for key in [("draconis", 16), ("draconis", 32), ("draconis-socket-server", 16),
+                ("draconis-socket-server", 32)]:
+        cfg = dict(pts[key].config)
+        cfg["workload"] = dict(cfg["workload"], tasks=20_000)
+        r = netsched.run_pull(cfg).runs.iloc[0]
+        assert r["completed"] == r["submitted"] and r["timeouts"] == 0, key
+        got[key] = r["steady_decisions_per_s"]
+    for n in (16, 32):
+        assert math.isclose(got[("draconis", n)], n * 1e9 / 4001, rel_tol=0.005), got
+        assert math.isclose(got[("draconis-socket-server", n)], 160e3, rel_tol=0.005), got

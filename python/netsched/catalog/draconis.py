@@ -1,6 +1,5 @@
 """Draconis (EuroSys'24) §8 figures on the pull simulator (`netsched pull`,
-docs/draconis.md "Simulator"): Fig. 5a-13 except the testbed-only Fig. 5b
-(see docs/experiments.md TODO).
+docs/draconis.md "Simulator"): Fig. 5a-13.
 
 Setup of every entry (§8 "Testbed"): one switch, 10 nodes × 16 executors,
 2 µs host↔switch links, 500 ns per recirculation pass, executors re-poll 10 µs
@@ -188,6 +187,109 @@ register(Experiment(
                 "plus the wait for an idle executor's next poll (retry 10 µs), so its low-load p99 "
                 "is ≈9 µs rather than 4.7 µs. Server and Sparrow costs are per-message service "
                 "times calibrated to §8.2's throughputs, not measured software.",
+))
+
+
+# --- Fig. 5b: scheduling throughput with no-op executors -----------------------
+
+# §8.2: "an executor retrieves the task, immediately drops it, and requests a
+# new task". 1 ns is the simulator's shortest service time.
+NOOP = {"kind": "fixed", "value_us": 0.001}
+FIG5B_SYSTEMS = ["draconis", "draconis-server", "draconis-socket-server", "sparrow", "sparrow-2"]
+# §8.2: "The switch can handle up to 4.7 billion packets per second".
+TOFINO_PPS = 4_700_000_000
+# Clients keep this many tasks outstanding (closed loop): many times what 208
+# executors hold in flight, so no scheduler's queue runs dry.
+FIG5B_OUTSTANDING = 4096
+
+
+def fig5b_executors(scale):
+    # The testbed ran 16 executors per node, up to 208 (13 nodes).
+    return list(range(16, 209, 16)) if scale == "paper" else [16, 64, 112, 160, 208]
+
+
+def fig5b_points(scale):
+    pts = []
+    for s in FIG5B_SYSTEMS:
+        for n in fig5b_executors(scale):
+            extra = {"cluster": {"nodes": n // 16, "executors_per_node": 16},
+                     "network": {"switch_pps": TOFINO_PPS},
+                     "workload": {"arrival": "closed-loop", "outstanding": FIG5B_OUTSTANDING},
+                     "client": {"timeout_us": 1_000_000.0}}
+            # `load` is unused by a closed loop (any valid value).
+            cfg = pull_config(s, 1.0, NOOP, tasks_for(scale), extra)
+            pts.append(Point({"system": s, "executors": n}, cfg, kind="pull"))
+    return pts
+
+
+def fig5b_table(runs, pools):
+    d = runs[["system", "executors", "steady_decisions_per_s", "decisions_per_s", "completed",
+              "dropped", "timeouts", "noops", "first_passes", "recirculations", "sim_s"]].copy()
+    d["mdps"] = d["steady_decisions_per_s"] / 1e6
+    # Switch passes per second over the run: how close the pipeline came to its rate.
+    d["passes_per_s"] = (d["first_passes"] + d["recirculations"]) / d["sim_s"]
+    return d.reset_index(drop=True)
+
+
+def fig5b_claims(t):
+    def tput(system, n=None):
+        d = t[t.system == system]
+        if n is None:
+            return float(d["steady_decisions_per_s"].max())
+        return float(d[d.executors == n]["steady_decisions_per_s"].iloc[0])
+
+    lo, hi = int(t.executors.min()), int(t.executors.max())
+    dr_lo, dr_hi = tput("draconis", lo), tput("draconis", hi)
+    dpdk, sock = tput("draconis-server"), tput("draconis-socket-server")
+    s1, s2 = tput("sparrow"), tput("sparrow-2")
+    growth = (dr_hi / dr_lo) / (hi / lo)
+    sw = t[(t.system == "draconis") & (t.executors == hi)]
+    pps = float(sw["passes_per_s"].iloc[0])
+    return [
+        Claim("Draconis' throughput grows linearly with executors: 58 M decisions/s at 208",
+              "58 M/s at 208, linear",
+              f"{dr_hi / 1e6:.1f} M/s at {hi}, {dr_lo / 1e6:.2f} M/s at {lo} "
+              f"(growth {growth:.3f} of linear)",
+              ok=bool(abs(growth - 1) < 0.02 and abs(dr_hi / 58e6 - 1) < 0.15)),
+        Claim("Draconis is 52× above Draconis-DPDK-Server, the closest alternative", "52×",
+              ratio(dr_hi, dpdk) + f" at {hi} executors", ok=bool(dr_hi / dpdk > 30)),
+        Claim("Draconis-DPDK-Server peaks at 1.1 M tasks/s", "1.1 M/s", f"{dpdk / 1e6:.3f} M/s",
+              ok=bool(abs(dpdk / 1.1e6 - 1) < 0.1)),
+        Claim("Socket-based schedulers cannot exceed 160 K tasks/s (§8.1)", "160 K/s",
+              f"{sock / 1e3:.1f} K/s", ok=bool(abs(sock / 160e3 - 1) < 0.1)),
+        Claim("One and two Sparrow schedulers reach 500 K and 900 K tasks/s", "500 K / 900 K",
+              f"{s1 / 1e3:.0f} K / {s2 / 1e3:.0f} K",
+              ok=bool(abs(s1 / 500e3 - 1) < 0.25 and abs(s2 / 900e3 - 1) < 0.25)),
+        Claim("The switch (4.7 G packets/s) is far from its limit: the executors are the bottleneck",
+              "≪ 4.7 G pps", f"{pps / 1e6:.0f} M passes/s at {hi} executors "
+              f"({100 * pps / TOFINO_PPS:.1f} % of 4.7 G)", ok=bool(pps < 0.1 * TOFINO_PPS)),
+    ]
+
+
+register(Experiment(
+    name="draconis-fig5b", paper=PAPER, figure="Fig. 5b",
+    title="Scheduling throughput with no-op executors",
+    setup="No-op executors (1 ns per task) pull from Draconis (switch cFCFS, pipeline limited to "
+          "§8.2's 4.7 G passes/s), Draconis-DPDK-Server (450 ns per step), "
+          "Draconis-Socket-Server (3.125 µs per step), one and two Sparrow schedulers (700 ns "
+          "per message); 16 executors per node, 16-208 executors; clients keep 4,096 tasks "
+          "outstanding (a closed loop, so every queue stays full). y = decisions per second "
+          "from the warm-up-th decision to the last submission (`steady_decisions_per_s`).",
+    points=fig5b_points,
+    table=fig5b_table,
+    plot=lambda t, png: lines(t, png, "executors", "mdps", series="system",
+                              xlabel="no-op executors",
+                              ylabel="throughput (M scheduling decisions/s)",
+                              title="Fig. 5b: no-op executors"),
+    claims=fig5b_claims,
+    differences="A no-op executor's loop here is two 2 µs links (the host↔switch delay every "
+                "Draconis entry uses, from Fig. 5a's latency floor) plus 1 ns, so Draconis gives "
+                "exactly executors / 4 µs: 52 M/s at 208 where the paper measured 58 M/s, a "
+                "3.6 µs loop. The servers' and Sparrow's ceilings are their per-step and "
+                "per-message costs, calibrated to the throughputs §8.1-§8.2 state, so agreement "
+                "there is by construction; what the simulation shows independently is the shape: "
+                "the switch never limits (≈2 % of its pass rate at 208 executors), the servers "
+                "are flat from 16 executors.",
 ))
 
 

@@ -115,6 +115,13 @@ pub struct NetworkConfig {
     pub link_ns: u64,
     /// Latency of one recirculation pass in the switch, ns.
     pub recirc_ns: u64,
+    /// Passes (first passes and recirculations) the scheduling switch's
+    /// pipeline starts per second; a pass waits for a free slot, FIFO.
+    /// Unset: a pass takes no pipeline time (the switch never limits
+    /// throughput). Draconis §8.2: the Tofino handles up to 4.7 G packets/s.
+    /// Applies to every switch-resident scheduler (Draconis, R2P2, RackSched).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switch_pps: Option<u64>,
 }
 
 impl Default for NetworkConfig {
@@ -122,6 +129,7 @@ impl Default for NetworkConfig {
         NetworkConfig {
             link_ns: 2_000,
             recirc_ns: 500,
+            switch_pps: None,
         }
     }
 }
@@ -137,6 +145,11 @@ pub enum Arrival {
     /// are batches of Geometric(mean `burst_mean_tasks`) tasks capped at
     /// `burst_max_tasks`, the rest single tasks.
     Bursty,
+    /// A closed loop that offers more than any scheduler can take (Draconis
+    /// §8.2, Fig. 5b): the clients submit `outstanding` tasks at time 0 (jobs
+    /// of `job_tasks`) and another job each time `job_tasks` of theirs have
+    /// resolved, so the scheduler's queue never runs dry. `load` is unused.
+    ClosedLoop,
 }
 
 /// §8.5 locality setup: each task's data lives on one node; running it
@@ -174,8 +187,12 @@ pub struct PullWorkload {
     /// The first tasks submitted are not measured (warm-up). Default: 10 %.
     pub warmup_tasks: Option<u64>,
     pub arrival: Arrival,
-    /// Tasks per job for `arrival = "poisson"`.
+    /// Tasks per job for `arrival = "poisson"` and `"closed-loop"`.
     pub job_tasks: u32,
+    /// `arrival = "closed-loop"`: tasks the clients keep submitted and not
+    /// yet resolved (the window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outstanding: Option<u32>,
     pub burst_fraction: f64,
     pub burst_mean_tasks: f64,
     pub burst_max_tasks: u32,
@@ -199,6 +216,7 @@ impl Default for PullWorkload {
             warmup_tasks: None,
             arrival: Arrival::Poisson,
             job_tasks: 1,
+            outstanding: None,
             burst_fraction: 0.05,
             burst_mean_tasks: 100.0,
             burst_max_tasks: 1000,
@@ -559,6 +577,29 @@ impl PullConfig {
         if w.job_tasks == 0 {
             return Err(ConfigError::new("workload.job_tasks", "must be >= 1"));
         }
+        match (w.arrival, w.outstanding) {
+            (Arrival::ClosedLoop, None | Some(0)) => {
+                return Err(ConfigError::new(
+                    "workload.outstanding",
+                    "must be >= 1 for arrival = \"closed-loop\"",
+                ))
+            }
+            (Arrival::ClosedLoop, Some(_)) if self.client.timeout_us == 0.0 => {
+                // The default (10 × mean service) ignores the queueing
+                // behind a window of outstanding tasks.
+                return Err(ConfigError::new(
+                    "client.timeout_us",
+                    "must be set (> 0) for arrival = \"closed-loop\"",
+                ));
+            }
+            (Arrival::ClosedLoop, Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                return Err(ConfigError::new(
+                    "workload.outstanding",
+                    "only applies to arrival = \"closed-loop\"",
+                ))
+            }
+        }
         if !(w.burst_fraction.is_finite() && (0.0..=1.0).contains(&w.burst_fraction)) {
             return Err(ConfigError::new(
                 "workload.burst_fraction",
@@ -606,6 +647,9 @@ impl PullConfig {
         }
         non_negative("client.timeout_us", cl.timeout_us)?;
         non_negative("client.error_backoff_us", cl.error_backoff_us)?;
+        if self.network.switch_pps == Some(0) {
+            return Err(ConfigError::new("network.switch_pps", "must be >= 1"));
+        }
         if cl.max_attempts == 0 {
             return Err(ConfigError::new("client.max_attempts", "must be >= 1"));
         }

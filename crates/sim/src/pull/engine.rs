@@ -170,6 +170,44 @@ struct Exec {
     sparrow: Option<SparrowWorker>,
 }
 
+/// The scheduling switch's pipeline rate (`network.switch_pps`): passes,
+/// first ones and recirculations alike, start in arrival order, at most
+/// `pps` per second. Slot k of a busy period that began at `busy_start`
+/// starts at `busy_start + ceil(k · 10⁹ / pps)` ns: exact in integer ns,
+/// without drift, for rates above 1 G passes/s too (Tofino, Draconis §8.2:
+/// 4.7 G packets/s).
+struct SwitchPipeline {
+    pps: u64,
+    busy_start: u64,
+    passes: u64,
+}
+
+impl SwitchPipeline {
+    fn new(pps: u64) -> Self {
+        SwitchPipeline {
+            pps,
+            busy_start: 0,
+            passes: 0,
+        }
+    }
+
+    fn slot(&self, k: u64) -> u64 {
+        (k as u128 * 1_000_000_000).div_ceil(self.pps as u128) as u64
+    }
+
+    /// The instant the pass of a packet arriving at `now` starts. The pass
+    /// itself takes no time beyond its slot (its latency is in `link_ns`).
+    fn admit(&mut self, now: u64) -> u64 {
+        if now >= self.busy_start + self.slot(self.passes) {
+            self.busy_start = now;
+            self.passes = 0;
+        }
+        let start = self.busy_start + self.slot(self.passes);
+        self.passes += 1;
+        start
+    }
+}
+
 /// One (policy, load) run's result.
 #[derive(Clone, Debug)]
 pub struct PullRun {
@@ -190,6 +228,8 @@ struct Sim<'a> {
     sparrow_jobs: u64,
     execs: Vec<Exec>,
     sched: Sched,
+    /// `network.switch_pps` of a switch-resident scheduler.
+    pipeline: Option<SwitchPipeline>,
     dpkts: Slab<DraconisInput>,
     spkts: Slab<SparrowInput>,
     epkts: Slab<TaskList>,
@@ -213,6 +253,8 @@ struct Sim<'a> {
     /// Jobs per ns.
     job_rate: f64,
     jobs: u64,
+    /// Closed loop: tasks resolved since the last job was submitted.
+    closed_loop_resolved: u32,
     warmup: u64,
     resolved: u64,
     link: u64,
@@ -247,7 +289,7 @@ fn capped_geometric_mean(mean: f64, max: u32) -> f64 {
 pub fn mean_job_tasks(cfg: &PullConfig) -> f64 {
     let w = &cfg.workload;
     match w.arrival {
-        Arrival::Poisson => w.job_tasks as f64,
+        Arrival::Poisson | Arrival::ClosedLoop => w.job_tasks as f64,
         Arrival::Bursty => {
             (1.0 - w.burst_fraction)
                 + w.burst_fraction * capped_geometric_mean(w.burst_mean_tasks, w.burst_max_tasks)
@@ -392,12 +434,20 @@ impl<'a> Sim<'a> {
         }
         let tasks_n = cfg.workload.tasks;
         let warmup = cfg.workload.warmup_tasks.unwrap_or(tasks_n / 10);
+        let closed_loop = cfg.workload.arrival == Arrival::ClosedLoop;
         let mut m = PullMetrics::new(
             n_exec,
             levels as usize,
             cfg.workload.resource_phases,
-            task_rate * 1e9,
+            // A closed loop offers whatever the scheduler takes: no rate.
+            if closed_loop { 0.0 } else { task_rate * 1e9 },
         );
+        let on_switch = matches!(sched, Sched::Switch(_) | Sched::R2p2(_) | Sched::Rack(_));
+        let pipeline = cfg
+            .network
+            .switch_pps
+            .filter(|_| on_switch)
+            .map(SwitchPipeline::new);
         for node in 0..nodes {
             let g = (node as u64 * 3 / nodes as u64) as usize;
             m.group_nodes[g] += 1;
@@ -411,6 +461,7 @@ impl<'a> Sim<'a> {
             sparrow_jobs: 0,
             execs,
             sched,
+            pipeline,
             dpkts: Slab::new(),
             spkts: Slab::new(),
             epkts: Slab::new(),
@@ -436,6 +487,7 @@ impl<'a> Sim<'a> {
             prio_cum,
             job_rate,
             jobs: 0,
+            closed_loop_resolved: 0,
             warmup,
             resolved: 0,
             link,
@@ -464,9 +516,17 @@ impl<'a> Sim<'a> {
                 self.send_draconis(t + self.sched_link, req);
             }
         }
-        let first = self.interarrival();
-        self.q.at(first, Ev::Arrival);
         let total = self.cfg.workload.tasks;
+        if let Some(window) = self.closed_loop_window() {
+            let window = window.min(total);
+            while (self.tasks.len() as u64) < window {
+                let size = (self.job_size() as u64).min(window - self.tasks.len() as u64);
+                self.new_job(0, size);
+            }
+        } else {
+            let first = self.interarrival();
+            self.q.at(first, Ev::Arrival);
+        }
         while let Some((now, ev)) = self.q.pop() {
             self.handle(now, ev);
             if self.tasks.len() as u64 == total && self.resolved == total {
@@ -475,6 +535,30 @@ impl<'a> Sim<'a> {
             }
         }
         self.collect_dataplane_stats();
+    }
+
+    fn closed_loop_window(&self) -> Option<u64> {
+        let w = &self.cfg.workload;
+        (w.arrival == Arrival::ClosedLoop).then(|| w.outstanding.unwrap_or(1) as u64)
+    }
+
+    /// A task resolved (completed or given up): a closed loop submits its
+    /// next job once `job_tasks` have.
+    fn on_resolved(&mut self, now: u64) {
+        self.resolved += 1;
+        if self.closed_loop_window().is_none() {
+            return;
+        }
+        let remaining = self.cfg.workload.tasks - self.tasks.len() as u64;
+        if remaining == 0 {
+            return;
+        }
+        self.closed_loop_resolved += 1;
+        let size = (self.job_size() as u64).min(remaining);
+        if self.closed_loop_resolved as u64 >= size {
+            self.closed_loop_resolved -= size as u32;
+            self.new_job(now, size);
+        }
     }
 
     fn interarrival(&mut self) -> u64 {
@@ -563,10 +647,10 @@ impl<'a> Sim<'a> {
                 t.tries += 1;
                 if t.tries >= self.cfg.client.max_attempts {
                     t.state = State::GaveUp;
-                    self.resolved += 1;
                     if id >= self.warmup {
                         self.m.gave_up += 1;
                     }
+                    self.on_resolved(now);
                 } else {
                     self.resubmit(now, id);
                 }
@@ -575,11 +659,11 @@ impl<'a> Sim<'a> {
                 let t = &mut self.tasks[id as usize];
                 if t.state == State::Pending {
                     t.state = State::Completed;
-                    self.resolved += 1;
                     if id >= self.warmup {
                         self.m.completed += 1;
                         self.m.response.record(now - t.submit);
                     }
+                    self.on_resolved(now);
                 }
             }
         }
@@ -590,7 +674,7 @@ impl<'a> Sim<'a> {
     fn job_size(&mut self) -> u32 {
         let w = &self.cfg.workload;
         match w.arrival {
-            Arrival::Poisson => w.job_tasks,
+            Arrival::Poisson | Arrival::ClosedLoop => w.job_tasks,
             Arrival::Bursty => {
                 if !self.rng_size.chance(w.burst_fraction) {
                     return 1;
@@ -611,6 +695,16 @@ impl<'a> Sim<'a> {
         let total = self.cfg.workload.tasks;
         let remaining = total - self.tasks.len() as u64;
         let size = (self.job_size() as u64).min(remaining);
+        self.new_job(now, size);
+        if (self.tasks.len() as u64) < total {
+            let gap = self.interarrival();
+            self.q.at(now + gap, Ev::Arrival);
+        }
+    }
+
+    /// Creates the next `size` tasks as one job and submits it.
+    fn new_job(&mut self, now: u64, size: u64) {
+        let total = self.cfg.workload.tasks;
         let first = self.tasks.len() as u64;
         let nodes = self.cfg.cluster.nodes;
         for idx in first..first + size {
@@ -660,11 +754,9 @@ impl<'a> Sim<'a> {
         }
         self.submit(now, first, first + size);
         self.jobs += 1;
-        if (self.tasks.len() as u64) < total {
-            let gap = self.interarrival();
-            self.q.at(now + gap, Ev::Arrival);
-        } else {
+        if self.tasks.len() as u64 == total {
             self.m.last_arrival_ns = now;
+            self.m.window_end_decisions = self.m.decisions;
         }
     }
 
@@ -775,8 +867,9 @@ impl<'a> Sim<'a> {
         // The instant the actions leave the scheduler, and their delay to a host.
         let (t, to_host) = match &mut self.sched {
             Sched::Switch(sw) => {
+                let pass = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
                 sw.handle(input, &mut out);
-                (now, self.link)
+                (pass, self.link)
             }
             Sched::Server { s, free_at } => {
                 // A single-threaded server: FIFO, one step_ns per switch pass
@@ -847,6 +940,7 @@ impl<'a> Sim<'a> {
         let Sched::R2p2(sw) = &mut self.sched else {
             unreachable!("r2p2 packet without an r2p2 switch")
         };
+        let now = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
         self.rout.clear();
         sw.handle(input, &mut self.rout);
         for i in 0..self.rout.len() {
@@ -866,6 +960,7 @@ impl<'a> Sim<'a> {
         let Sched::Rack(sw) = &mut self.sched else {
             unreachable!("racksched packet without a racksched switch")
         };
+        let now = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
         self.kout.clear();
         sw.handle(now, input, &mut self.kout);
         for i in 0..self.kout.len() {
@@ -958,6 +1053,10 @@ impl<'a> Sim<'a> {
         let id = task.id;
         let t = &mut self.tasks[id as usize];
         self.m.decisions += 1;
+        if self.m.decisions == self.warmup.max(1) {
+            self.m.window_start_ns = now;
+            self.m.window_start_decisions = self.m.decisions;
+        }
         if t.props & !resources != 0 && self.cfg.workload.resource_phases {
             self.m.resource_violations += 1;
         }
@@ -1067,5 +1166,26 @@ impl<'a> Sim<'a> {
         };
         self.m.first_passes = first;
         self.m.recirculations = resub;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SwitchPipeline;
+
+    #[test]
+    fn pipeline_slots_are_fifo_and_restart_when_idle() {
+        // 1 M passes/s: one pass per µs.
+        let mut p = SwitchPipeline::new(1_000_000);
+        let starts: Vec<u64> = [0, 0, 0, 500, 5_000].iter().map(|&t| p.admit(t)).collect();
+        assert_eq!(starts, [0, 1_000, 2_000, 3_000, 5_000]);
+        // 3 G passes/s: slot k starts ceil(k / 3) ns into the busy period, so
+        // the millionth of back-to-back passes starts at 333,333 ns (no drift).
+        let mut p = SwitchPipeline::new(3_000_000_000);
+        let first: Vec<u64> = (0..5).map(|_| p.admit(10)).collect();
+        assert_eq!(first, [10, 11, 11, 11, 12]);
+        let mut p = SwitchPipeline::new(3_000_000_000);
+        let last = (0..1_000_000).map(|_| p.admit(0)).last();
+        assert_eq!(last, Some(333_333));
     }
 }

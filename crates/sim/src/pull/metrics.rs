@@ -69,6 +69,12 @@ pub struct PullMetrics {
     pub phase_start_ns: [u64; 3],
     pub first_arrival_ns: u64,
     pub last_arrival_ns: u64,
+    /// The steady-state window: from the warm-up-th decision (its time and
+    /// the decision count then) to the last task's first submission (the
+    /// decision count then).
+    pub window_start_ns: u64,
+    pub window_start_decisions: u64,
+    pub window_end_decisions: u64,
     pub end_ns: u64,
     pub busy_ns: u64,
     pub first_passes: u64,
@@ -105,6 +111,9 @@ impl PullMetrics {
             phase_start_ns: [NONE; 3],
             first_arrival_ns: NONE,
             last_arrival_ns: 0,
+            window_start_ns: NONE,
+            window_start_decisions: 0,
+            window_end_decisions: 0,
             end_ns: 0,
             busy_ns: 0,
             first_passes: 0,
@@ -146,6 +155,22 @@ impl PullMetrics {
     pub fn record_get_task(&mut self, delay_ns: u64, priority: u8) {
         let level = (priority.max(1) as usize - 1).min(self.get_task_by_level.len() - 1);
         self.get_task_by_level[level].record(delay_ns);
+    }
+
+    /// Decisions per second in the steady-state window (see the fields);
+    /// 0 when the window is empty (the last submission came before the
+    /// warm-up-th decision). Unlike `decisions / span`, it leaves out the
+    /// ramp-up (executors' first polls) and the drain after the last
+    /// submission, so with a full queue it is the scheduler's throughput
+    /// (Draconis Fig. 5b).
+    pub fn steady_decisions_per_s(&self) -> f64 {
+        if self.window_start_ns == NONE || self.last_arrival_ns <= self.window_start_ns {
+            return 0.0;
+        }
+        let n = self
+            .window_end_decisions
+            .saturating_sub(self.window_start_decisions);
+        n as f64 / ((self.last_arrival_ns - self.window_start_ns) as f64 / 1e9)
     }
 
     /// Simulated time from the first arrival to the last task resolved.
@@ -192,6 +217,8 @@ pub struct PullSummary {
     pub get_task_by_level: Vec<LatencyStats>,
     pub decisions: u64,
     pub decisions_per_s: f64,
+    /// [`PullMetrics::steady_decisions_per_s`].
+    pub steady_decisions_per_s: f64,
     pub noops: u64,
     /// Scheduler passes: first passes and recirculations (Draconis, R2P2;
     /// for Draconis-Server, inline steps beyond the first of a message).
@@ -267,6 +294,7 @@ impl PullSummary {
             get_task_by_level: m.get_task_by_level.iter().map(LatencyStats::of).collect(),
             decisions: m.decisions,
             decisions_per_s: m.decisions as f64 / (span / 1e9),
+            steady_decisions_per_s: m.steady_decisions_per_s(),
             noops: m.noops,
             first_passes: m.first_passes,
             recirculations: m.recirculations,

@@ -153,7 +153,8 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
          submitted,completed,gave_up,timeouts,resubmissions,error_tasks,duplicate_executions,\
          dropped,decisions,decisions_per_s,noops,first_passes,recirculations,recirc_fraction,\
          utilization,sim_s,events,wall_s,p90_us,response_p90_us,response_mean_us,\
-         completion_p50_us,completion_p90_us,completion_p99_us,completion_p999_us,completion_mean_us",
+         completion_p50_us,completion_p90_us,completion_p99_us,completion_p999_us,completion_mean_us,\
+         steady_decisions_per_s",
     );
     if levels > 1 {
         for l in 1..=levels {
@@ -195,7 +196,7 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
         );
         let _ = write!(
             csv,
-            ",{},{},{:.3},{},{},{},{},{:.3}",
+            ",{},{},{:.3},{},{},{},{},{:.3},{:.1}",
             us(r.sched.p90_ns),
             us(r.response.p90_ns),
             r.response.mean_ns / 1e3,
@@ -203,7 +204,8 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
             us(r.completion.p90_ns),
             us(r.completion.p99_ns),
             us(r.completion.p999_ns),
-            r.completion.mean_ns / 1e3
+            r.completion.mean_ns / 1e3,
+            r.steady_decisions_per_s
         );
         if levels > 1 {
             for l in 0..levels {
