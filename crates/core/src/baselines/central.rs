@@ -37,17 +37,8 @@ impl Jbsq {
 mod tests {
     use super::super::testutil::*;
     use super::*;
-    use crate::dataplane::{Action, DropReason, Input, NodeId, Outbox};
+    use crate::dataplane::{Action, DropReason, Input, Outbox};
     use proptest::prelude::*;
-
-    fn done(node: NodeId) -> Input {
-        Input::Reply {
-            node,
-            qlen: 0,
-            class: 0,
-            task: 0,
-        }
-    }
 
     #[test]
     fn buffered_tasks_leave_in_fifo_order() {

@@ -268,15 +268,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn done(node: NodeId) -> Input {
-        Input::Reply {
-            node,
-            qlen: 0,
-            class: 0,
-            task: 0,
-        }
-    }
-
     #[test]
     fn fills_the_least_loaded_node_up_to_the_bound_then_queues() {
         let mut j = Jbsq::new(2, 3, 16);

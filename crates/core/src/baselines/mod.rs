@@ -378,6 +378,17 @@ pub(crate) mod testutil {
         out.drain().collect()
     }
 
+    /// A task's completion reported by `node` (the load-free reply JBSQ and
+    /// the central queue count outstanding tasks with).
+    pub fn done(node: NodeId) -> Input {
+        Input::Reply {
+            node,
+            qlen: 0,
+            class: 0,
+            task: 0,
+        }
+    }
+
     /// The node of the single Dispatch `input` produced.
     pub fn dispatched(dp: &mut impl DataPlane, now: u64, input: Input) -> NodeId {
         match run(dp, now, input).as_slice() {
