@@ -5,6 +5,7 @@ import os
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,7 +152,65 @@ def test_horus_fig19a_groups_from_placement():
     pl = netsched.placement(horus.datacenter("reduced"))
     assert s.set_index("pool_id")["workers"].equals(pl.groupby("pool_id")["workers"].sum())
     assert (s.per_rack_var >= 0).all() and (s.racks <= 128).all()
-    # Fig. 19a's runs are Fig. 11's Bimodal runs at load 0.9, shared in the cache.
-    f11 = {p.key() for p in horus.fig11_points("reduced")}
+    # Fig. 19a's runs are Fig. 12a's (whole-datacenter, Bimodal) runs at load
+    # 0.9, shared in the cache; Fig. 11 simulates only the median pool.
+    f12a = {p.key() for p in horus.fig12a_points("reduced")}
     f19 = horus.fig19a_points("reduced")
-    assert len(f19) == 3 and {p.key() for p in f19} <= f11
+    assert len(f19) == 3 and {p.key() for p in f19} <= f12a
+    assert not {p.key() for p in f19} & {p.key() for p in horus.fig11_points("reduced")}
+
+
+def test_horus_fig11_simulates_the_median_pool_alone_with_its_full_run_results():
+    from netsched.catalog import horus
+
+    sizes = netsched.placement(horus.datacenter("reduced")).groupby("pool_id")["workers"].sum()
+    pid = horus.median_pool_id("reduced")
+    assert (sizes < sizes[pid]).sum() <= (len(sizes) - 1) // 2 <= (sizes <= sizes[pid]).sum() - 1
+    pts = horus.fig11_points("reduced")
+    assert {tuple(p.config["only_pools"]) for p in pts} == {(pid,)}
+    # The selection by size on a full run's pools table picks the same pool,
+    # and simulating it alone gives that pool's full-run numbers.
+    full = copy.deepcopy(horus.datacenter("reduced"))
+    full["workload"]["tasks_per_worker"] = 2
+    whole = netsched.run_sim(full).pools
+    alone = netsched.run_sim(dict(full, only_pools=[pid])).pools
+    assert int(horus.median_pool(whole)["pool_id"].iloc[0]) == pid
+    assert alone["pool_id"].tolist() == [pid]
+    row = whole[whole.pool_id == pid].drop(columns=["wall_s"], errors="ignore").reset_index(drop=True)
+    pd.testing.assert_frame_equal(alone.drop(columns=["wall_s"], errors="ignore").reset_index(drop=True), row)
+
+
+def test_horus_fig18_simulates_only_the_failed_spines_pools_and_loses_nothing():
+    from netsched.catalog import horus
+
+    pts = horus.fig18_points("reduced")
+    assert len(pts) == 9
+    by_spine = horus.spine_pools("reduced")
+    for p in pts:
+        spine = p.config["failures"][0]["id"]
+        assert p.config["only_pools"] == by_spine[p.labels["ratio"]][spine] != []
+    # One failure, shortened: the selected pools' numbers are the full run's,
+    # and no other pool sees a controller message or an abort.
+    cfg = copy.deepcopy(pts[0].config)
+    cfg["workload"]["tasks_per_worker"] = 4
+    cfg["failures"][0]["at_us"] = 0.5 * 4 * 275.0 / 0.9
+    cfg["network"] = {"loss": 0.0}
+    part = netsched.run_sim(cfg)
+    whole = netsched.run_sim({k: v for k, v in cfg.items() if k != "only_pools"})
+    assert part.runs["msg_controller"].iloc[0] > 0
+    for col in ("msg_controller", "aborted_dead_spine", "submitted_total", "completed"):
+        mine = whole.pools[whole.pools.pool_id.isin(cfg["only_pools"])][col].sum()
+        assert part.runs[col].iloc[0] == mine, col
+    others = whole.pools[~whole.pools.pool_id.isin(cfg["only_pools"])]
+    assert (others["msg_controller"] == 0).all() and (others["aborted_dead_spine"] == 0).all()
+    assert whole.runs["msg_controller"].iloc[0] == part.runs["msg_controller"].iloc[0]
+
+
+def test_horus_fig17_runs_five_pools_across_the_size_range():
+    from netsched.catalog import horus
+
+    sizes = horus.pool_sizes("reduced").set_index("pool_id")["workers"]
+    five = horus.sample_pools("reduced")
+    assert len(five) == 5
+    assert sizes[five].min() == sizes.min() and sizes[five].max() == sizes.max()
+    assert {tuple(p.config["only_pools"]) for p in horus.fig17_points("reduced")} == {tuple(five)}

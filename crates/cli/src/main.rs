@@ -72,6 +72,10 @@ struct SimArgs {
     /// Number of worker pools (overrides placement.pools).
     #[arg(long)]
     pools: Option<u32>,
+    /// Simulate only these pool ids, comma-separated (sets `only_pools`;
+    /// each selected pool's results equal the full run's).
+    #[arg(long, value_delimiter = ',')]
+    only_pools: Vec<u32>,
     /// Output directory for CSV and JSON.
     #[arg(short, long, default_value = "results/sim")]
     out: PathBuf,
@@ -99,6 +103,9 @@ fn apply_overrides(cfg: &mut SimConfig, a: &SimArgs) -> Result<(), ConfigError> 
     if let Some(p) = a.pools {
         cfg.placement.pools = Some(p);
         cfg.placement.sizes.clear();
+    }
+    if !a.only_pools.is_empty() {
+        cfg.only_pools = Some(a.only_pools.clone());
     }
     if !a.policy.is_empty() || !a.load.is_empty() {
         let mut sweep = cfg.sweep.clone().unwrap_or(netsched_sim::config::Sweep {

@@ -463,6 +463,13 @@ pub struct SimConfig {
     /// Worker threads for pools (0 = all cores). Results do not depend on it.
     #[serde(default)]
     pub threads: usize,
+    /// Simulate only these pools (ids as placed; every pool is still placed,
+    /// so each keeps its racks and spines). Pools share no state and each has
+    /// its own random streams, so a selected pool's results are exactly what
+    /// the full run gives it: Horus Fig. 11 plots one pool, App. C's Fig. 17
+    /// five. `None` simulates every pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_pools: Option<Vec<u32>>,
 }
 
 fn default_seed() -> u64 {
@@ -591,6 +598,19 @@ impl SimConfig {
         }
         if self.workers.ps_slice_us.is_nan() || self.workers.ps_slice_us <= 0.0 {
             return Err(err("workers.ps_slice_us", "must be > 0"));
+        }
+        if let Some(ids) = &self.only_pools {
+            if ids.is_empty() {
+                return Err(err(
+                    "only_pools",
+                    "lists no pool: leave it out to simulate every pool",
+                ));
+            }
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+                return Err(err("only_pools", format!("pool {} is listed twice", w[0])));
+            }
         }
         if self.metrics.imbalance_interval_us < 0.0 {
             return Err(err("metrics.imbalance_interval_us", "must be >= 0"));

@@ -73,6 +73,37 @@ pub fn plans(topo: &Topology, cfg: &SimConfig) -> Result<Vec<PoolPlan>, ConfigEr
         .collect())
 }
 
+/// Keeps the pools `only` names (all of them for `None`), in pool-id order.
+/// An id the placement did not produce is an error, not an empty run.
+pub fn select_pools(
+    plans: Vec<PoolPlan>,
+    only: Option<&[u32]>,
+) -> Result<Vec<PoolPlan>, ConfigError> {
+    let Some(only) = only else {
+        return Ok(plans);
+    };
+    if let Some(&missing) = only
+        .iter()
+        .find(|&&id| !plans.iter().any(|p| p.pool_id == id))
+    {
+        let ids = match (plans.first(), plans.last()) {
+            (Some(a), Some(b)) => format!("ids {}-{}", a.pool_id, b.pool_id),
+            _ => "no ids".to_string(),
+        };
+        return Err(ConfigError::new(
+            "only_pools",
+            format!(
+                "pool {missing} does not exist (the placement has {} pools, {ids})",
+                plans.len()
+            ),
+        ));
+    }
+    Ok(plans
+        .into_iter()
+        .filter(|p| only.contains(&p.pool_id))
+        .collect())
+}
+
 /// Runs every (policy, load) combination the config asks for.
 pub fn run_config(
     cfg: &SimConfig,
@@ -82,7 +113,7 @@ pub fn run_config(
     cfg.validate()?;
     let t0 = Instant::now();
     let topo = Topology::build(&cfg.topology)?;
-    let plans = plans(&topo, cfg)?;
+    let plans = select_pools(plans(&topo, cfg)?, cfg.only_pools.as_deref())?;
     let setup_s = t0.elapsed().as_secs_f64();
     let service = cfg.workload.service.build_relative_to(base_dir)?;
     let threads = if cfg.threads == 0 {

@@ -59,6 +59,64 @@ fn results_identical_for_one_and_many_threads() {
     }
 }
 
+/// `only_pools` simulates a subset; each selected pool's metrics must be the
+/// ones the full run gives it, for hierarchical, flat and ideal policies and
+/// under a spine failure (the catalog's Fig. 11, 17 and 18 rely on this).
+#[test]
+fn a_selected_pool_gets_exactly_its_full_run_results() {
+    let spine_fail = "[[failures]]\nkind = \"spine\"\nat_us = 20000\nid = 0\n";
+    for (policy, extra) in [
+        ("horus", ""),
+        ("rs-h", ""),
+        ("jsq", ""),
+        ("horus", spine_fail),
+    ] {
+        let full = run(&config(policy, extra));
+        let mut cfg = config(policy, extra);
+        cfg.only_pools = Some(vec![2, 0]);
+        let part = run(&cfg);
+        assert_eq!(part[0].pools.len(), 2, "{policy}");
+        if !extra.is_empty() {
+            let sum = Summary::of_pool(&part[0].overall);
+            assert!(
+                sum.messages["controller"] > 0,
+                "the failure missed pools 0 and 2"
+            );
+        }
+        for p in &part[0].pools {
+            let whole = full[0]
+                .pools
+                .iter()
+                .find(|f| f.pool_id == p.pool_id)
+                .unwrap();
+            assert_eq!(
+                Summary::of_pool(p).to_json(),
+                Summary::of_pool(whole).to_json(),
+                "{policy} {extra}: pool {} differs when simulated alone",
+                p.pool_id
+            );
+        }
+        assert_eq!(
+            part[0].workers,
+            full[0].pools[0].workers + full[0].pools[2].workers
+        );
+    }
+    let mut cfg = config("horus", "");
+    cfg.only_pools = Some(vec![1, 4]);
+    let e = run_config(&cfg, Path::new("."), &RunOpts::default())
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.to_string(),
+        "only_pools: pool 4 does not exist (the placement has 4 pools, ids 0-3)"
+    );
+    cfg.only_pools = Some(vec![1, 1]);
+    assert_eq!(
+        cfg.validate().unwrap_err().to_string(),
+        "only_pools: pool 1 is listed twice"
+    );
+}
+
 #[test]
 fn different_seeds_give_different_results() {
     let mut cfg = config("horus", "");

@@ -7,6 +7,7 @@ catalog runs in CI."""
 from __future__ import annotations
 
 import copy
+import functools
 import random
 
 import pandas as pd
@@ -47,8 +48,36 @@ def per_run(runs: pd.DataFrame, cols=("service", "policy", "load")) -> pd.DataFr
     return runs[keep].copy()
 
 
+@functools.lru_cache(maxsize=None)
+def pool_sizes(scale: str) -> pd.DataFrame:
+    """Every pool's worker count in the datacenter's placement (the one
+    every run uses: same topology, placement parameters and seed), smallest
+    first, ties by id. Computed by the simulator's own placement, without
+    simulating."""
+    from ..api import placement
+
+    sizes = placement(datacenter(scale)).groupby("pool_id", as_index=False)["workers"].sum()
+    return sizes.sort_values(["workers", "pool_id"]).reset_index(drop=True)
+
+
+def median_pool_id(scale: str) -> int:
+    """Horus Fig. 11 plots 'the worker pool with the median size' (the lower
+    median of the sorted sizes)."""
+    sizes = pool_sizes(scale)
+    return int(sizes["pool_id"].iloc[(len(sizes) - 1) // 2])
+
+
+def only_median_pool(cfg: dict, scale: str) -> dict:
+    """Pools share no state (each has its own event queue and random streams),
+    so simulating the median pool alone gives exactly its full-run results
+    (crates/sim/tests/runs.rs checks it) at a few thousandth of the cost."""
+    cfg["only_pools"] = [median_pool_id(scale)]
+    return cfg
+
+
 def median_pool(pools: pd.DataFrame) -> pd.DataFrame:
-    """Horus Fig. 11 plots 'the worker pool with the median size'."""
+    """The median-size pool's rows of a runs' pools table (the runs simulate
+    only that pool; the selection by size is repeated as a check)."""
     sizes = pools.drop_duplicates("pool_id")[["pool_id", "workers"]].sort_values(["workers", "pool_id"])
     pid = sizes["pool_id"].iloc[(len(sizes) - 1) // 2]
     d = pools[pools["pool_id"] == pid].copy()
@@ -162,7 +191,7 @@ register(Experiment(
 # --- Fig. 11 --------------------------------------------------------------------
 
 def fig11_points(scale):
-    return grid(datacenter(scale), service=["exp100", "bimodal", "trimodal"],
+    return grid(only_median_pool(datacenter(scale), scale), service=["exp100", "bimodal", "trimodal"],
                 policy=["horus", "rs-h", "rs-lb"], load=loads(scale))
 
 
@@ -409,8 +438,20 @@ register(Experiment(
 
 # --- Fig. 17 --------------------------------------------------------------------
 
+def sample_pools(scale: str) -> list:
+    """App. C: 'five sample worker pools with sizes ranging from 50 to
+    20,000'. We take the pools at the size quantiles 0, 1/4, 1/2, 3/4 and 1
+    of the placement (smallest to largest; §5.1's distribution has its cap of
+    20,000 far above the largest of 1,000 draws)."""
+    sizes = pool_sizes(scale)
+    at = [round(q * (len(sizes) - 1)) for q in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    return sorted(int(sizes["pool_id"].iloc[i]) for i in at)
+
+
 def fig17_points(scale):
-    return grid(datacenter(scale), policy=["horus", "pow2-delayed", "idle-only"], load=loads(scale))
+    base = datacenter(scale)
+    base["only_pools"] = sample_pools(scale)
+    return grid(base, policy=["horus", "pow2-delayed", "idle-only"], load=loads(scale))
 
 
 def fig17_claims(t):
@@ -427,42 +468,69 @@ register(Experiment(
     name="horus-fig17", paper=PAPER, figure="Fig. 17",
     title="Horus's components: lazy power-of-2 and idle selection",
     setup="Mean response time against load for Horus, power-of-2 updated only by replies "
-          "(Pow-of-2 DU) and idle-list-only selection (random when none idle), Bimodal, datacenter.",
+          "(Pow-of-2 DU) and idle-list-only selection (random when none idle), Bimodal, over "
+          "App. C's five sample pools: the datacenter's pools at the size quantiles 0, ¼, ½, ¾ "
+          "and 1, simulated alone (pools share no state, so their results are the full run's).",
     points=fig17_points,
     table=lambda runs, pools: per_run(runs),
     plot=lambda t, png: lines(t, png, "load", "mean_us", xlabel="load",
                               ylabel="mean response time (µs)", title="Horus components"),
     claims=fig17_claims,
     differences="The two variants run as one scheduler over each pool's workers (App. C does not "
-                "state their placement in the hierarchy).",
+                "state their placement in the hierarchy). App. C does not name its five pools; we "
+                "take the size quantiles, so the largest is the datacenter's largest pool (a few "
+                "thousand workers at paper scale) rather than 20,000. Mean response time is over "
+                "the five pools' tasks together.",
 ))
 
 
 # --- Fig. 18 --------------------------------------------------------------------
 
+def spine_pools(scale: str) -> dict:
+    """Global spine id -> the pools it schedules for (its leaves' pools), from
+    the placement at the leaf:spine ratio of each of Fig. 18's runs."""
+    from ..api import placement
+
+    out = {}
+    for r in (10, 20, 40):
+        cfg = datacenter(scale)
+        cfg["placement"]["ratio"] = r
+        pl = placement(cfg)
+        out[r] = {int(s): sorted(int(p) for p in g.unique()) for s, g in pl.groupby("spine_id")["pool_id"]}
+    return out
+
+
 def fig18_points(scale):
     base = datacenter(scale)
     base["policy"] = "horus"
-    k = base["topology"]["k"]
-    spines = k * k // 2
     reps = 30 if scale == "paper" else 3
     rng = random.Random(18)
     tpw = base["workload"]["tasks_per_worker"]
     # Fail mid-window: the arrival window is tasks_per_worker × mean / load (Bimodal mean 275 µs).
     at_us = 0.5 * tpw * 275.0 / base["workload"]["load"]
+    by_spine = spine_pools(scale)
     pts = []
     for r in [10, 20, 40]:
-        # Distinct random spines per ratio: a repeated spine would repeat a run.
-        for rep, spine in enumerate(rng.sample(range(spines), reps)):
+        # A random spine *scheduler*: one that schedules for at least one pool
+        # (at reduced scale many spines serve none). Distinct spines per ratio:
+        # a repeated spine would repeat a run.
+        used = sorted(by_spine[r])
+        for rep, spine in enumerate(rng.sample(used, reps)):
             cfg = copy.deepcopy(base)
             cfg["placement"]["ratio"] = r
             cfg["failures"] = [{"kind": "spine", "at_us": at_us, "id": spine}]
-            pts.append(Point({"ratio": r, "rep": rep}, cfg))
+            # Only the pools the failure reaches: the others run exactly as
+            # without it and contribute no message or abort.
+            cfg["only_pools"] = by_spine[r][spine]
+            pts.append(Point({"ratio": r, "rep": rep, "spine": spine}, cfg))
     return pts
 
 
 def fig18_table(runs, pools):
-    d = runs[["ratio", "rep", "msg_controller", "aborted_dead_spine", "submitted_total"]].copy()
+    d = runs[["ratio", "rep", "spine", "pools", "msg_controller", "aborted_dead_spine",
+              "submitted_total"]].copy()
+    # Of the tasks submitted to the pools using the failed spine: an upper
+    # bound on the paper's fraction of all the datacenter's tasks.
     d["aborted_fraction"] = d["aborted_dead_spine"] / d["submitted_total"]
     return d
 
@@ -485,9 +553,11 @@ def fig18_claims(t):
 register(Experiment(
     name="horus-fig18", paper=PAPER, figure="Fig. 18",
     title="Spine scheduler failures: controller messages and aborted tasks",
-    setup="A random spine fails halfway through the run (Bimodal, load 0.9, all pools); leaves "
+    setup="A random spine scheduler fails halfway through the run (Bimodal, load 0.9); leaves "
           "learn of it after the controller's hop-delayed notice. Repeated for leaf:spine ratios "
-          "r = 10, 20, 40 (30 random spines each at paper scale, 3 at reduced scale).",
+          "r = 10, 20, 40 (30 random spines each at paper scale, 3 at reduced scale). Only the "
+          "pools that use the failed spine are simulated (the others are untouched by it); the "
+          "aborted fraction is of those pools' submitted tasks.",
     points=fig18_points,
     table=fig18_table,
     plot=lambda t, png: bars(t.groupby("ratio", as_index=False)[["msg_controller", "aborted_fraction"]].mean()
@@ -495,9 +565,11 @@ register(Experiment(
                              series="metric", ylabel="mean per failure", logy=True),
     claims=fig18_claims,
     differences="A reduced-scale tree has 128 spines and 30 pools, so far fewer leaves depend "
-                "on each spine and message counts are proportionally smaller; a random spine "
-                "may serve no pool at all (zero messages), as in the paper's random choice.",
-))
+                "on each spine and message counts are proportionally smaller; we draw the failed "
+                "spine among those scheduling for at least one pool (at reduced scale many serve "
+                "none). The paper divides aborted tasks by all submitted tasks; we divide by the "
+                "tasks of the pools that use the failed spine, a smaller denominator, so our "
+                "fraction is an upper bound on the paper's."))
 
 
 # --- Fig. 19b -------------------------------------------------------------------
@@ -555,8 +627,8 @@ FIG19A_POLICIES = ["horus", "rs-h", "rs-lb"]
 
 
 def fig19a_points(scale):
-    # Bimodal at load 0.9: exactly Fig. 11's Bimodal runs at that load (same
-    # configs, so the cache shares them). `scale` rides along as a label so
+    # Bimodal at load 0.9 over the whole datacenter: exactly Fig. 12a's runs
+    # at that load (same configs, so the cache shares them). `scale` rides along as a label so
     # the table can rebuild the placement.
     pts = grid(datacenter(scale), service=["bimodal"], policy=FIG19A_POLICIES, load=[0.9])
     for p in pts:
@@ -666,7 +738,8 @@ def fig19a_claims(t):
 register(Experiment(
     name="horus-fig19a", paper=PAPER, figure="Fig. 19a",
     title="Impact of worker placement: p99 per pool grouped by the variance of its workers per rack",
-    setup="Fig. 11's Bimodal runs at load 0.9 (Horus, RS-H, RS-LB; shared through the cache). Each "
+    setup="Fig. 12a's whole-datacenter Bimodal runs at load 0.9 (Horus, RS-H, RS-LB; shared through "
+          "the cache). Each "
           "pool's per-rack worker counts come from the placement the runs used "
           "(`netsched.placement`); pools are grouped into equal-count bins of the variance of "
           "those counts, and we plot the mean of the pools' p99 ± one standard deviation.",
