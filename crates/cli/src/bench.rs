@@ -92,8 +92,15 @@ tasks_per_worker = {tasks_per_worker}
     let cfg = SimConfig::from_toml(&text).map_err(|e| e.to_string())?;
     let _ = Policy::parse(policy).map_err(|e| e.to_string())?;
     let start = Instant::now();
-    let runs = run_config(&cfg, std::path::Path::new("."), &RunOpts { progress: true })
-        .map_err(|e| e.to_string())?;
+    let runs = run_config(
+        &cfg,
+        std::path::Path::new("."),
+        &RunOpts {
+            progress: true,
+            ..RunOpts::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
     let wall = start.elapsed().as_secs_f64();
     report::print_table(&runs);
     let r = &runs[0];

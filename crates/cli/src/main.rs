@@ -131,8 +131,15 @@ fn sim(a: SimArgs) -> Result<(), String> {
     let mut cfg = load_config(&a.config)?;
     apply_overrides(&mut cfg, &a).map_err(|e| e.to_string())?;
     let base = a.config.parent().map(PathBuf::from).unwrap_or_default();
-    let runs =
-        run_config(&cfg, &base, &RunOpts { progress: !a.quiet }).map_err(|e| e.to_string())?;
+    let runs = run_config(
+        &cfg,
+        &base,
+        &RunOpts {
+            progress: !a.quiet,
+            ..RunOpts::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
     report::print_table(&runs);
     if let Some(line) = report::throughput_line(&runs, (cfg.metrics.p99_target_us * 1e3) as u64) {
         println!("{line}");

@@ -255,4 +255,14 @@ pub trait DataPlane {
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox);
     /// Pass counters of this instance's switch pipeline.
     fn pipeline(&self) -> &Pipeline;
+    /// Whether handling `input` only writes this data plane's registers and
+    /// emits nothing that travels or takes time: no dispatch, resubmission or
+    /// notice, at most a counted drop. A driver may then deliver it late, as
+    /// long as it does so in arrival order and before the data plane's next
+    /// input, and the data plane cannot tell. The simulator uses this for
+    /// RS-H's load updates, one per completion to every spine of a pool
+    /// (Horus §5.2), which would otherwise dominate its event queue.
+    fn writes_state_only(&self, _input: &Input) -> bool {
+        false
+    }
 }

@@ -991,6 +991,12 @@ impl DataPlane for RackSchedSpine {
     fn pipeline(&self) -> &Pipeline {
         &self.pipeline
     }
+
+    /// A LOAD report writes one load register (or is dropped for an unknown
+    /// rack): Alg. 1's update, nothing emitted.
+    fn writes_state_only(&self, input: &Input) -> bool {
+        matches!(input, Input::LoadUpdate { .. })
+    }
 }
 
 #[cfg(test)]
@@ -1083,6 +1089,41 @@ mod tests {
                 prop_assert!(!(unique_max && loads[node as usize] == max));
             }
             rs.load_table().check_invariants().map_err(TestCaseError::fail)?;
+        }
+
+        /// What `writes_state_only` promises the simulator, which holds
+        /// RS-H's load updates back and hands them over just before the
+        /// spine's next input: an update emits at most a drop, and handling
+        /// it later leaves the spine in exactly the same state (every
+        /// register, the pass counters and the random stream).
+        #[test]
+        fn spine_load_updates_write_state_only(
+            ops in proptest::collection::vec((0u8..4, 0u32..8, 0u32..4 * fixed::ONE), 1..80),
+            seed in any::<u64>(),
+        ) {
+            // A small ReqTable keeps the whole-state comparison (Debug) cheap.
+            let req = ReqTableConfig { stages: 1, slots_per_stage: 8, ..ReqTableConfig::default() };
+            let mut sp = RackSchedSpine::new(6, seed, 2, req);
+            for (i, &(op, node, load)) in ops.iter().enumerate() {
+                let input = match op {
+                    0 | 1 => Input::LoadUpdate { node, load },
+                    2 => single(i as u64),
+                    _ => {
+                        sp.control_remove_node(node % 6);
+                        continue;
+                    }
+                };
+                prop_assert_eq!(sp.writes_state_only(&input), op < 2);
+                if !sp.writes_state_only(&input) {
+                    run(&mut sp, 10, input);
+                    continue;
+                }
+                let mut late = sp.clone();
+                let now = run(&mut sp, 10, input);
+                prop_assert!(now.iter().all(|a| matches!(a, Action::Drop(_))), "{:?}", now);
+                prop_assert_eq!(&run(&mut late, 5_000_000, input), &now);
+                prop_assert_eq!(format!("{late:?}"), format!("{sp:?}"));
+            }
         }
 
         /// Horus §4.1/§5.2 RS-H: exactly one LoadUpdate to all spines per

@@ -83,8 +83,15 @@ fn sim_outputs(
 ) -> Result<(String, String, String, String), Failure> {
     use netsched_sim::report;
     use netsched_sim::run::{run_config, RunOpts};
-    let runs = run_config(cfg, base_dir, &RunOpts { progress })
-        .map_err(|e| Failure::Config(e.to_string()))?;
+    let runs = run_config(
+        cfg,
+        base_dir,
+        &RunOpts {
+            progress,
+            ..RunOpts::default()
+        },
+    )
+    .map_err(|e| Failure::Config(e.to_string()))?;
     let scratch = Scratch::new().map_err(|e| Failure::Io(e.to_string()))?;
     let io = |e: std::io::Error| Failure::Io(format!("{}: {e}", scratch.0.display()));
     report::write_outputs(&scratch.0, cfg, &runs).map_err(io)?;

@@ -19,7 +19,7 @@ use netsched_core::rng::Rng;
 use crate::config::{DelayDist, FailureEvent, LoadTrackingMode, Policy, WorkerModel};
 use crate::metrics::{AbortReason, MessageKind, PoolMetrics};
 use crate::nodes::{Discipline, NodeEvent, Nodes, Outcome};
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Inbox};
 use crate::sched::{Lower, Upper};
 use crate::workload::{ArrivalProcess, RateSchedule, ServiceSampler};
 
@@ -85,6 +85,10 @@ pub struct RunSetup<'a> {
     pub imbalance_interval_ns: u64,
     /// Spine-to-leaf hop count (1 within a pod, 3 across pods in a fat tree).
     pub hops: &'a (dyn Fn(u32, u32) -> u32 + Sync),
+    /// Hold inputs an upper's data plane declares state-only
+    /// (`DataPlane::writes_state_only`) in its inbox rather than the event
+    /// queue. Results are identical either way (tested); off only in tests.
+    pub defer_state_writes: bool,
 }
 
 /// Per-task state while a task is in flight, indexed by a slot number that the
@@ -179,6 +183,10 @@ struct UpperState {
     alive: bool,
     /// Submissions may choose it (cleared once clients know it died).
     routable: bool,
+    /// State-only inputs on their way here, each under the event key it
+    /// would have had (see `RunSetup::defer_state_writes`).
+    /// Held as (local rack, notice): a small entry keeps the heap's moves cheap.
+    inbox: Inbox<(u32, Notice)>,
 }
 
 struct RackState {
@@ -208,8 +216,12 @@ pub struct PoolSim<'a> {
     rng_work: Rng,
     rng_net: Rng,
     rng_route: Rng,
-    out: Outbox,
+    /// Reused for every input; boxed so that lending it out while its
+    /// actions run moves a pointer, not the whole fixed-capacity list.
+    out: Option<Box<Outbox>>,
     lost_buf: Vec<u32>,
+    /// Scratch for inputs taken from an inbox.
+    due_buf: Vec<(u64, (u32, Notice))>,
     /// Cumulative routing weights of the uppers, for weighted spine choice.
     cum_weights: Vec<u32>,
     weights_dirty: bool,
@@ -292,8 +304,9 @@ impl<'a> PoolSim<'a> {
             rng_work: stream(1),
             rng_net: stream(2),
             rng_route: stream(3),
-            out: Outbox::new(),
+            out: Some(Box::default()),
             lost_buf: Vec::new(),
+            due_buf: Vec::new(),
             cum_weights: Vec::new(),
             weights_dirty: true,
             submitted: 0,
@@ -331,6 +344,9 @@ impl<'a> PoolSim<'a> {
                 since_report = 0;
             }
         }
+        // Held inputs that arrive after the last event run last, as their
+        // events would have.
+        self.settle_all((u64::MAX, u64::MAX));
         progress(self.metrics.completed_total());
         // Nothing accepted is lost silently: whatever is still held by a
         // scheduler when the last event has run is counted.
@@ -554,12 +570,7 @@ impl<'a> PoolSim<'a> {
                 notice,
             } => {
                 if self.uppers[upper as usize].alive {
-                    let input = match notice {
-                        Notice::IdleAdd => Input::IdleAdd { node: rack },
-                        Notice::IdleRemove => Input::IdleRemove { node: rack },
-                        Notice::LoadUpdate(load) => Input::LoadUpdate { node: rack, load },
-                    };
-                    self.upper_input(now, upper, input);
+                    self.upper_input(now, upper, notice_input(rack, notice));
                 }
             }
             Ev::Sample => {
@@ -594,6 +605,7 @@ impl<'a> PoolSim<'a> {
                 }
             }
             Ev::RackFailureKnown { rack } => {
+                self.settle_all(self.q.current());
                 for u in &mut self.uppers {
                     if let Some(local) = u.local_of(rack) {
                         u.sched.remove_node(local);
@@ -611,14 +623,15 @@ impl<'a> PoolSim<'a> {
             Ev::NodeFailureKnown { node } => {
                 let (rack, local) = self.node_loc[node as usize];
                 if self.setup.policy.is_flat() {
+                    self.settle_all(self.q.current());
                     for u in &mut self.uppers {
                         u.sched.remove_node(node);
                     }
                 } else if self.racks[rack as usize].alive {
-                    let mut out = std::mem::take(&mut self.out);
+                    let mut out = self.out.take().unwrap_or_default();
                     self.racks[rack as usize].sched.remove_node(local, &mut out);
                     self.lower_actions(now, rack, &mut out, None);
-                    self.out = out;
+                    self.out = Some(out);
                 }
             }
         }
@@ -635,18 +648,53 @@ impl<'a> PoolSim<'a> {
     }
 
     fn upper_input(&mut self, now: u64, upper: u32, input: Input) {
+        self.settle(upper);
+        self.deliver_upper(now, upper, input);
+    }
+
+    /// Hands `upper` the held inputs due before the current event, in the
+    /// order their events would have run (`RunSetup::defer_state_writes`).
+    /// Called before anything else reaches the upper's data plane.
+    #[inline]
+    fn settle(&mut self, upper: u32) {
+        let key = self.q.current();
+        self.settle_before(upper, key);
+    }
+
+    fn settle_before(&mut self, upper: u32, key: (u64, u64)) {
+        let mut due = std::mem::take(&mut self.due_buf);
+        self.uppers[upper as usize].inbox.take_due(key, &mut due);
+        // Counted as the events they stand for, so `events` does not depend
+        // on whether inputs were held.
+        self.q.processed += due.len() as u64;
+        for (at, (node, notice)) in due.drain(..) {
+            if self.uppers[upper as usize].alive {
+                self.deliver_upper(at, upper, notice_input(node, notice));
+            }
+        }
+        self.due_buf = due;
+    }
+
+    fn settle_all(&mut self, key: (u64, u64)) {
+        for u in 0..self.uppers.len() as u32 {
+            self.settle_before(u, key);
+        }
+    }
+
+    fn deliver_upper(&mut self, now: u64, upper: u32, input: Input) {
         let carries_task = task_of(&input);
-        let mut out = std::mem::take(&mut self.out);
+        let mut out = self.out.take().unwrap_or_default();
         out.clear();
         self.uppers[upper as usize]
             .sched
             .handle(now, input, &mut out);
         self.upper_actions(now, upper, &mut out, carries_task);
-        self.out = out;
+        self.out = Some(out);
     }
 
     /// Control plane of an upper scheduler, executing what it emits.
     fn upper_set_node(&mut self, now: u64, upper: u32, node: u32, workers: u32) {
+        self.settle(upper);
         let mut out = Outbox::new();
         self.uppers[upper as usize]
             .sched
@@ -722,11 +770,11 @@ impl<'a> PoolSim<'a> {
 
     fn lower_input(&mut self, now: u64, rack: u32, input: Input) {
         let carries_task = task_of(&input);
-        let mut out = std::mem::take(&mut self.out);
+        let mut out = self.out.take().unwrap_or_default();
         out.clear();
         self.racks[rack as usize].sched.handle(now, input, &mut out);
         self.lower_actions(now, rack, &mut out, carries_task);
-        self.out = out;
+        self.out = Some(out);
     }
 
     fn lower_actions(&mut self, now: u64, rack: u32, out: &mut Outbox, carries_task: Option<u32>) {
@@ -749,17 +797,18 @@ impl<'a> PoolSim<'a> {
                     self.q
                         .after(self.setup.resubmit_ns, Ev::LowerResubmit { rack, r });
                 }
-                Action::Notify { to, notice } => {
-                    let targets: Vec<u32> = match to {
-                        Upstream::Linked => vec![self.racks[rack as usize].link.0],
-                        Upstream::All => (0..self.uppers.len() as u32)
-                            .filter(|&u| self.uppers[u as usize].alive)
-                            .collect(),
-                    };
-                    for upper in targets {
-                        self.send_notice(rack, upper, notice);
+                Action::Notify { to, notice } => match to {
+                    Upstream::Linked => {
+                        self.send_notice(rack, self.racks[rack as usize].link.0, notice)
                     }
-                }
+                    Upstream::All => {
+                        for upper in 0..self.uppers.len() as u32 {
+                            if self.uppers[upper as usize].alive {
+                                self.send_notice(rack, upper, notice);
+                            }
+                        }
+                    }
+                },
                 Action::Drop(reason) => self.dropped(carries_task, reason, false),
                 Action::Queued => {}
             }
@@ -780,14 +829,20 @@ impl<'a> PoolSim<'a> {
         };
         let hops = self.spine_leaf_hops(upper, rack);
         let d = self.hop_delay(hops);
-        self.q.after(
-            d,
-            Ev::NoticeAtUpper {
-                upper,
-                rack: local,
-                notice,
-            },
-        );
+        let input = notice_input(local, notice);
+        let u = &mut self.uppers[upper as usize];
+        if self.setup.defer_state_writes && u.sched.writes_state_only(&input) {
+            u.inbox.push(self.q.reserve_after(d), (local, notice));
+        } else {
+            self.q.after(
+                d,
+                Ev::NoticeAtUpper {
+                    upper,
+                    rack: local,
+                    notice,
+                },
+            );
+        }
     }
 
     fn send_task_to_node(&mut self, _now: u64, hops: u32, node: u32, task: u32) {
@@ -916,6 +971,8 @@ impl<'a> PoolSim<'a> {
     }
 
     fn failure(&mut self, now: u64, index: u32) {
+        // Whatever reached a scheduler before the failure was handled by it.
+        self.settle_all(self.q.current());
         match self.setup.failures[index as usize].clone() {
             FailureEvent::Spine { id, .. } => {
                 let dead: Vec<u32> = (0..self.uppers.len() as u32)
@@ -1068,11 +1125,11 @@ impl<'a> PoolSim<'a> {
                     self.upper_set_node(now, u, node, 1);
                 }
             } else {
-                let mut out = std::mem::take(&mut self.out);
+                let mut out = self.out.take().unwrap_or_default();
                 out.clear();
                 self.racks[rack as usize].sched.add_node(local, &mut out);
                 self.lower_actions(now, rack, &mut out, None);
-                self.out = out;
+                self.out = Some(out);
             }
         }
         if !self.setup.policy.is_flat() {
@@ -1103,6 +1160,15 @@ fn slot(id: u64) -> u32 {
     id as u32
 }
 
+/// What a leaf's notice is on arrival at an upper that knows the rack as `node`.
+fn notice_input(node: u32, notice: Notice) -> Input {
+    match notice {
+        Notice::IdleAdd => Input::IdleAdd { node },
+        Notice::IdleRemove => Input::IdleRemove { node },
+        Notice::LoadUpdate(load) => Input::LoadUpdate { node, load },
+    }
+}
+
 /// The task slot an input carries, if it carries a task.
 fn task_of(input: &Input) -> Option<u32> {
     match input {
@@ -1127,6 +1193,7 @@ impl UpperState {
             spine,
             alive: true,
             routable: true,
+            inbox: Inbox::default(),
         }
     }
 

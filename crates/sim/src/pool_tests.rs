@@ -48,6 +48,7 @@ fn setup<'a>(
         failures: &[],
         imbalance_interval_ns: 0,
         hops,
+        defer_state_writes: true,
     }
 }
 

@@ -20,6 +20,10 @@ use crate::workload::RateSchedule;
 pub struct RunOpts {
     /// Print progress to stderr while pools run.
     pub progress: bool,
+    /// Give every state-only input its own event rather than holding it in
+    /// its scheduler's inbox (`RunSetup::defer_state_writes`). Results are
+    /// the same; it is slower, and there to test that claim.
+    pub eager_state_writes: bool,
 }
 
 /// The result of one (policy, load) run.
@@ -165,6 +169,7 @@ pub fn run_config(
             failures: &cfg.failures,
             imbalance_interval_ns: us(cfg.metrics.imbalance_interval_us),
             hops: &hops,
+            defer_state_writes: !opts.eager_state_writes,
         };
         let expected = (workers as f64 * load * arrival_ns as f64 / service.mean_ns()) as u64;
         let done = Arc::new(AtomicU64::new(0));

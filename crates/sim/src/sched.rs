@@ -70,6 +70,11 @@ impl Upper {
         each_upper!(self, dp => counts(dp.pipeline()))
     }
 
+    #[inline]
+    pub fn writes_state_only(&self, input: &Input) -> bool {
+        each_upper!(self, dp => dp.writes_state_only(input))
+    }
+
     /// Control plane: node `node` (a rack, or a worker for flat policies) is gone.
     pub fn remove_node(&mut self, node: NodeId) {
         match self {

@@ -117,6 +117,32 @@ fn a_selected_pool_gets_exactly_its_full_run_results() {
     );
 }
 
+/// RS-H's load updates (one per completion to every spine) are held in each
+/// spine's inbox instead of the event queue; every number of every pool,
+/// `events` included, must be what one event per update gives, with loss,
+/// a spine failure that strands held updates, and a leaf failure.
+#[test]
+fn held_state_writes_give_the_results_of_one_event_each() {
+    let fail = "[[failures]]\nkind = \"spine\"\nat_us = 20000\nid = 0\n\
+                [[failures]]\nkind = \"leaf\"\nat_us = 30000\nid = 3\n";
+    for extra in ["", fail] {
+        let cfg = config("rs-h", extra);
+        let held = run(&cfg);
+        let eager = run_config(
+            &cfg,
+            Path::new("."),
+            &RunOpts {
+                eager_state_writes: true,
+                ..RunOpts::default()
+            },
+        )
+        .unwrap();
+        let updates = Summary::of_pool(&held[0].overall).messages["load_update"];
+        assert!(updates > 10 * held[0].overall.submitted_total, "{updates}");
+        assert_eq!(summaries(&held), summaries(&eager), "{extra}");
+    }
+}
+
 #[test]
 fn different_seeds_give_different_results() {
     let mut cfg = config("horus", "");
