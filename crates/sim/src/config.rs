@@ -138,7 +138,7 @@ impl DelayDist {
                 if mean_us <= 0.0 {
                     0
                 } else {
-                    (-rng.unit_open0().ln() * mean_us * 1e3).round() as u64
+                    crate::ns::round_ns(-rng.unit_open0().ln() * mean_us * 1e3)
                 }
             }
         }

@@ -5,6 +5,7 @@
 mod build;
 pub mod config;
 pub mod nodes;
+pub mod ns;
 pub mod pool;
 pub mod pull;
 pub mod queue;

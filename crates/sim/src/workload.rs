@@ -543,7 +543,7 @@ impl ServiceSampler {
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> (u64, u8) {
         match &self.kind {
-            Kind::Exp { mean_ns } => ((-rng.unit_open0().ln() * mean_ns).round() as u64, 0),
+            Kind::Exp { mean_ns } => (crate::ns::round_ns(-rng.unit_open0().ln() * mean_ns), 0),
             Kind::Fixed { ns } => (*ns, 0),
             Kind::Mix { cum, values_ns } => {
                 let i = pick(cum, rng);
@@ -552,7 +552,7 @@ impl ServiceSampler {
             Kind::Lognormal { cum, mu, sigma } => {
                 let i = pick(cum, rng);
                 let x = (mu[i] + sigma * std_normal(rng)).exp();
-                (x.round() as u64, i as u8)
+                (crate::ns::round_ns(x), i as u8)
             }
             Kind::Trace { ns, classes } => {
                 // Uniform resampling with replacement (see load_trace).
@@ -913,7 +913,7 @@ impl ArrivalProcess {
                     None => true,
                 };
                 if inside {
-                    let ns = (cand.round() as u64).max(now);
+                    let ns = crate::ns::round_ns(cand).max(now);
                     self.last_ns = ns;
                     self.last_exact = cand;
                     return Some(ns);

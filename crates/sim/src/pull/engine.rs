@@ -562,7 +562,7 @@ impl<'a> Sim<'a> {
     }
 
     fn interarrival(&mut self) -> u64 {
-        (-self.rng_arrival.unit_open0().ln() / self.job_rate).round() as u64
+        crate::ns::round_ns(-self.rng_arrival.unit_open0().ln() / self.job_rate)
     }
 
     fn handle(&mut self, now: u64, ev: Ev) {
