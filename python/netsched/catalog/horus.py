@@ -51,20 +51,20 @@ def per_run(runs: pd.DataFrame, cols=("service", "policy", "load")) -> pd.DataFr
 @functools.lru_cache(maxsize=None)
 def pool_sizes(scale: str) -> pd.DataFrame:
     """Every pool's worker count in the datacenter's placement (the one
-    every run uses: same topology, placement parameters and seed), smallest
-    first, ties by id. Computed by the simulator's own placement, without
-    simulating."""
-    from ..api import placement
-
-    sizes = placement(datacenter(scale)).groupby("pool_id", as_index=False)["workers"].sum()
+    every run uses, from `pool_spread`), smallest first, ties by id."""
+    sizes = pool_spread(scale)[["pool_id", "workers"]]
     return sizes.sort_values(["workers", "pool_id"]).reset_index(drop=True)
 
 
-def median_pool_id(scale: str) -> int:
-    """Horus Fig. 11 plots 'the worker pool with the median size' (the lower
-    median of the sorted sizes)."""
-    sizes = pool_sizes(scale)
+def lower_median_id(sizes: pd.DataFrame) -> int:
+    """Horus Fig. 11 plots 'the worker pool with the median size': the lower
+    median of `pool_id, workers` rows sorted by size, ties by id."""
+    sizes = sizes.sort_values(["workers", "pool_id"])
     return int(sizes["pool_id"].iloc[(len(sizes) - 1) // 2])
+
+
+def median_pool_id(scale: str) -> int:
+    return lower_median_id(pool_sizes(scale))
 
 
 def only_median_pool(cfg: dict, scale: str) -> dict:
@@ -78,8 +78,7 @@ def only_median_pool(cfg: dict, scale: str) -> dict:
 def median_pool(pools: pd.DataFrame) -> pd.DataFrame:
     """The median-size pool's rows of a runs' pools table (the runs simulate
     only that pool; the selection by size is repeated as a check)."""
-    sizes = pools.drop_duplicates("pool_id")[["pool_id", "workers"]].sort_values(["workers", "pool_id"])
-    pid = sizes["pool_id"].iloc[(len(sizes) - 1) // 2]
+    pid = lower_median_id(pools.drop_duplicates("pool_id")[["pool_id", "workers"]])
     d = pools[pools["pool_id"] == pid].copy()
     d["p99_us"] = d["response_p99_ns"] / 1e3
     d["mean_us"] = d["response_mean_ns"] / 1e3
