@@ -126,20 +126,33 @@ pub enum Resubmit {
     IdleRemoveRelease,
     /// A Horus leaf popped a stale idle entry: schedule the task again.
     Retry { task: TaskMeta },
+    /// A Horus leaf's worker answered every task it was sent, but the last
+    /// reply to arrive reported a queue: list the worker as idle again.
+    Relist { node: NodeId },
     /// Horus Alg. 2 resubmit path: actual loads (load + drift) of both samples.
     Pow2 {
         task: TaskMeta,
-        first: NodeId,
-        first_load: u32,
-        first_drift: u32,
-        second: NodeId,
-        second_load: u32,
-        second_drift: u32,
+        samples: Pow2Samples,
     },
     /// RackSched Proactive tracking (§3.5), second pass: add one to the
     /// chosen server's counter of `class`, which the first pass could not
     /// write after reading every LoadTable copy.
     CountDispatch { node: NodeId, class: u8 },
+}
+
+/// What the first pass of Horus Alg. 2 read of its two samples; the lighter
+/// looking one is `first`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pow2Samples {
+    pub first: NodeId,
+    pub first_load: u32,
+    pub first_drift: u32,
+    /// Report count of `first`'s load entry (see `pow2.rs`).
+    pub first_epoch: u16,
+    pub second: NodeId,
+    pub second_load: u32,
+    pub second_drift: u32,
+    pub second_epoch: u16,
 }
 
 /// One thing a data plane asks its driver to do.

@@ -53,8 +53,8 @@ pub enum RemoveFirst {
 /// Result of a leaf's retrieve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Retrieved {
-    /// `node` taken off the list; `now_empty` if it was the last idle node.
-    Node { node: NodeId, now_empty: bool },
+    /// `node` taken off the list; `remaining` idle nodes are left.
+    Node { node: NodeId, remaining: u32 },
     /// No idle node.
     Empty,
     /// A remove is between its passes; the task must take the busy path.
@@ -63,8 +63,9 @@ pub enum Retrieved {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AddOutcome {
-    /// Added; `was_empty` tells whether the list went from empty to non-empty.
-    Added { was_empty: bool },
+    /// Added; `previous` idle nodes were listed before (0: the list went
+    /// from empty to non-empty).
+    Added { previous: u32 },
     /// The node was already idle (spine only).
     Duplicate,
     /// The list is full: only possible at a leaf, whose stale duplicate
@@ -126,9 +127,7 @@ impl IdleNodes {
         }
         self.idle_list.write(pass, slot as usize, node);
         self.idle_index.write(pass, node as usize, slot);
-        AddOutcome::Added {
-            was_empty: slot == 0,
-        }
+        AddOutcome::Added { previous: slot }
     }
 
     /// Alg. 1 SCHEDULETASKIDLE at a leaf: take the top idle node out.
@@ -148,18 +147,32 @@ impl IdleNodes {
             None => Retrieved::Empty,
             Some(top) => Retrieved::Node {
                 node: self.idle_list.read(pass, top as usize),
-                now_empty: top == 0,
+                remaining: top,
             },
         }
     }
 
     /// Alg. 1 SCHEDULETASKIDLE at a spine: read the top idle node, keep it.
     pub fn peek(&mut self, pass: &Pass) -> Option<NodeId> {
+        self.peek_slot(pass, |p| p - 1)
+    }
+
+    /// A spine's read of the idle slot `choose(p)` (given `p > 0`), kept in
+    /// the list. Between a remove's two passes the slot being vacated still
+    /// holds the removed node and `p` already excludes the moved one, so a
+    /// peek that sees the lock held reports no idle node, as a leaf's
+    /// retrieve does.
+    pub fn peek_slot(&mut self, pass: &Pass, choose: impl FnOnce(u32) -> u32) -> Option<NodeId> {
+        if self.lock.read(pass, 0) {
+            return None;
+        }
         let p = self.p.read(pass, 0);
         if p == 0 {
             return None;
         }
-        Some(self.idle_list.read(pass, (p - 1) as usize))
+        let slot = choose(p);
+        debug_assert!(slot < p, "idle slot {slot} outside 0..{p}");
+        Some(self.idle_list.read(pass, slot as usize))
     }
 
     /// Number of idle nodes, read by the data plane.
@@ -314,6 +327,33 @@ mod tests {
         );
     }
 
+    /// Between a remove's passes the vacated slot still names the removed
+    /// node: a spine peeking then would send a task to a rack that just
+    /// said it has no idle worker.
+    #[test]
+    fn spine_peek_while_remove_pending_sees_no_idle_node() {
+        let mut pipe = Pipeline::new();
+        let mut idle = IdleNodes::new(8, true);
+        for n in [5, 6] {
+            idle.add(&pipe.begin(), n);
+        }
+        // Removing 5 (slot 0) moves 6 into slot 0 on the second pass; in
+        // between p = 1 and idle_list[0] is still 5.
+        let first = idle.remove_first(&pipe.begin(), 5);
+        assert!(matches!(first, RemoveFirst::Resubmit { .. }));
+        assert_eq!(idle.peek(&pipe.begin()), None);
+        assert_eq!(idle.peek_slot(&pipe.begin(), |_| 0), None);
+        let RemoveFirst::Resubmit {
+            last_node,
+            removed_index,
+        } = first
+        else {
+            unreachable!()
+        };
+        idle.remove_second(&pipe.resubmit(), last_node, removed_index);
+        assert_eq!(idle.peek(&pipe.begin()), Some(6));
+    }
+
     /// Removing the top node while an add slips in between the passes: the add
     /// reuses the vacated top slot, and the second pass must not overwrite it.
     #[test]
@@ -336,7 +376,7 @@ mod tests {
         let mut idle = IdleNodes::new(4, true);
         assert_eq!(
             idle.add(&pipe.begin(), 2),
-            AddOutcome::Added { was_empty: true }
+            AddOutcome::Added { previous: 0 }
         );
         assert_eq!(idle.add(&pipe.begin(), 2), AddOutcome::Duplicate);
         assert_eq!(idle.remove_first(&pipe.begin(), 1), RemoveFirst::Absent);

@@ -16,10 +16,15 @@
 //! The resubmit pass folds the selected node's drift into its load (the §A.1
 //! text: "the loadList is updated with the new values, and the driftList
 //! reset") using atomic adds and subtracts of the carried drift rather than
-//! plain writes, so a reply or a first pass that touched the same node between
-//! the two passes is not overwritten (Alg. 2 increments for the same reason).
+//! plain writes, so a first pass that touched the same node between the two
+//! passes is not overwritten (Alg. 2 increments for the same reason). A reply
+//! between the passes is different: it replaced load and drift with a fresh
+//! report that already counts the carried drift, so folding it in would count
+//! those tasks twice. Each load entry therefore carries an epoch that every
+//! report bumps; the resubmit pass folds only if the epoch it read in the
+//! first pass is still there, and otherwise counts just this task as drift.
 
-use crate::dataplane::{NodeId, Resubmit, TaskMeta};
+use crate::dataplane::{NodeId, Pow2Samples, Resubmit, TaskMeta};
 use crate::rng::Rng;
 use crate::switch::{Pass, RegisterArray};
 
@@ -34,12 +39,31 @@ pub enum Pow2First {
     Empty,
 }
 
+/// One cell of a load list: the node in this slot, its last reported load
+/// and the number of reports so far (wrapping; see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LoadCell {
+    node: NodeId,
+    load: u32,
+    epoch: u16,
+}
+
+impl LoadCell {
+    fn new(node: NodeId) -> Self {
+        LoadCell {
+            node,
+            load: 0,
+            epoch: 0,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct LazyPow2 {
     slot_of: RegisterArray<u32>,
     count: RegisterArray<u32>,
-    load1: RegisterArray<(NodeId, u32)>,
-    load2: RegisterArray<(NodeId, u32)>,
+    load1: RegisterArray<LoadCell>,
+    load2: RegisterArray<LoadCell>,
     /// Per-slot increment: 1 at a leaf (loads are queue lengths), the rack's
     /// additive factor 1/w in 16.16 at a spine (§A.2, §A.6).
     factor: RegisterArray<u32>,
@@ -54,8 +78,8 @@ impl LazyPow2 {
         let mut s = LazyPow2 {
             slot_of: RegisterArray::new("pow2.slot_of", n, NO_SLOT),
             count: RegisterArray::new("pow2.count", 1, 0),
-            load1: RegisterArray::new("pow2.load1", n, (0, 0)),
-            load2: RegisterArray::new("pow2.load2", n, (0, 0)),
+            load1: RegisterArray::new("pow2.load1", n, LoadCell::default()),
+            load2: RegisterArray::new("pow2.load2", n, LoadCell::default()),
             factor: RegisterArray::new("pow2.factor", n, 0),
             drift1: RegisterArray::new("pow2.drift1", n, 0),
             drift2: RegisterArray::new("pow2.drift2", n, 0),
@@ -84,19 +108,23 @@ impl LazyPow2 {
             return Pow2First::Empty;
         }
         let (i1, i2) = Self::samples(rng, count);
-        let (n1, l1) = self.load1.read(pass, i1 as usize);
-        let (n2, l2) = self.load2.read(pass, i2 as usize);
+        let c1 = self.load1.read(pass, i1 as usize);
+        let c2 = self.load2.read(pass, i2 as usize);
         // CompareSamples: ties go to the first sample.
-        let (sel, sel_node, l_sel, other, other_node, l_other) = if l1 <= l2 {
-            (i1, n1, l1, i2, n2, l2)
+        let (sel, c_sel, other, c_other) = if c1.load <= c2.load {
+            (i1, c1, i2, c2)
         } else {
-            (i2, n2, l2, i1, n1, l1)
+            (i2, c2, i1, c1)
         };
-        let diff = l_other - l_sel;
+        let diff = c_other.load - c_sel.load;
         let inc = self.factor.read(pass, sel as usize);
+        // With one live node both samples are that node and a second pass
+        // could only choose it again (the P4 skips the resubmission when the
+        // samples are equal).
+        let only_choice = sel == other;
         // CheckDrift: one atomic read-modify-write on the first drift copy.
         let drift_sel = self.drift1.update(pass, sel as usize, |d| {
-            if *d <= diff {
+            if only_choice || *d <= diff {
                 *d = d.saturating_add(inc);
                 None
             } else {
@@ -107,42 +135,50 @@ impl LazyPow2 {
             None => {
                 self.drift2
                     .update(pass, sel as usize, |d| *d = d.saturating_add(inc));
-                Pow2First::Chosen(sel_node)
+                Pow2First::Chosen(c_sel.node)
             }
             Some(d_sel) => {
                 let d_other = self.drift2.read(pass, other as usize);
                 Pow2First::Resubmit(Resubmit::Pow2 {
                     task,
-                    first: sel_node,
-                    first_load: l_sel,
-                    first_drift: d_sel,
-                    second: other_node,
-                    second_load: l_other,
-                    second_drift: d_other,
+                    samples: Pow2Samples {
+                        first: c_sel.node,
+                        first_load: c_sel.load,
+                        first_drift: d_sel,
+                        first_epoch: c_sel.epoch,
+                        second: c_other.node,
+                        second_load: c_other.load,
+                        second_drift: d_other,
+                        second_epoch: c_other.epoch,
+                    },
                 })
             }
         }
     }
 
-    /// Alg. 2 SCHEDULETASKBUSY, resubmit path: choose on actual loads and fold
-    /// the chosen node's drift into its load.
-    #[allow(clippy::too_many_arguments)]
-    pub fn schedule_resubmitted(
-        &mut self,
-        pass: &Pass,
-        first: NodeId,
-        first_load: u32,
-        first_drift: u32,
-        second: NodeId,
-        second_load: u32,
-        second_drift: u32,
-    ) -> Option<NodeId> {
-        let q1 = first_load.saturating_add(first_drift);
-        let q2 = second_load.saturating_add(second_drift);
-        let (node, carried) = if q1 <= q2 {
-            (first, first_drift)
+    /// The node the resubmit path will choose: the lighter of the carried
+    /// actual loads, ties to the first sample. Known before any stage, from
+    /// the packet's metadata alone.
+    pub fn resubmit_choice(r: &Pow2Samples) -> NodeId {
+        let q1 = r.first_load.saturating_add(r.first_drift);
+        let q2 = r.second_load.saturating_add(r.second_drift);
+        if q1 <= q2 {
+            r.first
         } else {
-            (second, second_drift)
+            r.second
+        }
+    }
+
+    /// Alg. 2 SCHEDULETASKBUSY, resubmit path: choose on actual loads and fold
+    /// the chosen node's drift into its load, unless a report replaced both
+    /// since the first pass (its epoch moved on): then only this task is
+    /// added, as drift.
+    pub fn schedule_resubmitted(&mut self, pass: &Pass, r: &Pow2Samples) -> Option<NodeId> {
+        let node = Self::resubmit_choice(r);
+        let (carried, epoch) = if node == r.first {
+            (r.first_drift, r.first_epoch)
+        } else {
+            (r.second_drift, r.second_epoch)
         };
         let slot = self.slot_of.read(pass, node as usize);
         if slot == NO_SLOT {
@@ -152,14 +188,27 @@ impl LazyPow2 {
         let slot = slot as usize;
         let inc = self.factor.read(pass, slot);
         let add = carried.saturating_add(inc);
-        self.load1
-            .update(pass, slot, |(_, l)| *l = l.saturating_add(add));
-        self.load2
-            .update(pass, slot, |(_, l)| *l = l.saturating_add(add));
-        self.drift1
-            .update(pass, slot, |d| *d = d.saturating_sub(carried));
-        self.drift2
-            .update(pass, slot, |d| *d = d.saturating_sub(carried));
+        let fold = self.load1.update(pass, slot, |c| {
+            let same = c.epoch == epoch;
+            if same {
+                c.load = c.load.saturating_add(add);
+            }
+            same
+        });
+        self.load2.update(pass, slot, |c| {
+            if fold {
+                c.load = c.load.saturating_add(add);
+            }
+        });
+        let drift = |d: &mut u32| {
+            *d = if fold {
+                d.saturating_sub(carried)
+            } else {
+                d.saturating_add(inc)
+            }
+        };
+        self.drift1.update(pass, slot, drift);
+        self.drift2.update(pass, slot, drift);
         Some(node)
     }
 
@@ -174,8 +223,12 @@ impl LazyPow2 {
             return false;
         }
         let slot = slot as usize;
-        self.load1.write(pass, slot, (node, load));
-        self.load2.write(pass, slot, (node, load));
+        let report = |c: &mut LoadCell| {
+            c.load = load;
+            c.epoch = c.epoch.wrapping_add(1);
+        };
+        self.load1.update(pass, slot, report);
+        self.load2.update(pass, slot, report);
         self.drift1.write(pass, slot, 0);
         self.drift2.write(pass, slot, 0);
         true
@@ -184,10 +237,11 @@ impl LazyPow2 {
     /// Account for a task sent to `node` by another path (the idle list): the
     /// node's drift grows by its increment. Uses `slot_of`, `factor`, `drift1`,
     /// `drift2` only, so it composes with idleNodes in the same pass.
-    pub fn add_drift(&mut self, pass: &Pass, node: NodeId) {
+    /// Returns whether `node` is live.
+    pub fn add_drift(&mut self, pass: &Pass, node: NodeId) -> bool {
         let slot = self.slot_of.read(pass, node as usize);
         if slot == NO_SLOT {
-            return;
+            return false;
         }
         let slot = slot as usize;
         let inc = self.factor.read(pass, slot);
@@ -195,33 +249,7 @@ impl LazyPow2 {
             .update(pass, slot, |d| *d = d.saturating_add(inc));
         self.drift2
             .update(pass, slot, |d| *d = d.saturating_add(inc));
-    }
-
-    /// A leaf popped `node` off its idle list: confirm it is still idle in
-    /// this scheduler's view (load + drift == 0) and, if so, count the task
-    /// in its drift. Uses `slot_of`, `load1`, `factor`, `drift1`, `drift2`,
-    /// which all sit after idleNodes' stages.
-    pub fn claim_idle(&mut self, pass: &Pass, node: NodeId) -> bool {
-        let slot = self.slot_of.read(pass, node as usize);
-        if slot == NO_SLOT {
-            return false;
-        }
-        let slot = slot as usize;
-        let (_, load) = self.load1.read(pass, slot);
-        let inc = self.factor.read(pass, slot);
-        let claimed = self.drift1.update(pass, slot, |d| {
-            if load == 0 && *d == 0 {
-                *d = inc;
-                true
-            } else {
-                false
-            }
-        });
-        if claimed {
-            self.drift2
-                .update(pass, slot, |d| *d = d.saturating_add(inc));
-        }
-        claimed
+        true
     }
 
     // ---- control plane ----
@@ -240,15 +268,15 @@ impl LazyPow2 {
         let slot = self.count.peek(0) as usize;
         if slot >= self.load1.len() {
             let len = slot + 1;
-            self.load1.control_resize(len, (0, 0));
-            self.load2.control_resize(len, (0, 0));
+            self.load1.control_resize(len, LoadCell::default());
+            self.load2.control_resize(len, LoadCell::default());
             self.factor.control_resize(len, 0);
             self.drift1.control_resize(len, 0);
             self.drift2.control_resize(len, 0);
         }
         self.slot_of.control_write(n, slot as u32);
-        self.load1.control_write(slot, (node, 0));
-        self.load2.control_write(slot, (node, 0));
+        self.load1.control_write(slot, LoadCell::new(node));
+        self.load2.control_write(slot, LoadCell::new(node));
         self.factor.control_write(slot, factor);
         self.drift1.control_write(slot, 0);
         self.drift2.control_write(slot, 0);
@@ -270,7 +298,7 @@ impl LazyPow2 {
             self.factor.control_write(slot, self.factor.peek(last));
             self.drift1.control_write(slot, self.drift1.peek(last));
             self.drift2.control_write(slot, self.drift2.peek(last));
-            self.slot_of.control_write(moved.0 as usize, slot as u32);
+            self.slot_of.control_write(moved.node as usize, slot as u32);
         }
         self.slot_of.control_write(n, NO_SLOT);
         self.count.control_write(0, last as u32);
@@ -290,7 +318,7 @@ impl LazyPow2 {
             return None;
         }
         let slot = self.slot_of.peek(node as usize) as usize;
-        Some((self.load1.peek(slot).1, self.drift1.peek(slot)))
+        Some((self.load1.peek(slot).load, self.drift1.peek(slot)))
     }
 
     /// Both copies of each list agree (they are always written together).
@@ -302,7 +330,7 @@ impl LazyPow2 {
             if self.drift1.peek(s) != self.drift2.peek(s) {
                 return Err(format!("drift copies differ at slot {s}"));
             }
-            let node = self.load1.peek(s).0 as usize;
+            let node = self.load1.peek(s).node as usize;
             if self.slot_of.peek(node) as usize != s {
                 return Err(format!("slot_of[{node}] does not point at slot {s}"));
             }
@@ -341,32 +369,19 @@ mod tests {
             }
             seed += 1;
         };
-        let Resubmit::Pow2 {
-            first: m,
-            first_load,
-            first_drift,
-            second: n,
-            second_load,
-            second_drift,
-            ..
-        } = resub
-        else {
+        let Resubmit::Pow2 { samples, .. } = resub else {
             unreachable!()
         };
-        assert_eq!((m, first_load, first_drift), (0, 3, 3));
-        assert_eq!((n, second_load, second_drift), (2, 4, 1));
+        assert_eq!(
+            (samples.first, samples.first_load, samples.first_drift),
+            (0, 3, 3)
+        );
+        assert_eq!(
+            (samples.second, samples.second_load, samples.second_drift),
+            (2, 4, 1)
+        );
         let mut p2 = first;
-        let chosen = p2
-            .schedule_resubmitted(
-                &pipe.resubmit(),
-                m,
-                first_load,
-                first_drift,
-                n,
-                second_load,
-                second_drift,
-            )
-            .unwrap();
+        let chosen = p2.schedule_resubmitted(&pipe.resubmit(), &samples).unwrap();
         assert_eq!(chosen, 2, "actual loads are 6 vs 5: node 2 wins");
         assert_eq!(
             p2.view(2),
@@ -387,9 +402,9 @@ mod tests {
         for _ in 0..200 {
             match p2.schedule(&pipe.begin(), &mut rng, TaskMeta::default()) {
                 Pow2First::Chosen(n) => assert_ne!(n, 1),
-                Pow2First::Resubmit(Resubmit::Pow2 { first, second, .. }) => {
-                    assert_ne!(first, 1);
-                    assert_ne!(second, 1);
+                Pow2First::Resubmit(Resubmit::Pow2 { samples, .. }) => {
+                    assert_ne!(samples.first, 1);
+                    assert_ne!(samples.second, 1);
                 }
                 other => panic!("{other:?}"),
             }
@@ -398,5 +413,60 @@ mod tests {
             !p2.update(&pipe.begin(), 1, 5),
             "updates from a removed node are refused"
         );
+    }
+
+    /// One live node: both samples are that node, so a resubmission could
+    /// only choose it again. Before the fix every busy-path task with drift
+    /// above 0 was resubmitted.
+    #[test]
+    fn one_live_node_never_resubmits() {
+        let mut pipe = Pipeline::new();
+        let mut p2 = LazyPow2::new(1, |_| 1);
+        let mut rng = Rng::new(9);
+        for i in 0..100 {
+            assert_eq!(
+                p2.schedule(&pipe.begin(), &mut rng, TaskMeta::default()),
+                Pow2First::Chosen(0),
+                "task {i}"
+            );
+        }
+        assert_eq!(p2.view(0), Some((0, 100)));
+        assert_eq!(pipe.resubmissions, 0);
+    }
+
+    /// A reply between a task's two passes reports a load that already
+    /// counts the carried drift. Before the fix the resubmit pass added the
+    /// carried drift on top of the fresh report (load 5 + 3 + 1).
+    #[test]
+    fn reply_between_passes_does_not_count_drift_twice() {
+        let mut pipe = Pipeline::new();
+        let mut p2 = LazyPow2::new(2, |_| 1);
+        p2.update(&pipe.begin(), 0, 3);
+        p2.update(&pipe.begin(), 1, 4);
+        for _ in 0..3 {
+            p2.add_drift(&pipe.begin(), 0);
+            p2.add_drift(&pipe.begin(), 1);
+        }
+        let mut rng = Rng::new(1);
+        // Node 0 looks lighter (3 < 4) but its drift 3 exceeds the difference.
+        let Pow2First::Resubmit(Resubmit::Pow2 { samples, .. }) =
+            p2.schedule(&pipe.begin(), &mut rng, TaskMeta::default())
+        else {
+            panic!("drift 3 > load difference 1 must resubmit")
+        };
+        assert_eq!((samples.first, samples.first_drift), (0, 3));
+        let mut undisturbed = p2.clone();
+        // Node 0 reports 5 queued between the passes.
+        p2.update(&pipe.begin(), 0, 5);
+        assert_eq!(p2.schedule_resubmitted(&pipe.resubmit(), &samples), Some(0));
+        assert_eq!(p2.view(0), Some((5, 1)), "fresh report plus this task");
+        // Without a report in between the drift is folded as Alg. 2 says.
+        assert_eq!(
+            undisturbed.schedule_resubmitted(&pipe.resubmit(), &samples),
+            Some(0)
+        );
+        assert_eq!(undisturbed.view(0), Some((7, 0)));
+        p2.check_copies().unwrap();
+        undisturbed.check_copies().unwrap();
     }
 }

@@ -19,8 +19,8 @@
 use std::collections::{BTreeSet, HashSet, VecDeque};
 
 use netsched_core::dataplane::{
-    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
-    Upstream,
+    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Pow2Samples, Resubmit,
+    TaskMeta, Upstream,
 };
 use netsched_core::fixed;
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
@@ -209,7 +209,7 @@ fn run_spine_idle(
                     AddOutcome::Duplicate
                 } else {
                     AddOutcome::Added {
-                        was_empty: model.is_empty(),
+                        previous: model.len() as u32,
                     }
                 };
                 prop_assert_eq!(got, want, "step {}: add({})", step, n);
@@ -252,7 +252,13 @@ fn run_spine_idle(
             IdleOp::Peek => {
                 let top_before = idle.idle().last().copied();
                 let got = idle.peek(&pipe.begin());
-                prop_assert_eq!(got.is_some(), !model.is_empty(), "step {}: peek", step);
+                // Between a remove's passes the spine sees no idle node.
+                prop_assert_eq!(
+                    got.is_some(),
+                    !model.is_empty() && pending.is_none(),
+                    "step {}: peek",
+                    step
+                );
                 if pending.is_none() {
                     prop_assert_eq!(got, top_before);
                 }
@@ -305,7 +311,7 @@ fn run_leaf_idle(cap: u32, ops: &[IdleOp], adds_between_passes: bool) -> Result<
                 prop_assert_eq!(
                     got,
                     AddOutcome::Added {
-                        was_empty: model.is_empty()
+                        previous: model.len() as u32
                     },
                     "step {}: add({})",
                     step,
@@ -357,7 +363,7 @@ fn run_leaf_idle(cap: u32, ops: &[IdleOp], adds_between_passes: bool) -> Result<
                         got,
                         Retrieved::Node {
                             node: top,
-                            now_empty: model.len() == 1
+                            remaining: model.len() as u32 - 1
                         },
                         "step {}",
                         step
@@ -431,7 +437,7 @@ fn idle_add_between_passes_of_top_remove_is_kept() {
     let first = idle.remove_first(&pipe.begin(), 1);
     assert_eq!(
         idle.add(&pipe.begin(), 2),
-        AddOutcome::Added { was_empty: false }
+        AddOutcome::Added { previous: 1 }
     );
     match first {
         RemoveFirst::Resubmit {
@@ -501,8 +507,6 @@ enum P2Op {
     /// Second pass of the `k`-th parked resubmission.
     Deliver(usize),
     AddDrift(u32),
-    /// A leaf popped this node off its idle list.
-    ClaimIdle(u32),
     ControlRemove(u32),
     ControlAdd {
         node: u32,
@@ -521,6 +525,8 @@ struct P2Model {
     alive: Vec<bool>,
     load: Vec<i64>,
     drift: Vec<i64>,
+    /// Reports per node (the load entry's epoch, pow2.rs).
+    epoch: Vec<u16>,
     factor: Vec<u32>,
 }
 
@@ -542,6 +548,7 @@ impl P2Model {
             alive: vec![true; n as usize],
             load: vec![0; n as usize],
             drift: vec![0; n as usize],
+            epoch: vec![0; n as usize],
             factor: (0..n as usize)
                 .map(|i| if spine { spine_factor(workers[i]) } else { 1 })
                 .collect(),
@@ -599,6 +606,7 @@ fn run_pow2(spine: bool, workers: &[u32], seed: u64, ops: &[P2Op]) -> Result<(),
                 if known {
                     m.load[node as usize] = load as i64;
                     m.drift[node as usize] = 0;
+                    m.epoch[node as usize] = m.epoch[node as usize].wrapping_add(1);
                 }
             }
             P2Op::Schedule { deliver_now } => {
@@ -624,17 +632,22 @@ fn run_pow2(spine: bool, workers: &[u32], seed: u64, ops: &[P2Op]) -> Result<(),
                     (n2, n1)
                 };
                 let (s, o) = (sel as usize, oth as usize);
-                let want = if m.drift[s] <= m.load[o] - m.load[s] {
+                // One live node: nothing to compare, never resubmitted.
+                let want = if count == 1 || m.drift[s] <= m.load[o] - m.load[s] {
                     Pow2First::Chosen(sel)
                 } else {
                     Pow2First::Resubmit(Resubmit::Pow2 {
                         task,
-                        first: sel,
-                        first_load: m.load[s] as u32,
-                        first_drift: m.drift[s] as u32,
-                        second: oth,
-                        second_load: m.load[o] as u32,
-                        second_drift: m.drift[o] as u32,
+                        samples: Pow2Samples {
+                            first: sel,
+                            first_load: m.load[s] as u32,
+                            first_drift: m.drift[s] as u32,
+                            first_epoch: m.epoch[s],
+                            second: oth,
+                            second_load: m.load[o] as u32,
+                            second_drift: m.drift[o] as u32,
+                            second_epoch: m.epoch[o],
+                        },
                     })
                 };
                 prop_assert_eq!(got, want, "step {}: samples ({}, {})", step, n1, n2);
@@ -664,17 +677,6 @@ fn run_pow2(spine: bool, workers: &[u32], seed: u64, ops: &[P2Op]) -> Result<(),
                     m.drift[i] = sat(m.drift[i] + m.factor[i] as i64);
                 }
             }
-            P2Op::ClaimIdle(node) => {
-                // Claimed only if the view says idle (load 0, drift 0); the
-                // claim counts the task in the drift.
-                let got = p2.claim_idle(&pipe.begin(), node);
-                let i = node as usize;
-                let want = m.alive[i] && m.load[i] == 0 && m.drift[i] == 0;
-                prop_assert_eq!(got, want, "step {}: claim_idle({})", step, node);
-                if want {
-                    m.drift[i] = m.factor[i] as i64;
-                }
-            }
             P2Op::ControlRemove(node) => {
                 p2.control_remove(node);
                 let i = node as usize;
@@ -694,6 +696,7 @@ fn run_pow2(spine: bool, workers: &[u32], seed: u64, ops: &[P2Op]) -> Result<(),
                     m.slots.push(node);
                     m.load[i] = 0;
                     m.drift[i] = 0;
+                    m.epoch[i] = 0;
                 }
             }
         }
@@ -719,9 +722,8 @@ fn check_first_pass(m: &P2Model, got: Pow2First) -> Result<(), TestCaseError> {
             prop_assert!(m.alive[c], "chose dead node {}", c);
             let witness = m.slots.iter().any(|&o| {
                 let o = o as usize;
-                (o != c || count == 1)
-                    && m.load[c] <= m.load[o]
-                    && m.drift[c] <= m.load[o] - m.load[c]
+                count == 1
+                    || o != c && m.load[c] <= m.load[o] && m.drift[c] <= m.load[o] - m.load[c]
             });
             prop_assert!(
                 witness,
@@ -729,18 +731,22 @@ fn check_first_pass(m: &P2Model, got: Pow2First) -> Result<(), TestCaseError> {
                 c
             );
         }
-        Pow2First::Resubmit(Resubmit::Pow2 {
-            first,
-            first_load,
-            first_drift,
-            second,
-            second_load,
-            second_drift,
-            ..
-        }) => {
+        Pow2First::Resubmit(Resubmit::Pow2 { samples, .. }) => {
+            let Pow2Samples {
+                first,
+                first_load,
+                first_drift,
+                second,
+                second_load,
+                second_drift,
+                ..
+            } = samples;
             let (f, s) = (first as usize, second as usize);
             prop_assert!(m.alive[f] && m.alive[s]);
-            prop_assert!(f != s || count == 1, "samples must be distinct");
+            prop_assert!(
+                f != s,
+                "samples must be distinct (one live node never resubmits)"
+            );
             prop_assert_eq!(
                 (first_load as i64, first_drift as i64),
                 (m.load[f], m.drift[f])
@@ -769,34 +775,27 @@ fn deliver_pow2(
     pipe: &mut Pipeline,
     r: Resubmit,
 ) -> Result<(), TestCaseError> {
-    let Resubmit::Pow2 {
-        first,
-        first_load,
-        first_drift,
-        second,
-        second_load,
-        second_drift,
-        ..
-    } = r
-    else {
+    let Resubmit::Pow2 { samples, .. } = r else {
         unreachable!()
     };
-    let got = p2.schedule_resubmitted(
-        &pipe.resubmit(),
+    let got = p2.schedule_resubmitted(&pipe.resubmit(), &samples);
+    let Pow2Samples {
         first,
         first_load,
         first_drift,
+        first_epoch,
         second,
         second_load,
         second_drift,
-    );
+        second_epoch,
+    } = samples;
     // The truly lighter (load + drift) of the two samples as carried; ties to first.
     let q1 = sat(first_load as i64 + first_drift as i64);
     let q2 = sat(second_load as i64 + second_drift as i64);
-    let (node, carried) = if q1 <= q2 {
-        (first, first_drift)
+    let (node, carried, epoch) = if q1 <= q2 {
+        (first, first_drift, first_epoch)
     } else {
-        (second, second_drift)
+        (second, second_drift, second_epoch)
     };
     let i = node as usize;
     if !m.alive[i] {
@@ -804,9 +803,15 @@ fn deliver_pow2(
         return Ok(());
     }
     prop_assert_eq!(got, Some(node), "second pass over q1={} q2={}", q1, q2);
-    // Fold the carried drift into the load with atomic add/sub (pow2.rs docs).
-    m.load[i] = sat(m.load[i] + carried as i64 + m.factor[i] as i64);
-    m.drift[i] = sat(m.drift[i] - carried as i64);
+    if m.epoch[i] == epoch {
+        // Fold the carried drift into the load with atomic add/sub (pow2.rs docs).
+        m.load[i] = sat(m.load[i] + carried as i64 + m.factor[i] as i64);
+        m.drift[i] = sat(m.drift[i] - carried as i64);
+    } else {
+        // A report replaced load and drift between the passes: it already
+        // counts the carried drift, so only this task is added.
+        m.drift[i] = sat(m.drift[i] + m.factor[i] as i64);
+    }
     Ok(())
 }
 
@@ -823,7 +828,6 @@ fn pow2_ops(n: u32, spine: bool) -> impl Strategy<Value = Vec<P2Op>> {
         6 => any::<bool>().prop_map(|deliver_now| P2Op::Schedule { deliver_now }),
         3 => any::<usize>().prop_map(P2Op::Deliver),
         2 => (0..n).prop_map(P2Op::AddDrift),
-        2 => (0..n).prop_map(P2Op::ClaimIdle),
         1 => (0..n + 2).prop_map(P2Op::ControlRemove),
         1 => (0..n, 1u32..=64).prop_map(|(node, workers)| P2Op::ControlAdd { node, workers }),
     ];
@@ -890,7 +894,11 @@ proptest! {
         let mut rng = Rng::new(seed);
         for _ in 0..draws {
             let got = p2.schedule(&pipe.begin(), &mut rng, TaskMeta::default());
-            let Pow2First::Resubmit(Resubmit::Pow2 { first, second, .. }) = got else {
+            let Pow2First::Resubmit(Resubmit::Pow2 {
+                samples: Pow2Samples { first, second, .. },
+                ..
+            }) = got
+            else {
                 return Err(fail(format!("equal loads with drift must resubmit, got {got:?}")));
             };
             prop_assert_ne!(first, second);
@@ -1820,15 +1828,15 @@ fn complete_worker(leaf: &mut HorusLeaf, queues: &mut [VecDeque<u64>; 2], w: Nod
     .is_none());
 }
 
-/// Bug 2 (found by `e2e_leaf_pow2_interleaved`): a power-of-2 second pass can
-/// pick a worker that turned idle, and joined the idle list, between the
-/// passes; its next idle reply listed it twice, and the next add ran past the
-/// end of `idle.list` (index out of bounds). The same happens without any
-/// resubmission when an idle reply crosses a power-of-2 task on the wire.
-/// Since 77c7e33 a leaf tolerates stale and duplicate entries (`claim_idle`
-/// discards them at retrieve time, `AddOutcome::Full` refuses adds beyond
-/// capacity). Returns the leaf after both workers finished everything, with
-/// `first` listed twice.
+/// Bug 2 (found by `e2e_leaf_pow2_interleaved`): an idle reply that crosses
+/// a power-of-2 task on the wire lists a worker that is about to be busy;
+/// its next idle reply listed it twice, and the next add ran past the end of
+/// `idle.list` (index out of bounds). Since 77c7e33 a leaf tolerates stale
+/// and duplicate entries: a popped entry whose worker still owes replies is
+/// discarded, and the list has room for 2w entries. (The same used to happen
+/// when a power-of-2 second pass chose a worker listed between the passes;
+/// that pass now takes an idle worker from the list instead.) Returns the
+/// leaf after both workers finished everything, with `first` listed twice.
 fn leaf_idle_reply_crossing_a_pow2_pass() -> (HorusLeaf, [VecDeque<u64>; 2], NodeId) {
     let mut leaf = HorusLeaf::new(2, 1, ConnTableConfig::default());
     let mut queues: [VecDeque<u64>; 2] = Default::default();
@@ -1836,18 +1844,25 @@ fn leaf_idle_reply_crossing_a_pow2_pass() -> (HorusLeaf, [VecDeque<u64>; 2], Nod
     feed_leaf(&mut leaf, &mut queues, Input::Task(single_packet_task(0)));
     feed_leaf(&mut leaf, &mut queues, Input::Task(single_packet_task(1)));
     assert!(leaf.idle_nodes().is_empty());
-    // The third samples both: equal loads, drift 1 > 0, so it resubmits.
+    // The third samples both: equal loads, drift 1 > 0, so it resubmits and
+    // the second pass picks `first`.
     let second_pass = feed_leaf(&mut leaf, &mut queues, Input::Task(single_packet_task(2)))
         .expect("resubmission");
-    let Resubmit::Pow2 { first, .. } = second_pass else {
-        unreachable!()
-    };
-    // Between the passes `first` completes its task and joins the idle list.
-    complete_worker(&mut leaf, &mut queues, first);
-    assert_eq!(leaf.idle_nodes().idle(), &[first]);
-    // Second pass: 0+1 vs 0+1, the tie picks `first`, which stays listed.
     assert!(feed_leaf(&mut leaf, &mut queues, Input::Resubmit(second_pass)).is_none());
-    assert_eq!(queues[first as usize].len(), 1);
+    let first = if queues[0].len() == 2 { 0 } else { 1 };
+    assert_eq!(queues[first as usize].len(), 2);
+    assert_eq!(leaf.outstanding(first), 2);
+    // `first` finishes its first task before task 2 reaches it: its reply
+    // says the queue is empty, and it is listed although task 2 is on the wire.
+    let done = queues[first as usize].pop_front().unwrap();
+    let reply = Input::Reply {
+        node: first,
+        qlen: 0,
+        class: 0,
+        task: done,
+    };
+    assert!(feed_leaf(&mut leaf, &mut queues, reply).is_none());
+    assert_eq!(leaf.idle_nodes().idle(), &[first]);
     // `first` finishes task 2 and is listed again; then the other worker idles.
     complete_worker(&mut leaf, &mut queues, first);
     assert_eq!(leaf.idle_nodes().idle(), &[first, first]);

@@ -1,0 +1,506 @@
+//! The Horus leaf scheduler of one worker pool in one rack (§3.3, §3.4, §A.2, §A.3).
+//!
+//! Stage order of a pass: connection table, idleNodes (`lock`, `p`,
+//! `idle_list`, `idle_index`), `listed`, the power-of-2 lists,
+//! `outstanding`, `last_sent`, `factor`, `avg`, `spine_view`.
+//!
+//! `outstanding` and `last_sent` are our addition. The paper keeps a worker
+//! on the idle list on the strength of its own report (`qlen == 0`), and
+//! reports cross tasks on the wire: an idle report can arrive while a task is
+//! on its way to that worker, and two reports of one worker can arrive out of
+//! order. The leaf therefore also counts, per worker, the tasks it sent that
+//! have not been answered. A popped entry is used only if that count is 0,
+//! and a worker whose count returns to 0 is listed again (a resubmitted
+//! pass, `Resubmit::Relist`) if the last report to arrive was an older,
+//! non-empty one and no entry of it is left (`listed` counts them). Entries
+//! of one worker then never exceed two, so the list of 2w never fills. The same count keeps the
+//! rack average exact: it is the sum of the counts times 1/w, so a reply
+//! that answers nothing does not lower it, and a worker's lost tasks are
+//! forgotten once it reports an empty queue long after its last dispatch.
+
+use crate::affinity::AffinityTable;
+use crate::dataplane::{
+    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
+    Upstream,
+};
+use crate::fixed;
+use crate::idle::{AddOutcome, IdleNodes, RemoveFirst, Retrieved};
+use crate::pow2::{LazyPow2, Pow2First};
+use crate::rng::Rng;
+use crate::switch::{Pass, Pipeline, RegisterArray};
+
+use super::{follow_affinity, ConnTableConfig, HorusOptions};
+
+/// Per-leaf counters of what the data plane corrected, for the driver's metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeafCounters {
+    /// Popped idle entries whose worker still had tasks outstanding.
+    pub stale_idle_entries: u64,
+    /// Workers listed again because their outstanding count returned to 0
+    /// after a report that was not the last one they sent.
+    pub relisted_after_reorder: u64,
+    /// Outstanding tasks forgotten as lost (see [`HorusOptions::loss_resync_ns`]).
+    pub forgotten_lost: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct HorusLeaf {
+    pipeline: Pipeline,
+    rng: Rng,
+    options: HorusOptions,
+    idle: IdleNodes,
+    pow2: LazyPow2,
+    /// Entries each worker has in `idle_list` (a report crossing a task can
+    /// list a worker that is already listed).
+    listed: RegisterArray<u32>,
+    /// Tasks sent to each worker and not yet answered.
+    outstanding: RegisterArray<u32>,
+    /// When the leaf last sent each worker a task.
+    last_sent: RegisterArray<u64>,
+    /// 1/w for this rack's workers of the pool (§A.2).
+    factor: RegisterArray<u32>,
+    /// Rack average queue length, 16.16 (§A.2).
+    avg: RegisterArray<u32>,
+    /// The spine's view of this rack's average: the value last reported
+    /// (§3.4 aggregated updates) plus the 1/w the spine has added for every
+    /// task it sent here since (its drift, §A.6).
+    spine_view: RegisterArray<u32>,
+    conn: AffinityTable,
+    workers: u32,
+    counters: LeafCounters,
+}
+
+impl HorusLeaf {
+    /// A leaf over `workers` workers with the paper's mechanism, all idle at start.
+    pub fn new(workers: u32, seed: u64, conn: ConnTableConfig) -> Self {
+        Self::with_options(workers, seed, conn, HorusOptions::default())
+    }
+
+    pub fn with_options(
+        workers: u32,
+        seed: u64,
+        conn: ConnTableConfig,
+        options: HorusOptions,
+    ) -> Self {
+        assert!(workers > 0, "a leaf scheduler needs at least one worker");
+        let n = workers as usize;
+        let mut leaf = HorusLeaf {
+            pipeline: Pipeline::new(),
+            rng: Rng::new(seed),
+            options,
+            // Twice the workers: a report crossing a task on the wire lists a
+            // busy worker, whose entry stays until it is popped and found stale.
+            idle: IdleNodes::new(2 * n, false),
+            pow2: LazyPow2::new(workers, |_| 1),
+            listed: RegisterArray::new("leaf.listed", n, 0),
+            outstanding: RegisterArray::new("leaf.outstanding", n, 0),
+            last_sent: RegisterArray::new("leaf.last_sent", n, 0),
+            factor: RegisterArray::new("leaf.factor", 1, fixed::additive_factor(workers)),
+            avg: RegisterArray::new("leaf.avg", 1, 0),
+            spine_view: RegisterArray::new("leaf.spine_view", 1, 0),
+            conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
+            workers,
+            counters: LeafCounters::default(),
+        };
+        let mut none = Outbox::new();
+        for w in 0..workers {
+            let pass = leaf.pipeline.begin();
+            leaf.list_idle(&pass, w, &mut none);
+        }
+        leaf
+    }
+
+    fn threshold(&self) -> u32 {
+        self.options.leaf_idle_threshold
+    }
+
+    /// Dispatch bookkeeping shared by every path: the worker owes one more
+    /// reply, and the rack average grows by 1/w and may trigger a loadUpdate.
+    #[allow(clippy::too_many_arguments)]
+    fn commit(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        node: NodeId,
+        task: TaskMeta,
+        decision: Decision,
+        counted: bool,
+        out: &mut Outbox,
+    ) {
+        if !counted {
+            self.outstanding
+                .update(pass, node as usize, |o| *o = o.saturating_add(1));
+        }
+        self.last_sent.write(pass, node as usize, now);
+        let factor = self.factor.read(pass, 0);
+        let avg = self.avg.update(pass, 0, |a| {
+            *a = a.saturating_add(factor);
+            *a
+        });
+        // Every task here came from the linked spine, which added 1/w to its
+        // view of the rack when it sent it.
+        self.maybe_load_update(pass, avg, factor, out);
+        if !task.last {
+            self.conn.insert(pass, now, task.id, node, task.upstream);
+        }
+        out.push(Action::Dispatch {
+            node,
+            task,
+            decision,
+        });
+    }
+
+    /// §3.4: report the average only when it is at least one task per worker
+    /// away from what the spine believes.
+    ///
+    /// The spine believes the last reported value plus its drift, the 1/w it
+    /// adds per task it sends here (§A.6), and resets the drift only when a
+    /// report arrives. Comparing against the last reported value alone, as a
+    /// literal reading of §3.4 would, lets that drift grow without bound while
+    /// the rack sits in a steady state (tasks in = tasks out keeps the average
+    /// flat, so nothing is ever reported): the spine then shuns a lightly
+    /// loaded rack forever. Mirroring the spine's drift keeps its view within
+    /// one task per worker of the truth, at about one report per w tasks
+    /// (Horus App. B Fig. 16: < 0.15 load updates per task).
+    fn maybe_load_update(&mut self, pass: &Pass, avg: u32, spine_drift: u32, out: &mut Outbox) {
+        let send = self.spine_view.update(pass, 0, |view| {
+            *view = view.saturating_add(spine_drift);
+            if avg.abs_diff(*view) >= fixed::ONE {
+                *view = avg;
+                true
+            } else {
+                false
+            }
+        });
+        if send {
+            out.push(Action::Notify {
+                to: Upstream::Linked,
+                notice: Notice::LoadUpdate(avg),
+            });
+        }
+    }
+
+    fn notify(out: &mut Outbox, notice: Notice) {
+        out.push(Action::Notify {
+            to: Upstream::Linked,
+            notice,
+        });
+    }
+
+    fn on_task(&mut self, now: u64, task: TaskMeta, out: &mut Outbox) {
+        let pass = self.pipeline.begin();
+        if follow_affinity(&mut self.conn, &pass, now, task, out) {
+            return;
+        }
+        self.schedule(&pass, now, task, true, out);
+    }
+
+    /// Alg. 1 SCHEDULETASKIDLE, else Alg. 2 SCHEDULETASKBUSY.
+    ///
+    /// The leaf announces itself idle to its spine while more than T workers
+    /// are idle (T = 0 in the paper). A popped worker that still owes replies
+    /// is a stale entry (see the module docs): it stays popped and the task
+    /// is resubmitted to try again.
+    fn schedule(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        task: TaskMeta,
+        first_pass: bool,
+        out: &mut Outbox,
+    ) {
+        let t = self.threshold();
+        let retrieved = self.idle.retrieve(pass);
+        // The idle count crossing down to T is announced; besides, on the
+        // first pass (§A.3) compare the spine's belief (idle_selected) with
+        // our state after this task and re-send the Idle Add/Remove it must
+        // have missed.
+        match retrieved {
+            Retrieved::Node { remaining, .. } if remaining == t => {
+                Self::notify(out, Notice::IdleRemove)
+            }
+            Retrieved::Node { remaining, .. }
+                if first_pass && remaining > t && !task.idle_selected =>
+            {
+                Self::notify(out, Notice::IdleAdd)
+            }
+            Retrieved::Node { remaining, .. }
+                if first_pass && remaining < t && task.idle_selected =>
+            {
+                Self::notify(out, Notice::IdleRemove)
+            }
+            Retrieved::Empty if first_pass && task.idle_selected => {
+                Self::notify(out, Notice::IdleRemove)
+            }
+            _ => {}
+        }
+        match retrieved {
+            Retrieved::Node { node, .. } => {
+                self.listed
+                    .update(pass, node as usize, |l| *l = l.saturating_sub(1));
+                // Counted before the claim is known (the drift lists come
+                // first); a stale entry's worker is busy and its next reply
+                // resets the drift anyway.
+                let live = self.pow2.add_drift(pass, node);
+                let claimed = self.outstanding.update(pass, node as usize, |o| {
+                    let free = live && *o == 0;
+                    if free {
+                        *o = 1;
+                    }
+                    free
+                });
+                if claimed {
+                    self.commit(pass, now, node, task, Decision::Idle, true, out);
+                } else {
+                    self.counters.stale_idle_entries += 1;
+                    out.push(Action::Resubmit(Resubmit::Retry { task }));
+                }
+            }
+            Retrieved::Empty | Retrieved::Locked => {
+                match self.pow2.schedule(pass, &mut self.rng, task) {
+                    Pow2First::Chosen(node) => {
+                        self.commit(pass, now, node, task, Decision::Sampled, false, out)
+                    }
+                    Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
+                    Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
+                }
+            }
+        }
+    }
+
+    fn list_idle(&mut self, pass: &Pass, node: NodeId, out: &mut Outbox) {
+        let added = self.idle.add(pass, node);
+        if let AddOutcome::Added { .. } = added {
+            self.listed
+                .update(pass, node as usize, |l| *l = l.saturating_add(1));
+        }
+        match added {
+            AddOutcome::Added { previous } if previous == self.threshold() => {
+                Self::notify(out, Notice::IdleAdd)
+            }
+            AddOutcome::Added { .. } | AddOutcome::Duplicate => {}
+            // Only stale entries can fill a list of 2w; the worker is not
+            // lost for good (its next empty report lists it), but the drop
+            // is counted rather than silent.
+            AddOutcome::Full => out.push(Action::Drop(DropReason::Overflow)),
+        }
+    }
+
+    fn on_reply(&mut self, now: u64, node: NodeId, qlen: u32, out: &mut Outbox) {
+        if !self.pow2.contains(node) {
+            out.push(Action::Drop(DropReason::UnknownNode));
+            return;
+        }
+        let pass = self.pipeline.begin();
+        // §3.4: an idle worker joins the idle list.
+        let listed = if qlen == 0 {
+            self.list_idle(&pass, node, out);
+            1
+        } else {
+            self.listed.read(&pass, node as usize)
+        };
+        // Alg. 2 UPDATE.
+        self.pow2.update(&pass, node, qlen);
+        let idle_for = now.saturating_sub(self.last_sent.read(&pass, node as usize));
+        let lost_after = self.options.loss_resync_ns;
+        // (tasks this reply answers, outstanding afterwards)
+        let (answered, left) = self.outstanding.update(&pass, node as usize, |o| {
+            let answered = if qlen == 0 && *o > 1 && idle_for >= lost_after {
+                *o
+            } else {
+                (*o).min(1)
+            };
+            *o -= answered;
+            (answered, *o)
+        });
+        if answered > 1 {
+            self.counters.forgotten_lost += u64::from(answered - 1);
+        }
+        let factor = self.factor.read(&pass, 0);
+        let avg = self.avg.update(&pass, 0, |a| {
+            *a = a.saturating_sub(factor.saturating_mul(answered));
+            *a
+        });
+        self.maybe_load_update(&pass, avg, 0, out);
+        if answered > 0 && left == 0 && listed == 0 {
+            // The last reply to arrive is an older one: the worker answered
+            // everything, so it is idle, but its empty report came first and
+            // its entry may already have been popped as stale.
+            self.counters.relisted_after_reorder += 1;
+            out.push(Action::Resubmit(Resubmit::Relist { node }));
+        }
+    }
+
+    // ---- control plane (Horus §A.3: the leaf controller) ----
+
+    /// A worker failed or was removed: forget it everywhere, including the
+    /// tasks the rack average still counts for it.
+    pub fn control_remove_worker(&mut self, node: NodeId, out: &mut Outbox) {
+        if !self.pow2.contains(node) {
+            return;
+        }
+        self.pow2.control_remove(node);
+        self.conn.control_forget_node(node);
+        let owed = self.outstanding.peek(node as usize);
+        self.outstanding.control_write(node as usize, 0);
+        self.listed.control_write(node as usize, 0);
+        let avg = self
+            .avg
+            .peek(0)
+            .saturating_sub(self.factor.peek(0).saturating_mul(owed));
+        self.avg.control_write(0, avg);
+        let was_announced = self.idle.len() > self.threshold();
+        while self.idle.contains(node) {
+            // The switch CPU injects a remove; on a leaf no other remove can hold the lock.
+            let pass = self.pipeline.begin();
+            let first = self.idle.remove_first(&pass, node);
+            let pass = self.pipeline.resubmit();
+            match first {
+                RemoveFirst::Resubmit {
+                    last_node,
+                    removed_index,
+                } => self.idle.remove_second(&pass, last_node, removed_index),
+                _ => self.idle.release(&pass),
+            }
+        }
+        if was_announced && self.idle.len() <= self.threshold() {
+            Self::notify(out, Notice::IdleRemove);
+        }
+        self.workers -= 1;
+        self.rescale_factor();
+    }
+
+    /// A worker was added (idle): it becomes schedulable at once.
+    pub fn control_add_worker(&mut self, node: NodeId, out: &mut Outbox) {
+        if self.pow2.contains(node) {
+            return;
+        }
+        let n = node as usize;
+        if 2 * (n + 1) > self.idle.capacity() {
+            self.idle.control_resize(2 * (n + 1));
+        }
+        if n >= self.outstanding.len() {
+            self.outstanding.control_resize(n + 1, 0);
+            self.last_sent.control_resize(n + 1, 0);
+            self.listed.control_resize(n + 1, 0);
+        }
+        self.outstanding.control_write(n, 0);
+        self.pow2.control_add(node, 1);
+        let pass = self.pipeline.begin();
+        self.list_idle(&pass, node, out);
+        self.workers += 1;
+        self.rescale_factor();
+    }
+
+    /// The controller recomputes 1/w and rescales the running average (§A.2).
+    fn rescale_factor(&mut self) {
+        let old = self.factor.peek(0);
+        let new = if self.workers == 0 {
+            0
+        } else {
+            fixed::additive_factor(self.workers)
+        };
+        if old > 0 {
+            let avg = self.avg.peek(0) as u64 * new as u64 / old as u64;
+            self.avg.control_write(0, avg as u32);
+        }
+        self.factor.control_write(0, new);
+    }
+
+    pub fn workers(&self) -> u32 {
+        self.workers
+    }
+
+    pub fn options(&self) -> &HorusOptions {
+        &self.options
+    }
+
+    /// 1/w in 16.16, which the controller also installs at the linked spine.
+    pub fn additive_factor(&self) -> u32 {
+        self.factor.peek(0)
+    }
+
+    pub fn average_load(&self) -> u32 {
+        self.avg.peek(0)
+    }
+
+    /// Tasks sent to `node` and not yet answered (control-plane view).
+    pub fn outstanding(&self, node: NodeId) -> u32 {
+        if (node as usize) < self.outstanding.len() {
+            self.outstanding.peek(node as usize)
+        } else {
+            0
+        }
+    }
+
+    pub fn counters(&self) -> LeafCounters {
+        self.counters
+    }
+
+    /// Whether the leaf currently announces idle workers (more than T listed).
+    pub fn announces_idle(&self) -> bool {
+        self.idle.len() > self.threshold()
+    }
+
+    /// The controller linked this leaf to a (new) spine, which starts from the
+    /// report the leaf sends now: returns (announces idle workers, average load).
+    pub fn control_resync(&mut self) -> (bool, u32) {
+        let avg = self.avg.peek(0);
+        self.spine_view.control_write(0, avg);
+        (self.announces_idle(), avg)
+    }
+
+    pub fn idle_nodes(&self) -> &IdleNodes {
+        &self.idle
+    }
+
+    pub fn busy_nodes(&self) -> &LazyPow2 {
+        &self.pow2
+    }
+
+    pub fn connection_table(&mut self) -> &mut AffinityTable {
+        &mut self.conn
+    }
+}
+
+impl DataPlane for HorusLeaf {
+    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Task(t) => self.on_task(now, t, out),
+            Input::Reply { node, qlen, .. } => self.on_reply(now, node, qlen, out),
+            Input::Resubmit(Resubmit::Retry { task }) => {
+                let pass = self.pipeline.resubmit();
+                self.schedule(&pass, now, task, false, out);
+            }
+            Input::Resubmit(Resubmit::Relist { node }) => {
+                let pass = self.pipeline.resubmit();
+                if self.pow2.contains(node) {
+                    self.list_idle(&pass, node, out);
+                }
+            }
+            Input::Resubmit(Resubmit::Pow2 { task, samples }) => {
+                let pass = self.pipeline.resubmit();
+                // A worker that turned idle and was listed between the passes
+                // is taken from the list instead: sending it this task by the
+                // busy path would leave its entry behind and list it a second
+                // time when it idles again, without bound while passes wait.
+                let choice = LazyPow2::resubmit_choice(&samples);
+                if self.listed.read(&pass, choice as usize) > 0 {
+                    out.push(Action::Resubmit(Resubmit::Retry { task }));
+                    return;
+                }
+                match self.pow2.schedule_resubmitted(&pass, &samples) {
+                    Some(node) => {
+                        self.commit(&pass, now, node, task, Decision::Sampled, false, out)
+                    }
+                    None => out.push(Action::Drop(DropReason::NoNodes)),
+                }
+            }
+            _ => out.push(Action::Drop(DropReason::Unexpected)),
+        }
+    }
+
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+}

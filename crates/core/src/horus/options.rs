@@ -1,0 +1,99 @@
+//! The Horus mechanism's variable choices.
+//!
+//! The defaults are the mechanism of the paper (§3.3, §3.4, Alg. 1) and of the
+//! authors' Tofino program (horus-scheduler/horus-p4). The authors' Python
+//! simulator (horus-scheduler/horus-sim), which produced the paper's
+//! simulation figures, makes other choices; each is an option here so that
+//! its results can be reproduced and the difference explained
+//! (docs/fidelity.md).
+
+/// How a spine picks a rack from its idle list (Alg. 1 SCHEDULETASKIDLE).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SpineIdlePick {
+    /// `idleList[p-1]`, the rack that announced itself last (paper, P4).
+    #[default]
+    Last,
+    /// A uniformly random slot of `idleList[0..p)` (horus-sim). On a switch:
+    /// read `p`, then `idleList[rand % p]` one stage later.
+    Random,
+}
+
+/// What a spine does with an idleRemove that finds the idleNodes lock held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RemoveLock {
+    /// Alg. 1: the remove is dropped and the leaf re-sends it when a task
+    /// shows the spine still believes it idle (§A.3).
+    #[default]
+    On,
+    /// horus-sim: removes are atomic and never lost. Modelled as both passes
+    /// of the remove run back to back, so nothing can interleave. Not what a
+    /// switch does; for reproducing the authors' simulator.
+    Off,
+}
+
+/// Which spine a leaf's idle state (idleAdd/idleRemove) is linked to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IdleLink {
+    /// The spine of the leaf's group (§3.2: every leaf is linked to one spine).
+    #[default]
+    OwnGroup,
+    /// A spine of the pool drawn at random each time the leaf announces it
+    /// has idle workers; its idleRemove goes to the same spine (horus-sim;
+    /// the P4 also draws the spine of an idle signal at random).
+    RandomOfPool,
+}
+
+/// Whose idle workers a leaf's idle list holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LeafIdleScope {
+    /// The leaf's own rack (paper, P4).
+    #[default]
+    Rack,
+    /// Every leaf of a pool shares one idle list, so a leaf can dispatch to
+    /// an idle worker in another rack and its idle threshold reads the
+    /// pool-wide count. This is horus-sim's `[set([])] * num_tors`, one
+    /// Python set aliased by every leaf: a defect no switch can implement,
+    /// kept only to reproduce the unmodified simulator.
+    Pool,
+}
+
+/// The data-plane choices of a Horus leaf and spine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HorusOptions {
+    pub spine_idle_pick: SpineIdlePick,
+    /// T: a leaf sends idleRemove when its idle count drops to T and
+    /// idleAdd when it rises above T. The paper and P4 use 0 (announce while
+    /// any worker is idle); horus-sim uses 4.
+    pub leaf_idle_threshold: u32,
+    pub remove_lock: RemoveLock,
+    /// A task or reply lost on the wire leaves a leaf counting one task too
+    /// many at that worker. When a worker reports an empty queue and nothing
+    /// was dispatched to it for this long, whatever the leaf still counts as
+    /// outstanding there was lost and is forgotten. Longer than any in-flight
+    /// time; the connection table's timeout is the same order (§A.4).
+    pub loss_resync_ns: u64,
+}
+
+impl Default for HorusOptions {
+    fn default() -> Self {
+        HorusOptions {
+            spine_idle_pick: SpineIdlePick::Last,
+            leaf_idle_threshold: 0,
+            remove_lock: RemoveLock::On,
+            loss_resync_ns: 10_000_000,
+        }
+    }
+}
+
+impl HorusOptions {
+    /// The choices of the authors' simulator (horus-sim), except the
+    /// driver-level ones ([`IdleLink`], [`LeafIdleScope`]).
+    pub fn horus_sim() -> Self {
+        HorusOptions {
+            spine_idle_pick: SpineIdlePick::Random,
+            leaf_idle_threshold: 4,
+            remove_lock: RemoveLock::Off,
+            ..HorusOptions::default()
+        }
+    }
+}

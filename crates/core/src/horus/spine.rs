@@ -1,0 +1,273 @@
+//! The Horus spine scheduler of one worker pool (§3.3, §3.4, §A.3, §A.6):
+//! its nodes are the racks (leaves) linked to it.
+
+use crate::affinity::AffinityTable;
+use crate::dataplane::{
+    Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox, Resubmit, TaskMeta,
+};
+use crate::fixed;
+use crate::idle::{AddOutcome, IdleNodes, RemoveFirst};
+use crate::pow2::{LazyPow2, Pow2First};
+use crate::rng::Rng;
+use crate::switch::{Pass, Pipeline};
+
+use super::{follow_affinity, ConnTableConfig, HorusOptions, RemoveLock, SpineIdlePick};
+
+/// The spine scheduler of one worker pool: its nodes are the racks (leaves)
+/// linked to it.
+#[derive(Clone, Debug)]
+pub struct HorusSpine {
+    pipeline: Pipeline,
+    rng: Rng,
+    options: HorusOptions,
+    idle: IdleNodes,
+    pow2: LazyPow2,
+    conn: AffinityTable,
+    /// Racks the control plane removed while a leaf's idleRemove held the
+    /// idleNodes lock; taken off the idle list when the lock is released.
+    pending_removals: Vec<NodeId>,
+}
+
+impl HorusSpine {
+    /// `rack_workers[r]` is the number of pool workers in linked rack `r`. All
+    /// racks start idle, as their leaves would announce at start-up.
+    pub fn new(rack_workers: &[u32], seed: u64, conn: ConnTableConfig) -> Self {
+        Self::with_options(rack_workers, seed, conn, HorusOptions::default())
+    }
+
+    /// As [`HorusSpine::new`]; a rack starts on the idle list only if its
+    /// leaf would announce itself (more than T idle workers).
+    pub fn with_options(
+        rack_workers: &[u32],
+        seed: u64,
+        conn: ConnTableConfig,
+        options: HorusOptions,
+    ) -> Self {
+        let racks = rack_workers.len() as u32;
+        let mut spine = HorusSpine {
+            pipeline: Pipeline::new(),
+            rng: Rng::new(seed),
+            options,
+            idle: IdleNodes::new(rack_workers.len(), true),
+            pow2: LazyPow2::new(racks, |r| fixed::additive_factor(rack_workers[r as usize])),
+            conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
+            pending_removals: Vec::new(),
+        };
+        for (r, &w) in rack_workers.iter().enumerate() {
+            if w > options.leaf_idle_threshold {
+                let pass = spine.pipeline.begin();
+                spine.idle.add(&pass, r as NodeId);
+            }
+        }
+        spine
+    }
+
+    pub fn options(&self) -> &HorusOptions {
+        &self.options
+    }
+
+    fn known(&self, node: NodeId) -> bool {
+        self.pow2.contains(node)
+    }
+
+    fn on_task(&mut self, now: u64, mut task: TaskMeta, out: &mut Outbox) {
+        let pass = self.pipeline.begin();
+        if follow_affinity(&mut self.conn, &pass, now, task, out) {
+            return;
+        }
+        let rng = &mut self.rng;
+        let pick = match self.options.spine_idle_pick {
+            SpineIdlePick::Last => self.idle.peek(&pass),
+            SpineIdlePick::Random => self.idle.peek_slot(&pass, |p| rng.below(p)),
+        };
+        match pick {
+            Some(rack) => {
+                // §A.3: tell the leaf we believe it is idle.
+                task.idle_selected = true;
+                self.pow2.add_drift(&pass, rack);
+                self.dispatch(&pass, now, rack, task, Decision::Idle, out);
+            }
+            None => match self.pow2.schedule(&pass, &mut self.rng, task) {
+                Pow2First::Chosen(rack) => {
+                    self.dispatch(&pass, now, rack, task, Decision::Sampled, out)
+                }
+                Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
+                Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
+            },
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        rack: NodeId,
+        mut task: TaskMeta,
+        decision: Decision,
+        out: &mut Outbox,
+    ) {
+        if decision != Decision::Idle {
+            task.idle_selected = false;
+        }
+        if !task.last {
+            self.conn.insert(pass, now, task.id, rack, 0);
+        }
+        out.push(Action::Dispatch {
+            node: rack,
+            task,
+            decision,
+        });
+    }
+
+    // ---- control plane ----
+
+    /// Leaf or link failure: the rack is no longer schedulable (§A.3).
+    pub fn control_remove_rack(&mut self, rack: NodeId) {
+        self.pow2.control_remove(rack);
+        self.conn.control_forget_node(rack);
+        self.control_remove_idle(rack);
+    }
+
+    /// The switch CPU injects a two-pass remove. If a leaf's idleRemove holds
+    /// the lock between its passes, the removal waits for the release: taking
+    /// the lock from under it would corrupt the list.
+    fn control_remove_idle(&mut self, rack: NodeId) {
+        if !self.idle.contains(rack) {
+            return;
+        }
+        if self.idle.is_locked() {
+            self.pending_removals.push(rack);
+            return;
+        }
+        let pass = self.pipeline.begin();
+        let first = self.idle.remove_first(&pass, rack);
+        let pass = self.pipeline.resubmit();
+        match first {
+            RemoveFirst::Resubmit {
+                last_node,
+                removed_index,
+            } => self.idle.remove_second(&pass, last_node, removed_index),
+            RemoveFirst::Absent | RemoveFirst::RemovedTop => self.idle.release(&pass),
+            RemoveFirst::LockHeld => unreachable!("the lock was checked above"),
+        }
+    }
+
+    /// [`RemoveLock::Off`]: both passes of Alg. 1's remove back to back, so
+    /// no other packet sees the list between them (horus-sim's atomic remove).
+    fn remove_atomically(&mut self, rack: NodeId, out: &mut Outbox) {
+        let pass = self.pipeline.begin();
+        let first = self.idle.remove_first(&pass, rack);
+        let pass = self.pipeline.resubmit();
+        match first {
+            RemoveFirst::Resubmit {
+                last_node,
+                removed_index,
+            } => self.idle.remove_second(&pass, last_node, removed_index),
+            RemoveFirst::RemovedTop => self.idle.release(&pass),
+            RemoveFirst::Absent => {
+                self.idle.release(&pass);
+                out.push(Action::Drop(DropReason::StaleIdleUpdate));
+            }
+            RemoveFirst::LockHeld => {
+                unreachable!("with the lock off no remove is ever between its passes")
+            }
+        }
+    }
+
+    /// After a second pass released the lock: apply removals that waited for it.
+    fn after_unlock(&mut self) {
+        while let Some(rack) = self.pending_removals.pop() {
+            self.control_remove_idle(rack);
+        }
+    }
+
+    /// A rack joined (or its worker count changed): install its 1/w.
+    pub fn control_set_rack(&mut self, rack: NodeId, workers: u32) {
+        if rack as usize >= self.idle.capacity() {
+            self.idle.control_resize(rack as usize + 1);
+        }
+        self.pow2.control_add(rack, fixed::additive_factor(workers));
+    }
+
+    pub fn idle_nodes(&self) -> &IdleNodes {
+        &self.idle
+    }
+
+    pub fn busy_nodes(&self) -> &LazyPow2 {
+        &self.pow2
+    }
+}
+
+impl DataPlane for HorusSpine {
+    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Task(t) => self.on_task(now, t, out),
+            Input::IdleAdd { node } if self.known(node) => {
+                let pass = self.pipeline.begin();
+                if self.idle.add(&pass, node) == AddOutcome::Duplicate {
+                    out.push(Action::Drop(DropReason::StaleIdleUpdate));
+                }
+            }
+            Input::IdleRemove { node } if self.known(node) => {
+                if self.options.remove_lock == RemoveLock::Off {
+                    self.remove_atomically(node, out);
+                    return;
+                }
+                let pass = self.pipeline.begin();
+                match self.idle.remove_first(&pass, node) {
+                    RemoveFirst::Resubmit {
+                        last_node,
+                        removed_index,
+                    } => out.push(Action::Resubmit(Resubmit::IdleRemove {
+                        last_node,
+                        removed_index,
+                    })),
+                    RemoveFirst::Absent => {
+                        out.push(Action::Drop(DropReason::StaleIdleUpdate));
+                        out.push(Action::Resubmit(Resubmit::IdleRemoveRelease));
+                    }
+                    RemoveFirst::RemovedTop => {
+                        out.push(Action::Resubmit(Resubmit::IdleRemoveRelease))
+                    }
+                    RemoveFirst::LockHeld => out.push(Action::Drop(DropReason::LockHeld)),
+                }
+            }
+            Input::LoadUpdate { node, load } if self.known(node) => {
+                let pass = self.pipeline.begin();
+                self.pow2.update(&pass, node, load);
+            }
+            Input::IdleAdd { .. } | Input::IdleRemove { .. } | Input::LoadUpdate { .. } => {
+                out.push(Action::Drop(DropReason::UnknownNode))
+            }
+            Input::Resubmit(Resubmit::IdleRemove {
+                last_node,
+                removed_index,
+            }) => {
+                let pass = self.pipeline.resubmit();
+                self.idle.remove_second(&pass, last_node, removed_index);
+                self.after_unlock();
+            }
+            Input::Resubmit(Resubmit::IdleRemoveRelease) => {
+                let pass = self.pipeline.resubmit();
+                self.idle.release(&pass);
+                self.after_unlock();
+            }
+            Input::Resubmit(Resubmit::Pow2 { task, samples }) => {
+                let pass = self.pipeline.resubmit();
+                match self.pow2.schedule_resubmitted(&pass, &samples) {
+                    Some(rack) => self.dispatch(&pass, now, rack, task, Decision::Sampled, out),
+                    None => out.push(Action::Drop(DropReason::NoNodes)),
+                }
+            }
+            Input::Reply { .. }
+            | Input::QueueChanged { .. }
+            | Input::Resubmit(
+                Resubmit::Retry { .. } | Resubmit::Relist { .. } | Resubmit::CountDispatch { .. },
+            ) => out.push(Action::Drop(DropReason::Unexpected)),
+        }
+    }
+
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+}
