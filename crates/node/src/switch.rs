@@ -217,6 +217,7 @@ struct Slots {
 
 /// The data plane of one instance. An enum rather than a trait object so the
 /// gauges can read role-specific state (idle list lengths, rack average).
+#[allow(clippy::large_enum_variant)]
 enum Plane {
     HorusSpine(HorusSpine),
     HorusLeaf(HorusLeaf),
