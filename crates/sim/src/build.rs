@@ -71,7 +71,12 @@ pub(crate) fn schedulers(
                     links[r as usize] = (uppers.len() as u32, local as u32);
                 }
                 uppers.push(BuiltUpper {
-                    sched: Upper::Horus(HorusSpine::new(&weights, seed(s as u64), conn_table())),
+                    sched: Upper::Horus(HorusSpine::with_options(
+                        &weights,
+                        seed(s as u64),
+                        conn_table(),
+                        setup.horus.data_plane,
+                    )),
                     nodes: linked,
                     spine,
                 });
@@ -81,7 +86,12 @@ pub(crate) fn schedulers(
                 .enumerate()
                 .map(|(r, &w)| {
                     (
-                        Lower::Horus(HorusLeaf::new(w, leaf_seed(r), conn_table())),
+                        Lower::Horus(HorusLeaf::with_options(
+                            w,
+                            leaf_seed(r),
+                            conn_table(),
+                            setup.horus.data_plane,
+                        )),
                         links[r],
                     )
                 })
@@ -190,7 +200,12 @@ pub(crate) fn replacement_upper(setup: &RunSetup, racks: &[u32], nodes: u32, sal
     let seed = Rng::derive(setup.seed, 7_777 + salt).next_u64();
     let n = racks.len() as u32;
     match setup.policy {
-        Policy::Horus => Upper::Horus(HorusSpine::new(&[], seed, conn_table())),
+        Policy::Horus => Upper::Horus(HorusSpine::with_options(
+            &[],
+            seed,
+            conn_table(),
+            setup.horus.data_plane,
+        )),
         Policy::RsH => Upper::RsSpine(RackSchedSpine::new(n, seed, setup.k, req_table())),
         Policy::RsLb | Policy::Racksched => Upper::Lb(UniformLb::new(n, seed)),
         flat => flat_upper(setup, flat, nodes, seed),

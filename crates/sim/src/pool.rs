@@ -43,6 +43,23 @@ pub struct RackPlan {
 }
 
 impl PoolPlan {
+    /// The pool as one rack holding every server, under the first rack's
+    /// leaf: how the unmodified horus-sim schedules, whose leaves all share
+    /// one idle set (`LeafIdleScope::Pool`). Hop counts are unchanged: a
+    /// task still crosses spine, leaf and worker links once each.
+    pub fn merged_racks(&self) -> PoolPlan {
+        let first = self.racks.first().expect("a pool has at least one rack");
+        PoolPlan {
+            pool_id: self.pool_id,
+            racks: vec![RackPlan {
+                leaf: first.leaf,
+                spine: first.spine,
+                servers: self.racks.iter().flat_map(|r| r.servers.clone()).collect(),
+            }],
+            spines: self.spines.clone(),
+        }
+    }
+
     pub fn workers(&self) -> u64 {
         self.racks
             .iter()
@@ -77,6 +94,8 @@ pub struct RunSetup<'a> {
     pub load_tracking: LoadTrackingMode,
     /// INT2's exploration: one request in this many to a random server.
     pub int2_random_one_in: u32,
+    /// Horus mechanism choices (`[schedulers.horus]`).
+    pub horus: crate::config::HorusChoices,
     /// Flat policies: scheduler instances, one per client (RackSched §4.5).
     pub clients: u32,
     /// `r2p2`: JBSQ bound.
@@ -632,6 +651,7 @@ impl<'a> PoolSim<'a> {
                     self.racks[rack as usize].sched.remove_node(local, &mut out);
                     self.lower_actions(now, rack, &mut out, None);
                     self.out = Some(out);
+                    self.install_rack_weight(now, rack);
                 }
             }
         }
@@ -1104,6 +1124,24 @@ impl<'a> PoolSim<'a> {
         }
     }
 
+    /// Horus §A.2: the controller installs the rack's 1/w at every spine
+    /// that schedules over it whenever its worker count changes. A rack
+    /// left with no worker keeps its last factor; its spines stop choosing
+    /// it only when the rack itself fails.
+    fn install_rack_weight(&mut self, now: u64, rack: u32) {
+        let Some(w) = self.racks[rack as usize].sched.workers() else {
+            return;
+        };
+        if w == 0 {
+            return;
+        }
+        for u in 0..self.uppers.len() as u32 {
+            if let Some(local) = self.uppers[u as usize].local_of(rack) {
+                self.upper_set_node(now, u, local, w);
+            }
+        }
+    }
+
     fn add_workers(&mut self, now: u64, rack: u32, count: u32) {
         if rack as usize >= self.racks.len() || !self.racks[rack as usize].alive {
             return;
@@ -1133,13 +1171,7 @@ impl<'a> PoolSim<'a> {
             }
         }
         if !self.setup.policy.is_flat() {
-            if let Some(w) = self.racks[rack as usize].sched.workers() {
-                for u in 0..self.uppers.len() as u32 {
-                    if let Some(local) = self.uppers[u as usize].local_of(rack) {
-                        self.upper_set_node(now, u, local, w);
-                    }
-                }
-            }
+            self.install_rack_weight(now, rack);
         }
         self.metrics.workers += count as u64;
         self.weights_dirty = true;

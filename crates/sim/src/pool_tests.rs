@@ -43,6 +43,7 @@ fn setup<'a>(
         multi_queue: false,
         load_tracking: LoadTrackingMode::Int1,
         int2_random_one_in: 4,
+        horus: crate::config::HorusConfig::default().resolve(),
         clients,
         jbsq_bound: 3,
         failures: &[],

@@ -15,6 +15,7 @@ use crate::metrics::PoolMetrics;
 use crate::pool::{PoolPlan, PoolSim, RackPlan, RunSetup};
 use crate::topology::{self, Topology};
 use crate::workload::RateSchedule;
+use netsched_core::horus::{IdleLink, LeafIdleScope};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOpts {
@@ -135,6 +136,30 @@ pub fn run_config(
     let mut order: Vec<usize> = (0..plans.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(plans[i].workers()));
     let workers: u64 = plans.iter().map(|p| p.workers()).sum();
+    let horus_choices = cfg.schedulers.horus.resolve();
+    if horus_choices.idle_link == IdleLink::RandomOfPool {
+        if let Some(p) = plans.iter().find(|p| p.spines.len() > 1) {
+            return Err(ConfigError::new(
+                "schedulers.horus.idle_link",
+                format!(
+                    "`random-of-pool` is modelled only for pools served by one spine; pool {} has {}",
+                    p.pool_id,
+                    p.spines.len()
+                ),
+            ));
+        }
+    }
+    if horus_choices.leaf_idle_scope == LeafIdleScope::Pool && !cfg.failures.is_empty() {
+        return Err(ConfigError::new(
+            "schedulers.horus.leaf_idle_scope",
+            "`pool` merges each pool's racks into one, which failure events cannot address",
+        ));
+    }
+    let merged: Vec<PoolPlan> = if horus_choices.leaf_idle_scope == LeafIdleScope::Pool {
+        plans.iter().map(PoolPlan::merged_racks).collect()
+    } else {
+        Vec::new()
+    };
     let mut results = Vec::new();
     for (policy, load) in cfg.runs() {
         let schedule = RateSchedule::from_us_pairs(load, &cfg.workload.schedule)
@@ -164,6 +189,7 @@ pub fn run_config(
             multi_queue: cfg.workers.multi_queue,
             load_tracking: cfg.schedulers.load_tracking,
             int2_random_one_in: cfg.schedulers.int2_random_one_in,
+            horus: horus_choices,
             clients: cfg.schedulers.clients,
             jbsq_bound: cfg.schedulers.jbsq_bound,
             failures: &cfg.failures,
@@ -189,7 +215,12 @@ pub fn run_config(
                         done.fetch_add(completed - last.get(), Ordering::Relaxed);
                         last.set(completed);
                     };
-                    let mut m = PoolSim::new(&setup, &plans[i]).run(&progress);
+                    let plan = if policy == Policy::Horus && !merged.is_empty() {
+                        &merged[i]
+                    } else {
+                        &plans[i]
+                    };
+                    let mut m = PoolSim::new(&setup, plan).run(&progress);
                     m.set_window(warmup_ns, arrival_ns);
                     (i, m)
                 })

@@ -275,7 +275,9 @@ impl HorusLeaf {
                 .update(pass, node as usize, |l| *l = l.saturating_add(1));
         }
         match added {
-            AddOutcome::Added { previous } if previous == self.threshold() => {
+            AddOutcome::Added { previous }
+                if previous == self.threshold() && self.options.announce_on_reply =>
+            {
                 Self::notify(out, Notice::IdleAdd)
             }
             AddOutcome::Added { .. } | AddOutcome::Duplicate => {}

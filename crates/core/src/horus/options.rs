@@ -66,6 +66,11 @@ pub struct HorusOptions {
     /// any worker is idle); horus-sim uses 4.
     pub leaf_idle_threshold: u32,
     pub remove_lock: RemoveLock,
+    /// Whether a reply that lifts the idle count above T announces the rack
+    /// at once (§3.4, P4). horus-sim re-links a leaf only when a later task
+    /// finds more than T idle workers (its reply-path announcement is
+    /// commented out), which is then the A.3 re-send of the next first pass.
+    pub announce_on_reply: bool,
     /// A task or reply lost on the wire leaves a leaf counting one task too
     /// many at that worker. When a worker reports an empty queue and nothing
     /// was dispatched to it for this long, whatever the leaf still counts as
@@ -80,6 +85,7 @@ impl Default for HorusOptions {
             spine_idle_pick: SpineIdlePick::Last,
             leaf_idle_threshold: 0,
             remove_lock: RemoveLock::On,
+            announce_on_reply: true,
             loss_resync_ns: 10_000_000,
         }
     }
@@ -93,6 +99,7 @@ impl HorusOptions {
             spine_idle_pick: SpineIdlePick::Random,
             leaf_idle_threshold: 4,
             remove_lock: RemoveLock::Off,
+            announce_on_reply: false,
             ..HorusOptions::default()
         }
     }
