@@ -10,9 +10,7 @@ use netsched_sim::config::SimConfig;
 use netsched_sim::run::{run_config, RunOpts};
 
 fn main() {
-    let path = std::env::args()
-        .nth(1)
-        .expect("usage: sim_toml FILE.toml");
+    let path = std::env::args().nth(1).expect("usage: sim_toml FILE.toml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let cfg = SimConfig::from_toml(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
     let base = Path::new(&path).parent().unwrap_or(Path::new("."));
