@@ -11,10 +11,14 @@ use netsched_sim::run::{run_config, RunOpts};
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: sim_toml FILE.toml");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let cfg = SimConfig::from_toml(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let fail = |e: String| -> ! {
+        eprintln!("error: {path}: {e}");
+        std::process::exit(1)
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| fail(e.to_string()));
+    let cfg = SimConfig::from_toml(&text).unwrap_or_else(|e| fail(e.to_string()));
     let base = Path::new(&path).parent().unwrap_or(Path::new("."));
-    let runs = run_config(&cfg, base, &RunOpts::default()).unwrap_or_else(|e| panic!("{e}"));
+    let runs = run_config(&cfg, base, &RunOpts::default()).unwrap_or_else(|e| fail(e.to_string()));
     println!("policy\tload\tp50_us\tp99_us\tmean_us\twait_p50_us\tcompleted\taborted");
     for r in &runs {
         let s = r.summary();
