@@ -768,8 +768,8 @@ impl SimConfig {
             return Err(err("metrics.imbalance_interval_us", "must be >= 0"));
         }
         self.workload.service.validate()?;
-        self.topology.validate()?;
-        self.placement.validate()?;
+        let topo = self.topology.build()?;
+        self.placement.validate_on(&topo)?;
         Ok(())
     }
 

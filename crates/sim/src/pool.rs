@@ -229,6 +229,10 @@ pub struct PoolSim<'a> {
     node_server: Vec<u32>,
     node_cores: Vec<u32>,
     nodes: Nodes,
+    /// Per pool node, tasks dispatched to it and still on the wire; kept for
+    /// the ideal policies only (`Policy::sees_queues_instantly`), whose view
+    /// counts them (issue 13, item 5).
+    in_flight: Vec<u32>,
     tasks: Vec<TaskRec>,
     free_tasks: Vec<u32>,
     arrivals: ArrivalProcess,
@@ -316,6 +320,7 @@ impl<'a> PoolSim<'a> {
             node_loc,
             node_server,
             node_cores,
+            in_flight: vec![0; nodes.len()],
             nodes,
             tasks: Vec::with_capacity(1024),
             free_tasks: Vec::new(),
@@ -865,17 +870,32 @@ impl<'a> PoolSim<'a> {
         }
     }
 
-    fn send_task_to_node(&mut self, _now: u64, hops: u32, node: u32, task: u32) {
+    fn send_task_to_node(&mut self, now: u64, hops: u32, node: u32, task: u32) {
         self.metrics.message(MessageKind::Task);
         if self.lost() {
             self.abort(task, AbortReason::Lost);
+            // An ideal scheduler counted the task at dispatch; the oracle
+            // knows it will never arrive.
+            self.instant_view(now, node);
             return;
         }
         let d = self.hop_delay(hops);
         self.q.after(d, Ev::AtNode { node, task });
+        if self.setup.policy.sees_queues_instantly() {
+            // Zero delay means the dispatch is known before the next task,
+            // not when the task reaches the worker: counting it only on
+            // arrival let every task dispatched within one network delay
+            // join the same shortest queue (issue 13, item 5; the contract
+            // in netsched_core::baselines).
+            self.in_flight[node as usize] += 1;
+            self.instant_view(now, node);
+        }
     }
 
     fn at_node(&mut self, now: u64, node: u32, task: u32) {
+        if self.setup.policy.sees_queues_instantly() {
+            self.in_flight[node as usize] -= 1;
+        }
         if !self.nodes.alive(node) {
             self.abort(task, AbortReason::DeadWorker);
             return;
@@ -887,10 +907,11 @@ impl<'a> PoolSim<'a> {
         self.instant_view(now, node);
     }
 
-    /// Ideal policies see every queue change at once (not a packet).
+    /// Ideal policies see every queue change at once (not a packet): the
+    /// tasks dispatched to `node` and not finished, queued or in flight.
     fn instant_view(&mut self, now: u64, node: u32) {
         if self.setup.policy.sees_queues_instantly() {
-            let qlen = self.nodes.qlen(node);
+            let qlen = self.nodes.qlen(node) + self.in_flight[node as usize];
             for u in 0..self.uppers.len() as u32 {
                 if self.uppers[u as usize].alive {
                     self.upper_input(now, u, Input::QueueChanged { node, qlen });
@@ -1153,6 +1174,7 @@ impl<'a> PoolSim<'a> {
             .unwrap_or(0);
         for _ in 0..count {
             let node = self.nodes.add_node(1);
+            self.in_flight.push(0);
             self.node_cores.push(1);
             self.node_server.push(server);
             let local = self.racks[rack as usize].nodes.len() as u32;

@@ -32,6 +32,9 @@ fn default_k() -> u32 {
 fn default_cores() -> u32 {
     32
 }
+fn default_racks_spines() -> u32 {
+    1
+}
 
 /// The datacenter as written in the config.
 ///
@@ -41,6 +44,7 @@ fn default_cores() -> u32 {
 /// topology = { kind = "testbed-uniform" }
 /// topology = { kind = "testbed-skewed" }
 /// topology = { kind = "racks", racks = [[8], [8], [16, 8, 8]] }  # cores per server, per rack
+/// topology = { kind = "racks", racks = [[8], [8], [8], [8]], spines = 2 }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
@@ -63,8 +67,14 @@ pub enum TopologyConfig {
     /// Horus §4.1 Skewed: racks of 4, 4, 8 and 32 workers (the last on three
     /// servers running 16, 8 and 8).
     TestbedSkewed,
-    /// Arbitrary racks in one pod under one spine: cores of each server, per rack.
-    Racks { racks: Vec<Vec<u32>> },
+    /// Arbitrary racks in one pod: cores of each server, per rack, under
+    /// `spines` spine switches (1 if left out), among which `placement.ratio`
+    /// groups each pool's racks.
+    Racks {
+        racks: Vec<Vec<u32>>,
+        #[serde(default = "default_racks_spines")]
+        spines: u32,
+    },
 }
 
 impl Default for TopologyConfig {
@@ -94,7 +104,7 @@ impl TopologyConfig {
             } => Topology::single_rack(*servers, *cores_per_server),
             TopologyConfig::TestbedUniform => Ok(Topology::testbed_uniform()),
             TopologyConfig::TestbedSkewed => Ok(Topology::testbed_skewed()),
-            TopologyConfig::Racks { racks } => Topology::from_racks(racks),
+            TopologyConfig::Racks { racks, spines } => Topology::from_racks_spines(racks, *spines),
         }
         .map_err(|e| e.within(TOPOLOGY_FIELD))
     }
@@ -173,6 +183,16 @@ impl Topology {
     /// spine and every leaf). `racks[r][i]` is the core count of server i of
     /// rack r.
     pub fn from_racks(racks: &[Vec<u32>]) -> Result<Self, ConfigError> {
+        Topology::from_racks_spines(racks, 1)
+    }
+
+    /// Racks in one pod under `spines` spines, each one hop from every leaf
+    /// (a pod of a Clos network; the Horus authors' simulator gives a pool's
+    /// racks several spines the same way).
+    pub fn from_racks_spines(racks: &[Vec<u32>], spines: u32) -> Result<Self, ConfigError> {
+        if spines == 0 {
+            return Err(ConfigError::new("spines", "must be >= 1"));
+        }
         if racks.is_empty() {
             return Err(ConfigError::new("racks", "needs at least one rack"));
         }
@@ -200,7 +220,7 @@ impl Topology {
                 "too many cores (at most 2^32 - 1)",
             ));
         }
-        Topology::assemble(1, 1, racks, vec![0; racks.len()])
+        Topology::assemble(1, spines, racks, vec![0; racks.len()])
     }
 
     /// The topology a config describes (same as [`TopologyConfig::build`]).
@@ -348,8 +368,12 @@ pub struct PlacementConfig {
     pub sizes: Vec<u32>,
     pub mode: PlacementMode,
     /// r, leaf to spine schedulers (Horus §5.3). The paper compares 10, 20
-    /// and 40 without naming a default; 10 uses the most spines.
-    pub ratio: u32,
+    /// and 40 without naming a default; 10 ([`Self::DEFAULT_RATIO`]) uses the
+    /// most spines. An option so that a ratio given where it cannot matter
+    /// (one spine per pod) is refused rather than ignored; read it with
+    /// [`Self::ratio`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<u32>,
     pub grouping: SpineGrouping,
 }
 
@@ -362,7 +386,7 @@ impl Default for PlacementConfig {
             mean_size: 685.0,
             sizes: Vec::new(),
             mode: PlacementMode::Scattered,
-            ratio: 10,
+            ratio: None,
             grouping: SpineGrouping::Pod,
         }
     }
@@ -370,6 +394,12 @@ impl Default for PlacementConfig {
 
 impl PlacementConfig {
     pub const DEFAULT_POOLS: u32 = 1000;
+    pub const DEFAULT_RATIO: u32 = 10;
+
+    /// r, as given or the default.
+    pub fn ratio(&self) -> u32 {
+        self.ratio.unwrap_or(Self::DEFAULT_RATIO)
+    }
 
     /// One pool of `workers`, filling cores in order (single-rack and
     /// testbed experiments: `single_pool(32)` on the Uniform testbed puts 8
@@ -396,8 +426,24 @@ impl PlacementConfig {
         self.check().map_err(|e| e.within(PLACEMENT_FIELD))
     }
 
+    /// [`Self::validate`], and refuse what has no effect on `topo`: a ratio
+    /// given for a topology with one spine per pod, where every group of a
+    /// pod's racks gets that spine whatever r is (issue 13, item 6).
+    pub fn validate_on(&self, topo: &Topology) -> Result<(), ConfigError> {
+        self.validate()?;
+        if self.ratio.is_some() && topo.spines_per_pod() == 1 {
+            return Err(ConfigError::new(
+                "ratio",
+                "has no effect: the topology has one spine per pod, which every group of racks \
+                 shares whatever the ratio; leave it out, or give a `racks` topology `spines`",
+            )
+            .within(PLACEMENT_FIELD));
+        }
+        Ok(())
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
-        if self.ratio == 0 {
+        if self.ratio == Some(0) {
             return Err(ConfigError::new("ratio", "must be >= 1"));
         }
         if !self.sizes.is_empty() {
@@ -598,7 +644,7 @@ impl Placement {
     /// k/2 spines, so per-pod groups never outnumber the pod's spines; in
     /// smaller topologies (one spine) groups share a spine.
     pub fn place(topo: &Topology, cfg: &PlacementConfig, seed: u64) -> Result<Self, ConfigError> {
-        cfg.validate()?;
+        cfg.validate_on(topo)?;
         let sizes = pool_sizes(cfg, &mut Rng::derive(seed, STREAM_POOL_SIZES));
         let total: u64 = sizes.iter().map(|&s| s as u64).sum();
         if total > topo.cores() as u64 {
@@ -702,7 +748,7 @@ fn layout(
         r.servers.last_mut().expect("a server exists").1 += 1;
     }
     let (spines, leaf_spine) =
-        assign_spines(topo, pool_id, &racks, cfg.ratio, cfg.grouping, spine_slot);
+        assign_spines(topo, pool_id, &racks, cfg.ratio(), cfg.grouping, spine_slot);
     PoolLayout {
         pool_id,
         racks,
@@ -904,7 +950,7 @@ mod tests {
         let bad = |c: PlacementConfig| c.validate().unwrap_err().field;
         assert_eq!(
             bad(PlacementConfig {
-                ratio: 0,
+                ratio: Some(0),
                 ..Default::default()
             }),
             "placement.ratio"
@@ -1003,7 +1049,7 @@ mod tests {
                 );
             }
             assert!(
-                per_spine.iter().all(|&n| (1..=cfg.ratio).contains(&n)),
+                per_spine.iter().all(|&n| (1..=cfg.ratio()).contains(&n)),
                 "{per_spine:?}"
             );
             let w: u64 = pool.spine_workers().iter().sum();
@@ -1060,7 +1106,7 @@ mod tests {
         let spines = |ratio: u32, grouping: SpineGrouping, mode: PlacementMode| -> Vec<usize> {
             let cfg = PlacementConfig {
                 sizes: sizes.clone(),
-                ratio,
+                ratio: Some(ratio),
                 grouping,
                 mode,
                 ..PlacementConfig::default()

@@ -228,7 +228,10 @@ impl MinBuckets {
 
 /// Ideal JSQ: each task goes to a node with the shortest queue, chosen
 /// uniformly at random among all shortest, on a zero-delay global view fed by
-/// `QueueChanged`.
+/// `QueueChanged`. A queue counts every task dispatched to the node and not
+/// yet finished, including those still in flight: the scheduler counts its
+/// own dispatch at once, and the driver reports the count
+/// (dispatched-and-unfinished) after every dispatch, arrival and completion.
 ///
 /// This is the theoretical bound the papers plot (Horus §2.1, §4.3; RackSched
 /// §2), and it is deliberately *not* restricted by the switch model: a switch
@@ -287,6 +290,13 @@ impl DataPlane for Jsq {
                 }
                 match self.view.pick_min(&mut self.rng) {
                     Some(node) => {
+                        // Zero-delay knowledge includes this task: it is on
+                        // the node's queue from now on, even while it is
+                        // still on the wire, or the next tasks would join the
+                        // same queue (issue 13, item 5). The driver's next
+                        // `QueueChanged` for the node replaces the count.
+                        let q = self.view.qlen(node).unwrap_or(0);
+                        self.view.set(node, q.saturating_add(1));
                         remember(&mut self.affinity, &pass, now, task, node);
                         out.push(Action::Dispatch {
                             node,
@@ -362,7 +372,10 @@ mod tests {
                         let acts = run(&mut jsq, 0, Input::Task(task(i as u64)));
                         let min = model.iter().flatten().min().copied();
                         match (acts.as_slice(), min) {
-                            ([Action::Dispatch { node, .. }], Some(m)) => prop_assert_eq!(model[*node as usize], Some(m)),
+                            ([Action::Dispatch { node, .. }], Some(m)) => {
+                                prop_assert_eq!(model[*node as usize], Some(m));
+                                model[*node as usize] = Some(m + 1);
+                            }
                             ([Action::Drop(DropReason::NoNodes)], None) => {}
                             (a, m) => prop_assert!(false, "{:?} with model min {:?}", a, m),
                         }
@@ -389,13 +402,37 @@ mod tests {
         }
         let mut seen = [0u32; 16];
         for id in 0..1200 {
-            seen[dispatched(&mut jsq, 0, Input::Task(task(id))) as usize] += 1;
+            let node = dispatched(&mut jsq, 0, Input::Task(task(id)));
+            seen[node as usize] += 1;
+            // The task finishes before the next arrives: the tie stays.
+            run(&mut jsq, 0, Input::QueueChanged { node, qlen: 1 });
         }
         assert!(seen[..4].iter().all(|&c| c == 0), "{seen:?}");
         assert!(
             seen[4..].iter().all(|&c| (50..150).contains(&c)),
             "ties must spread uniformly: {seen:?}"
         );
+    }
+
+    /// Issue 13 item 5: a task counts at its node from its dispatch, before
+    /// any `QueueChanged` reports it, so back-to-back tasks never herd onto
+    /// one idle node while others are idle.
+    #[test]
+    fn back_to_back_dispatches_spread_over_idle_nodes() {
+        for seed in 0..50 {
+            let mut jsq = Jsq::new(8, seed);
+            let mut used = [0u32; 8];
+            for id in 0..16 {
+                used[dispatched(&mut jsq, 0, Input::Task(task(id))) as usize] += 1;
+                let most = *used.iter().max().unwrap();
+                let least = *used.iter().min().unwrap();
+                assert!(most - least <= 1, "seed {seed}, after task {id}: {used:?}");
+            }
+            assert_eq!(jsq.view().qlen(3), Some(2));
+            // The driver's report is the truth: it replaces the count.
+            run(&mut jsq, 0, Input::QueueChanged { node: 3, qlen: 0 });
+            assert_eq!(dispatched(&mut jsq, 0, Input::Task(task(99))), 3);
+        }
     }
 
     #[test]
