@@ -35,6 +35,15 @@ fn rs_config(setup: &RunSetup, report_load: bool) -> RackSchedConfig {
     }
 }
 
+/// `horus` runs the configured mechanism (`[schedulers.horus]`);
+/// `horus-tokens` is netsched's idle-token variant.
+fn horus_options(setup: &RunSetup) -> netsched_core::horus::HorusOptions {
+    match setup.policy {
+        Policy::HorusTokens => netsched_core::horus::HorusOptions::idle_tokens(),
+        _ => setup.horus.data_plane,
+    }
+}
+
 /// A rack's lower scheduler and the (upper, local index) it is linked with.
 pub(crate) type LinkedLower = (Lower, (u32, u32));
 
@@ -53,7 +62,8 @@ pub(crate) fn schedulers(
     let first_spine = plan.spines.first().copied().unwrap_or(0);
     let leaf_seed = |r: usize| seed(10_000 + r as u64);
     match setup.policy {
-        Policy::Horus => {
+        Policy::Horus | Policy::HorusTokens => {
+            let options = horus_options(setup);
             // §3.2: each leaf is linked to one spine; a spine schedules over its linked racks.
             let mut uppers = Vec::new();
             let mut links = vec![(0, 0); plan.racks.len()];
@@ -75,7 +85,7 @@ pub(crate) fn schedulers(
                         &weights,
                         seed(s as u64),
                         conn_table(),
-                        setup.horus.data_plane,
+                        options,
                     )),
                     nodes: linked,
                     spine,
@@ -90,7 +100,7 @@ pub(crate) fn schedulers(
                             w,
                             leaf_seed(r),
                             conn_table(),
-                            setup.horus.data_plane,
+                            options,
                         )),
                         links[r],
                     )
@@ -188,7 +198,7 @@ fn flat_upper(setup: &RunSetup, policy: Policy, n: u32, seed: u64) -> Upper {
         }
         // Deterministic (longest-waiting node first): no seed needed.
         Policy::R2p2 => Upper::Jbsq(Jbsq::new(n, setup.jbsq_bound, Jbsq::DEFAULT_CAPACITY)),
-        Policy::Horus | Policy::RsH | Policy::RsLb | Policy::Racksched => {
+        Policy::Horus | Policy::HorusTokens | Policy::RsH | Policy::RsLb | Policy::Racksched => {
             unreachable!("layered policy")
         }
     }
@@ -200,11 +210,11 @@ pub(crate) fn replacement_upper(setup: &RunSetup, racks: &[u32], nodes: u32, sal
     let seed = Rng::derive(setup.seed, 7_777 + salt).next_u64();
     let n = racks.len() as u32;
     match setup.policy {
-        Policy::Horus => Upper::Horus(HorusSpine::with_options(
+        Policy::Horus | Policy::HorusTokens => Upper::Horus(HorusSpine::with_options(
             &[],
             seed,
             conn_table(),
-            setup.horus.data_plane,
+            horus_options(setup),
         )),
         Policy::RsH => Upper::RsSpine(RackSchedSpine::new(n, seed, setup.k, req_table())),
         Policy::RsLb | Policy::Racksched => Upper::Lb(UniformLb::new(n, seed)),

@@ -16,6 +16,9 @@ use crate::workload::ServiceDist;
 pub enum Policy {
     /// Horus spine + leaf schedulers (NSDI'24 §3).
     Horus,
+    /// Horus with idle tokens: netsched's variant that holds at high task
+    /// rates (`HorusOptions::idle_tokens`, docs/fidelity.md).
+    HorusTokens,
     /// RackSched hierarchically at spines and leaves (Horus §4.1).
     RsH,
     /// A uniformly random rack, then RackSched inside it (Horus §4.1; RS-R in §C).
@@ -45,8 +48,9 @@ pub enum Policy {
 }
 
 impl Policy {
-    pub const ALL: [Policy; 13] = [
+    pub const ALL: [Policy; 14] = [
         Policy::Horus,
+        Policy::HorusTokens,
         Policy::RsH,
         Policy::RsLb,
         Policy::Racksched,
@@ -64,6 +68,7 @@ impl Policy {
     pub fn name(self) -> &'static str {
         match self {
             Policy::Horus => "horus",
+            Policy::HorusTokens => "horus-tokens",
             Policy::RsH => "rs-h",
             Policy::RsLb => "rs-lb",
             Policy::Racksched => "racksched",
@@ -96,8 +101,13 @@ impl Policy {
     pub fn is_flat(self) -> bool {
         !matches!(
             self,
-            Policy::Horus | Policy::RsH | Policy::RsLb | Policy::Racksched
+            Policy::Horus | Policy::HorusTokens | Policy::RsH | Policy::RsLb | Policy::Racksched
         )
+    }
+
+    /// Runs Horus's leaf and spine data planes (with any options).
+    pub fn is_horus(self) -> bool {
+        matches!(self, Policy::Horus | Policy::HorusTokens)
     }
 
     /// Ideal policies that see queue changes with zero delay.

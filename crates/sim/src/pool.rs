@@ -501,7 +501,7 @@ impl<'a> PoolSim<'a> {
     }
 
     fn upper_weight(&self, u: &UpperState) -> u32 {
-        if self.setup.policy == Policy::Horus {
+        if self.setup.policy.is_horus() {
             u.nodes
                 .iter()
                 .map(|&r| self.racks[r as usize].nodes.len() as u32)
@@ -1032,13 +1032,13 @@ impl<'a> PoolSim<'a> {
                         let d = self
                             .control_delay((self.setup.hops)(id, self.racks[rack as usize].leaf));
                         self.metrics.controller_messages += 1;
-                        if self.setup.policy == Policy::Horus {
+                        if self.setup.policy.is_horus() {
                             self.q.after(d, Ev::SpineFailureKnown { upper: u, rack });
                         }
                         last = last.max(now + d);
                     }
                     self.q.at(last, Ev::UpperRetired { upper: u });
-                    if self.setup.policy != Policy::Horus && !survivors {
+                    if !self.setup.policy.is_horus() && !survivors {
                         self.q.at(last, Ev::ReplaceUpper { upper: u });
                     }
                 }

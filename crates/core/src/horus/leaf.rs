@@ -102,10 +102,12 @@ impl HorusLeaf {
             workers,
             counters: LeafCounters::default(),
         };
-        let mut none = Outbox::new();
+        // The spine starts from the same state, so the start-up notices go nowhere.
+        let mut start_up = Outbox::new();
         for w in 0..workers {
             let pass = leaf.pipeline.begin();
-            leaf.list_idle(&pass, w, &mut none);
+            leaf.list_idle(&pass, w, &mut start_up);
+            start_up.clear();
         }
         leaf
     }
@@ -211,6 +213,11 @@ impl HorusLeaf {
     ) {
         let t = self.threshold();
         let retrieved = self.idle.retrieve(pass);
+        if self.options.idle_tokens {
+            // Tokens are consumed at the spine; nothing to withdraw or re-send.
+            self.dispatch_retrieved(pass, now, task, retrieved, out);
+            return;
+        }
         // The idle count crossing down to T is announced; besides, on the
         // first pass (§A.3) compare the spine's belief (idle_selected) with
         // our state after this task and re-send the Idle Add/Remove it must
@@ -234,6 +241,17 @@ impl HorusLeaf {
             }
             _ => {}
         }
+        self.dispatch_retrieved(pass, now, task, retrieved, out);
+    }
+
+    fn dispatch_retrieved(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        task: TaskMeta,
+        retrieved: Retrieved,
+        out: &mut Outbox,
+    ) {
         match retrieved {
             Retrieved::Node { node, .. } => {
                 self.listed
@@ -275,6 +293,10 @@ impl HorusLeaf {
                 .update(pass, node as usize, |l| *l = l.saturating_add(1));
         }
         match added {
+            // One token per worker that becomes idle.
+            AddOutcome::Added { .. } if self.options.idle_tokens => {
+                Self::notify(out, Notice::IdleAdd)
+            }
             AddOutcome::Added { previous }
                 if previous == self.threshold() && self.options.announce_on_reply =>
             {

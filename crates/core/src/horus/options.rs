@@ -71,6 +71,14 @@ pub struct HorusOptions {
     /// finds more than T idle workers (its reply-path announcement is
     /// commented out), which is then the A.3 re-send of the next first pass.
     pub announce_on_reply: bool,
+    /// netsched's high-rate variant (policy `horus-tokens`, docs/fidelity.md):
+    /// a leaf sends the spine one idle token per worker that joins its idle
+    /// list, and the spine pops a token per idle-path task instead of
+    /// peeking at a rack that stays listed. A token stands for one idle
+    /// worker, so tasks in flight cannot herd onto a rack whose idle workers
+    /// they outnumber, and no idleRemove is needed: the message budget is one
+    /// token per idle transition. Off for the paper's mechanism.
+    pub idle_tokens: bool,
     /// A task or reply lost on the wire leaves a leaf counting one task too
     /// many at that worker. When a worker reports an empty queue and nothing
     /// was dispatched to it for this long, whatever the leaf still counts as
@@ -86,12 +94,21 @@ impl Default for HorusOptions {
             leaf_idle_threshold: 0,
             remove_lock: RemoveLock::On,
             announce_on_reply: true,
+            idle_tokens: false,
             loss_resync_ns: 10_000_000,
         }
     }
 }
 
 impl HorusOptions {
+    /// netsched's high-rate variant: idle tokens (see [`Self::idle_tokens`]).
+    pub fn idle_tokens() -> Self {
+        HorusOptions {
+            idle_tokens: true,
+            ..HorusOptions::default()
+        }
+    }
+
     /// The choices of the authors' simulator (horus-sim), except the
     /// driver-level ones ([`IdleLink`], [`LeafIdleScope`]).
     pub fn horus_sim() -> Self {

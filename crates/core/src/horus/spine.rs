@@ -6,7 +6,7 @@ use crate::dataplane::{
     Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox, Resubmit, TaskMeta,
 };
 use crate::fixed;
-use crate::idle::{AddOutcome, IdleNodes, RemoveFirst};
+use crate::idle::{AddOutcome, IdleNodes, RemoveFirst, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
 use crate::rng::Rng;
 use crate::switch::{Pass, Pipeline};
@@ -44,17 +44,30 @@ impl HorusSpine {
         options: HorusOptions,
     ) -> Self {
         let racks = rack_workers.len() as u32;
+        let idle = if options.idle_tokens {
+            // Room for two tokens per worker: tokens of workers taken by the
+            // busy path stay until a task consumes them.
+            let workers: u32 = rack_workers.iter().sum();
+            IdleNodes::new((2 * workers as usize).max(rack_workers.len()), false)
+        } else {
+            IdleNodes::new(rack_workers.len(), true)
+        };
         let mut spine = HorusSpine {
             pipeline: Pipeline::new(),
             rng: Rng::new(seed),
             options,
-            idle: IdleNodes::new(rack_workers.len(), true),
+            idle,
             pow2: LazyPow2::new(racks, |r| fixed::additive_factor(rack_workers[r as usize])),
             conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
             pending_removals: Vec::new(),
         };
         for (r, &w) in rack_workers.iter().enumerate() {
-            if w > options.leaf_idle_threshold {
+            let tokens = if options.idle_tokens {
+                w
+            } else {
+                u32::from(w > options.leaf_idle_threshold)
+            };
+            for _ in 0..tokens {
                 let pass = spine.pipeline.begin();
                 spine.idle.add(&pass, r as NodeId);
             }
@@ -73,6 +86,10 @@ impl HorusSpine {
     fn on_task(&mut self, now: u64, mut task: TaskMeta, out: &mut Outbox) {
         let pass = self.pipeline.begin();
         if follow_affinity(&mut self.conn, &pass, now, task, out) {
+            return;
+        }
+        if self.options.idle_tokens {
+            self.schedule_with_tokens(&pass, now, task, out);
             return;
         }
         let rng = &mut self.rng;
@@ -94,6 +111,30 @@ impl HorusSpine {
                 Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
                 Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
             },
+        }
+    }
+
+    /// [`HorusOptions::idle_tokens`]: pop one idle token, else power-of-2.
+    /// A token of a rack removed since it was sent is discarded; the busy
+    /// path then runs in the same pass (it reads no array the pop used).
+    fn schedule_with_tokens(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        mut task: TaskMeta,
+        out: &mut Outbox,
+    ) {
+        if let Retrieved::Node { node: rack, .. } = self.idle.retrieve(pass) {
+            if self.pow2.add_drift(pass, rack) {
+                task.idle_selected = true;
+                self.dispatch(pass, now, rack, task, Decision::Idle, out);
+                return;
+            }
+        }
+        match self.pow2.schedule(pass, &mut self.rng, task) {
+            Pow2First::Chosen(rack) => self.dispatch(pass, now, rack, task, Decision::Sampled, out),
+            Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
+            Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
         }
     }
 
@@ -132,7 +173,8 @@ impl HorusSpine {
     /// the lock between its passes, the removal waits for the release: taking
     /// the lock from under it would corrupt the list.
     fn control_remove_idle(&mut self, rack: NodeId) {
-        if !self.idle.contains(rack) {
+        // A dead rack's tokens are discarded when popped.
+        if self.options.idle_tokens || !self.idle.contains(rack) {
             return;
         }
         if self.idle.is_locked() {
@@ -183,8 +225,13 @@ impl HorusSpine {
 
     /// A rack joined (or its worker count changed): install its 1/w.
     pub fn control_set_rack(&mut self, rack: NodeId, workers: u32) {
-        if rack as usize >= self.idle.capacity() {
-            self.idle.control_resize(rack as usize + 1);
+        let needed = if self.options.idle_tokens {
+            self.idle.capacity().max(rack as usize + 1) + 2 * workers as usize
+        } else {
+            rack as usize + 1
+        };
+        if needed > self.idle.capacity() {
+            self.idle.control_resize(needed);
         }
         self.pow2.control_add(rack, fixed::additive_factor(workers));
     }
@@ -204,9 +251,14 @@ impl DataPlane for HorusSpine {
             Input::Task(t) => self.on_task(now, t, out),
             Input::IdleAdd { node } if self.known(node) => {
                 let pass = self.pipeline.begin();
-                if self.idle.add(&pass, node) == AddOutcome::Duplicate {
-                    out.push(Action::Drop(DropReason::StaleIdleUpdate));
+                match self.idle.add(&pass, node) {
+                    AddOutcome::Duplicate => out.push(Action::Drop(DropReason::StaleIdleUpdate)),
+                    AddOutcome::Full => out.push(Action::Drop(DropReason::Overflow)),
+                    AddOutcome::Added { .. } => {}
                 }
+            }
+            Input::IdleRemove { .. } if self.options.idle_tokens => {
+                out.push(Action::Drop(DropReason::Unexpected))
             }
             Input::IdleRemove { node } if self.known(node) => {
                 if self.options.remove_lock == RemoveLock::Off {
