@@ -273,3 +273,35 @@ fn remove_lock_on_drops_and_off_applies() {
     assert_eq!(left, vec![2, 3]);
     off.idle_nodes().check_invariant().unwrap();
 }
+
+/// horus-tokens: a spine holds one token per idle worker and pops one per
+/// idle-path task, so it never sends a rack more idle-path tasks than it
+/// announced idle workers; a leaf sends a token per worker that idles.
+#[test]
+fn idle_tokens_one_task_per_announced_worker() {
+    let opts = HorusOptions::idle_tokens();
+    let mut s = HorusSpine::with_options(&[2, 1], 3, ConnTableConfig::default(), opts);
+    let mut per_rack = [0u32; 2];
+    for id in 0..3 {
+        let fx = feed(&mut s, 0, Input::Task(task(id)));
+        assert_eq!(fx.dispatched[0].1, Decision::Idle);
+        per_rack[fx.dispatched[0].0 as usize] += 1;
+    }
+    assert_eq!(per_rack, [2, 1]);
+    let fx = feed(&mut s, 0, Input::Task(task(3)));
+    assert_eq!(fx.dispatched[0].1, Decision::Sampled, "no token left");
+    feed(&mut s, 1, Input::IdleAdd { node: 1 });
+    let fx = feed(&mut s, 2, Input::Task(task(4)));
+    assert_eq!(fx.dispatched, vec![(1, Decision::Idle)]);
+
+    let mut l = HorusLeaf::with_options(2, 1, ConnTableConfig::default(), opts);
+    let a = feed(&mut l, 0, Input::Task(task(0)));
+    assert!(a.notices.is_empty(), "tokens are never withdrawn");
+    let b = feed(&mut l, 0, Input::Task(task(1)));
+    assert!(b.notices.is_empty());
+    let w = a.dispatched[0].0;
+    assert_eq!(
+        feed(&mut l, 1, reply(w, 0, 0)).notices,
+        vec![Notice::IdleAdd]
+    );
+}

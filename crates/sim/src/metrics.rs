@@ -151,7 +151,9 @@ pub struct PoolMetrics {
     pub drops: [u64; DropReason::ALL.len()],
     /// Resubmission passes requested per layer (all, warm-up included).
     pub resubmissions: [u64; 2],
-    /// Of those, passes carrying a measured task (Horus §B "fraction of resubmitted tasks").
+    /// Measured tasks a layer's switch processed more than once, each
+    /// counted once per layer whatever the number or reason of its extra
+    /// passes (Horus Fig. 15, "fraction of resubmitted tasks").
     pub resubmitted_tasks: [u64; 2],
     /// Measured tasks' decisions per layer and kind.
     pub decisions: [[u64; 3]; 2],
@@ -262,7 +264,8 @@ impl PoolMetrics {
         }
     }
 
-    /// A resubmission pass; `task` is `Some(measured)` when it carries a task.
+    /// A resubmission pass; `task` is `Some(measured)` when it is the first
+    /// repeat pass of a task at this layer.
     #[inline]
     pub fn resubmission(&mut self, upper: bool, task: Option<bool>) {
         self.resubmissions[layer(upper)] += 1;

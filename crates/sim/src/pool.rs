@@ -654,7 +654,7 @@ impl<'a> PoolSim<'a> {
                 } else if self.racks[rack as usize].alive {
                     let mut out = self.out.take().unwrap_or_default();
                     self.racks[rack as usize].sched.remove_node(local, &mut out);
-                    self.lower_actions(now, rack, &mut out, None);
+                    self.lower_actions(now, rack, &mut out, None, false);
                     self.out = Some(out);
                     self.install_rack_weight(now, rack);
                 }
@@ -708,12 +708,13 @@ impl<'a> PoolSim<'a> {
 
     fn deliver_upper(&mut self, now: u64, upper: u32, input: Input) {
         let carries_task = task_of(&input);
+        let first_pass_of_task = matches!(input, Input::Task(_));
         let mut out = self.out.take().unwrap_or_default();
         out.clear();
         self.uppers[upper as usize]
             .sched
             .handle(now, input, &mut out);
-        self.upper_actions(now, upper, &mut out, carries_task);
+        self.upper_actions(now, upper, &mut out, carries_task, first_pass_of_task);
         self.out = Some(out);
     }
 
@@ -724,10 +725,20 @@ impl<'a> PoolSim<'a> {
         self.uppers[upper as usize]
             .sched
             .set_node(node, workers, now, &mut out);
-        self.upper_actions(now, upper, &mut out, None);
+        self.upper_actions(now, upper, &mut out, None, false);
     }
 
-    fn upper_actions(&mut self, now: u64, upper: u32, out: &mut Outbox, carries_task: Option<u32>) {
+    /// `first_pass_of_task`: the input was a task's first pass here, so a
+    /// resubmission now makes it a task this switch processes twice (Horus
+    /// Fig. 15 counts each such task once per layer).
+    fn upper_actions(
+        &mut self,
+        now: u64,
+        upper: u32,
+        out: &mut Outbox,
+        carries_task: Option<u32>,
+        first_pass_of_task: bool,
+    ) {
         for a in out.drain() {
             match a {
                 Action::Dispatch {
@@ -761,7 +772,7 @@ impl<'a> PoolSim<'a> {
                 }
                 Action::Resubmit(r) => {
                     self.metrics
-                        .resubmission(true, carries_task.map(|t| self.tasks[t as usize].measured));
+                        .resubmission(true, self.twice_processed(carries_task, first_pass_of_task));
                     self.q
                         .after(self.setup.resubmit_ns, Ev::UpperResubmit { upper, r });
                 }
@@ -795,14 +806,23 @@ impl<'a> PoolSim<'a> {
 
     fn lower_input(&mut self, now: u64, rack: u32, input: Input) {
         let carries_task = task_of(&input);
+        let first_pass_of_task = matches!(input, Input::Task(_));
         let mut out = self.out.take().unwrap_or_default();
         out.clear();
         self.racks[rack as usize].sched.handle(now, input, &mut out);
-        self.lower_actions(now, rack, &mut out, carries_task);
+        self.lower_actions(now, rack, &mut out, carries_task, first_pass_of_task);
         self.out = Some(out);
     }
 
-    fn lower_actions(&mut self, now: u64, rack: u32, out: &mut Outbox, carries_task: Option<u32>) {
+    /// `first_pass_of_task` as in [`Self::upper_actions`].
+    fn lower_actions(
+        &mut self,
+        now: u64,
+        rack: u32,
+        out: &mut Outbox,
+        carries_task: Option<u32>,
+        first_pass_of_task: bool,
+    ) {
         for a in out.drain() {
             match a {
                 Action::Dispatch {
@@ -817,8 +837,10 @@ impl<'a> PoolSim<'a> {
                     self.send_task_to_node(now, 1, pool_node, slot);
                 }
                 Action::Resubmit(r) => {
-                    self.metrics
-                        .resubmission(false, carries_task.map(|t| self.tasks[t as usize].measured));
+                    self.metrics.resubmission(
+                        false,
+                        self.twice_processed(carries_task, first_pass_of_task),
+                    );
                     self.q
                         .after(self.setup.resubmit_ns, Ev::LowerResubmit { rack, r });
                 }
@@ -838,6 +860,14 @@ impl<'a> PoolSim<'a> {
                 Action::Queued => {}
             }
         }
+    }
+
+    /// For the resubmission metric: `Some(measured)` if this resubmission is
+    /// the first repeat pass of a task at this switch, `None` otherwise
+    /// (a later pass of the same task, or a pass carrying no task).
+    fn twice_processed(&self, task: Option<u32>, first_pass_of_task: bool) -> Option<bool> {
+        task.filter(|_| first_pass_of_task)
+            .map(|t| self.tasks[t as usize].measured)
     }
 
     fn send_notice(&mut self, rack: u32, upper: u32, notice: Notice) {
@@ -1188,7 +1218,7 @@ impl<'a> PoolSim<'a> {
                 let mut out = self.out.take().unwrap_or_default();
                 out.clear();
                 self.racks[rack as usize].sched.add_node(local, &mut out);
-                self.lower_actions(now, rack, &mut out, None);
+                self.lower_actions(now, rack, &mut out, None, false);
                 self.out = Some(out);
             }
         }
