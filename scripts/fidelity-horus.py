@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 POOLS = [50, 250, 1000]
 PRESETS = ["paper", "horus-sim-fixed", "horus-sim"]
-BASELINES = ["rs-h", "rs-lb", "jsq"]
+BASELINES = ["horus-tokens", "rs-h", "rs-lb", "jsq"]
 
 
 def run(binary, config_text, policies, loads, seed, out):
@@ -43,6 +43,9 @@ def main():
     ap.add_argument("--loads", default="0.5,0.7,0.9")
     ap.add_argument("--service", default=None,
                     help='service TOML inline table, e.g. \'{ kind = "preset", name = "bimodal" }\'')
+    ap.add_argument("--hop-delay", default=None,
+                    help='hop_delay TOML inline table, e.g. \'{ kind = "exp", mean_us = 1.0 }\' '
+                         '(default: the configs\' Pingmesh model, horus-sim\'s)')
     ap.add_argument("--out", default="results/fidelity")
     ap.add_argument("--binary", default=str(ROOT / "target/release/netsched"))
     args = ap.parse_args()
@@ -57,6 +60,9 @@ def main():
             lines = [l for l in base.splitlines() if not l.startswith("service =")]
             base = "\n".join(lines).replace(
                 "[workload]", f"[workload]\nservice = {args.service}")
+        if args.hop_delay:
+            lines = [l for l in base.splitlines() if not l.startswith("hop_delay =")]
+            base = "\n".join(lines).replace("[network]", f"[network]\nhop_delay = {args.hop_delay}")
         for seed in seeds:
             for preset in PRESETS:
                 text = base + f'\n[schedulers.horus]\npreset = "{preset}"\n'

@@ -128,15 +128,34 @@ impl Policy {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum DelayDist {
-    Constant { us: f64 },
-    Exp { mean_us: f64 },
+    Constant {
+        us: f64,
+    },
+    Exp {
+        mean_us: f64,
+    },
+    /// One of ten intra-pod RTT samples from Pingmesh, scaled to `mean_us`,
+    /// each equally likely: the Horus authors' simulator's per-hop delay
+    /// (horus-sim, latency_model.py and rtt_results.txt; the ten values at a
+    /// 1 µs mean are 0.469 ... 3.310 µs, [`PINGMESH_RTT_AT_MEAN_1`]).
+    Pingmesh {
+        mean_us: f64,
+    },
 }
+
+/// The ten per-hop delays of [`DelayDist::Pingmesh`] at a 1 µs mean (they
+/// sum to 10), as listed by horus-sim at commit e2ed839.
+pub const PINGMESH_RTT_AT_MEAN_1: [f64; 10] = [
+    0.469, 0.497, 0.524, 0.552, 0.593, 0.662, 0.745, 0.993, 1.655, 3.310,
+];
 
 impl DelayDist {
     pub fn mean_ns(&self) -> u64 {
         match *self {
             DelayDist::Constant { us } => (us * 1e3).round() as u64,
-            DelayDist::Exp { mean_us } => (mean_us * 1e3).round() as u64,
+            DelayDist::Exp { mean_us } | DelayDist::Pingmesh { mean_us } => {
+                (mean_us * 1e3).round() as u64
+            }
         }
     }
 
@@ -150,6 +169,10 @@ impl DelayDist {
                 } else {
                     crate::ns::round_ns(-rng.unit_open0().ln() * mean_us * 1e3)
                 }
+            }
+            DelayDist::Pingmesh { mean_us } => {
+                let v = PINGMESH_RTT_AT_MEAN_1[rng.below(10) as usize];
+                crate::ns::round_ns(v * mean_us * 1e3)
             }
         }
     }
@@ -696,7 +719,9 @@ impl SimConfig {
             DelayDist::Constant { us } if !(us >= 0.0 && us.is_finite()) => {
                 return Err(err("network.hop_delay.us", "must be >= 0"))
             }
-            DelayDist::Exp { mean_us } if !(mean_us >= 0.0 && mean_us.is_finite()) => {
+            DelayDist::Exp { mean_us } | DelayDist::Pingmesh { mean_us }
+                if !(mean_us >= 0.0 && mean_us.is_finite()) =>
+            {
                 return Err(err("network.hop_delay.mean_us", "must be >= 0"))
             }
             _ => {}

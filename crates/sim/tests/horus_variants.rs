@@ -95,7 +95,7 @@ fn shared_idle_set_makes_horus_a_pool_wide_jiq() {
 #[test]
 fn horus_choices_without_a_horus_run_are_refused() {
     let text = POOL250.replace(
-        "policies = [\"horus\", \"rs-h\", \"rs-lb\", \"jsq\"]",
+        "policies = [\"horus\", \"horus-tokens\", \"rs-h\", \"rs-lb\", \"jsq\"]",
         "policies = [\"rs-h\"]",
     ) + "\n[schedulers.horus]\npreset = \"horus-sim\"\n";
     let e = SimConfig::from_toml(&text).unwrap_err();
