@@ -69,7 +69,7 @@ pub enum AddOutcome {
     /// The node was already idle (spine only).
     Duplicate,
     /// The list is full: only possible at a leaf, whose stale duplicate
-    /// entries are discarded lazily by the leaf (see `horus.rs`).
+    /// entries are discarded lazily by the leaf (see `horus/leaf.rs`).
     Full,
 }
 

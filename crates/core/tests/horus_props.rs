@@ -1452,7 +1452,7 @@ impl Cluster {
             }
             let listed = leaf.idle_nodes().idle();
             // The leaf's list holds up to 2w entries: stale duplicates wait
-            // there until popped (horus.rs `HorusLeaf::schedule`).
+            // there until popped (horus/leaf.rs `HorusLeaf::schedule`).
             prop_assert!(
                 listed.len() <= 2 * self.queues[r].len(),
                 "leaf {} list overflows",
@@ -1489,7 +1489,7 @@ impl Cluster {
                 // A reply between the passes of a parked task can list a worker
                 // that the second pass then loads, and list it again when it
                 // turns idle: stale and duplicate entries are allowed and
-                // discarded at retrieve time (horus.rs `claim_idle`).
+                // discarded at retrieve time (horus/leaf.rs: the outstanding-count claim).
                 for (w, q) in self.queues[r].iter().enumerate() {
                     let (l, d) = leaf.busy_nodes().view(w as NodeId).expect("worker known");
                     prop_assert!(
