@@ -321,6 +321,14 @@ impl LazyPow2 {
         Some((self.load1.peek(slot).load, self.drift1.peek(slot)))
     }
 
+    /// The increment installed for `node` (control-plane view).
+    pub fn factor_of(&self, node: NodeId) -> Option<u32> {
+        if !self.contains(node) {
+            return None;
+        }
+        Some(self.factor.peek(self.slot_of.peek(node as usize) as usize))
+    }
+
     /// Both copies of each list agree (they are always written together).
     pub fn check_copies(&self) -> Result<(), String> {
         for s in 0..self.live() as usize {

@@ -1054,15 +1054,22 @@ fn sim_config(
     let per_server = cfg.workers_per_rack / cfg.servers_per_rack;
     let rack = vec![per_server.to_string(); cfg.servers_per_rack].join(", ");
     let racks = vec![format!("[{rack}]"); cfg.racks].join(", ");
+    // The cluster's spines split its racks as the daemons do; with one spine
+    // a ratio would have no effect, which the simulator refuses.
+    let spines = cfg.spines.max(1);
+    let ratio = if spines > 1 {
+        format!("ratio = {}\n", cfg.racks.div_ceil(spines).max(1))
+    } else {
+        String::new()
+    };
     let text = format!(
-        "seed = {}\npolicy = \"{sim_policy}\"\n[topology]\nkind = \"racks\"\nracks = [{racks}]\n\
-         [placement]\nsizes = [{}]\nmode = \"colocated\"\nratio = {}\n\
+        "seed = {}\npolicy = \"{sim_policy}\"\n[topology]\nkind = \"racks\"\nspines = {spines}\nracks = [{racks}]\n\
+         [placement]\nsizes = [{}]\nmode = \"colocated\"\n{ratio}\
          [workload]\n{service}load = {load}\nduration_us = {}\n\
          [network]\nhop_delay = {{ kind = \"constant\", us = {hop_us} }}\nloss = 0\n\
          [workers]\n{}\n",
         cfg.workload.seed,
         cfg.workers(),
-        cfg.racks.div_ceil(cfg.spines).max(1),
         cfg.workload.duration_ms * 1000 * cfg.sim_scale as u64,
         cfg.server_model(policy).sim_workers(),
     );

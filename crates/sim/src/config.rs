@@ -399,14 +399,18 @@ impl HorusConfig {
                 IdleLink::OwnGroup,
                 LeafIdleScope::Rack,
             ),
+            // horus-sim links a leaf's idle state to a random spine of the
+            // pool; netsched models that only for one-spine pools, where it
+            // is the same as the own group's spine, so the presets keep
+            // `own-group` and run on any topology (docs/fidelity.md, row 3).
             HorusPreset::HorusSimFixed => (
                 HorusOptions::horus_sim(),
-                IdleLink::RandomOfPool,
+                IdleLink::OwnGroup,
                 LeafIdleScope::Rack,
             ),
             HorusPreset::HorusSim => (
                 HorusOptions::horus_sim(),
-                IdleLink::RandomOfPool,
+                IdleLink::OwnGroup,
                 LeafIdleScope::Pool,
             ),
         };

@@ -346,6 +346,13 @@ impl<'a> PoolSim<'a> {
 
     /// Runs the pool to completion. `progress` is bumped per completed task batch.
     pub fn run(mut self, progress: &dyn Fn(u64)) -> PoolMetrics {
+        self.schedule_start();
+        self.run_events(progress);
+        self.finish(progress)
+    }
+
+    /// The first arrival, the imbalance samples and this pool's failures.
+    fn schedule_start(&mut self) {
         if let Some(first) = self.arrivals.next_arrival(0, &mut self.rng_work) {
             if first < self.setup.end_ns {
                 self.q.at(first, Ev::Arrival);
@@ -359,6 +366,10 @@ impl<'a> PoolSim<'a> {
                 self.q.at(f.at_ns(), Ev::Failure { index: i as u32 });
             }
         }
+    }
+
+    /// Every event until the queue is empty.
+    fn run_events(&mut self, progress: &dyn Fn(u64)) {
         let mut since_report = 0u64;
         while let Some((now, ev)) = self.q.pop() {
             self.step(now, ev);
@@ -368,6 +379,9 @@ impl<'a> PoolSim<'a> {
                 since_report = 0;
             }
         }
+    }
+
+    fn finish(mut self, progress: &dyn Fn(u64)) -> PoolMetrics {
         // Held inputs that arrive after the last event run last, as their
         // events would have.
         self.settle_all((u64::MAX, u64::MAX));

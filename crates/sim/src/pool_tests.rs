@@ -171,3 +171,31 @@ fn r2p2_never_has_more_than_the_bound_at_a_worker() {
         "the bound was rarely reached ({full} of {steps} steps)"
     );
 }
+
+/// Horus §A.2: when a rack loses workers the controller installs its new
+/// 1/w at the spine. Before the fix the simulator did so only when workers
+/// were added, so a spine kept weighting a shrunken rack as if it were whole.
+#[test]
+fn spine_gets_the_new_factor_when_workers_leave() {
+    let service = ServiceDist::Exp { mean_us: 50.0 }.build().unwrap();
+    let hops = |_: u32, _: u32| 1;
+    let failures = [crate::config::FailureEvent::RemoveWorkers {
+        at_us: 10.0,
+        pool: 0,
+        rack: 0,
+        count: 3,
+    }];
+    let mut setup = setup(Policy::Horus, WorkerModel::Fcfs, 1, 0.5, &service, &hops);
+    setup.failures = &failures;
+    setup.end_ns = 200_000;
+    let plan = plan(1, 8);
+    let mut sim = PoolSim::new(&setup, &plan);
+    let factor = |sim: &PoolSim| match &sim.uppers[0].sched {
+        Upper::Horus(s) => s.busy_nodes().factor_of(0).unwrap(),
+        _ => unreachable!(),
+    };
+    assert_eq!(factor(&sim), netsched_core::fixed::additive_factor(8));
+    sim.schedule_start();
+    sim.run_events(&|_| {});
+    assert_eq!(factor(&sim), netsched_core::fixed::additive_factor(5));
+}
