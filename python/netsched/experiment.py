@@ -76,11 +76,15 @@ def page(exp, scale, table, claims, wall, computed, cached) -> str:
         "",
         "## The paper's numbers beside ours",
         "",
-        "| paper states | paper | ours | |",
-        "|---|---|---|---|",
+        "| paper states | paper | ours | tolerance | |",
+        "|---|---|---|---|---|",
     ]
     for c in claims:
-        lines.append(f"| {c.statement} | {c.paper} | {c.ours} | {verdict[c.ok]} |")
+        tol = c.tolerance or ("—" if c.ok is None else "not stated")
+        lines.append(f"| {c.statement} | {c.paper} | {c.ours} | {tol} | {verdict[c.ok]} |")
+    extra = exp.sections(table) if exp.sections else ""
+    if extra:
+        lines += ["", extra.strip()]
     differ = [c for c in claims if c.ok is False]
     lines += ["", "## Where and why we differ", ""]
     if differ:

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -76,9 +76,64 @@ def config_hash(config: dict, kind: str = "sim") -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A policy with config overrides, swept as if it were a policy of its
+    own: on the ``policy`` axis its `name` is the curve's label (the
+    ``policy`` column of the results) and the point's config gets `policy`
+    plus every override, a dotted config path -> value (e.g.
+    ``{"schedulers.horus.preset": "horus-sim"}``). The overrides are part of
+    the config, so they are part of the cache key (`config_hash`)."""
+
+    name: str
+    policy: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def apply(self, cfg: dict) -> None:
+        cfg["policy"] = self.policy
+        cfg.pop("sweep", None)
+        for path, v in self.overrides.items():
+            set_path(cfg, path, copy.deepcopy(v))
+
+    def with_overrides(self, **more: Any) -> "Variant":
+        """The same variant (same name) with more overrides, given as
+        ``path=value`` with ``__`` for the dots:
+        ``v.with_overrides(schedulers__horus__idle_link="own-group")``."""
+        extra = {k.replace("__", "."): v for k, v in more.items()}
+        return Variant(self.name, self.policy, {**self.overrides, **extra})
+
+
+# Named variants a sweep may give by name on the `policy` axis. Horus's
+# mechanism choices (crates/sim/src/config.rs HorusConfig, docs/fidelity.md):
+# `horus` alone is the paper's and the P4's mechanism (preset "paper").
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        # The authors' Python simulator at e2ed839, unmodified: the
+        # configuration that produced the paper's simulation figures,
+        # including its shared idle set (leaf_idle_scope = "pool").
+        Variant("horus (horus-sim)", "horus", {"schedulers.horus.preset": "horus-sim"}),
+        # The authors' choices with the shared idle set fixed (rack scope).
+        Variant("horus (horus-sim-fixed)", "horus",
+                {"schedulers.horus.preset": "horus-sim-fixed"}),
+    )
+}
+
+
+def variant(v: Any) -> Optional[Variant]:
+    """`v` as a Variant if it is one or names one in `VARIANTS`, else None
+    (a plain policy name)."""
+    if isinstance(v, Variant):
+        return v
+    if isinstance(v, str):
+        return VARIANTS.get(v)
+    return None
+
+
 def grid(base: dict, *, kind: str = "sim", **axes: Sequence[Any]) -> list[Point]:
-    """The product of the axes over a base config. Known axes: ``policy``,
-    ``load``, ``seed``, ``service`` (a preset name or a service dict, put in
+    """The product of the axes over a base config. Known axes: ``policy``
+    (a policy name, a `Variant` or the name of one in `VARIANTS`), ``load``,
+    ``seed``, ``service`` (a preset name or a service dict, put in
     ``workload.service``); any other axis is a dotted config path, e.g.
     ``**{"network.loss": [0, 1e-3]}``. `kind` is the simulator the points run
     on ("sim", "flowsim" or "pull")."""
@@ -89,13 +144,32 @@ def grid(base: dict, *, kind: str = "sim", **axes: Sequence[Any]) -> list[Point]
         labels = {}
         for name, v in zip(names, values):
             set_axis(cfg, name, v)
-            labels[name] = v if not isinstance(v, dict) else v.get("name", json.dumps(v))
+            labels[name] = label_of(name, v)
         points.append(Point(labels, cfg, kind))
     return points
 
 
+def label_of(name: str, v: Any) -> Any:
+    """The value an axis puts in the results' column `name`."""
+    if name == "policy" and isinstance(v, Variant):
+        return v.name
+    return v if not isinstance(v, dict) else v.get("name", json.dumps(v))
+
+
+def set_path(cfg: dict, path: str, v: Any) -> None:
+    *head, leaf = path.split(".")
+    t = cfg
+    for p in head:
+        t = t.setdefault(p, {})
+    t[leaf] = v
+
+
 def set_axis(cfg: dict, name: str, v: Any) -> None:
     if name == "policy":
+        var = variant(v)
+        if var is not None:
+            var.apply(cfg)
+            return
         cfg["policy"] = v
         cfg.pop("sweep", None)
     elif name == "load":
@@ -108,11 +182,7 @@ def set_axis(cfg: dict, name: str, v: Any) -> None:
             {"kind": "preset", "name": v} if isinstance(v, str) else v
         )
     else:
-        *path, leaf = name.split(".")
-        t = cfg
-        for p in path:
-            t = t.setdefault(p, {})
-        t[leaf] = v
+        set_path(cfg, name, v)
 
 
 # --- the on-disk cache -------------------------------------------------------

@@ -153,10 +153,13 @@ def test_horus_fig19a_groups_from_placement():
     assert s.set_index("pool_id")["workers"].equals(pl.groupby("pool_id")["workers"].sum())
     assert (s.per_rack_var >= 0).all() and (s.racks <= 128).all()
     # Fig. 19a's runs are Fig. 12a's (whole-datacenter, Bimodal) runs at load
-    # 0.9, shared in the cache; Fig. 11 simulates only the median pool.
+    # 0.9, shared in the cache: Horus, RS-H, RS-LB and the three other Horus
+    # configurations; Fig. 11 simulates only the median pool.
     f12a = {p.key() for p in horus.fig12a_points("reduced")}
     f19 = horus.fig19a_points("reduced")
-    assert len(f19) == 3 and {p.key() for p in f19} <= f12a
+    assert len(f19) == 6 and {p.key() for p in f19} <= f12a
+    assert [p.labels["policy"] for p in f19] == ["horus", "rs-h", "rs-lb", horus.SIM,
+                                                 horus.SIM_FIXED, horus.TOKENS]
     assert not {p.key() for p in f19} & {p.key() for p in horus.fig11_points("reduced")}
 
 

@@ -236,7 +236,8 @@ def test_experiment_writes_csv_plot_page_and_report(tmp_path):
     assert len(r["table"]) == 4
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = md.read_text()
-    assert "| horus beats random | yes | see | agrees |" in page
+    # A claim without a stated tolerance says so rather than pass silently.
+    assert "| horus beats random | yes | see | not stated | agrees |" in page
     out = tmp_path / "report.html"
     assert build_report(str(tmp_path / "out"), str(out)) == 1
     html = out.read_text()

@@ -23,6 +23,9 @@ class Claim:
     paper: str
     ours: str
     ok: Optional[bool] = None
+    # The rule behind `ok`, in words ("agrees if ours is within 10 % of the
+    # paper's"): a verdict says "agrees" only inside it.
+    tolerance: str = ""
 
 
 @dataclass
@@ -38,6 +41,10 @@ class Experiment:
     claims: Callable[[pd.DataFrame], list[Claim]]
     differences: str  # where and why our setup differs from the paper's
     status: str = "done"
+    # Extra markdown sections for the page, generated from the table (e.g.
+    # which Horus configuration produced the paper's figure, with our
+    # measured numbers for each); "" for none.
+    sections: Optional[Callable[[pd.DataFrame], str]] = None
 
 
 REGISTRY: dict[str, Experiment] = {}
@@ -53,7 +60,7 @@ def register(e: Experiment) -> Experiment:
 # --- plot helpers --------------------------------------------------------------
 
 STYLE = {
-    "horus": ("tab:blue", "o", "Horus"),
+    "horus": ("tab:blue", "o", "Horus (paper)"),
     "rs-h": ("tab:orange", "s", "RS-H"),
     "rs-lb": ("tab:green", "^", "RS-LB"),
     "racksched": ("tab:orange", "s", "RackSched"),
@@ -63,6 +70,10 @@ STYLE = {
     "pow2-delayed": ("tab:brown", "s", "Pow-of-2 DU"),
     "idle-only": ("tab:gray", "^", "Idle only"),
     "jiq": ("tab:cyan", "P", "JIQ"),
+    # Horus's configurations (netsched.sweep.VARIANTS): `horus` is the paper's.
+    "horus (horus-sim)": ("navy", "*", "Horus (horus-sim, unmodified)"),
+    "horus (horus-sim-fixed)": ("tab:pink", "d", "Horus (horus-sim, fixed)"),
+    "horus-tokens": ("tab:olive", "h", "horus-tokens"),
 }
 
 

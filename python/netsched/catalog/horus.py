@@ -12,10 +12,152 @@ import random
 
 import pandas as pd
 
-from ..sweep import Point, grid
+from ..sweep import VARIANTS, Point, Variant, grid
 from .base import Claim, Experiment, bars, fmt, knee, lines, register
 
 PAPER = "Horus (NSDI'24)"
+
+# --- Horus's configurations (issue 13 item 3) -----------------------------------
+#
+# The paper's simulated figures came from the authors' Python simulator,
+# horus-sim, unmodified; netsched's `horus` is the paper's and the P4's
+# mechanism. Every entry that plots Horus's latency beside other policies
+# shows four Horus curves (docs/fidelity.md):
+PAPER_HORUS = "horus"  # preset "paper": the paper's and P4's mechanism (default)
+SIM = "horus (horus-sim)"  # the authors' simulator, unmodified: produced the figures
+SIM_FIXED = "horus (horus-sim-fixed)"  # the same choices, shared idle set fixed
+TOKENS = "horus-tokens"  # netsched's high-rate variant (its own policy)
+HORUS_CONFIGS = [PAPER_HORUS, SIM, SIM_FIXED, TOKENS]
+
+
+@functools.lru_cache(maxsize=None)
+def _max_spines(key: str) -> int:
+    import json
+
+    from ..api import placement
+
+    cfg = json.loads(key)
+    pl = placement(cfg)
+    if cfg.get("only_pools"):
+        pl = pl[pl["pool_id"].isin(cfg["only_pools"])]
+    return int(pl.groupby("pool_id")["spine_id"].nunique().max())
+
+
+def max_spines(cfg: dict) -> int:
+    """The most spines serving one (simulated) pool under `cfg`'s placement."""
+    import json
+
+    return _max_spines(json.dumps(cfg, sort_keys=True))
+
+
+def horus_configs(cfg: dict) -> list:
+    """The `policy` axis values of the four Horus curves for runs of `cfg`.
+    horus-sim links a leaf's idle state to a random spine of the pool; netsched
+    models that only for pools with one spine (crates/sim/src/run.rs refuses
+    it otherwise), so where a pool has several spines the two authors'
+    configurations run with `idle_link = "own-group"` (the paper's), and the
+    page says so (`idle_link_note`)."""
+    out: list = [PAPER_HORUS]
+    for name in (SIM, SIM_FIXED):
+        v: Variant = VARIANTS[name]
+        if max_spines(cfg) > 1:
+            v = v.with_overrides(schedulers__horus__idle_link="own-group")
+        out.append(v)
+    out.append(TOKENS)
+    return out
+
+
+def idle_link_note(multi_spine: bool) -> str:
+    if not multi_spine:
+        return ("Each pool here has one spine, where horus-sim's random idle-link spine is "
+                "the leaf's own spine, so all five of horus-sim's choices are in effect.")
+    return ("Pools here are served by several spines; netsched models horus-sim's random "
+            "idle-link spine (item 3) only for one-spine pools, so both authors' "
+            "configurations run with the leaf's own group spine (`idle_link = \"own-group\"`), "
+            "the paper's choice; their other choices (items 1, 2, 2b, 4 and, unmodified, 5) "
+            "are horus-sim's.")
+
+
+CONFIGS_INTRO = (
+    "`horus (horus-sim)` is `schedulers.horus.preset = \"horus-sim\"`: the authors' "
+    "choices (random pick from the spine's idle list, leaf idle threshold 4 with no "
+    "announcement on replies, no idleRemove lock) and their simulator's defect, one idle set "
+    "shared by every leaf of a pool (`leaf_idle_scope = \"pool\"`), which makes Horus a "
+    "pool-wide join-idle-queue that no switch can implement. `horus (horus-sim-fixed)` is the "
+    "same choices with one idle set per rack. `horus` is the paper's and the P4 program's "
+    "mechanism, netsched's default. `horus-tokens` is netsched's high-rate variant (one idle "
+    "token per idle worker, popped at the spine), not in the paper."
+)
+
+
+def _ratio_range(r: pd.Series) -> str:
+    r = r.dropna()
+    if r.empty:
+        return "—"
+    if len(r) == 1:
+        return f"{r.iloc[0]:.2f}×"
+    if f"{r.min():.2f}" == f"{r.max():.2f}":
+        return f"{r.iloc[0]:.2f}× at every point"
+    return f"{r.min():.2f}-{r.max():.2f}× (median {r.median():.2f}×)"
+
+
+def configs_section(t: pd.DataFrame, figure: str, by: list, metrics: list, where: str,
+                    multi_spine: bool, only_at: str = "") -> str:
+    """The page's section on Horus's configurations: which one produced the
+    paper's figure, the four side by side at every point of `by` where all
+    four ran, and each one's ratio to horus-sim (the figure's configuration)
+    per metric, from the measured table `t` (one row per `by` + policy).
+    `metrics` is a list of (column, name) pairs."""
+    have = t[t["policy"].isin(HORUS_CONFIGS)]
+    wide = have.pivot_table(index=by, columns="policy", values=[c for c, _ in metrics])
+    present = [c for c in HORUS_CONFIGS if all((m, c) in wide.columns for m, _ in metrics)]
+    out = [f"## Which Horus produced the paper's {figure}", ""]
+    out.append(
+        f"The paper's {figure} came from the authors' Python simulator, horus-sim, "
+        f"unmodified: the curve `{SIM}` here. " + CONFIGS_INTRO + " "
+        + idle_link_note(multi_spine) + (" " + only_at if only_at else ""))
+    if SIM not in present:
+        out += ["", "The authors' configuration did not run here."]
+        return "\n".join(out)
+    wide = wide.dropna(subset=[(m, c) for m, _ in metrics for c in present])
+    n = len(wide)
+    out += ["", f"Measured ({where}; {n} point{'s' if n != 1 else ''} with all four "
+                "configurations), each "
+                f"configuration's {' and '.join(n for _, n in metrics)} against horus-sim's "
+                "(unmodified), the configuration of the paper's figure:", ""]
+    summary = []
+    for c in present:
+        if c == SIM:
+            continue
+        parts = [f"{n} {_ratio_range(wide[(m, c)] / wide[(m, SIM)])}" for m, n in metrics]
+        summary.append(f"`{c}`: " + ", ".join(parts))
+    out.append("; ".join(summary) + ".")
+    fix = {n: wide[(m, SIM_FIXED)] / wide[(m, SIM)] for m, n in metrics} if SIM_FIXED in present else {}
+    if fix and all(bool((r - 1).abs().max() < 1e-12) for r in fix.values()):
+        out += ["", "horus-sim-fixed and horus-sim give identical results at every point: each "
+                    "pool here lies in one rack, so the idle set horus-sim shares among a pool's "
+                    "leaves is that rack's own (its defect changes nothing)."]
+    elif fix:
+        out += ["", "horus-sim-fixed differs from horus-sim in item 5 alone (the shared idle set), "
+                    "so its ratio is what that defect is worth here: fixing it multiplies "
+                    + ", ".join(f"{n} by {_ratio_range(r)}" for n, r in fix.items()) + "."]
+    # The table: every point, the four configurations' values and their ratios to horus-sim.
+    head = [str(b) for b in by] + [f"{c} {n}" for c in present for _, n in metrics]
+    head += [f"{c} / horus-sim {n}" for c in present if c != SIM for _, n in metrics]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for idx, r in wide.iterrows():
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        cells = [str(v) for v in idx]
+        cells += [fmt(float(r[(m, c)])) for c in present for m, _ in metrics]
+        cells += [f"{r[(m, c)] / r[(m, SIM)]:.2f}×" for c in present if c != SIM for m, _ in metrics]
+        rows.append("| " + " | ".join(cells) + " |")
+    out += [""] + rows
+    return "\n".join(out)
+
+
+def provenance(text: str):
+    """A static `sections` callable for an entry without the four configurations."""
+    return lambda t: "## Which Horus produced the paper's figure\n\n" + text
 
 
 def datacenter(scale: str) -> dict:
@@ -107,6 +249,8 @@ def fig2_claims(t):
             f"RS-LB p99 doubles (vs lowest load) at {fmt(k_rs)}; JSQ at {fmt(k_js)}; "
             f"RS-LB/JSQ p99 at load {hi}: {ratio:.1f}×",
             ok=ratio > 2 and (k_js is None or (k_rs is not None and k_js > k_rs)),
+            tolerance="agrees if RS-LB/JSQ p99 at the highest load is above 2× and JSQ's p99 "
+                      "doubles at a higher load than RS-LB's (or never)",
         ))
     return out
 
@@ -122,6 +266,10 @@ register(Experiment(
     plot=lambda t, png: lines(t, png, "load", "p99_us", panel="service", xlabel="load",
                               ylabel="p99 response time (µs)"),
     claims=fig2_claims,
+    sections=provenance(
+        "Fig. 2 has no Horus curve, so no Horus configuration is involved. The paper's simulated "
+        "figures came from the authors' simulator, horus-sim; docs/fidelity.md compares "
+        "netsched's RS-LB with horus-sim's on three of the authors' pools (within 13 % at p99)."),
     differences="Reduced scale runs a k=16 fat tree with 30 pools (~20K workers) instead of "
                 "k=48 with 1,000 pools (~685K); the gap between RS-LB and JSQ comes from per-rack "
                 "random splitting, which the smaller tree keeps.",
@@ -141,8 +289,9 @@ def single_rack(scale):
 
 
 def fig10_points(scale):
-    return grid(single_rack(scale), service=["exp100", "bimodal", "trimodal"],
-                policy=["horus", "racksched", "jsq"], load=loads(scale))
+    base = single_rack(scale)
+    return grid(base, service=["exp100", "bimodal", "trimodal"],
+                policy=horus_configs(base) + ["racksched", "jsq"], load=loads(scale))
 
 
 def gap_claim(t, a, b, statement, paper, want_lower=True):
@@ -154,21 +303,35 @@ def gap_claim(t, a, b, statement, paper, want_lower=True):
         ra = float(d.loc[a, "p99_us"] / d.loc[b, "p99_us"])
         parts.append(f"{svc} {ra:.2f}×")
         ok &= (ra < 1.0) if want_lower else (ra >= 1.0)
-    return Claim(statement, paper, f"p99 {a}/{b} at load {hi}: " + ", ".join(parts), ok=ok)
+    return Claim(statement, paper, f"p99 {a}/{b} at load {hi}: " + ", ".join(parts), ok=ok,
+                 tolerance=f"agrees if the ratio is {'below' if want_lower else 'at least'} 1.00× "
+                           "for every workload")
+
+
+def tag(h: str) -> str:
+    """A claim's prefix naming the Horus configuration it was measured with."""
+    return "" if h == PAPER_HORUS else f"[{h}] "
 
 
 def fig10_claims(t):
     hi = max(t["load"])
-    near = []
-    for svc in dict.fromkeys(t["service"]):
-        d = t[(t["service"] == svc) & (t["load"] == hi)].set_index("policy")
-        near.append(f"{svc} {float(d.loc['horus', 'p99_us'] / d.loc['jsq', 'p99_us']):.2f}×")
-    return [
-        gap_claim(t, "horus", "racksched", "Horus substantially outperforms RackSched in a single rack",
-                  "Horus p99 < RackSched p99 at every workload"),
-        Claim("Horus's performance is close to JSQ's", "close (no number stated)",
-              f"p99 horus/jsq at load {hi}: " + ", ".join(near)),
-    ]
+    out = []
+    for h in (PAPER_HORUS, SIM):
+        if h not in set(t["policy"]):
+            continue
+        near = []
+        for svc in dict.fromkeys(t["service"]):
+            d = t[(t["service"] == svc) & (t["load"] == hi)].set_index("policy")
+            near.append(f"{svc} {float(d.loc[h, 'p99_us'] / d.loc['jsq', 'p99_us']):.2f}×")
+        out += [
+            gap_claim(t, h, "racksched",
+                      tag(h) + "Horus substantially outperforms RackSched in a single rack",
+                      "Horus p99 < RackSched p99 at every workload"),
+            Claim(tag(h) + "Horus's performance is close to JSQ's", "close (no number stated)",
+                  f"p99 {h}/jsq at load {hi}: " + ", ".join(near),
+                  tolerance="none: the paper states no number"),
+        ]
+    return out
 
 
 register(Experiment(
@@ -182,6 +345,9 @@ register(Experiment(
     plot=lambda t, png: lines(t, png, "load", "p99_us", panel="service", xlabel="load",
                               ylabel="p99 response time (µs)"),
     claims=fig10_claims,
+    sections=lambda t: configs_section(
+        t, "Fig. 10", ["service", "load"], [("p50_us", "p50"), ("p99_us", "p99")],
+        "single rack, every workload and load", multi_spine=False),
     differences="The paper does not state the ten pools' sizes; we split the rack's 768 "
                 "cores evenly (76 each). Reduced scale runs fewer tasks per worker (40 vs 200).",
 ))
@@ -190,36 +356,46 @@ register(Experiment(
 # --- Fig. 11 --------------------------------------------------------------------
 
 def fig11_points(scale):
-    return grid(only_median_pool(datacenter(scale), scale), service=["exp100", "bimodal", "trimodal"],
-                policy=["horus", "rs-h", "rs-lb"], load=loads(scale))
+    base = only_median_pool(datacenter(scale), scale)
+    return grid(base, service=["exp100", "bimodal", "trimodal"],
+                policy=horus_configs(base) + ["rs-h", "rs-lb"], load=loads(scale))
 
 
 def fig11_table(runs, pools):
     d = median_pool(pools)
-    return d[["service", "policy", "load", "pool_id", "workers", "p99_us", "mean_us",
+    d["p50_us"] = d["response_p50_ns"] / 1e3
+    return d[["service", "policy", "load", "pool_id", "workers", "p50_us", "p99_us", "mean_us",
               "completed"]].reset_index(drop=True)
 
 
 def fig11_claims(t):
     out = []
-    best = []
-    for svc in dict.fromkeys(t["service"]):
-        d = t[t["service"] == svc].pivot_table(index="load", columns="policy", values="p99_us")
-        r = (d["rs-h"] / d["horus"]).max()
-        best.append((svc, float(r), float((d["rs-h"] / d["horus"]).idxmax())))
-    out.append(Claim(
-        "Horus reduces the median pool's p99 by up to 3× against RS-H at moderate loads",
-        "up to 3×",
-        "max p99 RS-H/Horus: " + ", ".join(f"{s} {r:.1f}× (load {l})" for s, r, l in best),
-        ok=max(r for _, r, _ in best) >= 1.5,
-    ))
-    gains = {s: r for s, r, _ in best}
-    out.append(Claim(
-        "Gains are larger for Bimodal and Trimodal than for Exp(100)",
-        "Exp < Bimodal, Trimodal",
-        ", ".join(f"{s} {r:.1f}×" for s, r in gains.items()),
-        ok=gains.get("exp100", 0) <= max(gains.get("bimodal", 0), gains.get("trimodal", 0)),
-    ))
+    for h in (PAPER_HORUS, SIM):
+        if h not in set(t["policy"]):
+            continue
+        best = []
+        for svc in dict.fromkeys(t["service"]):
+            d = t[t["service"] == svc].pivot_table(index="load", columns="policy", values="p99_us")
+            r = (d["rs-h"] / d[h]).max()
+            best.append((svc, float(r), float((d["rs-h"] / d[h]).idxmax())))
+        mx = max(r for _, r, _ in best)
+        out.append(Claim(
+            tag(h) + "Horus reduces the median pool's p99 by up to 3× against RS-H at moderate loads",
+            "up to 3×",
+            f"max p99 RS-H/{h}: " + ", ".join(f"{s} {r:.1f}× (load {l})" for s, r, l in best),
+            ok=2.0 <= mx <= 4.5,
+            tolerance="agrees if the largest ratio over workloads and loads is 2-4.5× "
+                      "(the paper's 3× within a factor 1.5)",
+        ))
+        gains = {s: r for s, r, _ in best}
+        out.append(Claim(
+            tag(h) + "Gains are larger for Bimodal and Trimodal than for Exp(100)",
+            "Exp < Bimodal, Trimodal",
+            ", ".join(f"{s} {r:.1f}×" for s, r in gains.items()),
+            ok=gains.get("exp100", 0) <= max(gains.get("bimodal", 0), gains.get("trimodal", 0)),
+            tolerance="agrees if Exp(100)'s largest ratio is at most the larger of Bimodal's "
+                      "and Trimodal's",
+        ))
     return out
 
 
@@ -236,6 +412,9 @@ register(Experiment(
     plot=lambda t, png: lines(t, png, "load", "p99_us", panel="service", xlabel="load",
                               ylabel="p99 response time of the median pool (µs)"),
     claims=fig11_claims,
+    sections=lambda t: configs_section(
+        t, "Fig. 11", ["service", "load"], [("p50_us", "p50"), ("p99_us", "p99")],
+        "the median-size pool, every workload and load", multi_spine=True),
     differences="Reduced scale: k=16 tree, 30 pools and 30 tasks per worker (paper: k=48, "
                 "1,000 pools, 100 tasks per worker here); the median of 30 pool sizes is a noisier "
                 "draw than the median of 1,000, and a pool in a smaller tree spans fewer racks.",
@@ -244,25 +423,46 @@ register(Experiment(
 
 # --- Fig. 12a-c -------------------------------------------------------------------
 
+# The whole datacenter per run: the authors' configurations and horus-tokens
+# run at this one load only (at paper scale each is a 685K-worker run).
+CONFIGS_LOAD = 0.9
+
+
 def fig12a_points(scale):
-    return grid(datacenter(scale), policy=["horus", "rs-h", "rs-lb"], load=loads(scale))
+    base = datacenter(scale)
+    pts = grid(base, policy=["horus", "rs-h", "rs-lb"], load=loads(scale))
+    return pts + grid(base, policy=horus_configs(base)[1:], load=[CONFIGS_LOAD])
 
 
 def fig12a_table(runs, pools):
     return runs[["policy", "load", "imbalance_p1", "imbalance_p50", "imbalance_p99",
-                 "imbalance_mean"]].copy()
+                 "imbalance_mean", "p50_us", "p99_us"]].copy()
 
 
 def fig12a_claims(t):
     hi = max(t["load"])
+    base = ["horus", "rs-h", "rs-lb"]
     d = t[t["load"] == hi].set_index("policy")
-    return [Claim(
-        "Horus spreads load more uniformly: lower max/mean queue imbalance than RS-H and RS-LB",
-        "Horus lowest",
-        f"p99 imbalance at load {hi}: " + ", ".join(f"{p} {d.loc[p, 'imbalance_p99']:.2f}"
-                                                   for p in d.index),
-        ok=bool(d.loc["horus", "imbalance_p99"] <= d["imbalance_p99"].min() + 1e-9),
-    )]
+    out = []
+    for h in (PAPER_HORUS, SIM):
+        if h not in d.index:
+            continue
+        dd = d.loc[[h, "rs-h", "rs-lb"]]
+        out.append(Claim(
+            tag(h) + "Horus spreads load more uniformly: lower max/mean queue imbalance than RS-H "
+            "and RS-LB",
+            "Horus lowest",
+            f"p99 imbalance at load {hi}: " + ", ".join(f"{p} {dd.loc[p, 'imbalance_p99']:.2f}"
+                                                       for p in dd.index),
+            ok=bool(dd.loc[h, "imbalance_p99"] <= dd["imbalance_p99"].min() + 1e-9),
+            tolerance="agrees if Horus's p99 imbalance is the lowest of the three (ties count)",
+        ))
+    others = [p for p in HORUS_CONFIGS if p in d.index and p not in base]
+    if others:
+        out.append(Claim(
+            "(not in the paper) the other Horus configurations' imbalance at the same load",
+            "—", ", ".join(f"{p} {d.loc[p, 'imbalance_p99']:.2f}" for p in others)))
+    return out
 
 
 register(Experiment(
@@ -276,43 +476,93 @@ register(Experiment(
                               xlabel="load", ylabel="queue imbalance (max/mean), p1-p99",
                               logy=False, title="Queue imbalance"),
     claims=fig12a_claims,
+    sections=lambda t: configs_section(
+        t, "Fig. 12a", ["load"], [("imbalance_p99", "p99 imbalance"), ("p50_us", "p50"),
+                                  ("p99_us", "p99")],
+        "whole datacenter, Bimodal; p50 and p99 over all pools' tasks", multi_spine=True,
+        only_at=f"The authors' configurations and horus-tokens run at load {CONFIGS_LOAD} "
+                "only (each is a whole-datacenter run; at paper scale 685K workers); they are "
+                "single points in the plot."),
     differences="Percentiles are over all samples of all pools merged, where the paper's "
                 "figure is per workload; the workload here is Bimodal only.",
 ))
 
 
 def pool_quartiles(pools: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Per (policy, `by`): quartiles of the pools' p99 and the median of their p50."""
     d = pools.copy()
     d["p99_us"] = d["response_p99_ns"] / 1e3
-    g = d.groupby(by)["p99_us"]
-    return pd.DataFrame({"p25_us": g.quantile(0.25), "median_us": g.median(),
-                         "p75_us": g.quantile(0.75), "pools": g.count()}).reset_index()
+    d["p50_us"] = d["response_p50_ns"] / 1e3
+    keys = ["policy", by] if "policy" in d else [by]
+    g = d.groupby(keys, sort=False)["p99_us"]
+    out = pd.DataFrame({"p25_us": g.quantile(0.25), "median_us": g.median(),
+                        "p75_us": g.quantile(0.75), "pools": g.count(),
+                        "median_p50_us": d.groupby(keys, sort=False)["p50_us"].median()})
+    return out.reset_index()
+
+
+def sweep_configs(base: dict, scale: str, name: str, values: list, normal, claimed: list,
+                  set_value) -> list:
+    """Points of a one-parameter sweep of Horus (Fig. 12b, 12c): the paper's
+    mechanism at every value; the authors' configurations and horus-tokens
+    (each point a whole-datacenter run) at the `normal` value and the values
+    the paper's claims name (`claimed`) at reduced scale, at the `normal`
+    value only at paper scale."""
+    others = [normal] if scale == "paper" else sorted({normal, *claimed})
+    pts = []
+    for h in horus_configs(base):
+        for v in values:
+            if h != PAPER_HORUS and v not in others:
+                continue
+            cfg = copy.deepcopy(base)
+            set_value(cfg, v)
+            [pt] = grid(cfg, policy=[h])
+            pts.append(Point({"policy": pt.labels["policy"], name: v}, pt.config))
+    return pts
+
+
+def only_at_note(t: pd.DataFrame, name: str, unit: str) -> str:
+    """Says at which values of the swept parameter the authors' configurations ran."""
+    at = sorted(set(t.loc[t["policy"] == SIM, name]))
+    allv = sorted(set(t[name]))
+    if at == allv:
+        return ""
+    return (f"The authors' configurations and horus-tokens run at {name} = "
+            + ", ".join(f"{v:g}{unit}" for v in at) + " only at this scale (each point is a "
+            "whole-datacenter run: the normal value and those the paper's claims name); the "
+            "paper mechanism runs at every value.")
 
 
 def fig12b_points(scale):
     base = datacenter(scale)
-    base["policy"] = "horus"
     base["workload"]["load"] = 0.8
-    pts = []
-    for mean in [0.0, 5.0, 10.0, 50.0, 100.0]:
-        cfg = copy.deepcopy(base)
+
+    def hop(cfg, mean):
         cfg["network"] = {"hop_delay": {"kind": "exp", "mean_us": mean}}
-        pts.append(Point({"hop_delay_us": mean}, cfg))
-    return pts
+
+    return sweep_configs(base, scale, "hop_delay_us", [0.0, 5.0, 10.0, 50.0, 100.0], 5.0,
+                         [10.0, 100.0], hop)
 
 
 def fig12b_claims(t):
-    d = t.set_index("hop_delay_us")
-    return [
-        Claim("At 10 µs per hop (2× normal) Horus keeps a low p99 with small variation",
-              "small change from 5 µs",
-              f"median pool p99: 5 µs {d.loc[5.0, 'median_us']:.0f} µs, 10 µs "
-              f"{d.loc[10.0, 'median_us']:.0f} µs",
-              ok=bool(d.loc[10.0, "median_us"] <= 1.5 * d.loc[5.0, "median_us"])),
-        Claim("At 50-100 µs per hop stale updates raise the tail", "p99 grows",
-              f"median pool p99 at 100 µs: {d.loc[100.0, 'median_us']:.0f} µs",
-              ok=bool(d.loc[100.0, "median_us"] > d.loc[5.0, "median_us"])),
-    ]
+    out = []
+    for h in (PAPER_HORUS, SIM):
+        d = t[t["policy"] == h].set_index("hop_delay_us")
+        if not {5.0, 10.0, 100.0} <= set(d.index):
+            continue
+        out += [
+            Claim(tag(h) + "At 10 µs per hop (2× normal) Horus keeps a low p99 with small variation",
+                  "small change from 5 µs",
+                  f"median pool p99: 5 µs {d.loc[5.0, 'median_us']:.0f} µs, 10 µs "
+                  f"{d.loc[10.0, 'median_us']:.0f} µs",
+                  ok=bool(d.loc[10.0, "median_us"] <= 1.5 * d.loc[5.0, "median_us"]),
+                  tolerance="agrees if the 10 µs value is at most 1.5× the 5 µs value"),
+            Claim(tag(h) + "At 50-100 µs per hop stale updates raise the tail", "p99 grows",
+                  f"median pool p99 at 100 µs: {d.loc[100.0, 'median_us']:.0f} µs",
+                  ok=bool(d.loc[100.0, "median_us"] > d.loc[5.0, "median_us"]),
+                  tolerance="direction only: agrees if the 100 µs value is above the 5 µs value"),
+        ]
+    return out
 
 
 register(Experiment(
@@ -322,10 +572,15 @@ register(Experiment(
           "per-hop delay goes from 0 to 100 µs; box = quartiles of the pools' p99.",
     points=fig12b_points,
     table=lambda runs, pools: pool_quartiles(pools, "hop_delay_us"),
-    plot=lambda t, png: lines(t.assign(policy="horus"), png, "hop_delay_us", "median_us",
+    plot=lambda t, png: lines(t, png, "hop_delay_us", "median_us",
                               band=("p25_us", "p75_us"), xlabel="mean per-hop delay (µs)",
                               ylabel="pools' p99 (µs), IQR", title="Network delay"),
     claims=fig12b_claims,
+    sections=lambda t: configs_section(
+        t, "Fig. 12b", ["hop_delay_us"], [("median_p50_us", "median pool p50"),
+                                          ("median_us", "median pool p99")],
+        "whole datacenter, Bimodal at load 0.8", multi_spine=True,
+        only_at=only_at_note(t, "hop_delay_us", " µs")),
     differences="The paper does not state the load or workload of Fig. 12b; we use Bimodal at "
                 "0.8. Response time includes the hops, so part of the rise is the delay itself.",
 ))
@@ -333,23 +588,29 @@ register(Experiment(
 
 def fig12c_points(scale):
     base = datacenter(scale)
-    base["policy"] = "horus"
     base["workload"]["load"] = 0.8
-    pts = []
-    for loss in [0.0, 1e-5, 1e-4, 1e-3, 5e-3, 1e-2]:
-        cfg = copy.deepcopy(base)
-        cfg["network"] = {"loss": loss}
-        pts.append(Point({"loss": loss}, cfg))
-    return pts
+
+    def loss(cfg, v):
+        cfg["network"] = {"loss": v}
+
+    return sweep_configs(base, scale, "loss", [0.0, 1e-5, 1e-4, 1e-3, 5e-3, 1e-2], 1e-5,
+                         [0.0, 1e-3, 1e-2], loss)
 
 
 def fig12c_claims(t):
-    d = t.set_index("loss")
-    return [Claim("At 0.1% loss (10× normal) Horus is not significantly impacted",
-                  "no significant change",
-                  f"median pool p99: 0 loss {d.loc[0.0, 'median_us']:.0f} µs, 0.1% "
-                  f"{d.loc[1e-3, 'median_us']:.0f} µs, 1% {d.loc[1e-2, 'median_us']:.0f} µs",
-                  ok=bool(d.loc[1e-3, "median_us"] <= 1.25 * d.loc[0.0, "median_us"]))]
+    out = []
+    for h in (PAPER_HORUS, SIM):
+        d = t[t["policy"] == h].set_index("loss")
+        if not {0.0, 1e-3, 1e-2} <= set(d.index):
+            continue
+        out.append(Claim(
+            tag(h) + "At 0.1% loss (10× normal) Horus is not significantly impacted",
+            "no significant change",
+            f"median pool p99: 0 loss {d.loc[0.0, 'median_us']:.0f} µs, 0.1% "
+            f"{d.loc[1e-3, 'median_us']:.0f} µs, 1% {d.loc[1e-2, 'median_us']:.0f} µs",
+            ok=bool(d.loc[1e-3, "median_us"] <= 1.25 * d.loc[0.0, "median_us"]),
+            tolerance="agrees if the 0.1 % value is at most 1.25× the lossless value"))
+    return out
 
 
 register(Experiment(
@@ -359,10 +620,15 @@ register(Experiment(
           "box = quartiles of the pools' p99 (lost tasks are aborted, not counted in p99).",
     points=fig12c_points,
     table=lambda runs, pools: pool_quartiles(pools, "loss"),
-    plot=lambda t, png: lines(t.assign(policy="horus"), png, "loss", "median_us",
+    plot=lambda t, png: lines(t, png, "loss", "median_us",
                               band=("p25_us", "p75_us"), xlabel="packet loss rate",
                               ylabel="pools' p99 (µs), IQR", title="Packet loss", xscale="symlog"),
     claims=fig12c_claims,
+    sections=lambda t: configs_section(
+        t, "Fig. 12c", ["loss"], [("median_p50_us", "median pool p50"),
+                                  ("median_us", "median pool p99")],
+        "whole datacenter, Bimodal at load 0.8", multi_spine=True,
+        only_at=only_at_note(t, "loss", "")),
     differences="Load and workload are not stated in the paper; we use Bimodal at 0.8.",
 ))
 
@@ -406,9 +672,11 @@ def fig15_claims(t):
     return [
         Claim("Maximum fraction of resubmitted tasks: 38% (Uniform), 13% (Skewed)",
               "38% / 13%", f"{100 * mx['uniform']:.0f}% / {100 * mx['skewed']:.0f}%",
-              ok=bool(mx["uniform"] > mx["skewed"]) and bool(mx.max() < 1.0)),
+              ok=bool(mx["uniform"] > mx["skewed"]) and bool(mx.max() < 1.0),
+              tolerance="shape only: agrees if Uniform's maximum is above Skewed's (both below "
+                        "100 %)"),
         Claim("Load-update messages per task at the highest load are below 0.15",
-              "< 0.15", f"{lu:.3f}", ok=bool(lu < 0.15)),
+              "< 0.15", f"{lu:.3f}", ok=bool(lu < 0.15), tolerance="agrees if below 0.15"),
     ]
 
 
@@ -432,6 +700,11 @@ register(Experiment(
     table=fig15_table,
     plot=fig15_plot,
     claims=fig15_claims,
+    sections=provenance(
+        "The paper's Fig. 15-16 were measured on its Tofino testbed running the authors' P4 "
+        "program, not with their simulator, so the paper's mechanism, netsched's default "
+        "`horus` (`schedulers.horus.preset = \"paper\"`), is the configuration that produced "
+        "them, and the only one run here."),
     differences="The paper measures these on the Tofino testbed; we simulate the same rack "
                 "layouts and service mixes with §5.1's network model (5 µs hops, 1e-5 loss).",
 ))
@@ -452,17 +725,25 @@ def sample_pools(scale: str) -> list:
 def fig17_points(scale):
     base = datacenter(scale)
     base["only_pools"] = sample_pools(scale)
-    return grid(base, policy=["horus", "pow2-delayed", "idle-only"], load=loads(scale))
+    return grid(base, policy=horus_configs(base) + ["pow2-delayed", "idle-only"], load=loads(scale))
 
 
 def fig17_claims(t):
     hi = max(t["load"])
     d = t[t["load"] == hi].set_index("policy")
-    return [Claim("Horus (idle selection + lazily updated power-of-2) beats Pow-of-2 DU and idle-only "
-                  "on mean response time",
-                  "Horus lowest",
-                  f"mean at load {hi}: " + ", ".join(f"{p} {d.loc[p, 'mean_us']:.0f} µs" for p in d.index),
-                  ok=bool(d.loc["horus", "mean_us"] <= d["mean_us"].min() + 1e-9))]
+    out = []
+    for h in (PAPER_HORUS, SIM):
+        if h not in d.index:
+            continue
+        dd = d.loc[[h, "pow2-delayed", "idle-only"]]
+        out.append(Claim(
+            tag(h) + "Horus (idle selection + lazily updated power-of-2) beats Pow-of-2 DU and "
+            "idle-only on mean response time",
+            "Horus lowest",
+            f"mean at load {hi}: " + ", ".join(f"{p} {dd.loc[p, 'mean_us']:.0f} µs" for p in dd.index),
+            ok=bool(dd.loc[h, "mean_us"] <= dd["mean_us"].min() + 1e-9),
+            tolerance="agrees if Horus's mean is the lowest of the three (ties count)"))
+    return out
 
 
 register(Experiment(
@@ -477,6 +758,9 @@ register(Experiment(
     plot=lambda t, png: lines(t, png, "load", "mean_us", xlabel="load",
                               ylabel="mean response time (µs)", title="Horus components"),
     claims=fig17_claims,
+    sections=lambda t: configs_section(
+        t, "Fig. 17", ["load"], [("mean_us", "mean"), ("p50_us", "p50"), ("p99_us", "p99")],
+        "App. C's five sample pools, Bimodal, every load", multi_spine=True),
     differences="The two variants run as one scheduler over each pool's workers (App. C does not "
                 "state their placement in the hierarchy). App. C does not name its five pools; we "
                 "take the size quantiles, so the largest is the datacenter's largest pool (a few "
@@ -544,10 +828,13 @@ def fig18_claims(t):
         Claim("Controller messages per spine failure fall as r grows; r=10: mean 306 (max 624)",
               "306 (max 624) at r=10", ", ".join(f"r={r}: mean {m[r]:.0f} (max {g['msg_controller'].max()[r]:.0f})"
                                                 for r in m.index),
-              ok=bool(m.iloc[0] >= m.iloc[-1])),
+              ok=bool(m.iloc[0] >= m.iloc[-1]),
+              tolerance="direction only: agrees if the mean at the smallest r is at least the "
+                        "mean at the largest (the counts are not compared)"),
         Claim("Less than 0.1% of submitted tasks are aborted per spine failure",
               "< 0.1%", ", ".join(f"r={r}: {100 * ab[r]:.3f}%" for r in ab.index),
-              ok=bool(ab.max() < 1e-3)),
+              ok=bool(ab.max() < 1e-3),
+              tolerance="agrees if every r's mean is below 0.1 %"),
     ]
 
 
@@ -565,6 +852,13 @@ register(Experiment(
                              .melt(id_vars="ratio", var_name="metric"), png, "ratio", "value",
                              series="metric", ylabel="mean per failure", logy=True),
     claims=fig18_claims,
+    sections=provenance(
+        "The paper's simulated figures came from the authors' simulator, horus-sim, unmodified. "
+        "Fig. 18 counts controller messages and aborted tasks after a spine failure, not "
+        "latency, and runs here with the paper's mechanism only: netsched refuses failure events "
+        "with horus-sim's shared idle set (`leaf_idle_scope = \"pool\"` merges a pool's racks "
+        "into one, which a failure cannot address). The Horus configurations side by side are on "
+        "the pages of Fig. 10, 11, 12a-c, 17, 19a and 19b."),
     differences="A reduced-scale tree has 128 spines and 30 pools, so far fewer leaves depend "
                 "on each spine and message counts are proportionally smaller; we draw the failed "
                 "spine among those scheduling for at least one pool (at reduced scale many serve "
@@ -575,33 +869,43 @@ register(Experiment(
 
 # --- Fig. 19b -------------------------------------------------------------------
 
+FIG19B_NORMAL_LOSS = 1e-5
+
+
 def fig19b_points(scale):
     base = datacenter(scale)
-    base["policy"] = "horus"
     pts = []
-    for loss in [0.0, 1e-5, 1e-3, 5e-3, 1e-2]:
-        cfg = copy.deepcopy(base)
-        cfg["network"] = {"loss": loss}
-        pts.append(Point({"loss": loss}, cfg))
+    # The paper's mechanism at every loss; the authors' configurations and
+    # horus-tokens at §5.1's normal loss only (whole-datacenter runs).
+    for h in horus_configs(base):
+        for loss in [0.0, FIG19B_NORMAL_LOSS, 1e-3, 5e-3, 1e-2]:
+            if h != PAPER_HORUS and loss != FIG19B_NORMAL_LOSS:
+                continue
+            cfg = copy.deepcopy(base)
+            cfg["network"] = {"loss": loss}
+            [pt] = grid(cfg, policy=[h])
+            pts.append(Point({"policy": pt.labels["policy"], "loss": loss}, pt.config))
     return pts
 
 
 def fig19b_table(runs, pools):
-    d = runs[["loss", "submitted_total"]].copy()
+    d = runs[["policy", "loss", "submitted_total"]].copy()
     d["load_update_per_task"] = runs["msg_load_update"] / runs["submitted_total"]
     d["idle_add_remove_per_task"] = (runs["msg_idle_add"] + runs["msg_idle_remove"]) / runs["submitted_total"]
     return d
 
 
 def fig19b_claims(t):
-    d = t.set_index("loss")
+    d = t[t["policy"] == PAPER_HORUS].set_index("loss")
     inc = d.loc[1e-3, "idle_add_remove_per_task"] / d.loc[1e-5, "idle_add_remove_per_task"] - 1
     lu = d["load_update_per_task"]
     return [
         Claim("idleAdd/Remove rate rises by only ~15% at 0.1% loss", "+15%", f"{100 * inc:+.0f}%",
-              ok=bool(abs(inc) < 0.5)),
+              ok=bool(abs(inc) < 0.5),
+              tolerance="agrees if the change is within ±50 % (the paper's +15 % is a small rise)"),
         Claim("Load-update rate is insensitive to loss", "flat",
-              f"{lu.min():.3f}-{lu.max():.3f} per task", ok=bool(lu.max() <= 1.2 * lu.min())),
+              f"{lu.min():.3f}-{lu.max():.3f} per task", ok=bool(lu.max() <= 1.2 * lu.min()),
+              tolerance="agrees if the highest rate is at most 1.2× the lowest"),
     ]
 
 
@@ -612,26 +916,41 @@ register(Experiment(
           "task for loss rates 0 to 1% (lost idle messages are re-sent, App. A.3).",
     points=fig19b_points,
     table=fig19b_table,
-    plot=lambda t, png: lines(t.melt(id_vars="loss", value_vars=["load_update_per_task",
-                                                                 "idle_add_remove_per_task"],
-                                     var_name="policy"), png, "loss", "value", xlabel="loss rate",
+    plot=lambda t, png: lines(t[t["policy"] == PAPER_HORUS]
+                              .melt(id_vars="loss", value_vars=["load_update_per_task",
+                                                                "idle_add_remove_per_task"],
+                                    var_name="policy"), png, "loss", "value", xlabel="loss rate",
                               ylabel="messages per task", logy=False, xscale="symlog",
-                              title="Update messages vs loss"),
+                              title="Update messages vs loss (paper mechanism)"),
     claims=fig19b_claims,
+    sections=lambda t: configs_section(
+        t, "Fig. 19b", ["loss"], [("idle_add_remove_per_task", "idleAdd/Remove per task"),
+                                  ("load_update_per_task", "loadUpdate per task")],
+        "whole datacenter, Bimodal at load 0.9", multi_spine=True,
+        only_at=f"The authors' configurations and horus-tokens run at the normal loss "
+                f"{FIG19B_NORMAL_LOSS:g} only (whole-datacenter runs); the plot and the claims "
+                "are the paper mechanism's. Caveat: netsched reproduces horus-sim's shared idle "
+                "set by merging each pool's racks under one leaf (docs/fidelity.md), which keeps "
+                "its latency within 10 % of horus-sim's but not its message counts: one leaf per "
+                "pool sends far fewer loadUpdate and idle messages than horus-sim's one per rack, "
+                "so the `horus (horus-sim)` column below is not horus-sim's message rate, and "
+                "its ratios are not what the defect is worth in messages."),
     differences="Messages are counted when sent, retransmissions included, over the whole run.",
 ))
 
 
 # --- Fig. 19a -------------------------------------------------------------------
 
-FIG19A_POLICIES = ["horus", "rs-h", "rs-lb"]
+FIG19A_POLICIES = ["horus", "rs-h", "rs-lb", SIM, SIM_FIXED, TOKENS]
 
 
 def fig19a_points(scale):
     # Bimodal at load 0.9 over the whole datacenter: exactly Fig. 12a's runs
     # at that load (same configs, so the cache shares them). `scale` rides along as a label so
     # the table can rebuild the placement.
-    pts = grid(datacenter(scale), service=["bimodal"], policy=FIG19A_POLICIES, load=[0.9])
+    base = datacenter(scale)
+    pts = grid(base, service=["bimodal"], policy=["horus", "rs-h", "rs-lb"] + horus_configs(base)[1:],
+               load=[CONFIGS_LOAD])
     for p in pts:
         p.labels["scale"] = scale
     return pts
@@ -685,12 +1004,13 @@ def fig19a_plot(t, png):
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.0, 3.6), dpi=110)
-    for i, pol in enumerate(FIG19A_POLICIES):
+    pols = [p for p in FIG19A_POLICIES if p in set(t["policy"])]
+    for i, pol in enumerate(pols):
         d = t[t["policy"] == pol].sort_values("group")
         color, marker, label = STYLE.get(pol, (None, "o", pol))
         label = "RS-R (RS-LB)" if pol == "rs-lb" else label
         # Offset the groups slightly so the error bars do not overlap.
-        x = d["group"] + (i - 1) * 0.12
+        x = d["group"] + (i - (len(pols) - 1) / 2) * 0.08
         lo = (d["p99_mean_us"] - d["p99_sd_us"]).clip(lower=d["p99_mean_us"] * 0.05)
         ax.errorbar(x, d["p99_mean_us"], yerr=[d["p99_mean_us"] - lo, d["p99_sd_us"]],
                     color=color, marker=marker, label=label, capsize=3, ls="-")
@@ -713,27 +1033,38 @@ def fig19a_claims(t):
     sd = t.pivot_table(index="group", columns="policy", values="p99_sd_us")
     top = p.index.max()
     lo_g, hi_g = p.index.min(), top
-    rise = {pol: float(p.loc[hi_g, pol] / p.loc[lo_g, pol]) for pol in FIG19A_POLICIES}
-    red_lb = 100 * (1 - p.loc[top, "horus"] / p.loc[top, "rs-lb"])
-    red_h = 100 * (1 - p.loc[top, "horus"] / p.loc[top, "rs-h"])
-    horus_cv = float((sd["horus"] / p["horus"]).max())
-    return [
+    rise = {pol: float(p.loc[hi_g, pol] / p.loc[lo_g, pol]) for pol in p.columns}
+    out = [
         Claim("As the per-rack variance grows, RS-H and RS-R get higher tail response times",
               "rising with variance",
               f"mean p99 highest/lowest variance group: RS-H {rise['rs-h']:.2f}×, "
               f"RS-R {rise['rs-lb']:.2f}×",
-              ok=bool(rise["rs-h"] > 1.0 and rise["rs-lb"] > 1.0)),
-        Claim("Horus's tail stays stable across worker distributions", "stable",
-              f"highest/lowest group {rise['horus']:.2f}×; largest sd/mean within a group "
-              f"{horus_cv:.2f}",
-              ok=bool(rise["horus"] < min(rise["rs-h"], rise["rs-lb"]) and rise["horus"] < 1.5)),
-        Claim("Most scattered pools (variance ≈ 140): Horus reduces p99 by up to 94 % vs RS-R "
-              "and 99 % vs RS-H",
-              "94 % / 99 %",
-              f"highest-variance group (variance {t[t.group == top].var_lo.iloc[0]:.0f}-"
-              f"{t[t.group == top].var_hi.iloc[0]:.0f}): {red_lb:.0f}% vs RS-R, {red_h:.0f}% vs RS-H",
-              ok=bool(red_lb > 0 and red_h > 0)),
+              ok=bool(rise["rs-h"] > 1.0 and rise["rs-lb"] > 1.0),
+              tolerance="agrees if both ratios are above 1.00×"),
     ]
+    for h in (PAPER_HORUS, SIM):
+        if h not in p.columns:
+            continue
+        red_lb = 100 * (1 - p.loc[top, h] / p.loc[top, "rs-lb"])
+        red_h = 100 * (1 - p.loc[top, h] / p.loc[top, "rs-h"])
+        cv = float((sd[h] / p[h]).max())
+        out += [
+            Claim(tag(h) + "Horus's tail stays stable across worker distributions", "stable",
+                  f"highest/lowest group {rise[h]:.2f}×; largest sd/mean within a group {cv:.2f}",
+                  ok=bool(rise[h] < min(rise["rs-h"], rise["rs-lb"]) and rise[h] < 1.5),
+                  tolerance="agrees if Horus's highest/lowest ratio is below 1.5× and below "
+                            "RS-H's and RS-R's"),
+            Claim(tag(h) + "Most scattered pools (variance ≈ 140): Horus reduces p99 by up to 94 % "
+                  "vs RS-R and 99 % vs RS-H",
+                  "94 % / 99 %",
+                  f"highest-variance group (variance {t[t.group == top].var_lo.iloc[0]:.0f}-"
+                  f"{t[t.group == top].var_hi.iloc[0]:.0f}): {red_lb:.0f}% vs RS-R, "
+                  f"{red_h:.0f}% vs RS-H",
+                  ok=bool(red_lb > 0 and red_h > 0),
+                  tolerance="direction only: agrees if both reductions are above 0 % (our "
+                            "highest variance is far below the paper's 140, see below)"),
+        ]
+    return out
 
 
 register(Experiment(
@@ -748,6 +1079,10 @@ register(Experiment(
     table=fig19a_table,
     plot=fig19a_plot,
     claims=fig19a_claims,
+    sections=lambda t: configs_section(
+        t, "Fig. 19a", ["group"], [("p99_mean_us", "mean of the pools' p99")],
+        f"whole datacenter, Bimodal at load {CONFIGS_LOAD}, per variance group",
+        multi_spine=True),
     differences="The paper's RS-R is taken to be RS-LB (a uniformly random rack, then RackSched). "
                 "Its variance is 'the variance in the number of workers per worker pool' across "
                 "racks; we take the population variance over the racks a pool occupies. Under "
