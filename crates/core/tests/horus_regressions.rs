@@ -305,3 +305,26 @@ fn idle_tokens_one_task_per_announced_worker() {
         vec![Notice::IdleAdd]
     );
 }
+
+/// A task lost on its way to a worker that then keeps getting tasks: each
+/// reply comes soon after a dispatch, so replies never prove the loss, and
+/// every idle entry of the worker is popped as stale. The worker's heartbeat
+/// with an empty queue proves it once nothing was sent to it for the resync
+/// time; before, the worker never took an idle-path task again.
+#[test]
+fn heartbeat_of_an_idle_worker_forgets_a_lost_task() {
+    let mut l = leaf(1);
+    feed(&mut l, 0, Input::Task(task(0))); // lost on the wire
+    feed(&mut l, 5, Input::Task(task(1)));
+    feed(&mut l, 50, reply(0, 0, 1));
+    assert_eq!(l.outstanding(0), 1, "the lost task still counts");
+    let mut out = Outbox::new();
+    l.control_heartbeat(0, 0, 60, &mut out);
+    assert_eq!(l.outstanding(0), 1, "too soon: the task may be in flight");
+    let late = 5 + HorusOptions::default().loss_resync_ns;
+    l.control_heartbeat(0, 0, late, &mut out);
+    assert_eq!(l.outstanding(0), 0);
+    assert_eq!(l.average_load(), 0);
+    let fx = feed(&mut l, late + 1, Input::Task(task(2)));
+    assert_eq!(fx.dispatched, vec![(0, Decision::Idle)]);
+}

@@ -886,11 +886,18 @@ impl SwitchDaemon {
                 if !inst.is_node(h.src_id, src) {
                     return self.drop_rt(RuntimeDrop::UnregisteredSource);
                 }
-                // Not the data plane's: its failure detector's.
+                // The failure detector's, and the leaf's reconciliation of
+                // tasks lost on the wire (Horus leaf `control_heartbeat`).
                 if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
                     self.registry.set(g, h.qlen as u64);
                 }
                 self.heard_from(i, h.src_id as usize, now);
+                if let Plane::HorusLeaf(leaf) = &mut self.instances[i].plane {
+                    let mut out = Outbox::new();
+                    leaf.control_heartbeat(h.src_id as u32, h.qlen as u32, now, &mut out);
+                    self.execute(i, &mut out, false, None);
+                    self.flush_resubmits(i, now);
+                }
             }
         }
     }

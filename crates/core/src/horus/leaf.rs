@@ -357,6 +357,35 @@ impl HorusLeaf {
 
     // ---- control plane (Horus §A.3: the leaf controller) ----
 
+    /// A worker's heartbeat reports its queue length (§A.3). An empty queue
+    /// long after the last dispatch to it ([`HorusOptions::loss_resync_ns`])
+    /// means whatever the leaf still counts there was lost on the wire:
+    /// forget it, take it out of the rack average and list the worker idle
+    /// again. Replies cannot do this alone once a worker is busy again: each
+    /// arrives soon after a dispatch.
+    pub fn control_heartbeat(&mut self, node: NodeId, qlen: u32, now: u64, out: &mut Outbox) {
+        if qlen != 0 || !self.pow2.contains(node) {
+            return;
+        }
+        let n = node as usize;
+        let owed = self.outstanding.peek(n);
+        if owed == 0 || now.saturating_sub(self.last_sent.peek(n)) < self.options.loss_resync_ns {
+            return;
+        }
+        self.counters.forgotten_lost += u64::from(owed);
+        self.outstanding.control_write(n, 0);
+        let avg = self
+            .avg
+            .peek(0)
+            .saturating_sub(self.factor.peek(0).saturating_mul(owed));
+        self.avg.control_write(0, avg);
+        if self.listed.peek(n) == 0 {
+            // The switch CPU injects the add as a packet.
+            let pass = self.pipeline.begin();
+            self.list_idle(&pass, node, out);
+        }
+    }
+
     /// A worker failed or was removed: forget it everywhere, including the
     /// tasks the rack average still counts for it.
     pub fn control_remove_worker(&mut self, node: NodeId, out: &mut Outbox) {
