@@ -199,3 +199,45 @@ fn spine_gets_the_new_factor_when_workers_leave() {
     sim.run_events(&|_| {});
     assert_eq!(factor(&sim), netsched_core::fixed::additive_factor(5));
 }
+
+/// Horus Fig. 15 counts the tasks a switch processes more than once, each
+/// once per layer. Before the fix every task-carrying resubmission pass was
+/// counted, so a task resubmitted twice at a leaf (a stale idle entry, then
+/// the drift check) counted twice.
+#[test]
+fn resubmitted_tasks_counts_each_task_once_per_layer() {
+    let service = ServiceDist::Exp { mean_us: 20.0 }.build().unwrap();
+    let hops = |_: u32, _: u32| 1;
+    let mut setup = setup(Policy::Horus, WorkerModel::Fcfs, 1, 0.95, &service, &hops);
+    setup.end_ns = 20_000_000;
+    setup.resubmit_ns = 500;
+    let plan = PoolPlan {
+        pool_id: 0,
+        racks: (0..4)
+            .map(|r| RackPlan {
+                leaf: r,
+                spine: 0,
+                servers: vec![(r, 8)],
+            })
+            .collect(),
+        spines: vec![0],
+    };
+    let mut sim = PoolSim::new(&setup, &plan);
+    sim.schedule_start();
+    let mut leaf_passes = std::collections::BTreeMap::<u64, u32>::new();
+    while let Some((now, ev)) = sim.q.pop() {
+        if let Ev::LowerResubmit { r, .. } = &ev {
+            if let Some(t) = task_of(&Input::Resubmit(*r)) {
+                *leaf_passes.entry(sim.tasks[t as usize].seq).or_default() += 1;
+            }
+        }
+        sim.step(now, ev);
+    }
+    let twice = leaf_passes.values().filter(|&&n| n >= 2).count();
+    assert!(twice > 0, "the run must resubmit some task twice at a leaf");
+    assert_eq!(
+        sim.metrics.resubmitted_tasks[1] as usize,
+        leaf_passes.len(),
+        "{twice} tasks were resubmitted more than once"
+    );
+}
