@@ -399,18 +399,16 @@ impl HorusConfig {
                 IdleLink::OwnGroup,
                 LeafIdleScope::Rack,
             ),
-            // horus-sim links a leaf's idle state to a random spine of the
-            // pool; netsched models that only for one-spine pools, where it
-            // is the same as the own group's spine, so the presets keep
-            // `own-group` and run on any topology (docs/fidelity.md, row 3).
+            // `random-of-pool` is modelled for one-spine pools only; on
+            // others a run must override it (docs/fidelity.md, row 3).
             HorusPreset::HorusSimFixed => (
                 HorusOptions::horus_sim(),
-                IdleLink::OwnGroup,
+                IdleLink::RandomOfPool,
                 LeafIdleScope::Rack,
             ),
             HorusPreset::HorusSim => (
                 HorusOptions::horus_sim(),
-                IdleLink::OwnGroup,
+                IdleLink::RandomOfPool,
                 LeafIdleScope::Pool,
             ),
         };
