@@ -259,8 +259,11 @@ pub struct WorkerConfig {
     pub listen: Vec<String>,
     #[serde(default)]
     pub first_id: u16,
-    /// The leaf daemon replies and heartbeats go to; absent: reply to each
-    /// task's sender and send no heartbeats.
+    /// The leaf daemon replies and heartbeats go to, and the only address
+    /// tasks are accepted from (any other sender's are dropped and counted in
+    /// `netsched_worker_stranger_total`). Absent: a standalone worker that
+    /// takes tasks from anyone, replies to each task's sender and sends no
+    /// heartbeats (tests and benchmarks without a scheduler).
     #[serde(default)]
     pub leaf: Option<SocketAddr>,
     /// Pool of the heartbeats (tasks carry their own pool id).
@@ -291,6 +294,20 @@ pub struct WorkerConfig {
     /// scheduler daemon's; each node draws its own stream from the seed.
     #[serde(default)]
     pub fault: crate::fault::FaultConfig,
+    /// Longest synthetic service time a task may ask for, ms; a longer one
+    /// is answered as failed (`service_time_over_cap`) instead of occupying
+    /// an executor for as long as one datagram says.
+    #[serde(default = "default_max_service_ms")]
+    pub max_service_ms: u64,
+}
+
+/// Default [`WorkerConfig::max_service_ms`]: far above any workload of the
+/// papers (Horus's longest class is 500 µs, RackSched's SCAN ~ 1 ms), short
+/// enough that a hostile task cannot hold an executor for long.
+pub const DEFAULT_MAX_SERVICE_MS: u64 = 5_000;
+
+fn default_max_service_ms() -> u64 {
+    DEFAULT_MAX_SERVICE_MS
 }
 
 impl Default for WorkerConfig {
@@ -307,6 +324,7 @@ impl Default for WorkerConfig {
             preempt_us: 0,
             rocksdb: None,
             fault: Default::default(),
+            max_service_ms: DEFAULT_MAX_SERVICE_MS,
         }
     }
 }

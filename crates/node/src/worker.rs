@@ -29,6 +29,14 @@
 //! moves them into the queue before it reports a length, so the report
 //! counts them.
 //!
+//! Only the leaf is obeyed: with `leaf` configured, a datagram from any other
+//! address is dropped before decoding and counted
+//! (`netsched_worker_stranger_total`), as the pull executor checks its
+//! scheduler. A synthetic service time above `max_service_ms` is answered as
+//! failed (`service_time_over_cap`), and a synthetic task sleeps in slices of
+//! at most [`STOP_POLL`], checking the stop flag, so no input can keep an
+//! executor (or the process's shutdown) waiting.
+//!
 //! `fault` drops received datagrams at a seeded rate (the leaf → worker
 //! link's loss in failure tests, crate::fault), counted by message type.
 //!
@@ -89,6 +97,7 @@ struct NodeSlots {
     busy_ns: Slot,
     qlen: Slot,
     invalid: Slot,
+    stranger: Slot,
     queue_full: Slot,
     preempted: Slot,
     failed: Slot,
@@ -109,12 +118,19 @@ pub struct Worker {
 /// reply (`queue_full`) rather than buffered without limit.
 pub const QUEUE_CAPACITY: usize = 4096;
 
+/// Longest uninterrupted sleep of a synthetic task: the executor checks the
+/// stop flag at least this often, so SIGTERM stops a worker well within 1 s
+/// whatever it is running.
+pub const STOP_POLL: Duration = Duration::from_millis(50);
+
 /// What the executors of one node share.
 struct Node {
     sock: UdpSocket,
     id: u16,
     pool: u16,
     leaf: Option<SocketAddr>,
+    /// `WorkerConfig::max_service_ms`, ns.
+    max_service_ns: u64,
     heartbeat: Duration,
     spin: Duration,
     preempt: Option<Duration>,
@@ -161,6 +177,12 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
         invalid: reg.register(
             "netsched_worker_invalid_total",
             "Datagrams dropped: undecodable or not a task",
+            c,
+            l,
+        ),
+        stranger: reg.register(
+            "netsched_worker_stranger_total",
+            "Datagrams dropped: the sender is not the worker's leaf",
             c,
             l,
         ),
@@ -253,6 +275,7 @@ impl Worker {
                 id: cfg.first_id + i as u16,
                 pool: cfg.pool,
                 leaf: cfg.leaf,
+                max_service_ns: cfg.max_service_ms.saturating_mul(1_000_000),
                 heartbeat: Duration::from_millis(cfg.heartbeat_ms),
                 spin: Duration::from_micros(cfg.spin_us),
                 preempt: (cfg.preempt_us > 0).then(|| Duration::from_micros(cfg.preempt_us)),
@@ -356,7 +379,7 @@ fn executor(node: &Node, stop: &AtomicBool) {
         st.running += 1;
         drop(st);
         let start = Instant::now();
-        let outcome = node.run(&mut t);
+        let outcome = node.run(&mut t, stop);
         node.registry
             .add(node.slots.busy_ns, start.elapsed().as_nanos() as u64);
         st = node.state.lock().unwrap();
@@ -365,6 +388,8 @@ fn executor(node: &Node, stop: &AtomicBool) {
         node.drain(&mut st, &mut tx);
         let load = st.queue.len() + st.running;
         match outcome {
+            // Shutting down: the task is neither answered nor requeued.
+            Outcome::Stopped => break,
             Outcome::Preempted => {
                 node.registry.inc(node.slots.preempted);
                 st.queue.push_back(t);
@@ -392,13 +417,15 @@ fn executor(node: &Node, stop: &AtomicBool) {
 
 enum Outcome {
     Done,
+    /// The stop flag was set while the task slept.
+    Stopped,
     Preempted,
     Failed(&'static str),
 }
 
 impl Node {
     /// Runs (a slice of) `t`.
-    fn run(&self, t: &mut Task) -> Outcome {
+    fn run(&self, t: &mut Task, stop: &AtomicBool) -> Outcome {
         if let Some(reason) = t.bad {
             return Outcome::Failed(reason);
         }
@@ -418,7 +445,17 @@ impl Node {
             None => t.remaining_ns,
         };
         if slice > 0 {
-            net::sleep_until(Instant::now() + Duration::from_nanos(slice), self.spin);
+            let deadline = Instant::now() + Duration::from_nanos(slice);
+            // Bounded steps, so a stop request is seen within STOP_POLL.
+            loop {
+                net::sleep_until(deadline.min(Instant::now() + STOP_POLL), self.spin);
+                if Instant::now() >= deadline {
+                    break;
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return Outcome::Stopped;
+                }
+            }
         }
         t.remaining_ns -= slice;
         if t.remaining_ns > 0 {
@@ -436,13 +473,20 @@ impl Node {
                 self.slots.fault_drops.count(&self.registry, &rx[..n]);
                 continue;
             }
-            let Some((task, last)) = parse_task(&rx[..n], src) else {
+            if self.leaf.is_some_and(|leaf| leaf != src) {
+                self.registry.inc(self.slots.stranger);
+                continue;
+            }
+            let Some((mut task, last)) = parse_task(&rx[..n], src) else {
                 self.registry.inc(self.slots.invalid);
                 continue;
             };
             if !last {
                 self.registry.inc(self.slots.fragments);
                 continue;
+            }
+            if !task.kind.is_real() && task.remaining_ns > self.max_service_ns {
+                task.bad = Some("service_time_over_cap");
             }
             if st.queue.len() >= QUEUE_CAPACITY {
                 self.registry.inc(self.slots.queue_full);
