@@ -37,6 +37,15 @@
 //! at most [`STOP_POLL`], checking the stop flag, so no input can keep an
 //! executor (or the process's shutdown) waiting.
 //!
+//! **Deduplication** (client `retries`): a client resubmits a task it got no
+//! reply for with the same id. A copy that arrives while the task is still
+//! queued or running at this node is dropped and counted
+//! (`netsched_worker_duplicates_total`): its reply is coming. A copy of a
+//! task already answered runs again, since its reply may be the one that
+//! was lost, and a copy sent to another worker runs there: delivery is
+//! at-least-once (docs/runtime.md). Answered ids are not remembered because
+//! task ids repeat across client runs (each run numbers its tasks from 0).
+//!
 //! `fault` drops received datagrams at a seeded rate (the leaf → worker
 //! link's loss in failure tests, crate::fault), counted by message type.
 //!
@@ -44,7 +53,7 @@
 //! packet of a task on one node; the task runs when its last packet arrives.
 //! Earlier packets are only counted.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -102,6 +111,7 @@ struct NodeSlots {
     preempted: Slot,
     failed: Slot,
     fragments: Slot,
+    duplicates: Slot,
     objects: Slot,
     fault_drops: FaultCounters,
 }
@@ -154,6 +164,9 @@ struct Shared {
     rx: Vec<u8>,
     /// Injected loss of received datagrams (leaf → worker).
     fault: Fault,
+    /// Ids of the tasks queued or running (deduplication, module docs);
+    /// bounded by the queue's capacity plus the executors.
+    pending: HashSet<u64>,
 }
 
 fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
@@ -207,6 +220,12 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
         fragments: reg.register(
             "netsched_worker_fragments_total",
             "Non-last packets of multi-packet tasks",
+            c,
+            l,
+        ),
+        duplicates: reg.register(
+            "netsched_worker_duplicates_total",
+            "Copies of a task that arrived while it was queued or running (dropped)",
             c,
             l,
         ),
@@ -290,6 +309,7 @@ impl Worker {
                     next_beat: Instant::now(),
                     rx: vec![0u8; 2048],
                     fault: Fault::new(&cfg.fault.for_stream(u64::from(cfg.first_id) + i as u64)),
+                    pending: HashSet::with_capacity(QUEUE_CAPACITY + cfg.executors),
                 }),
                 cv: Condvar::new(),
                 started: Instant::now(),
@@ -395,6 +415,7 @@ fn executor(node: &Node, stop: &AtomicBool) {
                 st.queue.push_back(t);
             }
             Outcome::Done => {
+                st.pending.remove(&t.id);
                 let mut result = [0u8; 16];
                 let payload: &[u8] = if t.kind.is_real() {
                     node.registry.add(node.slots.objects, t.digest.objects);
@@ -408,6 +429,7 @@ fn executor(node: &Node, stop: &AtomicBool) {
                 node.registry.inc(node.slots.completed);
             }
             Outcome::Failed(reason) => {
+                st.pending.remove(&t.id);
                 node.registry.inc(node.slots.failed);
                 node.reply(&t, load, ReplyStatus::Failed, reason.as_bytes(), &mut tx);
             }
@@ -488,11 +510,16 @@ impl Node {
             if !task.kind.is_real() && task.remaining_ns > self.max_service_ns {
                 task.bad = Some("service_time_over_cap");
             }
+            if st.pending.contains(&task.id) {
+                self.registry.inc(self.slots.duplicates);
+                continue;
+            }
             if st.queue.len() >= QUEUE_CAPACITY {
                 self.registry.inc(self.slots.queue_full);
                 let load = st.queue.len() + st.running;
                 self.reply(&task, load, ReplyStatus::Failed, b"queue_full", tx);
             } else {
+                st.pending.insert(task.id);
                 st.queue.push_back(task);
             }
         }

@@ -127,3 +127,35 @@ fn stop_ends_a_long_task_within_a_second() {
         t.elapsed()
     );
 }
+
+/// Client retries (issue 16 item 5): a copy of a task still queued or
+/// running is dropped, not run twice; a copy of an answered task runs again
+/// (its reply may be the one that was lost: at-least-once).
+#[test]
+fn a_resubmitted_copy_of_a_pending_task_is_not_run_twice() {
+    let leaf = sock();
+    let (w, addr, stop) = worker(leaf.local_addr().unwrap(), 5_000);
+    let reg = w.registry();
+    leaf.send_to(&task(1, 100_000_000), addr).unwrap();
+    leaf.send_to(&task(2, 1_000), addr).unwrap();
+    leaf.send_to(&task(1, 100_000_000), addr).unwrap();
+    leaf.send_to(&task(2, 1_000), addr).unwrap();
+    let mut got = vec![];
+    while let Some(r) = reply(&leaf, Duration::from_millis(500)) {
+        got.push(r.0);
+    }
+    got.sort();
+    assert_eq!(got, vec![task_id::new(7, 1), task_id::new(7, 2)]);
+    assert_eq!(reg.sum("netsched_worker_duplicates_total"), 2);
+    leaf.send_to(&task(1, 1_000), addr).unwrap();
+    let again = reply(&leaf, Duration::from_secs(1)).expect("answered again");
+    assert_eq!(again.0, task_id::new(7, 1));
+    // The counter follows the reply.
+    let t = Instant::now();
+    while reg.sum("netsched_worker_tasks_total") < 3 && t.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(reg.sum("netsched_worker_tasks_total"), 3);
+    stop.store(true, Ordering::Relaxed);
+    w.join();
+}
