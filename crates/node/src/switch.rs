@@ -92,6 +92,10 @@ mod controller_hooks;
 mod reply_routes;
 use reply_routes::{ReplyRoutes, RouteRefused};
 
+#[path = "in_flight.rs"]
+mod in_flight;
+use in_flight::InFlight;
+
 /// Why the runtime (not a data plane) dropped a datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -215,6 +219,7 @@ struct Slots {
     queued: Slot,
     failed_workers: Slot,
     recovered_workers: Slot,
+    stale_replies: Slot,
     runtime_drops: Vec<Slot>,
     dp_drops: Vec<Slot>,
     control: controller_hooks::ControlSlots,
@@ -333,6 +338,9 @@ struct Instance {
     rack_w: Vec<u32>,
     /// Application id → where its tasks came from (reply route).
     routes: ReplyRoutes,
+    /// Leaf: dispatches not yet answered, so only a reply that answers one
+    /// reaches the data plane (in_flight.rs).
+    in_flight: InFlight,
 }
 
 impl Instance {
@@ -452,6 +460,12 @@ impl SwitchDaemon {
         let recovered_workers = reg.register(
             "netsched_worker_recoveries_total",
             "Removed workers re-added when heard from again",
+            Kind::Counter,
+            &[],
+        );
+        let stale_replies = reg.register(
+            "netsched_stale_replies_total",
+            "Worker replies that answer no task in flight (duplicated, stale or forged): forwarded, not fed to the data plane",
             Kind::Counter,
             &[],
         );
@@ -613,6 +627,12 @@ impl SwitchDaemon {
                     cfg.max_routes_per_source,
                     cfg.route_idle_ms.saturating_mul(1_000_000),
                 ),
+                // Enough for every worker's full queue (worker.rs).
+                in_flight: InFlight::new(if pc.role == Role::Leaf {
+                    (n as usize * crate::worker::QUEUE_CAPACITY).min(1 << 20)
+                } else {
+                    0
+                }),
             });
         }
         let rs_slots = racksched_wire::register_rs(&mut reg);
@@ -631,6 +651,7 @@ impl SwitchDaemon {
                 queued,
                 failed_workers,
                 recovered_workers,
+                stale_replies,
                 runtime_drops,
                 dp_drops,
                 control,
@@ -848,6 +869,14 @@ impl SwitchDaemon {
                             self.registry.set(g, h.qlen as u64);
                         }
                         self.heard_from(i, h.src_id as usize, now);
+                        // Only a reply that answers a dispatch may move the
+                        // worker's load and idle state (in_flight.rs).
+                        let inst = &mut self.instances[i];
+                        if !inst.in_flight.answer(r.task_id, h.src_id) {
+                            self.registry.inc(self.slots.stale_replies);
+                            self.forward_reply(i, data, r.task_id, TX_REPLY);
+                            return;
+                        }
                         // §3.4: the reply carries the worker's queue length.
                         let input = Input::Reply {
                             node: h.src_id as u32,
@@ -900,6 +929,13 @@ impl SwitchDaemon {
                     self.registry.set(g, h.qlen as u64);
                 }
                 self.heard_from(i, h.src_id as usize, now);
+                // The heartbeat's queue length is the truth the leaf's
+                // counters are reconciled with (issue 16 item 5).
+                if let Plane::HorusLeaf(leaf) = &mut self.instances[i].plane {
+                    let mut out = Outbox::new();
+                    leaf.control_reconcile_worker(h.src_id as u32, h.qlen as u32, now, &mut out);
+                    self.execute(i, &mut out, false, None);
+                }
             }
         }
     }
@@ -1070,6 +1106,11 @@ impl SwitchDaemon {
                         Decision::Other => 2,
                     };
                     self.registry.inc(self.slots.decisions[d]);
+                    let inst = &mut self.instances[i];
+                    if inst.cfg.role == Role::Leaf && !inst.rs_wire {
+                        let now = self.clock.now_ns();
+                        inst.in_flight.dispatched(meta.id, node as u16, now);
+                    }
                     self.dispatch(i, node, meta, task);
                     self.oracle_dispatched(i, node);
                 }

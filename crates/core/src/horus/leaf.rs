@@ -394,6 +394,52 @@ impl HorusLeaf {
         self.rescale_factor();
     }
 
+    /// The leaf controller reconciles its view of `node` with the queue
+    /// length the worker reported in a heartbeat (`qlen`: tasks queued and
+    /// running there). Replies alone cannot repair what faults leave behind:
+    /// tasks lost with a killed worker or on the wire stay counted in
+    /// `outstanding` and the rack average, and a worker whose last reply was
+    /// lost is never listed idle again. Applied only when the leaf sent the
+    /// worker nothing for `loss_resync_ns`, so no task is on its way there;
+    /// a reply still on its way back is then counted as answered here and
+    /// answers nothing when it arrives (its worker's next heartbeat agrees).
+    /// Idempotent: the same report twice changes nothing more.
+    pub fn control_reconcile_worker(
+        &mut self,
+        node: NodeId,
+        qlen: u32,
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        if !self.pow2.contains(node) || (node as usize) >= self.outstanding.len() {
+            return;
+        }
+        let n = node as usize;
+        if now.saturating_sub(self.last_sent.peek(n)) < self.options.loss_resync_ns {
+            return;
+        }
+        let pass = self.pipeline.begin();
+        let old = self.outstanding.peek(n);
+        if old != qlen {
+            if old > qlen {
+                self.counters.forgotten_lost += u64::from(old - qlen);
+            }
+            self.outstanding.control_write(n, qlen);
+            let factor = self.factor.peek(0);
+            let avg = self
+                .avg
+                .peek(0)
+                .saturating_sub(factor.saturating_mul(old))
+                .saturating_add(factor.saturating_mul(qlen));
+            self.avg.control_write(0, avg);
+            self.maybe_load_update(&pass, avg, 0, out);
+        }
+        self.pow2.update(&pass, node, qlen);
+        if qlen == 0 && self.listed.peek(n) == 0 {
+            self.list_idle(&pass, node, out);
+        }
+    }
+
     /// The controller recomputes 1/w and rescales the running average (§A.2).
     fn rescale_factor(&mut self) {
         let old = self.factor.peek(0);
