@@ -319,10 +319,10 @@ fn heartbeat_of_an_idle_worker_forgets_a_lost_task() {
     feed(&mut l, 50, reply(0, 0, 1));
     assert_eq!(l.outstanding(0), 1, "the lost task still counts");
     let mut out = Outbox::new();
-    l.control_heartbeat(0, 0, 60, &mut out);
+    l.control_reconcile_worker(0, 0, 60, &mut out);
     assert_eq!(l.outstanding(0), 1, "too soon: the task may be in flight");
     let late = 5 + HorusOptions::default().loss_resync_ns;
-    l.control_heartbeat(0, 0, late, &mut out);
+    l.control_reconcile_worker(0, 0, late, &mut out);
     assert_eq!(l.outstanding(0), 0);
     assert_eq!(l.average_load(), 0);
     let fx = feed(&mut l, late + 1, Input::Task(task(2)));

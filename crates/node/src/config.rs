@@ -150,6 +150,32 @@ pub struct SwitchConfig {
     /// Fault injection on the receive path (tests: packet loss without tc).
     #[serde(default)]
     pub fault: crate::fault::FaultConfig,
+    /// Reply routes one unprivileged source (a sender that is neither a
+    /// configured client nor an upstream spine) may hold per instance, so
+    /// one sender's made-up application ids cannot fill the table; beyond
+    /// it a new application is a `route_source_limit` drop, answered.
+    #[serde(default = "default_max_routes_per_source")]
+    pub max_routes_per_source: usize,
+    /// A reply route no task refreshed for this long is forgotten, ms (0:
+    /// never), so a full table empties again. Far above the worker's
+    /// `max_service_ms`, so a route is not forgotten under a running task.
+    #[serde(default = "default_route_idle_ms")]
+    pub route_idle_ms: u64,
+}
+
+/// Default `max_routes_per_source`: a client process uses one application
+/// id per thread (docs/runtime.md, client `threads`).
+pub const DEFAULT_MAX_ROUTES_PER_SOURCE: usize = 64;
+
+fn default_max_routes_per_source() -> usize {
+    DEFAULT_MAX_ROUTES_PER_SOURCE
+}
+
+/// Default `route_idle_ms`.
+pub const DEFAULT_ROUTE_IDLE_MS: u64 = 30_000;
+
+fn default_route_idle_ms() -> u64 {
+    DEFAULT_ROUTE_IDLE_MS
 }
 
 fn default_status_ms() -> u64 {
@@ -168,6 +194,8 @@ impl Default for SwitchConfig {
             controller: None,
             status_ms: default_status_ms(),
             fault: Default::default(),
+            max_routes_per_source: DEFAULT_MAX_ROUTES_PER_SOURCE,
+            route_idle_ms: DEFAULT_ROUTE_IDLE_MS,
         }
     }
 }
@@ -192,6 +220,9 @@ impl SwitchConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.batch == 0 {
             return Err("batch must be at least 1".into());
+        }
+        if self.max_routes_per_source == 0 {
+            return Err("max_routes_per_source must be at least 1".into());
         }
         self.fault.validate()?;
         if self.controller.is_some() && self.status_ms == 0 {
@@ -259,8 +290,11 @@ pub struct WorkerConfig {
     pub listen: Vec<String>,
     #[serde(default)]
     pub first_id: u16,
-    /// The leaf daemon replies and heartbeats go to; absent: reply to each
-    /// task's sender and send no heartbeats.
+    /// The leaf daemon replies and heartbeats go to, and the only address
+    /// tasks are accepted from (any other sender's are dropped and counted in
+    /// `netsched_worker_stranger_total`). Absent: a standalone worker that
+    /// takes tasks from anyone, replies to each task's sender and sends no
+    /// heartbeats (tests and benchmarks without a scheduler).
     #[serde(default)]
     pub leaf: Option<SocketAddr>,
     /// Pool of the heartbeats (tasks carry their own pool id).
@@ -291,6 +325,20 @@ pub struct WorkerConfig {
     /// scheduler daemon's; each node draws its own stream from the seed.
     #[serde(default)]
     pub fault: crate::fault::FaultConfig,
+    /// Longest synthetic service time a task may ask for, ms; a longer one
+    /// is answered as failed (`service_time_over_cap`) instead of occupying
+    /// an executor for as long as one datagram says.
+    #[serde(default = "default_max_service_ms")]
+    pub max_service_ms: u64,
+}
+
+/// Default [`WorkerConfig::max_service_ms`]: far above any workload of the
+/// papers (Horus's longest class is 500 µs, RackSched's SCAN ~ 1 ms), short
+/// enough that a hostile task cannot hold an executor for long.
+pub const DEFAULT_MAX_SERVICE_MS: u64 = 5_000;
+
+fn default_max_service_ms() -> u64 {
+    DEFAULT_MAX_SERVICE_MS
 }
 
 impl Default for WorkerConfig {
@@ -307,6 +355,7 @@ impl Default for WorkerConfig {
             preempt_us: 0,
             rocksdb: None,
             fault: Default::default(),
+            max_service_ms: DEFAULT_MAX_SERVICE_MS,
         }
     }
 }

@@ -29,7 +29,7 @@
 
 use std::net::SocketAddr;
 
-use netsched_core::{DropReason, Input, Outbox, TaskMeta, Upstream};
+use netsched_core::{Input, Outbox, TaskMeta, Upstream};
 use netsched_proto::{
     task_id, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket, ReqId,
 };
@@ -105,8 +105,8 @@ impl SwitchDaemon {
                     Ok(i) => i,
                     Err(r) => return self.drop_rt(r),
                 };
-                if let Err(r) = self.learn_route(i, p.req_id.client_id, src) {
-                    return self.drop_rt(r);
+                if let Err(r) = self.learn_route(i, p.req_id.client_id, src, now) {
+                    return self.refuse_task(Pkt::RackSched(data), src, r);
                 }
                 let inst = &mut self.instances[i];
                 inst.rs_wire = true;
@@ -195,11 +195,8 @@ impl SwitchDaemon {
     }
 
     /// A failed REP for a request the data plane dropped.
-    pub(super) fn fail_racksched(&mut self, i: usize, bytes: &[u8], reason: DropReason) {
+    pub(super) fn fail_racksched(&mut self, bytes: &[u8], dst: SocketAddr, reason: &str) {
         let Some(id) = req_id(bytes) else { return };
-        let Some(dst) = self.instances[i].routes.get(task_id::app_id(id)) else {
-            return self.drop_rt(RuntimeDrop::NoRoute);
-        };
         let reply = Message::RackSched(RackSchedMessage::Reply(RackSchedPacket {
             req_id: ReqId {
                 client_id: task_id::app_id(id),
@@ -209,7 +206,7 @@ impl SwitchDaemon {
             is_last: true,
             class: RS_FAILED_CLASS,
             service_time_ns: 0,
-            payload: reason.name().as_bytes(),
+            payload: reason.as_bytes(),
         }));
         self.send(reply, dst, TX_FAILED);
     }

@@ -5,50 +5,162 @@
 //! upper half of a task id, Horus §3.2; RackSched's REQ_ID client id, §3.2),
 //! the address that application's tasks came from. Only the caller decides
 //! whether a source may teach a route (switch.rs: configured clients and
-//! upstream spines always, anyone at an open instance); this table only
-//! bounds the memory: it is allocated once and never grows, so learning a
-//! route never allocates on the packet path.
+//! upstream spines always, anyone at an open instance); this table bounds
+//! the memory and keeps it usable under a flood of unknown application ids:
+//!
+//! * **Capacity** is allocated once and never grows, so learning a route
+//!   never allocates on the packet path.
+//! * **Idle expiry.** A route no task has refreshed for `idle_ns` is
+//!   forgotten, so a table filled once (by a flood, or by clients long gone)
+//!   empties again instead of refusing every new application until restart.
+//!   Expired routes are swept when a new application finds the table full,
+//!   at most once per [`SWEEP_NS`], so the sweep's O(capacity) cost cannot be
+//!   triggered per packet.
+//! * **Per-source cap.** An unprivileged source (any sender at an open
+//!   instance that is not a configured client or upstream spine) holds at
+//!   most `per_source` routes, so one sender's made-up application ids cannot
+//!   take the room another client needs.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
-/// The table is full and the application is new: the task is refused.
+/// Why a route was not learned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RoutesFull;
+pub enum RouteRefused {
+    /// The table is full of routes still in use and the application is new.
+    Full,
+    /// The source already holds its share of routes.
+    SourceLimit,
+}
+
+/// Least interval between two sweeps of expired routes, ns.
+pub const SWEEP_NS: u64 = 100_000_000;
+
+#[derive(Clone, Copy)]
+struct Route {
+    src: SocketAddr,
+    /// Last time a task of the application taught or confirmed the route.
+    seen_ns: u64,
+    /// Counted against `src`'s per-source share.
+    capped: bool,
+}
 
 pub struct ReplyRoutes {
     /// Looked up by key only; its iteration order never reaches an output.
-    by_app: HashMap<u32, SocketAddr>,
+    by_app: HashMap<u32, Route>,
+    /// Routes held per capped source (sources with none are removed).
+    per_src: HashMap<SocketAddr, usize>,
     capacity: usize,
+    per_source: usize,
+    idle_ns: u64,
+    next_sweep_ns: u64,
 }
 
 impl ReplyRoutes {
-    pub fn with_capacity(capacity: usize) -> Self {
+    /// At most `capacity` routes, `per_source` of them per capped source,
+    /// each forgotten after `idle_ns` without a task (0: never).
+    pub fn new(capacity: usize, per_source: usize, idle_ns: u64) -> Self {
         ReplyRoutes {
             by_app: HashMap::with_capacity(capacity),
+            per_src: HashMap::with_capacity(capacity),
             capacity,
+            per_source: per_source.max(1),
+            idle_ns,
+            next_sweep_ns: 0,
         }
     }
 
-    /// Replies of `app` go to `src` from now on. A new application beyond
-    /// the capacity is refused rather than evicting a route in use, so an
-    /// accepted task never loses its reply path.
+    /// Replies of `app` go to `src` from now on. `capped`: `src` is an
+    /// unprivileged source, held to its per-source share. A new application
+    /// beyond the capacity is refused rather than evicting a route still in
+    /// use, so an accepted task never loses its reply path.
     #[inline]
-    pub fn learn(&mut self, app: u32, src: SocketAddr) -> Result<(), RoutesFull> {
-        if let Some(known) = self.by_app.get_mut(&app) {
-            *known = src;
+    pub fn learn(
+        &mut self,
+        app: u32,
+        src: SocketAddr,
+        capped: bool,
+        now: u64,
+    ) -> Result<(), RouteRefused> {
+        if let Some(known) = self.by_app.get(&app).copied() {
+            if known.src == src && known.capped == capped {
+                self.by_app.insert(
+                    app,
+                    Route {
+                        seen_ns: now,
+                        ..known
+                    },
+                );
+                return Ok(());
+            }
+            // The application moved (a permitted source decided): the new
+            // source must have room for it like any new route.
+            if capped && self.held(src) >= self.per_source {
+                return Err(RouteRefused::SourceLimit);
+            }
+            self.release(known);
+            self.insert(app, src, capped, now);
             return Ok(());
         }
-        if self.by_app.len() >= self.capacity {
-            return Err(RoutesFull);
+        if capped && self.held(src) >= self.per_source {
+            return Err(RouteRefused::SourceLimit);
         }
-        self.by_app.insert(app, src);
+        if self.by_app.len() >= self.capacity {
+            if now >= self.next_sweep_ns {
+                self.expire(now);
+            }
+            if self.by_app.len() >= self.capacity {
+                return Err(RouteRefused::Full);
+            }
+        }
+        self.insert(app, src, capped, now);
         Ok(())
     }
 
     #[inline]
     pub fn get(&self, app: u32) -> Option<SocketAddr> {
-        self.by_app.get(&app).copied()
+        self.by_app.get(&app).map(|r| r.src)
+    }
+
+    /// Forgets every route idle for longer than `idle_ns`.
+    pub fn expire(&mut self, now: u64) {
+        self.next_sweep_ns = now.saturating_add(SWEEP_NS);
+        if self.idle_ns == 0 {
+            return;
+        }
+        let idle = self.idle_ns;
+        let per_src = &mut self.per_src;
+        self.by_app.retain(|_, r| {
+            let keep = now.saturating_sub(r.seen_ns) <= idle;
+            if !keep && r.capped {
+                release(per_src, r.src);
+            }
+            keep
+        });
+    }
+
+    fn held(&self, src: SocketAddr) -> usize {
+        self.per_src.get(&src).copied().unwrap_or(0)
+    }
+
+    fn insert(&mut self, app: u32, src: SocketAddr, capped: bool, now: u64) {
+        if capped {
+            *self.per_src.entry(src).or_insert(0) += 1;
+        }
+        self.by_app.insert(
+            app,
+            Route {
+                src,
+                seen_ns: now,
+                capped,
+            },
+        );
+    }
+
+    fn release(&mut self, r: Route) {
+        if r.capped {
+            release(&mut self.per_src, r.src);
+        }
     }
 
     #[cfg(test)]
@@ -57,9 +169,20 @@ impl ReplyRoutes {
     }
 }
 
+fn release(per_src: &mut HashMap<SocketAddr, usize>, src: SocketAddr) {
+    if let Some(n) = per_src.get_mut(&src) {
+        *n -= 1;
+        if *n == 0 {
+            per_src.remove(&src);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const S: u64 = 1_000_000_000;
 
     fn a(port: u16) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], port))
@@ -67,15 +190,67 @@ mod tests {
 
     #[test]
     fn learns_moves_and_refuses_new_apps_when_full() {
-        let mut r = ReplyRoutes::with_capacity(2);
-        assert_eq!(r.learn(1, a(1)), Ok(()));
-        assert_eq!(r.learn(2, a(2)), Ok(()));
-        assert_eq!(r.learn(3, a(3)), Err(RoutesFull));
+        let mut r = ReplyRoutes::new(2, 2, 0);
+        assert_eq!(r.learn(1, a(1), false, 0), Ok(()));
+        assert_eq!(r.learn(2, a(2), false, 0), Ok(()));
+        assert_eq!(r.learn(3, a(3), false, 0), Err(RouteRefused::Full));
         assert_eq!(r.get(3), None);
         // A known application may still move (a permitted source decided).
-        assert_eq!(r.learn(1, a(9)), Ok(()));
+        assert_eq!(r.learn(1, a(9), false, 0), Ok(()));
         assert_eq!(r.get(1), Some(a(9)));
         assert_eq!(r.get(2), Some(a(2)));
         assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn one_source_cannot_take_the_room_of_another() {
+        let mut r = ReplyRoutes::new(8, 3, 10 * S);
+        for app in 0..3 {
+            assert_eq!(r.learn(app, a(1), true, 0), Ok(()));
+        }
+        for app in 3..10_000 {
+            assert_eq!(r.learn(app, a(1), true, 0), Err(RouteRefused::SourceLimit));
+        }
+        // A known application of the capped source is still refreshed.
+        assert_eq!(r.learn(0, a(1), true, 1), Ok(()));
+        // A newcomer is served; privileged sources are not capped.
+        assert_eq!(r.learn(10_000, a(2), true, 1), Ok(()));
+        for app in 20_000..20_004 {
+            assert_eq!(r.learn(app, a(3), false, 1), Ok(()));
+        }
+        assert_eq!(r.len(), 8);
+        // Moving a route onto a source at its share is refused too.
+        assert_eq!(
+            r.learn(10_000, a(1), true, 1),
+            Err(RouteRefused::SourceLimit)
+        );
+    }
+
+    #[test]
+    fn idle_routes_expire_so_a_full_table_recovers() {
+        let mut r = ReplyRoutes::new(4, 4, S);
+        for app in 0..4 {
+            assert_eq!(r.learn(app, a(app as u16), true, 0), Ok(()));
+        }
+        assert_eq!(r.learn(9, a(9), true, S / 2), Err(RouteRefused::Full));
+        // App 0 keeps its route by sending tasks; the others go idle.
+        assert_eq!(r.learn(0, a(0), true, S), Ok(()));
+        assert_eq!(r.learn(9, a(9), true, S + S / 2), Ok(()));
+        assert_eq!(r.get(0), Some(a(0)));
+        assert_eq!(r.get(1), None);
+        assert_eq!(r.get(9), Some(a(9)));
+        // Their per-source shares were released with them.
+        assert_eq!(r.held(a(1)), 0);
+        assert_eq!(r.held(a(0)), 1);
+    }
+
+    #[test]
+    fn sweeps_are_rate_limited() {
+        let mut r = ReplyRoutes::new(1, 1, 1);
+        assert_eq!(r.learn(1, a(1), true, 0), Ok(()));
+        assert_eq!(r.learn(2, a(2), true, 0), Err(RouteRefused::Full));
+        // Expired, but the last sweep was less than SWEEP_NS ago.
+        assert_eq!(r.learn(2, a(2), true, 10), Err(RouteRefused::Full));
+        assert_eq!(r.learn(2, a(2), true, SWEEP_NS), Ok(()));
     }
 }

@@ -90,7 +90,11 @@ mod controller_hooks;
 
 #[path = "reply_routes.rs"]
 mod reply_routes;
-use reply_routes::ReplyRoutes;
+use reply_routes::{ReplyRoutes, RouteRefused};
+
+#[path = "in_flight.rs"]
+mod in_flight;
+use in_flight::InFlight;
 
 /// Why the runtime (not a data plane) dropped a datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,8 +123,11 @@ pub enum RuntimeDrop {
     /// instances of one pool).
     AmbiguousSource,
     /// A task of a new application at an instance whose reply-route table
-    /// is full (`max_routes`).
+    /// is full (`max_routes`) of routes still in use.
     RouteTableFull,
+    /// A task of a new application from an unprivileged source that already
+    /// holds `max_routes_per_source` routes.
+    RouteSourceLimit,
     /// A message this role never receives (a heartbeat at a spine, …).
     WrongRole,
     /// A reply for an application whose tasks never passed here.
@@ -137,7 +144,7 @@ pub enum RuntimeDrop {
 }
 
 impl RuntimeDrop {
-    pub const ALL: [RuntimeDrop; 15] = [
+    pub const ALL: [RuntimeDrop; 16] = [
         RuntimeDrop::Truncated,
         RuntimeDrop::UnknownType,
         RuntimeDrop::Inconsistent,
@@ -147,6 +154,7 @@ impl RuntimeDrop {
         RuntimeDrop::UnregisteredSource,
         RuntimeDrop::AmbiguousSource,
         RuntimeDrop::RouteTableFull,
+        RuntimeDrop::RouteSourceLimit,
         RuntimeDrop::WrongRole,
         RuntimeDrop::NoRoute,
         RuntimeDrop::NoUpstream,
@@ -166,6 +174,7 @@ impl RuntimeDrop {
             RuntimeDrop::UnregisteredSource => "unregistered_source",
             RuntimeDrop::AmbiguousSource => "ambiguous_source",
             RuntimeDrop::RouteTableFull => "route_table_full",
+            RuntimeDrop::RouteSourceLimit => "route_source_limit",
             RuntimeDrop::WrongRole => "wrong_role",
             RuntimeDrop::NoRoute => "no_route",
             RuntimeDrop::NoUpstream => "no_upstream",
@@ -210,6 +219,7 @@ struct Slots {
     queued: Slot,
     failed_workers: Slot,
     recovered_workers: Slot,
+    stale_replies: Slot,
     runtime_drops: Vec<Slot>,
     dp_drops: Vec<Slot>,
     control: controller_hooks::ControlSlots,
@@ -328,6 +338,9 @@ struct Instance {
     rack_w: Vec<u32>,
     /// Application id → where its tasks came from (reply route).
     routes: ReplyRoutes,
+    /// Leaf: dispatches not yet answered, so only a reply that answers one
+    /// reaches the data plane (in_flight.rs).
+    in_flight: InFlight,
 }
 
 impl Instance {
@@ -447,6 +460,12 @@ impl SwitchDaemon {
         let recovered_workers = reg.register(
             "netsched_worker_recoveries_total",
             "Removed workers re-added when heard from again",
+            Kind::Counter,
+            &[],
+        );
+        let stale_replies = reg.register(
+            "netsched_stale_replies_total",
+            "Worker replies that answer no task in flight (duplicated, stale or forged): forwarded, not fed to the data plane",
             Kind::Counter,
             &[],
         );
@@ -603,7 +622,17 @@ impl SwitchDaemon {
                 },
                 outstanding: vec![0; n as usize],
                 rs_wire: false,
-                routes: ReplyRoutes::with_capacity(pc.max_routes),
+                routes: ReplyRoutes::new(
+                    pc.max_routes,
+                    cfg.max_routes_per_source,
+                    cfg.route_idle_ms.saturating_mul(1_000_000),
+                ),
+                // Enough for every worker's full queue (worker.rs).
+                in_flight: InFlight::new(if pc.role == Role::Leaf {
+                    (n as usize * crate::worker::QUEUE_CAPACITY).min(1 << 20)
+                } else {
+                    0
+                }),
             });
         }
         let rs_slots = racksched_wire::register_rs(&mut reg);
@@ -622,6 +651,7 @@ impl SwitchDaemon {
                 queued,
                 failed_workers,
                 recovered_workers,
+                stale_replies,
                 runtime_drops,
                 dp_drops,
                 control,
@@ -800,8 +830,8 @@ impl SwitchDaemon {
                     Ok(i) => i,
                     Err(r) => return self.drop_rt(r),
                 };
-                if let Err(r) = self.learn_route(i, task_id::app_id(t.task_id), src) {
-                    return self.drop_rt(r);
+                if let Err(r) = self.learn_route(i, task_id::app_id(t.task_id), src, now) {
+                    return self.refuse_task(Pkt::Horus(&msg), src, r);
                 }
                 let inst = &self.instances[i];
                 // §A.4: a leaf's connection table remembers which spine a
@@ -839,6 +869,14 @@ impl SwitchDaemon {
                             self.registry.set(g, h.qlen as u64);
                         }
                         self.heard_from(i, h.src_id as usize, now);
+                        // Only a reply that answers a dispatch may move the
+                        // worker's load and idle state (in_flight.rs).
+                        let inst = &mut self.instances[i];
+                        if !inst.in_flight.answer(r.task_id, h.src_id) {
+                            self.registry.inc(self.slots.stale_replies);
+                            self.forward_reply(i, data, r.task_id, TX_REPLY);
+                            return;
+                        }
                         // §3.4: the reply carries the worker's queue length.
                         let input = Input::Reply {
                             node: h.src_id as u32,
@@ -886,17 +924,17 @@ impl SwitchDaemon {
                 if !inst.is_node(h.src_id, src) {
                     return self.drop_rt(RuntimeDrop::UnregisteredSource);
                 }
-                // The failure detector's, and the leaf's reconciliation of
-                // tasks lost on the wire (Horus leaf `control_heartbeat`).
+                // The failure detector's, and the leaf's reconciliation.
                 if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
                     self.registry.set(g, h.qlen as u64);
                 }
                 self.heard_from(i, h.src_id as usize, now);
+                // The heartbeat's queue length is the truth the leaf's
+                // counters are reconciled with (issue 16 item 5).
                 if let Plane::HorusLeaf(leaf) = &mut self.instances[i].plane {
                     let mut out = Outbox::new();
-                    leaf.control_heartbeat(h.src_id as u32, h.qlen as u32, now, &mut out);
+                    leaf.control_reconcile_worker(h.src_id as u32, h.qlen as u32, now, &mut out);
                     self.execute(i, &mut out, false, None);
-                    self.flush_resubmits(i, now);
                 }
             }
         }
@@ -938,12 +976,34 @@ impl SwitchDaemon {
     }
 
     /// Remembers where `app`'s replies go, if `src` may say so: a closed
-    /// instance accepted the task only from a permitted source already.
-    fn learn_route(&mut self, i: usize, app: u32, src: SocketAddr) -> Result<(), RuntimeDrop> {
-        self.instances[i]
-            .routes
-            .learn(app, src)
-            .map_err(|_| RuntimeDrop::RouteTableFull)
+    /// instance accepted the task only from a permitted source already. A
+    /// source that is neither a configured client nor an upstream spine is
+    /// held to its per-source share of the table.
+    fn learn_route(
+        &mut self,
+        i: usize,
+        app: u32,
+        src: SocketAddr,
+        now: u64,
+    ) -> Result<(), RuntimeDrop> {
+        let inst = &mut self.instances[i];
+        let capped = !inst.permits(src);
+        inst.routes
+            .learn(app, src, capped, now)
+            .map_err(|e| match e {
+                RouteRefused::Full => RuntimeDrop::RouteTableFull,
+                RouteRefused::SourceLimit => RuntimeDrop::RouteSourceLimit,
+            })
+    }
+
+    /// A task whose reply route could not be learned: counted, and answered
+    /// with a failed reply straight to its sender (the only address known
+    /// for it), so the client learns at once instead of timing out.
+    fn refuse_task(&mut self, p: Pkt<'_>, src: SocketAddr, r: RuntimeDrop) {
+        self.drop_rt(r);
+        if self.fail_replies {
+            self.send_failed(p, src, r.name());
+        }
     }
 
     /// Leaf controller (§A.3): a worker heard from is alive; one that was
@@ -1046,6 +1106,11 @@ impl SwitchDaemon {
                         Decision::Other => 2,
                     };
                     self.registry.inc(self.slots.decisions[d]);
+                    let inst = &mut self.instances[i];
+                    if inst.cfg.role == Role::Leaf && !inst.rs_wire {
+                        let now = self.clock.now_ns();
+                        inst.in_flight.dispatched(meta.id, node as u16, now);
+                    }
                     self.dispatch(i, node, meta, task);
                     self.oracle_dispatched(i, node);
                 }
@@ -1147,14 +1212,24 @@ impl SwitchDaemon {
     /// Answers a task the data plane dropped with a failed reply whose
     /// payload names the reason.
     fn fail_task(&mut self, i: usize, p: Pkt<'_>, reason: DropReason) {
-        let m = match p {
-            Pkt::Horus(m) => m,
-            Pkt::RackSched(bytes) => return self.fail_racksched(i, bytes, reason),
+        let id = match p {
+            Pkt::Horus(m) => m.task_id(),
+            Pkt::RackSched(bytes) => racksched_wire::req_id(bytes),
         };
-        let Some(id) = m.task_id() else { return };
+        let Some(id) = id else { return };
         let Some(dst) = self.instances[i].routes.get(task_id::app_id(id)) else {
             return self.drop_rt(RuntimeDrop::NoRoute);
         };
+        self.send_failed(p, dst, reason.name());
+    }
+
+    /// Sends `dst` a failed reply to task packet `p` naming `reason`.
+    fn send_failed(&mut self, p: Pkt<'_>, dst: SocketAddr, reason: &str) {
+        let m = match p {
+            Pkt::Horus(m) => m,
+            Pkt::RackSched(bytes) => return self.fail_racksched(bytes, dst, reason),
+        };
+        let Some(id) = m.task_id() else { return };
         let reply = Message::Horus(HorusMessage {
             header: HorusHeader {
                 pool_id: m.header.pool_id,
@@ -1164,7 +1239,7 @@ impl SwitchDaemon {
             body: HorusBody::Reply(HorusReply {
                 task_id: id,
                 status: ReplyStatus::Failed,
-                payload: reason.name().as_bytes(),
+                payload: reason.as_bytes(),
             }),
         });
         self.send(reply, dst, TX_FAILED);

@@ -29,6 +29,23 @@
 //! moves them into the queue before it reports a length, so the report
 //! counts them.
 //!
+//! Only the leaf is obeyed: with `leaf` configured, a datagram from any other
+//! address is dropped before decoding and counted
+//! (`netsched_worker_stranger_total`), as the pull executor checks its
+//! scheduler. A synthetic service time above `max_service_ms` is answered as
+//! failed (`service_time_over_cap`), and a synthetic task sleeps in slices of
+//! at most [`STOP_POLL`], checking the stop flag, so no input can keep an
+//! executor (or the process's shutdown) waiting.
+//!
+//! **Deduplication** (client `retries`): a client resubmits a task it got no
+//! reply for with the same id. A copy that arrives while the task is still
+//! queued or running at this node is dropped and counted
+//! (`netsched_worker_duplicates_total`): its reply is coming. A copy of a
+//! task already answered runs again, since its reply may be the one that
+//! was lost, and a copy sent to another worker runs there: delivery is
+//! at-least-once (docs/runtime.md). Answered ids are not remembered because
+//! task ids repeat across client runs (each run numbers its tasks from 0).
+//!
 //! `fault` drops received datagrams at a seeded rate (the leaf → worker
 //! link's loss in failure tests, crate::fault), counted by message type.
 //!
@@ -36,7 +53,7 @@
 //! packet of a task on one node; the task runs when its last packet arrives.
 //! Earlier packets are only counted.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -89,10 +106,12 @@ struct NodeSlots {
     busy_ns: Slot,
     qlen: Slot,
     invalid: Slot,
+    stranger: Slot,
     queue_full: Slot,
     preempted: Slot,
     failed: Slot,
     fragments: Slot,
+    duplicates: Slot,
     objects: Slot,
     fault_drops: FaultCounters,
 }
@@ -109,12 +128,19 @@ pub struct Worker {
 /// reply (`queue_full`) rather than buffered without limit.
 pub const QUEUE_CAPACITY: usize = 4096;
 
+/// Longest uninterrupted sleep of a synthetic task: the executor checks the
+/// stop flag at least this often, so SIGTERM stops a worker well within 1 s
+/// whatever it is running.
+pub const STOP_POLL: Duration = Duration::from_millis(50);
+
 /// What the executors of one node share.
 struct Node {
     sock: UdpSocket,
     id: u16,
     pool: u16,
     leaf: Option<SocketAddr>,
+    /// `WorkerConfig::max_service_ms`, ns.
+    max_service_ns: u64,
     heartbeat: Duration,
     spin: Duration,
     preempt: Option<Duration>,
@@ -138,6 +164,9 @@ struct Shared {
     rx: Vec<u8>,
     /// Injected loss of received datagrams (leaf → worker).
     fault: Fault,
+    /// Ids of the tasks queued or running (deduplication, module docs);
+    /// bounded by the queue's capacity plus the executors.
+    pending: HashSet<u64>,
 }
 
 fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
@@ -164,6 +193,12 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
             c,
             l,
         ),
+        stranger: reg.register(
+            "netsched_worker_stranger_total",
+            "Datagrams dropped: the sender is not the worker's leaf",
+            c,
+            l,
+        ),
         queue_full: reg.register(
             "netsched_worker_queue_full_total",
             "Tasks refused because the queue was full",
@@ -185,6 +220,12 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
         fragments: reg.register(
             "netsched_worker_fragments_total",
             "Non-last packets of multi-packet tasks",
+            c,
+            l,
+        ),
+        duplicates: reg.register(
+            "netsched_worker_duplicates_total",
+            "Copies of a task that arrived while it was queued or running (dropped)",
             c,
             l,
         ),
@@ -253,6 +294,7 @@ impl Worker {
                 id: cfg.first_id + i as u16,
                 pool: cfg.pool,
                 leaf: cfg.leaf,
+                max_service_ns: cfg.max_service_ms.saturating_mul(1_000_000),
                 heartbeat: Duration::from_millis(cfg.heartbeat_ms),
                 spin: Duration::from_micros(cfg.spin_us),
                 preempt: (cfg.preempt_us > 0).then(|| Duration::from_micros(cfg.preempt_us)),
@@ -267,6 +309,7 @@ impl Worker {
                     next_beat: Instant::now(),
                     rx: vec![0u8; 2048],
                     fault: Fault::new(&cfg.fault.for_stream(u64::from(cfg.first_id) + i as u64)),
+                    pending: HashSet::with_capacity(QUEUE_CAPACITY + cfg.executors),
                 }),
                 cv: Condvar::new(),
                 started: Instant::now(),
@@ -356,7 +399,7 @@ fn executor(node: &Node, stop: &AtomicBool) {
         st.running += 1;
         drop(st);
         let start = Instant::now();
-        let outcome = node.run(&mut t);
+        let outcome = node.run(&mut t, stop);
         node.registry
             .add(node.slots.busy_ns, start.elapsed().as_nanos() as u64);
         st = node.state.lock().unwrap();
@@ -365,11 +408,14 @@ fn executor(node: &Node, stop: &AtomicBool) {
         node.drain(&mut st, &mut tx);
         let load = st.queue.len() + st.running;
         match outcome {
+            // Shutting down: the task is neither answered nor requeued.
+            Outcome::Stopped => break,
             Outcome::Preempted => {
                 node.registry.inc(node.slots.preempted);
                 st.queue.push_back(t);
             }
             Outcome::Done => {
+                st.pending.remove(&t.id);
                 let mut result = [0u8; 16];
                 let payload: &[u8] = if t.kind.is_real() {
                     node.registry.add(node.slots.objects, t.digest.objects);
@@ -383,6 +429,7 @@ fn executor(node: &Node, stop: &AtomicBool) {
                 node.registry.inc(node.slots.completed);
             }
             Outcome::Failed(reason) => {
+                st.pending.remove(&t.id);
                 node.registry.inc(node.slots.failed);
                 node.reply(&t, load, ReplyStatus::Failed, reason.as_bytes(), &mut tx);
             }
@@ -392,13 +439,15 @@ fn executor(node: &Node, stop: &AtomicBool) {
 
 enum Outcome {
     Done,
+    /// The stop flag was set while the task slept.
+    Stopped,
     Preempted,
     Failed(&'static str),
 }
 
 impl Node {
     /// Runs (a slice of) `t`.
-    fn run(&self, t: &mut Task) -> Outcome {
+    fn run(&self, t: &mut Task, stop: &AtomicBool) -> Outcome {
         if let Some(reason) = t.bad {
             return Outcome::Failed(reason);
         }
@@ -418,7 +467,17 @@ impl Node {
             None => t.remaining_ns,
         };
         if slice > 0 {
-            net::sleep_until(Instant::now() + Duration::from_nanos(slice), self.spin);
+            let deadline = Instant::now() + Duration::from_nanos(slice);
+            // Bounded steps, so a stop request is seen within STOP_POLL.
+            loop {
+                net::sleep_until(deadline.min(Instant::now() + STOP_POLL), self.spin);
+                if Instant::now() >= deadline {
+                    break;
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return Outcome::Stopped;
+                }
+            }
         }
         t.remaining_ns -= slice;
         if t.remaining_ns > 0 {
@@ -436,7 +495,11 @@ impl Node {
                 self.slots.fault_drops.count(&self.registry, &rx[..n]);
                 continue;
             }
-            let Some((task, last)) = parse_task(&rx[..n], src) else {
+            if self.leaf.is_some_and(|leaf| leaf != src) {
+                self.registry.inc(self.slots.stranger);
+                continue;
+            }
+            let Some((mut task, last)) = parse_task(&rx[..n], src) else {
                 self.registry.inc(self.slots.invalid);
                 continue;
             };
@@ -444,11 +507,19 @@ impl Node {
                 self.registry.inc(self.slots.fragments);
                 continue;
             }
+            if !task.kind.is_real() && task.remaining_ns > self.max_service_ns {
+                task.bad = Some("service_time_over_cap");
+            }
+            if st.pending.contains(&task.id) {
+                self.registry.inc(self.slots.duplicates);
+                continue;
+            }
             if st.queue.len() >= QUEUE_CAPACITY {
                 self.registry.inc(self.slots.queue_full);
                 let load = st.queue.len() + st.running;
                 self.reply(&task, load, ReplyStatus::Failed, b"queue_full", tx);
             } else {
+                st.pending.insert(task.id);
                 st.queue.push_back(task);
             }
         }

@@ -378,6 +378,94 @@ fn check_accounting(r: &ClientReport) {
     );
 }
 
+/// Tasks every worker agent ran (killed ones included: their registries
+/// outlive them), from the workers' own counters.
+fn executed(dc: &Dc) -> u64 {
+    dc.workers
+        .iter()
+        .flatten()
+        .map(|w| w.registry.sum("netsched_worker_tasks_total"))
+        .sum()
+}
+
+/// Tasks every leaf dispatched to a worker, from the leaves' own counters.
+fn dispatched(dc: &Dc) -> u64 {
+    dc.leaves
+        .iter()
+        .map(|l| l.registry.sum("netsched_decisions_total"))
+        .sum()
+}
+
+/// A run with no failure in it: the workers ran, and the leaves dispatched,
+/// exactly the tasks the client submitted, each once.
+fn check_exact(dc: &Dc, before: (u64, u64), r: &ClientReport) {
+    check_accounting(r);
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    assert_eq!(executed(dc) - before.0, r.submitted, "executed by workers");
+    assert_eq!(
+        dispatched(dc) - before.1,
+        r.submitted,
+        "dispatched by leaves"
+    );
+}
+
+/// Issue 16 items 5 and 7: with client retries on, a worker, a leaf and a
+/// spine killed during one run lose no task. What the client reports is
+/// checked against the workers' and leaves' own counters: every task ran at
+/// least once and at most once per copy the client sent.
+#[test]
+fn kills_with_retries_lose_no_task() {
+    let Some(mut dc) = Dc::start(
+        "kret",
+        Opts {
+            spines: 2,
+            racks: 3,
+            execs: 2,
+            ..Default::default()
+        },
+    ) else {
+        return;
+    };
+    wait_for("every rack admitted", Duration::from_secs(3), || {
+        let t = dc.topology();
+        (0..2).all(|s| {
+            serde_json::from_value::<Vec<bool>>(t["pools"][0]["spines"][s]["admitted"].clone())
+                .is_ok_and(|a| a.len() == 3)
+        })
+    });
+    let follow = format!(
+        "retries = 5\n[controller]\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\npoll_ms = 50\n",
+        dc.ctl_host.at(7080)
+    );
+    // 6 workers of Exp(200 µs) saturate at 30,000 tasks/s; run at ~7 %.
+    let client = dc.client_with(2000.0, 3000, 21, &follow);
+    std::thread::sleep(Duration::from_millis(500));
+    dc.workers[0][1].kill();
+    std::thread::sleep(Duration::from_millis(600));
+    dc.leaves[2].kill();
+    std::thread::sleep(Duration::from_millis(600));
+    dc.spines[0].kill();
+    let r = client.join().unwrap().unwrap();
+    check_accounting(&r);
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    assert!(r.submitted > 4000, "{}", r.summary());
+    let (ran, sent) = (executed(&dc), dispatched(&dc));
+    let copies = r.submitted + r.resubmitted;
+    assert!(
+        r.submitted <= ran && ran <= sent && sent <= copies,
+        "submitted {} ≤ executed {ran} ≤ dispatched {sent} ≤ copies sent {copies}",
+        r.submitted
+    );
+    // What survives serves a clean run exactly.
+    let before = (executed(&dc), dispatched(&dc));
+    let r2 = dc
+        .client_with(1000.0, 500, 22, &follow)
+        .join()
+        .unwrap()
+        .unwrap();
+    check_exact(&dc, before, &r2);
+}
+
 #[test]
 fn worker_and_leaf_failures_are_survived() {
     let Some(mut dc) = Dc::start(
@@ -433,10 +521,11 @@ fn worker_and_leaf_failures_are_survived() {
             .unwrap()
             >= 1
     );
-    // What remains keeps serving: a second run completes everything.
+    // What remains keeps serving: a second run completes everything, each
+    // task run and dispatched exactly once by the workers' and leaves' counts.
+    let before = (executed(&dc), dispatched(&dc));
     let r2 = dc.client(2000.0, 600, 2).join().unwrap().unwrap();
-    check_accounting(&r2);
-    assert_eq!(r2.completed, r2.submitted, "{}", r2.summary());
+    check_exact(&dc, before, &r2);
     // The dead worker got no task in the second run.
     let done = |p: &Proc| p.registry.sum("netsched_worker_tasks_total");
     let before = done(&dc.workers[1][0]);
@@ -800,14 +889,15 @@ fn a_killed_spine_is_dropped_by_clients_following_the_controller() {
         decided(&dc.spines[1]) > survivor_before + 500,
         "the surviving spine takes the whole load"
     );
-    // A new client learns the spines before its first task: none is lost.
+    // A new client learns the spines before its first task: none is lost,
+    // by the workers' and leaves' own counts.
+    let before = (executed(&dc), dispatched(&dc));
     let r2 = dc
         .client_with(2000.0, 600, 12, &follow)
         .join()
         .unwrap()
         .unwrap();
-    check_accounting(&r2);
-    assert_eq!(r2.completed, r2.submitted, "{}", r2.summary());
+    check_exact(&dc, before, &r2);
     // Both racks serve through the survivor.
     let done = |rack: usize| -> u64 {
         dc.workers[rack]

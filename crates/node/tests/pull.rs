@@ -419,3 +419,43 @@ fn r2p2_keeps_at_most_k_tasks_at_an_executor() {
     assert!(d.metric("netsched_pull_recirculations_total", "") > 0);
     s.stop();
 }
+
+/// Issue 16 item 4: addresses seen once fill the client table; once they
+/// are idle (no job, no task queued) their entries are reused, so a new
+/// client is served instead of refused until restart.
+#[test]
+fn a_full_client_table_recovers_for_a_new_client() {
+    let _g = serial();
+    let s = Setup::start(PullPolicy::Draconis, 2, |c, _| {
+        c.max_clients = 8;
+        c.client_idle_ms = 300;
+    });
+    let d = &s.daemon;
+    let job = Message::Draconis(DraconisMessage::JobSubmission {
+        job: 1,
+        tasks: TaskVec::from_slice(&[WireTask {
+            id: 1,
+            ..Default::default()
+        }])
+        .unwrap(),
+    })
+    .to_vec()
+    .unwrap();
+    let rogues: Vec<UdpSocket> = (0..40)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    for r in &rogues {
+        r.send_to(&job, d.addr).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while d.pull_drop("client_table_full") < 32 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(d.pull_drop("client_table_full"), 32);
+    // Past the idle time the rogues' entries may be reused.
+    std::thread::sleep(Duration::from_millis(400));
+    let r = run_client(s.client(500.0, 200, 100.0, 2));
+    assert_all_completed(&r, "after the table filled");
+    assert_eq!(d.pull_drop("client_table_full"), 32);
+    s.stop();
+}

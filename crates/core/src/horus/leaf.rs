@@ -357,35 +357,6 @@ impl HorusLeaf {
 
     // ---- control plane (Horus §A.3: the leaf controller) ----
 
-    /// A worker's heartbeat reports its queue length (§A.3). An empty queue
-    /// long after the last dispatch to it ([`HorusOptions::loss_resync_ns`])
-    /// means whatever the leaf still counts there was lost on the wire:
-    /// forget it, take it out of the rack average and list the worker idle
-    /// again. Replies cannot do this alone once a worker is busy again: each
-    /// arrives soon after a dispatch.
-    pub fn control_heartbeat(&mut self, node: NodeId, qlen: u32, now: u64, out: &mut Outbox) {
-        if qlen != 0 || !self.pow2.contains(node) {
-            return;
-        }
-        let n = node as usize;
-        let owed = self.outstanding.peek(n);
-        if owed == 0 || now.saturating_sub(self.last_sent.peek(n)) < self.options.loss_resync_ns {
-            return;
-        }
-        self.counters.forgotten_lost += u64::from(owed);
-        self.outstanding.control_write(n, 0);
-        let avg = self
-            .avg
-            .peek(0)
-            .saturating_sub(self.factor.peek(0).saturating_mul(owed));
-        self.avg.control_write(0, avg);
-        if self.listed.peek(n) == 0 {
-            // The switch CPU injects the add as a packet.
-            let pass = self.pipeline.begin();
-            self.list_idle(&pass, node, out);
-        }
-    }
-
     /// A worker failed or was removed: forget it everywhere, including the
     /// tasks the rack average still counts for it.
     pub fn control_remove_worker(&mut self, node: NodeId, out: &mut Outbox) {
@@ -443,6 +414,52 @@ impl HorusLeaf {
         self.list_idle(&pass, node, out);
         self.workers += 1;
         self.rescale_factor();
+    }
+
+    /// The leaf controller reconciles its view of `node` with the queue
+    /// length the worker reported in a heartbeat (`qlen`: tasks queued and
+    /// running there). Replies alone cannot repair what faults leave behind:
+    /// tasks lost with a killed worker or on the wire stay counted in
+    /// `outstanding` and the rack average, and a worker whose last reply was
+    /// lost is never listed idle again. Applied only when the leaf sent the
+    /// worker nothing for `loss_resync_ns`, so no task is on its way there;
+    /// a reply still on its way back is then counted as answered here and
+    /// answers nothing when it arrives (its worker's next heartbeat agrees).
+    /// Idempotent: the same report twice changes nothing more.
+    pub fn control_reconcile_worker(
+        &mut self,
+        node: NodeId,
+        qlen: u32,
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        if !self.pow2.contains(node) || (node as usize) >= self.outstanding.len() {
+            return;
+        }
+        let n = node as usize;
+        if now.saturating_sub(self.last_sent.peek(n)) < self.options.loss_resync_ns {
+            return;
+        }
+        let pass = self.pipeline.begin();
+        let old = self.outstanding.peek(n);
+        if old != qlen {
+            if old > qlen {
+                self.counters.forgotten_lost += u64::from(old - qlen);
+            }
+            self.outstanding.control_write(n, qlen);
+            let factor = self.factor.peek(0);
+            let avg = self
+                .avg
+                .peek(0)
+                .saturating_sub(factor.saturating_mul(old))
+                .saturating_add(factor.saturating_mul(qlen));
+            self.avg.control_write(0, avg);
+            self.maybe_load_update(&pass, avg, 0, out);
+        }
+        self.pow2.update(&pass, node, qlen);
+        if qlen == 0 && self.listed.peek(n) == 0 {
+            self.list_idle(&pass, node, out);
+        }
     }
 
     /// The controller recomputes 1/w and rescales the running average (§A.2).

@@ -52,6 +52,12 @@ pub struct PullSwitchConfig {
     /// answered with an error packet (`client_table_full`).
     #[serde(default = "default_max_clients")]
     pub max_clients: usize,
+    /// A client address with no task waiting in the scheduler and no job
+    /// for this long is forgotten when the table is full, ms (0: never), so
+    /// addresses seen once (a flood, clients long gone) cannot keep a new
+    /// client out until restart.
+    #[serde(default = "default_client_idle_ms")]
+    pub client_idle_ms: u64,
     #[serde(default)]
     pub metrics: Option<String>,
     #[serde(default = "default_seed")]
@@ -75,6 +81,9 @@ fn default_recirc_ns() -> u64 {
 fn default_max_clients() -> usize {
     4096
 }
+fn default_client_idle_ms() -> u64 {
+    30_000
+}
 fn default_seed() -> u64 {
     1
 }
@@ -96,6 +105,7 @@ impl PullSwitchConfig {
             sparrow: SparrowSection::default(),
             recirc_ns: default_recirc_ns(),
             max_clients: default_max_clients(),
+            client_idle_ms: default_client_idle_ms(),
             metrics: None,
             seed: default_seed(),
             batch: default_batch(),

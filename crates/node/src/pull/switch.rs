@@ -20,7 +20,13 @@
 //! * **Client table.** The queue stores a client index (§4.1 stores IP and
 //!   port); the daemon maps a job's source address to an index the first
 //!   time it sees it and writes the address into each task assignment, so
-//!   the executor answers the client directly.
+//!   the executor answers the client directly. The table is bounded
+//!   (`max_clients`) and recovers: when it is full, an index with no task
+//!   left in the scheduler and no job for `client_idle_ms` is reused, so
+//!   addresses seen once cannot lock new clients out. Tasks are counted per
+//!   index (accepted minus assigned or returned) so an index is never reused
+//!   under a queued task; a path that loses count only keeps an index
+//!   longer, it never misdirects a task.
 //! * **Nothing is lost silently.** A task R2P2 drops at its recirculation
 //!   budget, or Sparrow cannot track, goes back to its client in an error
 //!   packet, like a task that does not fit Draconis' queue (§4.3).
@@ -283,6 +289,15 @@ pub struct PullDaemon {
     clients: Vec<SocketAddrV4>,
     client_index: HashMap<SocketAddrV4, ClientId>,
     max_clients: usize,
+    /// Per client index: tasks in the scheduler (signed: within a pass an
+    /// assignment may precede its job's acknowledgement).
+    client_tasks: Vec<i64>,
+    /// Per client index: last job, ns.
+    client_seen: Vec<u64>,
+    /// Indices of forgotten clients, reused before the table grows.
+    free_clients: Vec<ClientId>,
+    client_idle_ns: u64,
+    next_client_sweep: u64,
     recirc: VecDeque<(u64, Pending)>,
     recirc_ns: u64,
     dout: DraconisOutbox,
@@ -354,6 +369,11 @@ impl PullDaemon {
             clients: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
             client_index: HashMap::with_capacity(cfg.max_clients.min(1 << 16)),
             max_clients: cfg.max_clients,
+            client_tasks: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
+            client_seen: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
+            free_clients: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
+            client_idle_ns: cfg.client_idle_ms.saturating_mul(1_000_000),
+            next_client_sweep: 0,
             recirc: VecDeque::with_capacity(4096),
             recirc_ns: cfg.recirc_ns,
             dout,
@@ -506,7 +526,7 @@ impl PullDaemon {
         self.registry.set(self.slots.first_passes, first);
         self.registry.set(self.slots.resubmissions, resub);
         self.registry
-            .set(self.slots.clients, self.clients.len() as u64);
+            .set(self.slots.clients, self.client_index.len() as u64);
     }
 
     #[inline]
@@ -574,24 +594,65 @@ impl PullDaemon {
     }
 
     /// The client index of `src`, registering it on first sight.
-    fn client(&mut self, src: SocketAddr) -> Result<ClientId, PullDrop> {
+    fn client(&mut self, src: SocketAddr, now: u64) -> Result<ClientId, PullDrop> {
         let SocketAddr::V4(v4) = src else {
             return Err(PullDrop::UnsupportedAddress);
         };
         if let Some(&c) = self.client_index.get(&v4) {
+            self.client_seen[c as usize] = now;
             return Ok(c);
         }
-        if self.clients.len() >= self.max_clients {
-            return Err(PullDrop::ClientTableFull);
+        if self.free_clients.is_empty() && self.clients.len() >= self.max_clients {
+            self.forget_idle_clients(now);
         }
-        let c = self.clients.len() as ClientId;
-        self.clients.push(v4);
+        let c = match self.free_clients.pop() {
+            Some(c) => {
+                self.clients[c as usize] = v4;
+                self.client_tasks[c as usize] = 0;
+                self.client_seen[c as usize] = now;
+                c
+            }
+            None if self.clients.len() < self.max_clients => {
+                self.clients.push(v4);
+                self.client_tasks.push(0);
+                self.client_seen.push(now);
+                (self.clients.len() - 1) as ClientId
+            }
+            None => return Err(PullDrop::ClientTableFull),
+        };
         self.client_index.insert(v4, c);
         Ok(c)
     }
 
+    /// Frees every index with no task in the scheduler and no job for
+    /// `client_idle_ns`; at most once per 100 ms, so a full table cannot
+    /// make each new address cost a scan.
+    fn forget_idle_clients(&mut self, now: u64) {
+        if self.client_idle_ns == 0 || now < self.next_client_sweep {
+            return;
+        }
+        self.next_client_sweep = now.saturating_add(100_000_000);
+        let (idle, tasks, seen) = (self.client_idle_ns, &self.client_tasks, &self.client_seen);
+        let free = &mut self.free_clients;
+        self.client_index.retain(|_, c| {
+            let i = *c as usize;
+            let keep = tasks[i] > 0 || now.saturating_sub(seen[i]) <= idle;
+            if !keep {
+                free.push(*c);
+            }
+            keep
+        });
+    }
+
+    /// `n` more (or, negative, fewer) of `client`'s tasks in the scheduler.
+    fn count_tasks(&mut self, client: ClientId, n: i64) {
+        if let Some(t) = self.client_tasks.get_mut(client as usize) {
+            *t += n;
+        }
+    }
+
     fn on_job(&mut self, job: u64, tasks: TaskVec, src: SocketAddr, now: u64) {
-        let client = match self.client(src) {
+        let client = match self.client(src, now) {
             Ok(c) => c,
             Err(PullDrop::ClientTableFull) => {
                 // Refused, not lost: the tasks go straight back.
@@ -617,6 +678,7 @@ impl PullDaemon {
             Sched::R2p2(_) => {
                 for &task in list.as_slice() {
                     self.registry.inc(self.slots.tasks_accepted);
+                    self.count_tasks(client, 1);
                     self.r2p2_pass(R2p2Input::Request { client, task }, now);
                 }
             }
@@ -660,6 +722,7 @@ impl PullDaemon {
                 } => {
                     self.registry
                         .add(self.slots.tasks_accepted, accepted as u64);
+                    self.count_tasks(client, i64::from(accepted));
                     if let Some(&c) = self.clients.get(client as usize) {
                         self.send(DraconisMessage::Ack { job, accepted }, SocketAddr::V4(c));
                     }
@@ -710,6 +773,7 @@ impl PullDaemon {
                     // The probe that ran out carried the task: return it.
                     self.drop(PullDrop::RecirculationBudget);
                     if let R2p2Input::Resubmit(p) = input {
+                        self.count_tasks(p.client, -1);
                         self.return_task(p.client, &p.task);
                     }
                 }
@@ -756,8 +820,9 @@ impl PullDaemon {
                 SparrowAction::Drop(_) => self.drop(PullDrop::Unexpected),
             }
         }
-        if let SparrowInput::Job { tasks, .. } = input {
+        if let SparrowInput::Job { client, tasks, .. } = input {
             if !overflowed {
+                self.count_tasks(client, tasks.len() as i64);
                 self.registry
                     .add(self.slots.tasks_accepted, tasks.len() as u64);
             }
@@ -766,6 +831,7 @@ impl PullDaemon {
     }
 
     fn assign(&mut self, executor: u32, client: ClientId, task: TaskInfo, skips: u16) {
+        self.count_tasks(client, -1);
         let Some(&c) = self.clients.get(client as usize) else {
             return self.drop(PullDrop::Unexpected);
         };

@@ -1,0 +1,99 @@
+//! Bounded state that recovers (issue 16 item 4): 10,000 made-up application
+//! ids from one sender against an open spine must not lock a new client out,
+//! and the sender's refused tasks are answered with a failed reply.
+
+mod common;
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use common::{cluster, runtime_drop, sock};
+use netsched_node::config::{ClientConfig, PolicyName, Target};
+use netsched_node::Client;
+use netsched_proto::{
+    task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
+};
+use netsched_sim::workload::ServiceDist;
+
+const POOL: u16 = 4;
+
+fn task(app: u32) -> Vec<u8> {
+    Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: POOL,
+            ..Default::default()
+        },
+        body: HorusBody::TaskFirst(HorusTask {
+            task_id: task_id::new(app, 1),
+            is_last: true,
+            service_time_ns: 1_000,
+            ..Default::default()
+        }),
+    })
+    .to_vec()
+    .unwrap()
+}
+
+/// Failed replies naming `reason` that reach `s` until it is quiet.
+fn failed_replies(s: &UdpSocket, reason: &[u8]) -> u64 {
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let mut n = 0;
+    while let Ok((len, _)) = s.recv_from(&mut buf) {
+        if let Ok(Message::Horus(HorusMessage {
+            body: HorusBody::Reply(r),
+            ..
+        })) = Message::decode(&buf[..len])
+        {
+            if r.status == ReplyStatus::Failed && r.payload == reason {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn ten_thousand_app_ids_do_not_lock_out_a_new_client() {
+    let c = cluster(POOL, 1, 2, PolicyName::Horus);
+    let attacker = sock();
+    let t = Instant::now();
+    for app in 0..10_000u32 {
+        attacker.send_to(&task(1_000_000 + app), c.spine).unwrap();
+        // Paced so the spine's socket buffer does not overflow: the point
+        // is the table, not loss.
+        if app % 256 == 255 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    assert!(t.elapsed() < Duration::from_secs(10));
+    // The flood's refused tasks are answered, not silently dropped.
+    let refused = failed_replies(&attacker, b"route_source_limit");
+    // A new client is served in full.
+    let mut cl = Client::bind(ClientConfig {
+        targets: vec![Target {
+            addr: c.spine,
+            weight: 1.0,
+        }],
+        pool: POOL,
+        app_id: 42,
+        rate: 2_000.0,
+        duration_ms: 300,
+        service: ServiceDist::Fixed { value_us: 50.0 },
+        timeout_ms: 1000,
+        seed: 9,
+        bind: "127.0.0.1:0".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let r = cl.run();
+    let spine = c.spine_metrics.clone();
+    c.shutdown().unwrap();
+    assert!(r.submitted > 100, "{}", r.summary());
+    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    assert_eq!(runtime_drop(&spine, "route_table_full"), 0);
+    let spine_refused = runtime_drop(&spine, "route_source_limit");
+    assert!(spine_refused >= 9_000, "{spine_refused}");
+    assert!(refused > 0);
+}
