@@ -88,25 +88,22 @@ def test_variants_run_and_are_labelled(tmp_path):
     pd.testing.assert_series_equal(again.runs["p99_us"], res.runs["p99_us"])
 
 
-def test_catalog_horus_configs_link_idle_state_to_the_own_spine_where_pools_have_several():
+def test_catalog_horus_configs_run_the_full_presets_on_multi_spine_pools():
     from netsched.catalog import horus
 
-    one_spine = horus.horus_configs(horus.single_rack("reduced"))
-    multi = horus.horus_configs(horus.only_median_pool(horus.datacenter("reduced"), "reduced"))
-    assert [sweep.label_of("policy", v) for v in multi] == LABELS
-    assert all("schedulers.horus.idle_link" not in sweep.variant(v).overrides
-               for v in one_spine[1:3])
-    for v in multi[1:3]:
-        assert sweep.variant(v).overrides["schedulers.horus.idle_link"] == "own-group"
-    # The override is what lets horus-sim's configuration run on a pool with
-    # several spines: without it the simulator refuses the run.
     cfg = horus.only_median_pool(horus.datacenter("reduced"), "reduced")
+    assert horus.max_spines(cfg) > 1, "the median datacenter pool has several spines"
+    multi = horus.horus_configs(cfg)
+    assert [sweep.label_of("policy", v) for v in multi] == LABELS
+    for v in multi[1:3]:
+        assert "schedulers.horus.idle_link" not in sweep.variant(v).overrides
+    # horus-sim's random idle-link spine runs on a pool with several spines,
+    # with or without the shared idle set.
     cfg["workload"]["tasks_per_worker"] = 2
-    [ok] = sweep.grid(cfg, policy=[multi[1]])
-    assert len(netsched.run_sim(ok.config).runs) == 1
-    [refused] = sweep.grid(cfg, policy=["horus (horus-sim)"])
-    with pytest.raises(ValueError, match="random-of-pool"):
-        netsched.run_sim(refused.config)
+    for name in ("horus (horus-sim)", "horus (horus-sim-fixed)"):
+        [pt] = sweep.grid(cfg, policy=[name])
+        res = netsched.run_sim(pt.config)
+        assert len(res.runs) == 1
 
 
 def test_fig11_sweeps_the_four_horus_configurations():

@@ -64,6 +64,9 @@ pub(crate) fn schedulers(
     match setup.policy {
         Policy::Horus | Policy::HorusTokens => {
             let options = horus_options(setup);
+            let random_idle_link = setup.policy == Policy::Horus
+                && setup.horus.idle_link == netsched_core::horus::IdleLink::RandomOfPool
+                && plan.spines.len() > 1;
             // §3.2: each leaf is linked to one spine; a spine schedules over its linked racks.
             let mut uppers = Vec::new();
             let mut links = vec![(0, 0); plan.racks.len()];
@@ -74,6 +77,30 @@ pub(crate) fn schedulers(
                     .filter(|&r| plan.racks[r as usize].spine == s as u32)
                     .collect();
                 if linked.is_empty() {
+                    continue;
+                }
+                if random_idle_link {
+                    // horus-sim: every spine may hold any rack's idle state,
+                    // so its nodes are all the pool's racks (local = rack);
+                    // its power-of-2 still covers its own group only.
+                    let in_group: Vec<bool> = all_racks
+                        .iter()
+                        .map(|&r| plan.racks[r as usize].spine == s as u32)
+                        .collect();
+                    for &r in &linked {
+                        links[r as usize] = (uppers.len() as u32, r);
+                    }
+                    uppers.push(BuiltUpper {
+                        sched: Upper::Horus(HorusSpine::with_group(
+                            &rack_sizes,
+                            &in_group,
+                            seed(s as u64),
+                            conn_table(),
+                            options,
+                        )),
+                        nodes: all_racks.clone(),
+                        spine,
+                    });
                     continue;
                 }
                 let weights: Vec<u32> = linked.iter().map(|&r| rack_sizes[r as usize]).collect();

@@ -53,10 +53,12 @@ impl PoolPlan {
             pool_id: self.pool_id,
             racks: vec![RackPlan {
                 leaf: first.leaf,
-                spine: first.spine,
+                spine: 0,
                 servers: self.racks.iter().flat_map(|r| r.servers.clone()).collect(),
             }],
-            spines: self.spines.clone(),
+            // One rack is one leaf linked to one spine; spines with no rack
+            // would take a share of the tasks and have nowhere to send them.
+            spines: vec![self.spines[first.spine as usize]],
         }
     }
 
@@ -213,6 +215,9 @@ struct RackState {
     leaf: u32,
     /// Upper this leaf is linked with and its index there.
     link: (u32, u32),
+    /// With `IdleLink::RandomOfPool` on a multi-spine pool: the spine this
+    /// leaf's idle state is linked to since its last idleAdd.
+    idle_link: Option<u32>,
     /// Local worker index -> pool node index.
     nodes: Vec<u32>,
     alive: bool,
@@ -239,6 +244,11 @@ pub struct PoolSim<'a> {
     rng_work: Rng,
     rng_net: Rng,
     rng_route: Rng,
+    /// Draws the spine a leaf links its idle state to (`random_idle_link`).
+    rng_idle_link: Rng,
+    /// horus-sim's idle link to a random spine of the pool, on a pool with
+    /// several spines: every spine's nodes are all the pool's racks.
+    random_idle_link: bool,
     /// Reused for every input; boxed so that lending it out while its
     /// actions run moves a pointer, not the whole fixed-capacity list.
     out: Option<Box<Outbox>>,
@@ -303,6 +313,7 @@ impl<'a> PoolSim<'a> {
                 sched,
                 leaf: rp.leaf,
                 link,
+                idle_link: None,
                 nodes,
                 alive: true,
             })
@@ -328,6 +339,10 @@ impl<'a> PoolSim<'a> {
             rng_work: stream(1),
             rng_net: stream(2),
             rng_route: stream(3),
+            rng_idle_link: stream(4),
+            random_idle_link: setup.policy == Policy::Horus
+                && setup.horus.idle_link == netsched_core::horus::IdleLink::RandomOfPool
+                && plan.spines.len() > 1,
             out: Some(Box::default()),
             lost_buf: Vec::new(),
             due_buf: Vec::new(),
@@ -505,16 +520,26 @@ impl<'a> PoolSim<'a> {
         let mut acc = 0u32;
         self.cum_weights.clear();
         for i in 0..self.uppers.len() {
-            let u = &self.uppers[i];
-            if u.routable {
-                acc += self.upper_weight(u);
+            if self.uppers[i].routable {
+                acc += self.upper_weight(i);
             }
             self.cum_weights.push(acc);
         }
         self.weights_dirty = false;
     }
 
-    fn upper_weight(&self, u: &UpperState) -> u32 {
+    fn upper_weight(&self, i: usize) -> u32 {
+        let u = &self.uppers[i];
+        if self.random_idle_link {
+            // Its nodes are every rack; its share is its own group's workers.
+            return self
+                .racks
+                .iter()
+                .filter(|r| r.link.0 == i as u32)
+                .map(|r| r.nodes.len() as u32)
+                .sum::<u32>()
+                .max(1);
+        }
         if self.setup.policy.is_horus() {
             u.nodes
                 .iter()
@@ -860,7 +885,19 @@ impl<'a> PoolSim<'a> {
                 }
                 Action::Notify { to, notice } => match to {
                     Upstream::Linked => {
-                        self.send_notice(rack, self.racks[rack as usize].link.0, notice)
+                        let upper = self.linked_upper(rack, notice);
+                        self.send_notice(rack, upper, notice);
+                        // §A.3's re-sent idleRemove is for the spine that
+                        // believed the rack idle, which under a random idle
+                        // link need not be the one linked now.
+                        if let (true, Notice::IdleRemove, Some(t)) =
+                            (self.random_idle_link, notice, carries_task)
+                        {
+                            let sender = self.tasks[t as usize].upper;
+                            if sender != upper && self.uppers[sender as usize].alive {
+                                self.send_notice(rack, sender, notice);
+                            }
+                        }
                     }
                     Upstream::All => {
                         for upper in 0..self.uppers.len() as u32 {
@@ -882,6 +919,41 @@ impl<'a> PoolSim<'a> {
     fn twice_processed(&self, task: Option<u32>, first_pass_of_task: bool) -> Option<bool> {
         task.filter(|_| first_pass_of_task)
             .map(|t| self.tasks[t as usize].measured)
+    }
+
+    /// The spine a leaf's notice goes to: its group's, except for idle state
+    /// under horus-sim's random idle link, where each idleAdd links the leaf
+    /// to a spine of the pool drawn at random and the idleRemove follows it.
+    fn linked_upper(&mut self, rack: u32, notice: Notice) -> u32 {
+        let r = rack as usize;
+        if !self.random_idle_link {
+            return self.racks[r].link.0;
+        }
+        match notice {
+            Notice::IdleAdd => {
+                let alive: u32 = self.uppers.iter().filter(|u| u.alive).count() as u32;
+                let mut k = self.rng_idle_link.below(alive.max(1));
+                let pick = (0..self.uppers.len() as u32)
+                    .find(|&u| {
+                        if !self.uppers[u as usize].alive {
+                            return false;
+                        }
+                        if k == 0 {
+                            return true;
+                        }
+                        k -= 1;
+                        false
+                    })
+                    .unwrap_or(self.racks[r].link.0);
+                self.racks[r].idle_link = Some(pick);
+                pick
+            }
+            Notice::IdleRemove => self.racks[r]
+                .idle_link
+                .take()
+                .unwrap_or(self.racks[r].link.0),
+            Notice::LoadUpdate(_) => self.racks[r].link.0,
+        }
     }
 
     fn send_notice(&mut self, rack: u32, upper: u32, notice: Notice) {

@@ -137,12 +137,14 @@ pub fn run_config(
     order.sort_by_key(|&i| std::cmp::Reverse(plans[i].workers()));
     let workers: u64 = plans.iter().map(|p| p.workers()).sum();
     let horus_choices = cfg.schedulers.horus.resolve();
-    if horus_choices.idle_link == IdleLink::RandomOfPool {
+    if horus_choices.idle_link == IdleLink::RandomOfPool && !cfg.failures.is_empty() {
         if let Some(p) = plans.iter().find(|p| p.spines.len() > 1) {
             return Err(ConfigError::new(
                 "schedulers.horus.idle_link",
                 format!(
-                    "`random-of-pool` is modelled only for pools served by one spine; pool {} has {}",
+                    "`random-of-pool` with failure events is not modelled for pools with \
+                     several spines (pool {} has {}): a spine's failure would have to move \
+                     idle links it holds for other groups",
                     p.pool_id,
                     p.spines.len()
                 ),

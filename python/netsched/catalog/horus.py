@@ -51,31 +51,21 @@ def max_spines(cfg: dict) -> int:
 
 
 def horus_configs(cfg: dict) -> list:
-    """The `policy` axis values of the four Horus curves for runs of `cfg`.
-    horus-sim links a leaf's idle state to a random spine of the pool; netsched
-    models that only for pools with one spine (crates/sim/src/run.rs refuses
-    it otherwise), so where a pool has several spines the two authors'
-    configurations run with `idle_link = "own-group"` (the paper's), and the
-    page says so (`idle_link_note`)."""
-    out: list = [PAPER_HORUS]
-    for name in (SIM, SIM_FIXED):
-        v: Variant = VARIANTS[name]
-        if max_spines(cfg) > 1:
-            v = v.with_overrides(schedulers__horus__idle_link="own-group")
-        out.append(v)
-    out.append(TOKENS)
-    return out
+    """The `policy` axis values of the four Horus curves for runs of `cfg`:
+    the paper mechanism, both presets of the authors' simulator as they are,
+    and `horus-tokens`. (`cfg` is kept for callers; every preset now runs on
+    pools with several spines.)"""
+    return [PAPER_HORUS, VARIANTS[SIM], VARIANTS[SIM_FIXED], TOKENS]
 
 
 def idle_link_note(multi_spine: bool) -> str:
     if not multi_spine:
         return ("Each pool here has one spine, where horus-sim's random idle-link spine is "
-                "the leaf's own spine, so all five of horus-sim's choices are in effect.")
-    return ("Pools here are served by several spines; netsched models horus-sim's random "
-            "idle-link spine (item 3) only for one-spine pools, so both authors' "
-            "configurations run with the leaf's own group spine (`idle_link = \"own-group\"`), "
-            "the paper's choice; their other choices (items 1, 2, 2b, 4 and, unmodified, 5) "
-            "are horus-sim's.")
+                "the leaf's own spine; all five of horus-sim's choices are in effect.")
+    return ("Pools here are served by several spines. As in horus-sim, each leaf links its "
+            "idle state to a spine of its pool drawn at random at every idleAdd (item 3), "
+            "while its load reports and each spine's power-of-2 stay within its own group; "
+            "all five of horus-sim's choices are in effect.")
 
 
 CONFIGS_INTRO = (

@@ -26,6 +26,10 @@ pub struct HorusSpine {
     /// Racks the control plane removed while a leaf's idleRemove held the
     /// idleNodes lock; taken off the idle list when the lock is released.
     pending_removals: Vec<NodeId>,
+    /// Racks outside this spine's group whose idle state may be linked here
+    /// (`IdleLink::RandomOfPool`): idle-path targets, never power-of-2 ones.
+    /// A control-plane table, like the forwarding entries for those racks.
+    idle_only: Vec<bool>,
 }
 
 impl HorusSpine {
@@ -60,6 +64,7 @@ impl HorusSpine {
             pow2: LazyPow2::new(racks, |r| fixed::additive_factor(rack_workers[r as usize])),
             conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
             pending_removals: Vec::new(),
+            idle_only: vec![false; rack_workers.len()],
         };
         for (r, &w) in rack_workers.iter().enumerate() {
             let tokens = if options.idle_tokens {
@@ -80,7 +85,35 @@ impl HorusSpine {
     }
 
     fn known(&self, node: NodeId) -> bool {
-        self.pow2.contains(node)
+        self.pow2.contains(node) || self.idle_only.get(node as usize).copied().unwrap_or(false)
+    }
+
+    /// `IdleLink::RandomOfPool` (horus-sim): a spine over every rack of its
+    /// pool for idle state, whose power-of-2 covers only `in_group`, its own
+    /// group's racks (§3.2). Racks of its group start on its idle list (if
+    /// they announce, more than T idle workers); the others join when their
+    /// leaf links to this spine.
+    pub fn with_group(
+        rack_workers: &[u32],
+        in_group: &[bool],
+        seed: u64,
+        conn: ConnTableConfig,
+        options: HorusOptions,
+    ) -> Self {
+        assert_eq!(rack_workers.len(), in_group.len());
+        let mut spine = Self::with_options(&[], seed, conn, options);
+        for (r, (&w, &own)) in rack_workers.iter().zip(in_group).enumerate() {
+            let r = r as NodeId;
+            spine.control_set_rack(r, w);
+            if !own {
+                spine.pow2.control_remove(r);
+                spine.idle_only[r as usize] = true;
+            } else if w > options.leaf_idle_threshold {
+                let pass = spine.pipeline.begin();
+                spine.idle.add(&pass, r);
+            }
+        }
+        spine
     }
 
     fn on_task(&mut self, now: u64, mut task: TaskMeta, out: &mut Outbox) {
@@ -225,6 +258,10 @@ impl HorusSpine {
 
     /// A rack joined (or its worker count changed): install its 1/w.
     pub fn control_set_rack(&mut self, rack: NodeId, workers: u32) {
+        if rack as usize >= self.idle_only.len() {
+            self.idle_only.resize(rack as usize + 1, false);
+        }
+        let outside_group = self.idle_only[rack as usize];
         let needed = if self.options.idle_tokens {
             self.idle.capacity().max(rack as usize + 1) + 2 * workers as usize
         } else {
@@ -233,7 +270,9 @@ impl HorusSpine {
         if needed > self.idle.capacity() {
             self.idle.control_resize(needed);
         }
-        self.pow2.control_add(rack, fixed::additive_factor(workers));
+        if !outside_group {
+            self.pow2.control_add(rack, fixed::additive_factor(workers));
+        }
     }
 
     pub fn idle_nodes(&self) -> &IdleNodes {
