@@ -107,7 +107,7 @@ fn horus_choices_without_a_horus_run_are_refused() {
 /// within 25 % of the own-group link at p99. Before, such pools were refused.
 #[test]
 fn random_idle_link_runs_on_multi_spine_pools() {
-    let racks = vec!["[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"; 8].join(", ");
+    let racks = ["[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"; 8].join(", ");
     let p99 = |link: &str| {
         let text = format!(
             "seed = 1\npolicy = \"horus\"\n[topology]\nkind = \"racks\"\nspines = 4\nracks = [{racks}]\n\
