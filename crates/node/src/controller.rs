@@ -38,9 +38,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::controller_proto::{ControlMsg, InstanceDesired, InstanceStatus, RoleName};
+use crate::controller_proto::{
+    ControlMsg, InstanceDesired, InstanceStatus, OpenError, Opener, RoleName, Sealer,
+};
 use crate::metrics::{self, Kind, Registry, Slot};
 use crate::net;
+use crate::secret::{ClusterKey, Secret};
 
 /// `netsched controller -c FILE`.
 #[derive(Clone, Debug, Deserialize)]
@@ -53,12 +56,26 @@ pub struct ControllerConfig {
     /// Prometheus endpoint; none if absent.
     #[serde(default)]
     pub metrics: Option<String>,
-    /// Admin bearer token. Prefer `token_env` outside tests.
+    /// Admin bearer token inline (tests; the CLI refuses a config file
+    /// holding it that others may read). Prefer `token_file` or `token_env`.
     #[serde(default)]
-    pub token: Option<String>,
-    /// Environment variable holding the token when `token` is absent.
+    pub token: Option<Secret>,
+    /// A mode-0600 file holding the admin token.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// Environment variable holding the token when neither `token` nor
+    /// `token_file` is set.
     #[serde(default = "default_token_env")]
     pub token_env: String,
+    /// The cluster key sealing control datagrams: inline `key` (tests),
+    /// `key_file` (a mode-0600 file of 64 hex digits), else the variable
+    /// `key_env` (default `NETSCHED_CLUSTER_KEY`). The daemons need the same.
+    #[serde(default)]
+    pub key: Option<Secret>,
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    #[serde(default)]
+    pub key_env: Option<String>,
     /// JSON file the controller keeps its topology in (written on every
     /// admin change, read at start if present).
     #[serde(default)]
@@ -142,13 +159,24 @@ impl ControllerConfig {
         Ok(())
     }
 
-    /// The admin token: `token`, else the `token_env` variable.
+    /// The cluster key ([`ControllerConfig::key_file`]).
+    pub fn cluster_key(&self) -> Result<ClusterKey, String> {
+        ClusterKey::resolve(
+            self.key.as_ref().map(Secret::expose),
+            self.key_file.as_deref(),
+            self.key_env.as_deref(),
+        )
+    }
+
+    /// The admin token: `token`, else `token_file`, else the `token_env`
+    /// variable.
     pub fn resolve_token(&self) -> Result<String, String> {
-        let t = match &self.token {
-            Some(t) => t.clone(),
-            None => std::env::var(&self.token_env).map_err(|_| {
+        let t = match (&self.token, &self.token_file) {
+            (Some(t), _) => t.expose().to_string(),
+            (None, Some(p)) => crate::secret::read_secret_file(p)?,
+            (None, None) => std::env::var(&self.token_env).map_err(|_| {
                 format!(
-                    "token: no admin token (set `token` or the {} environment variable)",
+                    "token: no admin token (set `token_file` or the {} environment variable)",
                     self.token_env
                 )
             })?,
@@ -258,7 +286,7 @@ impl Topology {
 struct Slots {
     status_rx: Slot,
     /// By `Rejected` reason.
-    rejected: [Slot; 9],
+    rejected: [Slot; 12],
     configure_tx: Slot,
     resync_tx: Slot,
     failures: [Slot; 3],
@@ -277,6 +305,13 @@ enum Rejected {
     UnknownSource,
     /// A datagram without the control magic.
     NotControl,
+    /// No valid MAC under the cluster key (forged, altered, another
+    /// cluster's, or the unsealed format).
+    BadMac,
+    /// Authentic but not newer than the last one accepted from its sender.
+    Replayed,
+    /// Authentic but sealed for another destination or by another sender.
+    Misaddressed,
     /// The control magic followed by invalid JSON or an unknown message.
     BadJson,
     /// A message only daemons receive (configure, resync).
@@ -296,9 +331,12 @@ enum Rejected {
 }
 
 impl Rejected {
-    const ALL: [Rejected; 9] = [
+    const ALL: [Rejected; 12] = [
         Rejected::UnknownSource,
         Rejected::NotControl,
+        Rejected::BadMac,
+        Rejected::Replayed,
+        Rejected::Misaddressed,
         Rejected::BadJson,
         Rejected::UnexpectedType,
         Rejected::UnknownPool,
@@ -312,6 +350,9 @@ impl Rejected {
         match self {
             Rejected::UnknownSource => "unknown_source",
             Rejected::NotControl => "not_control",
+            Rejected::BadMac => "bad_mac",
+            Rejected::Replayed => "replayed",
+            Rejected::Misaddressed => "misaddressed",
             Rejected::BadJson => "bad_json",
             Rejected::UnexpectedType => "unexpected_type",
             Rejected::UnknownPool => "unknown_pool",
@@ -483,6 +524,7 @@ impl Controller {
     pub fn start(cfg: &ControllerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
         cfg.validate()?;
         let token = cfg.resolve_token()?;
+        let key = cfg.cluster_key()?;
         let restored = match &cfg.state {
             Some(p) if p.exists() => {
                 let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -614,7 +656,13 @@ impl Controller {
             threads.push(
                 std::thread::Builder::new()
                     .name("controller".into())
-                    .spawn(move || control_loop(sock, state, registry, slots, stop, tick))
+                    .spawn(move || {
+                        // A new epoch per start: daemons accept this
+                        // controller at once and refuse its previous life's
+                        // datagrams.
+                        let auth = (Sealer::new(key.clone(), control_addr), Opener::new(key));
+                        control_loop(sock, auth, state, registry, slots, stop, tick)
+                    })
                     .map_err(|e| e.to_string())?,
             );
         }
@@ -662,6 +710,7 @@ impl Controller {
 
 fn control_loop(
     sock: UdpSocket,
+    (mut sealer, mut opener): (Sealer, Opener),
     state: Arc<Mutex<State>>,
     reg: Arc<Registry>,
     slots: Arc<Slots>,
@@ -669,6 +718,7 @@ fn control_loop(
     tick: Duration,
 ) {
     let mut buf = vec![0u8; 65536];
+    let control_addr = sock.local_addr().expect("bound socket");
     let mut last_tick = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         net::wait_readable(&sock, tick.min(Duration::from_millis(10)));
@@ -679,8 +729,14 @@ fn control_loop(
                 continue;
             }
             let mut st = state.lock().unwrap();
-            match ControlMsg::decode(data) {
-                Ok(ControlMsg::Status(s)) if st.topo.daemons().contains(&src) => {
+            // Strangers first: only the topology's daemons get a replay
+            // floor in the opener.
+            if !st.topo.daemons().contains(&src) {
+                slots.reject(&reg, Rejected::UnknownSource);
+                continue;
+            }
+            match opener.open(data, src, control_addr) {
+                Ok(ControlMsg::Status(s)) => {
                     reg.inc(slots.status_rx);
                     st.heard.insert(src, Instant::now());
                     for inst in s.instances {
@@ -691,24 +747,33 @@ fn control_loop(
                         }
                     }
                 }
-                Ok(ControlMsg::Status(_)) => slots.reject(&reg, Rejected::UnknownSource),
                 Ok(ControlMsg::Configure(_) | ControlMsg::Resync { .. }) => {
                     slots.reject(&reg, Rejected::UnexpectedType)
                 }
-                Err(_) => slots.reject(&reg, Rejected::BadJson),
+                Err(OpenError::BadMac) => slots.reject(&reg, Rejected::BadMac),
+                Err(OpenError::Replayed) => slots.reject(&reg, Rejected::Replayed),
+                Err(OpenError::Misaddressed) => slots.reject(&reg, Rejected::Misaddressed),
+                Err(OpenError::Undecodable) => slots.reject(&reg, Rejected::BadJson),
             }
         }
         if last_tick.elapsed() >= tick {
             last_tick = Instant::now();
             let mut st = state.lock().unwrap();
-            reconcile(&mut st, &sock, &reg, &slots, last_tick);
+            reconcile(&mut st, &sock, &mut sealer, &reg, &slots, last_tick);
         }
     }
 }
 
 /// One reconciliation round: note failures and recoveries, then push the
 /// desired state to every live instance whose report differs.
-fn reconcile(st: &mut State, sock: &UdpSocket, reg: &Registry, slots: &Slots, now: Instant) {
+fn reconcile(
+    st: &mut State,
+    sock: &UdpSocket,
+    sealer: &mut Sealer,
+    reg: &Registry,
+    slots: &Slots,
+    now: Instant,
+) {
     // Liveness transitions, logged and counted once.
     let mut live = [0u64; 3];
     let mut events: Vec<(usize, bool, String)> = Vec::new();
@@ -835,7 +900,7 @@ fn reconcile(st: &mut State, sock: &UdpSocket, reg: &Registry, slots: &Slots, no
             // The leaf's own configure is pending; resync after it.
             continue;
         }
-        if sock.send_to(&msg.encode(), dst).is_ok() {
+        if sock.send_to(&sealer.seal(&msg, dst), dst).is_ok() {
             reg.inc(if is_resync {
                 slots.resync_tx
             } else {
