@@ -735,7 +735,9 @@ fn control_loop(
                 slots.reject(&reg, Rejected::UnknownSource);
                 continue;
             }
-            match opener.open(data, src, control_addr) {
+            // No epoch of ours to check: a restarted controller has told no
+            // daemon its epoch before their first reports (threat model).
+            match opener.open(data, src, control_addr, None) {
                 Ok(ControlMsg::Status(s)) => {
                     reg.inc(slots.status_rx);
                     st.heard.insert(src, Instant::now());
@@ -759,7 +761,14 @@ fn control_loop(
         if last_tick.elapsed() >= tick {
             last_tick = Instant::now();
             let mut st = state.lock().unwrap();
-            reconcile(&mut st, &sock, &mut sealer, &reg, &slots, last_tick);
+            reconcile(
+                &mut st,
+                &sock,
+                (&mut sealer, &opener),
+                &reg,
+                &slots,
+                last_tick,
+            );
         }
     }
 }
@@ -769,7 +778,7 @@ fn control_loop(
 fn reconcile(
     st: &mut State,
     sock: &UdpSocket,
-    sealer: &mut Sealer,
+    (sealer, opener): (&mut Sealer, &Opener),
     reg: &Registry,
     slots: &Slots,
     now: Instant,
@@ -900,7 +909,12 @@ fn reconcile(
             // The leaf's own configure is pending; resync after it.
             continue;
         }
-        if sock.send_to(&sealer.seal(&msg, dst), dst).is_ok() {
+        // A push names the daemon's epoch from its last report; a daemon not
+        // heard from in this controller's life gets none until it reports.
+        let Some(peer) = opener.epoch_of(dst) else {
+            continue;
+        };
+        if sock.send_to(&sealer.seal(&msg, dst, peer), dst).is_ok() {
             reg.inc(if is_resync {
                 slots.resync_tx
             } else {

@@ -27,6 +27,10 @@ pub(super) struct ControlAuth {
 }
 
 impl ControlAuth {
+    pub fn epoch(&self) -> u64 {
+        self.sealer.epoch()
+    }
+
     pub fn new(key: crate::secret::ClusterKey, local: SocketAddr) -> Self {
         ControlAuth {
             sealer: Sealer::new(key.clone(), local),
@@ -183,7 +187,10 @@ impl SwitchDaemon {
             self.reject(Rejected::UnregisteredSource);
             return self.drop_rt(super::RuntimeDrop::UnregisteredSource);
         };
-        let opened = auth.opener.open(data, src, auth.local);
+        // Pushes must name this daemon's current epoch: one recorded in an
+        // earlier life of this daemon is refused even as its first datagram.
+        let mine = Some(auth.sealer.epoch());
+        let opened = auth.opener.open(data, src, auth.local, mine);
         // `rx` counts what passed authentication, so a forger cannot move it.
         let msg = match opened {
             Ok(m) => m,
@@ -243,9 +250,10 @@ impl SwitchDaemon {
             return;
         };
         let instances = self.instances.iter().map(status_of).collect();
+        let peer = auth.opener.epoch_of(ctl).unwrap_or(0);
         let msg = auth
             .sealer
-            .seal(&ControlMsg::Status(DaemonStatus { instances }), ctl);
+            .seal(&ControlMsg::Status(DaemonStatus { instances }), ctl, peer);
         // Control traffic is rare; a plain send keeps it out of the batch.
         if self.sock.send_to(&msg, ctl).is_ok() {
             self.registry.inc(self.slots.control.status_tx);

@@ -125,11 +125,15 @@ pub const HEADER_LEN: usize = 4 + 8 + 8 + 32;
 
 /// What the MAC covers besides the header: the message and both ends, so a
 /// datagram cannot be re-aimed at another daemon (`to`) or passed off as
-/// another sender's (`from`) with the same key.
+/// another sender's (`from`) with the same key; and `peer`, the receiver's
+/// epoch as the sender last heard it (0: none), so a datagram recorded in a
+/// receiver's earlier life is refused by its next one even before the
+/// sender's sequence numbers have reached it.
 #[derive(Serialize, Deserialize)]
 struct Envelope {
     from: SocketAddr,
     to: SocketAddr,
+    peer: u64,
     msg: ControlMsg,
 }
 
@@ -180,12 +184,14 @@ impl Sealer {
         self.epoch
     }
 
-    /// `msg` for `to`, sealed with the next sequence number.
-    pub fn seal(&mut self, msg: &ControlMsg, to: SocketAddr) -> Vec<u8> {
+    /// `msg` for `to`, whose epoch is `peer` (0: not known), sealed with the
+    /// next sequence number.
+    pub fn seal(&mut self, msg: &ControlMsg, to: SocketAddr, peer: u64) -> Vec<u8> {
         self.seq += 1;
         let body = serde_json::to_vec(&Envelope {
             from: self.from,
             to,
+            peer,
             msg: msg.clone(),
         })
         .expect("control messages serialize");
@@ -207,7 +213,8 @@ pub enum OpenError {
     /// different cluster's key, any changed byte, or the old unsealed format).
     BadMac,
     /// Authentic, but its (epoch, sequence number) is not above the last one
-    /// accepted from this sender: a replay (or a datagram overtaken by a later
+    /// accepted from this sender, or it names another epoch of the receiver
+    /// than the current one: a replay (or a datagram overtaken by a later
     /// one, which the next reconciliation round repeats anyway).
     Replayed,
     /// Authentic, but sealed for another destination or by another sender
@@ -245,14 +252,22 @@ impl Opener {
         }
     }
 
+    /// The epoch last accepted from `src`: what a reply to it names as
+    /// `peer`.
+    pub fn epoch_of(&self, src: SocketAddr) -> Option<u64> {
+        self.last.get(&src).map(|l| l.0)
+    }
+
     /// The message of a datagram from `src` received on `local`, if it is
-    /// authentic, fresh and meant for `local`; its (epoch, seq) is then the
-    /// new floor for `src`.
+    /// authentic, fresh, meant for `local` and, where `mine` is given, sealed
+    /// for the receiver's epoch `mine`; its (epoch, seq) is then the new
+    /// floor for `src`.
     pub fn open(
         &mut self,
         data: &[u8],
         src: SocketAddr,
         local: SocketAddr,
+        mine: Option<u64>,
     ) -> Result<ControlMsg, OpenError> {
         if data.len() < HEADER_LEN || !is_control(data) {
             return Err(OpenError::BadMac);
@@ -268,6 +283,9 @@ impl Opener {
             return Err(OpenError::Replayed);
         }
         let env: Envelope = serde_json::from_slice(body).map_err(|_| OpenError::Undecodable)?;
+        if mine.is_some_and(|e| e != env.peer) {
+            return Err(OpenError::Replayed);
+        }
         if !names(local, env.to) || !names(env.from, src) {
             return Err(OpenError::Misaddressed);
         }
@@ -304,14 +322,14 @@ mod tests {
         let (ctl, d) = (a(7000), a(7100));
         let mut s = Sealer::new(k.clone(), ctl);
         let mut o = Opener::new(k);
-        let b = s.seal(&push(), d);
+        let b = s.seal(&push(), d, 0);
         assert!(is_control(&b));
-        assert_eq!(o.open(&b, ctl, d).unwrap(), push());
+        assert_eq!(o.open(&b, ctl, d, None).unwrap(), push());
         // The magic is rejected by the wire decoder, so it cannot be
         // mistaken for a task.
         assert!(netsched_proto::Message::decode(&b).is_err());
-        assert_eq!(o.open(b"NSC1{", ctl, d), Err(OpenError::BadMac));
-        assert_eq!(o.open(b"NSC", ctl, d), Err(OpenError::BadMac));
+        assert_eq!(o.open(b"NSC1{", ctl, d, None), Err(OpenError::BadMac));
+        assert_eq!(o.open(b"NSC", ctl, d, None), Err(OpenError::BadMac));
     }
 
     #[test]
@@ -323,40 +341,55 @@ mod tests {
         // The pre-MAC format (magic + JSON) and another cluster's key.
         let mut plain = MAGIC.to_vec();
         plain.extend_from_slice(&serde_json::to_vec(&push()).unwrap());
-        assert_eq!(o.open(&plain, ctl, d), Err(OpenError::BadMac));
+        assert_eq!(o.open(&plain, ctl, d, None), Err(OpenError::BadMac));
         let mut stranger = Sealer::new(ClusterKey::generate().unwrap(), ctl);
         assert_eq!(
-            o.open(&stranger.seal(&push(), d), ctl, d),
+            o.open(&stranger.seal(&push(), d, 0), ctl, d, None),
             Err(OpenError::BadMac)
         );
         // Any flipped bit, in the header or the body.
-        let good = s.seal(&push(), d);
+        let good = s.seal(&push(), d, 0);
         for i in [5, 13, 30, HEADER_LEN + 3] {
             let mut t = good.clone();
             t[i] ^= 1;
-            assert_eq!(o.open(&t, ctl, d), Err(OpenError::BadMac), "byte {i}");
+            assert_eq!(o.open(&t, ctl, d, None), Err(OpenError::BadMac), "byte {i}");
         }
         // Sealed for `d`: another daemon refuses it, and a source that is
         // not the sealing sender cannot use it either.
-        assert_eq!(o.open(&good, ctl, other), Err(OpenError::Misaddressed));
-        assert_eq!(o.open(&good, other, d), Err(OpenError::Misaddressed));
-        assert!(o.open(&good, ctl, d).is_ok());
+        assert_eq!(
+            o.open(&good, ctl, other, None),
+            Err(OpenError::Misaddressed)
+        );
+        assert_eq!(o.open(&good, other, d, None), Err(OpenError::Misaddressed));
+        assert!(o.open(&good, ctl, d, None).is_ok());
         // Once accepted, the same datagram, and any older one, is a replay.
         let older = good.clone();
-        assert_eq!(o.open(&good, ctl, d), Err(OpenError::Replayed));
-        let newer = s.seal(&push(), d);
-        assert!(o.open(&newer, ctl, d).is_ok());
-        assert_eq!(o.open(&older, ctl, d), Err(OpenError::Replayed));
+        assert_eq!(o.open(&good, ctl, d, None), Err(OpenError::Replayed));
+        let newer = s.seal(&push(), d, 0);
+        assert!(o.open(&newer, ctl, d, None).is_ok());
+        assert_eq!(o.open(&older, ctl, d, None), Err(OpenError::Replayed));
         // A restarted sender (a later epoch) is accepted from sequence 1;
         // the previous epoch's datagrams stay refused.
         let mut restarted = Sealer::with_epoch(s.key.clone(), ctl, 11);
-        assert!(o.open(&restarted.seal(&push(), d), ctl, d).is_ok());
+        assert!(o.open(&restarted.seal(&push(), d, 0), ctl, d, None).is_ok());
         assert_eq!(
-            o.open(&s.seal(&push(), d), ctl, d),
+            o.open(&s.seal(&push(), d, 0), ctl, d, None),
             Err(OpenError::Replayed)
         );
+        // Sealed for the receiver's previous life (epoch 5): its next life
+        // (epoch 6) refuses it although it has no floor for the sender yet.
+        let mut fresh = Opener::new(s.key.clone());
+        let for_old_life = restarted.seal(&push(), d, 5);
+        assert_eq!(
+            fresh.open(&for_old_life, ctl, d, Some(6)),
+            Err(OpenError::Replayed)
+        );
+        assert!(fresh.open(&for_old_life, ctl, d, Some(5)).is_ok());
+        assert_eq!(fresh.epoch_of(ctl), Some(11));
         // A wildcard-bound receiver accepts any IP on its port.
         let any: SocketAddr = "0.0.0.0:7100".parse().unwrap();
-        assert!(o.open(&restarted.seal(&push(), d), ctl, any).is_ok());
+        assert!(o
+            .open(&restarted.seal(&push(), d, 0), ctl, any, None)
+            .is_ok());
     }
 }

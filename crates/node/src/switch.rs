@@ -661,6 +661,12 @@ impl SwitchDaemon {
         Self::new(cfg, sock)
     }
 
+    /// This daemon's epoch in the sealed control protocol (with a
+    /// controller): pushes to it must name it.
+    pub fn control_epoch(&self) -> Option<u64> {
+        self.control_auth.as_ref().map(|a| a.epoch())
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.sock.local_addr().expect("bound socket")
     }

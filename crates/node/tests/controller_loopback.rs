@@ -174,7 +174,7 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
         ClusterKey::from_hex(KEY).unwrap(),
         evil.local_addr().unwrap(),
     );
-    evil.send_to(&evil_sealer.seal(&forged, spine), spine)
+    evil.send_to(&evil_sealer.seal(&forged, spine, 0), spine)
         .unwrap();
     wait_for("forged configure counted", || {
         sp.reg.value(
@@ -470,7 +470,11 @@ fn drain(s: &UdpSocket, ms: u64) -> usize {
 fn sealed(msg: &ControlMsg, ctl: SocketAddr, d: &SwitchDaemon) -> Vec<u8> {
     static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let key = ClusterKey::from_hex(KEY).unwrap();
-    Sealer::with_epoch(key, ctl, EPOCH.fetch_add(1, Ordering::Relaxed)).seal(msg, d.local_addr())
+    Sealer::with_epoch(key, ctl, EPOCH.fetch_add(1, Ordering::Relaxed)).seal(
+        msg,
+        d.local_addr(),
+        d.control_epoch().unwrap(),
+    )
 }
 
 fn daemon_with_controller(toml: &str, ctl: SocketAddr) -> SwitchDaemon {
@@ -675,4 +679,50 @@ fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
     for w in workers {
         w.join();
     }
+}
+
+/// Issue 16 item 2: a control datagram recorded on the wire and sent again
+/// (with the controller's source address) is refused, however authentic: the
+/// replay of an old "drop rack 1" does not undo the newer "admit it".
+#[test]
+fn a_replayed_configure_is_refused() {
+    let ctl = sock().local_addr().unwrap();
+    let leaves = [sock(), sock()];
+    let la: Vec<SocketAddr> = leaves.iter().map(|s| s.local_addr().unwrap()).collect();
+    let mut d = daemon_with_controller(
+        &format!(
+            "[[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"horus\"\ndownstream = [\"{}\", \"{}\"]\n",
+            la[0], la[1]
+        ),
+        ctl,
+    );
+    let mut controller = Sealer::new(ClusterKey::from_hex(KEY).unwrap(), ctl);
+    let push = |enabled: Vec<bool>| {
+        ControlMsg::Configure(InstanceDesired {
+            pool: 1,
+            role: Some(RoleName::Spine),
+            downstream: la.clone(),
+            enabled,
+            upstream: None,
+            rack_workers: Some(vec![1, 1]),
+        })
+    };
+    let (me, epoch) = (d.local_addr(), d.control_epoch().unwrap());
+    let drop_rack1 = controller.seal(&push(vec![true, false]), me, epoch);
+    let admit_both = controller.seal(&push(vec![true, true]), me, epoch);
+    let reg = d.registry();
+    let live = || reg.value("netsched_live_nodes", "{pool=\"1\"}");
+    d.on_datagram(&drop_rack1, ctl, 1);
+    assert_eq!(live(), Some(1));
+    d.on_datagram(&admit_both, ctl, 2);
+    assert_eq!(live(), Some(2));
+    // The replays, of the older and of the latest datagram.
+    d.on_datagram(&drop_rack1, ctl, 3);
+    d.on_datagram(&admit_both, ctl, 4);
+    assert_eq!(live(), Some(2), "a replay changed the spine");
+    assert_eq!(
+        reg.value("netsched_control_rejected_total", "{reason=\"replayed\"}"),
+        Some(2)
+    );
+    assert_eq!(reg.value("netsched_control_rx_total", ""), Some(2));
 }

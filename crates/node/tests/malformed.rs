@@ -549,18 +549,18 @@ fn the_controller_counts_what_it_rejects_by_reason() {
     }
     s.send_to(&unsealed, c.control_addr).unwrap(); // the pre-MAC format
     let mut other = Sealer::new(ClusterKey::generate().unwrap(), spine);
-    s.send_to(&other.seal(&status, ctl), c.control_addr)
+    s.send_to(&other.seal(&status, ctl, 0), c.control_addr)
         .unwrap(); // another key
     sock()
-        .send_to(&sealer.seal(&status, ctl), c.control_addr)
+        .send_to(&sealer.seal(&status, ctl, 0), c.control_addr)
         .unwrap(); // from no daemon
     s.send_to(
-        &sealer.seal(&ControlMsg::Resync { pool: 1 }, ctl),
+        &sealer.seal(&ControlMsg::Resync { pool: 1 }, ctl, 0),
         c.control_addr,
     )
     .unwrap();
     // Sealed for another destination.
-    s.send_to(&sealer.seal(&status, leaf), c.control_addr)
+    s.send_to(&sealer.seal(&status, leaf, 0), c.control_addr)
         .unwrap();
     let want = [
         ("not_control", garbage().len() as u64),
