@@ -89,6 +89,8 @@ pub(super) fn admin_loop(
     // Two threads: the API is rare traffic; concurrency comes from tasks.
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // State changes run here one at a time (they share one lock).
+        .max_blocking_threads(2)
         .thread_name("admin-http")
         .enable_io()
         .enable_time()
