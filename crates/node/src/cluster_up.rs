@@ -1066,13 +1066,15 @@ fn sim_config(
     let racks = vec![format!("[{rack}]"); cfg.racks].join(", ");
     let text = format!(
         "seed = {}\npolicy = \"{sim_policy}\"\n[topology]\nkind = \"racks\"\nracks = [{racks}]\n\
-         [placement]\nsizes = [{}]\nmode = \"colocated\"\nratio = {}\n\
+         [placement]\nsizes = [{}]\nmode = \"colocated\"\n\
          [workload]\n{service}load = {load}\nduration_us = {}\n\
          [network]\nhop_delay = {{ kind = \"constant\", us = {hop_us} }}\nloss = 0\n\
          [workers]\n{}\n",
         cfg.workload.seed,
         cfg.workers(),
-        cfg.racks.div_ceil(cfg.spines).max(1),
+        // No `ratio`: a `racks` topology without `spines` has one spine per
+        // pod, where a ratio never had an effect and the simulator now
+        // refuses one (issue 13 item 6).
         cfg.workload.duration_ms * 1000 * cfg.sim_scale as u64,
         cfg.server_model(policy).sim_workers(),
     );
