@@ -259,6 +259,16 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// A config holding a secret inline (`token`, `key`) must be as private as a
+/// secret file: mode 0600 or stricter.
+fn inline_secret(path: &std::path::Path, has_secret: bool) -> Result<(), String> {
+    if has_secret {
+        netsched_node::secret::check_private(path)
+            .map_err(|e| format!("{e} (or use token_file/key_file, or the environment)"))?;
+    }
+    Ok(())
+}
+
 fn read(path: &PathBuf) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -281,6 +291,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
         NodeCmd::Controller { config, duration_s } => {
             let cfg = netsched_node::controller::ControllerConfig::from_toml(&read(&config)?)
                 .map_err(|e| format!("{}: {e}", config.display()))?;
+            inline_secret(&config, cfg.token.is_some() || cfg.key.is_some())?;
             netsched_node::controller::run_config(&cfg, stop_after(duration_s))
         }
         NodeCmd::Switch { config, duration_s } => {
@@ -292,6 +303,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             }
             let cfg =
                 SwitchConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
+            inline_secret(&config, cfg.key.is_some())?;
             netsched_node::switch::run_config(&cfg, stop_after(duration_s))
         }
         NodeCmd::Worker { config, duration_s } => {
@@ -356,6 +368,10 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             }
             let mut cfg =
                 ClientConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
+            inline_secret(
+                &config,
+                cfg.controller.as_ref().is_some_and(|c| c.token.is_some()),
+            )?;
             if let Some(r) = rate {
                 cfg.rate = r;
             }

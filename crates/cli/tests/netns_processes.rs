@@ -188,8 +188,23 @@ impl Cluster {
         let workers = |r: usize| [racks[r].at(7201), racks[r].at(7202)];
         let mut procs = Procs(Vec::new());
 
+        // Secrets in mode-0600 files, as `cluster up` writes them (the CLI
+        // refuses inline secrets in a config others can read).
+        let secret = |name: &str, text: &str| {
+            let p = dir.join(name);
+            netsched_node::secret::write_secret_file(&p, text).unwrap();
+            p.display().to_string()
+        };
+        let token_file = secret("admin.token", TOKEN);
+        let key_file = secret(
+            "cluster.key",
+            &netsched_node::secret::ClusterKey::generate()
+                .unwrap()
+                .to_hex(),
+        );
         let mut c = format!(
-            "listen = \"{ctl_udp}\"\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\nstate = \"{}\"\n\
+            "listen = \"{ctl_udp}\"\nadmin = \"{}\"\ntoken_file = \"{token_file}\"\n\
+             key_file = \"{key_file}\"\nstate = \"{}\"\n\
              daemon_timeout_ms = 500\n\n[[pool]]\nid = 1\nspines = [\"{spine_addr}\"]\n",
             ctl.at(7080),
             dir.join("state.json").display()
@@ -204,7 +219,8 @@ impl Cluster {
             &dir,
             "spine.toml",
             format!(
-                "listen = \"{spine_addr}\"\ncontroller = \"{ctl_udp}\"\nstatus_ms = 50\nseed = 1\n\n\
+                "listen = \"{spine_addr}\"\ncontroller = \"{ctl_udp}\"\nkey_file = \"{key_file}\"\n\
+                 status_ms = 50\nseed = 1\n\n\
                  [[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"horus\"\n\
                  downstream = [\"{}\", \"{}\"]\nrack_workers = [2, 2]\n",
                 leaves[0], leaves[1]
@@ -217,7 +233,8 @@ impl Cluster {
                 &dir,
                 &format!("leaf{r}.toml"),
                 format!(
-                    "listen = \"{}\"\ncontroller = \"{ctl_udp}\"\nstatus_ms = 50\nseed = {}\n\n\
+                    "listen = \"{}\"\ncontroller = \"{ctl_udp}\"\nkey_file = \"{key_file}\"\n\
+                     status_ms = 50\nseed = {}\n\n\
                      [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\nrack = {r}\n\
                      upstream = [\"{spine_addr}\"]\ndownstream = [\"{a}\", \"{b}\"]\n\
                      heartbeat_timeout_ms = 250\n",

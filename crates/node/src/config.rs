@@ -147,6 +147,15 @@ pub struct SwitchConfig {
     pub controller: Option<SocketAddr>,
     #[serde(default = "default_status_ms")]
     pub status_ms: u64,
+    /// The cluster key that seals control datagrams (with a `controller`):
+    /// `key_file` (a mode-0600 file of 64 hex digits), else the variable
+    /// `key_env` (default `NETSCHED_CLUSTER_KEY`); inline `key` for tests.
+    #[serde(default)]
+    pub key: Option<crate::secret::Secret>,
+    #[serde(default)]
+    pub key_file: Option<std::path::PathBuf>,
+    #[serde(default)]
+    pub key_env: Option<String>,
     /// Fault injection on the receive path (tests: packet loss without tc).
     #[serde(default)]
     pub fault: crate::fault::FaultConfig,
@@ -193,6 +202,9 @@ impl Default for SwitchConfig {
             instances: Vec::new(),
             controller: None,
             status_ms: default_status_ms(),
+            key: None,
+            key_file: None,
+            key_env: None,
             fault: Default::default(),
             max_routes_per_source: DEFAULT_MAX_ROUTES_PER_SOURCE,
             route_idle_ms: DEFAULT_ROUTE_IDLE_MS,
@@ -211,6 +223,15 @@ fn default_true() -> bool {
 }
 
 impl SwitchConfig {
+    /// The cluster key ([`SwitchConfig::key_file`]).
+    pub fn cluster_key(&self) -> Result<crate::secret::ClusterKey, String> {
+        crate::secret::ClusterKey::resolve(
+            self.key.as_ref().map(|k| k.expose()),
+            self.key_file.as_deref(),
+            self.key_env.as_deref(),
+        )
+    }
+
     pub fn from_toml(s: &str) -> Result<Self, String> {
         let c: SwitchConfig = toml::from_str(s).map_err(|e| e.to_string())?;
         c.validate()?;
@@ -469,9 +490,12 @@ pub struct ClientConfig {
 pub struct ControllerLink {
     /// HTTP address of the admin API.
     pub admin: SocketAddr,
-    /// Bearer token, or the environment variable holding it (`token_env`).
+    /// Bearer token inline (tests), a mode-0600 file holding it
+    /// (`token_file`), or the environment variable holding it (`token_env`).
     #[serde(default)]
-    pub token: Option<String>,
+    pub token: Option<crate::secret::Secret>,
+    #[serde(default)]
+    pub token_file: Option<std::path::PathBuf>,
     #[serde(default)]
     pub token_env: Option<String>,
     /// Poll period.
@@ -484,14 +508,18 @@ fn default_poll_ms() -> u64 {
 }
 
 impl ControllerLink {
-    /// The bearer token: `token`, else the variable `token_env` names.
+    /// The bearer token: `token`, else `token_file`, else the variable
+    /// `token_env` names.
     pub fn token(&self) -> Result<String, String> {
-        match (&self.token, &self.token_env) {
-            (Some(t), _) => Ok(t.clone()),
-            (None, Some(v)) => {
+        match (&self.token, &self.token_file, &self.token_env) {
+            (Some(t), _, _) => Ok(t.expose().to_string()),
+            (None, Some(p), _) => crate::secret::read_secret_file(p),
+            (None, None, Some(v)) => {
                 std::env::var(v).map_err(|_| format!("controller.token_env: ${v} is not set"))
             }
-            (None, None) => Err("controller: token or token_env is required".into()),
+            (None, None, None) => {
+                Err("controller: token_file, token_env or token is required".into())
+            }
         }
     }
 }

@@ -38,9 +38,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::controller_proto::{ControlMsg, InstanceDesired, InstanceStatus, RoleName};
+use crate::controller_proto::{
+    ControlMsg, InstanceDesired, InstanceStatus, OpenError, Opener, RoleName, Sealer,
+};
 use crate::metrics::{self, Kind, Registry, Slot};
 use crate::net;
+use crate::secret::{ClusterKey, Secret};
 
 /// `netsched controller -c FILE`.
 #[derive(Clone, Debug, Deserialize)]
@@ -53,12 +56,26 @@ pub struct ControllerConfig {
     /// Prometheus endpoint; none if absent.
     #[serde(default)]
     pub metrics: Option<String>,
-    /// Admin bearer token. Prefer `token_env` outside tests.
+    /// Admin bearer token inline (tests; the CLI refuses a config file
+    /// holding it that others may read). Prefer `token_file` or `token_env`.
     #[serde(default)]
-    pub token: Option<String>,
-    /// Environment variable holding the token when `token` is absent.
+    pub token: Option<Secret>,
+    /// A mode-0600 file holding the admin token.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// Environment variable holding the token when neither `token` nor
+    /// `token_file` is set.
     #[serde(default = "default_token_env")]
     pub token_env: String,
+    /// The cluster key sealing control datagrams: inline `key` (tests),
+    /// `key_file` (a mode-0600 file of 64 hex digits), else the variable
+    /// `key_env` (default `NETSCHED_CLUSTER_KEY`). The daemons need the same.
+    #[serde(default)]
+    pub key: Option<Secret>,
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    #[serde(default)]
+    pub key_env: Option<String>,
     /// JSON file the controller keeps its topology in (written on every
     /// admin change, read at start if present).
     #[serde(default)]
@@ -142,13 +159,24 @@ impl ControllerConfig {
         Ok(())
     }
 
-    /// The admin token: `token`, else the `token_env` variable.
+    /// The cluster key ([`ControllerConfig::key_file`]).
+    pub fn cluster_key(&self) -> Result<ClusterKey, String> {
+        ClusterKey::resolve(
+            self.key.as_ref().map(Secret::expose),
+            self.key_file.as_deref(),
+            self.key_env.as_deref(),
+        )
+    }
+
+    /// The admin token: `token`, else `token_file`, else the `token_env`
+    /// variable.
     pub fn resolve_token(&self) -> Result<String, String> {
-        let t = match &self.token {
-            Some(t) => t.clone(),
-            None => std::env::var(&self.token_env).map_err(|_| {
+        let t = match (&self.token, &self.token_file) {
+            (Some(t), _) => t.expose().to_string(),
+            (None, Some(p)) => crate::secret::read_secret_file(p)?,
+            (None, None) => std::env::var(&self.token_env).map_err(|_| {
                 format!(
-                    "token: no admin token (set `token` or the {} environment variable)",
+                    "token: no admin token (set `token_file` or the {} environment variable)",
                     self.token_env
                 )
             })?,
@@ -258,7 +286,7 @@ impl Topology {
 struct Slots {
     status_rx: Slot,
     /// By `Rejected` reason.
-    rejected: [Slot; 9],
+    rejected: [Slot; 12],
     configure_tx: Slot,
     resync_tx: Slot,
     failures: [Slot; 3],
@@ -277,6 +305,13 @@ enum Rejected {
     UnknownSource,
     /// A datagram without the control magic.
     NotControl,
+    /// No valid MAC under the cluster key (forged, altered, another
+    /// cluster's, or the unsealed format).
+    BadMac,
+    /// Authentic but not newer than the last one accepted from its sender.
+    Replayed,
+    /// Authentic but sealed for another destination or by another sender.
+    Misaddressed,
     /// The control magic followed by invalid JSON or an unknown message.
     BadJson,
     /// A message only daemons receive (configure, resync).
@@ -286,8 +321,8 @@ enum Rejected {
     UnknownPool,
     /// Admin API: no or a wrong bearer token (401).
     BadAuth,
-    /// Admin API: unparsable request or body, invalid field, wrong method
-    /// (400, 405).
+    /// Admin API: unparsable request or body, invalid field, wrong method,
+    /// body too slow or too large (400, 405, 408, 413).
     BadRequest,
     /// Admin API: no such endpoint, pool, rack or worker (404).
     NotFound,
@@ -296,9 +331,12 @@ enum Rejected {
 }
 
 impl Rejected {
-    const ALL: [Rejected; 9] = [
+    const ALL: [Rejected; 12] = [
         Rejected::UnknownSource,
         Rejected::NotControl,
+        Rejected::BadMac,
+        Rejected::Replayed,
+        Rejected::Misaddressed,
         Rejected::BadJson,
         Rejected::UnexpectedType,
         Rejected::UnknownPool,
@@ -312,6 +350,9 @@ impl Rejected {
         match self {
             Rejected::UnknownSource => "unknown_source",
             Rejected::NotControl => "not_control",
+            Rejected::BadMac => "bad_mac",
+            Rejected::Replayed => "replayed",
+            Rejected::Misaddressed => "misaddressed",
             Rejected::BadJson => "bad_json",
             Rejected::UnexpectedType => "unexpected_type",
             Rejected::UnknownPool => "unknown_pool",
@@ -325,7 +366,7 @@ impl Rejected {
     /// The admin API's refusals, by status code.
     fn of_status(code: u16) -> Option<Rejected> {
         match code {
-            400 | 405 => Some(Rejected::BadRequest),
+            400 | 405 | 408 | 413 => Some(Rejected::BadRequest),
             401 => Some(Rejected::BadAuth),
             404 => Some(Rejected::NotFound),
             409 => Some(Rejected::Conflict),
@@ -339,7 +380,7 @@ impl Slots {
         reg.inc(self.rejected[why as usize]);
     }
 }
-const CODES: [u16; 8] = [200, 201, 400, 401, 404, 405, 409, 500];
+const CODES: [u16; 10] = [200, 201, 400, 401, 404, 405, 408, 409, 413, 500];
 
 struct State {
     topo: Topology,
@@ -436,14 +477,31 @@ impl State {
         }
     }
 
+    /// Writes the topology to the state file durably: a temporary file,
+    /// fsynced, renamed over the old one, and the directory fsynced so the
+    /// rename itself survives a crash. Only then is a change acknowledged.
     fn save(&self) -> Result<(), String> {
         let Some(p) = &self.state_path else {
             return Ok(());
         };
         let tmp = p.with_extension("tmp");
         let body = serde_json::to_string_pretty(&self.topo).map_err(|e| e.to_string())?;
-        std::fs::write(&tmp, body).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, p).map_err(|e| format!("{}: {e}", p.display()))
+        let e = |path: &std::path::Path| {
+            let path = path.display().to_string();
+            move |x: std::io::Error| format!("{path}: {x}")
+        };
+        let mut f = std::fs::File::create(&tmp).map_err(e(&tmp))?;
+        f.write_all(body.as_bytes()).map_err(e(&tmp))?;
+        f.sync_all().map_err(e(&tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, p).map_err(e(p))?;
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(e(dir))
     }
 }
 
@@ -483,6 +541,7 @@ impl Controller {
     pub fn start(cfg: &ControllerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
         cfg.validate()?;
         let token = cfg.resolve_token()?;
+        let key = cfg.cluster_key()?;
         let restored = match &cfg.state {
             Some(p) if p.exists() => {
                 let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -614,7 +673,13 @@ impl Controller {
             threads.push(
                 std::thread::Builder::new()
                     .name("controller".into())
-                    .spawn(move || control_loop(sock, state, registry, slots, stop, tick))
+                    .spawn(move || {
+                        // A new epoch per start: daemons accept this
+                        // controller at once and refuse its previous life's
+                        // datagrams.
+                        let auth = (Sealer::new(key.clone(), control_addr), Opener::new(key));
+                        control_loop(sock, auth, state, registry, slots, stop, tick)
+                    })
                     .map_err(|e| e.to_string())?,
             );
         }
@@ -624,7 +689,7 @@ impl Controller {
             threads.push(
                 std::thread::Builder::new()
                     .name("admin".into())
-                    .spawn(move || admin_loop(admin, token, state, registry, slots, stop))
+                    .spawn(move || admin::admin_loop(admin, token, state, registry, slots, stop))
                     .map_err(|e| e.to_string())?,
             );
         }
@@ -662,6 +727,7 @@ impl Controller {
 
 fn control_loop(
     sock: UdpSocket,
+    (mut sealer, mut opener): (Sealer, Opener),
     state: Arc<Mutex<State>>,
     reg: Arc<Registry>,
     slots: Arc<Slots>,
@@ -669,6 +735,7 @@ fn control_loop(
     tick: Duration,
 ) {
     let mut buf = vec![0u8; 65536];
+    let control_addr = sock.local_addr().expect("bound socket");
     let mut last_tick = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         net::wait_readable(&sock, tick.min(Duration::from_millis(10)));
@@ -679,8 +746,16 @@ fn control_loop(
                 continue;
             }
             let mut st = state.lock().unwrap();
-            match ControlMsg::decode(data) {
-                Ok(ControlMsg::Status(s)) if st.topo.daemons().contains(&src) => {
+            // Strangers first: only the topology's daemons get a replay
+            // floor in the opener.
+            if !st.topo.daemons().contains(&src) {
+                slots.reject(&reg, Rejected::UnknownSource);
+                continue;
+            }
+            // No epoch of ours to check: a restarted controller has told no
+            // daemon its epoch before their first reports (threat model).
+            match opener.open(data, src, control_addr, None) {
+                Ok(ControlMsg::Status(s)) => {
                     reg.inc(slots.status_rx);
                     st.heard.insert(src, Instant::now());
                     for inst in s.instances {
@@ -691,24 +766,40 @@ fn control_loop(
                         }
                     }
                 }
-                Ok(ControlMsg::Status(_)) => slots.reject(&reg, Rejected::UnknownSource),
                 Ok(ControlMsg::Configure(_) | ControlMsg::Resync { .. }) => {
                     slots.reject(&reg, Rejected::UnexpectedType)
                 }
-                Err(_) => slots.reject(&reg, Rejected::BadJson),
+                Err(OpenError::BadMac) => slots.reject(&reg, Rejected::BadMac),
+                Err(OpenError::Replayed) => slots.reject(&reg, Rejected::Replayed),
+                Err(OpenError::Misaddressed) => slots.reject(&reg, Rejected::Misaddressed),
+                Err(OpenError::Undecodable) => slots.reject(&reg, Rejected::BadJson),
             }
         }
         if last_tick.elapsed() >= tick {
             last_tick = Instant::now();
             let mut st = state.lock().unwrap();
-            reconcile(&mut st, &sock, &reg, &slots, last_tick);
+            reconcile(
+                &mut st,
+                &sock,
+                (&mut sealer, &opener),
+                &reg,
+                &slots,
+                last_tick,
+            );
         }
     }
 }
 
 /// One reconciliation round: note failures and recoveries, then push the
 /// desired state to every live instance whose report differs.
-fn reconcile(st: &mut State, sock: &UdpSocket, reg: &Registry, slots: &Slots, now: Instant) {
+fn reconcile(
+    st: &mut State,
+    sock: &UdpSocket,
+    (sealer, opener): (&mut Sealer, &Opener),
+    reg: &Registry,
+    slots: &Slots,
+    now: Instant,
+) {
     // Liveness transitions, logged and counted once.
     let mut live = [0u64; 3];
     let mut events: Vec<(usize, bool, String)> = Vec::new();
@@ -835,7 +926,12 @@ fn reconcile(st: &mut State, sock: &UdpSocket, reg: &Registry, slots: &Slots, no
             // The leaf's own configure is pending; resync after it.
             continue;
         }
-        if sock.send_to(&msg.encode(), dst).is_ok() {
+        // A push names the daemon's epoch from its last report; a daemon not
+        // heard from in this controller's life gets none until it reports.
+        let Some(peer) = opener.epoch_of(dst) else {
+            continue;
+        };
+        if sock.send_to(&sealer.seal(&msg, dst, peer), dst).is_ok() {
             reg.inc(if is_resync {
                 slots.resync_tx
             } else {
@@ -907,322 +1003,12 @@ fn topology_json(st: &State, now: Instant) -> serde_json::Value {
     json!({ "pools": pools })
 }
 
-// ---- admin API ----
+// ---- admin API (controller_admin.rs) ----
 
-/// Constant-time comparison, so response timing does not reveal how much of
-/// a guessed token was right.
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut d = 0u8;
-    for (x, y) in a.iter().zip(b) {
-        d |= x ^ y;
-    }
-    std::hint::black_box(d) == 0
-}
-
-struct Request {
-    method: String,
-    path: String,
-    auth: Option<String>,
-    body: Vec<u8>,
-}
-
-fn read_request(s: &mut TcpStream) -> Result<Request, String> {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_read_timeout(Some(Duration::from_millis(1000)));
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p;
-        }
-        if buf.len() > 64 * 1024 {
-            return Err("header too large".into());
-        }
-        match s.read(&mut chunk) {
-            Ok(0) => return Err("connection closed".into()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Err(e.to_string()),
-        }
-    };
-    let head = std::str::from_utf8(&buf[..head_end]).map_err(|_| "header not UTF-8")?;
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap_or("").split_whitespace();
-    let method = first.next().unwrap_or("").to_string();
-    let path = first.next().unwrap_or("").to_string();
-    let mut auth = None;
-    let mut len = 0usize;
-    for l in lines {
-        if let Some((k, v)) = l.split_once(':') {
-            let k = k.trim().to_ascii_lowercase();
-            if k == "authorization" {
-                auth = Some(v.trim().to_string());
-            } else if k == "content-length" {
-                len = v.trim().parse().map_err(|_| "bad content-length")?;
-            }
-        }
-    }
-    if len > 1 << 20 {
-        return Err("body too large".into());
-    }
-    let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < len {
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    body.truncate(len);
-    Ok(Request {
-        method,
-        path,
-        auth,
-        body,
-    })
-}
-
-fn respond(s: &mut TcpStream, code: u16, body: &serde_json::Value) {
-    let reason = match code {
-        200 => "OK",
-        201 => "Created",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        409 => "Conflict",
-        _ => "Internal Server Error",
-    };
-    let b = body.to_string();
-    let extra = if code == 401 {
-        "WWW-Authenticate: Bearer\r\n"
-    } else {
-        ""
-    };
-    let _ = s.write_all(
-        format!(
-            "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{b}",
-            b.len()
-        )
-        .as_bytes(),
-    );
-}
-
-fn admin_loop(
-    listener: TcpListener,
-    token: String,
-    state: Arc<Mutex<State>>,
-    reg: Arc<Registry>,
-    slots: Arc<Slots>,
-    stop: Arc<AtomicBool>,
-) {
-    let expected = format!("Bearer {token}");
-    while !stop.load(Ordering::Relaxed) {
-        let mut s = match listener.accept() {
-            Ok((s, _)) => s,
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            }
-        };
-        let (code, body) = match read_request(&mut s) {
-            Err(e) => (400, json!({ "error": e })),
-            Ok(req) => {
-                if req.method == "GET" && req.path == "/healthz" {
-                    (200, json!({"ok": true}))
-                } else if !req
-                    .auth
-                    .as_deref()
-                    .is_some_and(|a| ct_eq(a.as_bytes(), expected.as_bytes()))
-                {
-                    (401, json!({"error": "missing or wrong bearer token"}))
-                } else {
-                    let mut st = state.lock().unwrap();
-                    let r = route(&mut st, &req);
-                    if matches!(r.0, 200 | 201) && req.method != "GET" {
-                        if let Err(e) = st.save() {
-                            metrics::log(
-                                "error",
-                                "controller",
-                                "state not saved",
-                                &[("error", &e)],
-                            );
-                        }
-                        metrics::log(
-                            "info",
-                            "controller",
-                            "admin change",
-                            &[
-                                ("method", &req.method),
-                                ("path", &req.path),
-                                ("result", &r.1),
-                            ],
-                        );
-                    }
-                    r
-                }
-            }
-        };
-        if let Some((_, slot)) = slots.admin.iter().find(|(c, _)| *c == code) {
-            reg.inc(*slot);
-        }
-        if let Some(why) = Rejected::of_status(code) {
-            slots.reject(&reg, why);
-        }
-        respond(&mut s, code, &body);
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewWorker {
-    pool: u16,
-    /// Rack id (cluster-wide, from the topology) or its index in the pool.
-    #[serde(default)]
-    rack_id: Option<u64>,
-    #[serde(default)]
-    rack: Option<usize>,
-    addr: SocketAddr,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewRack {
-    pool: u16,
-    leaf: SocketAddr,
-    workers: Vec<SocketAddr>,
-    #[serde(default)]
-    spine: Option<usize>,
-}
-
-fn bad(msg: impl Into<String>) -> (u16, serde_json::Value) {
-    (400, json!({"error": msg.into()}))
-}
-
-fn route(st: &mut State, req: &Request) -> (u16, serde_json::Value) {
-    let path: Vec<&str> = req.path.trim_end_matches('/').split('/').skip(1).collect();
-    match (req.method.as_str(), path.as_slice()) {
-        ("GET", ["v1", "topology"]) => (200, topology_json(st, Instant::now())),
-        ("POST", ["v1", "workers"]) => {
-            let w: NewWorker = match serde_json::from_slice(&req.body) {
-                Ok(w) => w,
-                Err(e) => return bad(format!("body: {e}")),
-            };
-            let id = st.topo.take_id();
-            let Some(p) = st.topo.pool_mut(w.pool) else {
-                return (404, json!({"error": format!("no pool {}", w.pool)}));
-            };
-            let ri = match (w.rack_id, w.rack) {
-                (Some(id), _) => p.racks.iter().position(|r| r.id == id),
-                (None, Some(i)) => (i < p.racks.len()).then_some(i),
-                (None, None) => return bad("rack_id or rack is required"),
-            };
-            let Some(ri) = ri.filter(|&i| !p.racks[i].removed) else {
-                return (404, json!({"error": "no such rack"}));
-            };
-            let rack = &mut p.racks[ri];
-            if rack.workers.iter().any(|x| x.addr == w.addr && !x.removed) {
-                return (409, json!({"error": "worker address already in the rack"}));
-            }
-            rack.workers.push(WorkerEntry {
-                id,
-                addr: w.addr,
-                removed: false,
-            });
-            let node = rack.workers.len() - 1;
-            (
-                201,
-                json!({"id": id, "pool": w.pool, "rack": ri, "node": node, "leaf": rack.leaf.to_string()}),
-            )
-        }
-        ("DELETE", ["v1", "workers", id]) => {
-            let Ok(id) = id.parse::<u64>() else {
-                return bad("worker id must be an integer");
-            };
-            for p in &mut st.topo.pools {
-                for (ri, r) in p.racks.iter_mut().enumerate() {
-                    if let Some((j, w)) = r
-                        .workers
-                        .iter_mut()
-                        .enumerate()
-                        .find(|(_, w)| w.id == id && !w.removed)
-                    {
-                        w.removed = true;
-                        return (200, json!({"id": id, "pool": p.id, "rack": ri, "node": j}));
-                    }
-                }
-            }
-            (404, json!({"error": format!("no worker {id}")}))
-        }
-        ("POST", ["v1", "racks"]) => {
-            let n: NewRack = match serde_json::from_slice(&req.body) {
-                Ok(n) => n,
-                Err(e) => return bad(format!("body: {e}")),
-            };
-            if n.workers.is_empty() {
-                return bad("workers: at least one");
-            }
-            let ids: Vec<u64> = (0..=n.workers.len()).map(|_| st.topo.take_id()).collect();
-            let Some(p) = st.topo.pool_mut(n.pool) else {
-                return (404, json!({"error": format!("no pool {}", n.pool)}));
-            };
-            if n.spine.is_some_and(|s| s >= p.spines.len()) {
-                return bad("spine: no such spine");
-            }
-            if p.racks.iter().any(|r| r.leaf == n.leaf && !r.removed) {
-                return (409, json!({"error": "a rack with this leaf exists"}));
-            }
-            let ri = p.racks.len();
-            p.racks.push(RackEntry {
-                id: ids[0],
-                leaf: n.leaf,
-                spine: n.spine.unwrap_or(ri % p.spines.len()),
-                removed: false,
-                workers: n
-                    .workers
-                    .iter()
-                    .zip(&ids[1..])
-                    .map(|(a, id)| WorkerEntry {
-                        id: *id,
-                        addr: *a,
-                        removed: false,
-                    })
-                    .collect(),
-            });
-            let leaf = n.leaf;
-            st.daemon_up.insert(leaf, true);
-            // A new leaf gets the usual grace period before it counts as failed.
-            st.heard.insert(leaf, Instant::now());
-            (
-                201,
-                json!({"id": ids[0], "pool": n.pool, "rack": ri, "worker_ids": &ids[1..]}),
-            )
-        }
-        ("DELETE", ["v1", "racks", id]) => {
-            let Ok(id) = id.parse::<u64>() else {
-                return bad("rack id must be an integer");
-            };
-            for p in &mut st.topo.pools {
-                if let Some((ri, r)) = p
-                    .racks
-                    .iter_mut()
-                    .enumerate()
-                    .find(|(_, r)| r.id == id && !r.removed)
-                {
-                    r.removed = true;
-                    return (200, json!({"id": id, "pool": p.id, "rack": ri}));
-                }
-            }
-            (404, json!({"error": format!("no rack {id}")}))
-        }
-        (_, ["v1", "topology"]) | (_, ["v1", "workers", ..]) | (_, ["v1", "racks", ..]) => {
-            (405, json!({"error": "method not allowed"}))
-        }
-        _ => (404, json!({"error": "no such endpoint"})),
-    }
-}
+// A child module, so it reaches the controller's state directly.
+#[path = "controller_admin.rs"]
+mod admin;
+pub use admin::ct_eq;
 
 /// A minimal HTTP client for the admin API (tests, `cluster up`).
 pub fn http(

@@ -14,15 +14,37 @@ use netsched_core::{Notice, Outbox, Upstream};
 use super::{Instance, Plane, SwitchDaemon};
 use crate::config::Role;
 use crate::controller_proto::{
-    policy_name, ControlMsg, DaemonStatus, InstanceDesired, InstanceStatus, RoleName,
+    policy_name, ControlMsg, DaemonStatus, InstanceDesired, InstanceStatus, OpenError, Opener,
+    RoleName, Sealer,
 };
 use crate::metrics::{Kind, Registry, Slot};
+
+/// The daemon's half of the sealed control protocol.
+pub(super) struct ControlAuth {
+    sealer: Sealer,
+    opener: Opener,
+    local: SocketAddr,
+}
+
+impl ControlAuth {
+    pub fn epoch(&self) -> u64 {
+        self.sealer.epoch()
+    }
+
+    pub fn new(key: crate::secret::ClusterKey, local: SocketAddr) -> Self {
+        ControlAuth {
+            sealer: Sealer::new(key.clone(), local),
+            opener: Opener::new(key),
+            local,
+        }
+    }
+}
 
 /// Metric slots of the control path.
 pub(super) struct ControlSlots {
     pub fault_drops: crate::fault::FaultCounters,
     rx: Slot,
-    rejected: [Slot; 4],
+    rejected: [Slot; 7],
     status_tx: Slot,
     applied: Slot,
     resyncs: Slot,
@@ -73,7 +95,14 @@ impl ControlSlots {
 enum Rejected {
     /// Not from the configured controller.
     UnregisteredSource,
-    /// Not valid JSON after the magic, or an unknown message.
+    /// No valid MAC under the cluster key (forged, altered, another
+    /// cluster's, or the unsealed format).
+    BadMac,
+    /// Authentic but not newer than the last accepted one (a replay).
+    Replayed,
+    /// Authentic but sealed for another daemon or by another sender.
+    Misaddressed,
+    /// Authentic, but not a control message this version knows.
     Undecodable,
     /// A message only a controller receives (a status report).
     UnexpectedType,
@@ -83,8 +112,11 @@ enum Rejected {
 }
 
 impl Rejected {
-    const ALL: [Rejected; 4] = [
+    const ALL: [Rejected; 7] = [
         Rejected::UnregisteredSource,
+        Rejected::BadMac,
+        Rejected::Replayed,
+        Rejected::Misaddressed,
         Rejected::Undecodable,
         Rejected::UnexpectedType,
         Rejected::Inapplicable,
@@ -93,6 +125,9 @@ impl Rejected {
     fn name(self) -> &'static str {
         match self {
             Rejected::UnregisteredSource => "unregistered_source",
+            Rejected::BadMac => "bad_mac",
+            Rejected::Replayed => "replayed",
+            Rejected::Misaddressed => "misaddressed",
             Rejected::Undecodable => "undecodable",
             Rejected::UnexpectedType => "unexpected_type",
             Rejected::Inapplicable => "inapplicable",
@@ -141,15 +176,32 @@ impl Plane {
 }
 
 impl SwitchDaemon {
-    /// A control datagram: only the configured controller may send one.
+    /// A control datagram: only the configured controller may send one, and
+    /// only sealed under the cluster key, fresh, and for this daemon.
     pub(super) fn on_control(&mut self, data: &[u8], src: SocketAddr, now: u64) {
-        if self.controller != Some(src) {
+        let Some(auth) = self
+            .control_auth
+            .as_mut()
+            .filter(|_| self.controller == Some(src))
+        else {
             self.reject(Rejected::UnregisteredSource);
             return self.drop_rt(super::RuntimeDrop::UnregisteredSource);
-        }
+        };
+        // Pushes must name this daemon's current epoch: one recorded in an
+        // earlier life of this daemon is refused even as its first datagram.
+        let mine = Some(auth.sealer.epoch());
+        let opened = auth.opener.open(data, src, auth.local, mine);
+        // `rx` counts what passed authentication, so a forger cannot move it.
+        let msg = match opened {
+            Ok(m) => m,
+            Err(OpenError::BadMac) => return self.reject(Rejected::BadMac),
+            Err(OpenError::Replayed) => return self.reject(Rejected::Replayed),
+            Err(OpenError::Misaddressed) => return self.reject(Rejected::Misaddressed),
+            Err(OpenError::Undecodable) => return self.reject(Rejected::Undecodable),
+        };
         self.registry.inc(self.slots.control.rx);
-        match ControlMsg::decode(data) {
-            Ok(ControlMsg::Configure(d)) => {
+        match msg {
+            ControlMsg::Configure(d) => {
                 if let Err(e) = self.apply(d, now) {
                     self.reject(Rejected::Inapplicable);
                     crate::metrics::log(
@@ -161,12 +213,11 @@ impl SwitchDaemon {
                 }
             }
             // Only a leaf resyncs its spine.
-            Ok(ControlMsg::Resync { pool }) => match self.hosted(pool, Role::Leaf) {
+            ControlMsg::Resync { pool } => match self.hosted(pool, Role::Leaf) {
                 Some(i) => self.resync(i),
                 None => self.reject(Rejected::Inapplicable),
             },
-            Ok(ControlMsg::Status(_)) => self.reject(Rejected::UnexpectedType),
-            Err(_) => self.reject(Rejected::Undecodable),
+            ControlMsg::Status(_) => self.reject(Rejected::UnexpectedType),
         }
         self.flush();
     }
@@ -195,9 +246,14 @@ impl SwitchDaemon {
 
     /// Reports every instance's state to the controller (also its keep-alive).
     pub(super) fn send_status(&mut self) {
-        let Some(ctl) = self.controller else { return };
+        let (Some(ctl), Some(auth)) = (self.controller, self.control_auth.as_mut()) else {
+            return;
+        };
         let instances = self.instances.iter().map(status_of).collect();
-        let msg = ControlMsg::Status(DaemonStatus { instances }).encode();
+        let peer = auth.opener.epoch_of(ctl).unwrap_or(0);
+        let msg = auth
+            .sealer
+            .seal(&ControlMsg::Status(DaemonStatus { instances }), ctl, peer);
         // Control traffic is rare; a plain send keeps it out of the batch.
         if self.sock.send_to(&msg, ctl).is_ok() {
             self.registry.inc(self.slots.control.status_tx);

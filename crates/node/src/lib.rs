@@ -27,6 +27,7 @@ pub mod net;
 pub mod netns;
 pub mod nginx;
 pub mod pull;
+pub mod secret;
 pub mod switch;
 pub mod tasks;
 pub mod worker;

@@ -399,6 +399,9 @@ pub struct SwitchDaemon {
     /// Centralized controller: status goes there, configuration only comes
     /// from there.
     controller: Option<SocketAddr>,
+    /// Seals status reports and opens configuration pushes (with a
+    /// controller): the cluster key, epoch and sequence numbers.
+    control_auth: Option<controller_hooks::ControlAuth>,
     status_ns: u64,
     fault: Fault,
     /// Task packets a queueing data plane (central, r2p2) buffered, by task id,
@@ -637,6 +640,16 @@ impl SwitchDaemon {
         }
         let rs_slots = racksched_wire::register_rs(&mut reg);
         let control = controller_hooks::ControlSlots::register(&mut reg);
+        let control_auth = match cfg.controller {
+            Some(_) => {
+                let local = sock.local_addr().map_err(|e| e.to_string())?;
+                Some(controller_hooks::ControlAuth::new(
+                    cfg.cluster_key()?,
+                    local,
+                ))
+            }
+            None => None,
+        };
         Ok(SwitchDaemon {
             sock,
             clock: Clock::new(),
@@ -663,6 +676,7 @@ impl SwitchDaemon {
             resubmits: VecDeque::with_capacity(Outbox::CAPACITY * 4),
             fail_replies: cfg.fail_replies,
             controller: cfg.controller,
+            control_auth,
             status_ns: cfg.status_ms.saturating_mul(1_000_000),
             fault: Fault::new(&cfg.fault),
             parked: HashMap::new(),
@@ -675,6 +689,12 @@ impl SwitchDaemon {
     pub fn bind(cfg: &SwitchConfig) -> Result<Self, String> {
         let sock = UdpSocket::bind(&cfg.listen).map_err(|e| format!("{}: {e}", cfg.listen))?;
         Self::new(cfg, sock)
+    }
+
+    /// This daemon's epoch in the sealed control protocol (with a
+    /// controller): pushes to it must name it.
+    pub fn control_epoch(&self) -> Option<u64> {
+        self.control_auth.as_ref().map(|a| a.epoch())
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -10,11 +10,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use netsched_node::controller::{http, Controller, ControllerConfig};
-use netsched_node::controller_proto::{ControlMsg, InstanceDesired};
+use netsched_node::controller_proto::{ControlMsg, InstanceDesired, Sealer};
 use netsched_node::metrics::Registry;
+use netsched_node::secret::ClusterKey;
 use netsched_node::{Client, ClientConfig, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 
 const TOKEN: &str = "loopback-token";
+/// The cluster key every controller and daemon of these tests shares.
+const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 fn free_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
@@ -84,7 +87,7 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
     let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
     let sp = Daemon::start(
         &format!(
-            "listen = \"{spine}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+            "listen = \"{spine}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
              role = \"spine\"\ndownstream = [\"{}\", \"{}\"]\n",
             leaves[0], leaves[1]
         ),
@@ -94,7 +97,7 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
     for (r, s) in leaf_s.into_iter().enumerate() {
         ls.push(Daemon::start(
             &format!(
-                "listen = \"{}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+                "listen = \"{}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
                  role = \"leaf\"\nrack = {r}\nupstream = [\"{spine}\"]\ndownstream = [\"{}\"]\n\
                  heartbeat_timeout_ms = 200\n",
                 leaves[r], execs[r]
@@ -117,7 +120,7 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
         .collect();
     let cstop = Arc::new(AtomicBool::new(false));
     let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
          tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{spine}\"]\n\
          [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n[[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
         leaves[0], execs[0], leaves[1], execs[1]
@@ -156,7 +159,8 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
         Some(2)
     );
 
-    // A configure from a stranger is rejected and changes nothing.
+    // A configure from a stranger is rejected and changes nothing, even
+    // sealed under the right key.
     let evil = sock();
     let forged = ControlMsg::Configure(InstanceDesired {
         pool: 1,
@@ -166,7 +170,12 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
         upstream: None,
         rack_workers: Some(vec![1, 1]),
     });
-    evil.send_to(&forged.encode(), spine).unwrap();
+    let mut evil_sealer = Sealer::new(
+        ClusterKey::from_hex(KEY).unwrap(),
+        evil.local_addr().unwrap(),
+    );
+    evil.send_to(&evil_sealer.seal(&forged, spine, 0), spine)
+        .unwrap();
     wait_for("forged configure counted", || {
         sp.reg.value(
             "netsched_control_rejected_total",
@@ -215,7 +224,7 @@ fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
         .map(|(k, s)| {
             Daemon::start(
                 &format!(
-                    "listen = \"{}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+                    "listen = \"{}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
                      role = \"spine\"\ndownstream = [\"{}\", \"{}\"]\n",
                     spines[k], leaves[0], leaves[1]
                 ),
@@ -227,7 +236,7 @@ fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
     for (r, s) in leaf_s.into_iter().enumerate() {
         ls.push(Daemon::start(
             &format!(
-                "listen = \"{}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+                "listen = \"{}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
                  role = \"leaf\"\nrack = {r}\nupstream = [\"{}\"]\ndownstream = [\"{}\"]\n",
                 leaves[r], spines[r], execs[r]
             ),
@@ -249,7 +258,7 @@ fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
         .collect();
     let cstop = Arc::new(AtomicBool::new(false));
     let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
          tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{}\", \"{}\"]\n\
          [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n[[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
         spines[0], spines[1], leaves[0], execs[0], leaves[1], execs[1]
@@ -314,7 +323,7 @@ fn racks_are_added_and_removed_through_the_admin_api() {
     let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
     let _sp = Daemon::start(
         &format!(
-            "listen = \"{spine}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+            "listen = \"{spine}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
              role = \"spine\"\ndownstream = [\"{}\"]\n",
             leaves[0]
         ),
@@ -322,7 +331,7 @@ fn racks_are_added_and_removed_through_the_admin_api() {
     );
     let leaf_cfg = |r: usize| {
         format!(
-            "listen = \"{}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
+            "listen = \"{}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
              role = \"leaf\"\nrack = {r}\nupstream = [\"{spine}\"]\ndownstream = [\"{}\"]\n\
              heartbeat_timeout_ms = 200\n",
             leaves[r], execs[r]
@@ -343,7 +352,7 @@ fn racks_are_added_and_removed_through_the_admin_api() {
     let w0 = worker(0, es.next().unwrap());
     let cstop = Arc::new(AtomicBool::new(false));
     let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
          tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{spine}\"]\n\
          [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
         leaves[0], execs[0]
@@ -456,9 +465,21 @@ fn drain(s: &UdpSocket, ms: u64) -> usize {
     n
 }
 
+/// `msg` sealed by the controller at `ctl` for the daemon `d`, as its next
+/// datagram (a fresh sender each time, at a later epoch than the last).
+fn sealed(msg: &ControlMsg, ctl: SocketAddr, d: &SwitchDaemon) -> Vec<u8> {
+    static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let key = ClusterKey::from_hex(KEY).unwrap();
+    Sealer::with_epoch(key, ctl, EPOCH.fetch_add(1, Ordering::Relaxed)).seal(
+        msg,
+        d.local_addr(),
+        d.control_epoch().unwrap(),
+    )
+}
+
 fn daemon_with_controller(toml: &str, ctl: SocketAddr) -> SwitchDaemon {
     let cfg = SwitchConfig::from_toml(&format!(
-        "listen = \"127.0.0.1:0\"\ncontroller = \"{ctl}\"\n{toml}"
+        "listen = \"127.0.0.1:0\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\n{toml}"
     ))
     .unwrap();
     SwitchDaemon::new(&cfg, sock()).unwrap()
@@ -490,7 +511,7 @@ fn zero_delay_baselines_count_tasks_at_a_runtime_added_worker() {
             upstream: None,
             rack_workers: None,
         });
-        d.on_datagram(&push.encode(), ctl, 1);
+        d.on_datagram(&sealed(&push, ctl, &d), ctl, 1);
         assert_eq!(
             d.registry().value("netsched_live_nodes", "{pool=\"1\"}"),
             Some(2),
@@ -539,7 +560,7 @@ fn baseline_spines_honour_rack_drops() {
             upstream: None,
             rack_workers: Some(vec![1, 1]),
         });
-        d.on_datagram(&push.encode(), ctl, 1);
+        d.on_datagram(&sealed(&push, ctl, &d), ctl, 1);
         let reg = d.registry();
         assert_eq!(
             reg.value("netsched_live_nodes", "{pool=\"1\"}"),
@@ -581,7 +602,7 @@ fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
     let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
     let _daemon = Daemon::start(
         &format!(
-            "listen = \"{d}\"\ncontroller = \"{ctl}\"\nstatus_ms = 30\n\
+            "listen = \"{d}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n\
              [[instance]]\npool = 1\nrole = \"spine\"\ndownstream = [\"{d}\"]\n\
              [[instance]]\npool = 1\nrole = \"leaf\"\nrack = 0\nupstream = [\"{d}\"]\n\
              downstream = [\"{}\", \"{}\"]\nheartbeat_timeout_ms = 200\n",
@@ -604,7 +625,7 @@ fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
         .collect();
     let cstop = Arc::new(AtomicBool::new(false));
     let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\ndaemon_timeout_ms = 200\n\
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
          tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{d}\"]\n\
          [[pool.rack]]\nleaf = \"{d}\"\nworkers = [\"{}\", \"{}\"]\n",
         execs[0], execs[1]
@@ -658,4 +679,50 @@ fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
     for w in workers {
         w.join();
     }
+}
+
+/// Issue 16 item 2: a control datagram recorded on the wire and sent again
+/// (with the controller's source address) is refused, however authentic: the
+/// replay of an old "drop rack 1" does not undo the newer "admit it".
+#[test]
+fn a_replayed_configure_is_refused() {
+    let ctl = sock().local_addr().unwrap();
+    let leaves = [sock(), sock()];
+    let la: Vec<SocketAddr> = leaves.iter().map(|s| s.local_addr().unwrap()).collect();
+    let mut d = daemon_with_controller(
+        &format!(
+            "[[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"horus\"\ndownstream = [\"{}\", \"{}\"]\n",
+            la[0], la[1]
+        ),
+        ctl,
+    );
+    let mut controller = Sealer::new(ClusterKey::from_hex(KEY).unwrap(), ctl);
+    let push = |enabled: Vec<bool>| {
+        ControlMsg::Configure(InstanceDesired {
+            pool: 1,
+            role: Some(RoleName::Spine),
+            downstream: la.clone(),
+            enabled,
+            upstream: None,
+            rack_workers: Some(vec![1, 1]),
+        })
+    };
+    let (me, epoch) = (d.local_addr(), d.control_epoch().unwrap());
+    let drop_rack1 = controller.seal(&push(vec![true, false]), me, epoch);
+    let admit_both = controller.seal(&push(vec![true, true]), me, epoch);
+    let reg = d.registry();
+    let live = || reg.value("netsched_live_nodes", "{pool=\"1\"}");
+    d.on_datagram(&drop_rack1, ctl, 1);
+    assert_eq!(live(), Some(1));
+    d.on_datagram(&admit_both, ctl, 2);
+    assert_eq!(live(), Some(2));
+    // The replays, of the older and of the latest datagram.
+    d.on_datagram(&drop_rack1, ctl, 3);
+    d.on_datagram(&admit_both, ctl, 4);
+    assert_eq!(live(), Some(2), "a replay changed the spine");
+    assert_eq!(
+        reg.value("netsched_control_rejected_total", "{reason=\"replayed\"}"),
+        Some(2)
+    );
+    assert_eq!(reg.value("netsched_control_rx_total", ""), Some(2));
 }

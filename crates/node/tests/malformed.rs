@@ -450,7 +450,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use netsched_node::controller::{http, Controller, ControllerConfig};
-use netsched_node::controller_proto::{ControlMsg, DaemonStatus};
+use netsched_node::controller_proto::{ControlMsg, DaemonStatus, Sealer};
+use netsched_node::secret::ClusterKey;
+
+const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 use netsched_node::{Worker, WorkerConfig};
 
 fn garbage() -> Vec<Vec<u8>> {
@@ -520,7 +523,7 @@ fn the_controller_counts_what_it_rejects_by_reason() {
     let (ctl, admin, spine, leaf, exec) = (port(), port(), port(), port(), port());
     let stop = Arc::new(AtomicBool::new(false));
     let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"t0k3n-for-tests\"\n\
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"t0k3n-for-tests\"\nkey = \"{KEY}\"\n\
          [[pool]]\nid = 1\nspines = [\"{spine}\"]\n[[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [\"{exec}\"]\n"
     ))
     .unwrap();
@@ -533,22 +536,38 @@ fn the_controller_counts_what_it_rejects_by_reason() {
         )
         .unwrap()
     };
-    let s = sock();
-    let status = ControlMsg::Status(DaemonStatus { instances: vec![] }).encode();
-    let mut bad_json = status[..4].to_vec();
-    bad_json.extend_from_slice(b"{\"status\": [");
+    // From the spine's own address: past the source check, so the sealing
+    // is what refuses them.
+    let s = UdpSocket::bind(spine).unwrap();
+    let key = ClusterKey::from_hex(KEY).unwrap();
+    let mut sealer = Sealer::new(key.clone(), spine);
+    let status = ControlMsg::Status(DaemonStatus { instances: vec![] });
+    let mut unsealed = b"NSC1".to_vec();
+    unsealed.extend_from_slice(br#"{"op":"status","instances":[]}"#);
     for g in garbage() {
         s.send_to(&g, c.control_addr).unwrap(); // no control magic
     }
-    s.send_to(&bad_json, c.control_addr).unwrap();
-    s.send_to(&status, c.control_addr).unwrap(); // from no daemon
-    s.send_to(&ControlMsg::Resync { pool: 1 }.encode(), c.control_addr)
+    s.send_to(&unsealed, c.control_addr).unwrap(); // the pre-MAC format
+    let mut other = Sealer::new(ClusterKey::generate().unwrap(), spine);
+    s.send_to(&other.seal(&status, ctl, 0), c.control_addr)
+        .unwrap(); // another key
+    sock()
+        .send_to(&sealer.seal(&status, ctl, 0), c.control_addr)
+        .unwrap(); // from no daemon
+    s.send_to(
+        &sealer.seal(&ControlMsg::Resync { pool: 1 }, ctl, 0),
+        c.control_addr,
+    )
+    .unwrap();
+    // Sealed for another destination.
+    s.send_to(&sealer.seal(&status, leaf, 0), c.control_addr)
         .unwrap();
     let want = [
         ("not_control", garbage().len() as u64),
-        ("bad_json", 1),
+        ("bad_mac", 2),
         ("unknown_source", 1),
         ("unexpected_type", 1),
+        ("misaddressed", 1),
     ];
     let t = std::time::Instant::now();
     while want.iter().any(|(why, n)| rejected(why) != *n) {

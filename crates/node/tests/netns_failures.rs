@@ -24,6 +24,8 @@ use netsched_node::{
 
 const POOL: u16 = 1;
 const TOKEN: &str = "netns-test-token";
+/// The cluster key every controller and daemon of these tests shares.
+const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 /// A component running on its own thread(s) with its own stop flag.
 struct Proc {
@@ -186,7 +188,7 @@ impl Dc {
                 spawn_switch(
                     h,
                     format!(
-                        "listen = \"{}\"\ncontroller = \"{}\"\nstatus_ms = 50\nseed = {}\n{}\
+                        "listen = \"{}\"\ncontroller = \"{}\"\nkey = \"{KEY}\"\nstatus_ms = 50\nseed = {}\n{}\
                          [[instance]]\npool = {POOL}\nrole = \"spine\"\npolicy = \"horus\"\n\
                          downstream = [{}]\nrack_workers = [{}]\n",
                         h.at(7100),
@@ -208,7 +210,7 @@ impl Dc {
             leaves.push(spawn_switch(
                 h,
                 format!(
-                    "listen = \"{}\"\ncontroller = \"{}\"\nstatus_ms = 50\nseed = {}\n{}\
+                    "listen = \"{}\"\ncontroller = \"{}\"\nkey = \"{KEY}\"\nstatus_ms = 50\nseed = {}\n{}\
                      [[instance]]\npool = {POOL}\nrole = \"leaf\"\npolicy = \"horus\"\nrack = {r}\n\
                      upstream = [\"{}\"]\ndownstream = [{}]\nheartbeat_timeout_ms = 250\n",
                     h.at(7101),
@@ -259,7 +261,7 @@ impl Dc {
 
     fn controller_config(&self) -> ControllerConfig {
         let mut t = format!(
-            "listen = \"{}\"\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\nstate = \"{}\"\n\
+            "listen = \"{}\"\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\nstate = \"{}\"\n\
              daemon_timeout_ms = 300\ntick_ms = 20\nresend_ms = 60\n\
              [[pool]]\nid = {POOL}\nspines = [{}]\n",
             ctl_addr(&self.ctl_host),
