@@ -154,7 +154,7 @@ def test_the_configs_section_states_the_ratios_to_horus_sim():
     assert f"`horus (horus-sim-fixed)`: p50 1.00{every}, p99 2.00{every}" in md
     assert f"`horus-tokens`: p50 1.00{every}, p99 1.25{every}" in md
     assert f"fixing it multiplies p50 by 1.00{every}, p99 by 2.00{every}" in md
-    assert "own-group" in md
+    assert "drawn at random" in md
     # One row per point, with the ratio columns.
     assert "| exp100 | 0.9 | 300 | 1,200 | 100 | 800 | 100 | 1,600 | 100 | 1,000 | 3.00× | 1.50× |" in md
     # A rack-sized pool: horus-sim-fixed and horus-sim coincide, and the page says why.
