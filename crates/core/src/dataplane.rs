@@ -42,6 +42,9 @@ pub struct TaskMeta {
 pub enum Notice {
     IdleAdd,
     IdleRemove,
+    /// `horus-tokens`: a worker of the rack owes one task and can take one
+    /// more without waiting behind more than the one it runs.
+    SlotAdd,
     /// Rack average load in 16.16 fixed point (Horus §A.2) or RS-H rack load.
     LoadUpdate(u32),
 }
@@ -194,6 +197,8 @@ pub enum Input {
     IdleAdd { node: NodeId },
     /// Horus: rack `node` has no idle workers any more.
     IdleRemove { node: NodeId },
+    /// `horus-tokens`: rack `node` has one more worker owing one task.
+    SlotAdd { node: NodeId },
     /// A leaf reports its rack load (16.16 fixed point).
     LoadUpdate { node: NodeId, load: u32 },
     /// Second (or later) pass of a packet.

@@ -328,3 +328,44 @@ fn heartbeat_of_an_idle_worker_forgets_a_lost_task() {
     let fx = feed(&mut l, late + 1, Input::Task(task(2)));
     assert_eq!(fx.dispatched, vec![(0, Decision::Idle)]);
 }
+
+/// horus-tokens' slot tokens: a worker whose count drops from two owed
+/// tasks to one is offered as a slot; the spine uses slots only when it
+/// holds no idle token, before its power-of-2.
+#[test]
+fn slot_tokens_follow_idle_tokens() {
+    let opts = HorusOptions::idle_tokens();
+    assert!(opts.slot_tokens);
+    let mut l = HorusLeaf::with_options(1, 1, ConnTableConfig::default(), opts);
+    feed(&mut l, 0, Input::Task(task(0)));
+    feed(&mut l, 0, Input::Task(task(1)));
+    assert_eq!(l.outstanding(0), 2);
+    let fx = feed(&mut l, 1, reply(0, 1, 0));
+    assert!(fx.notices.contains(&Notice::SlotAdd), "{:?}", fx.notices);
+    // The leaf takes a task for the slot: the worker owes two again.
+    let fx = feed(&mut l, 2, Input::Task(task(2)));
+    assert_eq!(fx.dispatched, vec![(0, Decision::Other)]);
+
+    let mut s = HorusSpine::with_options(&[1, 1], 3, ConnTableConfig::default(), opts);
+    for id in 0..2 {
+        assert_eq!(
+            feed(&mut s, 0, Input::Task(task(id))).dispatched[0].1,
+            Decision::Idle
+        );
+    }
+    feed(&mut s, 1, Input::SlotAdd { node: 1 });
+    feed(&mut s, 1, Input::IdleAdd { node: 0 });
+    // The idle token first, then the slot, then power-of-2.
+    assert_eq!(
+        feed(&mut s, 2, Input::Task(task(2))).dispatched,
+        vec![(0, Decision::Idle)]
+    );
+    assert_eq!(
+        feed(&mut s, 2, Input::Task(task(3))).dispatched,
+        vec![(1, Decision::Other)]
+    );
+    assert_eq!(
+        feed(&mut s, 2, Input::Task(task(4))).dispatched[0].1,
+        Decision::Sampled
+    );
+}

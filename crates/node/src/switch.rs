@@ -1207,6 +1207,9 @@ impl SwitchDaemon {
             Notice::IdleAdd => (HorusBody::IdleAdd, 3),
             Notice::IdleRemove => (HorusBody::IdleRemove, 4),
             Notice::LoadUpdate(load) => (HorusBody::LoadUpdate { load }, 5),
+            // Only `horus-tokens` with slot tokens emits it, a simulator
+            // policy the daemon does not run; the wire has no message for it.
+            Notice::SlotAdd => return self.drop_rt(RuntimeDrop::WrongRole),
         };
         let msg = Message::Horus(HorusMessage {
             header: HorusHeader {

@@ -952,13 +952,13 @@ impl<'a> PoolSim<'a> {
                 .idle_link
                 .take()
                 .unwrap_or(self.racks[r].link.0),
-            Notice::LoadUpdate(_) => self.racks[r].link.0,
+            Notice::LoadUpdate(_) | Notice::SlotAdd => self.racks[r].link.0,
         }
     }
 
     fn send_notice(&mut self, rack: u32, upper: u32, notice: Notice) {
         self.metrics.message(match notice {
-            Notice::IdleAdd => MessageKind::IdleAdd,
+            Notice::IdleAdd | Notice::SlotAdd => MessageKind::IdleAdd,
             Notice::IdleRemove => MessageKind::IdleRemove,
             Notice::LoadUpdate(_) => MessageKind::LoadUpdate,
         });
@@ -1334,6 +1334,7 @@ fn slot(id: u64) -> u32 {
 fn notice_input(node: u32, notice: Notice) -> Input {
     match notice {
         Notice::IdleAdd => Input::IdleAdd { node },
+        Notice::SlotAdd => Input::SlotAdd { node },
         Notice::IdleRemove => Input::IdleRemove { node },
         Notice::LoadUpdate(load) => Input::LoadUpdate { node, load },
     }

@@ -68,6 +68,9 @@ pub struct HorusLeaf {
     conn: AffinityTable,
     workers: u32,
     counters: LeafCounters,
+    /// [`HorusOptions::slot_tokens`]: workers owing exactly one task, one
+    /// entry per 2 -> 1 drop of their count (stale entries are skipped).
+    slots: Option<IdleNodes>,
 }
 
 impl HorusLeaf {
@@ -101,6 +104,8 @@ impl HorusLeaf {
             conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
             workers,
             counters: LeafCounters::default(),
+            slots: (options.idle_tokens && options.slot_tokens)
+                .then(|| IdleNodes::new(2 * n, false)),
         };
         // The spine starts from the same state, so the start-up notices go nowhere.
         let mut start_up = Outbox::new();
@@ -215,6 +220,14 @@ impl HorusLeaf {
         let retrieved = self.idle.retrieve(pass);
         if self.options.idle_tokens {
             // Tokens are consumed at the spine; nothing to withdraw or re-send.
+            if let (Retrieved::Empty | Retrieved::Locked, Some(slots)) =
+                (retrieved, &mut self.slots)
+            {
+                if let Retrieved::Node { node, .. } = slots.retrieve(pass) {
+                    self.dispatch_to_slot(pass, now, task, node, out);
+                    return;
+                }
+            }
             self.dispatch_retrieved(pass, now, task, retrieved, out);
             return;
         }
@@ -242,6 +255,32 @@ impl HorusLeaf {
             _ => {}
         }
         self.dispatch_retrieved(pass, now, task, retrieved, out);
+    }
+
+    /// A worker from the slot list takes the task if it still owes at most
+    /// one (its count may have risen since the entry was made).
+    fn dispatch_to_slot(
+        &mut self,
+        pass: &Pass,
+        now: u64,
+        task: TaskMeta,
+        node: NodeId,
+        out: &mut Outbox,
+    ) {
+        let live = self.pow2.add_drift(pass, node);
+        let claimed = self.outstanding.update(pass, node as usize, |o| {
+            let free = live && *o < 2;
+            if free {
+                *o += 1;
+            }
+            free
+        });
+        if claimed {
+            self.commit(pass, now, node, task, Decision::Other, true, out);
+        } else {
+            self.counters.stale_idle_entries += 1;
+            out.push(Action::Resubmit(Resubmit::Retry { task }));
+        }
     }
 
     fn dispatch_retrieved(
@@ -346,6 +385,12 @@ impl HorusLeaf {
             *a
         });
         self.maybe_load_update(&pass, avg, 0, out);
+        if let (true, 1, Some(slots)) = (answered > 0, left, &mut self.slots) {
+            match slots.add(&pass, node) {
+                AddOutcome::Added { .. } => Self::notify(out, Notice::SlotAdd),
+                _ => out.push(Action::Drop(DropReason::Overflow)),
+            }
+        }
         if answered > 0 && left == 0 && listed == 0 {
             // The last reply to arrive is an older one: the worker answered
             // everything, so it is idle, but its empty report came first and

@@ -79,6 +79,12 @@ pub struct HorusOptions {
     /// they outnumber, and no idleRemove is needed: the message budget is one
     /// token per idle transition. Off for the paper's mechanism.
     pub idle_tokens: bool,
+    /// With idle tokens: a second token list for workers that owe exactly
+    /// one task (sent when a worker's count drops from 2 to 1). The spine
+    /// uses it when it holds no idle token, before its power-of-2, so a
+    /// worker's next task can be on its way while it finishes the current
+    /// one: the reply-token-task round trip no longer idles it.
+    pub slot_tokens: bool,
     /// A task or reply lost on the wire leaves a leaf counting one task too
     /// many at that worker. When a worker reports an empty queue and nothing
     /// was dispatched to it for this long, whatever the leaf still counts as
@@ -95,16 +101,19 @@ impl Default for HorusOptions {
             remove_lock: RemoveLock::On,
             announce_on_reply: true,
             idle_tokens: false,
+            slot_tokens: false,
             loss_resync_ns: 10_000_000,
         }
     }
 }
 
 impl HorusOptions {
-    /// netsched's high-rate variant: idle tokens (see [`Self::idle_tokens`]).
+    /// netsched's high-rate variant: idle tokens and slot tokens (see
+    /// [`Self::idle_tokens`], [`Self::slot_tokens`]).
     pub fn idle_tokens() -> Self {
         HorusOptions {
             idle_tokens: true,
+            slot_tokens: true,
             ..HorusOptions::default()
         }
     }

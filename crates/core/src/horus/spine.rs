@@ -30,6 +30,8 @@ pub struct HorusSpine {
     /// (`IdleLink::RandomOfPool`): idle-path targets, never power-of-2 ones.
     /// A control-plane table, like the forwarding entries for those racks.
     idle_only: Vec<bool>,
+    /// [`HorusOptions::slot_tokens`]: one token per worker owing one task.
+    slots: Option<IdleNodes>,
 }
 
 impl HorusSpine {
@@ -65,6 +67,10 @@ impl HorusSpine {
             conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
             pending_removals: Vec::new(),
             idle_only: vec![false; rack_workers.len()],
+            slots: (options.idle_tokens && options.slot_tokens).then(|| {
+                let workers: u32 = rack_workers.iter().sum();
+                IdleNodes::new((2 * workers as usize).max(rack_workers.len()), false)
+            }),
         };
         for (r, &w) in rack_workers.iter().enumerate() {
             let tokens = if options.idle_tokens {
@@ -157,11 +163,28 @@ impl HorusSpine {
         mut task: TaskMeta,
         out: &mut Outbox,
     ) {
-        if let Retrieved::Node { node: rack, .. } = self.idle.retrieve(pass) {
-            if self.pow2.add_drift(pass, rack) {
-                task.idle_selected = true;
-                self.dispatch(pass, now, rack, task, Decision::Idle, out);
-                return;
+        match self.idle.retrieve(pass) {
+            Retrieved::Node { node: rack, .. } => {
+                if self.pow2.add_drift(pass, rack) {
+                    task.idle_selected = true;
+                    self.dispatch(pass, now, rack, task, Decision::Idle, out);
+                    return;
+                }
+            }
+            Retrieved::Empty | Retrieved::Locked => {
+                // No idle token: a slot token next (its arrays are separate).
+                if let Some(slots) = &mut self.slots {
+                    if let Retrieved::Node { node: rack, .. } = slots.retrieve(pass) {
+                        if self.pow2.add_drift(pass, rack) {
+                            self.dispatch(pass, now, rack, task, Decision::Other, out);
+                        } else {
+                            // A dead rack's slot token; power-of-2 needs
+                            // `slot_of`, which this pass has read.
+                            out.push(Action::Resubmit(Resubmit::Retry { task }));
+                        }
+                        return;
+                    }
+                }
             }
         }
         match self.pow2.schedule(pass, &mut self.rng, task) {
@@ -298,6 +321,18 @@ impl DataPlane for HorusSpine {
             }
             Input::IdleRemove { .. } if self.options.idle_tokens => {
                 out.push(Action::Drop(DropReason::Unexpected))
+            }
+            Input::SlotAdd { node } if self.known(node) && self.slots.is_some() => {
+                let pass = self.pipeline.begin();
+                let slots = self.slots.as_mut().expect("checked");
+                if slots.add(&pass, node) == AddOutcome::Full {
+                    out.push(Action::Drop(DropReason::Overflow));
+                }
+            }
+            Input::SlotAdd { .. } => out.push(Action::Drop(DropReason::Unexpected)),
+            Input::Resubmit(Resubmit::Retry { task }) if self.options.idle_tokens => {
+                let pass = self.pipeline.resubmit();
+                self.schedule_with_tokens(&pass, now, task, out);
             }
             Input::IdleRemove { node } if self.known(node) => {
                 if self.options.remove_lock == RemoveLock::Off {
