@@ -1029,6 +1029,7 @@ fn notice_input(rack: usize, notice: Notice) -> Input {
         Notice::IdleAdd => Input::IdleAdd { node },
         Notice::IdleRemove => Input::IdleRemove { node },
         Notice::LoadUpdate(load) => Input::LoadUpdate { node, load },
+        Notice::SlotAdd => Input::SlotAdd { node },
     }
 }
 
