@@ -30,7 +30,7 @@
 //! retrieve could not clear the bit, whose stage comes before `idle_list`.
 
 use crate::dataplane::NodeId;
-use crate::switch::{Pass, RegisterArray};
+use crate::switch::{Pass, Pipeline, RegisterArray};
 
 /// Result of the first pass of a remove.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,6 +215,24 @@ impl IdleNodes {
             .write(pass, removed_index as usize, last_node);
         self.idle_index
             .write(pass, last_node as usize, removed_index);
+    }
+
+    /// Both passes of Alg. 1's remove back to back, so nothing interleaves:
+    /// the switch CPU's remove of a failed node, or horus-sim's atomic one.
+    /// The lock must be free. Returns what the first pass found.
+    pub fn remove_now(&mut self, pipeline: &mut Pipeline, node: NodeId) -> RemoveFirst {
+        let pass = pipeline.begin();
+        let first = self.remove_first(&pass, node);
+        let pass = pipeline.resubmit();
+        match first {
+            RemoveFirst::Resubmit {
+                last_node,
+                removed_index,
+            } => self.remove_second(&pass, last_node, removed_index),
+            RemoveFirst::Absent | RemoveFirst::RemovedTop => self.release(&pass),
+            RemoveFirst::LockHeld => unreachable!("remove_now with the idleNodes lock held"),
+        }
+        first
     }
 
     /// Second pass of a remove that found nothing to remove.

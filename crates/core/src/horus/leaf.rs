@@ -24,7 +24,7 @@ use crate::dataplane::{
     Upstream,
 };
 use crate::fixed;
-use crate::idle::{AddOutcome, IdleNodes, RemoveFirst, Retrieved};
+use crate::idle::{AddOutcome, IdleNodes, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
 use crate::rng::Rng;
 use crate::switch::{Pass, Pipeline, RegisterArray};
@@ -421,16 +421,7 @@ impl HorusLeaf {
         let was_announced = self.idle.len() > self.threshold();
         while self.idle.contains(node) {
             // The switch CPU injects a remove; on a leaf no other remove can hold the lock.
-            let pass = self.pipeline.begin();
-            let first = self.idle.remove_first(&pass, node);
-            let pass = self.pipeline.resubmit();
-            match first {
-                RemoveFirst::Resubmit {
-                    last_node,
-                    removed_index,
-                } => self.idle.remove_second(&pass, last_node, removed_index),
-                _ => self.idle.release(&pass),
-            }
+            self.idle.remove_now(&mut self.pipeline, node);
         }
         if was_announced && self.idle.len() <= self.threshold() {
             Self::notify(out, Notice::IdleRemove);

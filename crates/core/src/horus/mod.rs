@@ -7,9 +7,9 @@
 //! on; a spine's rack may still have idle workers), and in the unit of load
 //! (queue length vs rack average in 16.16 fixed point).
 
-use crate::affinity::AffinityTable;
-use crate::dataplane::{Action, Decision, DropReason, Outbox, TaskMeta};
-use crate::switch::Pass;
+// Multi-packet tasks (§A.4) follow the first packet's choice through the
+// connection table, as every data plane's do.
+pub(crate) use crate::baselines::follow as follow_affinity;
 
 mod leaf;
 mod options;
@@ -36,32 +36,4 @@ impl Default for ConnTableConfig {
             timeout_ns: 20_000_000,
         }
     }
-}
-
-/// Multi-packet tasks (§A.4): continuation packets follow the first packet's
-/// choice; the last packet removes the entry. Returns true if it handled `task`.
-fn follow_affinity(
-    conn: &mut AffinityTable,
-    pass: &Pass,
-    now: u64,
-    task: TaskMeta,
-    out: &mut Outbox,
-) -> bool {
-    if task.first {
-        return false;
-    }
-    let entry = if task.last {
-        conn.remove(pass, task.id)
-    } else {
-        conn.lookup(pass, now, task.id)
-    };
-    match entry {
-        Some(e) => out.push(Action::Dispatch {
-            node: e.node,
-            task,
-            decision: Decision::Other,
-        }),
-        None => out.push(Action::Drop(DropReason::NoAffinity)),
-    }
-    true
 }

@@ -143,13 +143,16 @@ impl HorusSpine {
                 self.pow2.add_drift(&pass, rack);
                 self.dispatch(&pass, now, rack, task, Decision::Idle, out);
             }
-            None => match self.pow2.schedule(&pass, &mut self.rng, task) {
-                Pow2First::Chosen(rack) => {
-                    self.dispatch(&pass, now, rack, task, Decision::Sampled, out)
-                }
-                Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
-                Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
-            },
+            None => self.busy_path(&pass, now, task, out),
+        }
+    }
+
+    /// Alg. 2 SCHEDULETASKBUSY over the racks.
+    fn busy_path(&mut self, pass: &Pass, now: u64, task: TaskMeta, out: &mut Outbox) {
+        match self.pow2.schedule(pass, &mut self.rng, task) {
+            Pow2First::Chosen(rack) => self.dispatch(pass, now, rack, task, Decision::Sampled, out),
+            Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
+            Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
         }
     }
 
@@ -187,11 +190,7 @@ impl HorusSpine {
                 }
             }
         }
-        match self.pow2.schedule(pass, &mut self.rng, task) {
-            Pow2First::Chosen(rack) => self.dispatch(pass, now, rack, task, Decision::Sampled, out),
-            Pow2First::Resubmit(r) => out.push(Action::Resubmit(r)),
-            Pow2First::Empty => out.push(Action::Drop(DropReason::NoNodes)),
-        }
+        self.busy_path(pass, now, task, out);
     }
 
     fn dispatch(
@@ -237,38 +236,15 @@ impl HorusSpine {
             self.pending_removals.push(rack);
             return;
         }
-        let pass = self.pipeline.begin();
-        let first = self.idle.remove_first(&pass, rack);
-        let pass = self.pipeline.resubmit();
-        match first {
-            RemoveFirst::Resubmit {
-                last_node,
-                removed_index,
-            } => self.idle.remove_second(&pass, last_node, removed_index),
-            RemoveFirst::Absent | RemoveFirst::RemovedTop => self.idle.release(&pass),
-            RemoveFirst::LockHeld => unreachable!("the lock was checked above"),
-        }
+        self.idle.remove_now(&mut self.pipeline, rack);
     }
 
     /// [`RemoveLock::Off`]: both passes of Alg. 1's remove back to back, so
     /// no other packet sees the list between them (horus-sim's atomic remove).
     fn remove_atomically(&mut self, rack: NodeId, out: &mut Outbox) {
-        let pass = self.pipeline.begin();
-        let first = self.idle.remove_first(&pass, rack);
-        let pass = self.pipeline.resubmit();
-        match first {
-            RemoveFirst::Resubmit {
-                last_node,
-                removed_index,
-            } => self.idle.remove_second(&pass, last_node, removed_index),
-            RemoveFirst::RemovedTop => self.idle.release(&pass),
-            RemoveFirst::Absent => {
-                self.idle.release(&pass);
-                out.push(Action::Drop(DropReason::StaleIdleUpdate));
-            }
-            RemoveFirst::LockHeld => {
-                unreachable!("with the lock off no remove is ever between its passes")
-            }
+        // With the lock off no remove is ever between its passes.
+        if self.idle.remove_now(&mut self.pipeline, rack) == RemoveFirst::Absent {
+            out.push(Action::Drop(DropReason::StaleIdleUpdate));
         }
     }
 
