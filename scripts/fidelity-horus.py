@@ -46,6 +46,8 @@ def main():
     ap.add_argument("--hop-delay", default=None,
                     help='hop_delay TOML inline table, e.g. \'{ kind = "exp", mean_us = 1.0 }\' '
                          '(default: the configs\' Pingmesh model, horus-sim\'s)')
+    ap.add_argument("--spine-leaf-hops", type=int, default=None,
+                    help="links between spine and leaf (default: the configs' 4, horus-sim's; 1 is netsched's racks geometry)")
     ap.add_argument("--out", default="results/fidelity")
     ap.add_argument("--binary", default=str(ROOT / "target/release/netsched"))
     args = ap.parse_args()
@@ -60,6 +62,8 @@ def main():
             lines = [l for l in base.splitlines() if not l.startswith("service =")]
             base = "\n".join(lines).replace(
                 "[workload]", f"[workload]\nservice = {args.service}")
+        if args.spine_leaf_hops is not None:
+            base = base.replace("spine_leaf_hops = 4", f"spine_leaf_hops = {args.spine_leaf_hops}")
         if args.hop_delay:
             lines = [l for l in base.splitlines() if not l.startswith("hop_delay =")]
             base = "\n".join(lines).replace("[network]", f"[network]\nhop_delay = {args.hop_delay}")
