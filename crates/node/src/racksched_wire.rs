@@ -138,6 +138,14 @@ impl SwitchDaemon {
                             self.registry.set(g, p.load as u64);
                         }
                         self.heard_from(i, node, now);
+                        // A copy of an old REP carries an old LOAD: only a
+                        // REP that answers a dispatch reaches the data plane
+                        // (in_flight.rs).
+                        let id = p.req_id.as_u64();
+                        if !self.instances[i].in_flight.answer(id, node as u16) {
+                            self.registry.inc(self.slots.stale_replies);
+                            return self.forward_reply(i, data, id, TX_REPLY);
+                        }
                         // Alg. 1 lines 6-8: free the ReqTable entry, learn LOAD.
                         // Single-queue RackSched (§4.4): loads are of class 0.
                         let input = Input::Reply {

@@ -1127,7 +1127,7 @@ impl SwitchDaemon {
                     };
                     self.registry.inc(self.slots.decisions[d]);
                     let inst = &mut self.instances[i];
-                    if inst.cfg.role == Role::Leaf && !inst.rs_wire {
+                    if inst.cfg.role == Role::Leaf {
                         let now = self.clock.now_ns();
                         inst.in_flight.dispatched(meta.id, node as u16, now);
                     }

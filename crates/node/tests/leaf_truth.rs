@@ -142,3 +142,74 @@ fn a_heartbeat_reconciles_tasks_lost_at_the_worker() {
     d.on_datagram(&msg(0, 2, HorusBody::KeepAlive), wa, 70 * MS);
     assert_eq!(state(&mut d, &reg).1, 2 * ONE);
 }
+
+/// A RackSched REP (REQ_ID, LOAD) from `server`'s view.
+fn rs(kind: u8, local: u32, load: u32) -> Vec<u8> {
+    use netsched_proto::{RackSchedMessage, RackSchedPacket, ReqId};
+    let p = RackSchedPacket {
+        req_id: ReqId {
+            client_id: 11,
+            local_id: local,
+        },
+        load,
+        is_last: true,
+        class: 0,
+        service_time_ns: 1_000,
+        payload: b"",
+    };
+    let m = match kind {
+        0 => RackSchedMessage::ReqFirst(p),
+        _ => RackSchedMessage::Reply(p),
+    };
+    Message::RackSched(m).to_vec().unwrap()
+}
+
+/// The rack load in the next LOAD_REPORT the leaf sends to `spine`, if any.
+fn load_report(spine: &std::net::UdpSocket) -> Option<u32> {
+    use netsched_proto::RackSchedMessage;
+    let mut buf = [0u8; 256];
+    let mut last = None;
+    while let Ok((n, _)) = spine.recv_from(&mut buf) {
+        if let Ok(Message::RackSched(RackSchedMessage::LoadReport(l))) = Message::decode(&buf[..n])
+        {
+            last = Some(l.load);
+        }
+    }
+    last
+}
+
+#[test]
+fn a_duplicated_racksched_rep_does_not_change_the_load_table() {
+    // RackSched's own wire (OSDI'20 Alg. 1 lines 6-8): a REP frees its
+    // ReqTable entry and sets the server's LOAD. A copy of an old REP carries
+    // an old LOAD; it must not overwrite the current one.
+    let w = sock();
+    let wa = w.local_addr().unwrap();
+    let spine = sock();
+    spine.set_nonblocking(true).unwrap();
+    let client = sock().local_addr().unwrap();
+    let mut pc = PoolConfig::new(POOL, Role::Leaf, PolicyName::Racksched, vec![wa]);
+    pc.upstream = vec![spine.local_addr().unwrap()];
+    let cfg = SwitchConfig {
+        instances: vec![pc],
+        ..Default::default()
+    };
+    let mut d = SwitchDaemon::new(&cfg, sock()).unwrap();
+    let reg = d.registry();
+    d.on_datagram(&rs(0, 1, 0), client, MS);
+    d.on_datagram(&rs(1, 1, 0), wa, 2 * MS);
+    d.on_datagram(&rs(0, 2, 0), client, 3 * MS);
+    d.on_datagram(&rs(1, 2, 7), wa, 4 * MS);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let current = load_report(&spine).expect("a load report after REP 2");
+    assert_eq!(current, 7 << 16, "rack load is the server's LOAD in 16.16");
+    // A copy of REP 1 (LOAD 0) arrives late.
+    d.on_datagram(&rs(1, 1, 0), wa, 5 * MS);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(
+        load_report(&spine).unwrap_or(current),
+        current,
+        "a stale REP changed the server's load"
+    );
+    assert_eq!(reg.sum("netsched_stale_replies_total"), 1);
+}
