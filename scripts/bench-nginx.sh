@@ -12,5 +12,6 @@ mkdir -p "$out"
 cargo build --release -p netsched --quiet
 bin=${CARGO_TARGET_DIR:-target}/release/netsched
 "$bin" bench nginx --repeats "${REPEATS:-3}" --csv "$out/rows.csv" "$@" | tee "$out/table.md"
-python3 scripts/bench-nginx-plot.py "$out/rows.csv" "$out/p99_vs_load.png"
+# Median p99 over the rounds per (setup, load); pure Python, from the source tree.
+PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" python3 -m netsched plot nginx "$out/rows.csv" "$out/p99_vs_load.png"
 echo "wrote $out/table.md $out/rows.csv $out/p99_vs_load.png"

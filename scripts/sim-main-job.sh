@@ -9,5 +9,6 @@ out=results/main
 cargo build --release --quiet -p netsched
 "${CARGO_TARGET_DIR:-target}/release/netsched" sim --config experiments/main.toml --out "$out" "$@"
 python3 scripts/ensure-python-deps.py
-python3 python/netsched_plot.py "$out/runs.csv" "$out/p99_vs_load.png"
+# The plot is pure Python: it runs from the source tree, without `pip install .`.
+PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" python3 -m netsched plot sim "$out/runs.csv" "$out/p99_vs_load.png"
 echo "plot: $out/p99_vs_load.png"

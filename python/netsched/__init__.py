@@ -12,12 +12,33 @@ from Python, with an experiment catalog and Dask sweeps.
 
 See docs/experiments.md.
 """
-from .api import (SimResult, FlowResult, PullResult, run_sim, run_flowsim, run_pull,
-                  canonical_config, to_toml, placement)
-from .catalog import REGISTRY, Claim, Experiment
-from .experiment import run_experiment
+from importlib import import_module as _import_module
 
-__all__ = ["SimResult", "FlowResult", "PullResult", "run_sim", "run_flowsim", "run_pull",
-           "canonical_config", "to_toml", "placement", "REGISTRY", "Claim", "Experiment",
-           "run_experiment"]
+# The names below load their module (and with it the compiled `_native`) on
+# first use, so that `python3 -m netsched plot` runs from the source tree
+# without a build (PYTHONPATH=python, as scripts/sim-main-job.sh does).
+_EXPORTS = {
+    "SimResult": "api", "FlowResult": "api", "PullResult": "api", "run_sim": "api",
+    "run_flowsim": "api", "run_pull": "api", "canonical_config": "api", "to_toml": "api",
+    "placement": "api",
+    "REGISTRY": "catalog", "Claim": "catalog", "Experiment": "catalog",
+    "run_experiment": "experiment",
+}
+_SUBMODULES = {"api", "catalog", "cli", "experiment", "plots", "report", "sweep"}
+
+__all__ = list(_EXPORTS)
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return _import_module(f".{name}", __name__)
+    if name in _EXPORTS:
+        value = getattr(_import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS) | _SUBMODULES)

@@ -5,15 +5,18 @@
             [--scheduler tcp://HOST:8786 | --workers N | --serial] [--cache DIR]
     python3 -m netsched experiment run all --scale reduced
     python3 -m netsched report [--results DIR] [--out FILE]
+    python3 -m netsched plot sim|pull|nginx CSV OUT_PNG
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from .plots import FIGURES, plot
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="netsched", description="netsched experiment catalog")
+    p = argparse.ArgumentParser(prog="netsched", description="netsched experiment catalog and plots")
     sub = p.add_subparsers(dest="cmd", required=True)
     exp = sub.add_parser("experiment", help="list or run catalog entries")
     esub = exp.add_subparsers(dest="action", required=True)
@@ -30,6 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="all experiment pages in one HTML file")
     rep.add_argument("--results", default="results/experiments")
     rep.add_argument("--out", default="results/experiments/report.html")
+    pl = sub.add_parser("plot", help="p99 against load from a CSV a Rust command wrote (netsched.plots)")
+    pl.add_argument("kind", choices=list(FIGURES),
+                      help="sim: `netsched sim` runs.csv; pull: `netsched pull` runs.csv; "
+                           "nginx: `netsched bench nginx --csv` rows")
+    pl.add_argument("csv", help="input CSV")
+    pl.add_argument("out", help="output PNG")
     return p
 
 
@@ -79,7 +88,12 @@ def main(argv=None) -> int:
             n = build_report(a.results, a.out)
             print(f"{a.out}: {n} experiment pages")
             return 0
-    except ValueError as e:
+        if a.cmd == "plot":
+            unit = FIGURES[a.kind].unit
+            for name, pts in plot(a.kind, a.csv, a.out).items():
+                print(name, " ".join(f"{x:.2f}:{y:.1f}{unit}" for x, y in pts))
+            return 0
+    except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 2

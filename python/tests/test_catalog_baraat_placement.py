@@ -1,28 +1,12 @@
 """The Baraat catalog entries (flowsim points) and the placement export used
 by Horus Fig. 19a. Needs the package installed (`pip install .`)."""
 import copy
-import os
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _without_source_tree():
-    return [p for p in sys.path if os.path.abspath(p or ".") != str(ROOT / "python")]
-
-
-sys.path[:] = _without_source_tree()
-import netsched  # noqa: E402
-from netsched import sweep  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def installed_package_only(monkeypatch):
-    monkeypatch.setattr(sys, "path", _without_source_tree())
+import netsched
+from netsched import sweep
 
 
 def shrink(points, tasks):

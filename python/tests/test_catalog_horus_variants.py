@@ -2,30 +2,10 @@
 `netsched.sweep.Variant` (a policy plus config overrides), the cache key that
 includes the overrides, the four Horus curves of the catalog and the page
 section that compares them. Needs the package installed (`pip install .`)."""
-import copy
-import os
-import sys
-from pathlib import Path
-
 import pandas as pd
-import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _without_source_tree():
-    return [p for p in sys.path if os.path.abspath(p or ".") != str(ROOT / "python")]
-
-
-sys.path[:] = _without_source_tree()
-import netsched  # noqa: E402
-from netsched import api, sweep  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def installed_package_only(monkeypatch):
-    monkeypatch.setattr(sys, "path", _without_source_tree())
-
+import netsched
+from netsched import api, sweep
 
 # Four racks of eight one-core workers under one spine: the shared idle set
 # of the unmodified horus-sim (one pool-wide list) changes the schedule here.

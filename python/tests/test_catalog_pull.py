@@ -2,43 +2,16 @@
 config), the Draconis/RackSched catalog entries and the cross-simulator
 comparison. Needs the package installed (`pip install .`)."""
 import math
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+import netsched
+from netsched import sweep
 
 
-def _without_source_tree():
-    return [p for p in sys.path if os.path.abspath(p or ".") != str(ROOT / "python")]
-
-
-sys.path[:] = _without_source_tree()
-import netsched  # noqa: E402
-from netsched import sweep  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def installed_package_only(monkeypatch):
-    monkeypatch.setattr(sys, "path", _without_source_tree())
-
-
-TINY = {
-    "seed": 2,
-    "policy": "draconis",
-    "cluster": {"nodes": 4, "executors_per_node": 4},
-    "workload": {"service": {"kind": "fixed", "value_us": 100.0}, "load": 0.6, "tasks": 3000},
-}
-
-
-def stable(df):
-    return df.drop(columns=[c for c in df.columns if c == "wall_s"]).reset_index(drop=True)
-
-
-def test_pull_sweep_on_the_cache_equals_direct_runs(tmp_path):
-    pts = sweep.grid(TINY, kind="pull", policy=["draconis", "r2p2"], load=[0.5, 0.8])
+def test_pull_sweep_on_the_cache_equals_direct_runs(tmp_path, pull_tiny):
+    pts = sweep.grid(pull_tiny, kind="pull", policy=["draconis", "r2p2"], load=[0.5, 0.8])
     assert all(p.kind == "pull" for p in pts)
     first = sweep.run_points(pts, cache_dir=tmp_path, serial=True, progress=False)
     assert first.computed == 4 and first.cached == 0
@@ -56,20 +29,20 @@ def test_pull_sweep_on_the_cache_equals_direct_runs(tmp_path):
     assert len(first.pools) == 4
 
 
-def test_pull_cache_key_is_the_canonical_config():
-    a = sweep.Point({}, TINY, "pull")
-    explicit = dict(TINY, network={"link_ns": 2000, "recirc_ns": 500})  # the defaults, spelled out
+def test_pull_cache_key_is_the_canonical_config(pull_tiny):
+    a = sweep.Point({}, pull_tiny, "pull")
+    explicit = dict(pull_tiny, network={"link_ns": 2000, "recirc_ns": 500})  # the defaults, spelled out
     b = sweep.Point({}, explicit, "pull")
-    c = sweep.Point({}, dict(TINY, network={"link_ns": 3000}), "pull")
+    c = sweep.Point({}, dict(pull_tiny, network={"link_ns": 3000}), "pull")
     assert a.key() == b.key() != c.key()
     with pytest.raises(ValueError, match="cluster.nodes"):
-        sweep.Point({}, dict(TINY, cluster={"nodes": 0}), "pull").key()
+        sweep.Point({}, dict(pull_tiny, cluster={"nodes": 0}), "pull").key()
     with pytest.raises(ValueError, match="unknown simulator kind"):
-        netsched.api.canonical_config(TINY, "nope")
+        netsched.api.canonical_config(pull_tiny, "nope")
 
 
-def test_completion_column_is_response_minus_three_links():
-    r = netsched.run_pull(dict(TINY, network={"link_ns": 5000})).runs.iloc[0]
+def test_completion_column_is_response_minus_three_links(pull_tiny):
+    r = netsched.run_pull(dict(pull_tiny, network={"link_ns": 5000})).runs.iloc[0]
     assert r["timeouts"] == 0
     assert math.isclose(r["response_mean_us"] - r["completion_mean_us"], 15.0, abs_tol=0.01)
     assert r["completion_p50_us"] >= 100.0 + 5.0

@@ -2,27 +2,9 @@
 catalog entries: their points are valid simulator configs with the settings
 the paper used, and per-class tails reach the sweep's run table. Needs the
 package installed (`pip install .`)."""
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _without_source_tree():
-    return [p for p in sys.path if os.path.abspath(p or ".") != str(ROOT / "python")]
-
-
-sys.path[:] = _without_source_tree()
-from netsched import api, catalog, sweep  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def installed_package_only(monkeypatch):
-    monkeypatch.setattr(sys, "path", _without_source_tree())
-
+from netsched import api, catalog, sweep
 
 MULTI_QUEUE = {"rs-bimodal-50-50", "trimodal", "rs-rocksdb-50-50"}
 

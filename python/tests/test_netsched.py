@@ -5,29 +5,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-# The plotting tests put python/ on sys.path; there `netsched` is the source
-# tree without its compiled `_native` module. Use the installed package
-# (scripts/test.sh: pip install .), here and in the Dask workers we spawn.
-def _without_source_tree():
-    return [p for p in sys.path if os.path.abspath(p or ".") != str(ROOT / "python")]
-
-
-sys.path[:] = _without_source_tree()
-import netsched  # noqa: E402
-from netsched import sweep  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def installed_package_only(monkeypatch):
-    """Plot tests collected after this module put python/ back on sys.path;
-    Dask's spawned workers inherit sys.path as it is when they start."""
-    monkeypatch.setattr(sys, "path", _without_source_tree())
+import netsched
+from netsched import sweep
 
 SMALL = {
     "policy": "horus",
@@ -49,12 +32,7 @@ tasks_per_worker = 200
 """
 
 
-def stable(df):
-    """Everything but wall-clock columns."""
-    return df.drop(columns=[c for c in df.columns if c == "wall_s"]).reset_index(drop=True)
-
-
-def test_dict_text_and_path_give_the_same_results(tmp_path):
+def test_dict_text_and_path_give_the_same_results(tmp_path, stable):
     p = tmp_path / "small.toml"
     p.write_text(SMALL_TOML)
     a = netsched.run_sim(SMALL)
@@ -70,7 +48,7 @@ def test_dict_text_and_path_give_the_same_results(tmp_path):
         assert stable(a.pools).equals(stable(other.pools))
 
 
-def test_sweep_in_config_gives_one_row_per_run_and_threads_do_not_matter():
+def test_sweep_in_config_gives_one_row_per_run_and_threads_do_not_matter(stable):
     cfg = dict(SMALL, sweep={"policies": ["horus", "random"], "loads": [0.5, 0.9]})
     one = netsched.run_sim(cfg, threads=1)
     two = netsched.run_sim(cfg, threads=2)
@@ -82,8 +60,8 @@ def test_sweep_in_config_gives_one_row_per_run_and_threads_do_not_matter():
     assert hi.loc["random", "p99_us"] > hi.loc["horus", "p99_us"]
 
 
-def cli_error(config_path):
-    exe = ROOT / "target" / "debug" / "netsched"
+def cli_error(repo_root, config_path):
+    exe = repo_root / "target" / "debug" / "netsched"
     if not exe.exists():
         return None
     r = subprocess.run([str(exe), "check", str(config_path)], capture_output=True, text=True)
@@ -91,7 +69,7 @@ def cli_error(config_path):
     return r.stderr.strip().removeprefix("error: ")
 
 
-def test_bad_config_raises_value_error_with_the_cli_message(tmp_path):
+def test_bad_config_raises_value_error_with_the_cli_message(tmp_path, repo_root):
     bad = tmp_path / "bad.toml"
     bad.write_text(SMALL_TOML.replace("load = 0.7", "load = 1.5"))
     with pytest.raises(ValueError) as e:
@@ -99,7 +77,7 @@ def test_bad_config_raises_value_error_with_the_cli_message(tmp_path):
     msg = str(e.value)
     assert "\n" not in msg
     assert msg == f"{bad}: workload.load: load must be in (0, 1], got 1.5"
-    expected = cli_error(bad)
+    expected = cli_error(repo_root, bad)
     if expected is not None:
         assert msg == expected
     with pytest.raises(ValueError, match="unknown variant `nope`"):
@@ -108,8 +86,8 @@ def test_bad_config_raises_value_error_with_the_cli_message(tmp_path):
         netsched.run_sim(str(tmp_path / "no-such.toml"))
 
 
-def test_flowsim_api():
-    text = (ROOT / "experiments" / "baraat.toml").read_text()
+def test_flowsim_api(repo_root):
+    text = (repo_root / "experiments" / "baraat.toml").read_text()
     cfg = text.replace("tasks = 10000", "tasks = 200").replace("pods = 30", "pods = 4")
     cfg = cfg.replace('policies = ["fair", "pfabric", "orchestra", "stf", "baraat"]', 'policies = ["fair", "baraat"]')
     r = netsched.run_flowsim(cfg)
@@ -123,7 +101,7 @@ def small_grid():
     return sweep.grid(SMALL, policy=["horus", "rs-h"], load=[0.5, 0.9], seed=[1, 2])
 
 
-def test_dask_local_cluster_sweep_equals_serial(tmp_path):
+def test_dask_local_cluster_sweep_equals_serial(tmp_path, stable):
     from dask.distributed import Client, LocalCluster
 
     # Fail instead of hanging if a worker process cannot start or import netsched.
@@ -144,22 +122,15 @@ def test_dask_local_cluster_sweep_equals_serial(tmp_path):
     assert a.p99_us.nunique() == 2
 
 
-PULL_TINY = {
-    "seed": 2,
-    "policy": "draconis",
-    "cluster": {"nodes": 4, "executors_per_node": 4},
-    "workload": {"service": {"kind": "fixed", "value_us": 100.0}, "load": 0.6, "tasks": 3000},
-}
-
-
-def test_remote_dask_cluster_by_address_returns_results_to_the_driver_cache(tmp_path, monkeypatch):
+def test_remote_dask_cluster_by_address_returns_results_to_the_driver_cache(
+        tmp_path, monkeypatch, stable, pull_tiny):
     """A cluster reached by its scheduler address may share no filesystem
     with the driver: workers must only compute, and the driver must key and
     write every cache entry (in a directory the workers are never told of)."""
     from dask.distributed import LocalCluster
 
     sim_points = small_grid()[:4]
-    pull_points = sweep.grid(PULL_TINY, kind="pull", policy=["draconis", "r2p2"], load=[0.5, 0.8])
+    pull_points = sweep.grid(pull_tiny, kind="pull", policy=["draconis", "r2p2"], load=[0.5, 0.8])
     signal.alarm(240)
     serial_sim = sweep.run_points(sim_points, cache_dir=tmp_path / "serial", serial=True, progress=False)
     serial_pull = sweep.run_points(pull_points, cache_dir=tmp_path / "serial", serial=True, progress=False)
@@ -196,7 +167,7 @@ def test_results_of_another_simulator_build_are_not_cached(tmp_path):
     assert not sweep.cached(tmp_path, p.key())
 
 
-def test_cache_second_run_computes_nothing(tmp_path):
+def test_cache_second_run_computes_nothing(tmp_path, stable):
     first = sweep.run_points(small_grid()[:3], cache_dir=tmp_path, serial=True, progress=False)
     assert (first.computed, first.cached) == (3, 0)
     again = sweep.run_points(small_grid(), cache_dir=tmp_path, serial=True, progress=False)
@@ -271,8 +242,8 @@ def test_module_cli_list_and_unknown_entry():
     assert r.returncode == 1 and r.stderr.startswith("error: unknown experiment `nope`")
 
 
-def test_pull_api():
-    text = (ROOT / "experiments" / "draconis.toml").read_text()
+def test_pull_api(repo_root):
+    text = (repo_root / "experiments" / "draconis.toml").read_text()
     cfg = text.replace("tasks = 60000", "tasks = 3000")
     cfg = cfg.replace('policies = ["draconis", "racksched", "draconis-server", "r2p2", "sparrow"]',
                       'policies = ["draconis", "sparrow"]')
