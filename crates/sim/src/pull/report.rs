@@ -1,6 +1,6 @@
 //! The pull simulator's outputs, in `netsched sim`'s conventions: a table on
 //! stdout, `runs.csv` (one row per (policy, load) run; `p50_us`/`p99_us` are
-//! the scheduling latency, so `python/netsched_plot.py` plots it as is) and
+//! the scheduling latency, so `python3 -m netsched plot pull` plots it as is) and
 //! `summary.json` (the config and every run's [`PullSummary`]).
 
 use std::fmt::Write as _;
