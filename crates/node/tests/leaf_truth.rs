@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 
 use common::sock;
-use netsched_node::config::{PolicyName, PoolConfig, Role};
+use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::metrics::Registry;
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{
@@ -66,7 +66,7 @@ fn leaf(worker: SocketAddr) -> (SwitchDaemon, std::sync::Arc<Registry>) {
         instances: vec![PoolConfig::new(
             POOL,
             Role::Leaf,
-            PolicyName::Horus,
+            Policy::Horus,
             vec![worker],
         )],
         ..Default::default()
@@ -188,7 +188,7 @@ fn a_duplicated_racksched_rep_does_not_change_the_load_table() {
     let spine = sock();
     spine.set_nonblocking(true).unwrap();
     let client = sock().local_addr().unwrap();
-    let mut pc = PoolConfig::new(POOL, Role::Leaf, PolicyName::Racksched, vec![wa]);
+    let mut pc = PoolConfig::new(POOL, Role::Leaf, Policy::Racksched, vec![wa]);
     pc.upstream = vec![spine.local_addr().unwrap()];
     let cfg = SwitchConfig {
         instances: vec![pc],

@@ -7,7 +7,7 @@ use std::net::UdpSocket;
 use std::time::Duration;
 
 use common::sock;
-use netsched_node::config::{PolicyName, PoolConfig, Role};
+use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{decode, task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
 
@@ -54,7 +54,7 @@ fn instances_are_selected_by_pool() {
             PoolConfig {
                 pool: 10,
                 role: Role::Spine,
-                policy: PolicyName::Horus,
+                policy: Policy::Horus,
                 downstream: vec![rack.local_addr().unwrap()],
                 rack_workers: vec![4],
                 upstream: vec![],
@@ -66,7 +66,7 @@ fn instances_are_selected_by_pool() {
             PoolConfig {
                 pool: 20,
                 role: Role::Leaf,
-                policy: PolicyName::Horus,
+                policy: Policy::Horus,
                 downstream: vec![worker.local_addr().unwrap()],
                 rack_workers: vec![],
                 upstream: vec![spine_up.local_addr().unwrap()],
