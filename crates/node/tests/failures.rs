@@ -50,6 +50,7 @@ fn silent_worker_is_removed_and_readmitted() {
             heartbeat_timeout_ms: 100,
             clients: Vec::new(),
             max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
         }],
         ..Default::default()
     };

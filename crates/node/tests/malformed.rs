@@ -69,6 +69,7 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
             heartbeat_timeout_ms: 0,
             clients: Vec::new(),
             max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
         }],
         ..Default::default()
     };
@@ -229,6 +230,7 @@ fn random_bytes_never_panic() {
                 heartbeat_timeout_ms: 0,
                 clients: Vec::new(),
                 max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             }],
             ..Default::default()
         },

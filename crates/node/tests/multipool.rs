@@ -62,6 +62,7 @@ fn instances_are_selected_by_pool() {
                 heartbeat_timeout_ms: 0,
                 clients: Vec::new(),
                 max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             },
             PoolConfig {
                 pool: 20,
@@ -74,6 +75,7 @@ fn instances_are_selected_by_pool() {
                 heartbeat_timeout_ms: 0,
                 clients: Vec::new(),
                 max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             },
         ],
         ..Default::default()

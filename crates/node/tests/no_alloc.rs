@@ -280,6 +280,7 @@ fn daemon_with(
             heartbeat_timeout_ms: 0,
             clients: Vec::new(),
             max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
         }],
         ..Default::default()
     };
