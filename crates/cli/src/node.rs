@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Subcommand;
 use netsched_node::bench::{BenchOpts, BenchRole};
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
-use netsched_node::config::{PolicyName, Target};
+use netsched_node::config::{Policy, Target};
 use netsched_node::pull;
 use netsched_node::{Client, ClientConfig, SwitchConfig, Worker, WorkerConfig};
 
@@ -394,14 +394,9 @@ fn cluster(a: ClusterArgs) -> Result<(), String> {
     if let Some(act) = &a.action {
         return cluster_up(act, a.up_config.as_ref());
     }
-    let (spine, leaf) = match a.policy.as_str() {
-        "horus" => (PolicyName::Horus, PolicyName::Horus),
-        "random" => (PolicyName::Random, PolicyName::Random),
-        "round-robin" => (PolicyName::RoundRobin, PolicyName::RoundRobin),
-        "rs-lb" => (PolicyName::Random, PolicyName::Racksched),
-        "rs-h" => (PolicyName::Racksched, PolicyName::Racksched),
-        p => return Err(format!("unknown policy {p:?}")),
-    };
+    // One policy names the system; each layer runs its data plane.
+    let policy = Policy::parse(&a.policy).map_err(|e| e.to_string())?;
+    let (spine, leaf) = (policy, policy);
     let service =
         netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
     let c = LocalCluster::start(&ClusterSpec {

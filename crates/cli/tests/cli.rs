@@ -84,6 +84,13 @@ fn invalid_configs_are_rejected_with_the_field_named() {
         "placement.sizes[1]",
     );
     assert_rejected("k.toml", &BASE.replace("k = 4", "k = 5"), "topology.k");
+    // A value the data plane refuses is a config error, not a panic in a
+    // simulation thread (netsched_core::registry::PlaneParams).
+    assert_rejected(
+        "samples.toml",
+        &format!("{BASE}\n[schedulers]\nk = 17\n"),
+        "schedulers.k: 17 samples: must be in 1..=16",
+    );
     assert_rejected(
         "unknown.toml",
         &BASE.replace("seed = 1", "seed = 1\nsed = 2"),

@@ -6,6 +6,7 @@
 
 pub mod affinity;
 pub mod baselines;
+pub mod control;
 pub mod dataplane;
 pub mod draconis;
 pub mod fixed;
@@ -13,10 +14,13 @@ pub mod horus;
 pub mod idle;
 pub mod pow2;
 pub mod racksched;
+pub mod registry;
 pub mod rng;
 pub mod switch;
 
+pub use control::Control;
 pub use dataplane::{
     Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskId,
     TaskMeta, Upstream,
 };
+pub use registry::{Layer, Plane, PlaneParams, Policy};

@@ -22,7 +22,7 @@ use netsched_proto::{
     MAX_DATAGRAM,
 };
 
-use crate::config::{ClientConfig, PolicyName, PoolConfig, Role, SwitchConfig, Target};
+use crate::config::{ClientConfig, Policy, PoolConfig, Role, SwitchConfig, Target};
 use crate::net;
 use crate::switch::SwitchDaemon;
 use crate::Client;
@@ -42,7 +42,7 @@ pub enum BenchRole {
 pub struct BenchOpts {
     pub role: BenchRole,
     /// The data plane under test (any policy the daemon hosts).
-    pub policy: PolicyName,
+    pub policy: Policy,
     pub nodes: u32,
     pub duration: Duration,
     pub window: usize,
@@ -55,7 +55,7 @@ impl Default for BenchOpts {
     fn default() -> Self {
         BenchOpts {
             role: BenchRole::Leaf,
-            policy: PolicyName::Horus,
+            policy: Policy::Horus,
             nodes: 16,
             duration: Duration::from_secs(3),
             window: 64,
@@ -196,12 +196,7 @@ fn closed_loop(target: SocketAddr, window: usize, duration: Duration) -> (u64, f
     (done, start.elapsed().as_secs_f64())
 }
 
-fn daemon_config(
-    role: BenchRole,
-    policy: PolicyName,
-    nodes: u32,
-    echo: SocketAddr,
-) -> SwitchConfig {
+fn daemon_config(role: BenchRole, policy: Policy, nodes: u32, echo: SocketAddr) -> SwitchConfig {
     SwitchConfig {
         listen: "127.0.0.1:0".into(),
         metrics: None,
@@ -222,6 +217,7 @@ fn daemon_config(
             heartbeat_timeout_ms: 0,
             clients: Vec::new(),
             max_routes: crate::config::DEFAULT_MAX_ROUTES,
+            ..PoolConfig::new(1, Role::Leaf, Policy::Horus, Vec::new())
         }],
         ..Default::default()
     }
@@ -310,14 +306,7 @@ pub fn run(opts: &BenchOpts) -> Result<BenchResult, String> {
     })
 }
 
-/// A policy name as configs spell it (`horus`, `rs-h` is not one: see
-/// docs/runtime.md for layer combinations).
-pub fn parse_policy(name: &str) -> Result<PolicyName, String> {
-    #[derive(serde::Deserialize)]
-    struct W {
-        p: PolicyName,
-    }
-    toml::from_str::<W>(&format!("p = \"{name}\""))
-        .map(|w| w.p)
-        .map_err(|_| format!("unknown policy {name:?}"))
+/// A policy name as configs spell it (`netsched_core::registry::Policy`).
+pub fn parse_policy(name: &str) -> Result<Policy, String> {
+    Policy::parse(name).map_err(|e| e.to_string())
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::config::{PolicyName, PoolConfig, Role};
+use crate::config::{Policy, PoolConfig, Role};
 use crate::metrics::Registry;
 use crate::{SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 
@@ -20,8 +20,8 @@ pub struct ClusterSpec {
     pub executors: usize,
     /// Policy of the spine and of the leaves (RS-LB: random spine, RackSched
     /// leaves).
-    pub spine_policy: PolicyName,
-    pub leaf_policy: PolicyName,
+    pub spine_policy: Policy,
+    pub leaf_policy: Policy,
     pub seed: u64,
     /// Executors' keep-alive period; leaves time workers out after 10×.
     pub heartbeat_ms: u64,
@@ -34,8 +34,8 @@ impl Default for ClusterSpec {
             pool: 1,
             racks: 2,
             executors: 2,
-            spine_policy: PolicyName::Horus,
-            leaf_policy: PolicyName::Horus,
+            spine_policy: Policy::Horus,
+            leaf_policy: Policy::Horus,
             seed: 1,
             heartbeat_ms: 100,
             spin_us: 20,
@@ -99,6 +99,7 @@ impl LocalCluster {
                 heartbeat_timeout_ms: 0,
                 clients: Vec::new(),
                 max_routes: crate::config::DEFAULT_MAX_ROUTES,
+                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             }],
             ..Default::default()
         };
@@ -130,6 +131,7 @@ impl LocalCluster {
                     heartbeat_timeout_ms: spec.heartbeat_ms * 10,
                     clients: Vec::new(),
                     max_routes: crate::config::DEFAULT_MAX_ROUTES,
+                    ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
                 }],
                 ..Default::default()
             };

@@ -148,8 +148,8 @@ fn policy_map(p: &str) -> Option<(&'static str, &'static str, &'static str)> {
     Some(match p {
         "horus" => ("horus", "horus", "horus"),
         // Horus §4.1: RackSched at the spine over rack loads and at the leaves.
-        "rs-h" => ("racksched", "racksched", "rs-h"),
-        "rs-lb" => ("random", "racksched", "rs-lb"),
+        "rs-h" => ("rs-h", "rs-h", "rs-h"),
+        "rs-lb" => ("rs-lb", "rs-lb", "rs-lb"),
         "random" => ("random", "random", "random"),
         "round-robin" => ("round-robin", "round-robin", "round-robin"),
         _ => return None,
@@ -220,7 +220,7 @@ impl ClusterUpConfig {
     /// How `policy`'s workers queue and what the simulator models for it.
     pub fn server_model(&self, policy: &str) -> ServerModel {
         match policy_map(policy) {
-            Some((_, "racksched", _)) => ServerModel::ServerQueue {
+            Some((_, "rs-h" | "rs-lb", _)) => ServerModel::ServerQueue {
                 servers: self.servers_per_rack,
                 executors: self.workers_per_rack / self.servers_per_rack,
                 preempt_us: self.racksched_preempt_us,

@@ -15,38 +15,14 @@ pub enum Role {
     Leaf,
 }
 
-/// The data plane an instance runs. Horus is the system; the others are the
-/// papers' stateless baselines, cheap to host because the loop is the same.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PolicyName {
-    Horus,
-    Random,
-    RoundRobin,
-    /// RackSched's power-of-2 over piggybacked loads (OSDI'20 §3.3) at a leaf;
-    /// at a spine, RS-H's upper layer (Horus §4.1). A RackSched leaf with
-    /// upstream spines reports its rack load to all of them after every reply
-    /// (RS-H). Carried over the Horus wire family, or RackSched's own
-    /// (REQF/REQR/REP, docs/runtime.md).
-    Racksched,
-    /// Join the shortest queue over the tasks this scheduler has outstanding
-    /// at each node (it sees every task and reply: the zero-delay view).
-    Jsq,
-    /// Join-Idle-Queue (Lu et al. 2011): idle replies feed an I-queue.
-    Jiq,
-    /// Power-of-2 over the same outstanding counts as `jsq` (instant updates).
-    Pow2Instant,
-    /// Power-of-2 over loads replies carry (Horus App. C: RackSched, k = 2).
-    Pow2Delayed,
-    /// Horus's idle list with a random fallback (Horus App. C ablation).
-    IdleOnly,
-    /// One FIFO in the scheduler over single-task workers (RackSched §2
-    /// global cFCFS, M/M/c).
-    Central,
-    /// R2P2's JBSQ(3) router (RackSched §4.5): one FIFO in the scheduler, at
-    /// most three tasks outstanding at a worker.
-    R2p2,
-}
+/// The policy an instance runs: the one vocabulary of every driver
+/// (`netsched_core::registry`). A policy names a system; with the instance's
+/// role it picks the data plane (`Policy::plane_at`): `rs-h` is a RackSched
+/// spine over RackSched leaves that report their rack load, `rs-lb` and
+/// `racksched` a uniform spread over RackSched leaves, flat policies the
+/// same scheduler at either role.
+pub use netsched_core::registry::Policy;
+use netsched_core::PlaneParams;
 
 /// One scheduler instance: one role of one pool.
 #[derive(Clone, Debug, Deserialize)]
@@ -56,7 +32,7 @@ pub struct PoolConfig {
     pub pool: u16,
     pub role: Role,
     #[serde(default = "default_policy")]
-    pub policy: PolicyName,
+    pub policy: Policy,
     /// Downstream nodes, node id = index: workers (executors) for a leaf,
     /// leaf daemons for a spine.
     pub downstream: Vec<SocketAddr>,
@@ -88,6 +64,22 @@ pub struct PoolConfig {
     /// drop (the table is allocated once, at start).
     #[serde(default = "default_max_routes")]
     pub max_routes: usize,
+    /// Samples per power-of-k decision (RackSched §3.3; `rs-h`, `rs-lb`,
+    /// `racksched`, `pow2-instant`, `pow2-delayed`; Horus's power-of-2 is
+    /// the paper's k = 2), 1..=16.
+    #[serde(default = "default_k")]
+    pub k: u32,
+    /// `r2p2`: JBSQ's bound on tasks outstanding per node (RackSched §4.5).
+    #[serde(default = "default_jbsq_bound")]
+    pub jbsq_bound: u32,
+}
+
+fn default_k() -> u32 {
+    PlaneParams::default().samples
+}
+
+fn default_jbsq_bound() -> u32 {
+    PlaneParams::default().jbsq_bound
 }
 
 /// Default `max_routes`: far more applications than one pool serves.
@@ -99,7 +91,7 @@ fn default_max_routes() -> usize {
 
 impl PoolConfig {
     /// An instance with the defaults of every optional field.
-    pub fn new(pool: u16, role: Role, policy: PolicyName, downstream: Vec<SocketAddr>) -> Self {
+    pub fn new(pool: u16, role: Role, policy: Policy, downstream: Vec<SocketAddr>) -> Self {
         PoolConfig {
             pool,
             role,
@@ -111,12 +103,24 @@ impl PoolConfig {
             heartbeat_timeout_ms: 0,
             clients: Vec::new(),
             max_routes: default_max_routes(),
+            k: default_k(),
+            jbsq_bound: default_jbsq_bound(),
+        }
+    }
+
+    /// The data-plane parameters this instance sets; the rest are the
+    /// registry's defaults (`netsched_core::registry::PlaneParams`).
+    pub fn plane_params(&self) -> PlaneParams {
+        PlaneParams {
+            samples: self.k,
+            jbsq_bound: self.jbsq_bound,
+            ..PlaneParams::default()
         }
     }
 }
 
-fn default_policy() -> PolicyName {
-    PolicyName::Horus
+fn default_policy() -> Policy {
+    Policy::Horus
 }
 
 /// `netsched switch`: a scheduler daemon.
@@ -270,6 +274,9 @@ impl SwitchConfig {
             if i.max_routes == 0 {
                 return Err(format!("pool {}: max_routes must be at least 1", i.pool));
             }
+            i.plane_params()
+                .validate()
+                .map_err(|e| format!("pool {}: {e}", i.pool))?;
             match i.role {
                 Role::Spine if i.heartbeat_timeout_ms > 0 => {
                     return Err(format!(

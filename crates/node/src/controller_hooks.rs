@@ -9,9 +9,9 @@
 
 use std::net::SocketAddr;
 
-use netsched_core::{Notice, Outbox, Upstream};
+use netsched_core::{Control, Notice, Outbox, Upstream};
 
-use super::{Instance, Plane, SwitchDaemon};
+use super::{Instance, SwitchDaemon};
 use crate::config::Role;
 use crate::controller_proto::{
     policy_name, ControlMsg, DaemonStatus, InstanceDesired, InstanceStatus, OpenError, Opener,
@@ -131,46 +131,6 @@ impl Rejected {
             Rejected::Undecodable => "undecodable",
             Rejected::UnexpectedType => "unexpected_type",
             Rejected::Inapplicable => "inapplicable",
-        }
-    }
-}
-
-impl Plane {
-    /// Spine: admit rack `r` with `w` live workers, or update its 1/w (§A.2).
-    /// Baselines schedule over racks as plain nodes (no weights).
-    fn control_set_rack(&mut self, r: u32, w: u32, out: &mut Outbox) {
-        match self {
-            Plane::HorusSpine(p) => p.control_set_rack(r, w),
-            Plane::RackSchedSpine(p) => p.control_add_node(r),
-            Plane::HorusLeaf(_) => {}
-            // Adding is idempotent; `pow2-delayed` is a RackSched plane.
-            Plane::RackSched(_)
-            | Plane::Random(_)
-            | Plane::RoundRobin(_)
-            | Plane::Jsq(_)
-            | Plane::Jiq(_)
-            | Plane::PowK(_)
-            | Plane::IdleOnly(_)
-            | Plane::Central(_)
-            | Plane::Jbsq(_) => self.control_add(r, out),
-        }
-    }
-
-    /// Spine: leaf or link failure, or the rack was removed (§A.3).
-    fn control_drop_rack(&mut self, r: u32) {
-        match self {
-            Plane::HorusSpine(p) => p.control_remove_rack(r),
-            Plane::RackSchedSpine(p) => p.control_remove_node(r),
-            Plane::HorusLeaf(_) => {}
-            Plane::RackSched(_)
-            | Plane::Random(_)
-            | Plane::RoundRobin(_)
-            | Plane::Jsq(_)
-            | Plane::Jiq(_)
-            | Plane::PowK(_)
-            | Plane::IdleOnly(_)
-            | Plane::Central(_)
-            | Plane::Jbsq(_) => self.control_remove(r, &mut Outbox::new()),
         }
     }
 }
@@ -300,7 +260,7 @@ impl SwitchDaemon {
         }
         match inst.cfg.role {
             Role::Leaf => self.apply_leaf(i, &d, now),
-            Role::Spine => self.apply_spine(i, &d),
+            Role::Spine => self.apply_spine(i, &d, now),
         }
         let inst = &self.instances[i];
         let live = inst.alive.iter().filter(|a| **a).count() as u64;
@@ -318,12 +278,12 @@ impl SwitchDaemon {
             if !want && inst.alive[node] {
                 // Removed through the admin API: out of the data plane now.
                 inst.alive[node] = false;
-                inst.plane.control_remove(node as u32, &mut out);
+                inst.plane.remove_node(node as u32, now, &mut out);
             } else if want && !inst.alive[node] && hb == 0 {
                 // No heartbeats to wait for: trust the controller.
                 inst.alive[node] = true;
                 inst.last_seen[node] = now;
-                inst.plane.control_add(node as u32, &mut out);
+                inst.plane.add_node(node as u32, 1, now, &mut out);
             } else {
                 continue;
             }
@@ -356,7 +316,7 @@ impl SwitchDaemon {
         }
     }
 
-    fn apply_spine(&mut self, i: usize, d: &InstanceDesired) {
+    fn apply_spine(&mut self, i: usize, d: &InstanceDesired, now: u64) {
         let workers = d.rack_workers.as_ref();
         for r in 0..d.enabled.len() {
             let inst = &mut self.instances[i];
@@ -369,7 +329,7 @@ impl SwitchDaemon {
             if admit && (!inst.alive[r] || inst.rack_w[r] != w) {
                 // §A.2: the controller installs 1/w for the rack's live workers.
                 let mut out = Outbox::new();
-                inst.plane.control_set_rack(r as u32, w, &mut out);
+                inst.plane.add_node(r as u32, w, now, &mut out);
                 if !inst.alive[r] {
                     crate::metrics::log(
                         "info",
@@ -385,7 +345,8 @@ impl SwitchDaemon {
                 self.execute(i, &mut out, false, None);
             } else if !admit && inst.alive[r] {
                 // §A.3: a failed or removed leaf is not used for new tasks.
-                inst.plane.control_drop_rack(r as u32);
+                let mut out = Outbox::new();
+                inst.plane.remove_node(r as u32, now, &mut out);
                 inst.alive[r] = false;
                 crate::metrics::log(
                     "warn",
@@ -394,6 +355,7 @@ impl SwitchDaemon {
                     &[("pool", &pool), ("rack", &r)],
                 );
                 self.changed();
+                self.execute(i, &mut out, false, None);
             }
             if w > 0 {
                 self.instances[i].rack_w[r] = w;
@@ -409,10 +371,9 @@ impl SwitchDaemon {
         if inst.cfg.role != Role::Leaf {
             return;
         }
-        let Plane::HorusLeaf(leaf) = &mut inst.plane else {
+        let Some((idle, avg)) = inst.plane.resync() else {
             return;
         };
-        let (idle, avg) = leaf.control_resync();
         self.registry.inc(self.slots.control.resyncs);
         self.notify(
             i,

@@ -25,7 +25,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::config::{PolicyName, Role};
+use crate::config::{Policy, Role};
 use crate::secret::ClusterKey;
 
 pub const MAGIC: &[u8; 4] = b"NSC1";
@@ -95,8 +95,8 @@ impl From<Role> for RoleName {
 
 /// The policy's name for status reports (informational: the controller
 /// does not interpret it).
-pub fn policy_name(p: PolicyName) -> String {
-    format!("{p:?}").to_ascii_lowercase()
+pub fn policy_name(p: Policy) -> String {
+    p.name().to_string()
 }
 
 /// The desired state of one instance. Node ids are indices and never

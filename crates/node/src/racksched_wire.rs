@@ -29,7 +29,7 @@
 
 use std::net::SocketAddr;
 
-use netsched_core::{Input, Outbox, TaskMeta, Upstream};
+use netsched_core::{DataPlane, Input, Outbox, TaskMeta, Upstream};
 use netsched_proto::{
     task_id, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket, ReqId,
 };
@@ -278,9 +278,9 @@ impl SwitchDaemon {
         *o += 1;
         let qlen = *o;
         let mut out = Outbox::new();
+        let now = self.clock.now_ns();
         inst.plane
-            .dp()
-            .handle(0, Input::QueueChanged { node, qlen }, &mut out);
+            .handle(now, Input::QueueChanged { node, qlen }, &mut out);
         self.execute(i, &mut out, false, None);
     }
 
@@ -297,7 +297,6 @@ impl SwitchDaemon {
         let qlen = *o;
         let mut out = Outbox::new();
         inst.plane
-            .dp()
             .handle(now, Input::QueueChanged { node, qlen }, &mut out);
         self.execute(i, &mut out, false, None);
     }

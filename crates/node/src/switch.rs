@@ -48,21 +48,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netsched_core::baselines::{
-    pow2_delayed, CentralQueue, IdleOnly, Jbsq, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin,
-};
-use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
-use netsched_core::racksched::{RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
 use netsched_core::rng::Rng;
 use netsched_core::{
-    Action, DataPlane, Decision, DropReason, Input, Notice, Outbox, Resubmit, TaskMeta, Upstream,
+    Action, Control, DataPlane, Decision, DropReason, Input, Layer, Notice, Outbox, Plane,
+    Resubmit, TaskMeta, Upstream,
 };
 use netsched_proto::{
     task_id, DecodeError, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
     ReplyStatus, MAX_DATAGRAM,
 };
 
-use crate::config::{PolicyName, PoolConfig, Role, SwitchConfig};
+use crate::config::{PoolConfig, Role, SwitchConfig};
 use crate::fault::Fault;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net::{self, Clock};
@@ -223,94 +219,6 @@ struct Slots {
     runtime_drops: Vec<Slot>,
     dp_drops: Vec<Slot>,
     control: controller_hooks::ControlSlots,
-}
-
-/// The data plane of one instance. An enum rather than a trait object so the
-/// gauges can read role-specific state (idle list lengths, rack average).
-#[allow(clippy::large_enum_variant)]
-enum Plane {
-    HorusSpine(HorusSpine),
-    HorusLeaf(HorusLeaf),
-    Random(RandomDispatch),
-    RoundRobin(RoundRobin),
-    RackSched(RackSched),
-    RackSchedSpine(RackSchedSpine),
-    Jsq(Jsq),
-    Jiq(Jiq),
-    PowK(PowKInstant),
-    IdleOnly(IdleOnly),
-    Central(CentralQueue),
-    Jbsq(Jbsq),
-}
-
-impl Plane {
-    #[inline]
-    fn dp(&mut self) -> &mut dyn DataPlane {
-        match self {
-            Plane::HorusSpine(p) => p,
-            Plane::HorusLeaf(p) => p,
-            Plane::Random(p) => p,
-            Plane::RoundRobin(p) => p,
-            Plane::RackSched(p) => p,
-            Plane::RackSchedSpine(p) => p,
-            Plane::Jsq(p) => p,
-            Plane::Jiq(p) => p,
-            Plane::PowK(p) => p,
-            Plane::IdleOnly(p) => p,
-            Plane::Central(p) => p,
-            Plane::Jbsq(p) => p,
-        }
-    }
-
-    fn idle_len(&self) -> Option<u32> {
-        match self {
-            Plane::HorusSpine(p) => Some(p.idle_nodes().len()),
-            Plane::HorusLeaf(p) => Some(p.idle_nodes().len()),
-            _ => None,
-        }
-    }
-
-    /// The leaf controller removes a failed worker (Horus §A.3).
-    fn control_remove(&mut self, node: u32, out: &mut Outbox) {
-        match self {
-            Plane::HorusLeaf(p) => p.control_remove_worker(node, out),
-            Plane::Random(p) => p.control_remove_node(node),
-            Plane::RoundRobin(p) => p.control_remove_node(node),
-            Plane::RackSched(p) => p.control_remove_node(node),
-            Plane::Jsq(p) => p.control_remove_node(node),
-            Plane::Jiq(p) => p.control_remove_node(node),
-            Plane::PowK(p) => p.control_remove_node(node),
-            Plane::IdleOnly(p) => p.control_remove_node(node),
-            Plane::Central(p) => p.control_remove_node(node),
-            Plane::Jbsq(p) => p.control_remove_node(node),
-            // Racks leave a spine through the centralized controller.
-            Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
-        }
-    }
-
-    /// A worker heard from again is schedulable (idle) at once.
-    fn control_add(&mut self, node: u32, out: &mut Outbox) {
-        match self {
-            Plane::HorusLeaf(p) => p.control_add_worker(node, out),
-            Plane::Random(p) => p.control_add_node(node),
-            Plane::RoundRobin(p) => p.control_add_node(node),
-            Plane::RackSched(p) => p.control_add_node(node),
-            Plane::Jsq(p) => p.control_add_node(node),
-            Plane::Jiq(p) => p.control_add_node(node),
-            Plane::PowK(p) => p.control_add_node(node),
-            Plane::IdleOnly(p) => p.control_add_node(node),
-            // The buffer's head may leave at once; affinity entries of that
-            // dispatch are stamped 0 (no clock here), so expire early.
-            Plane::Central(p) => p.control_add_node(node, 0, out),
-            Plane::Jbsq(p) => p.control_add_node(node, 0, out),
-            Plane::HorusSpine(_) | Plane::RackSchedSpine(_) => {}
-        }
-    }
-
-    fn passes(&mut self) -> (u64, u64) {
-        let p = self.dp().pipeline();
-        (p.first_passes, p.resubmissions)
-    }
 }
 
 struct Instance {
@@ -500,44 +408,16 @@ impl SwitchDaemon {
             let n = pc.downstream.len() as u32;
             // One stream per pool so instances do not move in lockstep.
             let seed = Rng::derive(cfg.seed, pc.pool as u64).next_u64();
-            let plane =
-                match (pc.role, pc.policy) {
-                    (Role::Spine, PolicyName::Horus) => {
-                        let w: Vec<u32> = if pc.rack_workers.is_empty() {
-                            vec![1; n as usize]
-                        } else {
-                            pc.rack_workers.clone()
-                        };
-                        Plane::HorusSpine(HorusSpine::new(&w, seed, ConnTableConfig::default()))
-                    }
-                    (Role::Leaf, PolicyName::Horus) => {
-                        Plane::HorusLeaf(HorusLeaf::new(n, seed, ConnTableConfig::default()))
-                    }
-                    (_, PolicyName::Random) => Plane::Random(RandomDispatch::new(n, seed)),
-                    (_, PolicyName::RoundRobin) => Plane::RoundRobin(RoundRobin::new(n, seed)),
-                    (Role::Leaf, PolicyName::Racksched) => Plane::RackSched(RackSched::new(
-                        n,
-                        seed,
-                        RackSchedConfig {
-                            report_load: !pc.upstream.is_empty(),
-                            ..RackSchedConfig::default()
-                        },
-                    )),
-                    (Role::Spine, PolicyName::Racksched) => Plane::RackSchedSpine(
-                        RackSchedSpine::new(n, seed, 2, ReqTableConfig::default()),
-                    ),
-                    (_, PolicyName::Jsq) => Plane::Jsq(Jsq::new(n, seed)),
-                    (_, PolicyName::Jiq) => Plane::Jiq(Jiq::new(n, seed)),
-                    (_, PolicyName::Pow2Instant) => Plane::PowK(PowKInstant::new(n, 2, seed)),
-                    (_, PolicyName::Pow2Delayed) => Plane::RackSched(pow2_delayed(n, seed)),
-                    (_, PolicyName::IdleOnly) => Plane::IdleOnly(IdleOnly::new(n, seed)),
-                    (_, PolicyName::Central) => {
-                        Plane::Central(CentralQueue::central(n, CentralQueue::DEFAULT_CAPACITY))
-                    }
-                    (_, PolicyName::R2p2) => {
-                        Plane::Jbsq(Jbsq::new(n, Jbsq::DEFAULT_BOUND, Jbsq::DEFAULT_CAPACITY))
-                    }
-                };
+            let layer = match pc.role {
+                Role::Spine => Layer::Spine,
+                Role::Leaf => Layer::Leaf,
+            };
+            // A spine's nodes stand for their racks' workers (§A.2 1/w).
+            let weights = match pc.role {
+                Role::Spine if !pc.rack_workers.is_empty() => pc.rack_workers.clone(),
+                _ => vec![1; n as usize],
+            };
+            let plane = Plane::build(pc.policy, layer, &weights, seed, &pc.plane_params());
             let pool = pc.pool.to_string();
             // Where a pool's spine and leaf share this daemon, a `role` label
             // keeps their series apart; elsewhere `{pool}` alone names one.
@@ -1035,7 +915,7 @@ impl SwitchDaemon {
         if !inst.alive[node] && inst.enabled[node] {
             inst.alive[node] = true;
             let mut out = Outbox::new();
-            inst.plane.control_add(node as u32, &mut out);
+            inst.plane.add_node(node as u32, 1, now, &mut out);
             let live = inst.alive.iter().filter(|a| **a).count() as u64;
             self.registry.set(inst.live_gauge, live);
             self.registry.inc(self.slots.recovered_workers);
@@ -1072,7 +952,7 @@ impl SwitchDaemon {
                 if inst.alive[node] && now.saturating_sub(inst.last_seen[node]) > timeout {
                     inst.alive[node] = false;
                     let mut out = Outbox::new();
-                    inst.plane.control_remove(node as u32, &mut out);
+                    inst.plane.remove_node(node as u32, now, &mut out);
                     let live = inst.alive.iter().filter(|a| **a).count() as u64;
                     self.registry.set(inst.live_gauge, live);
                     self.registry.inc(self.slots.failed_workers);
@@ -1102,7 +982,7 @@ impl SwitchDaemon {
                     | Input::Resubmit(Resubmit::Retry { .. })
                     | Input::Resubmit(Resubmit::Pow2 { .. })
             );
-            self.instances[i].plane.dp().handle(now, input, &mut out);
+            self.instances[i].plane.handle(now, input, &mut out);
             self.execute(i, &mut out, carries_task, task);
             match self.resubmits.pop_front() {
                 Some(r) => input = Input::Resubmit(r),

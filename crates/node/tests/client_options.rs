@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{cluster, sock};
-use netsched_node::config::{ClientConfig, PolicyName, RateStep, Target};
+use netsched_node::config::{ClientConfig, Policy, RateStep, Target};
 use netsched_node::Client;
 use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusReply, Message, ReplyStatus};
 use netsched_sim::workload::ServiceDist;
@@ -39,7 +39,7 @@ fn client(target: SocketAddr, rate: f64, ms: u64) -> ClientConfig {
 fn multi_packet_tasks_run_once_each_through_spine_and_leaf() {
     // Horus §A.4: continuation packets follow the first one to the worker
     // it was scheduled to; the worker runs the task on its last packet.
-    let c = cluster(5, 2, 2, PolicyName::Horus);
+    let c = cluster(5, 2, 2, Policy::Horus);
     let mut cfg = client(c.spine, 400.0, 600);
     cfg.packets = 3;
     let r = Client::bind(cfg).unwrap().run();
@@ -65,7 +65,7 @@ fn multi_packet_tasks_run_once_each_through_spine_and_leaf() {
 
 #[test]
 fn several_threads_share_the_rate_and_get_their_own_replies() {
-    let c = cluster(5, 2, 2, PolicyName::Horus);
+    let c = cluster(5, 2, 2, Policy::Horus);
     let mut cfg = client(c.spine, 1200.0, 600);
     cfg.threads = 3;
     let r = Client::bind(cfg).unwrap().run();

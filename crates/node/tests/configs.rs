@@ -44,6 +44,20 @@ fn invalid_configs_are_rejected_with_a_message() {
             "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\ndownstream = [\"127.0.0.1:1\"]\n[[instance]]\npool = 1\nrole = \"leaf\"\ndownstream = [\"127.0.0.1:1\"]",
             "one instance per pool",
         ),
+        // The registry's limits (netsched_core::registry::PlaneParams), the
+        // simulator's too: refused here, not by a panic in the data plane.
+        (
+            "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"rs-h\"\nk = 17\ndownstream = [\"127.0.0.1:1\"]",
+            "pool 1: k: 17 samples: must be in 1..=16",
+        ),
+        (
+            "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"r2p2\"\njbsq_bound = 0\ndownstream = [\"127.0.0.1:1\"]",
+            "pool 1: jbsq_bound: must be at least 1",
+        ),
+        (
+            "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"jbsq\"\ndownstream = [\"127.0.0.1:1\"]",
+            "unknown variant `jbsq`",
+        ),
     ] {
         let e = SwitchConfig::from_toml(bad).unwrap_err();
         assert!(e.contains(why), "{e:?} should mention {why:?}");

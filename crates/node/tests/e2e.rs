@@ -4,7 +4,7 @@
 mod common;
 
 use common::{cluster, decisions};
-use netsched_node::config::{ClientConfig, PolicyName, Target};
+use netsched_node::config::{ClientConfig, Policy, Target};
 use netsched_node::Client;
 use netsched_sim::workload::ServiceDist;
 
@@ -28,7 +28,7 @@ fn client(target: std::net::SocketAddr, rate: f64, ms: u64, service: ServiceDist
 
 #[test]
 fn horus_low_load_every_task_completes_near_service_time() {
-    let c = cluster(3, 2, 2, PolicyName::Horus);
+    let c = cluster(3, 2, 2, Policy::Horus);
     // 4 workers, 1,000 tasks/s of 200 µs: load 0.05, so idle lists should
     // serve almost every task and the response time is the service time plus
     // a few loopback hops.
@@ -109,7 +109,7 @@ fn horus_low_load_every_task_completes_near_service_time() {
 
 #[test]
 fn horus_busy_cluster_accounts_for_every_task() {
-    let c = cluster(3, 2, 2, PolicyName::Horus);
+    let c = cluster(3, 2, 2, Policy::Horus);
     // Load ≈ 0.7 on 4 executors with exponential service: queues form, the
     // spine and leaves fall back to power-of-2 and send load updates.
     let mut cl = Client::bind(client(
@@ -147,7 +147,7 @@ fn horus_busy_cluster_accounts_for_every_task() {
 
 #[test]
 fn flat_random_baseline_runs_on_the_same_loop() {
-    let c = cluster(3, 2, 2, PolicyName::Random);
+    let c = cluster(3, 2, 2, Policy::Random);
     let mut cl = Client::bind(client(
         c.spine,
         1000.0,
@@ -171,7 +171,7 @@ fn flat_random_baseline_runs_on_the_same_loop() {
 fn rs_h_racksched_on_both_layers_runs_on_the_same_loop() {
     // RS-H (Horus §4.1): RackSched at the spine over rack loads that the
     // leaves report after every reply, RackSched at the leaves.
-    let c = cluster(3, 2, 2, PolicyName::Racksched);
+    let c = cluster(3, 2, 2, Policy::RsH);
     let mut cl = Client::bind(client(
         c.spine,
         2000.0,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::sock;
-use netsched_node::config::{ClientConfig, PolicyName, PoolConfig, Role, Target};
+use netsched_node::config::{ClientConfig, Policy, PoolConfig, Role, Target};
 use netsched_node::metrics::Registry;
 use netsched_node::{Client, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 use netsched_sim::workload::ServiceDist;
@@ -42,7 +42,7 @@ fn silent_worker_is_removed_and_readmitted() {
         instances: vec![PoolConfig {
             pool: 2,
             role: Role::Leaf,
-            policy: PolicyName::Horus,
+            policy: Policy::Horus,
             downstream: vec![a.local_addr().unwrap(), b.local_addr().unwrap()],
             rack_workers: vec![],
             upstream: vec![],
@@ -50,6 +50,7 @@ fn silent_worker_is_removed_and_readmitted() {
             heartbeat_timeout_ms: 100,
             clients: Vec::new(),
             max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
         }],
         ..Default::default()
     };

@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 
 use common::sock;
-use netsched_node::config::{PolicyName, PoolConfig, Role};
+use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::metrics::Registry;
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{
@@ -66,7 +66,7 @@ fn leaf(worker: SocketAddr) -> (SwitchDaemon, std::sync::Arc<Registry>) {
         instances: vec![PoolConfig::new(
             POOL,
             Role::Leaf,
-            PolicyName::Horus,
+            Policy::Horus,
             vec![worker],
         )],
         ..Default::default()
@@ -180,7 +180,7 @@ fn load_report(spine: &std::net::UdpSocket) -> Option<u32> {
 
 #[test]
 fn a_duplicated_racksched_rep_does_not_change_the_load_table() {
-    // RackSched's own wire (OSDI'20 Alg. 1 lines 6-8): a REP frees its
+    // RackSched's own wire (OSDI'20 Alg. 1 lines 6-8), at an RS-H leaf that reports its load upstream: a REP frees its
     // ReqTable entry and sets the server's LOAD. A copy of an old REP carries
     // an old LOAD; it must not overwrite the current one.
     let w = sock();
@@ -188,7 +188,7 @@ fn a_duplicated_racksched_rep_does_not_change_the_load_table() {
     let spine = sock();
     spine.set_nonblocking(true).unwrap();
     let client = sock().local_addr().unwrap();
-    let mut pc = PoolConfig::new(POOL, Role::Leaf, PolicyName::Racksched, vec![wa]);
+    let mut pc = PoolConfig::new(POOL, Role::Leaf, Policy::RsH, vec![wa]);
     pc.upstream = vec![spine.local_addr().unwrap()];
     let cfg = SwitchConfig {
         instances: vec![pc],

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{dp_drop, runtime_drop, sock};
-use netsched_node::config::{PolicyName, PoolConfig, Role};
+use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{
     decode, task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
@@ -61,7 +61,7 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
         instances: vec![PoolConfig {
             pool: 5,
             role: Role::Spine,
-            policy: PolicyName::Horus,
+            policy: Policy::Horus,
             downstream: vec![leaf0.local_addr().unwrap(), leaf1.local_addr().unwrap()],
             rack_workers: vec![2, 2],
             upstream: vec![],
@@ -69,6 +69,7 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
             heartbeat_timeout_ms: 0,
             clients: Vec::new(),
             max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
         }],
         ..Default::default()
     };
@@ -221,7 +222,7 @@ fn random_bytes_never_panic() {
             instances: vec![PoolConfig {
                 pool: 1,
                 role: Role::Leaf,
-                policy: PolicyName::Horus,
+                policy: Policy::Horus,
                 downstream: vec!["127.0.0.1:9".parse().unwrap(); 4],
                 rack_workers: vec![],
                 upstream: vec![],
@@ -229,6 +230,7 @@ fn random_bytes_never_panic() {
                 heartbeat_timeout_ms: 0,
                 clients: Vec::new(),
                 max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             }],
             ..Default::default()
         },

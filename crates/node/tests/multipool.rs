@@ -7,7 +7,7 @@ use std::net::UdpSocket;
 use std::time::Duration;
 
 use common::sock;
-use netsched_node::config::{PolicyName, PoolConfig, Role};
+use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{decode, task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
 
@@ -54,7 +54,7 @@ fn instances_are_selected_by_pool() {
             PoolConfig {
                 pool: 10,
                 role: Role::Spine,
-                policy: PolicyName::Horus,
+                policy: Policy::Horus,
                 downstream: vec![rack.local_addr().unwrap()],
                 rack_workers: vec![4],
                 upstream: vec![],
@@ -62,11 +62,12 @@ fn instances_are_selected_by_pool() {
                 heartbeat_timeout_ms: 0,
                 clients: Vec::new(),
                 max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             },
             PoolConfig {
                 pool: 20,
                 role: Role::Leaf,
-                policy: PolicyName::Horus,
+                policy: Policy::Horus,
                 downstream: vec![worker.local_addr().unwrap()],
                 rack_workers: vec![],
                 upstream: vec![spine_up.local_addr().unwrap()],
@@ -74,6 +75,7 @@ fn instances_are_selected_by_pool() {
                 heartbeat_timeout_ms: 0,
                 clients: Vec::new(),
                 max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             },
         ],
         ..Default::default()

@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::net::{SocketAddr, UdpSocket};
 
 use common::sock;
-use netsched_node::config::{PolicyName, PoolConfig, Role};
+use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{
     task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
@@ -251,12 +251,12 @@ fn drive_wire(
 }
 
 fn daemon(role: Role, down: &[UdpSocket], up: Option<SocketAddr>) -> SwitchDaemon {
-    daemon_with(role, PolicyName::Horus, down, up)
+    daemon_with(role, Policy::Horus, down, up)
 }
 
 fn daemon_with(
     role: Role,
-    policy: PolicyName,
+    policy: Policy,
     down: &[UdpSocket],
     up: Option<SocketAddr>,
 ) -> SwitchDaemon {
@@ -280,6 +280,7 @@ fn daemon_with(
             heartbeat_timeout_ms: 0,
             clients: Vec::new(),
             max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
+            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
         }],
         ..Default::default()
     };
@@ -342,9 +343,9 @@ fn racksched_wire_and_baseline_leaves_allocate_nothing_per_task() {
     let client = sock();
     let c = client.local_addr().unwrap();
     for (policy, wire, busy_qlen) in [
-        (PolicyName::Racksched, Wire::RackSched, 2),
-        (PolicyName::Jsq, Wire::Horus, 2),
-        (PolicyName::Central, Wire::Horus, 0),
+        (Policy::Racksched, Wire::RackSched, 2),
+        (Policy::Jsq, Wire::Horus, 2),
+        (Policy::Central, Wire::Horus, 0),
     ] {
         let down = nonblocking(4);
         let mut d = daemon_with(Role::Leaf, policy, &down, None);

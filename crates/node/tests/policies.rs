@@ -181,7 +181,7 @@ fn rs_h_over_racksched_wire_reports_rack_load_to_the_spine() {
         let la = ls.local_addr().unwrap();
         leaves.push(daemon(
             Role::Leaf,
-            "racksched",
+            "rs-h",
             addrs,
             vec![spine_addr],
             rack,
@@ -192,7 +192,7 @@ fn rs_h_over_racksched_wire_reports_rack_load_to_the_spine() {
     }
     let spine = daemon(
         Role::Spine,
-        "racksched",
+        "rs-h",
         leaves.iter().map(|l| l.addr).collect(),
         vec![],
         0,

@@ -8,7 +8,7 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use common::{cluster, runtime_drop, sock};
-use netsched_node::config::{ClientConfig, PolicyName, Target};
+use netsched_node::config::{ClientConfig, Policy, Target};
 use netsched_node::Client;
 use netsched_proto::{
     task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
@@ -56,7 +56,7 @@ fn failed_replies(s: &UdpSocket, reason: &[u8]) -> u64 {
 
 #[test]
 fn ten_thousand_app_ids_do_not_lock_out_a_new_client() {
-    let c = cluster(POOL, 1, 2, PolicyName::Horus);
+    let c = cluster(POOL, 1, 2, Policy::Horus);
     let attacker = sock();
     let t = Instant::now();
     for app in 0..10_000u32 {

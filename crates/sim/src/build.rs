@@ -1,51 +1,50 @@
-//! Builds each policy's schedulers for one pool (Horus §3.2, §4.1).
+//! Builds each policy's schedulers for one pool (Horus §3.2, §4.1) from the
+//! core's registry (`netsched_core::registry`): this module decides only
+//! where each data plane sits and which nodes it covers.
 
-use netsched_core::baselines::{
-    CentralQueue, IdleOnly, Jbsq, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin, UniformLb,
-};
-use netsched_core::horus::{HorusLeaf, HorusSpine};
-use netsched_core::racksched::{RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
+use netsched_core::horus::{ConnTableConfig, IdleLink};
+use netsched_core::racksched::ReqTableConfig;
 use netsched_core::rng::Rng;
+use netsched_core::{Layer, Plane, PlaneParams};
 
 use crate::config::Policy;
 use crate::pool::{BuiltUpper, PoolPlan, RunSetup};
-use crate::sched::{conn_table, Lower, Upper};
 
-/// Single-packet tasks never insert into a ReqTable; keep it small.
-fn req_table() -> ReqTableConfig {
-    ReqTableConfig {
-        stages: 1,
-        slots_per_stage: 1,
-        timeout_ns: 10_000_000,
-    }
-}
-
-fn rs_config(setup: &RunSetup, report_load: bool) -> RackSchedConfig {
-    RackSchedConfig {
-        k: setup.k,
+/// The data-plane parameters of a run, as the config set them.
+pub(crate) fn plane_params(setup: &RunSetup) -> PlaneParams {
+    PlaneParams {
+        samples: setup.k,
+        jbsq_bound: setup.jbsq_bound,
         // RackSched §3.6: a counter per (server, request type) with multi-queue.
         classes: if setup.multi_queue {
-            setup.service.classes().clamp(1, 256) as u32
+            setup
+                .service
+                .classes()
+                .clamp(1, PlaneParams::MAX_CLASSES as usize) as u32
         } else {
             1
         },
-        req_table: req_table(),
-        report_load,
         tracking: setup.load_tracking.data_plane(setup.int2_random_one_in),
+        horus: setup.horus.data_plane,
+        // Simulated tasks are single-packet (the common case of Horus §3.2),
+        // so the connection table and ReqTable stay empty; keep them small.
+        conn_table: ConnTableConfig {
+            stages: 1,
+            slots_per_stage: 1,
+            timeout_ns: 20_000_000,
+        },
+        req_table: ReqTableConfig {
+            stages: 1,
+            slots_per_stage: 1,
+            timeout_ns: 10_000_000,
+        },
+        ..PlaneParams::default()
     }
 }
 
-/// `horus` runs the configured mechanism (`[schedulers.horus]`);
-/// `horus-tokens` is netsched's idle-token variant.
-fn horus_options(setup: &RunSetup) -> netsched_core::horus::HorusOptions {
-    match setup.policy {
-        Policy::HorusTokens => netsched_core::horus::HorusOptions::idle_tokens(),
-        _ => setup.horus.data_plane,
-    }
-}
-
-/// A rack's lower scheduler and the (upper, local index) it is linked with.
-pub(crate) type LinkedLower = (Lower, (u32, u32));
+/// A rack's leaf data plane (none where a flat policy's leaf only forwards)
+/// and the (upper, local index) it is linked with.
+pub(crate) type LinkedLower = (Option<Plane>, (u32, u32));
 
 /// The pool's uppers, and per rack its lower with the (upper, local index) it
 /// is linked with.
@@ -56,16 +55,41 @@ pub(crate) fn schedulers(
     stream: &dyn Fn(u64) -> Rng,
 ) -> (Vec<BuiltUpper>, Vec<LinkedLower>) {
     let seed = |k: u64| stream(100 + k).next_u64();
+    let params = plane_params(setup);
+    let policy = setup.policy;
     let rack_sizes: Vec<u32> = rack_nodes.iter().map(|n| n.len() as u32).collect();
     let racks = plan.racks.len() as u32;
     let all_racks: Vec<u32> = (0..racks).collect();
     let first_spine = plan.spines.first().copied().unwrap_or(0);
-    let leaf_seed = |r: usize| seed(10_000 + r as u64);
-    match setup.policy {
+    let leaf = |r: usize| {
+        let workers = vec![1; rack_sizes[r] as usize];
+        Plane::build(
+            policy,
+            Layer::Leaf,
+            &workers,
+            seed(10_000 + r as u64),
+            &params,
+        )
+    };
+    if policy.is_flat() {
+        let n: u32 = rack_sizes.iter().sum();
+        // One instance per client (RackSched §4.5), each with its own stream.
+        let uppers = (0..setup.clients.max(1))
+            .map(|c| BuiltUpper {
+                sched: flat_upper(policy, n, seed(client_stream(c)), &params),
+                nodes: Vec::new(),
+                spine: first_spine,
+            })
+            .collect();
+        let lowers = (0..plan.racks.len())
+            .map(|r| (None, (0, r as u32)))
+            .collect();
+        return (uppers, lowers);
+    }
+    match policy {
         Policy::Horus | Policy::HorusTokens => {
-            let options = horus_options(setup);
-            let random_idle_link = setup.policy == Policy::Horus
-                && setup.horus.idle_link == netsched_core::horus::IdleLink::RandomOfPool
+            let random_idle_link = policy == Policy::Horus
+                && setup.horus.idle_link == IdleLink::RandomOfPool
                 && plan.spines.len() > 1;
             // §3.2: each leaf is linked to one spine; a spine schedules over its linked racks.
             let mut uppers = Vec::new();
@@ -91,13 +115,13 @@ pub(crate) fn schedulers(
                         links[r as usize] = (uppers.len() as u32, r);
                     }
                     uppers.push(BuiltUpper {
-                        sched: Upper::Horus(HorusSpine::with_group(
+                        sched: Plane::horus_spine_of_group(
+                            policy,
                             &rack_sizes,
                             &in_group,
                             seed(s as u64),
-                            conn_table(),
-                            options,
-                        )),
+                            &params,
+                        ),
                         nodes: all_racks.clone(),
                         spine,
                     });
@@ -108,30 +132,13 @@ pub(crate) fn schedulers(
                     links[r as usize] = (uppers.len() as u32, local as u32);
                 }
                 uppers.push(BuiltUpper {
-                    sched: Upper::Horus(HorusSpine::with_options(
-                        &weights,
-                        seed(s as u64),
-                        conn_table(),
-                        options,
-                    )),
+                    sched: Plane::build(policy, Layer::Spine, &weights, seed(s as u64), &params),
                     nodes: linked,
                     spine,
                 });
             }
-            let lowers = rack_sizes
-                .iter()
-                .enumerate()
-                .map(|(r, &w)| {
-                    (
-                        Lower::Horus(HorusLeaf::with_options(
-                            w,
-                            leaf_seed(r),
-                            conn_table(),
-                            options,
-                        )),
-                        links[r],
-                    )
-                })
+            let lowers = (0..plan.racks.len())
+                .map(|r| (Some(leaf(r)), links[r]))
                 .collect();
             (uppers, lowers)
         }
@@ -143,57 +150,25 @@ pub(crate) fn schedulers(
                 .iter()
                 .enumerate()
                 .map(|(s, &spine)| BuiltUpper {
-                    sched: Upper::RsSpine(RackSchedSpine::new(
-                        racks,
-                        seed(s as u64),
-                        setup.k,
-                        req_table(),
-                    )),
+                    sched: Plane::build(policy, Layer::Spine, &rack_sizes, seed(s as u64), &params),
                     nodes: all_racks.clone(),
                     spine,
                 })
                 .collect();
-            let lowers = rack_sizes
-                .iter()
-                .enumerate()
-                .map(|(r, &w)| {
-                    let leaf = RackSched::rs_h_leaf(w, leaf_seed(r), rs_config(setup, true));
-                    (Lower::Rs(leaf), (plan.racks[r].spine, r as u32))
-                })
+            let lowers = (0..plan.racks.len())
+                .map(|r| (Some(leaf(r)), (plan.racks[r].spine, r as u32)))
                 .collect();
             (uppers, lowers)
         }
-        Policy::RsLb | Policy::Racksched => {
-            // A stateless load balancer spreads tasks uniformly over racks.
+        _ => {
+            // RS-LB: a stateless load balancer spreads tasks uniformly over racks.
             let uppers = vec![BuiltUpper {
-                sched: Upper::Lb(UniformLb::new(racks, seed(0))),
+                sched: Plane::build(policy, Layer::Spine, &rack_sizes, seed(0), &params),
                 nodes: all_racks.clone(),
                 spine: first_spine,
             }];
-            let lowers = rack_sizes
-                .iter()
-                .enumerate()
-                .map(|(r, &w)| {
-                    (
-                        Lower::Rs(RackSched::new(w, leaf_seed(r), rs_config(setup, false))),
-                        (0, r as u32),
-                    )
-                })
-                .collect();
-            (uppers, lowers)
-        }
-        flat => {
-            let n: u32 = rack_sizes.iter().sum();
-            // One instance per client (RackSched §4.5), each with its own stream.
-            let uppers = (0..setup.clients.max(1))
-                .map(|c| BuiltUpper {
-                    sched: flat_upper(setup, flat, n, seed(client_stream(c))),
-                    nodes: Vec::new(),
-                    spine: first_spine,
-                })
-                .collect();
             let lowers = (0..plan.racks.len())
-                .map(|r| (Lower::Forward, (0, r as u32)))
+                .map(|r| (Some(leaf(r)), (0, r as u32)))
                 .collect();
             (uppers, lowers)
         }
@@ -210,41 +185,24 @@ fn client_stream(c: u32) -> u64 {
     }
 }
 
-fn flat_upper(setup: &RunSetup, policy: Policy, n: u32, seed: u64) -> Upper {
-    match policy {
-        Policy::Random => Upper::Random(RandomDispatch::new(n, seed)),
-        Policy::RoundRobin => Upper::RoundRobin(RoundRobin::new(n, seed)),
-        Policy::Jsq => Upper::Jsq(Jsq::new(n, seed)),
-        Policy::Jiq => Upper::Jiq(Jiq::new(n, seed)),
-        Policy::Pow2Instant => Upper::PowK(PowKInstant::new(n, setup.k, seed)),
-        Policy::Pow2Delayed => Upper::Delayed(RackSched::new(n, seed, rs_config(setup, false))),
-        Policy::IdleOnly => Upper::IdleOnly(IdleOnly::new(n, seed)),
-        Policy::Central => {
-            let _ = seed;
-            Upper::Central(CentralQueue::central(n, CentralQueue::DEFAULT_CAPACITY))
-        }
-        // Deterministic (longest-waiting node first): no seed needed.
-        Policy::R2p2 => Upper::Jbsq(Jbsq::new(n, setup.jbsq_bound, Jbsq::DEFAULT_CAPACITY)),
-        Policy::Horus | Policy::HorusTokens | Policy::RsH | Policy::RsLb | Policy::Racksched => {
-            unreachable!("layered policy")
-        }
-    }
+/// A flat policy's one scheduler over the pool's `n` workers.
+fn flat_upper(policy: Policy, n: u32, seed: u64, params: &PlaneParams) -> Plane {
+    Plane::build(policy, Layer::Spine, &vec![1; n as usize], seed, params)
 }
 
 /// A fresh upper scheduler replacing a dead spine's (Horus §C). Racks are
 /// installed one by one as the controller relinks them (Horus), or all at once.
-pub(crate) fn replacement_upper(setup: &RunSetup, racks: &[u32], nodes: u32, salt: u64) -> Upper {
+pub(crate) fn replacement_upper(setup: &RunSetup, racks: &[u32], nodes: u32, salt: u64) -> Plane {
     let seed = Rng::derive(setup.seed, 7_777 + salt).next_u64();
-    let n = racks.len() as u32;
-    match setup.policy {
-        Policy::Horus | Policy::HorusTokens => Upper::Horus(HorusSpine::with_options(
-            &[],
-            seed,
-            conn_table(),
-            horus_options(setup),
-        )),
-        Policy::RsH => Upper::RsSpine(RackSchedSpine::new(n, seed, setup.k, req_table())),
-        Policy::RsLb | Policy::Racksched => Upper::Lb(UniformLb::new(n, seed)),
-        flat => flat_upper(setup, flat, nodes, seed),
+    let params = plane_params(setup);
+    let policy = setup.policy;
+    if policy.is_flat() {
+        return flat_upper(policy, nodes, seed, &params);
     }
+    let weights = if policy.is_horus() {
+        Vec::new()
+    } else {
+        vec![1; racks.len()]
+    };
+    Plane::build(policy, Layer::Spine, &weights, seed, &params)
 }

@@ -10,119 +10,9 @@ use crate::error::ConfigError;
 use crate::topology::{PlacementConfig, TopologyConfig};
 use crate::workload::ServiceDist;
 
-/// Which scheduler runs at the spine and leaf layers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum Policy {
-    /// Horus spine + leaf schedulers (NSDI'24 §3).
-    Horus,
-    /// Horus with idle tokens: netsched's variant that holds at high task
-    /// rates (`HorusOptions::idle_tokens`, docs/fidelity.md).
-    HorusTokens,
-    /// RackSched hierarchically at spines and leaves (Horus §4.1).
-    RsH,
-    /// A uniformly random rack, then RackSched inside it (Horus §4.1; RS-R in §C).
-    RsLb,
-    /// One RackSched ToR scheduler per rack with a uniform spread over racks:
-    /// the same as RS-LB, named for single-rack experiments.
-    Racksched,
-    /// Uniformly random worker.
-    Random,
-    /// Round robin over the pool's workers.
-    RoundRobin,
-    /// Ideal join-shortest-queue with a zero-delay global view.
-    Jsq,
-    /// Join-idle-queue.
-    Jiq,
-    /// Power-of-2 over the pool's workers with instant (zero-delay) updates.
-    Pow2Instant,
-    /// Power-of-2 over the pool's workers with updates only from replies (Horus §C "DU").
-    Pow2Delayed,
-    /// Idle list, random when none is idle (Horus §C).
-    IdleOnly,
-    /// One central FCFS queue over all workers (M/M/c with zero delay).
-    Central,
-    /// R2P2's JBSQ(k) router over the pool's nodes (RackSched §4.5): a queue
-    /// in the scheduler, at most `schedulers.jbsq_bound` tasks per node.
-    R2p2,
-}
-
-impl Policy {
-    pub const ALL: [Policy; 14] = [
-        Policy::Horus,
-        Policy::HorusTokens,
-        Policy::RsH,
-        Policy::RsLb,
-        Policy::Racksched,
-        Policy::Random,
-        Policy::RoundRobin,
-        Policy::Jsq,
-        Policy::Jiq,
-        Policy::Pow2Instant,
-        Policy::Pow2Delayed,
-        Policy::IdleOnly,
-        Policy::Central,
-        Policy::R2p2,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Horus => "horus",
-            Policy::HorusTokens => "horus-tokens",
-            Policy::RsH => "rs-h",
-            Policy::RsLb => "rs-lb",
-            Policy::Racksched => "racksched",
-            Policy::Random => "random",
-            Policy::RoundRobin => "round-robin",
-            Policy::Jsq => "jsq",
-            Policy::Jiq => "jiq",
-            Policy::Pow2Instant => "pow2-instant",
-            Policy::Pow2Delayed => "pow2-delayed",
-            Policy::IdleOnly => "idle-only",
-            Policy::Central => "central",
-            Policy::R2p2 => "r2p2",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Policy, ConfigError> {
-        Policy::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| ConfigError {
-                field: "policy".into(),
-                msg: format!(
-                    "unknown policy `{s}` (expected one of: {})",
-                    Policy::ALL.map(|p| p.name()).join(", ")
-                ),
-            })
-    }
-
-    /// One scheduler over all workers of a pool rather than spine + leaf.
-    pub fn is_flat(self) -> bool {
-        !matches!(
-            self,
-            Policy::Horus | Policy::HorusTokens | Policy::RsH | Policy::RsLb | Policy::Racksched
-        )
-    }
-
-    /// Runs Horus's leaf and spine data planes (with any options).
-    pub fn is_horus(self) -> bool {
-        matches!(self, Policy::Horus | Policy::HorusTokens)
-    }
-
-    /// Ideal policies that see queue changes with zero delay.
-    pub fn sees_queues_instantly(self) -> bool {
-        matches!(self, Policy::Jsq | Policy::Pow2Instant)
-    }
-
-    /// Runs RackSched's ToR data plane (whose load tracking is configurable).
-    pub fn uses_racksched_tor(self) -> bool {
-        matches!(
-            self,
-            Policy::RsH | Policy::RsLb | Policy::Racksched | Policy::Pow2Delayed
-        )
-    }
-}
+/// Which scheduler runs at the spine and leaf layers: the one policy
+/// vocabulary of every driver (`netsched_core::registry`).
+pub use netsched_core::registry::Policy;
 
 /// A per-hop delay: constant, or exponential around a mean.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -733,8 +623,15 @@ impl SimConfig {
         {
             return Err(err("network.failure_detection_us", "must be >= 0"));
         }
-        if self.schedulers.k == 0 {
-            return Err(err("schedulers.k", "must be >= 1"));
+        // The registry's limits, the runtime's too (a data plane would
+        // otherwise panic inside a simulation thread).
+        let params = netsched_core::PlaneParams {
+            samples: self.schedulers.k,
+            jbsq_bound: self.schedulers.jbsq_bound,
+            ..netsched_core::PlaneParams::default()
+        };
+        if let Err(e) = params.validate() {
+            return Err(err(&format!("schedulers.{}", e.field), e.msg));
         }
         if self.schedulers.load_tracking != LoadTrackingMode::Int1 {
             if let Some((p, _)) = self
@@ -760,9 +657,6 @@ impl SimConfig {
                 "schedulers.horus",
                 "sets Horus mechanism choices but no run uses policy `horus`",
             ));
-        }
-        if self.schedulers.jbsq_bound == 0 {
-            return Err(err("schedulers.jbsq_bound", "must be >= 1"));
         }
         if self.schedulers.clients == 0 {
             return Err(err("schedulers.clients", "must be >= 1"));

@@ -61,3 +61,9 @@ mod tests {
         assert_eq!(ConfigError::new("f", "x").within("").field, "f");
     }
 }
+
+impl From<netsched_core::registry::UnknownPolicy> for ConfigError {
+    fn from(e: netsched_core::registry::UnknownPolicy) -> Self {
+        ConfigError::new("policy", e.to_string())
+    }
+}

@@ -11,7 +11,6 @@ pub mod pull;
 pub mod queue;
 pub mod report;
 pub mod run;
-mod sched;
 
 pub mod error;
 pub mod metrics;

@@ -15,12 +15,12 @@ use netsched_core::dataplane::{
     Action, DropReason, Input, Notice, Outbox, Resubmit, TaskMeta, Upstream,
 };
 use netsched_core::rng::Rng;
+use netsched_core::{Control, DataPlane, Plane};
 
 use crate::config::{DelayDist, FailureEvent, LoadTrackingMode, Policy, WorkerModel};
 use crate::metrics::{AbortReason, MessageKind, PoolMetrics};
 use crate::nodes::{Discipline, NodeEvent, Nodes, Outcome};
 use crate::queue::{EventQueue, Inbox};
-use crate::sched::{Lower, Upper};
 use crate::workload::{ArrivalProcess, RateSchedule, ServiceSampler};
 
 /// Where a pool's workers are: its rack slices and the spines serving it.
@@ -194,7 +194,7 @@ enum Ev {
 }
 
 struct UpperState {
-    sched: Upper,
+    sched: Plane,
     /// Local node index -> rack (empty for flat policies, whose nodes are pool nodes).
     nodes: Vec<u32>,
     /// Rack -> local node index, `NONE` where the rack is not a node of this upper.
@@ -211,7 +211,8 @@ struct UpperState {
 }
 
 struct RackState {
-    sched: Lower,
+    /// The leaf's data plane; none where a flat policy's leaf only forwards.
+    sched: Option<Plane>,
     leaf: u32,
     /// Upper this leaf is linked with and its index there.
     link: (u32, u32),
@@ -413,7 +414,7 @@ impl<'a> PoolSim<'a> {
             self.metrics.add_passes(true, f, r);
         }
         for r in &self.racks {
-            let (f, rs) = r.sched.passes();
+            let (f, rs) = r.sched.as_ref().map_or((0, 0), Plane::passes);
             self.metrics.add_passes(false, f, rs);
         }
         self.metrics.events = self.q.processed;
@@ -671,14 +672,14 @@ impl<'a> PoolSim<'a> {
                 self.settle_all(self.q.current());
                 for u in &mut self.uppers {
                     if let Some(local) = u.local_of(rack) {
-                        u.sched.remove_node(local);
+                        u.remove_node(local, now);
                     }
                 }
                 if self.setup.policy.is_flat() {
                     let nodes = self.racks[rack as usize].nodes.clone();
                     for n in nodes {
                         for u in &mut self.uppers {
-                            u.sched.remove_node(n);
+                            u.remove_node(n, now);
                         }
                     }
                 }
@@ -688,11 +689,13 @@ impl<'a> PoolSim<'a> {
                 if self.setup.policy.is_flat() {
                     self.settle_all(self.q.current());
                     for u in &mut self.uppers {
-                        u.sched.remove_node(node);
+                        u.remove_node(node, now);
                     }
                 } else if self.racks[rack as usize].alive {
                     let mut out = self.out.take().unwrap_or_default();
-                    self.racks[rack as usize].sched.remove_node(local, &mut out);
+                    if let Some(leaf) = &mut self.racks[rack as usize].sched {
+                        leaf.remove_node(local, now, &mut out);
+                    }
                     self.lower_actions(now, rack, &mut out, None, false);
                     self.out = Some(out);
                     self.install_rack_weight(now, rack);
@@ -763,7 +766,7 @@ impl<'a> PoolSim<'a> {
         let mut out = Outbox::new();
         self.uppers[upper as usize]
             .sched
-            .set_node(node, workers, now, &mut out);
+            .add_node(node, workers, now, &mut out);
         self.upper_actions(now, upper, &mut out, None, false);
     }
 
@@ -848,7 +851,9 @@ impl<'a> PoolSim<'a> {
         let first_pass_of_task = matches!(input, Input::Task(_));
         let mut out = self.out.take().unwrap_or_default();
         out.clear();
-        self.racks[rack as usize].sched.handle(now, input, &mut out);
+        if let Some(leaf) = &mut self.racks[rack as usize].sched {
+            leaf.handle(now, input, &mut out);
+        }
         self.lower_actions(now, rack, &mut out, carries_task, first_pass_of_task);
         self.out = Some(out);
     }
@@ -1249,11 +1254,19 @@ impl<'a> PoolSim<'a> {
         let t = target as usize;
         let local = self.uppers[t].ensure_node(rack);
         self.weights_dirty = true;
-        if let Some(w) = self.racks[rack as usize].sched.workers() {
+        if let Some(w) = self.racks[rack as usize]
+            .sched
+            .as_ref()
+            .and_then(Plane::workers)
+        {
             self.upper_set_node(now, target, local, w);
         }
         self.racks[rack as usize].link = (target, local);
-        if let Some((idle, load)) = self.racks[rack as usize].sched.announce() {
+        if let Some((idle, load)) = self.racks[rack as usize]
+            .sched
+            .as_mut()
+            .and_then(Plane::resync)
+        {
             if idle {
                 self.send_notice(rack, target, Notice::IdleAdd);
             }
@@ -1266,7 +1279,11 @@ impl<'a> PoolSim<'a> {
     /// left with no worker keeps its last factor; its spines stop choosing
     /// it only when the rack itself fails.
     fn install_rack_weight(&mut self, now: u64, rack: u32) {
-        let Some(w) = self.racks[rack as usize].sched.workers() else {
+        let Some(w) = self.racks[rack as usize]
+            .sched
+            .as_ref()
+            .and_then(Plane::workers)
+        else {
             return;
         };
         if w == 0 {
@@ -1303,7 +1320,9 @@ impl<'a> PoolSim<'a> {
             } else {
                 let mut out = self.out.take().unwrap_or_default();
                 out.clear();
-                self.racks[rack as usize].sched.add_node(local, &mut out);
+                if let Some(leaf) = &mut self.racks[rack as usize].sched {
+                    leaf.add_node(local, 1, now, &mut out);
+                }
                 self.lower_actions(now, rack, &mut out, None, false);
                 self.out = Some(out);
             }
@@ -1317,7 +1336,7 @@ impl<'a> PoolSim<'a> {
 }
 
 pub(crate) struct BuiltUpper {
-    pub sched: Upper,
+    pub sched: Plane,
     pub nodes: Vec<u32>,
     pub spine: u32,
 }
@@ -1352,7 +1371,7 @@ fn task_of(input: &Input) -> Option<u32> {
 }
 
 impl UpperState {
-    fn new(sched: Upper, nodes: Vec<u32>, spine: u32, racks: usize) -> Self {
+    fn new(sched: Plane, nodes: Vec<u32>, spine: u32, racks: usize) -> Self {
         let mut local = vec![NONE; racks];
         for (i, &r) in nodes.iter().enumerate() {
             local[r as usize] = i as u32;
@@ -1366,6 +1385,14 @@ impl UpperState {
             routable: true,
             inbox: Inbox::default(),
         }
+    }
+
+    /// Control plane: node `node` (a rack, or a worker for flat policies)
+    /// is gone. An upper emits nothing when it loses a node.
+    fn remove_node(&mut self, node: u32, now: u64) {
+        let mut out = Outbox::new();
+        self.sched.remove_node(node, now, &mut out);
+        debug_assert!(out.is_empty(), "an upper's node removal emitted actions");
     }
 
     fn local_of(&self, rack: u32) -> Option<u32> {

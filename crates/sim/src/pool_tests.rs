@@ -80,7 +80,7 @@ fn each_client_learns_only_from_replies_to_its_own_tasks() {
     let mut replies = vec![0u64; clients as usize];
     let mut disagreements = 0u64;
     let table = |sim: &PoolSim, u: usize, n: u32| match &sim.uppers[u].sched {
-        Upper::Delayed(rs) => rs.load_table().load(n).unwrap(),
+        Plane::RackSched(rs) => rs.load_table().load(n).unwrap(),
         _ => unreachable!("pow2-delayed clients are RackSched instances"),
     };
     while let Some((now, ev)) = sim.q.pop() {
@@ -191,7 +191,7 @@ fn spine_gets_the_new_factor_when_workers_leave() {
     let plan = plan(1, 8);
     let mut sim = PoolSim::new(&setup, &plan);
     let factor = |sim: &PoolSim| match &sim.uppers[0].sched {
-        Upper::Horus(s) => s.busy_nodes().factor_of(0).unwrap(),
+        Plane::HorusSpine(s) => s.busy_nodes().factor_of(0).unwrap(),
         _ => unreachable!(),
     };
     assert_eq!(factor(&sim), netsched_core::fixed::additive_factor(8));

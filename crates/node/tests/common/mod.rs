@@ -5,7 +5,7 @@
 use std::net::UdpSocket;
 
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
-use netsched_node::config::PolicyName;
+use netsched_node::config::Policy;
 use netsched_node::metrics::Registry;
 
 pub fn sock() -> UdpSocket {
@@ -15,7 +15,7 @@ pub fn sock() -> UdpSocket {
 /// One spine, `leaves` leaves with `execs` executors each, one policy on
 /// both layers; workers heartbeat every 50 ms, leaves time them out after
 /// 500 ms.
-pub fn cluster(pool: u16, leaves: usize, execs: usize, policy: PolicyName) -> LocalCluster {
+pub fn cluster(pool: u16, leaves: usize, execs: usize, policy: Policy) -> LocalCluster {
     LocalCluster::start(&ClusterSpec {
         pool,
         racks: leaves,
