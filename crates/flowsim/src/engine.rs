@@ -193,42 +193,118 @@ pub struct EngineStats {
 pub struct Engine {
     topo: Topology,
     opts: EngineOpts,
+    events: EventQueue,
+    instant: InstantChanges,
+    fabric: Fabric,
+    groups: RateGroups,
+    tasks: TaskTable,
+    baraat: Classifiers,
+    fill: WaterFill,
+    scratch: Scratch,
+    /// Check the rate groups' invariants after every recomputation, and
+    /// every fast-path result against a from-scratch recomputation (tests).
+    pub check: bool,
+    /// Recompute every active flow at every change (the from-scratch
+    /// reference the component recomputation is tested against).
+    pub full_recompute: bool,
+    pub stats: EngineStats,
+}
+
+/// The clock and the pending task arrivals and delayed flow starts (flow
+/// finishes are in [`RateGroups::finish`], Baraat's re-classifications in
+/// [`Classifiers::reclass`]).
+#[derive(Clone, Default)]
+struct EventQueue {
     now: u64,
+    /// Ties at one instant pop in push order.
     seq: u64,
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    /// Finish times of the rate groups' first members, re-keyed in place.
-    finish: IndexedHeap,
-    /// Baraat: per port, the next time a task there crosses the heavy
-    /// threshold at the current rates (one entry per port, re-keyed in place
-    /// as the rates change, instead of a stale event per change).
-    reclass: IndexedHeap,
-    groups: Vec<Group>,
-    free_groups: Vec<u32>,
+}
+
+/// What the events of the current instant changed, for the one
+/// recomputation after them.
+#[derive(Clone, Default)]
+struct InstantChanges {
     /// Groups of the flows that finished at this instant.
     departed: Vec<u32>,
     /// Links seeded by this instant's departures (`dirty`: by the rest).
     dep_dirty: Vec<LinkId>,
+    dirty: Vec<LinkId>,
     /// Flows started at this instant; whether one of them is its task's
     /// first at its port (Baraat).
     started: Vec<u32>,
     new_at_port: bool,
     /// Baraat: a task turned heavy at a departure of this instant.
     turned_heavy: bool,
-    /// Check the rate groups' invariants after every recomputation, and
-    /// every fast-path result against a from-scratch recomputation (tests).
-    pub check: bool,
+}
+
+/// The flows and the links they cross.
+#[derive(Clone, Default)]
+struct Fabric {
     links: Vec<Link>,
     flows: Vec<Flow>,
     /// Component stamps of the flows, apart from `flows` so that the
     /// component walk (which sees every flow once per link) stays in cache.
     fstamp: Vec<u32>,
     free_flows: Vec<u32>,
-    tasks: Vec<Option<Task>>,
-    free_tasks: Vec<u32>,
-    ports: Vec<Port>,
+    /// The current component stamp (of links, flows and groups).
     stamp: u32,
-    dirty: Vec<LinkId>,
-    // Scratch for recomputation.
+}
+
+/// The rate groups and their finish times.
+#[derive(Clone, Default)]
+struct RateGroups {
+    all: Vec<Group>,
+    free: Vec<u32>,
+    /// Finish times of the rate groups' first members, re-keyed in place.
+    finish: IndexedHeap,
+    /// The groups the last water-fill formed (and, while a recomputation
+    /// dissolves the old groups, the groups its flows left).
+    fresh: Vec<u32>,
+}
+
+/// The live tasks and the finished ones.
+#[derive(Clone, Default)]
+struct TaskTable {
+    slots: Vec<Option<Task>>,
+    free: Vec<u32>,
+    results: Vec<TaskResult>,
+}
+
+/// Baraat's per-port classifiers (§4.3.1).
+#[derive(Clone, Default)]
+struct Classifiers {
+    ports: Vec<Port>,
+    /// Per port, the next time a task there crosses the heavy threshold at
+    /// the current rates (one entry per port, re-keyed in place as the rates
+    /// change, instead of a stale event per change).
+    reclass: IndexedHeap,
+    /// Scratch: (port, task id) and rate of each moving flow.
+    crossing: Vec<(u128, f64)>,
+}
+
+/// The state of the last water-fill.
+#[derive(Clone, Default)]
+struct WaterFill {
+    /// Per component link (by `Link::local`): capacity left, and unfrozen
+    /// flows of the key group being filled.
+    residual: Vec<f64>,
+    count: Vec<u32>,
+    /// Flows in freeze order, and the freeze sets as (start in `frozen`,
+    /// bottleneck link or NONE, level).
+    frozen: Vec<u32>,
+    sets: Vec<(u32, LinkId, f64)>,
+    /// The link that stopped the last water-fill, and the flows left then.
+    stop: Option<LinkId>,
+    stop_rest: BinaryHeap<u128>,
+    unfrozen: Vec<u32>,
+    touched: Vec<u32>,
+    bkeyed: Vec<u64>,
+}
+
+/// Scratch of the recomputation (the component and its key order).
+#[derive(Clone, Default)]
+struct Scratch {
     comp_flows: Vec<u32>,
     comp_links: Vec<LinkId>,
     keyed: Vec<((u64, u64), u32)>,
@@ -236,26 +312,7 @@ pub struct Engine {
     total: Vec<u32>,
     universal: Vec<u32>,
     kgroup: Vec<u32>,
-    crossing: Vec<(u128, f64)>,
-    /// The link that stopped the last water-fill, and the flows left then.
-    stop: Option<LinkId>,
-    stop_rest: BinaryHeap<u128>,
-    unfrozen: Vec<u32>,
-    /// Flows in freeze order, and the freeze sets as (start in `frozen`,
-    /// bottleneck link or NONE, level).
-    frozen: Vec<u32>,
-    sets: Vec<(u32, LinkId, f64)>,
     xlinks: Vec<LinkId>,
-    bkeyed: Vec<u64>,
-    fresh: Vec<u32>,
-    touched: Vec<u32>,
-    /// Recompute every active flow at every change (the from-scratch
-    /// reference the component recomputation is tested against).
-    pub full_recompute: bool,
-    residual: Vec<f64>,
-    count: Vec<u32>,
-    results: Vec<TaskResult>,
-    pub stats: EngineStats,
 }
 
 impl Engine {
@@ -265,56 +322,28 @@ impl Engine {
         Engine {
             topo,
             opts,
-            now: 0,
-            seq: 0,
-            heap: BinaryHeap::new(),
-            finish: IndexedHeap::new(),
-            reclass: IndexedHeap::new(),
-            groups: Vec::new(),
-            free_groups: Vec::new(),
-            departed: Vec::new(),
-            dep_dirty: Vec::new(),
-            started: Vec::new(),
-            new_at_port: false,
-            turned_heavy: false,
+            events: EventQueue::default(),
+            instant: InstantChanges::default(),
+            fabric: Fabric {
+                links: vec![Link::default(); nl],
+                ..Fabric::default()
+            },
+            groups: RateGroups::default(),
+            tasks: TaskTable::default(),
+            baraat: Classifiers {
+                ports: vec![Port::default(); hosts],
+                ..Classifiers::default()
+            },
+            fill: WaterFill::default(),
+            scratch: Scratch::default(),
             check: false,
-            links: vec![Link::default(); nl],
-            flows: Vec::new(),
-            fstamp: Vec::new(),
-            free_flows: Vec::new(),
-            tasks: Vec::new(),
-            free_tasks: Vec::new(),
-            ports: vec![Port::default(); hosts],
-            stamp: 0,
-            dirty: Vec::new(),
-            comp_flows: Vec::new(),
-            comp_links: Vec::new(),
-            keyed: Vec::new(),
-            packed: Vec::new(),
-            total: Vec::new(),
-            universal: Vec::new(),
-            kgroup: Vec::new(),
-            crossing: Vec::new(),
-            stop: None,
-            stop_rest: BinaryHeap::new(),
-            unfrozen: Vec::new(),
-            frozen: Vec::new(),
-            sets: Vec::new(),
-            xlinks: Vec::new(),
-            bkeyed: Vec::new(),
-            fresh: Vec::new(),
-            touched: Vec::new(),
             full_recompute: false,
-            residual: Vec::new(),
-            count: Vec::new(),
-            results: Vec::new(),
             stats: EngineStats::default(),
         }
     }
-
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse((t, self.seq, ev)));
+        self.events.seq += 1;
+        self.events.heap.push(Reverse((t, self.events.seq, ev)));
     }
 
     /// Run every task of `source` (sorted by arrival) to completion.
@@ -325,28 +354,28 @@ impl Engine {
             self.push(t.arrival_ns, Ev::Arrival);
         }
         loop {
-            let te = self.heap.peek().map(|Reverse((t, _, _))| *t);
-            let tf = self.finish.peek().map(|(t, _)| t);
-            let tr = self.reclass.peek().map(|(t, _)| t);
+            let te = self.events.heap.peek().map(|Reverse((t, _, _))| *t);
+            let tf = self.groups.finish.peek().map(|(t, _)| t);
+            let tr = self.baraat.reclass.peek().map(|(t, _)| t);
             let Some(t) = [te, tf, tr].into_iter().flatten().min() else {
                 break;
             };
-            self.now = t;
+            self.events.now = t;
             // Every event of this instant, then one recomputation.
-            while let Some((t2, g)) = self.finish.peek() {
+            while let Some((t2, g)) = self.groups.finish.peek() {
                 if t2 != t {
                     break;
                 }
-                let grp = &self.groups[g as usize];
+                let grp = &self.groups.all[g as usize];
                 let fid = grp.members[grp.head as usize];
                 self.stats.events += 1;
                 self.finish_flow(fid);
             }
-            while let Some(&Reverse((t2, _, ev))) = self.heap.peek() {
+            while let Some(&Reverse((t2, _, ev))) = self.events.heap.peek() {
                 if t2 != t {
                     break;
                 }
-                self.heap.pop();
+                self.events.heap.pop();
                 self.stats.events += 1;
                 match ev {
                     Ev::Arrival => {
@@ -365,26 +394,26 @@ impl Engine {
             }
             // Baraat: a task crossed the heavy threshold at a port; the
             // recomputation there charges the counters and re-keys.
-            while let Some((t2, p)) = self.reclass.peek() {
+            while let Some((t2, p)) = self.baraat.reclass.peek() {
                 if t2 != t {
                     break;
                 }
-                self.reclass.remove(p);
+                self.baraat.reclass.remove(p);
                 self.stats.events += 1;
-                self.dirty.push(self.topo.host_down(p));
+                self.instant.dirty.push(self.topo.host_down(p));
             }
-            if !self.dirty.is_empty() || !self.dep_dirty.is_empty() {
+            if !self.instant.dirty.is_empty() || !self.instant.dep_dirty.is_empty() {
                 self.recompute();
                 if self.check {
                     self.check_invariants();
                 }
             }
-            self.departed.clear();
-            self.started.clear();
-            self.new_at_port = false;
-            self.turned_heavy = false;
+            self.instant.departed.clear();
+            self.instant.started.clear();
+            self.instant.new_at_port = false;
+            self.instant.turned_heavy = false;
         }
-        std::mem::take(&mut self.results)
+        std::mem::take(&mut self.tasks.results)
     }
 
     fn arrive(&mut self, spec: TaskSpec, index: u64) {
@@ -399,24 +428,24 @@ impl Engine {
         let task = Task {
             index,
             task_id: spec.task_id,
-            arrival: spec.arrival_ns.max(self.now),
+            arrival: spec.arrival_ns.max(self.events.now),
             total_bytes,
             left: spec.flows.len() as u32,
             specs: spec.flows,
             gate_left,
             ports: Vec::new(),
         };
-        let slot = match self.free_tasks.pop() {
+        let slot = match self.tasks.free.pop() {
             Some(s) => {
-                self.tasks[s as usize] = Some(task);
+                self.tasks.slots[s as usize] = Some(task);
                 s
             }
             None => {
-                self.tasks.push(Some(task));
-                (self.tasks.len() - 1) as u32
+                self.tasks.slots.push(Some(task));
+                (self.tasks.slots.len() - 1) as u32
             }
         };
-        let t = self.tasks[slot as usize].as_ref().expect("just set");
+        let t = self.tasks.slots[slot as usize].as_ref().expect("just set");
         if t.left == 0 {
             self.complete_task(slot);
             return;
@@ -437,12 +466,12 @@ impl Engine {
         if delay == 0 {
             self.start_flow(task, spec);
         } else {
-            self.push(self.now + delay, Ev::Start { task, spec });
+            self.push(self.events.now + delay, Ev::Start { task, spec });
         }
     }
 
     fn start_flow(&mut self, task: u32, spec: u32) {
-        let t = self.tasks[task as usize].as_mut().expect("live task");
+        let t = self.tasks.slots[task as usize].as_mut().expect("live task");
         let s = &t.specs[spec as usize];
         let (src, dst, bytes) = (s.src, s.dst, s.bytes);
         if src == dst || bytes == 0 {
@@ -470,7 +499,7 @@ impl Engine {
             cap,
             rem: bytes as f64,
             rate: 0.0,
-            last: self.now,
+            last: self.events.now,
             gen: 0,
             key: (0, 0),
             spec,
@@ -479,38 +508,38 @@ impl Engine {
             gpos: 0,
             target: 0.0,
         };
-        let id = match self.free_flows.pop() {
+        let id = match self.fabric.free_flows.pop() {
             Some(i) => {
-                let gen = self.flows[i as usize].gen;
-                self.flows[i as usize] = Flow { gen: gen + 1, ..f };
+                let gen = self.fabric.flows[i as usize].gen;
+                self.fabric.flows[i as usize] = Flow { gen: gen + 1, ..f };
                 i
             }
             None => {
-                self.flows.push(f);
-                self.fstamp.push(0);
-                (self.flows.len() - 1) as u32
+                self.fabric.flows.push(f);
+                self.fabric.fstamp.push(0);
+                (self.fabric.flows.len() - 1) as u32
             }
         };
         self.stats.flows += 1;
-        self.started.push(id);
+        self.instant.started.push(id);
         for (h, &l) in links[..n].iter().enumerate() {
-            let link = &mut self.links[l as usize];
-            self.flows[id as usize].pos[h] = link.flows.len() as u32;
+            let link = &mut self.fabric.links[l as usize];
+            self.fabric.flows[id as usize].pos[h] = link.flows.len() as u32;
             link.flows.push(id);
             link.sum_caps += cap;
             // A switch link that cannot bind now could not before either:
             // no rate depends on it, so it seeds nothing.
             if self.follow(l) {
-                self.dirty.push(l);
+                self.instant.dirty.push(l);
             }
         }
         if self.opts.policy == Policy::Baraat {
             let thr = self.opts.heavy_threshold;
-            let lm = self.ports[dst as usize]
+            let lm = self.baraat.ports[dst as usize]
                 .lm
                 .get_or_insert_with(|| FifoLm::new(thr));
             // A task new at the port changes its classes.
-            self.new_at_port |= lm.counters(task_id).is_none();
+            self.instant.new_at_port |= lm.counters(task_id).is_none();
             lm.add_flow(task_id);
         }
     }
@@ -519,8 +548,8 @@ impl Engine {
     /// are charged per task and port: [`Engine::charge_port`]).
     #[inline]
     fn advance(&mut self, id: u32) {
-        let now = self.now;
-        let f = &mut self.flows[id as usize];
+        let now = self.events.now;
+        let f = &mut self.fabric.flows[id as usize];
         if f.last == now {
             return;
         }
@@ -529,25 +558,25 @@ impl Engine {
             // Not moving (a flow with a positive rate is in a group).
             return;
         }
-        let g = &self.groups[f.group as usize];
+        let g = &self.groups.all[f.group as usize];
         let served = g.served + g.rate * (now - g.at) as f64 / 8e9;
         f.rem = (f.target - served).max(0.0);
     }
 
     fn finish_flow(&mut self, id: u32) {
         self.advance(id);
-        let f = &mut self.flows[id as usize];
+        let f = &mut self.fabric.flows[id as usize];
         f.alive = false;
         let (task, tid, spec, dst, n, links, pos, cap) =
             (f.task, f.tid, f.spec, f.dst, f.n, f.links, f.pos, f.cap);
-        self.departed.push(f.group);
+        self.instant.departed.push(f.group);
         if self.opts.policy == Policy::Baraat {
             // The port's counters up to now at the old rates, then the
             // flow's rate leaves its task's. A task that turned heavy
             // changes the port's classes: recompute there.
             if self.charge_port(dst) {
-                self.dirty.push(self.topo.host_down(dst));
-                self.turned_heavy = true;
+                self.instant.dirty.push(self.topo.host_down(dst));
+                self.instant.turned_heavy = true;
             }
             let r = self.rate_of(id);
             self.port_rate_add(dst, tid, -r);
@@ -555,7 +584,7 @@ impl Engine {
         self.group_leave(id);
         for h in 0..n as usize {
             let l = links[h];
-            let link = &mut self.links[l as usize];
+            let link = &mut self.fabric.links[l as usize];
             let p = pos[h] as usize;
             link.flows.swap_remove(p);
             // Seed only a link that could bind before (host links always).
@@ -563,7 +592,7 @@ impl Engine {
             link.sum_caps -= cap;
             if p < link.flows.len() {
                 let moved = link.flows[p];
-                let mf = &mut self.flows[moved as usize];
+                let mf = &mut self.fabric.flows[moved as usize];
                 let hop = mf.links[..mf.n as usize]
                     .iter()
                     .position(|&x| x == l)
@@ -571,12 +600,12 @@ impl Engine {
                 mf.pos[hop] = p as u32;
             }
             if seed {
-                self.dep_dirty.push(l);
+                self.instant.dep_dirty.push(l);
             }
         }
-        self.free_flows.push(id);
+        self.fabric.free_flows.push(id);
         if self.opts.policy == Policy::Baraat {
-            if let Some(lm) = self.ports[dst as usize].lm.as_mut() {
+            if let Some(lm) = self.baraat.ports[dst as usize].lm.as_mut() {
                 lm.remove_flow(tid);
             }
         }
@@ -584,7 +613,7 @@ impl Engine {
     }
 
     fn flow_done(&mut self, task: u32, spec: u32) {
-        let t = self.tasks[task as usize].as_mut().expect("live task");
+        let t = self.tasks.slots[task as usize].as_mut().expect("live task");
         t.left -= 1;
         let feeds = t.specs[spec as usize].feeds;
         if feeds != NO_GATE {
@@ -604,7 +633,7 @@ impl Engine {
         }
         // A second-stage flow with nothing to send finishes inside `ready`
         // above and may already have completed the task.
-        if self.tasks[task as usize]
+        if self.tasks.slots[task as usize]
             .as_ref()
             .is_some_and(|t| t.left == 0)
         {
@@ -613,32 +642,32 @@ impl Engine {
     }
 
     fn complete_task(&mut self, slot: u32) {
-        let t = self.tasks[slot as usize].take().expect("live task");
-        self.results.push(TaskResult {
+        let t = self.tasks.slots[slot as usize].take().expect("live task");
+        self.tasks.results.push(TaskResult {
             index: t.index,
             task_id: t.task_id,
             arrival_ns: t.arrival,
-            completion_ns: self.now - t.arrival,
+            completion_ns: self.events.now - t.arrival,
             bytes: t.total_bytes,
         });
         for &p in &t.ports {
-            let port = &mut self.ports[p as usize];
+            let port = &mut self.baraat.ports[p as usize];
             // Its flows are all done: nothing of it moves any more.
             port.rates.retain(|r| r.0 != t.task_id);
             if let Some(lm) = port.lm.as_mut() {
                 // Recompute the port only if another task's class changed
                 // (the task was heavy, or shared a heavy task's class).
                 if lm.forget(t.task_id) {
-                    self.dirty.push(self.topo.host_down(p));
+                    self.instant.dirty.push(self.topo.host_down(p));
                 }
             }
         }
-        self.free_tasks.push(slot);
+        self.tasks.free.push(slot);
     }
 
     /// Can this link limit its flows? Host links always count (see module doc).
     fn follow(&self, l: LinkId) -> bool {
-        self.topo.is_host_link(l) || self.links[l as usize].sum_caps > self.topo.capacity(l)
+        self.topo.is_host_link(l) || self.fabric.links[l as usize].sum_caps > self.topo.capacity(l)
     }
 
     /// After the events of one instant: departures from one rate group go
@@ -646,24 +675,24 @@ impl Engine {
     /// the other changes (starts, re-classifications) does not reach the
     /// group; everything else is recomputed component by component.
     fn recompute(&mut self) {
-        let g = self.departed.first().copied().unwrap_or(NONE);
+        let g = self.instant.departed.first().copied().unwrap_or(NONE);
         if !self.full_recompute
             && g != NONE
-            && self.departed.iter().all(|&d| d == g)
-            && (self.dirty.is_empty()
-                || !self.component_touches(g, self.groups[g as usize].bottleneck))
+            && self.instant.departed.iter().all(|&d| d == g)
+            && (self.instant.dirty.is_empty()
+                || !self.component_touches(g, self.groups.all[g as usize].bottleneck))
         {
             let shadow = if self.check {
                 let mut sh = self.clone();
-                sh.dirty.append(&mut sh.dep_dirty);
+                sh.instant.dirty.append(&mut sh.instant.dep_dirty);
                 Some(sh)
             } else {
                 None
             };
             if self.fast_departure() {
-                self.dep_dirty.clear();
+                self.instant.dep_dirty.clear();
                 self.stats.fast_departures += 1;
-                if !self.dirty.is_empty() && !self.fast_arrival() {
+                if !self.instant.dirty.is_empty() && !self.fast_arrival() {
                     self.recompute_component();
                 }
                 if let Some(mut sh) = shadow {
@@ -673,35 +702,35 @@ impl Engine {
                 return;
             }
         }
-        let mut dep = std::mem::take(&mut self.dep_dirty);
-        self.dirty.append(&mut dep);
-        self.dep_dirty = dep;
+        let mut dep = std::mem::take(&mut self.instant.dep_dirty);
+        self.instant.dirty.append(&mut dep);
+        self.instant.dep_dirty = dep;
         self.recompute_component();
     }
 
     fn next_stamp(&mut self) -> u32 {
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp == 0 {
-            for l in &mut self.links {
+        self.fabric.stamp = self.fabric.stamp.wrapping_add(1);
+        if self.fabric.stamp == 0 {
+            for l in &mut self.fabric.links {
                 l.stamp = 0;
             }
-            self.fstamp.fill(0);
-            for g in &mut self.groups {
+            self.fabric.fstamp.fill(0);
+            for g in &mut self.groups.all {
                 g.stamp = 0;
             }
-            self.stamp = 1;
+            self.fabric.stamp = 1;
         }
-        self.stamp
+        self.fabric.stamp
     }
 
     /// Does the component grown from the dirty links hold a member of `g`
     /// or the link `bl`?
     fn component_touches(&mut self, g: u32, bl: LinkId) -> bool {
         let stamp = self.next_stamp();
-        let mut stack = std::mem::take(&mut self.comp_links);
+        let mut stack = std::mem::take(&mut self.scratch.comp_links);
         stack.clear();
-        for &l in &self.dirty {
-            let link = &mut self.links[l as usize];
+        for &l in &self.instant.dirty {
+            let link = &mut self.fabric.links[l as usize];
             if link.stamp != stamp {
                 link.stamp = stamp;
                 stack.push(l);
@@ -712,28 +741,28 @@ impl Engine {
         'walk: while i < stack.len() {
             let l = stack[i];
             i += 1;
-            for k in 0..self.links[l as usize].flows.len() {
-                let fid = self.links[l as usize].flows[k];
-                if self.fstamp[fid as usize] == stamp {
+            for k in 0..self.fabric.links[l as usize].flows.len() {
+                let fid = self.fabric.links[l as usize].flows[k];
+                if self.fabric.fstamp[fid as usize] == stamp {
                     continue;
                 }
-                self.fstamp[fid as usize] = stamp;
-                let f = &self.flows[fid as usize];
+                self.fabric.fstamp[fid as usize] = stamp;
+                let f = &self.fabric.flows[fid as usize];
                 if f.group == g {
                     hit = true;
                     break 'walk;
                 }
                 let (links, n) = (f.links, f.n as usize);
                 for &l2 in &links[..n] {
-                    if self.links[l2 as usize].stamp != stamp && self.follow(l2) {
-                        self.links[l2 as usize].stamp = stamp;
+                    if self.fabric.links[l2 as usize].stamp != stamp && self.follow(l2) {
+                        self.fabric.links[l2 as usize].stamp = stamp;
                         stack.push(l2);
                     }
                 }
             }
         }
-        self.comp_links = stack;
-        hit || (bl != NONE && self.links[bl as usize].stamp == stamp)
+        self.scratch.comp_links = stack;
+        hit || (bl != NONE && self.fabric.links[bl as usize].stamp == stamp)
     }
 
     /// Recompute the component grown from the dirty links: re-key and
@@ -741,46 +770,46 @@ impl Engine {
     fn recompute_component(&mut self) {
         self.stats.recomputes += 1;
         let stamp = self.next_stamp();
-        let mut comp_flows = std::mem::take(&mut self.comp_flows);
-        let mut comp_links = std::mem::take(&mut self.comp_links);
+        let mut comp_flows = std::mem::take(&mut self.scratch.comp_flows);
+        let mut comp_links = std::mem::take(&mut self.scratch.comp_links);
         comp_flows.clear();
         comp_links.clear();
         // Seeds are followed even when they cannot bind any more: their
         // flows may have been held back by them until now.
-        let mut dirty = std::mem::take(&mut self.dirty);
+        let mut dirty = std::mem::take(&mut self.instant.dirty);
         if self.full_recompute {
             // The seeds stay: a port whose last flow just left is one, and
             // its task rates must be cleared.
             dirty.extend(
-                (0..self.links.len() as LinkId)
-                    .filter(|&l| !self.links[l as usize].flows.is_empty()),
+                (0..self.fabric.links.len() as LinkId)
+                    .filter(|&l| !self.fabric.links[l as usize].flows.is_empty()),
             );
         }
         for &l in &dirty {
-            let link = &mut self.links[l as usize];
+            let link = &mut self.fabric.links[l as usize];
             if link.stamp != stamp {
                 link.stamp = stamp;
                 comp_links.push(l);
             }
         }
         dirty.clear();
-        self.dirty = dirty;
+        self.instant.dirty = dirty;
         let mut i = 0;
         while i < comp_links.len() {
             let l = comp_links[i];
             i += 1;
-            for k in 0..self.links[l as usize].flows.len() {
-                let fid = self.links[l as usize].flows[k];
-                if self.fstamp[fid as usize] == stamp {
+            for k in 0..self.fabric.links[l as usize].flows.len() {
+                let fid = self.fabric.links[l as usize].flows[k];
+                if self.fabric.fstamp[fid as usize] == stamp {
                     continue;
                 }
-                self.fstamp[fid as usize] = stamp;
+                self.fabric.fstamp[fid as usize] = stamp;
                 comp_flows.push(fid);
-                let f = &self.flows[fid as usize];
+                let f = &self.fabric.flows[fid as usize];
                 let (links, n) = (f.links, f.n as usize);
                 for &l2 in &links[..n] {
-                    if self.links[l2 as usize].stamp != stamp && self.follow(l2) {
-                        self.links[l2 as usize].stamp = stamp;
+                    if self.fabric.links[l2 as usize].stamp != stamp && self.follow(l2) {
+                        self.fabric.links[l2 as usize].stamp = stamp;
                         comp_links.push(l2);
                     }
                 }
@@ -794,24 +823,24 @@ impl Engine {
             for &l in &comp_links {
                 if let Some(p) = self.topo.port_of_down(l) {
                     self.charge_port(p);
-                    self.ports[p as usize].rates.clear();
+                    self.baraat.ports[p as usize].rates.clear();
                     // The pending re-classification check is stale.
-                    self.reclass.remove(p);
+                    self.baraat.reclass.remove(p);
                 }
             }
         }
         // Every flow leaves its group; the groups are settled after (most
         // dissolve whole: every member of a group crosses its bottleneck).
-        let mut left = std::mem::take(&mut self.fresh);
+        let mut left = std::mem::take(&mut self.groups.fresh);
         left.clear();
         for &fid in &comp_flows {
             self.advance(fid);
-            let f = &mut self.flows[fid as usize];
+            let f = &mut self.fabric.flows[fid as usize];
             let g = f.group;
             if g != NONE {
                 f.group = NONE;
                 let tid = f.tid;
-                let grp = &mut self.groups[g as usize];
+                let grp = &mut self.groups.all[g as usize];
                 f.rate = grp.rate;
                 if grp.stamp != stamp {
                     grp.stamp = stamp;
@@ -822,39 +851,39 @@ impl Engine {
             }
         }
         for &g in &left {
-            let grp = &mut self.groups[g as usize];
+            let grp = &mut self.groups.all[g as usize];
             if grp.live == 0 {
                 grp.members.clear();
                 grp.tasks.clear();
                 grp.head = 0;
-                self.finish.remove(g);
-                self.free_groups.push(g);
+                self.groups.finish.remove(g);
+                self.groups.free.push(g);
             } else {
                 self.group_reschedule(g);
             }
         }
-        self.fresh = left;
+        self.groups.fresh = left;
         // Priority keys.
-        let mut keyed = std::mem::take(&mut self.keyed);
+        let mut keyed = std::mem::take(&mut self.scratch.keyed);
         keyed.clear();
         let mut narrow = true;
         for &fid in &comp_flows {
             let key = self.key_of(fid);
-            self.flows[fid as usize].key = key;
+            self.fabric.flows[fid as usize].key = key;
             keyed.push((key, fid));
             narrow &= key.1 <= u32::MAX as u64;
         }
         // Local link indices and residual capacities.
-        self.residual.clear();
-        self.count.clear();
+        self.fill.residual.clear();
+        self.fill.count.clear();
         for (j, &l) in comp_links.iter().enumerate() {
-            self.links[l as usize].local = j as u32;
-            self.residual.push(self.topo.capacity(l) as f64);
-            self.count.push(0);
+            self.fabric.links[l as usize].local = j as u32;
+            self.fill.residual.push(self.topo.capacity(l) as f64);
+            self.fill.count.push(0);
         }
-        self.frozen.clear();
-        self.sets.clear();
-        self.stop = None;
+        self.fill.frozen.clear();
+        self.fill.sets.clear();
+        self.fill.stop = None;
         let k0 = keyed.first().map(|k| k.0);
         if keyed.iter().all(|k| Some(k.0) == k0) {
             // One key (fair sharing): one water-fill, in id order.
@@ -866,23 +895,23 @@ impl Engine {
             // then gets 0 whatever its key (the water-fill would freeze it
             // at level 0), so the rest need no ordering.
             let n = comp_flows.len() as u32;
-            let mut total = std::mem::take(&mut self.total);
+            let mut total = std::mem::take(&mut self.scratch.total);
             total.clear();
             total.resize(comp_links.len(), 0);
             for &fid in &comp_flows {
-                let f = &self.flows[fid as usize];
+                let f = &self.fabric.flows[fid as usize];
                 for &l in &f.links[..f.n as usize] {
-                    let link = &self.links[l as usize];
+                    let link = &self.fabric.links[l as usize];
                     if link.stamp == stamp {
                         total[link.local as usize] += 1;
                     }
                 }
             }
-            let mut universal = std::mem::take(&mut self.universal);
+            let mut universal = std::mem::take(&mut self.scratch.universal);
             universal.clear();
             universal.extend((0..total.len() as u32).filter(|&j| total[j as usize] == n));
-            self.total = total;
-            let mut packed = std::mem::take(&mut self.packed);
+            self.scratch.total = total;
+            let mut packed = std::mem::take(&mut self.scratch.packed);
             packed.clear();
             // Complemented: the max-heap pops the smallest (key, id) first.
             packed.extend(
@@ -891,7 +920,7 @@ impl Engine {
                     .map(|&((a, b), f)| !((a as u128) << 64 | (b as u128) << 32 | f as u128)),
             );
             let mut heap = BinaryHeap::from(packed);
-            let mut kgroup = std::mem::take(&mut self.kgroup);
+            let mut kgroup = std::mem::take(&mut self.scratch.kgroup);
             comp_flows.clear();
             while let Some(top) = heap.pop() {
                 let key = !top >> 32;
@@ -906,23 +935,26 @@ impl Engine {
                 }
                 self.fill_key_group(&kgroup, stamp);
                 comp_flows.extend_from_slice(&kgroup);
-                if let Some(&j) = universal.iter().find(|&&j| self.residual[j as usize] < 1.0) {
+                if let Some(&j) = universal
+                    .iter()
+                    .find(|&&j| self.fill.residual[j as usize] < 1.0)
+                {
                     // Kept for a later promotion (see `Group::behind`).
                     if !heap.is_empty() {
-                        self.stop = Some(comp_links[j as usize]);
-                        self.stop_rest = heap.clone();
+                        self.fill.stop = Some(comp_links[j as usize]);
+                        self.fill.stop_rest = heap.clone();
                     }
                     for x in heap.drain() {
                         let fid = !x as u32;
-                        self.flows[fid as usize].rate = 0.0;
+                        self.fabric.flows[fid as usize].rate = 0.0;
                         comp_flows.push(fid);
                     }
                     break;
                 }
             }
-            self.kgroup = kgroup;
-            self.universal = universal;
-            self.packed = heap.into_vec();
+            self.scratch.kgroup = kgroup;
+            self.scratch.universal = universal;
+            self.scratch.packed = heap.into_vec();
         } else {
             keyed.sort_unstable();
             comp_flows.clear();
@@ -938,23 +970,23 @@ impl Engine {
                 g = e;
             }
         }
-        self.keyed = keyed;
+        self.scratch.keyed = keyed;
         // New groups and finish events; Baraat's next threshold crossings.
         self.form_groups();
         self.keep_behind();
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);
         }
-        self.comp_flows = comp_flows;
-        self.comp_links = comp_links;
+        self.scratch.comp_flows = comp_flows;
+        self.scratch.comp_links = comp_links;
     }
 
     /// Turn the freeze sets of the last water-fill into rate groups (flows
     /// frozen at level 0 get none: they have no finish time).
     fn form_groups(&mut self) {
-        let sets = std::mem::take(&mut self.sets);
-        let frozen = std::mem::take(&mut self.frozen);
-        let mut fresh = std::mem::take(&mut self.fresh);
+        let sets = std::mem::take(&mut self.fill.sets);
+        let frozen = std::mem::take(&mut self.fill.frozen);
+        let mut fresh = std::mem::take(&mut self.groups.fresh);
         fresh.clear();
         for (s, &(start, bottleneck, level)) in sets.iter().enumerate() {
             let end = sets.get(s + 1).map_or(frozen.len(), |x| x.0 as usize);
@@ -962,47 +994,47 @@ impl Engine {
             if level <= 0.0 {
                 continue;
             }
-            let g = match self.free_groups.pop() {
+            let g = match self.groups.free.pop() {
                 Some(g) => g,
                 None => {
-                    self.groups.push(Group::default());
-                    (self.groups.len() - 1) as u32
+                    self.groups.all.push(Group::default());
+                    (self.groups.all.len() - 1) as u32
                 }
             };
-            let mut members = std::mem::take(&mut self.groups[g as usize].members);
+            let mut members = std::mem::take(&mut self.groups.all[g as usize].members);
             members.clear();
             members.extend_from_slice(set);
             // Every member was just brought up to `now`. Sorted by target
             // (the bits of a non-negative float order as integers), then id.
-            let mut packed = std::mem::take(&mut self.packed);
+            let mut packed = std::mem::take(&mut self.scratch.packed);
             packed.clear();
             for &fid in &members {
-                let f = &mut self.flows[fid as usize];
+                let f = &mut self.fabric.flows[fid as usize];
                 f.target = f.rem + 0.0;
                 packed.push((f.target.to_bits() as u128) << 32 | fid as u128);
             }
             packed.sort_unstable();
             members.clear();
             members.extend(packed.iter().map(|&p| p as u32));
-            self.packed = packed;
-            let mut tasks = std::mem::take(&mut self.groups[g as usize].tasks);
+            self.scratch.packed = packed;
+            let mut tasks = std::mem::take(&mut self.groups.all[g as usize].tasks);
             tasks.clear();
             for (i, &fid) in members.iter().enumerate() {
-                let f = &mut self.flows[fid as usize];
+                let f = &mut self.fabric.flows[fid as usize];
                 f.group = g;
                 f.gpos = i as u32;
                 if self.opts.policy == Policy::Baraat {
                     group_task_inc(&mut tasks, f.tid);
                 }
             }
-            self.groups[g as usize] = Group {
+            self.groups.all[g as usize] = Group {
                 live: members.len() as u32,
                 members,
                 tasks,
                 head: 0,
                 rate: level,
                 served: 0.0,
-                at: self.now,
+                at: self.events.now,
                 stamp: 0,
                 behind: None,
                 bottleneck,
@@ -1011,36 +1043,36 @@ impl Engine {
             self.group_reschedule(g);
             fresh.push(g);
         }
-        self.sets = sets;
-        self.frozen = frozen;
+        self.fill.sets = sets;
+        self.fill.frozen = frozen;
         // Every rate of the component is final: measure the new groups'
         // fast-path conditions.
         for &g in &fresh {
-            self.groups[g as usize].fast = self.fast_conditions(g);
+            self.groups.all[g as usize].fast = self.fast_conditions(g);
         }
-        self.fresh = fresh;
+        self.groups.fresh = fresh;
     }
 
     /// A flow leaves its rate group (it finished or is being regrouped).
     fn group_leave(&mut self, fid: u32) {
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.fabric.flows[fid as usize];
         let g = f.group;
         if g == NONE {
             return;
         }
         f.group = NONE;
-        f.rate = self.groups[g as usize].rate;
-        let was_head = self.groups[g as usize].head == f.gpos;
+        f.rate = self.groups.all[g as usize].rate;
+        let was_head = self.groups.all[g as usize].head == f.gpos;
         let tid = f.tid;
-        let grp = &mut self.groups[g as usize];
+        let grp = &mut self.groups.all[g as usize];
         grp.live -= 1;
         group_task_dec(grp, tid);
         if grp.live == 0 {
             grp.members.clear();
             grp.tasks.clear();
             grp.head = 0;
-            self.finish.remove(g);
-            self.free_groups.push(g);
+            self.groups.finish.remove(g);
+            self.groups.free.push(g);
         } else if was_head {
             self.group_reschedule(g);
         }
@@ -1049,21 +1081,21 @@ impl Engine {
     /// Move a group's head to its first live member and its heap entry to
     /// that member's finish time.
     fn group_reschedule(&mut self, g: u32) {
-        let grp = &mut self.groups[g as usize];
+        let grp = &mut self.groups.all[g as usize];
         let mut h = grp.head as usize;
         loop {
-            let f = &self.flows[grp.members[h] as usize];
+            let f = &self.fabric.flows[grp.members[h] as usize];
             if f.group == g && f.gpos == h as u32 {
                 break;
             }
             h += 1;
         }
         grp.head = h as u32;
-        let t = group_finish(grp, &self.flows[grp.members[h] as usize]);
+        let t = group_finish(grp, &self.fabric.flows[grp.members[h] as usize]);
         if t == u64::MAX {
-            self.finish.remove(g);
+            self.groups.finish.remove(g);
         } else {
-            self.finish.set(g, t.max(self.now));
+            self.groups.finish.set(g, t.max(self.events.now));
         }
     }
 
@@ -1079,7 +1111,7 @@ impl Engine {
     /// it, where the group's flows would have to be at 0 behind its own
     /// bottleneck), so no other group's fast path changes them.
     fn fast_conditions(&mut self, g: u32) -> Option<FastPath> {
-        let grp = &self.groups[g as usize];
+        let grp = &self.groups.all[g as usize];
         let bl = grp.bottleneck;
         // `L` must be followed by every recomputation that reaches one of
         // its flows (then it reaches the group and dissolves it): a switch
@@ -1090,22 +1122,22 @@ impl Engine {
         // Baraat's classifier rates are per port: only when `L` is the
         // port's downlink are all of the port's rate changes on `L`.
         if self.opts.policy == Policy::Baraat {
-            let head = &self.flows[grp.members[grp.head as usize] as usize];
+            let head = &self.fabric.flows[grp.members[grp.head as usize] as usize];
             if self.topo.host_down(head.dst) != bl {
                 return None;
             }
         }
         let stamp = self.next_stamp();
-        let mut xl = std::mem::take(&mut self.xlinks);
+        let mut xl = std::mem::take(&mut self.scratch.xlinks);
         xl.clear();
-        self.links[bl as usize].stamp = stamp;
+        self.fabric.links[bl as usize].stamp = stamp;
         let mut min_cap = u64::MAX;
-        let grp = &self.groups[g as usize];
+        let grp = &self.groups.all[g as usize];
         for &fid in &grp.members {
-            let f = &self.flows[fid as usize];
+            let f = &self.fabric.flows[fid as usize];
             min_cap = min_cap.min(f.cap);
             for &l in &f.links[..f.n as usize] {
-                let link = &mut self.links[l as usize];
+                let link = &mut self.fabric.links[l as usize];
                 if link.stamp != stamp {
                     link.stamp = stamp;
                     if self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l) {
@@ -1115,31 +1147,31 @@ impl Engine {
             }
         }
         let fp = self.fast_measure(g, bl, min_cap, &xl);
-        self.xlinks = xl;
+        self.scratch.xlinks = xl;
         fp
     }
 
     fn fast_measure(&self, g: u32, bl: LinkId, min_cap: u64, xl: &[LinkId]) -> Option<FastPath> {
         let crosses = |fid: u32| {
-            let f = &self.flows[fid as usize];
+            let f = &self.fabric.flows[fid as usize];
             f.links[..f.n as usize].contains(&bl)
         };
         // What the water-fill left on `L`, plus the group's own share (the
         // water-fill just ran, every flow on `L` was in it, and `local` still
         // indexes its residuals).
-        let grp = &self.groups[g as usize];
-        let link = &self.links[bl as usize];
-        let r_l = self.residual[link.local as usize] + grp.live as f64 * grp.rate;
+        let grp = &self.groups.all[g as usize];
+        let link = &self.fabric.links[bl as usize];
+        let r_l = self.fill.residual[link.local as usize] + grp.live as f64 * grp.rate;
         let mut lmax = f64::INFINITY;
         for &l in xl {
-            let link = &self.links[l as usize];
+            let link = &self.fabric.links[l as usize];
             let mut r = self.topo.capacity(l) as f64;
             let mut c = 0u32;
             for &fid in &link.flows {
                 if !crosses(fid) {
                     return None;
                 }
-                if self.flows[fid as usize].group == g {
+                if self.fabric.flows[fid as usize].group == g {
                     c += 1;
                 } else {
                     r -= self.rate_of(fid);
@@ -1169,11 +1201,11 @@ impl Engine {
     /// Baraat's byte counters brought up to date) when a condition fails:
     /// the caller recomputes the component.
     fn fast_departure(&mut self) -> bool {
-        let g = self.departed[0];
-        if g == NONE || self.departed.iter().any(|&d| d != g) {
+        let g = self.instant.departed[0];
+        if g == NONE || self.instant.departed.iter().any(|&d| d != g) {
             return false;
         }
-        let grp = &self.groups[g as usize];
+        let grp = &self.groups.all[g as usize];
         let Some(fp) = grp.fast else { return false };
         let bl = grp.bottleneck;
         let emptied = grp.live == 0;
@@ -1213,19 +1245,19 @@ impl Engine {
         let baraat = self.opts.policy == Policy::Baraat;
         let port = self.topo.port_of_down(bl).unwrap_or(NONE);
         if emptied {
-            let behind = self.groups[g as usize].behind.take().expect("checked");
+            let behind = self.groups.all[g as usize].behind.take().expect("checked");
             self.promote(bl, fp.r_l, behind);
             if baraat {
                 // The promoted flows were at 0: their groups' rates add.
-                for k in 0..self.fresh.len() {
-                    let h = self.fresh[k];
+                for k in 0..self.groups.fresh.len() {
+                    let h = self.groups.fresh[k];
                     self.group_rates_to_port(h, port, 0.0);
                 }
             }
         } else {
             // The group's clock up to now, then the new rate.
-            let now = self.now;
-            let grp = &mut self.groups[g as usize];
+            let now = self.events.now;
+            let grp = &mut self.groups.all[g as usize];
             grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
             grp.at = now;
             let old = grp.rate;
@@ -1244,13 +1276,13 @@ impl Engine {
     /// Baraat: group `g` (every member into `port`) moved from rate `old` to
     /// its current rate: its tasks' rates at the port follow.
     fn group_rates_to_port(&mut self, g: u32, port: u32, old: f64) {
-        let grp = &self.groups[g as usize];
+        let grp = &self.groups.all[g as usize];
         let d = grp.rate - old;
-        let tasks = std::mem::take(&mut self.groups[g as usize].tasks);
+        let tasks = std::mem::take(&mut self.groups.all[g as usize].tasks);
         for &(tid, c) in &tasks {
             self.port_rate_add(port, tid, c as f64 * d);
         }
-        self.groups[g as usize].tasks = tasks;
+        self.groups.all[g as usize].tasks = tasks;
     }
 
     /// Baraat: charge the classifier's byte counters at `port` up to now at
@@ -1258,8 +1290,8 @@ impl Engine {
     /// the bytes sent, §4.3.1). True if a task turned heavy (its class and
     /// the next task's change).
     fn charge_port(&mut self, port: u32) -> bool {
-        let now = self.now;
-        let pt = &mut self.ports[port as usize];
+        let now = self.events.now;
+        let pt = &mut self.baraat.ports[port as usize];
         let dt = now - pt.at;
         pt.at = now;
         let Some(lm) = pt.lm.as_mut() else {
@@ -1279,7 +1311,7 @@ impl Engine {
     /// Baraat: the flows of task `tid` into `port` changed their summed rate
     /// by `d` bits/s (the port's counters must be charged up to now first).
     fn port_rate_add(&mut self, port: u32, tid: u64, d: f64) {
-        let rates = &mut self.ports[port as usize].rates;
+        let rates = &mut self.baraat.ports[port as usize].rates;
         match rates.iter().position(|r| r.0 == tid) {
             Some(i) => {
                 rates[i].1 += d;
@@ -1308,33 +1340,33 @@ impl Engine {
     fn fast_arrival(&mut self) -> bool {
         let baraat = self.opts.policy == Policy::Baraat;
         if self.opts.policy == Policy::Pfabric
-            || (baraat && self.new_at_port)
-            || self.started.len() != 1
+            || (baraat && self.instant.new_at_port)
+            || self.instant.started.len() != 1
         {
             return false;
         }
-        let fid = self.started[0];
-        let f = &self.flows[fid as usize];
+        let fid = self.instant.started[0];
+        let f = &self.fabric.flows[fid as usize];
         let (links, n) = (f.links, f.n as usize);
-        if !self.dirty.iter().all(|l| links[..n].contains(l)) {
+        if !self.instant.dirty.iter().all(|l| links[..n].contains(l)) {
             return false;
         }
         let bl = links[n - 1];
         let key = self.key_of(fid);
         // The group at `L` with `f`'s key.
-        let Some(g) = self.links[bl as usize].flows.iter().find_map(|&h| {
-            let x = &self.flows[h as usize];
+        let Some(g) = self.fabric.links[bl as usize].flows.iter().find_map(|&h| {
+            let x = &self.fabric.flows[h as usize];
             (h != fid && x.group != NONE && x.key == key).then_some(x.group)
         }) else {
             return false;
         };
-        let grp = &self.groups[g as usize];
+        let grp = &self.groups.all[g as usize];
         let Some(mut fp) = grp.fast else { return false };
         if grp.bottleneck != bl {
             return false;
         }
         let live = grp.live as f64 + 1.0;
-        let cap = self.flows[fid as usize].cap as f64;
+        let cap = self.fabric.flows[fid as usize].cap as f64;
         fp.min_cap = fp.min_cap.min(cap);
         for &l in &links[..n - 1] {
             if !self.follow(l) {
@@ -1342,11 +1374,11 @@ impl Engine {
             }
             let mut r = self.topo.capacity(l) as f64;
             let mut c = 1u32;
-            for &h in &self.links[l as usize].flows {
+            for &h in &self.fabric.links[l as usize].flows {
                 if h == fid {
                     continue;
                 }
-                let x = &self.flows[h as usize];
+                let x = &self.fabric.flows[h as usize];
                 if !x.links[..x.n as usize].contains(&bl) {
                     return false;
                 }
@@ -1372,12 +1404,12 @@ impl Engine {
         // Baraat: the port's byte counters up to date first; give up if a
         // task turned heavy (now, or at a departure of this instant).
         let port = self.topo.port_of_down(bl).unwrap_or(NONE);
-        if baraat && (self.turned_heavy || self.charge_port(port)) {
+        if baraat && (self.instant.turned_heavy || self.charge_port(port)) {
             return false;
         }
         // Apply: the clock up to now, `f` in target order, the new rate.
-        let now = self.now;
-        let grp = &mut self.groups[g as usize];
+        let now = self.events.now;
+        let grp = &mut self.groups.all[g as usize];
         grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
         grp.at = now;
         let old = grp.rate;
@@ -1386,36 +1418,36 @@ impl Engine {
         let served = grp.served;
         let mut members = std::mem::take(&mut grp.members);
         let head = grp.head as usize;
-        let mut packed = std::mem::take(&mut self.packed);
+        let mut packed = std::mem::take(&mut self.scratch.packed);
         packed.clear();
         for (i, &m) in members.iter().enumerate().skip(head) {
-            let x = &self.flows[m as usize];
+            let x = &self.fabric.flows[m as usize];
             if x.group == g && x.gpos == i as u32 {
                 packed.push(((x.target + 0.0).to_bits() as u128) << 32 | m as u128);
             }
         }
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.fabric.flows[fid as usize];
         f.last = now;
         f.target = served + f.rem;
         packed.push(((f.target + 0.0).to_bits() as u128) << 32 | fid as u128);
         packed.sort_unstable();
         members.clear();
         members.extend(packed.iter().map(|&p| p as u32));
-        self.packed = packed;
+        self.scratch.packed = packed;
         for (i, &m) in members.iter().enumerate() {
-            let x = &mut self.flows[m as usize];
+            let x = &mut self.fabric.flows[m as usize];
             x.group = g;
             x.gpos = i as u32;
         }
-        self.flows[fid as usize].key = key;
+        self.fabric.flows[fid as usize].key = key;
         if baraat {
             // The members' tasks move from `old` to `level`; then `f`'s.
             self.group_rates_to_port(g, port, old);
-            let tid = self.flows[fid as usize].tid;
+            let tid = self.fabric.flows[fid as usize].tid;
             self.port_rate_add(port, tid, level);
-            group_task_inc(&mut self.groups[g as usize].tasks, tid);
+            group_task_inc(&mut self.groups.all[g as usize].tasks, tid);
         }
-        let grp = &mut self.groups[g as usize];
+        let grp = &mut self.groups.all[g as usize];
         grp.live += 1;
         grp.head = 0;
         grp.members = members;
@@ -1423,7 +1455,7 @@ impl Engine {
         if baraat {
             self.schedule_port(port);
         }
-        self.dirty.clear();
+        self.instant.dirty.clear();
         self.stats.fast_arrivals += 1;
         true
     }
@@ -1432,18 +1464,21 @@ impl Engine {
     /// flow of the component: the flows left behind go with the last group
     /// formed at `L`.
     fn keep_behind(&mut self) {
-        let Some(l) = self.stop.take() else { return };
+        let Some(l) = self.fill.stop.take() else {
+            return;
+        };
         // The last group formed at `L` (one freeze set can be split in
         // groups by bottleneck).
         let at_l = self
+            .groups
             .fresh
             .iter()
             .rev()
-            .find(|&&g| self.groups[g as usize].bottleneck == l);
+            .find(|&&g| self.groups.all[g as usize].bottleneck == l);
         if let Some(&g) = at_l {
-            if self.groups[g as usize].fast.is_some() {
-                let rest = std::mem::take(&mut self.stop_rest);
-                self.groups[g as usize].behind = Some(rest);
+            if self.groups.all[g as usize].fast.is_some() {
+                let rest = std::mem::take(&mut self.fill.stop_rest);
+                self.groups.all[g as usize].behind = Some(rest);
             }
         }
     }
@@ -1459,19 +1494,19 @@ impl Engine {
     fn promote(&mut self, bl: LinkId, r_l: f64, mut heap: BinaryHeap<u128>) {
         self.stats.promotions += 1;
         let stamp = self.next_stamp();
-        let mut links = std::mem::take(&mut self.comp_links);
+        let mut links = std::mem::take(&mut self.scratch.comp_links);
         links.clear();
-        self.residual.clear();
-        self.count.clear();
-        self.links[bl as usize].stamp = stamp;
-        self.links[bl as usize].local = 0;
+        self.fill.residual.clear();
+        self.fill.count.clear();
+        self.fabric.links[bl as usize].stamp = stamp;
+        self.fabric.links[bl as usize].local = 0;
         links.push(bl);
-        self.residual.push(r_l);
-        self.count.push(0);
-        self.frozen.clear();
-        self.sets.clear();
-        let mut kgroup = std::mem::take(&mut self.kgroup);
-        while self.residual[0] >= 1.0 {
+        self.fill.residual.push(r_l);
+        self.fill.count.push(0);
+        self.fill.frozen.clear();
+        self.fill.sets.clear();
+        let mut kgroup = std::mem::take(&mut self.scratch.kgroup);
+        while self.fill.residual[0] >= 1.0 {
             let Some(top) = heap.pop() else { break };
             let key = !top >> 32;
             kgroup.clear();
@@ -1485,39 +1520,39 @@ impl Engine {
             }
             for &fid in &kgroup {
                 self.advance(fid);
-                let f = &self.flows[fid as usize];
+                let f = &self.fabric.flows[fid as usize];
                 let (fl, n) = (f.links, f.n as usize);
                 for &l in &fl[..n] {
-                    if self.links[l as usize].stamp == stamp || !self.follow(l) {
+                    if self.fabric.links[l as usize].stamp == stamp || !self.follow(l) {
                         continue;
                     }
                     let mut r = self.topo.capacity(l) as f64;
-                    for &h in &self.links[l as usize].flows {
+                    for &h in &self.fabric.links[l as usize].flows {
                         r -= self.rate_of(h);
                     }
-                    let link = &mut self.links[l as usize];
+                    let link = &mut self.fabric.links[l as usize];
                     link.stamp = stamp;
                     link.local = links.len() as u32;
                     links.push(l);
-                    self.residual.push(r);
-                    self.count.push(0);
+                    self.fill.residual.push(r);
+                    self.fill.count.push(0);
                 }
             }
             self.fill_key_group(&kgroup, stamp);
         }
-        self.kgroup = kgroup;
-        self.comp_links = links;
+        self.scratch.kgroup = kgroup;
+        self.scratch.comp_links = links;
         self.form_groups();
-        if !heap.is_empty() && self.residual[0] < 1.0 {
-            self.stop_rest = heap;
-            self.stop = Some(bl);
+        if !heap.is_empty() && self.fill.residual[0] < 1.0 {
+            self.fill.stop_rest = heap;
+            self.fill.stop = Some(bl);
             self.keep_behind();
         }
     }
 
     /// Tests: every flow's rate against a from-scratch recomputation.
     fn compare_rates(&self, reference: &Engine) {
-        for (fid, a) in self.flows.iter().enumerate() {
+        for (fid, a) in self.fabric.flows.iter().enumerate() {
             if !a.alive {
                 continue;
             }
@@ -1525,15 +1560,15 @@ impl Engine {
             assert!(
                 (a - b).abs() <= 1e-6 * a.max(b) + 2.0,
                 "fast path: flow {fid} at {a} bps, from scratch {b} bps (t = {} ns)",
-                self.now
+                self.events.now
             );
         }
     }
 
     /// Panics unless the rate groups' invariants hold (see [`Group`]).
     pub fn check_invariants(&self) {
-        let mut live = vec![0u32; self.groups.len()];
-        for (fid, f) in self.flows.iter().enumerate() {
+        let mut live = vec![0u32; self.groups.all.len()];
+        for (fid, f) in self.fabric.flows.iter().enumerate() {
             if !f.alive {
                 assert_eq!(f.group, NONE, "finished flow {fid} in a group");
                 continue;
@@ -1546,14 +1581,14 @@ impl Engine {
                 );
                 continue;
             }
-            let grp = &self.groups[f.group as usize];
+            let grp = &self.groups.all[f.group as usize];
             assert_eq!(grp.members[f.gpos as usize], fid as u32);
             assert!(f.gpos >= grp.head, "flow {fid} before its group's head");
             live[f.group as usize] += 1;
         }
-        for (g, grp) in self.groups.iter().enumerate() {
+        for (g, grp) in self.groups.all.iter().enumerate() {
             assert_eq!(grp.live, live[g], "group {g}: live count");
-            let entry = self.finish.get(g as u32);
+            let entry = self.groups.finish.get(g as u32);
             if grp.live == 0 {
                 assert_eq!(entry, None, "empty group {g} in the heap");
                 continue;
@@ -1561,14 +1596,14 @@ impl Engine {
             let mut last = 0.0;
             let mut first = None;
             for (i, &fid) in grp.members.iter().enumerate().skip(grp.head as usize) {
-                let f = &self.flows[fid as usize];
+                let f = &self.fabric.flows[fid as usize];
                 if f.group == g as u32 && f.gpos == i as u32 {
                     assert!(f.target >= last, "group {g}: members out of target order");
                     last = f.target;
                     first.get_or_insert(group_finish(grp, f));
                 }
             }
-            let head = &self.flows[grp.members[grp.head as usize] as usize];
+            let head = &self.fabric.flows[grp.members[grp.head as usize] as usize];
             assert!(
                 head.group == g as u32 && head.gpos == grp.head,
                 "group {g}: stale head"
@@ -1577,17 +1612,18 @@ impl Engine {
             match entry {
                 None => assert_eq!(first, u64::MAX, "group {g} missing from the heap"),
                 Some(t) => assert!(
-                    t == first || (first < t && t <= self.now),
+                    t == first || (first < t && t <= self.events.now),
                     "group {g}: heap entry {t}, first finish {first}"
                 ),
             }
         }
         assert_eq!(
-            self.finish.len(),
+            self.groups.finish.len(),
             self.groups
+                .all
                 .iter()
                 .enumerate()
-                .filter(|(g, _)| self.finish.get(*g as u32).is_some())
+                .filter(|(g, _)| self.groups.finish.get(*g as u32).is_some())
                 .count()
         );
         if self.opts.policy == Policy::Baraat {
@@ -1603,20 +1639,20 @@ impl Engine {
             v.sort_unstable();
             v
         };
-        for (g, grp) in self.groups.iter().enumerate() {
+        for (g, grp) in self.groups.all.iter().enumerate() {
             let mut want: Vec<(u64, u32)> = Vec::new();
             for (i, &fid) in grp.members.iter().enumerate() {
-                let f = &self.flows[fid as usize];
+                let f = &self.fabric.flows[fid as usize];
                 if f.group == g as u32 && f.gpos == i as u32 {
                     group_task_inc(&mut want, f.tid);
                 }
             }
             assert_eq!(sorted(&grp.tasks), sorted(&want), "group {g}: task counts");
         }
-        for (p, port) in self.ports.iter().enumerate() {
+        for (p, port) in self.baraat.ports.iter().enumerate() {
             let mut want: Vec<(u64, f64)> = Vec::new();
-            for &fid in &self.links[self.topo.host_down(p as u32) as usize].flows {
-                let (tid, r) = (self.flows[fid as usize].tid, self.rate_of(fid));
+            for &fid in &self.fabric.links[self.topo.host_down(p as u32) as usize].flows {
+                let (tid, r) = (self.fabric.flows[fid as usize].tid, self.rate_of(fid));
                 match want.iter_mut().find(|w| w.0 == tid) {
                     Some(w) => w.1 += r,
                     None => want.push((tid, r)),
@@ -1640,8 +1676,10 @@ impl Engine {
     }
 
     fn key_of(&self, fid: u32) -> (u64, u64) {
-        let f = &self.flows[fid as usize];
-        let t = self.tasks[f.task as usize].as_ref().expect("live task");
+        let f = &self.fabric.flows[fid as usize];
+        let t = self.tasks.slots[f.task as usize]
+            .as_ref()
+            .expect("live task");
         match self.opts.policy {
             Policy::Fair => (0, 0),
             // Remaining size, rounded up to whole bytes: flows within a byte
@@ -1650,7 +1688,7 @@ impl Engine {
             Policy::Orchestra => (t.index, 0),
             Policy::Stf => (t.total_bytes, t.index),
             Policy::Baraat => {
-                let lm = self.ports[f.dst as usize].lm.as_ref();
+                let lm = self.baraat.ports[f.dst as usize].lm.as_ref();
                 let leader = lm.and_then(|lm| lm.leader(t.task_id)).unwrap_or(t.task_id);
                 (leader, 0)
             }
@@ -1662,7 +1700,7 @@ impl Engine {
     /// 1 bit/s is 0).
     fn fill_key_group(&mut self, group: &[u32], stamp: u32) {
         if group.len() == 1 && self.blocked(group[0], stamp) {
-            self.flows[group[0] as usize].rate = 0.0;
+            self.fabric.flows[group[0] as usize].rate = 0.0;
         } else {
             self.fill_group(group, stamp);
         }
@@ -1670,10 +1708,10 @@ impl Engine {
 
     /// Does the flow cross a component link with less than 1 bit/s left?
     fn blocked(&self, fid: u32, stamp: u32) -> bool {
-        let f = &self.flows[fid as usize];
+        let f = &self.fabric.flows[fid as usize];
         f.links[..f.n as usize].iter().any(|&l| {
-            let link = &self.links[l as usize];
-            link.stamp == stamp && self.residual[link.local as usize] < 1.0
+            let link = &self.fabric.links[l as usize];
+            link.stamp == stamp && self.fill.residual[link.local as usize] < 1.0
         })
     }
 
@@ -1682,37 +1720,37 @@ impl Engine {
     /// runs out, freeze the flows crossing it; a flow also stops at its NIC
     /// rate.
     fn fill_group(&mut self, group: &[u32], stamp: u32) {
-        let mut unfrozen = std::mem::take(&mut self.unfrozen);
-        let mut touched = std::mem::take(&mut self.touched);
+        let mut unfrozen = std::mem::take(&mut self.fill.unfrozen);
+        let mut touched = std::mem::take(&mut self.fill.touched);
         unfrozen.clear();
         unfrozen.extend_from_slice(group);
         touched.clear();
         for &fid in group {
-            let f = &self.flows[fid as usize];
+            let f = &self.fabric.flows[fid as usize];
             for &l in &f.links[..f.n as usize] {
-                let link = &self.links[l as usize];
+                let link = &self.fabric.links[l as usize];
                 if link.stamp == stamp {
                     let j = link.local as usize;
-                    if self.count[j] == 0 {
+                    if self.fill.count[j] == 0 {
                         touched.push(j as u32);
                     }
-                    self.count[j] += 1;
+                    self.fill.count[j] += 1;
                 }
             }
         }
         let mut level = 0.0f64;
         while !unfrozen.is_empty() {
-            let start = self.frozen.len();
+            let start = self.fill.frozen.len();
             // The level at which the next link saturates, or a flow hits its cap.
             let mut next = f64::INFINITY;
             for &j in &touched {
-                let c = self.count[j as usize];
+                let c = self.fill.count[j as usize];
                 if c > 0 {
-                    next = next.min(self.residual[j as usize].max(0.0) / c as f64);
+                    next = next.min(self.fill.residual[j as usize].max(0.0) / c as f64);
                 }
             }
             for &fid in &unfrozen {
-                next = next.min(self.flows[fid as usize].cap as f64);
+                next = next.min(self.fabric.flows[fid as usize].cap as f64);
             }
             // Float residue of a saturated link (a few µbps) is no capacity:
             // anything under 1 bit/s is zero, or a starved flow would get a
@@ -1726,14 +1764,16 @@ impl Engine {
             let mut k = 0;
             while k < unfrozen.len() {
                 let fid = unfrozen[k];
-                let f = &self.flows[fid as usize];
+                let f = &self.fabric.flows[fid as usize];
                 let mut freeze = f.cap as f64 <= level + tol;
                 if !freeze {
                     for &l in &f.links[..f.n as usize] {
-                        let link = &self.links[l as usize];
+                        let link = &self.fabric.links[l as usize];
                         if link.stamp == stamp {
                             let j = link.local as usize;
-                            if self.residual[j].max(0.0) / self.count[j] as f64 <= level + tol {
+                            if self.fill.residual[j].max(0.0) / self.fill.count[j] as f64
+                                <= level + tol
+                            {
                                 freeze = true;
                                 break;
                             }
@@ -1743,7 +1783,7 @@ impl Engine {
                 if freeze {
                     unfrozen.swap_remove(k);
                     self.set_rate(fid, level, stamp);
-                    self.frozen.push(fid);
+                    self.fill.frozen.push(fid);
                 } else {
                     k += 1;
                 }
@@ -1752,17 +1792,17 @@ impl Engine {
             // member, of the links it filled the one with the most flows
             // (flows at the same level behind different links, e.g. two
             // racks with as many flows, are different groups).
-            if self.frozen.len() > start {
-                let mut keyed = std::mem::take(&mut self.bkeyed);
+            if self.fill.frozen.len() > start {
+                let mut keyed = std::mem::take(&mut self.fill.bkeyed);
                 keyed.clear();
-                for &fid in &self.frozen[start..] {
-                    let f = &self.flows[fid as usize];
+                for &fid in &self.fill.frozen[start..] {
+                    let f = &self.fabric.flows[fid as usize];
                     let mut sat = NONE;
                     let mut most = 0;
                     for &l in &f.links[..f.n as usize] {
-                        let link = &self.links[l as usize];
+                        let link = &self.fabric.links[l as usize];
                         if link.stamp == stamp
-                            && self.residual[link.local as usize] < 1.0 + level * 1e-9
+                            && self.fill.residual[link.local as usize] < 1.0 + level * 1e-9
                             && link.flows.len() > most
                         {
                             sat = l;
@@ -1775,20 +1815,20 @@ impl Engine {
                 let mut i = 0;
                 while i < keyed.len() {
                     let sat = (keyed[i] >> 32) as u32;
-                    self.sets.push(((start + i) as u32, sat, level));
+                    self.fill.sets.push(((start + i) as u32, sat, level));
                     while i < keyed.len() && (keyed[i] >> 32) as u32 == sat {
-                        self.frozen[start + i] = keyed[i] as u32;
+                        self.fill.frozen[start + i] = keyed[i] as u32;
                         i += 1;
                     }
                 }
-                self.bkeyed = keyed;
+                self.fill.bkeyed = keyed;
             }
         }
         for &j in &touched {
-            self.count[j as usize] = 0;
+            self.fill.count[j as usize] = 0;
         }
-        self.unfrozen = unfrozen;
-        self.touched = touched;
+        self.fill.unfrozen = unfrozen;
+        self.fill.touched = touched;
     }
 
     /// Freeze a flow at `rate`: take it from its links' residuals. Freezing
@@ -1796,15 +1836,15 @@ impl Engine {
     /// of residual per remaining unfrozen flow, so its later flows still
     /// pass the saturation test, and an unsaturated link stays above it.
     fn set_rate(&mut self, fid: u32, rate: f64, stamp: u32) {
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.fabric.flows[fid as usize];
         f.rate = rate;
         let (links, n) = (f.links, f.n as usize);
         for &l in &links[..n] {
-            let link = &self.links[l as usize];
+            let link = &self.fabric.links[l as usize];
             if link.stamp == stamp {
                 let j = link.local as usize;
-                self.residual[j] -= rate;
-                self.count[j] -= 1;
+                self.fill.residual[j] -= rate;
+                self.fill.count[j] -= 1;
             }
         }
     }
@@ -1816,12 +1856,12 @@ impl Engine {
     fn schedule_crossings(&mut self, comp_flows: &[u32]) {
         // (port, task id) and the rate of each moving flow, then summed per
         // pair.
-        let mut rates = std::mem::take(&mut self.crossing);
+        let mut rates = std::mem::take(&mut self.baraat.crossing);
         rates.clear();
         for &fid in comp_flows {
             let r = self.rate_of(fid);
             if r > 0.0 {
-                let f = &self.flows[fid as usize];
+                let f = &self.fabric.flows[fid as usize];
                 rates.push(((f.dst as u128) << 64 | f.tid as u128, r));
             }
         }
@@ -1836,40 +1876,43 @@ impl Engine {
                 hi += 1;
             }
             let p = (key >> 64) as u32;
-            self.ports[p as usize].rates.push((key as u64, sum));
+            self.baraat.ports[p as usize].rates.push((key as u64, sum));
             lo = hi;
             if hi == rates.len() || (rates[hi].0 >> 64) as u32 != p {
                 self.schedule_port(p);
             }
         }
-        self.crossing = rates;
+        self.baraat.crossing = rates;
     }
 
     /// Baraat: the next time a task at `port` crosses the heavy threshold at
     /// the port's current task rates (replacing the port's pending check).
     fn schedule_port(&mut self, port: u32) {
-        let pt = &self.ports[port as usize];
+        let pt = &self.baraat.ports[port as usize];
         let dt = pt.lm.as_ref().and_then(|lm| {
             let rates = &pt.rates;
             lm.next_crossing_ns(|id| rates.iter().find(|r| r.0 == id).map_or(0.0, |r| r.1))
         });
         match dt.filter(|d| *d < 1e18) {
-            Some(dt) => self.reclass.set(port, self.now + dt.ceil().max(1.0) as u64),
-            None => self.reclass.remove(port),
+            Some(dt) => self
+                .baraat
+                .reclass
+                .set(port, self.events.now + dt.ceil().max(1.0) as u64),
+            None => self.baraat.reclass.remove(port),
         }
     }
 
     /// A flow's current rate (bits/s): its group's, 0 without one.
     fn rate_of(&self, fid: u32) -> f64 {
-        match self.flows[fid as usize].group {
-            NONE => self.flows[fid as usize].rate,
-            g => self.groups[g as usize].rate,
+        match self.fabric.flows[fid as usize].group {
+            NONE => self.fabric.flows[fid as usize].rate,
+            g => self.groups.all[g as usize].rate,
         }
     }
 
     /// Sum of the current rates (bits/s) of the flows on a link.
     pub fn link_load(&self, l: LinkId) -> f64 {
-        self.links[l as usize]
+        self.fabric.links[l as usize]
             .flows
             .iter()
             .map(|&f| self.rate_of(f))
