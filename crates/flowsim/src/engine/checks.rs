@@ -22,7 +22,7 @@ impl Engine {
         }
     }
 
-    /// Panics unless the rate groups' invariants hold (see [`Group`]).
+    /// Panics unless the rate groups' invariants hold (see `Group`, groups.rs).
     pub fn check_invariants(&self) {
         let mut live = vec![0u32; self.groups.all.len()];
         for (fid, f) in self.fabric.flows.iter().enumerate() {

@@ -12,28 +12,25 @@
 //! component). Host links are always followed: they are where Baraat's
 //! classifier counts a task's bytes.
 //!
-//! Allocation (`recompute_component`, `fill_group`) is strict priority
-//! between priority keys and max-min fairness within a key, computed by
-//! water-filling key by key on the capacity the higher keys left: this is
-//! the fixed point that SPC's explicit feedback converges to (§4.3.2: full
-//! capacity to the top class, leftover to the next, max-min within a class;
-//! Alg. 2 makes a flow bottlenecked elsewhere demand only its bottleneck
-//! share, so the leftover goes to lower classes: work conservation). Every
-//! policy is a choice of key.
+//! Allocation (`Engine::recompute_component`, `Engine::fill_group`) is
+//! strict priority between priority keys and max-min fairness within a key,
+//! computed by water-filling key by key on the capacity the higher keys
+//! left: the fixed point of SPC's Alg. 1 and 2 (§4.3.2-4.3.3; see
+//! `allocation`). Every policy is a choice of key.
 //!
 //! The engine is split along its seams:
-//! - [`events`]: the clock, the queue of arrivals and delayed flow starts,
+//! - `events`: the clock, the queue of arrivals and delayed flow starts,
 //!   and what the events of one instant changed;
-//! - [`tasks`]: task arrivals, flow starts and finishes, task completions
+//! - `tasks`: task arrivals, flow starts and finishes, task completions
 //!   (a task's flows start in stages behind gates);
-//! - [`fabric`]: the flows and the links they cross;
-//! - [`allocation`]: the component walk and the priority water-fill;
-//! - [`groups`]: rate groups (flows frozen together at one level) with
+//! - `fabric`: the flows and the links they cross;
+//! - `allocation`: the component walk and the priority water-fill;
+//! - `groups`: rate groups (flows frozen together at one level) with
 //!   their virtual clocks and finish times;
-//! - [`fast_path`]: departures and starts handled without a recomputation;
-//! - [`classifier`]: Baraat's per-port FIFO-LM classifiers (§3.3, §4.3.1)
+//! - `fast_path`: departures and starts handled without a recomputation;
+//! - `classifier`: Baraat's per-port FIFO-LM classifiers (§3.3, §4.3.1)
 //!   and their per-task byte counters;
-//! - [`checks`]: the invariants and the from-scratch comparison (tests).
+//! - `checks`: the invariants and the from-scratch comparison (tests).
 
 mod allocation;
 mod checks;
