@@ -269,16 +269,7 @@ impl Engine {
             let mut kgroup = std::mem::take(&mut self.scratch.kgroup);
             comp_flows.clear();
             while let Some(top) = heap.pop() {
-                let key = !top >> 32;
-                kgroup.clear();
-                kgroup.push(!top as u32);
-                while let Some(&nx) = heap.peek() {
-                    if !nx >> 32 != key {
-                        break;
-                    }
-                    kgroup.push(!nx as u32);
-                    heap.pop();
-                }
+                pop_key_group(&mut heap, top, &mut kgroup);
                 self.fill_key_group(&kgroup, stamp);
                 comp_flows.extend_from_slice(&kgroup);
                 if let Some(&j) = universal
@@ -499,5 +490,21 @@ impl Engine {
                 self.fill.count[j] -= 1;
             }
         }
+    }
+}
+
+/// The flows of `top`'s key: `top` (just popped) and the entries after it
+/// with the same key, from the water-fill's heap of complemented packed
+/// (key, id), into `kgroup`.
+pub(super) fn pop_key_group(heap: &mut BinaryHeap<u128>, top: u128, kgroup: &mut Vec<u32>) {
+    let key = !top >> 32;
+    kgroup.clear();
+    kgroup.push(!top as u32);
+    while let Some(&nx) = heap.peek() {
+        if !nx >> 32 != key {
+            break;
+        }
+        kgroup.push(!nx as u32);
+        heap.pop();
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::BinaryHeap;
 
+use super::allocation::pop_key_group;
 use super::groups::group_task_inc;
 use super::{Engine, NONE};
 use crate::policy::Policy;
@@ -23,6 +24,29 @@ pub(super) struct FastPath {
     pub(super) lmax: f64,
     /// The members' smallest NIC rate.
     pub(super) min_cap: f64,
+}
+
+impl FastPath {
+    /// The level the water-fill gives `members` flows sharing `L`'s `r_l`
+    /// evenly, or None if it would not: a member's NIC or another link of
+    /// the group may not stop the members first, except by a tie (within
+    /// float rounding: they then stop at the same level, e.g. a last member
+    /// at its NIC rate, which fills its uplink and `L` at once); a level is
+    /// at least 1 bit/s; `L` stays full for the flows behind.
+    fn level(&self, members: f64) -> Option<f64> {
+        let mut level = self.r_l.max(0.0) / members;
+        let bound = self.min_cap.min(self.lmax);
+        if bound < level {
+            if bound < level * (1.0 - 1e-12) {
+                return None;
+            }
+            level = bound;
+        }
+        if level < 1.0 || (self.r_l - level * members).abs() >= 0.5 {
+            return None;
+        }
+        Some(level)
+    }
 }
 
 impl Engine {
@@ -148,23 +172,10 @@ impl Engine {
             if self.opts.policy == Policy::Pfabric {
                 return false;
             }
-            let n = grp.live as f64;
-            level = fp.r_l.max(0.0) / n;
-            // As the water-fill: a member's NIC or another link of the group
-            // may not stop the members first, except by a tie (within float
-            // rounding: they then stop at the same level, e.g. a last member
-            // at its NIC rate, which fills its uplink and `L` at once); a
-            // level is at least 1 bit/s; `L` stays full for the flows behind.
-            let bound = fp.min_cap.min(fp.lmax);
-            if bound < level {
-                if bound < level * (1.0 - 1e-12) {
-                    return false;
-                }
-                level = bound;
-            }
-            if level < 1.0 || (fp.r_l - level * n).abs() >= 0.5 {
+            let Some(l) = fp.level(grp.live as f64) else {
                 return false;
-            }
+            };
+            level = l;
         }
         // Baraat: the departures charged the port's counters up to now
         // (a task that turned heavy then made `L` dirty, so this path was
@@ -183,12 +194,7 @@ impl Engine {
             }
         } else {
             // The group's clock up to now, then the new rate.
-            let now = self.events.now;
-            let grp = &mut self.groups.all[g as usize];
-            grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
-            grp.at = now;
-            let old = grp.rate;
-            grp.rate = level;
+            let old = self.groups.all[g as usize].set_rate(level, self.events.now);
             self.group_reschedule(g);
             if baraat {
                 self.group_rates_to_port(g, port, old);
@@ -264,17 +270,9 @@ impl Engine {
             }
             fp.lmax = fp.lmax.min(r / c as f64);
         }
-        let mut level = fp.r_l.max(0.0) / live;
-        let bound = fp.min_cap.min(fp.lmax);
-        if bound < level {
-            if bound < level * (1.0 - 1e-12) {
-                return false;
-            }
-            level = bound;
-        }
-        if level < 1.0 || (fp.r_l - level * live).abs() >= 0.5 {
+        let Some(level) = fp.level(live) else {
             return false;
-        }
+        };
         // Baraat: the port's byte counters up to date first; give up if a
         // task turned heavy (now, or at a departure of this instant).
         let port = self.topo.port_of_down(bl).unwrap_or(NONE);
@@ -284,10 +282,7 @@ impl Engine {
         // Apply: the clock up to now, `f` in target order, the new rate.
         let now = self.events.now;
         let grp = &mut self.groups.all[g as usize];
-        grp.served += grp.rate * (now - grp.at) as f64 / 8e9;
-        grp.at = now;
-        let old = grp.rate;
-        grp.rate = level;
+        let old = grp.set_rate(level, now);
         grp.fast = Some(fp);
         let served = grp.served;
         let mut members = std::mem::take(&mut grp.members);
@@ -382,16 +377,7 @@ impl Engine {
         let mut kgroup = std::mem::take(&mut self.scratch.kgroup);
         while self.fill.residual[0] >= 1.0 {
             let Some(top) = heap.pop() else { break };
-            let key = !top >> 32;
-            kgroup.clear();
-            kgroup.push(!top as u32);
-            while let Some(&nx) = heap.peek() {
-                if !nx >> 32 != key {
-                    break;
-                }
-                kgroup.push(!nx as u32);
-                heap.pop();
-            }
+            pop_key_group(&mut heap, top, &mut kgroup);
             for &fid in &kgroup {
                 self.advance(fid);
                 let f = &self.fabric.flows[fid as usize];

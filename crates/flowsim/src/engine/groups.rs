@@ -51,6 +51,16 @@ pub(super) struct Group {
     pub(super) tasks: Vec<(u64, u32)>,
 }
 
+impl Group {
+    /// The clock brought up to `now` at the old rate, then the new `rate`;
+    /// returns the old one.
+    pub(super) fn set_rate(&mut self, rate: f64, now: u64) -> f64 {
+        self.served += self.rate * (now - self.at) as f64 / 8e9;
+        self.at = now;
+        std::mem::replace(&mut self.rate, rate)
+    }
+}
+
 /// The rate groups and their finish times.
 #[derive(Clone, Default)]
 pub(super) struct RateGroups {
