@@ -7,8 +7,9 @@
 //! header's fields (or an interval tick) and gets back a rate or a decision.
 //! The flow-level simulator uses [`TaskIdCounter`] and [`FifoLm`] directly and
 //! computes the fluid fixed point that [`SpcSwitch`] + [`SpcSender`] converge
-//! to (the priority water-fill of `engine.rs`, `Engine::fill_group`); the
-//! packet-level Fig. 7 driver (`udp.rs`) runs the same structs per packet.
+//! to (the priority water-fill of `engine/allocation.rs`,
+//! `Engine::fill_group`); the packet-level Fig. 7 driver (`udp.rs`) runs the
+//! same structs per packet.
 //! Rates are bits per second (f64); the paper's header encodes them as
 //! bytes/µs in one byte, which is a wire concern, not the algorithm's.
 
@@ -534,8 +535,8 @@ mod tests {
 }
 
 /// Alg. 1 and Alg. 2 driven together, one packet per flow per RTT, converge
-/// to the allocation the flow simulator computes directly (`engine.rs`):
-/// the work-conservation case of tests/examples.rs.
+/// to the allocation the flow simulator computes directly
+/// (`engine/allocation.rs`): the work-conservation case of tests/examples.rs.
 #[cfg(test)]
 mod convergence {
     use super::*;
