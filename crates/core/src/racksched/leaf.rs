@@ -7,7 +7,7 @@ use crate::dataplane::{
     Action, DataPlane, DropReason, Input, NodeId, Notice, Outbox, Resubmit, Upstream,
 };
 use crate::rng::Rng;
-use crate::switch::{Pipeline, RegisterArray};
+use crate::switch::{Layout, Pipeline, RegisterArray};
 
 /// RackSched's ToR scheduler over the servers of one rack (§3), optionally an
 /// RS-H leaf (Horus §4.1, §5.2).
@@ -40,16 +40,26 @@ impl RackSched {
             LoadTracking::Int2 { .. } => config.classes as usize,
             _ => 0,
         };
+        // Stages: the LoadTable up to `sum`, INT2's `minimum` (its update
+        // follows the LoadTable's `slot_of` verdict, and a REQF reads it
+        // before the ReqTable insert), the ReqTable, the LoadTable's `servers`.
+        let mut layout = Layout::new();
+        let (loads, (minimum, req)) =
+            LoadTable::with_between(&mut layout, servers, config.k, config.classes, |layout| {
+                let stage = layout.stage();
+                // No reply seen yet: any first report replaces the entry (the
+                // artifact starts at load 9999).
+                let minimum = layout.array(stage, "minimum", minimum_len, (0, u32::MAX));
+                (minimum, config.req_table.build(layout))
+            });
         RackSched {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             rng: Rng::new(seed),
-            loads: LoadTable::new(servers, config.k, config.classes),
-            req: config.req_table.build(),
+            loads,
+            req,
             report_load: config.report_load,
             tracking: config.tracking,
-            // No reply seen yet: any first report replaces the entry (the
-            // artifact starts at load 9999).
-            minimum: RegisterArray::new("minimum", minimum_len, (0, u32::MAX)),
+            minimum,
         }
     }
 
@@ -78,8 +88,12 @@ impl RackSched {
 
     fn on_reply(&mut self, node: NodeId, qlen: u32, class: u8, task: u64, out: &mut Outbox) {
         let pass = self.pipeline.begin();
-        // Alg. 1 line 7. A reply from a removed server still frees its entry.
-        self.req.remove(&pass, task);
+        // `count` shares the first stage with `slot_of`; the average needs it.
+        let active = if self.report_load {
+            self.loads.active(&pass)
+        } else {
+            0
+        };
         let report = match self.tracking {
             // The switch counts for itself; LOAD is not read.
             LoadTracking::Proactive => self.loads.adjust(&pass, node, class, -1),
@@ -100,10 +114,12 @@ impl RackSched {
                 }
             });
         }
+        // Alg. 1 line 7. A reply from a removed server still frees its entry.
+        // The ReqTable's stages follow the LoadTable's.
+        self.req.remove(&pass, task);
         match report {
             Report::Updated { sum } => {
                 if self.report_load {
-                    let active = self.loads.active(&pass);
                     let avg = average_16_16(sum, active);
                     out.push(Action::Notify {
                         to: Upstream::All,

@@ -5,7 +5,7 @@ use crate::affinity::stage_hash;
 use crate::dataplane::NodeId;
 use crate::fixed;
 use crate::rng::Rng;
-use crate::switch::{Pass, RegisterArray};
+use crate::switch::{Layout, Pass, RegisterArray};
 
 /// Largest k: one LoadTable copy per sample, each in its own stage.
 pub const MAX_K: usize = 16;
@@ -90,8 +90,13 @@ pub enum Report {
 /// Servers occupy slots `0..count`; §3.4 "pre-allocate a large number of
 /// registers ... and use another register to indicate the number of active
 /// servers". Removing a server moves the last slot into its place so that
-/// sampling stays uniform over active servers. Stage order: `slot_of`,
-/// `count`, `class.j`, `total.j`, `servers`, `sum`.
+/// sampling stays uniform over active servers.
+///
+/// Stages: `count` and `slot_of`; the `class.j` copies; the `total.j` copies
+/// (a multi-queue total moves by its type counter's delta); `sum` (moves by
+/// the total's delta); then whatever the data plane places after it (the
+/// ReqTable); `servers` last, because hash dispatch is the fallback of a
+/// ReqTable insert that overflowed ([`LoadTable::with_between`]).
 #[derive(Clone, Debug)]
 pub struct LoadTable {
     k: usize,
@@ -111,7 +116,20 @@ pub struct LoadTable {
 
 impl LoadTable {
     /// `nodes` active nodes `0..nodes`, all at load 0.
-    pub fn new(nodes: u32, k: u32, classes: u32) -> Self {
+    pub fn new(layout: &mut Layout, nodes: u32, k: u32, classes: u32) -> Self {
+        Self::with_between(layout, nodes, k, classes, |_| ()).0
+    }
+
+    /// As [`LoadTable::new`], with `between` placing the arrays of the stages
+    /// between `sum` and `servers` (the ReqTable of RackSched, whose overflow
+    /// falls back to hash dispatch over `servers`).
+    pub fn with_between<R>(
+        layout: &mut Layout,
+        nodes: u32,
+        k: u32,
+        classes: u32,
+        between: impl FnOnce(&mut Layout) -> R,
+    ) -> (Self, R) {
         assert!((1..=MAX_K as u32).contains(&k), "k must be in 1..={MAX_K}");
         assert!(
             (1..=256).contains(&classes),
@@ -119,24 +137,39 @@ impl LoadTable {
         );
         let n = nodes as usize;
         let c = if classes > 1 { classes as usize } else { 0 };
+        let first = layout.stage();
+        let count = layout.array(first, "loadtable.count", 1, 0);
+        let slot_of = layout.array(first, "loadtable.slot_of", n, NO_SLOT);
+        let class_stage = (c > 0).then(|| layout.stage());
+        let class_load = class_stage
+            .map(|stage| {
+                (0..k as usize)
+                    .map(|j| layout.array(stage, CLASS_NAMES[j], n * c, (0, 0)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let totals = layout.stage();
+        let total = (0..k as usize)
+            .map(|j| layout.array(totals, TOTAL_NAMES[j], n, (0, 0)))
+            .collect();
+        let sum = layout.stage();
+        let sum = layout.array(sum, "loadtable.sum", 1, 0);
+        let placed = between(layout);
+        let servers = layout.stage();
         let mut t = LoadTable {
             k: k as usize,
             classes,
-            slot_of: RegisterArray::new("loadtable.slot_of", n, NO_SLOT),
-            count: RegisterArray::new("loadtable.count", 1, 0),
-            class_load: (0..if c > 0 { k as usize } else { 0 })
-                .map(|j| RegisterArray::new(CLASS_NAMES[j], n * c, (0, 0)))
-                .collect(),
-            total: (0..k as usize)
-                .map(|j| RegisterArray::new(TOTAL_NAMES[j], n, (0, 0)))
-                .collect(),
-            servers: RegisterArray::new("loadtable.servers", n, 0),
-            sum: RegisterArray::new("loadtable.sum", 1, 0),
+            slot_of,
+            count,
+            class_load,
+            total,
+            servers: layout.array(servers, "loadtable.servers", n, 0),
+            sum,
         };
         for node in 0..nodes {
             t.control_add(node);
         }
-        t
+        (t, placed)
     }
 
     pub fn k(&self) -> usize {

@@ -50,7 +50,7 @@ pub use spine::RackSchedSpine;
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, Decision, DropReason, NodeId, Outbox, TaskMeta};
 use crate::rng::Rng;
-use crate::switch::{Pass, RegisterArray};
+use crate::switch::{Layout, Pass, RegisterArray};
 
 /// ReqTable sizing (RackSched §3.4, Alg. 2: `ReqTable[n][m]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,8 +73,8 @@ impl Default for ReqTableConfig {
 }
 
 impl ReqTableConfig {
-    pub fn build(&self) -> AffinityTable {
-        AffinityTable::new(self.stages, self.slots_per_stage, self.timeout_ns)
+    pub fn build(&self, layout: &mut Layout) -> AffinityTable {
+        AffinityTable::new(layout, self.stages, self.slots_per_stage, self.timeout_ns)
     }
 }
 
@@ -166,6 +166,9 @@ fn schedule(
     out: &mut Outbox,
 ) -> Option<NodeId> {
     if !task.first {
+        // `count` is in the first stage, before the ReqTable: read it on the
+        // way in, in case the lookup misses.
+        let active = loads.active(pass);
         // Alg. 1 lines 4-5: REQR follows ReqTable.
         let entry = if remove_on_last && task.last {
             req.remove(pass, task.id)
@@ -177,7 +180,6 @@ fn schedule(
             None => {
                 // The REQF overflowed (or its entry expired): §4.1 "fall back to
                 // hash-based random dispatching which preserves request affinity".
-                let active = loads.active(pass);
                 if active == 0 {
                     out.push(Action::Drop(DropReason::NoNodes));
                     return None;

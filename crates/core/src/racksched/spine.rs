@@ -4,7 +4,7 @@ use super::{schedule, LoadTable, Report, ReqTableConfig, Select};
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, DropReason, Input, NodeId, Outbox};
 use crate::rng::Rng;
-use crate::switch::Pipeline;
+use crate::switch::{Layout, Pipeline};
 
 /// RS-H's spine scheduler (Horus §4.1): RackSched one level up, power-of-k
 /// over rack average loads (16.16) that only the leaves' `LoadUpdate`
@@ -24,11 +24,15 @@ pub struct RackSchedSpine {
 impl RackSchedSpine {
     /// A spine over racks `0..racks`, all at load 0, sampling `k` racks.
     pub fn new(racks: u32, seed: u64, k: u32, req_table: ReqTableConfig) -> Self {
+        // Stages as the ToR's: the LoadTable, the ReqTable, `servers`.
+        let mut layout = Layout::new();
+        let (loads, req) =
+            LoadTable::with_between(&mut layout, racks, k, 1, |layout| req_table.build(layout));
         RackSchedSpine {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             rng: Rng::new(seed),
-            loads: LoadTable::new(racks, k, 1),
-            req: req_table.build(),
+            loads,
+            req,
         }
     }
 
