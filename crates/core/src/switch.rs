@@ -131,6 +131,8 @@ pub struct ArrayInfo {
     pub name: &'static str,
     pub stage: u16,
     pub bits: u32,
+    /// Cells at construction; a mode that does not use an array gives it none.
+    pub cells: usize,
     /// Why a cell wider than the profile was kept (see [`Layout::wide_array`]).
     pub wide_because: Option<&'static str>,
     /// Why the array is outside the stage order (see [`Layout::unordered_array`]).
@@ -240,6 +242,7 @@ impl Layout {
             name,
             stage: stage.0,
             bits: T::BITS,
+            cells: len,
             wide_because,
             unordered_because,
         });
@@ -258,9 +261,38 @@ impl Layout {
         &self.arrays
     }
 
-    /// Stages the program occupies: every opened stage that holds an array.
+    /// The layout as a Markdown table under a `### {program}` heading, for
+    /// docs/switch-model.md (a test keeps the doc equal to this).
+    pub fn markdown(&self, program: &str) -> String {
+        let p = self.profile;
+        let mut md = format!(
+            "### {program}\n\n{} stages (the profile has {}; {}-bit cells{}).\n\n| stage | array | cell bits | note |\n| --- | --- | --- | --- |\n",
+            self.stage_count(),
+            p.stages,
+            p.cell_bits,
+            if p.pair { ", pairs" } else { "" },
+        );
+        for a in self.arrays.iter().filter(|a| a.cells > 0) {
+            let note = match (a.wide_because, a.unordered_because) {
+                (Some(why), _) => format!("wider than the profile: {why}"),
+                (None, Some(why)) => format!("outside the stage order: {why}"),
+                (None, None) if a.bits > p.cell_bits => "pair".to_string(),
+                (None, None) => String::new(),
+            };
+            md += &format!("| {} | `{}` | {} | {} |\n", a.stage, a.name, a.bits, note);
+        }
+        md
+    }
+
+    /// Stages the program occupies: every opened stage that holds an array
+    /// with cells.
     pub fn stage_count(&self) -> u32 {
-        let mut used: Vec<u16> = self.arrays.iter().map(|a| a.stage).collect();
+        let mut used: Vec<u16> = self
+            .arrays
+            .iter()
+            .filter(|a| a.cells > 0)
+            .map(|a| a.stage)
+            .collect();
         used.sort_unstable();
         used.dedup();
         used.len() as u32
