@@ -181,18 +181,13 @@ impl Layout {
         len: usize,
         init: T,
     ) -> RegisterArray<T> {
-        debug_assert!(
-            T::BITS <= self.profile.max_cell_bits(),
-            "switch model violation: register array `{name}` has {}-bit cells, the profile allows {}",
-            T::BITS,
-            self.profile.max_cell_bits()
-        );
         self.place(stage, name, len, init, None, None)
     }
 
     /// A register array whose cells are wider than the profile allows, kept
-    /// because splitting them would change what the data plane decides;
-    /// `because` says why, and docs/switch-model.md repeats it.
+    /// because splitting them would change what the data plane decides (or
+    /// the split is not done yet); `because` says which, and
+    /// docs/switch-model.md repeats it.
     pub fn wide_array<T: RegisterCell>(
         &mut self,
         stage: Stage,
@@ -216,12 +211,6 @@ impl Layout {
         init: T,
         because: &'static str,
     ) -> RegisterArray<T> {
-        debug_assert!(
-            T::BITS <= self.profile.max_cell_bits(),
-            "switch model violation: register array `{name}` has {}-bit cells, the profile allows {}",
-            T::BITS,
-            self.profile.max_cell_bits()
-        );
         self.place(stage, name, len, init, None, Some(because))
     }
 
@@ -234,6 +223,12 @@ impl Layout {
         wide_because: Option<&'static str>,
         unordered_because: Option<&'static str>,
     ) -> RegisterArray<T> {
+        debug_assert!(
+            wide_because.is_some() || T::BITS <= self.profile.max_cell_bits(),
+            "switch model violation: register array `{name}` has {}-bit cells, the profile allows {}",
+            T::BITS,
+            self.profile.max_cell_bits()
+        );
         debug_assert!(
             stage.0 < self.stages,
             "register array `{name}` placed in a stage this layout never opened"
