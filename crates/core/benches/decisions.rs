@@ -28,7 +28,7 @@ use netsched_core::dataplane::{Action, DataPlane, Input, NodeId, Outbox, TaskMet
 use netsched_core::fixed;
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::rng::Rng;
-use netsched_core::switch::{Pipeline, RegisterArray};
+use netsched_core::switch::{Layout, Pipeline};
 
 fn task(id: u64, idle_selected: bool) -> TaskMeta {
     TaskMeta {
@@ -358,8 +358,10 @@ fn switch_overhead(c: &mut Criterion) {
     let mut g = c.benchmark_group("switch");
     g.throughput(Throughput::Elements(1));
     const N: usize = 1024;
-    let mut pipe = Pipeline::new();
-    let mut arr = RegisterArray::new("bench", N, 1u32);
+    let mut layout = Layout::new();
+    let stage = layout.stage();
+    let mut arr = layout.array(stage, "bench", N, 1u32);
+    let mut pipe = Pipeline::with_layout(layout);
     let plain = vec![1u32; N];
     let mut rng = Rng::new(1);
     g.bench_function("rng_below", |b| b.iter(|| black_box(rng.below(N as u32))));

@@ -9,7 +9,7 @@
 //! came from). An entry older than the timeout counts as free.
 
 use crate::dataplane::NodeId;
-use crate::switch::{Pass, RegisterArray};
+use crate::switch::{Layout, Pass, RegisterArray, RegisterCell};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Entry {
@@ -20,6 +20,18 @@ pub struct Entry {
     pub inserted_at: u64,
     pub used: bool,
 }
+
+impl RegisterCell for Entry {
+    const BITS: u32 = 64 + 32 + 32 + 64 + 1;
+}
+
+/// Why [`Entry`] stays one cell (docs/switch-model.md): an insert must test
+/// `used`, the key and the age of the entry in one stateful-ALU operation and
+/// claim the slot in the same one, so key, stamp and flag cannot live in
+/// separate arrays; at full width (64-bit key and timestamp) they are 129 bits.
+/// A Tofino keeps a 32-bit key fingerprint and a 32-bit timestamp as one pair,
+/// which admits fingerprint collisions and wraps the age: results change.
+const ENTRY_IS_WIDE: &str = "claim tests used, key and age in one ALU op; a 32-bit fingerprint + 32-bit stamp pair would change results";
 
 #[derive(Clone, Debug)]
 pub struct AffinityTable {
@@ -40,7 +52,8 @@ pub fn stage_hash(key: u64, stage: u32) -> u64 {
 }
 
 impl AffinityTable {
-    pub fn new(stages: u32, slots_per_stage: u32, timeout_ns: u64) -> Self {
+    /// `stages` consecutive pipeline stages of `layout`, one array each.
+    pub fn new(layout: &mut Layout, stages: u32, slots_per_stage: u32, timeout_ns: u64) -> Self {
         assert!(
             stages > 0 && slots_per_stage > 0,
             "affinity table needs at least one slot"
@@ -62,7 +75,16 @@ impl AffinityTable {
         );
         AffinityTable {
             stages: (0..stages as usize)
-                .map(|i| RegisterArray::new(NAMES[i], slots_per_stage as usize, Entry::default()))
+                .map(|i| {
+                    let stage = layout.stage();
+                    layout.wide_array(
+                        stage,
+                        NAMES[i],
+                        slots_per_stage as usize,
+                        Entry::default(),
+                        ENTRY_IS_WIDE,
+                    )
+                })
                 .collect(),
             slots: slots_per_stage,
             timeout_ns,
@@ -180,12 +202,12 @@ impl AffinityTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::switch::Pipeline;
+    use crate::switch::{Layout, Pipeline};
 
     #[test]
     fn insert_lookup_remove_and_expiry() {
         let mut pipe = Pipeline::new();
-        let mut t = AffinityTable::new(2, 4, 1_000);
+        let mut t = AffinityTable::new(&mut Layout::new(), 2, 4, 1_000);
         assert!(t.insert(&pipe.begin(), 0, 42, 7, 1));
         assert_eq!(
             t.lookup(&pipe.begin(), 10, 42).map(|e| (e.node, e.aux)),
@@ -203,7 +225,7 @@ mod tests {
     #[test]
     fn overflow_after_all_stages_full_and_sweep_frees() {
         let mut pipe = Pipeline::new();
-        let mut t = AffinityTable::new(2, 1, 100);
+        let mut t = AffinityTable::new(&mut Layout::new(), 2, 1, 100);
         assert!(t.insert(&pipe.begin(), 0, 1, 1, 0));
         assert!(t.insert(&pipe.begin(), 0, 2, 2, 0));
         assert!(!t.insert(&pipe.begin(), 0, 3, 3, 0));

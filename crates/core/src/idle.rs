@@ -30,7 +30,7 @@
 //! retrieve could not clear the bit, whose stage comes before `idle_list`.
 
 use crate::dataplane::NodeId;
-use crate::switch::{Pass, Pipeline, RegisterArray};
+use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 
 /// Result of the first pass of a remove.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,13 +84,55 @@ pub struct IdleNodes {
 
 impl IdleNodes {
     /// `dedup` adds the membership bit (spines).
-    pub fn new(capacity: usize, dedup: bool) -> Self {
+    ///
+    /// Stages of `layout`: `lock`; `member` (its update depends on the lock);
+    /// `p`; `idle_list` and `idle_index` together (both indexed by `p` or the
+    /// packet, neither by the other's value).
+    pub fn new(layout: &mut Layout, capacity: usize, dedup: bool) -> Self {
+        Self::place(layout, capacity, dedup, None)
+    }
+
+    /// As [`IdleNodes::new`] without dedup, for a list that one pass needs
+    /// before and another after some later stage: its arrays are outside the
+    /// stage order (still one access per pass), `because` says why.
+    pub fn new_unordered(layout: &mut Layout, capacity: usize, because: &'static str) -> Self {
+        Self::place(layout, capacity, false, Some(because))
+    }
+
+    fn place(
+        layout: &mut Layout,
+        capacity: usize,
+        dedup: bool,
+        unordered: Option<&'static str>,
+    ) -> Self {
+        fn array<T: crate::switch::RegisterCell>(
+            layout: &mut Layout,
+            unordered: Option<&'static str>,
+            stage: crate::switch::Stage,
+            name: &'static str,
+            len: usize,
+            init: T,
+        ) -> RegisterArray<T> {
+            match unordered {
+                None => layout.array(stage, name, len, init),
+                Some(why) => layout.unordered_array(stage, name, len, init, why),
+            }
+        }
+        let lock = layout.stage();
+        let lock = array(layout, unordered, lock, "idle.lock", 1, false);
+        let member = dedup.then(|| {
+            let stage = layout.stage();
+            array(layout, unordered, stage, "idle.member", capacity, false)
+        });
+        let p = layout.stage();
+        let p = array(layout, unordered, p, "idle.p", 1, 0);
+        let list = layout.stage();
         IdleNodes {
-            lock: RegisterArray::new("idle.lock", 1, false),
-            member: dedup.then(|| RegisterArray::new("idle.member", capacity, false)),
-            p: RegisterArray::new("idle.p", 1, 0),
-            idle_list: RegisterArray::new("idle.list", capacity, 0),
-            idle_index: RegisterArray::new("idle.index", capacity, 0),
+            lock,
+            member,
+            p,
+            idle_list: array(layout, unordered, list, "idle.list", capacity, 0),
+            idle_index: array(layout, unordered, list, "idle.index", capacity, 0),
         }
     }
 
@@ -310,7 +352,7 @@ mod tests {
     #[test]
     fn paper_figure_4_remove_moves_last_into_hole() {
         let mut pipe = Pipeline::new();
-        let mut idle = IdleNodes::new(8, true);
+        let mut idle = IdleNodes::new(&mut Layout::new(), 8, true);
         for n in [4, 3, 6, 7] {
             idle.add(&pipe.begin(), n);
         }
@@ -331,7 +373,7 @@ mod tests {
     #[test]
     fn second_remove_while_first_pending_is_dropped() {
         let mut pipe = Pipeline::new();
-        let mut idle = IdleNodes::new(8, true);
+        let mut idle = IdleNodes::new(&mut Layout::new(), 8, true);
         for n in 0..4 {
             idle.add(&pipe.begin(), n);
         }
@@ -351,7 +393,7 @@ mod tests {
     #[test]
     fn spine_peek_while_remove_pending_sees_no_idle_node() {
         let mut pipe = Pipeline::new();
-        let mut idle = IdleNodes::new(8, true);
+        let mut idle = IdleNodes::new(&mut Layout::new(), 8, true);
         for n in [5, 6] {
             idle.add(&pipe.begin(), n);
         }
@@ -377,7 +419,7 @@ mod tests {
     #[test]
     fn remove_of_top_node_interleaved_with_add_keeps_the_added_node() {
         let mut pipe = Pipeline::new();
-        let mut idle = IdleNodes::new(8, true);
+        let mut idle = IdleNodes::new(&mut Layout::new(), 8, true);
         for n in [1, 2, 3] {
             idle.add(&pipe.begin(), n);
         }
@@ -391,7 +433,7 @@ mod tests {
     #[test]
     fn duplicate_add_and_absent_remove_are_no_ops_on_spine() {
         let mut pipe = Pipeline::new();
-        let mut idle = IdleNodes::new(4, true);
+        let mut idle = IdleNodes::new(&mut Layout::new(), 4, true);
         assert_eq!(
             idle.add(&pipe.begin(), 2),
             AddOutcome::Added { previous: 0 }

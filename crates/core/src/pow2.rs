@@ -10,8 +10,17 @@
 //!
 //! Nodes are addressed through slots `0..count` so that the control plane can
 //! remove a failed node by moving the last slot into its place while sampling
-//! stays uniform over live nodes. Stage order: `slot_of`, `count`, `load1`,
-//! `load2`, `factor`, `drift1`, `drift2`.
+//! stays uniform over live nodes.
+//!
+//! Stages (docs/switch-model.md): `slot_of` and `count`; `factor.pre`;
+//! `node1`, `load1`, `node2`, `load2`; `factor`; `drift1`; `drift2`. The
+//! first pass needs the factor of the sample the loads selected, so `factor`
+//! follows the loads; the resubmit pass adds the factor into the load, so it
+//! needs it before them: the control plane keeps the same per-slot factors
+//! in a second array, `factor.pre`, as it keeps two copies of the lists.
+//! Each load copy sits beside its node copy (the slot -> node map, written
+//! only by the control plane), so a load cell is a 32-bit load and a 16-bit
+//! epoch, one paired register.
 //!
 //! The resubmit pass folds the selected node's drift into its load (the §A.1
 //! text: "the loadList is updated with the new values, and the driftList
@@ -26,7 +35,7 @@
 
 use crate::dataplane::{NodeId, Pow2Samples, Resubmit, TaskMeta};
 use crate::rng::Rng;
-use crate::switch::{Pass, RegisterArray};
+use crate::switch::{Layout, Pass, RegisterArray, RegisterCell};
 
 const NO_SLOT: u32 = u32::MAX;
 
@@ -39,30 +48,28 @@ pub enum Pow2First {
     Empty,
 }
 
-/// One cell of a load list: the node in this slot, its last reported load
-/// and the number of reports so far (wrapping; see the module docs).
+/// One cell of a load list: the slot's last reported load and the number of
+/// reports so far (wrapping; see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct LoadCell {
-    node: NodeId,
     load: u32,
     epoch: u16,
 }
 
-impl LoadCell {
-    fn new(node: NodeId) -> Self {
-        LoadCell {
-            node,
-            load: 0,
-            epoch: 0,
-        }
-    }
+impl RegisterCell for LoadCell {
+    const BITS: u32 = 32 + 16;
 }
 
 #[derive(Clone, Debug)]
 pub struct LazyPow2 {
     slot_of: RegisterArray<u32>,
     count: RegisterArray<u32>,
+    /// `factor` again, for the resubmit pass, which needs it before the loads.
+    factor_pre: RegisterArray<u32>,
+    /// Slot -> node, one copy beside each load list.
+    node1: RegisterArray<NodeId>,
     load1: RegisterArray<LoadCell>,
+    node2: RegisterArray<NodeId>,
     load2: RegisterArray<LoadCell>,
     /// Per-slot increment: 1 at a leaf (loads are queue lengths), the rack's
     /// additive factor 1/w in 16.16 at a spine (§A.2, §A.6).
@@ -73,16 +80,22 @@ pub struct LazyPow2 {
 
 impl LazyPow2 {
     /// `nodes` live nodes numbered `0..nodes`, each with increment `factor(n)`.
-    pub fn new(nodes: u32, factor: impl Fn(NodeId) -> u32) -> Self {
+    /// Its arrays take six consecutive stages of `layout` (module docs).
+    pub fn new(layout: &mut Layout, nodes: u32, factor: impl Fn(NodeId) -> u32) -> Self {
         let n = nodes as usize;
+        let (first, pre, loads) = (layout.stage(), layout.stage(), layout.stage());
+        let (after, d1, d2) = (layout.stage(), layout.stage(), layout.stage());
         let mut s = LazyPow2 {
-            slot_of: RegisterArray::new("pow2.slot_of", n, NO_SLOT),
-            count: RegisterArray::new("pow2.count", 1, 0),
-            load1: RegisterArray::new("pow2.load1", n, LoadCell::default()),
-            load2: RegisterArray::new("pow2.load2", n, LoadCell::default()),
-            factor: RegisterArray::new("pow2.factor", n, 0),
-            drift1: RegisterArray::new("pow2.drift1", n, 0),
-            drift2: RegisterArray::new("pow2.drift2", n, 0),
+            slot_of: layout.array(first, "pow2.slot_of", n, NO_SLOT),
+            count: layout.array(first, "pow2.count", 1, 0),
+            factor_pre: layout.array(pre, "pow2.factor.pre", n, 0),
+            node1: layout.array(loads, "pow2.node1", n, 0),
+            load1: layout.array(loads, "pow2.load1", n, LoadCell::default()),
+            node2: layout.array(loads, "pow2.node2", n, 0),
+            load2: layout.array(loads, "pow2.load2", n, LoadCell::default()),
+            factor: layout.array(after, "pow2.factor", n, 0),
+            drift1: layout.array(d1, "pow2.drift1", n, 0),
+            drift2: layout.array(d2, "pow2.drift2", n, 0),
         };
         for node in 0..nodes {
             s.control_add(node, factor(node));
@@ -108,13 +121,15 @@ impl LazyPow2 {
             return Pow2First::Empty;
         }
         let (i1, i2) = Self::samples(rng, count);
+        let n1 = self.node1.read(pass, i1 as usize);
         let c1 = self.load1.read(pass, i1 as usize);
+        let n2 = self.node2.read(pass, i2 as usize);
         let c2 = self.load2.read(pass, i2 as usize);
         // CompareSamples: ties go to the first sample.
-        let (sel, c_sel, other, c_other) = if c1.load <= c2.load {
-            (i1, c1, i2, c2)
+        let (sel, n_sel, c_sel, other, n_other, c_other) = if c1.load <= c2.load {
+            (i1, n1, c1, i2, n2, c2)
         } else {
-            (i2, c2, i1, c1)
+            (i2, n2, c2, i1, n1, c1)
         };
         let diff = c_other.load - c_sel.load;
         let inc = self.factor.read(pass, sel as usize);
@@ -135,18 +150,18 @@ impl LazyPow2 {
             None => {
                 self.drift2
                     .update(pass, sel as usize, |d| *d = d.saturating_add(inc));
-                Pow2First::Chosen(c_sel.node)
+                Pow2First::Chosen(n_sel)
             }
             Some(d_sel) => {
                 let d_other = self.drift2.read(pass, other as usize);
                 Pow2First::Resubmit(Resubmit::Pow2 {
                     task,
                     samples: Pow2Samples {
-                        first: c_sel.node,
+                        first: n_sel,
                         first_load: c_sel.load,
                         first_drift: d_sel,
                         first_epoch: c_sel.epoch,
-                        second: c_other.node,
+                        second: n_other,
                         second_load: c_other.load,
                         second_drift: d_other,
                         second_epoch: c_other.epoch,
@@ -186,20 +201,19 @@ impl LazyPow2 {
             return None;
         }
         let slot = slot as usize;
-        let inc = self.factor.read(pass, slot);
+        let inc = self.factor_pre.read(pass, slot);
         let add = carried.saturating_add(inc);
-        let fold = self.load1.update(pass, slot, |c| {
+        // The copies sit in one stage, so neither sees the other's outcome:
+        // each tests its own epoch, equal because they are written together.
+        let fold_epoch = |c: &mut LoadCell| {
             let same = c.epoch == epoch;
             if same {
                 c.load = c.load.saturating_add(add);
             }
             same
-        });
-        self.load2.update(pass, slot, |c| {
-            if fold {
-                c.load = c.load.saturating_add(add);
-            }
-        });
+        };
+        let fold = self.load1.update(pass, slot, fold_epoch);
+        self.load2.update(pass, slot, fold_epoch);
         let drift = |d: &mut u32| {
             *d = if fold {
                 d.saturating_sub(carried)
@@ -261,23 +275,30 @@ impl LazyPow2 {
             self.slot_of.control_resize(n + 1, NO_SLOT);
         }
         if self.slot_of.peek(n) != NO_SLOT {
-            self.factor
-                .control_write(self.slot_of.peek(n) as usize, factor);
+            let slot = self.slot_of.peek(n) as usize;
+            self.factor.control_write(slot, factor);
+            self.factor_pre.control_write(slot, factor);
             return;
         }
         let slot = self.count.peek(0) as usize;
         if slot >= self.load1.len() {
             let len = slot + 1;
+            self.node1.control_resize(len, 0);
             self.load1.control_resize(len, LoadCell::default());
+            self.node2.control_resize(len, 0);
             self.load2.control_resize(len, LoadCell::default());
             self.factor.control_resize(len, 0);
+            self.factor_pre.control_resize(len, 0);
             self.drift1.control_resize(len, 0);
             self.drift2.control_resize(len, 0);
         }
         self.slot_of.control_write(n, slot as u32);
-        self.load1.control_write(slot, LoadCell::new(node));
-        self.load2.control_write(slot, LoadCell::new(node));
+        self.node1.control_write(slot, node);
+        self.load1.control_write(slot, LoadCell::default());
+        self.node2.control_write(slot, node);
+        self.load2.control_write(slot, LoadCell::default());
         self.factor.control_write(slot, factor);
+        self.factor_pre.control_write(slot, factor);
         self.drift1.control_write(slot, 0);
         self.drift2.control_write(slot, 0);
         self.count.control_write(0, slot as u32 + 1);
@@ -292,13 +313,17 @@ impl LazyPow2 {
         let slot = self.slot_of.peek(n) as usize;
         let last = self.count.peek(0) as usize - 1;
         if slot != last {
-            let moved = self.load1.peek(last);
-            self.load1.control_write(slot, moved);
+            let moved = self.node1.peek(last);
+            self.node1.control_write(slot, moved);
+            self.node2.control_write(slot, self.node2.peek(last));
+            self.load1.control_write(slot, self.load1.peek(last));
             self.load2.control_write(slot, self.load2.peek(last));
             self.factor.control_write(slot, self.factor.peek(last));
+            self.factor_pre
+                .control_write(slot, self.factor_pre.peek(last));
             self.drift1.control_write(slot, self.drift1.peek(last));
             self.drift2.control_write(slot, self.drift2.peek(last));
-            self.slot_of.control_write(moved.node as usize, slot as u32);
+            self.slot_of.control_write(moved as usize, slot as u32);
         }
         self.slot_of.control_write(n, NO_SLOT);
         self.count.control_write(0, last as u32);
@@ -338,7 +363,12 @@ impl LazyPow2 {
             if self.drift1.peek(s) != self.drift2.peek(s) {
                 return Err(format!("drift copies differ at slot {s}"));
             }
-            let node = self.load1.peek(s).node as usize;
+            if self.node1.peek(s) != self.node2.peek(s)
+                || self.factor.peek(s) != self.factor_pre.peek(s)
+            {
+                return Err(format!("node or factor copies differ at slot {s}"));
+            }
+            let node = self.node1.peek(s) as usize;
             if self.slot_of.peek(node) as usize != s {
                 return Err(format!("slot_of[{node}] does not point at slot {s}"));
             }
@@ -357,7 +387,7 @@ mod tests {
     #[test]
     fn appendix_a1_example() {
         let mut pipe = Pipeline::new();
-        let mut p2 = LazyPow2::new(3, |_| 1);
+        let mut p2 = LazyPow2::new(&mut Layout::new(), 3, |_| 1);
         p2.update(&pipe.begin(), 0, 3);
         p2.update(&pipe.begin(), 2, 4);
         for _ in 0..3 {
@@ -403,7 +433,7 @@ mod tests {
     #[test]
     fn control_remove_keeps_sampling_over_live_nodes() {
         let mut pipe = Pipeline::new();
-        let mut p2 = LazyPow2::new(4, |_| 1);
+        let mut p2 = LazyPow2::new(&mut Layout::new(), 4, |_| 1);
         p2.control_remove(1);
         p2.check_copies().unwrap();
         let mut rng = Rng::new(3);
@@ -429,7 +459,7 @@ mod tests {
     #[test]
     fn one_live_node_never_resubmits() {
         let mut pipe = Pipeline::new();
-        let mut p2 = LazyPow2::new(1, |_| 1);
+        let mut p2 = LazyPow2::new(&mut Layout::new(), 1, |_| 1);
         let mut rng = Rng::new(9);
         for i in 0..100 {
             assert_eq!(
@@ -448,7 +478,7 @@ mod tests {
     #[test]
     fn reply_between_passes_does_not_count_drift_twice() {
         let mut pipe = Pipeline::new();
-        let mut p2 = LazyPow2::new(2, |_| 1);
+        let mut p2 = LazyPow2::new(&mut Layout::new(), 2, |_| 1);
         p2.update(&pipe.begin(), 0, 3);
         p2.update(&pipe.begin(), 1, 4);
         for _ in 0..3 {

@@ -1,29 +1,325 @@
-//! The programmable-switch model every data plane is written against.
+//! The programmable-switch model every data plane is written against, and the
+//! checker that holds each data plane to it.
 //!
-//! A packet traverses the pipeline once per *pass*. Each register array may be
-//! accessed at most once per pass (read, write or atomic read-modify-write),
-//! because in an RMT pipeline an array lives in one stage and a packet visits
-//! each stage once (Horus §3.3 "Switch Model"; RackSched §3.3). Anything that
-//! needs a second access must be resubmitted: an explicit new pass that carries
-//! metadata from the first one.
+//! # What a switch enforces (Horus §3.3 "Switch Model"; RackSched §3.3)
 //!
-//! Violating the rule is a bug in the data plane, not a runtime condition, so it
-//! panics: every test that drives a data plane checks the rule for free.
+//! * A register array lives in one pipeline stage. A packet visits the stages
+//!   in order, once per *pass*, so within a pass an array is accessed at most
+//!   once (read, write or one atomic read-modify-write in its stateful ALU)
+//!   and never after an array of a later stage. Anything else needs a
+//!   resubmission: an explicit new pass that carries metadata from the first.
+//! * A register cell is at most 32 bits; a stateful ALU may treat a cell as a
+//!   pair of 32-bit halves and update both in one access (Tofino's paired
+//!   registers), so 64 bits are allowed as a pair.
+//!
+//! # How the model checks it
+//!
+//! A data plane builds its [`Layout`] once, at construction: it opens stages
+//! in pipeline order ([`Layout::stage`]) and creates every [`RegisterArray`]
+//! through [`Layout::array`], which records the array's stage and cell width
+//! ([`RegisterCell::BITS`]). The finished layout goes into the data plane's
+//! [`Pipeline`], which counts the stages the program needs
+//! ([`Layout::stage_count`]); docs/switch-model.md lists every shipped data
+//! plane's layout and a test keeps that list true.
+//!
+//! Wherever debug assertions are on, which includes every test build (the
+//! test profile keeps them on at opt-level 2):
+//!
+//! * [`Layout::array`] refuses a cell wider than the [`Profile`] allows
+//!   (Tofino-like by default: 32-bit cells, pairs of 32). A cell that cannot
+//!   be split without changing results is declared with
+//!   [`Layout::wide_array`], which records why; the docs list each one.
+//! * An array that a data plane needs at two points of the stage order (a
+//!   pass that reads it early, another that writes it late, where a switch
+//!   would recirculate and the model's pass counts would change) is declared
+//!   with [`Layout::unordered_array`], which records why; its accesses are
+//!   still one per pass but do not take part in the stage order.
+//! * Every data-plane access ([`RegisterArray::read`], `write`, `update`)
+//!   checks that the array was not touched before in this pass and that its
+//!   stage is not before the latest stage the pass has reached. Arrays in the
+//!   same stage may be touched in any order: the model does not see data
+//!   dependencies between arrays of one stage, so a layout puts an array whose
+//!   index or update depends on another array's value in a later stage.
+//!
+//! Release builds (simulator runs, benchmarks) compile the checks out; the
+//! per-array stage and the per-pass progress are not even stored there.
+//!
+//! # Control plane
+//!
+//! `peek`, `control_write` and `control_resize` are the switch CPU (and tests,
+//! metrics). They are not data-plane accesses and are not checked. A data
+//! plane may base a decision on a `peek` only of state that the control plane
+//! alone writes, the equivalent of a match-action table it installed earlier
+//! (LoadTable's `slot_of`, pow2's `slot_of`, array sizes); the model does not
+//! police this, so docs/switch-model.md lists each such read.
+
+#[cfg(debug_assertions)]
+use std::cell::Cell;
+
+/// What the target switch allows; Tofino-like by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Width of one register cell.
+    pub cell_bits: u32,
+    /// A stateful ALU may update a pair of cells in one access.
+    pub pair: bool,
+    /// Match-action stages in one pipeline (reported, not enforced: a
+    /// program needing more would fold or recirculate).
+    pub stages: u32,
+}
+
+impl Profile {
+    /// Tofino: 32-bit registers, paired access, 12 stages per pipeline.
+    pub const TOFINO: Profile = Profile {
+        cell_bits: 32,
+        pair: true,
+        stages: 12,
+    };
+
+    /// Widest cell one access may touch.
+    pub fn max_cell_bits(&self) -> u32 {
+        if self.pair {
+            2 * self.cell_bits
+        } else {
+            self.cell_bits
+        }
+    }
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile::TOFINO
+    }
+}
+
+/// A value a register cell can hold, with the bits the switch must store.
+pub trait RegisterCell: Copy {
+    const BITS: u32;
+}
+
+macro_rules! cell_bits {
+    ($($t:ty => $bits:expr),* $(,)?) => {
+        $(impl RegisterCell for $t { const BITS: u32 = $bits; })*
+    };
+}
+
+cell_bits! {
+    bool => 1,
+    u8 => 8,
+    u16 => 16,
+    u32 => 32,
+    u64 => 64,
+}
+
+impl<A: RegisterCell, B: RegisterCell> RegisterCell for (A, B) {
+    const BITS: u32 = A::BITS + B::BITS;
+}
+
+/// A pipeline stage, numbered from 0 in the order a packet visits them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stage(u16);
+
+impl Stage {
+    pub fn index(&self) -> u16 {
+        self.0
+    }
+}
+
+/// One register array of a [`Layout`], for the docs and the stage count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayInfo {
+    pub name: &'static str,
+    pub stage: u16,
+    pub bits: u32,
+    /// Cells at construction; a mode that does not use an array gives it none.
+    pub cells: usize,
+    /// Why a cell wider than the profile was kept (see [`Layout::wide_array`]).
+    pub wide_because: Option<&'static str>,
+    /// Why the array is outside the stage order (see [`Layout::unordered_array`]).
+    pub unordered_because: Option<&'static str>,
+}
+
+/// The register arrays of one program in stage order: built once by the data
+/// plane, kept by its [`Pipeline`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    profile: Profile,
+    stages: u16,
+    arrays: Vec<ArrayInfo>,
+}
+
+impl Layout {
+    /// An empty program for the Tofino-like profile.
+    pub fn new() -> Self {
+        Self::with_profile(Profile::TOFINO)
+    }
+
+    pub fn with_profile(profile: Profile) -> Self {
+        Layout {
+            profile,
+            stages: 0,
+            arrays: Vec::new(),
+        }
+    }
+
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// Opens the next stage of the pipeline.
+    pub fn stage(&mut self) -> Stage {
+        self.stages += 1;
+        Stage(self.stages - 1)
+    }
+
+    /// A register array of `len` cells in `stage`. In checked builds a cell
+    /// wider than the profile allows panics here.
+    pub fn array<T: RegisterCell>(
+        &mut self,
+        stage: Stage,
+        name: &'static str,
+        len: usize,
+        init: T,
+    ) -> RegisterArray<T> {
+        self.place(stage, name, len, init, None, None)
+    }
+
+    /// A register array whose cells are wider than the profile allows, kept
+    /// because splitting them would change what the data plane decides (or
+    /// the split is not done yet); `because` says which, and
+    /// docs/switch-model.md repeats it.
+    pub fn wide_array<T: RegisterCell>(
+        &mut self,
+        stage: Stage,
+        name: &'static str,
+        len: usize,
+        init: T,
+        because: &'static str,
+    ) -> RegisterArray<T> {
+        self.place(stage, name, len, init, Some(because), None)
+    }
+
+    /// A register array listed in `stage` whose accesses the stage order does
+    /// not check, because one pass needs it before and another after an
+    /// array of a later stage; `because` says why, and docs/switch-model.md
+    /// repeats it. Still one access per pass, and the cell width is checked.
+    pub fn unordered_array<T: RegisterCell>(
+        &mut self,
+        stage: Stage,
+        name: &'static str,
+        len: usize,
+        init: T,
+        because: &'static str,
+    ) -> RegisterArray<T> {
+        self.place(stage, name, len, init, None, Some(because))
+    }
+
+    fn place<T: RegisterCell>(
+        &mut self,
+        stage: Stage,
+        name: &'static str,
+        len: usize,
+        init: T,
+        wide_because: Option<&'static str>,
+        unordered_because: Option<&'static str>,
+    ) -> RegisterArray<T> {
+        debug_assert!(
+            wide_because.is_some() || T::BITS <= self.profile.max_cell_bits(),
+            "switch model violation: register array `{name}` has {}-bit cells, the profile allows {}",
+            T::BITS,
+            self.profile.max_cell_bits()
+        );
+        debug_assert!(
+            stage.0 < self.stages,
+            "register array `{name}` placed in a stage this layout never opened"
+        );
+        self.arrays.push(ArrayInfo {
+            name,
+            stage: stage.0,
+            bits: T::BITS,
+            cells: len,
+            wide_because,
+            unordered_because,
+        });
+        RegisterArray {
+            name,
+            cells: vec![init; len],
+            #[cfg(debug_assertions)]
+            stage: unordered_because.map_or(Some(stage.0), |_| None),
+            #[cfg(debug_assertions)]
+            last_pass: 0,
+        }
+    }
+
+    /// The arrays in the order they were placed.
+    pub fn arrays(&self) -> &[ArrayInfo] {
+        &self.arrays
+    }
+
+    /// The layout as a Markdown table under a `### {program}` heading, for
+    /// docs/switch-model.md (a test keeps the doc equal to this).
+    pub fn markdown(&self, program: &str) -> String {
+        let p = self.profile;
+        let mut md = format!(
+            "### {program}\n\n{} stages (the profile has {}; {}-bit cells{}).\n\n| stage | array | cell bits | note |\n| --- | --- | --- | --- |\n",
+            self.stage_count(),
+            p.stages,
+            p.cell_bits,
+            if p.pair { ", pairs" } else { "" },
+        );
+        for a in self.arrays.iter().filter(|a| a.cells > 0) {
+            let note = match (a.wide_because, a.unordered_because) {
+                (Some(why), _) => format!("wider than the profile: {why}"),
+                (None, Some(why)) => format!("outside the stage order: {why}"),
+                (None, None) if a.bits > p.cell_bits => "pair".to_string(),
+                (None, None) => String::new(),
+            };
+            md += &format!("| {} | `{}` | {} | {} |\n", a.stage, a.name, a.bits, note);
+        }
+        md
+    }
+
+    /// Stages the program occupies: every opened stage that holds an array
+    /// with cells.
+    pub fn stage_count(&self) -> u32 {
+        let mut used: Vec<u16> = self
+            .arrays
+            .iter()
+            .filter(|a| a.cells > 0)
+            .map(|a| a.stage)
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        used.len() as u32
+    }
+}
 
 /// Identifies one pass through the pipeline of one switch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Pass {
     seq: u64,
     resubmitted: bool,
+    /// The latest stage an access of this pass reached (checked builds).
+    #[cfg(debug_assertions)]
+    reached: Cell<u16>,
 }
 
 impl Pass {
     pub fn is_resubmission(&self) -> bool {
         self.resubmitted
     }
+
+    fn new(seq: u64, resubmitted: bool) -> Self {
+        Pass {
+            seq,
+            resubmitted,
+            #[cfg(debug_assertions)]
+            reached: Cell::new(0),
+        }
+    }
 }
 
-/// Hands out passes and counts them.
+/// Hands out passes and counts them; holds the program's [`Layout`].
 #[derive(Clone, Debug, Default)]
 pub struct Pipeline {
     seq: u64,
@@ -31,11 +327,25 @@ pub struct Pipeline {
     pub first_passes: u64,
     /// Passes that were resubmissions/recirculations of an earlier pass.
     pub resubmissions: u64,
+    layout: Layout,
 }
 
 impl Pipeline {
+    /// A pipeline with no register arrays (stateless data planes, tests).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The pipeline of a program whose arrays `layout` placed.
+    pub fn with_layout(layout: Layout) -> Self {
+        Pipeline {
+            layout,
+            ..Self::default()
+        }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
     }
 
     /// A packet enters the pipeline from a port.
@@ -43,10 +353,7 @@ impl Pipeline {
     pub fn begin(&mut self) -> Pass {
         self.seq += 1;
         self.first_passes += 1;
-        Pass {
-            seq: self.seq,
-            resubmitted: false,
-        }
+        Pass::new(self.seq, false)
     }
 
     /// A packet re-enters the pipeline carrying metadata from a previous pass.
@@ -54,10 +361,7 @@ impl Pipeline {
     pub fn resubmit(&mut self) -> Pass {
         self.seq += 1;
         self.resubmissions += 1;
-        Pass {
-            seq: self.seq,
-            resubmitted: true,
-        }
+        Pass::new(self.seq, true)
     }
 
     pub fn total_passes(&self) -> u64 {
@@ -65,21 +369,22 @@ impl Pipeline {
     }
 }
 
-/// A register array: `len` cells of `T` in one pipeline stage.
+/// A register array: `len` cells of `T` in one pipeline stage. Created by
+/// [`Layout::array`].
 #[derive(Clone, Debug)]
 pub struct RegisterArray<T: Copy> {
     name: &'static str,
     cells: Vec<T>,
+    /// `None`: outside the stage order ([`Layout::unordered_array`]).
+    #[cfg(debug_assertions)]
+    stage: Option<u16>,
+    #[cfg(debug_assertions)]
     last_pass: u64,
 }
 
 impl<T: Copy> RegisterArray<T> {
-    pub fn new(name: &'static str, len: usize, init: T) -> Self {
-        RegisterArray {
-            name,
-            cells: vec![init; len],
-            last_pass: 0,
-        }
+    pub fn name(&self) -> &'static str {
+        self.name
     }
 
     pub fn len(&self) -> usize {
@@ -90,17 +395,31 @@ impl<T: Copy> RegisterArray<T> {
         self.cells.is_empty()
     }
 
-    /// Checked wherever debug assertions are on, which includes every test
-    /// build (the test profile keeps them on at opt-level 2); release builds
-    /// (simulator runs, benchmarks) skip it: 15 % of a leaf decision.
+    /// Checked wherever debug assertions are on; release builds skip it
+    /// (it was 15 % of a leaf decision).
     #[inline]
     fn touch(&mut self, pass: &Pass) {
-        debug_assert!(
-            self.last_pass != pass.seq,
-            "switch model violation: register array `{}` accessed twice in one pass",
-            self.name
-        );
-        self.last_pass = pass.seq;
+        #[cfg(debug_assertions)]
+        {
+            assert!(
+                self.last_pass != pass.seq,
+                "switch model violation: register array `{}` accessed twice in one pass",
+                self.name
+            );
+            self.last_pass = pass.seq;
+            if let Some(stage) = self.stage {
+                assert!(
+                    stage >= pass.reached.get(),
+                    "switch model violation: register array `{}` (stage {}) accessed after stage {} in one pass",
+                    self.name,
+                    stage,
+                    pass.reached.get()
+                );
+                pass.reached.set(stage);
+            }
+        }
+        #[cfg(not(debug_assertions))]
+        let _ = pass;
     }
 
     /// The data plane reads one cell.
@@ -152,11 +471,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_access_per_pass_is_allowed_and_counted() {
-        let mut pipe = Pipeline::new();
-        let mut a = RegisterArray::new("a", 4, 0u32);
+    fn one_access_per_pass_in_stage_order_is_allowed_and_counted() {
+        let mut layout = Layout::new();
+        let (s0, s1) = (layout.stage(), layout.stage());
+        let mut a = layout.array(s0, "a", 4, 0u32);
+        let mut b = layout.array(s1, "b", 4, (0u32, 0u32));
+        let mut pipe = Pipeline::with_layout(layout);
         let p1 = pipe.begin();
         a.write(&p1, 0, 5);
+        b.write(&p1, 0, (1, 2));
+        // A resubmission starts again at the first stage.
         let p2 = pipe.resubmit();
         assert_eq!(
             a.update(&p2, 0, |v| {
@@ -168,16 +492,101 @@ mod tests {
         assert_eq!(pipe.first_passes, 1);
         assert_eq!(pipe.resubmissions, 1);
         assert!(p2.is_resubmission());
+        assert_eq!(pipe.layout().stage_count(), 2);
+    }
+
+    #[test]
+    fn arrays_of_one_stage_may_be_touched_in_any_order() {
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let mut a = layout.array(s, "a", 1, 0u32);
+        let mut b = layout.array(s, "b", 1, 0u32);
+        let mut pipe = Pipeline::with_layout(layout);
+        let p = pipe.begin();
+        b.write(&p, 0, 1);
+        a.write(&p, 0, 1);
+        assert_eq!(pipe.layout().stage_count(), 1);
     }
 
     #[test]
     #[cfg(debug_assertions)]
     #[should_panic(expected = "accessed twice in one pass")]
     fn second_access_in_one_pass_panics() {
-        let mut pipe = Pipeline::new();
-        let mut a = RegisterArray::new("a", 4, 0u32);
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let mut a = layout.array(s, "a", 4, 0u32);
+        let mut pipe = Pipeline::with_layout(layout);
         let p = pipe.begin();
         let _ = a.read(&p, 0);
         let _ = a.read(&p, 1);
+    }
+
+    /// A toy program that reads `count` after `sum`, against its declared
+    /// order: what RackSched's reply path did before it read `count` first.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "register array `count` (stage 0) accessed after stage 1")]
+    fn going_back_a_stage_panics() {
+        let mut layout = Layout::new();
+        let (s0, s1) = (layout.stage(), layout.stage());
+        let mut count = layout.array(s0, "count", 1, 0u32);
+        let mut sum = layout.array(s1, "sum", 1, 0u64);
+        let mut pipe = Pipeline::with_layout(layout);
+        let p = pipe.begin();
+        sum.update(&p, 0, |s| *s += 1);
+        let _ = count.read(&p, 0);
+    }
+
+    #[derive(Clone, Copy)]
+    struct Wide {
+        _key: u64,
+        _at: u64,
+    }
+
+    impl RegisterCell for Wide {
+        const BITS: u32 = 128;
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "has 128-bit cells, the profile allows 64")]
+    fn a_cell_wider_than_the_profile_panics() {
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let _ = layout.array(s, "wide", 1, Wide { _key: 0, _at: 0 });
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "has 64-bit cells, the profile allows 32")]
+    fn a_pair_is_too_wide_without_paired_access() {
+        let mut layout = Layout::with_profile(Profile {
+            pair: false,
+            ..Profile::TOFINO
+        });
+        let s = layout.stage();
+        let _ = layout.array(s, "pair", 1, (0u32, 0u32));
+    }
+
+    #[test]
+    fn an_unordered_array_may_come_after_a_later_stage_but_only_once() {
+        let mut layout = Layout::new();
+        let (s0, s1) = (layout.stage(), layout.stage());
+        let mut early = layout.unordered_array(s0, "early", 1, 0u32, "test");
+        let mut late = layout.array(s1, "late", 1, 0u32);
+        let mut pipe = Pipeline::with_layout(layout);
+        let p = pipe.begin();
+        late.write(&p, 0, 1);
+        early.write(&p, 0, 1);
+        assert_eq!(pipe.layout().arrays()[0].unordered_because, Some("test"));
+    }
+
+    #[test]
+    fn a_declared_wide_cell_is_recorded_with_its_reason() {
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let _ = layout.wide_array(s, "wide", 1, Wide { _key: 0, _at: 0 }, "test");
+        assert_eq!(layout.arrays()[0].bits, 128);
+        assert_eq!(layout.arrays()[0].wide_because, Some("test"));
     }
 }

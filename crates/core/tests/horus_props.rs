@@ -27,7 +27,7 @@ use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::idle::{AddOutcome, IdleNodes, RemoveFirst, Retrieved};
 use netsched_core::pow2::{LazyPow2, Pow2First};
 use netsched_core::rng::Rng;
-use netsched_core::switch::Pipeline;
+use netsched_core::switch::{Layout, Pipeline};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -195,7 +195,7 @@ fn run_spine_idle(
     adds_between_passes: bool,
 ) -> Result<(), TestCaseError> {
     let mut pipe = Pipeline::new();
-    let mut idle = IdleNodes::new(cap as usize, true);
+    let mut idle = IdleNodes::new(&mut Layout::new(), cap as usize, true);
     let mut model = BTreeSet::new();
     let mut pending: Option<PendingRemove> = None;
     for (step, &op) in ops.iter().enumerate() {
@@ -290,7 +290,7 @@ fn run_spine_idle(
 /// remove idle ones; tasks retrieve the top node.
 fn run_leaf_idle(cap: u32, ops: &[IdleOp], adds_between_passes: bool) -> Result<(), TestCaseError> {
     let mut pipe = Pipeline::new();
-    let mut idle = IdleNodes::new(cap as usize, false);
+    let mut idle = IdleNodes::new(&mut Layout::new(), cap as usize, false);
     let mut model = BTreeSet::new();
     let mut pending: Option<PendingRemove> = None;
     for (step, &op) in ops.iter().enumerate() {
@@ -431,7 +431,7 @@ proptest! {
 #[test]
 fn idle_add_between_passes_of_top_remove_is_kept() {
     let mut pipe = Pipeline::new();
-    let mut idle = IdleNodes::new(4, true);
+    let mut idle = IdleNodes::new(&mut Layout::new(), 4, true);
     idle.add(&pipe.begin(), 0);
     idle.add(&pipe.begin(), 1);
     let first = idle.remove_first(&pipe.begin(), 1);
@@ -582,9 +582,9 @@ fn replay_samples(rng: &Rng, count: u32) -> (u32, u32) {
 fn run_pow2(spine: bool, workers: &[u32], seed: u64, ops: &[P2Op]) -> Result<(), TestCaseError> {
     let n = workers.len() as u32;
     let mut p2 = if spine {
-        LazyPow2::new(n, |i| spine_factor(workers[i as usize]))
+        LazyPow2::new(&mut Layout::new(), n, |i| spine_factor(workers[i as usize]))
     } else {
-        LazyPow2::new(n, |_| 1)
+        LazyPow2::new(&mut Layout::new(), n, |_| 1)
     };
     let mut m = P2Model::new(n, spine, workers);
     let mut pipe = Pipeline::new();
@@ -874,7 +874,7 @@ proptest! {
         removed in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
         seed in any::<u64>(),
     ) {
-        let mut p2 = LazyPow2::new(n, |_| 1);
+        let mut p2 = LazyPow2::new(&mut Layout::new(), n, |_| 1);
         let mut live: Vec<NodeId> = (0..n).collect();
         for ix in removed {
             if live.len() <= 2 {

@@ -7,7 +7,7 @@ use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, O
 use crate::idle::{IdleNodes, RemoveFirst, Retrieved};
 use crate::racksched::ReqTableConfig;
 use crate::rng::Rng;
-use crate::switch::Pipeline;
+use crate::switch::{Layout, Pipeline};
 
 /// A FIFO of idle nodes, each present at most once, in plain memory. The
 /// longest-idle node comes out first.
@@ -128,12 +128,16 @@ impl Jiq {
         for n in 0..nodes {
             idle.push(n);
         }
+        // The idle FIFO is idealised; registers: `count`, `nodes`, affinity.
+        let mut layout = Layout::new();
+        let slots = NodeSlots::new(&mut layout, nodes);
+        let affinity = ReqTableConfig::default().build(&mut layout);
         Jiq {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             rng: Rng::new(seed),
-            nodes: NodeSlots::new(nodes),
+            nodes: slots,
             idle,
-            affinity: ReqTableConfig::default().build(),
+            affinity,
         }
     }
 
@@ -229,12 +233,18 @@ pub struct IdleOnly {
 
 impl IdleOnly {
     pub fn new(nodes: u32, seed: u64) -> Self {
+        // Stages: idleNodes, then `count` and `nodes` for the random
+        // fallback, then the affinity table.
+        let mut layout = Layout::new();
+        let idle = IdleNodes::new(&mut layout, nodes as usize, false);
+        let slots = NodeSlots::new(&mut layout, nodes);
+        let affinity = ReqTableConfig::default().build(&mut layout);
         let mut s = IdleOnly {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             rng: Rng::new(seed),
-            nodes: NodeSlots::new(nodes),
-            idle: IdleNodes::new(nodes as usize, false),
-            affinity: ReqTableConfig::default().build(),
+            nodes: slots,
+            idle,
+            affinity,
         };
         for n in 0..nodes {
             let pass = s.pipeline.begin();

@@ -20,10 +20,9 @@
 
 use std::collections::VecDeque;
 
-use super::{follow, remember, IdleFifo};
+use super::{affinity_only, follow, remember, IdleFifo};
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox, TaskMeta};
-use crate::racksched::ReqTableConfig;
 use crate::switch::{Pass, Pipeline};
 
 /// JBSQ(k) over a flat set of nodes, in software (the router's FIFO is
@@ -80,8 +79,9 @@ impl Jbsq {
         for n in 0..nodes {
             levels[0].push(n);
         }
+        let (pipeline, affinity) = affinity_only();
         Jbsq {
-            pipeline: Pipeline::new(),
+            pipeline,
             bound,
             known: vec![true; nodes as usize],
             nodes,
@@ -89,7 +89,7 @@ impl Jbsq {
             levels,
             queue: VecDeque::with_capacity(capacity),
             capacity,
-            affinity: ReqTableConfig::default().build(),
+            affinity,
             overflows: 0,
         }
     }

@@ -3,10 +3,9 @@
 //! performance bounds"; §4.3 "a hypothetical switch that executes JSQ with
 //! zero-delay state updates").
 
-use super::{follow, remember};
+use super::{affinity_only, follow, remember};
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
-use crate::racksched::ReqTableConfig;
 use crate::rng::Rng;
 use crate::switch::Pipeline;
 
@@ -252,11 +251,12 @@ pub struct Jsq {
 impl Jsq {
     /// Nodes `0..nodes`, all with empty queues.
     pub fn new(nodes: u32, seed: u64) -> Self {
+        let (pipeline, affinity) = affinity_only();
         Jsq {
-            pipeline: Pipeline::new(),
+            pipeline,
             rng: Rng::new(seed),
             view: MinBuckets::new(nodes),
-            affinity: ReqTableConfig::default().build(),
+            affinity,
         }
     }
 

@@ -41,7 +41,7 @@ use crate::affinity::{stage_hash, AffinityTable};
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox, TaskMeta};
 use crate::racksched::{RackSched, RackSchedConfig, ReqTableConfig};
 use crate::rng::Rng;
-use crate::switch::{Pass, Pipeline, RegisterArray};
+use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 
 const NO_SLOT: u32 = u32::MAX;
 
@@ -63,9 +63,17 @@ pub fn pow_k_delayed(nodes: u32, k: u32, seed: u64) -> RackSched {
     )
 }
 
+/// The pipeline of a baseline whose only register arrays are the affinity
+/// table's (its scheduling state is an idealised structure).
+pub(crate) fn affinity_only() -> (Pipeline, AffinityTable) {
+    let mut layout = Layout::new();
+    let affinity = ReqTableConfig::default().build(&mut layout);
+    (Pipeline::with_layout(layout), affinity)
+}
+
 /// The active nodes in slots `0..count`, so that a uniform slot is a uniform
-/// active node. Removing a node moves the last slot into its place. Stage
-/// order: `count`, `nodes`.
+/// active node. Removing a node moves the last slot into its place. Stages:
+/// `count`, then `nodes` (indexed by a slot drawn below `count`).
 #[derive(Clone, Debug)]
 pub struct NodeSlots {
     /// Node -> slot; control plane only.
@@ -76,16 +84,30 @@ pub struct NodeSlots {
 
 impl NodeSlots {
     /// Nodes `0..n`, all active.
-    pub fn new(n: u32) -> Self {
+    pub fn new(layout: &mut Layout, n: u32) -> Self {
+        Self::with_between(layout, n, |_| ()).0
+    }
+
+    /// As [`NodeSlots::new`], with `between` placing the arrays of the stages
+    /// between `count` and `nodes` (round robin's cursor).
+    pub fn with_between<R>(
+        layout: &mut Layout,
+        n: u32,
+        between: impl FnOnce(&mut Layout) -> R,
+    ) -> (Self, R) {
+        let count = layout.stage();
+        let count = layout.array(count, "slots.count", 1, 0);
+        let placed = between(layout);
+        let nodes = layout.stage();
         let mut s = NodeSlots {
             slot_of: Vec::with_capacity(n as usize),
-            nodes: RegisterArray::new("slots.nodes", n as usize, 0),
-            count: RegisterArray::new("slots.count", 1, 0),
+            nodes: layout.array(nodes, "slots.nodes", n as usize, 0),
+            count,
         };
         for node in 0..n {
             s.control_add(node);
         }
-        s
+        (s, placed)
     }
 
     /// Data plane: number of active nodes.
@@ -227,10 +249,12 @@ pub type UniformLb = RandomDispatch;
 
 impl RandomDispatch {
     pub fn new(nodes: u32, seed: u64) -> Self {
+        let mut layout = Layout::new();
+        let nodes = NodeSlots::new(&mut layout, nodes);
         RandomDispatch {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             salt: Rng::new(seed).next_u64(),
-            nodes: NodeSlots::new(nodes),
+            nodes,
         }
     }
 
@@ -296,11 +320,19 @@ impl RoundRobin {
         } else {
             0
         };
+        // Stages: `count`, the cursor (taken modulo `count`), `nodes`, the
+        // affinity table.
+        let mut layout = Layout::new();
+        let (nodes, next) = NodeSlots::with_between(&mut layout, nodes, |layout| {
+            let stage = layout.stage();
+            layout.array(stage, "rr.next", 1, start)
+        });
+        let affinity = ReqTableConfig::default().build(&mut layout);
         RoundRobin {
-            pipeline: Pipeline::new(),
-            nodes: NodeSlots::new(nodes),
-            next: RegisterArray::new("rr.next", 1, start),
-            affinity: ReqTableConfig::default().build(),
+            pipeline: Pipeline::with_layout(layout),
+            nodes,
+            next,
+            affinity,
         }
     }
 
@@ -494,7 +526,7 @@ mod tests {
 
     #[test]
     fn node_slots_remove_and_add_keep_slots_dense() {
-        let mut s = NodeSlots::new(5);
+        let mut s = NodeSlots::new(&mut Layout::new(), 5);
         s.control_remove(1);
         s.control_remove(4);
         assert!(s.control_add(7));

@@ -6,7 +6,7 @@ use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::racksched::{LoadTable, Report, ReqTableConfig};
 use crate::rng::Rng;
-use crate::switch::Pipeline;
+use crate::switch::{Layout, Pipeline};
 
 /// Power-of-k over loads the driver updates with zero delay through
 /// `QueueChanged` (an oracle feed, not packets). The sampling itself obeys the
@@ -25,11 +25,16 @@ pub struct PowKInstant {
 impl PowKInstant {
     /// Nodes `0..nodes` with empty queues, `k` distinct samples per task.
     pub fn new(nodes: u32, k: u32, seed: u64) -> Self {
+        // Stages: the LoadTable to `sum`, the affinity table, `servers`.
+        let mut layout = Layout::new();
+        let (loads, affinity) = LoadTable::with_between(&mut layout, nodes, k, 1, |layout| {
+            ReqTableConfig::default().build(layout)
+        });
         PowKInstant {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             rng: Rng::new(seed),
-            loads: LoadTable::new(nodes, k, 1),
-            affinity: ReqTableConfig::default().build(),
+            loads,
+            affinity,
         }
     }
 

@@ -27,7 +27,7 @@ pub mod server;
 pub mod sparrow;
 
 use crate::dataplane::DropReason;
-use crate::switch::{Pass, Pipeline};
+use crate::switch::{Layout, Pass, Pipeline};
 
 pub use policy::{Constraint, Fit};
 pub use queue::{CircularQueue, Repair, Slot};
@@ -373,9 +373,11 @@ pub struct Draconis {
 
 impl Draconis {
     pub fn new(config: DraconisConfig) -> Self {
+        let mut layout = Layout::new();
+        let queue = CircularQueue::new(&mut layout, config.capacity, config.levels.max(1));
         Draconis {
-            pipeline: Pipeline::new(),
-            queue: CircularQueue::new(config.capacity, config.levels.max(1)),
+            pipeline: Pipeline::with_layout(layout),
+            queue,
             config,
             stats: DraconisStats::default(),
         }

@@ -25,7 +25,7 @@
 //! invalid in the same read-modify-write: an entry is consumed exactly once and
 //! an entry of an earlier lap is never mistaken for the current one.
 
-use crate::switch::{Pass, RegisterArray};
+use crate::switch::{Layout, Pass, RegisterArray, RegisterCell};
 
 use super::{ClientId, TaskInfo};
 
@@ -46,6 +46,26 @@ pub struct Slot {
     pub pos: u32,
     pub valid: bool,
 }
+
+impl RegisterCell for Slot {
+    const BITS: u32 = TaskInfo::BITS + 32 + 16 + 32 + 1;
+}
+
+impl RegisterCell for TaskInfo {
+    const BITS: u32 = 64 + 32 + 8 + 64 + 64;
+}
+
+/// Why a [`Slot`] is still one cell (docs/switch-model.md). A switch would
+/// keep `(pos, valid)` as one pair, tested and cleared by a dequeue's single
+/// stateful-ALU operation, and each payload field in its own array of the
+/// next stage, read or exchanged only when the tag admits it; that split
+/// preserves behaviour but is not done yet.
+const SLOT_IS_WIDE: &str = "313-bit entry; splitting into a (pos, valid) tag pair and per-field payload arrays in the next stage preserves behaviour but is not done yet";
+
+/// Why [`RepairFlags`] is one 66-bit cell: on Tofino each flag would take one
+/// bit of a 32-bit half, leaving 31-bit pointer values; the model keeps the
+/// pointers 32-bit so that they wrap as the queue pointers do.
+const REPAIR_IS_WIDE: &str = "two flags with two 32-bit pointer values (66 bits); a Tofino pair would leave 31-bit values, which wrap differently";
 
 impl Slot {
     pub fn new(task: TaskInfo, client: ClientId) -> Self {
@@ -74,6 +94,10 @@ impl Slot {
 pub struct RepairFlags {
     pub add: Option<u32>,
     pub retrieve: Option<u32>,
+}
+
+impl RegisterCell for RepairFlags {
+    const BITS: u32 = 2 * (32 + 1);
 }
 
 /// What a repair packet must do after a pass (it is recirculated, §4.5).
@@ -191,26 +215,41 @@ pub struct CircularQueue {
 
 impl CircularQueue {
     /// `capacity` must be a power of two in `1..=2^30`; `levels` in `1..=255`.
-    pub fn new(capacity: u32, levels: u8) -> Self {
+    /// Four consecutive stages of `layout`, in the order of the module docs.
+    pub fn new(layout: &mut Layout, capacity: u32, levels: u8) -> Self {
         assert!(
             capacity.is_power_of_two() && capacity <= 1 << 30,
             "queue capacity must be a power of two <= 2^30"
         );
         assert!(levels >= 1, "at least one queue");
         let l = levels as usize;
+        let stages = [
+            layout.stage(),
+            layout.stage(),
+            layout.stage(),
+            layout.stage(),
+        ];
         CircularQueue {
             capacity,
             levels,
-            retrieve_ptr: RegisterArray::new("draconis.retrieve_ptr", l, 0),
-            add_ptr: RegisterArray::new("draconis.add_ptr", l, 0),
-            repair: RegisterArray::new("draconis.repair_flags", l, RepairFlags::default()),
-            slots: RegisterArray::new(
+            retrieve_ptr: layout.array(stages[0], "draconis.retrieve_ptr", l, 0),
+            add_ptr: layout.array(stages[1], "draconis.add_ptr", l, 0),
+            repair: layout.wide_array(
+                stages[2],
+                "draconis.repair_flags",
+                l,
+                RepairFlags::default(),
+                REPAIR_IS_WIDE,
+            ),
+            slots: layout.wide_array(
+                stages[3],
                 "draconis.queue",
                 l * capacity as usize,
                 Slot {
                     valid: false,
                     ..Slot::default()
                 },
+                SLOT_IS_WIDE,
             ),
         }
     }

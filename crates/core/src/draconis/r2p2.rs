@@ -21,7 +21,7 @@
 
 use super::{Actions, ClientId, ExecutorId, TaskInfo};
 use crate::dataplane::DropReason;
-use crate::switch::{Pass, Pipeline, RegisterArray};
+use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 
 /// R2P2 configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,12 +118,17 @@ impl R2p2Jbsq {
     pub fn new(executors: u32, config: R2p2Config) -> Self {
         assert!(executors > 0, "R2P2 needs at least one executor");
         assert!(config.k > 0, "JBSQ bound must be at least 1");
+        // Stages: the probe cursor, then the counter of the executor it names.
+        let mut layout = Layout::new();
+        let (cursor, counters) = (layout.stage(), layout.stage());
+        let cursor = layout.array(cursor, "r2p2.cursor", 1, 0);
+        let outstanding = layout.array(counters, "r2p2.outstanding", executors as usize, 0);
         R2p2Jbsq {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             config,
             executors,
-            cursor: RegisterArray::new("r2p2.cursor", 1, 0),
-            outstanding: RegisterArray::new("r2p2.outstanding", executors as usize, 0),
+            cursor,
+            outstanding,
             stats: R2p2Stats::default(),
         }
     }

@@ -27,9 +27,24 @@ use crate::fixed;
 use crate::idle::{AddOutcome, IdleNodes, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
 use crate::rng::Rng;
-use crate::switch::{Pass, Pipeline, RegisterArray};
+use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 
 use super::{follow_affinity, ConnTableConfig, HorusOptions};
+
+/// Why `last_sent` is outside the stage order: a reply reads it before the
+/// `outstanding` update, which forgets lost tasks only after a quiet period
+/// ([`HorusOptions::loss_resync_ns`]), while a dispatch writes it after
+/// `outstanding` granted the claim. A switch would recirculate one of them,
+/// which changes the pass counts.
+const LAST_SENT_UNORDERED: &str = "a reply reads it before `outstanding` (loss resync), a dispatch writes it after the `outstanding` claim";
+
+/// Why the slot list ([`HorusOptions::slot_tokens`]) is outside the stage
+/// order: a task pops it before lazy power-of-2 and `outstanding` (the popped
+/// worker's drift and claim), while a reply pushes onto it after
+/// `outstanding` (a worker owing exactly one task). A switch would
+/// recirculate the reply, which changes the pass counts.
+const SLOTS_UNORDERED: &str =
+    "a task pops it before power-of-2 and `outstanding`, a reply pushes after `outstanding`";
 
 /// Per-leaf counters of what the data plane corrected, for the driver's metrics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -87,25 +102,47 @@ impl HorusLeaf {
     ) -> Self {
         assert!(workers > 0, "a leaf scheduler needs at least one worker");
         let n = workers as usize;
+        // Stages in pass order (docs/switch-model.md): idleNodes, the slot
+        // list, `listed`, lazy power-of-2, `outstanding` with `last_sent`,
+        // `factor`, `avg`, `spine_view`, the connection table.
+        let mut layout = Layout::new();
+        // Twice the workers: a report crossing a task on the wire lists a
+        // busy worker, whose entry stays until it is popped and found stale.
+        let idle = IdleNodes::new(&mut layout, 2 * n, false);
+        let slots = (options.idle_tokens && options.slot_tokens)
+            .then(|| IdleNodes::new_unordered(&mut layout, 2 * n, SLOTS_UNORDERED));
+        let listed = layout.stage();
+        let listed = layout.array(listed, "leaf.listed", n, 0);
+        let pow2 = LazyPow2::new(&mut layout, workers, |_| 1);
+        let claim = layout.stage();
+        let outstanding = layout.array(claim, "leaf.outstanding", n, 0);
+        let last_sent = layout.unordered_array(claim, "leaf.last_sent", n, 0, LAST_SENT_UNORDERED);
+        let (factor, avg, view) = (layout.stage(), layout.stage(), layout.stage());
+        let factor = layout.array(factor, "leaf.factor", 1, fixed::additive_factor(workers));
+        let avg = layout.array(avg, "leaf.avg", 1, 0);
+        let spine_view = layout.array(view, "leaf.spine_view", 1, 0);
+        let conn = AffinityTable::new(
+            &mut layout,
+            conn.stages,
+            conn.slots_per_stage,
+            conn.timeout_ns,
+        );
         let mut leaf = HorusLeaf {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             rng: Rng::new(seed),
             options,
-            // Twice the workers: a report crossing a task on the wire lists a
-            // busy worker, whose entry stays until it is popped and found stale.
-            idle: IdleNodes::new(2 * n, false),
-            pow2: LazyPow2::new(workers, |_| 1),
-            listed: RegisterArray::new("leaf.listed", n, 0),
-            outstanding: RegisterArray::new("leaf.outstanding", n, 0),
-            last_sent: RegisterArray::new("leaf.last_sent", n, 0),
-            factor: RegisterArray::new("leaf.factor", 1, fixed::additive_factor(workers)),
-            avg: RegisterArray::new("leaf.avg", 1, 0),
-            spine_view: RegisterArray::new("leaf.spine_view", 1, 0),
-            conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
+            idle,
+            pow2,
+            listed,
+            outstanding,
+            last_sent,
+            factor,
+            avg,
+            spine_view,
+            conn,
             workers,
             counters: LeafCounters::default(),
-            slots: (options.idle_tokens && options.slot_tokens)
-                .then(|| IdleNodes::new(2 * n, false)),
+            slots,
         };
         // The spine starts from the same state, so the start-up notices go nowhere.
         let mut start_up = Outbox::new();
@@ -477,6 +514,13 @@ impl HorusLeaf {
             return;
         }
         let pass = self.pipeline.begin();
+        // The pass visits the idle list, power-of-2 and `spine_view` in stage
+        // order; the notices keep the order the controller always sent them in.
+        let mut listing = Outbox::new();
+        if qlen == 0 && self.listed.peek(n) == 0 {
+            self.list_idle(&pass, node, &mut listing);
+        }
+        self.pow2.update(&pass, node, qlen);
         let old = self.outstanding.peek(n);
         if old != qlen {
             if old > qlen {
@@ -492,9 +536,8 @@ impl HorusLeaf {
             self.avg.control_write(0, avg);
             self.maybe_load_update(&pass, avg, 0, out);
         }
-        self.pow2.update(&pass, node, qlen);
-        if qlen == 0 && self.listed.peek(n) == 0 {
-            self.list_idle(&pass, node, out);
+        for action in listing.drain() {
+            out.push(action);
         }
     }
 

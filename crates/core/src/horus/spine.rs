@@ -9,7 +9,7 @@ use crate::fixed;
 use crate::idle::{AddOutcome, IdleNodes, RemoveFirst, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
 use crate::rng::Rng;
-use crate::switch::{Pass, Pipeline};
+use crate::switch::{Layout, Pass, Pipeline};
 
 use super::{follow_affinity, ConnTableConfig, HorusOptions, RemoveLock, SpineIdlePick};
 
@@ -50,27 +50,48 @@ impl HorusSpine {
         options: HorusOptions,
     ) -> Self {
         let racks = rack_workers.len() as u32;
+        // Stages in pass order: idleNodes, the slot-token list, lazy
+        // power-of-2, the connection table.
+        let mut layout = Layout::new();
         let idle = if options.idle_tokens {
             // Room for two tokens per worker: tokens of workers taken by the
             // busy path stay until a task consumes them.
             let workers: u32 = rack_workers.iter().sum();
-            IdleNodes::new((2 * workers as usize).max(rack_workers.len()), false)
+            IdleNodes::new(
+                &mut layout,
+                (2 * workers as usize).max(rack_workers.len()),
+                false,
+            )
         } else {
-            IdleNodes::new(rack_workers.len(), true)
+            IdleNodes::new(&mut layout, rack_workers.len(), true)
         };
+        let slots = (options.idle_tokens && options.slot_tokens).then(|| {
+            let workers: u32 = rack_workers.iter().sum();
+            IdleNodes::new(
+                &mut layout,
+                (2 * workers as usize).max(rack_workers.len()),
+                false,
+            )
+        });
+        let pow2 = LazyPow2::new(&mut layout, racks, |r| {
+            fixed::additive_factor(rack_workers[r as usize])
+        });
+        let conn = AffinityTable::new(
+            &mut layout,
+            conn.stages,
+            conn.slots_per_stage,
+            conn.timeout_ns,
+        );
         let mut spine = HorusSpine {
-            pipeline: Pipeline::new(),
+            pipeline: Pipeline::with_layout(layout),
             rng: Rng::new(seed),
             options,
             idle,
-            pow2: LazyPow2::new(racks, |r| fixed::additive_factor(rack_workers[r as usize])),
-            conn: AffinityTable::new(conn.stages, conn.slots_per_stage, conn.timeout_ns),
+            pow2,
+            conn,
             pending_removals: Vec::new(),
             idle_only: vec![false; rack_workers.len()],
-            slots: (options.idle_tokens && options.slot_tokens).then(|| {
-                let workers: u32 = rack_workers.iter().sum();
-                IdleNodes::new((2 * workers as usize).max(rack_workers.len()), false)
-            }),
+            slots,
         };
         for (r, &w) in rack_workers.iter().enumerate() {
             let tokens = if options.idle_tokens {
