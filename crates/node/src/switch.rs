@@ -105,7 +105,7 @@ pub enum RuntimeDrop {
     /// `DecodeError::TrailingBytes`.
     TrailingBytes,
     /// A datagram of a family this daemon does not serve: pull scheduling
-    /// (served by `pull_switch`).
+    /// (`netsched switch` with a pull config runs `crate::pull::switch`).
     UnsupportedFamily,
     /// No instance of this daemon serves the header's pool.
     UnknownPool,
@@ -702,7 +702,7 @@ impl SwitchDaemon {
         let msg = match Message::decode(data) {
             Ok(Message::Horus(m)) => m,
             Ok(Message::RackSched(m)) => return self.handle_racksched(data, m, src, now),
-            // Pull scheduling runs in its own daemon (crate::pull_switch).
+            // Pull scheduling runs in its own daemon (crate::pull::switch).
             Ok(Message::Draconis(_)) => {
                 self.registry.inc(self.slots.rx[7]);
                 return self.drop_rt(RuntimeDrop::UnsupportedFamily);
