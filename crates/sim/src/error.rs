@@ -47,6 +47,12 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+impl From<netsched_core::registry::UnknownPolicy> for ConfigError {
+    fn from(e: netsched_core::registry::UnknownPolicy) -> Self {
+        ConfigError::new("policy", e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,11 +65,5 @@ mod tests {
         assert_eq!(e.field, "workload.service.weights");
         assert_eq!(ConfigError::new("", "x").within("a").field, "a");
         assert_eq!(ConfigError::new("f", "x").within("").field, "f");
-    }
-}
-
-impl From<netsched_core::registry::UnknownPolicy> for ConfigError {
-    fn from(e: netsched_core::registry::UnknownPolicy) -> Self {
-        ConfigError::new("policy", e.to_string())
     }
 }
