@@ -10,6 +10,8 @@ use netsched_sim::config::{Policy, SimConfig};
 use netsched_sim::report;
 use netsched_sim::run::{run_config, RunOpts};
 
+use crate::stdout::outln;
+
 #[derive(Subcommand)]
 pub enum BenchCmd {
     /// The full datacenter of Horus §5.1: k=48 fat tree, 1,000 pools (~685K
@@ -102,13 +104,15 @@ tasks_per_worker = {tasks_per_worker}
     )
     .map_err(|e| e.to_string())?;
     let wall = start.elapsed().as_secs_f64();
-    report::print_table(&runs);
+    crate::stdout::write(&report::table(&runs));
     let r = &runs[0];
-    println!(
+    outln!(
         "bench sim: policy={policy} pools={pools} workers={} tasks={} events={}",
-        r.workers, r.tasks, r.events
+        r.workers,
+        r.tasks,
+        r.events
     );
-    println!(
+    outln!(
         "bench sim: wall {:.1} s (setup {:.1} s), {:.2} M tasks/s, {:.2} M events/s, peak RSS {:.2} GiB",
         wall,
         r.setup_s,
@@ -187,9 +191,10 @@ fn bench_dataplane(seconds: f64) {
         class: 0,
         task: 0,
     };
-    println!(
+    outln!(
         "{:<52} {:>14}",
-        "data plane (one core; each step = 1 task + 1 update)", "M decisions/s"
+        "data plane (one core; each step = 1 task + 1 update)",
+        "M decisions/s"
     );
     for workers in [24u32, 768] {
         // Busy leaf: every worker has a queue and each task is followed by one
@@ -206,7 +211,7 @@ fn bench_dataplane(seconds: f64) {
             leaf.handle(0, reply(rng.below(workers), 3), &mut out);
             d
         });
-        println!(
+        outln!(
             "{:<52} {:>14.1}",
             format!("horus leaf, {workers} workers, busy"),
             rate / 1e6
@@ -219,7 +224,7 @@ fn bench_dataplane(seconds: f64) {
             leaf.handle(0, reply(node, 0), &mut out);
             d
         });
-        println!(
+        outln!(
             "{:<52} {:>14.1}",
             format!("horus leaf, {workers} workers, idle"),
             rate / 1e6
@@ -247,7 +252,7 @@ fn bench_dataplane(seconds: f64) {
             );
             d
         });
-        println!(
+        outln!(
             "{:<52} {:>14.1}",
             format!("horus spine, {racks} racks, busy"),
             rate / 1e6

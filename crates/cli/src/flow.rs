@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use netsched_flowsim::run::run_config;
 use netsched_flowsim::{report, FlowConfig, Policy};
 
+use crate::stdout::outln;
+
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct FlowArgs {
@@ -81,7 +83,7 @@ fn fig7(a: Fig7Args) -> Result<(), String> {
         ..Fig7Opts::default()
     };
     let rows = fig7_table(&lab, lo..=hi, &base)?;
-    println!(
+    outln!(
         "tasks  fair mean ms  fifo-lm mean ms  link use fair/fifo-lm  fair per task ms  |  fifo-lm per task ms"
     );
     let list = |v: &[u64]| {
@@ -91,7 +93,7 @@ fn fig7(a: Fig7Args) -> Result<(), String> {
             .join(" ")
     };
     for (n, fair, fifo) in &rows {
-        println!(
+        outln!(
             "{n:>5}  {:>12.1}  {:>15.1}  {:>10.2} / {:<10.2}  {}  |  {}",
             mean_ms(fair),
             mean_ms(fifo),
@@ -149,12 +151,13 @@ pub fn run(a: FlowArgs) -> Result<(), String> {
         }
     })
     .map_err(|e| e.to_string())?;
-    print!("{}", report::table(&runs));
-    if let Some(t4) = report::table4(&runs) {
-        print!("{t4}");
-    }
+    // Files first: the table goes to a stdout that may already be closed.
     report::write_outputs(&a.out, &cfg, &runs)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    crate::stdout::write(&report::table(&runs));
+    if let Some(t4) = report::table4(&runs) {
+        crate::stdout::write(&t4);
+    }
     if !quiet {
         eprintln!(
             "wrote {}/summary.json, runs.csv, tasks.csv",

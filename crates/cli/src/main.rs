@@ -1,19 +1,22 @@
 //! The `netsched` command line.
 
 mod bench;
+mod cluster_up;
 mod experiment;
 mod flow;
 mod node;
 mod pull;
+mod stdout;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use netsched_config::ConfigError;
 use netsched_sim::config::{Policy, SimConfig};
-use netsched_sim::error::ConfigError;
 use netsched_sim::report;
 use netsched_sim::run::{run_config, RunOpts};
+use stdout::outln;
 
 #[derive(Parser)]
 #[command(
@@ -140,12 +143,13 @@ fn sim(a: SimArgs) -> Result<(), String> {
         },
     )
     .map_err(|e| e.to_string())?;
-    report::print_table(&runs);
-    if let Some(line) = report::throughput_line(&runs, (cfg.metrics.p99_target_us * 1e3) as u64) {
-        println!("{line}");
-    }
+    // Files first: the table goes to a stdout that may already be closed.
     report::write_outputs(&a.out, &cfg, &runs)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    stdout::write(&report::table(&runs));
+    if let Some(line) = report::throughput_line(&runs, (cfg.metrics.p99_target_us * 1e3) as u64) {
+        outln!("{line}");
+    }
     if !a.quiet {
         eprintln!(
             "wrote {}/summary.json, runs.csv, pools.csv",
@@ -159,7 +163,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Sim(a) => sim(a),
-        Cmd::Check { config } => load_config(&config).map(|_| println!("{}: ok", config.display())),
+        Cmd::Check { config } => load_config(&config).map(|_| outln!("{}: ok", config.display())),
         Cmd::Bench(b) => bench::run(b),
         Cmd::Flowsim(a) => flow::run(a),
         Cmd::Pull(a) => pull::run(a),

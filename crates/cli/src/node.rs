@@ -13,6 +13,8 @@ use netsched_node::config::{Policy, Target};
 use netsched_node::pull;
 use netsched_node::{Client, ClientConfig, SwitchConfig, Worker, WorkerConfig};
 
+use crate::stdout::outln;
+
 #[derive(Subcommand)]
 pub enum NodeCmd {
     /// Scheduler daemon: Horus spine/leaf instances (or baselines) from a TOML
@@ -197,7 +199,7 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
     let policies = a
         .policies
         .split(',')
-        .map(|p| netsched_sim::pull::PullPolicy::parse(p.trim()).map_err(|e| e.to_string()))
+        .map(|p| netsched_config::pull::PullPolicy::parse(p.trim()).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>, _>>()?;
     let loads = a
         .loads
@@ -231,7 +233,7 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
         a.seconds
     );
     let t = bench::throughput(&o)?;
-    println!("{}", bench::throughput_table(&t));
+    outln!("{}", bench::throughput_table(&t));
     if o.window > 0 && o.repeats > 0 {
         if (o.window as usize) < 8 {
             return Err("--window: at least one job of 8 tasks".into());
@@ -244,7 +246,7 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
             o.window
         );
         let s = bench::saturation(&o)?;
-        println!("{}", bench::saturation_table(&s));
+        outln!("{}", bench::saturation_table(&s));
     }
     if !a.throughput_only {
         eprintln!(
@@ -254,7 +256,7 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
             a.seconds
         );
         let l = bench::latency(&o)?;
-        println!("{}", bench::latency_table(&l));
+        outln!("{}", bench::latency_table(&l));
     }
     Ok(())
 }
@@ -359,11 +361,11 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
                 cfg.duration_ms = duration_ms.unwrap_or(cfg.duration_ms);
                 cfg.validate()?;
                 let r = pull::PullClient::bind(cfg)?.run();
-                println!("{}", r.summary());
                 if let Some(p) = json {
                     std::fs::write(&p, r.to_json() + "\n")
                         .map_err(|e| format!("{}: {e}", p.display()))?;
                 }
+                outln!("{}", r.summary());
                 return Ok(());
             }
             let mut cfg =
@@ -380,11 +382,11 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             }
             let mut c = Client::bind(cfg)?;
             let r = c.run();
-            println!("{}", r.summary());
             if let Some(p) = json {
                 std::fs::write(&p, r.to_json() + "\n")
                     .map_err(|e| format!("{}: {e}", p.display()))?;
             }
+            outln!("{}", r.summary());
             Ok(())
         }
     }
@@ -425,11 +427,13 @@ fn cluster(a: ClusterArgs) -> Result<(), String> {
     let report = Client::bind(cfg).map(|mut cl| cl.run());
     c.shutdown()?;
     let r = report?;
-    println!(
+    outln!(
         "cluster: {} racks x {} executors, policy {}",
-        a.racks, a.executors, a.policy
+        a.racks,
+        a.executors,
+        a.policy
     );
-    println!("{}", r.summary());
+    outln!("{}", r.summary());
     if let Some(p) = a.json {
         std::fs::write(&p, r.to_json() + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
     }
@@ -452,11 +456,13 @@ pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), String> {
         ..BenchOpts::default()
     };
     let r = netsched_node::bench::run(&opts)?;
-    println!(
+    outln!(
         "daemon role {} policy {} over {} nodes",
-        a.role, a.policy, a.nodes
+        a.role,
+        a.policy,
+        a.nodes
     );
-    println!("{}", r.summary());
+    outln!("{}", r.summary());
     Ok(())
 }
 
@@ -507,16 +513,21 @@ pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
         ..Default::default()
     };
     opts.validate()?;
-    println!("{}", netsched_node::nginx::Row::HEADER);
-    let rows = netsched_node::nginx::run(&opts, |r| println!("{}", r.line()))?;
-    println!(
+    outln!("{}", netsched_node::nginx::Row::HEADER);
+    let rows = netsched_node::nginx::run(&opts, |r| outln!("{}", r.line()))?;
+    outln!(
         "\nmedians over {} round(s)\n| setup | load | p50 µs | p99 µs | p99.9 µs | completed / submitted | timed out |\n|---|---|---|---|---|---|---|",
         opts.repeats
     );
     for (setup, load, p, t) in netsched_node::nginx::medians(&rows) {
-        println!(
+        outln!(
             "| {setup} | {load:.2} | {:.0} | {:.0} | {:.0} | {} / {} | {} |",
-            p[0], p[1], p[2], t[0], t[1], t[2]
+            p[0],
+            p[1],
+            p[2],
+            t[0],
+            t[1],
+            t[2]
         );
     }
     if let Some(p) = a.csv {
@@ -556,5 +567,5 @@ fn cluster_up(action: &str, config: Option<&PathBuf>) -> Result<(), String> {
     let cfg = netsched_node::cluster_up::ClusterUpConfig::from_toml(&read(config)?)
         .map_err(|e| format!("{}: {e}", config.display()))?;
     let bin = std::env::current_exe().map_err(|e| e.to_string())?;
-    netsched_node::cluster_up::run(&cfg, &bin).map(|_| ())
+    crate::cluster_up::run(&cfg, &bin).map(|_| ())
 }

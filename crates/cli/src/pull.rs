@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use netsched_sim::pull::{self, report, PullConfig, PullPolicy, PullSweep};
+use netsched_config::pull::PullPolicy;
+use netsched_sim::pull::{self, report, PullConfig, PullSweep};
 
 #[derive(clap::Args)]
 pub struct PullArgs {
@@ -94,9 +95,10 @@ pub fn run(a: PullArgs) -> Result<(), String> {
     }
     let runs = pull::run_config(&cfg, &base).map_err(|e| e.to_string())?;
     let sums = report::summaries(&cfg, &runs);
-    print!("{}", report::table(&cfg, &sums));
+    // Files first: the table goes to a stdout that may already be closed.
     report::write_outputs(&a.out, &cfg, &sums)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    crate::stdout::write(&report::table(&cfg, &sums));
     if !a.quiet {
         eprintln!("wrote {}/runs.csv, summary.json", a.out.display());
     }

@@ -89,7 +89,7 @@ fn invalid_configs_are_rejected_with_the_field_named() {
     assert_rejected(
         "samples.toml",
         &format!("{BASE}\n[schedulers]\nk = 17\n"),
-        "schedulers.k: 17 samples: must be in 1..=16",
+        "schedulers.k: must be in 1..=16, got 17",
     );
     assert_rejected(
         "unknown.toml",
@@ -146,4 +146,77 @@ fn a_small_run_prints_the_table_and_writes_outputs() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(json["runs"].as_array().unwrap().len(), 2);
     assert!(json["runs"][0]["overall"]["completed"].as_u64().unwrap() > 0);
+}
+
+/// A value the data plane would refuse at build time (RackSched's LoadTable
+/// holds at most 16 sample copies) is a config error, not a panic inside a
+/// simulation thread: one line naming the field, exit code 1, from `check`
+/// and from `sim` alike.
+#[test]
+fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
+    let text = BASE.replace("policy = \"horus\"", "policy = \"rs-h\"") + "[schedulers]\nk = 17\n";
+    let p = write("k17.toml", &text);
+    for args in [
+        vec!["check", p.to_str().unwrap()],
+        vec![
+            "sim",
+            "-q",
+            "-c",
+            p.to_str().unwrap(),
+            "--out",
+            "/dev/null/x",
+        ],
+    ] {
+        let (code, _, err) = netsched(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("schedulers.k: must be in 1..=16, got 17"),
+            "{args:?}: {err}"
+        );
+    }
+    let ok = write("k16.toml", &text.replace("k = 17", "k = 16"));
+    let (code, out, err) = netsched(&["check", ok.to_str().unwrap()]);
+    assert_eq!((code, out.trim_end().ends_with(": ok")), (0, true), "{err}");
+}
+
+/// Runs `netsched args` with stdout a pipe whose reader is already gone.
+fn with_closed_stdout(args: &[&str]) -> (i32, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `netsched sim … | head -1` and `netsched check … | true`: a closed
+/// stdout ends the program quietly (exit 0, nothing on stderr), and a run's
+/// files are written all the same.
+#[test]
+fn a_closed_stdout_ends_quietly_and_files_are_still_written() {
+    let p = write("pipe.toml", BASE);
+    let (code, err) = with_closed_stdout(&["check", p.to_str().unwrap()]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let out = std::env::temp_dir().join(format!("netsched-cli-pipe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let (code, err) = with_closed_stdout(&[
+        "sim",
+        "-q",
+        "-c",
+        p.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 2, "header + 1 run");
+    assert!(out.join("summary.json").exists() && out.join("pools.csv").exists());
+    let _ = std::fs::remove_dir_all(&out);
 }

@@ -101,6 +101,18 @@ fn bad_pull_configs_are_one_line_naming_the_field() {
             "draconis.capacity: must be a power of two",
         ),
         (
+            // Passed before the limits were shared, then panicked in the
+            // data plane's constructor.
+            "switch",
+            "listen = \"127.0.0.1:0\"\npolicy = \"draconis\"\nexecutors = [\"127.0.0.1:9\"]\n[draconis]\ncapacity = 2147483648\n",
+            "draconis.capacity: must be a power of two <= 1073741824, got 2147483648",
+        ),
+        (
+            "switch",
+            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2\"\nexecutors = [\"127.0.0.1:9\"]\n[r2p2]\nk = 0\n",
+            "r2p2.k: must be >= 1, got 0",
+        ),
+        (
             "switch",
             "listen = \"127.0.0.1:0\"\npolicy = \"fifo\"\nexecutors = [\"127.0.0.1:9\"]\n",
             "unknown variant `fifo`",

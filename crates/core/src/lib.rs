@@ -12,6 +12,7 @@ pub mod draconis;
 pub mod fixed;
 pub mod horus;
 pub mod idle;
+pub mod limits;
 pub mod pow2;
 pub mod racksched;
 pub mod registry;

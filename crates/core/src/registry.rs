@@ -255,31 +255,23 @@ impl Default for PlaneParams {
 impl PlaneParams {
     /// The most samples a power-of-k decision draws (one register pass
     /// reads at most this many load cells).
-    pub const MAX_SAMPLES: u32 = crate::racksched::MAX_K as u32;
+    pub const MAX_SAMPLES: u32 = crate::limits::MAX_K as u32;
     /// RackSched's TYPE field is one byte.
-    pub const MAX_CLASSES: u32 = 256;
+    pub const MAX_CLASSES: u32 = crate::limits::MAX_CLASSES;
 
-    /// Refuses what a data plane would refuse (with a panic) at build time.
+    /// Refuses what a data plane would refuse (with a panic) at build time,
+    /// by the checks its constructors assert (`crate::limits`).
     pub fn validate(&self) -> Result<(), ParamError> {
         let err = |field, msg: String| Err(ParamError { field, msg });
-        if !(1..=Self::MAX_SAMPLES).contains(&self.samples) {
-            return err(
-                "k",
-                format!(
-                    "{} samples: must be in 1..={}",
-                    self.samples,
-                    Self::MAX_SAMPLES
-                ),
-            );
-        }
-        if self.jbsq_bound == 0 {
-            return err("jbsq_bound", "must be at least 1".into());
-        }
-        if !(1..=Self::MAX_CLASSES).contains(&self.classes) {
-            return err(
-                "classes",
-                format!("{}: must be in 1..={}", self.classes, Self::MAX_CLASSES),
-            );
+        let checks = [
+            ("k", crate::limits::samples(self.samples)),
+            ("jbsq_bound", crate::limits::jbsq_bound(self.jbsq_bound)),
+            ("classes", crate::limits::classes(self.classes)),
+        ];
+        for (field, check) in checks {
+            if let Err(e) = check {
+                return err(field, e.to_string());
+            }
         }
         if self.queue_capacity == 0 {
             return err("queue_capacity", "must be at least 1".into());

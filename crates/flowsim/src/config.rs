@@ -1,6 +1,6 @@
 //! TOML configuration of a flow-level run (docs/flowsim.md lists every field).
 
-use netsched_sim::error::ConfigError;
+use netsched_config::ConfigError;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Policy;
@@ -207,14 +207,7 @@ fn fraction(field: &str, v: f64, lo_open: bool) -> Result<(), ConfigError> {
 impl FlowConfig {
     /// Parse and validate; errors are `field (line N): msg`.
     pub fn from_toml(text: &str) -> Result<FlowConfig, ConfigError> {
-        let cfg: FlowConfig = toml::from_str(text).map_err(|e| {
-            let msg = e.message().replace('\n', " ");
-            let field = match e.span() {
-                Some(span) => field_at(text, span.start),
-                None => "config".to_string(),
-            };
-            err(&field, msg)
-        })?;
+        let cfg: FlowConfig = netsched_config::parse::from_toml(text)?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -337,28 +330,6 @@ impl FlowConfig {
         }
         Ok(())
     }
-}
-
-/// The dotted key defined at byte `offset` of a TOML text, with its line
-/// (same convention as netsched-sim's config errors).
-fn field_at(text: &str, offset: usize) -> String {
-    let offset = offset.min(text.len());
-    let line_no = text[..offset].matches('\n').count() + 1;
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let line = text[line_start..].lines().next().unwrap_or("");
-    let key = line.split('=').next().unwrap_or("").trim();
-    let table = text[..line_start]
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('['))
-        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
-    let field = match (table, key.starts_with('[') || key.is_empty()) {
-        (_, true) => key.trim_matches(|c| c == '[' || c == ']').to_string(),
-        (Some(t), false) => format!("{t}.{key}"),
-        (None, false) => key.to_string(),
-    };
-    format!("{field} (line {line_no})")
 }
 
 #[cfg(test)]

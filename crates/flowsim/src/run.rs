@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use netsched_sim::error::ConfigError;
+use netsched_config::ConfigError;
 
 use crate::config::FlowConfig;
 use crate::engine::{Engine, EngineOpts, EngineStats, TaskResult};

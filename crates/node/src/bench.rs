@@ -234,7 +234,7 @@ fn low_load(target: SocketAddr, rate: f64, dur: Duration) -> Result<(f64, f64), 
         rate,
         duration_ms: dur.as_millis() as u64,
         // The echo ignores service times; the sampler needs a positive one.
-        service: netsched_sim::workload::ServiceDist::Fixed { value_us: 1.0 },
+        service: netsched_config::workload::ServiceDist::Fixed { value_us: 1.0 },
         timeout_ms: 500,
         seed: 5,
         bind: "127.0.0.1:0".into(),

@@ -22,12 +22,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use netsched_config::workload::ServiceSampler;
 use netsched_core::rng::Rng;
 use netsched_proto::{
     task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, RackSchedMessage,
     RackSchedPacket, ReplyStatus, ReqId, MAX_DATAGRAM,
 };
-use netsched_sim::workload::ServiceSampler;
 
 use crate::config::{ClientConfig, ControllerLink, RateStep, WireFamily};
 use crate::fault::Fault;

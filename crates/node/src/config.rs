@@ -1,6 +1,6 @@
 //! TOML configs of the three programs (docs/runtime.md has examples).
 
-use netsched_sim::workload::ServiceDist;
+use netsched_config::workload::ServiceDist;
 use serde::Deserialize;
 use std::net::SocketAddr;
 

@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netsched_sim::workload::ServiceDist;
+use netsched_config::workload::ServiceDist;
 
 use crate::config::{ClientConfig, Target, WireFamily};
 use crate::{Client, ClientReport, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};

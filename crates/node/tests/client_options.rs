@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{cluster, sock};
+use netsched_config::workload::ServiceDist;
 use netsched_node::config::{ClientConfig, Policy, RateStep, Target};
 use netsched_node::Client;
 use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusReply, Message, ReplyStatus};
-use netsched_sim::workload::ServiceDist;
 
 fn client(target: SocketAddr, rate: f64, ms: u64) -> ClientConfig {
     ClientConfig {

@@ -48,11 +48,11 @@ fn invalid_configs_are_rejected_with_a_message() {
         // simulator's too: refused here, not by a panic in the data plane.
         (
             "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"rs-h\"\nk = 17\ndownstream = [\"127.0.0.1:1\"]",
-            "pool 1: k: 17 samples: must be in 1..=16",
+            "pool 1: k: must be in 1..=16, got 17",
         ),
         (
             "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"r2p2\"\njbsq_bound = 0\ndownstream = [\"127.0.0.1:1\"]",
-            "pool 1: jbsq_bound: must be at least 1",
+            "pool 1: jbsq_bound: must be >= 1, got 0",
         ),
         (
             "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"jbsq\"\ndownstream = [\"127.0.0.1:1\"]",

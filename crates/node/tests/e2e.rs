@@ -4,9 +4,9 @@
 mod common;
 
 use common::{cluster, decisions};
+use netsched_config::workload::ServiceDist;
 use netsched_node::config::{ClientConfig, Policy, Target};
 use netsched_node::Client;
-use netsched_sim::workload::ServiceDist;
 
 fn client(target: std::net::SocketAddr, rate: f64, ms: u64, service: ServiceDist) -> ClientConfig {
     ClientConfig {

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::sock;
+use netsched_config::workload::ServiceDist;
 use netsched_node::config::{ClientConfig, Policy, PoolConfig, Role, Target};
 use netsched_node::metrics::Registry;
 use netsched_node::{Client, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
-use netsched_sim::workload::ServiceDist;
 
 fn wait_for(reg: &Registry, name: &str, labels: &str, want: u64) {
     let t = Instant::now();

@@ -103,10 +103,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use netsched_config::workload::ServiceDist;
 use netsched_node::config::{Target, WireFamily};
 use netsched_node::metrics::Registry;
 use netsched_node::{Client, ClientConfig, ClientReport, Worker, WorkerConfig};
-use netsched_sim::workload::ServiceDist;
 
 fn list(v: &[SocketAddr]) -> String {
     v.iter()

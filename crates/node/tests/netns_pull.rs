@@ -14,14 +14,14 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use netsched_config::pull::PullPolicy;
+use netsched_config::workload::ServiceDist;
 use netsched_node::metrics::Registry;
 use netsched_node::netns::{Host, Lab, LabError, REQUIRE_NETNS_ENV};
 use netsched_node::pull::{
     PullClient, PullClientConfig, PullDaemon, PullReport, PullSwitchConfig, PullWorker,
     PullWorkerConfig,
 };
-use netsched_sim::pull::PullPolicy;
-use netsched_sim::workload::ServiceDist;
 
 const SCHED_PORT: u16 = 7300;
 const EXECS_PER_RACK: usize = 2;

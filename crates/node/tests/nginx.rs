@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
+use netsched_config::workload::ServiceDist;
 use netsched_node::nginx::{nginx_conf, run, NginxBenchOpts, DEFAULT_NGINX, DEFAULT_STREAM_MODULE};
-use netsched_sim::workload::ServiceDist;
 
 #[test]
 fn config_balances_every_datagram_and_ends_sessions_with_the_reply() {

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use common::{decisions, sock};
+use netsched_config::workload::ServiceDist;
 use netsched_node::config::{Role, Target, WireFamily};
 use netsched_node::metrics::Registry;
 use netsched_node::{Client, ClientConfig, ClientReport, SwitchConfig, SwitchDaemon};
 use netsched_node::{Worker, WorkerConfig};
-use netsched_sim::workload::ServiceDist;
 
 /// Tests that measure latency or time take this lock, so they do not run
 /// at the same time as each other (cargo runs tests in parallel threads).
@@ -278,20 +278,32 @@ fn jsq_with_exact_outstanding_counts_beats_random_at_high_load() {
     // Load 0.83 on three workers; JSQ over the scheduler's exact outstanding
     // counts must give a lower median latency than random dispatch (M/D/1
     // at 0.83 queues for ~2.4 service times on average; JSQ rarely queues).
+    // On this machine JSQ's median is ~0.56x random's.
+    //
+    // A stall of the shared machine during one 400 ms run builds a backlog
+    // that a load of 0.83 takes longer than the run to drain (CI once saw
+    // JSQ at 10.6 ms against random's 6.1 ms, with the client itself 2.4 ms
+    // late sending). So the comparison is paired rounds: JSQ must beat 0.8x
+    // random's median in two of at most three rounds. A JSQ no better than
+    // random passes one round with a probability well under one half, so
+    // two of three still catches it.
     let _g = serial();
     // Long tasks at a low packet rate, so queueing at the workers, not CPU
     // contention on a shared machine, is what the latencies measure.
     let svc = ServiceDist::Fixed { value_us: 2000.0 };
-    let (jsq, _, _) = flat("jsq", WireFamily::Horus, 1_250.0, svc.clone());
-    let (rnd, _, _) = flat("random", WireFamily::Horus, 1_250.0, svc);
-    all_completed(&jsq);
-    all_completed(&rnd);
-    assert!(
-        jsq.percentile_us(0.5) < rnd.percentile_us(0.5),
-        "jsq {} vs random {}",
-        jsq.summary(),
-        rnd.summary()
-    );
+    let mut rounds = Vec::new();
+    let mut wins = 0;
+    while wins < 2 && rounds.len() - wins < 2 {
+        let (jsq, _, _) = flat("jsq", WireFamily::Horus, 1_250.0, svc.clone());
+        let (rnd, _, _) = flat("random", WireFamily::Horus, 1_250.0, svc.clone());
+        all_completed(&jsq);
+        all_completed(&rnd);
+        if jsq.percentile_us(0.5) < 0.8 * rnd.percentile_us(0.5) {
+            wins += 1;
+        }
+        rounds.push(format!("jsq {} vs random {}", jsq.summary(), rnd.summary()));
+    }
+    assert_eq!(wins, 2, "rounds:\n{}", rounds.join("\n"));
 }
 
 #[test]
@@ -363,7 +375,7 @@ fn tpcc_classes_run_as_synthetic_tasks_of_their_class_time() {
         WireFamily::Horus,
         3_000.0,
         ServiceDist::Preset {
-            name: netsched_sim::workload::ServicePreset::Tpcc,
+            name: netsched_config::workload::ServicePreset::Tpcc,
         },
     );
     all_completed(&r);

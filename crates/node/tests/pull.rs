@@ -10,14 +10,14 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use netsched_config::pull::PullPolicy;
+use netsched_config::workload::ServiceDist;
 use netsched_node::metrics::Registry;
 use netsched_node::pull::{
     PullClient, PullClientConfig, PullDaemon, PullReport, PullSwitchConfig, PullWorker,
     PullWorkerConfig,
 };
 use netsched_proto::{DraconisMessage, Message, TaskVec, WireTask};
-use netsched_sim::pull::PullPolicy;
-use netsched_sim::workload::ServiceDist;
 
 /// Latency-sensitive tests share two cores: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());

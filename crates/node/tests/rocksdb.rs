@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::sock;
+use netsched_config::workload::{ServiceDist, ServicePreset};
 use netsched_node::config::{Target, WireFamily};
 use netsched_node::tasks::{RocksConfig, TaskKind, GET_OBJECTS, ROCKS_PAYLOAD_LEN, SCAN_OBJECTS};
 use netsched_node::{Client, ClientConfig, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 use netsched_proto::{
     task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
 };
-use netsched_sim::workload::{ServiceDist, ServicePreset};
 
 fn client(target: std::net::SocketAddr, keys: u32) -> ClientConfig {
     ClientConfig {

@@ -8,12 +8,12 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use common::{cluster, runtime_drop, sock};
+use netsched_config::workload::ServiceDist;
 use netsched_node::config::{ClientConfig, Policy, Target};
 use netsched_node::Client;
 use netsched_proto::{
     task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
 };
-use netsched_sim::workload::ServiceDist;
 
 const POOL: u16 = 4;
 

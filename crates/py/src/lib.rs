@@ -229,7 +229,7 @@ fn placement(py: Python<'_>, toml: &str, label: Option<&str>) -> PyResult<String
     use netsched_sim::topology::{Placement, Topology};
     let cfg = parse_sim(toml, label)?;
     let out = py.allow_threads(|| -> Result<String, Failure> {
-        let cfg_err = |e: netsched_sim::error::ConfigError| Failure::Config(prefixed(label, e));
+        let cfg_err = |e: netsched_config::ConfigError| Failure::Config(prefixed(label, e));
         let topo = Topology::build(&cfg.topology).map_err(cfg_err)?;
         let placed = Placement::place(&topo, &cfg.placement, cfg.seed).map_err(cfg_err)?;
         Ok(placement_csv(&topo, &placed))

@@ -8,7 +8,7 @@ use netsched_core::rng::Rng;
 use netsched_core::{Layer, Plane, PlaneParams};
 
 use crate::config::Policy;
-use crate::pool::{BuiltUpper, PoolPlan, RunSetup};
+use crate::plan::{PoolPlan, RunSetup};
 
 /// The data-plane parameters of a run, as the config set them.
 pub(crate) fn plane_params(setup: &RunSetup) -> PlaneParams {
@@ -40,6 +40,14 @@ pub(crate) fn plane_params(setup: &RunSetup) -> PlaneParams {
         },
         ..PlaneParams::default()
     }
+}
+
+/// An upper scheduler (spine, or a flat policy's client) with the nodes it
+/// schedules over and the spine it stands for.
+pub(crate) struct BuiltUpper {
+    pub sched: Plane,
+    pub nodes: Vec<u32>,
+    pub spine: u32,
 }
 
 /// A rack's leaf data plane (none where a flat policy's leaf only forwards)

@@ -497,14 +497,7 @@ impl FailureEvent {
 }
 
 /// Policies × loads run by one invocation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Sweep {
-    #[serde(default)]
-    pub policies: Vec<Policy>,
-    #[serde(default)]
-    pub loads: Vec<f64>,
-}
+pub type Sweep = netsched_config::Sweep<Policy>;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -559,7 +552,7 @@ impl SimConfig {
     /// Parse TOML and validate. Errors name the dotted field (`sweep.policies`)
     /// and the line, in one line.
     pub fn from_toml(text: &str) -> Result<SimConfig, ConfigError> {
-        let cfg: SimConfig = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        let cfg: SimConfig = netsched_config::parse::from_toml(text)?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -706,64 +699,8 @@ impl SimConfig {
 
     /// The (policy, load) runs this config asks for.
     pub fn runs(&self) -> Vec<(Policy, f64)> {
-        let (policies, loads) = match &self.sweep {
-            Some(s) => (
-                if s.policies.is_empty() {
-                    vec![self.policy]
-                } else {
-                    s.policies.clone()
-                },
-                if s.loads.is_empty() {
-                    vec![self.workload.load]
-                } else {
-                    s.loads.clone()
-                },
-            ),
-            None => (vec![self.policy], vec![self.workload.load]),
-        };
-        let mut runs = Vec::new();
-        for &p in &policies {
-            for &l in &loads {
-                runs.push((p, l));
-            }
-        }
-        runs
+        netsched_config::sweep::runs(self.sweep.as_ref(), self.policy, self.workload.load)
     }
-}
-
-/// A TOML parse error as one line naming the key and its line
-/// (`workload.load (line 6): invalid type …`), for every TOML config of the
-/// project (simulators and runtime daemons alike).
-pub fn toml_error(text: &str, e: &toml::de::Error) -> ConfigError {
-    let msg = e.message().replace('\n', " ");
-    let field = match e.span() {
-        Some(span) => field_at(text, span.start),
-        None => msg.split('`').nth(1).unwrap_or("config").to_string(),
-    };
-    err(&field, msg)
-}
-
-/// The dotted key being defined at byte `offset` of a TOML text, with its
-/// line: `sweep.policies (line 6)`. Good enough for error messages: the table
-/// is the nearest `[header]` above, the key what precedes `=` on the line.
-fn field_at(text: &str, offset: usize) -> String {
-    let offset = offset.min(text.len());
-    let line_no = text[..offset].matches('\n').count() + 1;
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let line = text[line_start..].lines().next().unwrap_or("");
-    let key = line.split('=').next().unwrap_or("").trim();
-    let table = text[..line_start]
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('['))
-        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
-    let field = match (table, key.starts_with('[') || key.is_empty()) {
-        (_, true) => key.trim_matches(|c| c == '[' || c == ']').to_string(),
-        (Some(t), false) => format!("{t}.{key}"),
-        (None, false) => key.to_string(),
-    };
-    format!("{field} (line {line_no})")
 }
 
 fn check_load(field: &str, load: f64) -> Result<(), ConfigError> {

@@ -5,14 +5,16 @@
 mod build;
 pub mod config;
 pub mod nodes;
-pub mod ns;
+mod plan;
 pub mod pool;
 pub mod pull;
 pub mod queue;
 pub mod report;
 pub mod run;
 
-pub mod error;
 pub mod metrics;
 pub mod topology;
-pub mod workload;
+
+// Shared with the pull simulator, flowsim and the runtime; re-exported so
+// paths inside the simulator stay as they were.
+pub use netsched_config::{error, ns, workload};

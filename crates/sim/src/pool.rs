@@ -17,100 +17,13 @@ use netsched_core::dataplane::{
 use netsched_core::rng::Rng;
 use netsched_core::{Control, DataPlane, Plane};
 
-use crate::config::{DelayDist, FailureEvent, LoadTrackingMode, Policy, WorkerModel};
+use crate::config::{FailureEvent, LoadTrackingMode, Policy, WorkerModel};
 use crate::metrics::{AbortReason, MessageKind, PoolMetrics};
 use crate::nodes::{Discipline, NodeEvent, Nodes, Outcome};
 use crate::queue::{EventQueue, Inbox};
-use crate::workload::{ArrivalProcess, RateSchedule, ServiceSampler};
+use crate::workload::ArrivalProcess;
 
-/// Where a pool's workers are: its rack slices and the spines serving it.
-#[derive(Clone, Debug)]
-pub struct PoolPlan {
-    pub pool_id: u32,
-    pub racks: Vec<RackPlan>,
-    /// Global ids of the spine switches serving the pool.
-    pub spines: Vec<u32>,
-}
-
-#[derive(Clone, Debug)]
-pub struct RackPlan {
-    /// Global leaf (rack) id.
-    pub leaf: u32,
-    /// Index into [`PoolPlan::spines`] of the spine this leaf is linked to.
-    pub spine: u32,
-    /// The pool's cores on each server of the rack: (global server id, cores).
-    pub servers: Vec<(u32, u32)>,
-}
-
-impl PoolPlan {
-    /// The pool as one rack holding every server, under the first rack's
-    /// leaf: how the unmodified horus-sim schedules, whose leaves all share
-    /// one idle set (`LeafIdleScope::Pool`). Hop counts are unchanged: a
-    /// task still crosses spine, leaf and worker links once each.
-    pub fn merged_racks(&self) -> PoolPlan {
-        let first = self.racks.first().expect("a pool has at least one rack");
-        PoolPlan {
-            pool_id: self.pool_id,
-            racks: vec![RackPlan {
-                leaf: first.leaf,
-                spine: 0,
-                servers: self.racks.iter().flat_map(|r| r.servers.clone()).collect(),
-            }],
-            // One rack is one leaf linked to one spine; spines with no rack
-            // would take a share of the tasks and have nowhere to send them.
-            spines: vec![self.spines[first.spine as usize]],
-        }
-    }
-
-    pub fn workers(&self) -> u64 {
-        self.racks
-            .iter()
-            .flat_map(|r| r.servers.iter())
-            .map(|&(_, c)| c as u64)
-            .sum()
-    }
-}
-
-/// Everything about a run that is the same for all pools.
-pub struct RunSetup<'a> {
-    pub policy: Policy,
-    pub seed: u64,
-    pub service: &'a ServiceSampler,
-    /// Offered load over time, as a fraction of each pool's capacity n / s̄.
-    pub schedule: RateSchedule,
-    /// Arrivals stop here; the run ends when the last task is done.
-    pub end_ns: u64,
-    pub warmup_ns: u64,
-    pub hop_delay: DelayDist,
-    pub loss: f64,
-    pub resubmit_ns: u64,
-    pub worker_model: WorkerModel,
-    pub ps_slice_ns: u64,
-    pub heartbeat_timeout_ns: u64,
-    /// Switch failure detection time before the controller acts.
-    pub failure_detection_ns: u64,
-    pub k: u32,
-    /// RackSched §3.6: one queue per request type at every server.
-    pub multi_queue: bool,
-    /// RackSched's ToR load tracking (§4.6).
-    pub load_tracking: LoadTrackingMode,
-    /// INT2's exploration: one request in this many to a random server.
-    pub int2_random_one_in: u32,
-    /// Horus mechanism choices (`[schedulers.horus]`).
-    pub horus: crate::config::HorusChoices,
-    /// Flat policies: scheduler instances, one per client (RackSched §4.5).
-    pub clients: u32,
-    /// `r2p2`: JBSQ bound.
-    pub jbsq_bound: u32,
-    pub failures: &'a [FailureEvent],
-    pub imbalance_interval_ns: u64,
-    /// Spine-to-leaf hop count (1 within a pod, 3 across pods in a fat tree).
-    pub hops: &'a (dyn Fn(u32, u32) -> u32 + Sync),
-    /// Hold inputs an upper's data plane declares state-only
-    /// (`DataPlane::writes_state_only`) in its inbox rather than the event
-    /// queue. Results are identical either way (tested); off only in tests.
-    pub defer_state_writes: bool,
-}
+pub use crate::plan::{PoolPlan, RackPlan, RunSetup};
 
 /// Per-task state while a task is in flight, indexed by a slot number that the
 /// task's `TaskMeta::id` carries through the data planes.
@@ -205,7 +118,7 @@ struct UpperState {
     /// Submissions may choose it (cleared once clients know it died).
     routable: bool,
     /// State-only inputs on their way here, each under the event key it
-    /// would have had (see `RunSetup::defer_state_writes`).
+    /// would have had (see `RunSetup::eager_state_writes`).
     /// Held as (local rack, notice): a small entry keeps the heap's moves cheap.
     inbox: Inbox<(u32, Notice)>,
 }
@@ -720,7 +633,7 @@ impl<'a> PoolSim<'a> {
     }
 
     /// Hands `upper` the held inputs due before the current event, in the
-    /// order their events would have run (`RunSetup::defer_state_writes`).
+    /// order their events would have run (`RunSetup::eager_state_writes`).
     /// Called before anything else reaches the upper's data plane.
     #[inline]
     fn settle(&mut self, upper: u32) {
@@ -977,7 +890,7 @@ impl<'a> PoolSim<'a> {
         let d = self.hop_delay(hops);
         let input = notice_input(local, notice);
         let u = &mut self.uppers[upper as usize];
-        if self.setup.defer_state_writes && u.sched.writes_state_only(&input) {
+        if !self.setup.eager_state_writes && u.sched.writes_state_only(&input) {
             u.inbox.push(self.q.reserve_after(d), (local, notice));
         } else {
             self.q.after(
@@ -1333,12 +1246,6 @@ impl<'a> PoolSim<'a> {
         self.metrics.workers += count as u64;
         self.weights_dirty = true;
     }
-}
-
-pub(crate) struct BuiltUpper {
-    pub sched: Plane,
-    pub nodes: Vec<u32>,
-    pub spine: u32,
 }
 
 const NONE: u32 = u32::MAX;

@@ -2,7 +2,8 @@
 //! (RackSched §4.5 "Client(N)") and R2P2's JBSQ bound.
 
 use super::*;
-use crate::workload::{ServiceDist, ServiceSampler};
+use crate::config::DelayDist;
+use crate::workload::{RateSchedule, ServiceDist, ServiceSampler};
 
 /// One rack of `servers` servers with `cores` cores each.
 fn plan(servers: u32, cores: u32) -> PoolPlan {
@@ -49,7 +50,7 @@ fn setup<'a>(
         failures: &[],
         imbalance_interval_ns: 0,
         hops,
-        defer_state_writes: true,
+        eager_state_writes: false,
     }
 }
 

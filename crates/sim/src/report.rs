@@ -8,11 +8,8 @@ use serde::Serialize;
 
 use crate::config::SimConfig;
 use crate::metrics::{throughput_at_target, Summary};
+use crate::ns::ns_to_us;
 use crate::run::RunResult;
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1e3
-}
 
 /// The readable table: one row per (policy, load).
 pub fn table(runs: &[RunResult]) -> String {
@@ -40,9 +37,9 @@ pub fn table(runs: &[RunResult]) -> String {
             "{:<13} {:>5.2} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>11} {:>8} {:>8.2} {:>9.2}",
             r.policy.name(),
             r.load,
-            us(sum.response.p50_ns),
-            us(sum.response.p99_ns),
-            us(sum.response.p999_ns),
+            ns_to_us(sum.response.p50_ns),
+            ns_to_us(sum.response.p99_ns),
+            ns_to_us(sum.response.p999_ns),
             sum.response.mean_ns / 1e3,
             sum.completed,
             sum.aborted,
@@ -51,10 +48,6 @@ pub fn table(runs: &[RunResult]) -> String {
         );
     }
     s
-}
-
-pub fn print_table(runs: &[RunResult]) {
-    print!("{}", table(runs));
 }
 
 /// Horus §4.1 "achievable throughput" per policy: the largest swept load whose
@@ -127,9 +120,9 @@ pub fn write_outputs(dir: &Path, cfg: &SimConfig, runs: &[RunResult]) -> std::io
             "{},{},{},{},{},{},{:.3},{}",
             r.policy.name(),
             r.load,
-            us(overall.response.p50_ns),
-            us(overall.response.p99_ns),
-            us(overall.response.p999_ns),
+            ns_to_us(overall.response.p50_ns),
+            ns_to_us(overall.response.p99_ns),
+            ns_to_us(overall.response.p999_ns),
             overall.response.mean_ns / 1e3,
             r.wall_s,
             overall.to_csv_row()

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use crate::config::{Policy, SimConfig};
 use crate::error::ConfigError;
 use crate::metrics::PoolMetrics;
+use crate::ns::us_to_ns;
 use crate::pool::{PoolPlan, PoolSim, RackPlan, RunSetup};
 use crate::topology::{self, Topology};
 use crate::workload::RateSchedule;
@@ -22,7 +23,7 @@ pub struct RunOpts {
     /// Print progress to stderr while pools run.
     pub progress: bool,
     /// Give every state-only input its own event rather than holding it in
-    /// its scheduler's inbox (`RunSetup::defer_state_writes`). Results are
+    /// its scheduler's inbox (`RunSetup::eager_state_writes`). Results are
     /// the same; it is slower, and there to test that claim.
     pub eager_state_writes: bool,
 }
@@ -50,10 +51,6 @@ impl RunResult {
         s.name_classes(&self.class_names);
         s
     }
-}
-
-fn us(v: f64) -> u64 {
-    (v * 1e3).round() as u64
 }
 
 /// Converts the placement's layouts into the simulator's pool plans.
@@ -167,7 +164,7 @@ pub fn run_config(
         let schedule = RateSchedule::from_us_pairs(load, &cfg.workload.schedule)
             .map_err(|e| e.within("workload"))?;
         let arrival_ns = match (cfg.workload.duration_us, cfg.workload.tasks_per_worker) {
-            (Some(d), _) => us(d),
+            (Some(d), _) => us_to_ns(d),
             (None, Some(t)) => (t * service.mean_ns() / load).round() as u64,
             (None, None) => unreachable!("validated"),
         };
@@ -184,9 +181,9 @@ pub fn run_config(
             loss: cfg.network.loss,
             resubmit_ns: cfg.network.resubmit_ns,
             worker_model: cfg.workers.model,
-            ps_slice_ns: us(cfg.workers.ps_slice_us),
-            heartbeat_timeout_ns: us(cfg.workers.heartbeat_timeout_us),
-            failure_detection_ns: us(cfg.network.failure_detection_us),
+            ps_slice_ns: us_to_ns(cfg.workers.ps_slice_us),
+            heartbeat_timeout_ns: us_to_ns(cfg.workers.heartbeat_timeout_us),
+            failure_detection_ns: us_to_ns(cfg.network.failure_detection_us),
             k: cfg.schedulers.k,
             multi_queue: cfg.workers.multi_queue,
             load_tracking: cfg.schedulers.load_tracking,
@@ -195,9 +192,9 @@ pub fn run_config(
             clients: cfg.schedulers.clients,
             jbsq_bound: cfg.schedulers.jbsq_bound,
             failures: &cfg.failures,
-            imbalance_interval_ns: us(cfg.metrics.imbalance_interval_us),
+            imbalance_interval_ns: us_to_ns(cfg.metrics.imbalance_interval_us),
             hops: &hops,
-            defer_state_writes: !opts.eager_state_writes,
+            eager_state_writes: opts.eager_state_writes,
         };
         let expected = (workers as f64 * load * arrival_ns as f64 / service.mean_ns()) as u64;
         let done = Arc::new(AtomicU64::new(0));

@@ -451,6 +451,15 @@ fn config_errors_name_the_field() {
     assert!(e.to_string().contains("horus"), "{e}");
     let e = PullConfig::from_toml("[workload]\nresource_phases = true").unwrap_err();
     assert_eq!(e.field, "workload.resource_phases");
+    // What the data planes refuse at build time is refused here, with the
+    // data plane's own limits (netsched_core::limits).
+    let e = PullConfig::from_toml("[racksched]\nk = 17").unwrap_err();
+    assert_eq!(e.to_string(), "racksched.k: must be in 1..=16, got 17");
+    assert!(PullConfig::from_toml("[racksched]\nk = 16").is_ok());
+    let e = PullConfig::from_toml("[draconis]\ncapacity = 2147483648").unwrap_err();
+    assert_eq!(e.field, "draconis.capacity");
+    let e = PullConfig::from_toml("[r2p2]\nk = 0").unwrap_err();
+    assert_eq!(e.to_string(), "r2p2.k: must be >= 1, got 0");
 }
 
 /// `completion` (arrival at the switch to completion at the executor, the

@@ -105,5 +105,8 @@ fn clients_need_a_flat_policy_and_bounds_are_positive() {
     let e = SimConfig::from_toml(&config("r2p2", "jbsq_bound = 0", "fcfs")).unwrap_err();
     assert!(e.to_string().contains("schedulers.jbsq_bound"), "{e}");
     let e = SimConfig::from_toml(&config("random", "clients = 0", "fcfs")).unwrap_err();
-    assert!(e.to_string().contains("schedulers.clients"), "{e}");
+    assert!(e.to_string().contains("schedulers.clients"), "{e}"); // The power-of-k data planes hold at most 16 sample copies.
+    let e = SimConfig::from_toml(&config("rs-h", "k = 17", "fcfs")).unwrap_err();
+    assert_eq!(e.to_string(), "schedulers.k: must be in 1..=16, got 17");
+    assert!(SimConfig::from_toml(&config("rs-h", "k = 16", "fcfs")).is_ok());
 }

@@ -110,7 +110,7 @@ import numpy as np  # noqa: E402
 
 MEAN_US = {"rs-exp50": 50.0, "rs-bimodal": 95.0, "rs-bimodal-50-50": 275.0,
            "trimodal": 1850.0,
-           # lognormal mixes, σ = 0.1 (crates/sim/src/workload.rs ROCKSDB_SIGMA)
+           # lognormal mixes, σ = 0.1 (crates/config/src/workload.rs ROCKSDB_SIGMA)
            "rs-rocksdb-90-10": (0.9 * 50.0 + 0.1 * 740.0) * math.exp(0.1 ** 2 / 2),
            "rs-rocksdb-50-50": (0.5 * 50.0 + 0.5 * 740.0) * math.exp(0.1 ** 2 / 2)}
 SERVICE_NAMES = {"rs-exp50": "Exp(50)", "rs-bimodal": "Bimodal(90%-50, 10%-500)",

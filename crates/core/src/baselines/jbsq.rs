@@ -74,7 +74,9 @@ impl Jbsq {
     /// Nodes `0..nodes`, none busy; at most `bound` tasks outstanding per
     /// node and `capacity` buffered.
     pub fn new(nodes: u32, bound: u32, capacity: usize) -> Self {
-        assert!(bound > 0, "JBSQ bound must be at least 1");
+        if let Err(e) = crate::limits::jbsq_bound(bound) {
+            panic!("JBSQ bound: {e}");
+        }
         let mut levels: Vec<IdleFifo> = (0..bound).map(|_| IdleFifo::new(nodes as usize)).collect();
         for n in 0..nodes {
             levels[0].push(n);

@@ -217,11 +217,12 @@ impl CircularQueue {
     /// `capacity` must be a power of two in `1..=2^30`; `levels` in `1..=255`.
     /// Four consecutive stages of `layout`, in the order of the module docs.
     pub fn new(layout: &mut Layout, capacity: u32, levels: u8) -> Self {
-        assert!(
-            capacity.is_power_of_two() && capacity <= 1 << 30,
-            "queue capacity must be a power of two <= 2^30"
-        );
-        assert!(levels >= 1, "at least one queue");
+        if let Err(e) = crate::limits::queue_capacity(capacity) {
+            panic!("queue capacity: {e}");
+        }
+        if let Err(e) = crate::limits::priority_levels(levels.into()) {
+            panic!("levels: {e}");
+        }
         let l = levels as usize;
         let stages = [
             layout.stage(),

@@ -117,7 +117,9 @@ pub struct R2p2Jbsq {
 impl R2p2Jbsq {
     pub fn new(executors: u32, config: R2p2Config) -> Self {
         assert!(executors > 0, "R2P2 needs at least one executor");
-        assert!(config.k > 0, "JBSQ bound must be at least 1");
+        if let Err(e) = crate::limits::jbsq_bound(config.k) {
+            panic!("JBSQ bound: {e}");
+        }
         // Stages: the probe cursor, then the counter of the executor it names.
         let mut layout = Layout::new();
         let (cursor, counters) = (layout.stage(), layout.stage());

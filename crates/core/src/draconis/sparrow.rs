@@ -107,7 +107,12 @@ pub struct SparrowScheduler {
 impl SparrowScheduler {
     pub fn new(workers: u32, config: SparrowConfig, seed: u64) -> Self {
         assert!(workers > 0, "Sparrow needs workers");
-        assert!(config.probe_ratio > 0 && config.max_jobs > 0);
+        if let Err(e) = crate::limits::sparrow_probe_ratio(config.probe_ratio) {
+            panic!("probe_ratio: {e}");
+        }
+        if let Err(e) = crate::limits::sparrow_max_jobs(config.max_jobs) {
+            panic!("max_jobs: {e}");
+        }
         SparrowScheduler {
             config,
             rng: Rng::new(seed),

@@ -130,11 +130,12 @@ impl LoadTable {
         classes: u32,
         between: impl FnOnce(&mut Layout) -> R,
     ) -> (Self, R) {
-        assert!((1..=MAX_K as u32).contains(&k), "k must be in 1..={MAX_K}");
-        assert!(
-            (1..=256).contains(&classes),
-            "classes must be in 1..=256 (TYPE is one byte)"
-        );
+        if let Err(e) = crate::limits::samples(k) {
+            panic!("k: {e}");
+        }
+        if let Err(e) = crate::limits::classes(classes) {
+            panic!("classes: {e}");
+        }
         let n = nodes as usize;
         let c = if classes > 1 { classes as usize } else { 0 };
         let first = layout.stage();

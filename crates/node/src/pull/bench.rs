@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use netsched_sim::pull::PullPolicy;
-use netsched_sim::workload::ServiceDist;
+use netsched_config::pull::PullPolicy;
+use netsched_config::workload::ServiceDist;
 
 use super::client::{PullClient, PullReport};
 use super::config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};

@@ -27,12 +27,12 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use netsched_config::workload::ServiceSampler;
 use netsched_core::rng::Rng;
 use netsched_proto::{
     task_id, CompletionStatus, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM,
     MAX_PULL_TASKS,
 };
-use netsched_sim::workload::ServiceSampler;
 
 use super::config::PullClientConfig;
 use super::executor::{FN_ROCKS_GET, FN_ROCKS_SCAN, FN_SYNTHETIC};
@@ -101,16 +101,17 @@ impl PullReport {
         self.completed + self.failed_total() + self.timed_out == self.submitted
     }
 
-    fn us(h: &Histogram<u64>, q: f64) -> f64 {
+    /// Quantile `q` of a histogram of ns, in µs.
+    fn quantile_us(h: &Histogram<u64>, q: f64) -> f64 {
         h.value_at_quantile(q) as f64 / 1e3
     }
 
     pub fn response_us(&self, q: f64) -> f64 {
-        Self::us(&self.response, q)
+        Self::quantile_us(&self.response, q)
     }
 
     pub fn scheduling_us(&self, q: f64) -> f64 {
-        Self::us(&self.scheduling, q)
+        Self::quantile_us(&self.scheduling, q)
     }
 
     /// JSON summary (latencies in µs).

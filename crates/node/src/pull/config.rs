@@ -1,16 +1,16 @@
 //! TOML configs of the pull runtime (docs/runtime.md, "Pull scheduling").
 //!
 //! The scheduler sections (`[draconis]`, `[r2p2]`, `[sparrow]`) and the
-//! policy names are the pull simulator's own types
-//! (`netsched_sim::pull::config`), so one TOML fragment configures the same
+//! policy names are shared with the pull simulator
+//! (`netsched_config::pull`), so one TOML fragment configures the same
 //! data plane in `netsched pull` and in `netsched switch`.
 
 use std::net::SocketAddr;
 
-use netsched_sim::config::toml_error;
-use netsched_sim::pull::config::{DraconisSection, R2p2Section, SparrowSection};
-use netsched_sim::pull::PullPolicy;
-use netsched_sim::workload::ServiceDist;
+use netsched_config::parse::toml_error;
+use netsched_config::pull::PullPolicy;
+use netsched_config::pull::{DraconisSection, R2p2Section, SparrowSection};
+use netsched_config::workload::ServiceDist;
 use serde::Deserialize;
 
 use crate::fault::FaultConfig;
@@ -132,8 +132,12 @@ impl PullSwitchConfig {
         if self.executors.len() > u32::MAX as usize / 2 {
             return Err("executors: too many".into());
         }
+        let section = |e: netsched_config::ConfigError, name| e.within(name).to_string();
+        self.draconis
+            .validate()
+            .map_err(|e| section(e, "draconis"))?;
         let cap = self.draconis.capacity;
-        if cap < 2 || !cap.is_power_of_two() {
+        if cap < 2 {
             return Err(format!(
                 "draconis.capacity: must be a power of two ≥ 2, got {cap}"
             ));
@@ -144,12 +148,8 @@ impl PullSwitchConfig {
         if self.nodes_per_rack == 0 {
             return Err("nodes_per_rack: must be at least 1".into());
         }
-        if self.r2p2.k == 0 {
-            return Err("r2p2.k: must be at least 1".into());
-        }
-        if self.sparrow.probe_ratio == 0 || self.sparrow.max_jobs == 0 {
-            return Err("sparrow.probe_ratio and sparrow.max_jobs: must be at least 1".into());
-        }
+        self.r2p2.validate().map_err(|e| section(e, "r2p2"))?;
+        self.sparrow.validate().map_err(|e| section(e, "sparrow"))?;
         if self.max_clients == 0 {
             return Err("max_clients: must be at least 1".into());
         }

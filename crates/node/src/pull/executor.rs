@@ -25,9 +25,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use netsched_config::pull::PullPolicy;
 use netsched_core::draconis::sparrow::{SparrowInput, SparrowWorker};
 use netsched_proto::{CompletionStatus, DraconisMessage, Message, WireTask, MAX_DATAGRAM};
-use netsched_sim::pull::PullPolicy;
 
 use super::config::PullWorkerConfig;
 use crate::metrics::{Kind, Registry, Slot};

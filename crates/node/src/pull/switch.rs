@@ -41,6 +41,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use netsched_config::pull::PullPolicy;
 use netsched_core::dataplane::DropReason;
 use netsched_core::draconis::r2p2::{
     JbsqProbe, R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox,
@@ -55,7 +56,6 @@ use netsched_core::draconis::{
 };
 use netsched_core::rng::Rng;
 use netsched_proto::{DecodeError, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM};
-use netsched_sim::pull::PullPolicy;
 
 use super::config::PullSwitchConfig;
 use crate::fault::Fault;

@@ -5,80 +5,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use netsched_core::limits;
+
 use crate::error::ConfigError;
 use crate::workload::ServiceDist;
 
-/// Which scheduler the run drives (all from `netsched_core::draconis`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum PullPolicy {
-    /// Draconis cFCFS in the switch (§4.8).
-    Draconis,
-    /// Draconis with one queue per priority level (§6).
-    DraconisPriority,
-    /// Draconis with resource bitmaps and task swapping (§5.2).
-    DraconisResource,
-    /// Draconis with skip counters and start limits (§5.3).
-    DraconisLocality,
-    /// The Draconis state machine as a software scheduler on a host (§8).
-    DraconisServer,
-    /// R2P2 JBSQ(k) in the switch (§2.2, §8.3).
-    R2p2,
-    /// Sparrow batch sampling with late binding (§2.3.2, §8.1).
-    Sparrow,
-    /// RackSched (OSDI'20) as Draconis §8 runs it: power-of-2 JSQ in the
-    /// switch over nodes, a cFCFS queue inside each node (push, for comparison).
-    Racksched,
-}
+pub use netsched_config::pull::{DraconisSection, PullPolicy, R2p2Section, SparrowSection};
 
-impl PullPolicy {
-    pub const ALL: [PullPolicy; 8] = [
-        PullPolicy::Draconis,
-        PullPolicy::DraconisPriority,
-        PullPolicy::DraconisResource,
-        PullPolicy::DraconisLocality,
-        PullPolicy::DraconisServer,
-        PullPolicy::R2p2,
-        PullPolicy::Sparrow,
-        PullPolicy::Racksched,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PullPolicy::Draconis => "draconis",
-            PullPolicy::DraconisPriority => "draconis-priority",
-            PullPolicy::DraconisResource => "draconis-resource",
-            PullPolicy::DraconisLocality => "draconis-locality",
-            PullPolicy::DraconisServer => "draconis-server",
-            PullPolicy::R2p2 => "r2p2",
-            PullPolicy::Sparrow => "sparrow",
-            PullPolicy::Racksched => "racksched",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<PullPolicy, ConfigError> {
-        PullPolicy::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = PullPolicy::ALL.iter().map(|p| p.name()).collect();
-                ConfigError::new(
-                    "policy",
-                    format!("unknown policy '{s}'; known: {}", names.join(", ")),
-                )
-            })
-    }
-}
-
-/// Run every (policy, load) combination.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PullSweep {
-    #[serde(default)]
-    pub policies: Vec<PullPolicy>,
-    #[serde(default)]
-    pub loads: Vec<f64>,
-}
+/// `[sweep]`: every (policy, load) combination.
+pub type PullSweep = netsched_config::Sweep<PullPolicy>;
 
 /// Worker nodes and executors (§8 "Testbed": 10 nodes × 16 executors).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -256,106 +191,6 @@ impl Default for ClientConfig {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct DraconisSection {
-    /// Queue entries per priority level (power of two).
-    pub capacity: u32,
-    /// An executor that got a no-op asks again after this long, µs (§4.6).
-    pub retry_us: f64,
-    /// Swap bound of the resource policy (§5.1).
-    pub max_swaps: u16,
-    /// §5.3 limits (Fig. 10: 3 and 9).
-    pub rack_start_limit: u16,
-    pub global_start_limit: u16,
-}
-
-impl DraconisSection {
-    /// The switch configuration for `policy` (a Draconis variant): the one
-    /// place the simulator and the UDP runtime turn this section into a data
-    /// plane, so both drive the same scheduler. `levels` is the number of
-    /// priority queues (priority policy only); `nodes_per_rack` feeds §5.3's
-    /// rack_start_limit.
-    pub fn switch_config(
-        &self,
-        policy: PullPolicy,
-        levels: u8,
-        nodes_per_rack: u32,
-    ) -> netsched_core::draconis::DraconisConfig {
-        use netsched_core::draconis::DraconisConfig;
-        let cap = self.capacity;
-        match policy {
-            PullPolicy::DraconisPriority => DraconisConfig {
-                levels: levels.max(1),
-                ..DraconisConfig::priority(cap)
-            },
-            PullPolicy::DraconisResource => DraconisConfig::resource(cap, self.max_swaps),
-            PullPolicy::DraconisLocality => DraconisConfig::locality(
-                cap,
-                self.rack_start_limit,
-                self.global_start_limit,
-                nodes_per_rack,
-            ),
-            _ => DraconisConfig::fcfs(cap),
-        }
-    }
-}
-
-impl Default for DraconisSection {
-    fn default() -> Self {
-        DraconisSection {
-            capacity: 1 << 17,
-            retry_us: 10.0,
-            max_swaps: 16,
-            rack_start_limit: 3,
-            global_start_limit: 9,
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct R2p2Section {
-    /// JBSQ bound (§8: 3).
-    pub k: u32,
-    /// Recirculations before a request is dropped.
-    pub recirc_budget: u32,
-}
-
-impl Default for R2p2Section {
-    fn default() -> Self {
-        R2p2Section {
-            k: 3,
-            recirc_budget: 1024,
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SparrowSection {
-    /// Probes per task (d).
-    pub probe_ratio: u32,
-    /// Scheduler servers (§8.1 runs 1 and 2).
-    pub schedulers: u32,
-    /// Service time per message at a scheduler, ns. 700 ns puts one
-    /// scheduler near §8.2's 500 K tasks/s (≈3 messages per task, d = 2).
-    pub msg_ns: u64,
-    /// Jobs a scheduler can track at once.
-    pub max_jobs: u32,
-}
-
-impl Default for SparrowSection {
-    fn default() -> Self {
-        SparrowSection {
-            probe_ratio: 2,
-            schedulers: 1,
-            msg_ns: 700,
-            max_jobs: 1 << 14,
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
     /// Service time per state-machine step (one switch pass run inline), ns.
     /// A task costs two steps (enqueue, dequeue): 450 ns/step ≈ §8.2's
@@ -457,17 +292,6 @@ pub fn paper_service(name: &str) -> Result<ServiceDist, ConfigError> {
     })
 }
 
-fn positive(field: &str, v: f64) -> Result<(), ConfigError> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(ConfigError::new(
-            field,
-            format!("must be a finite number > 0, got {v}"),
-        ))
-    }
-}
-
 fn non_negative(field: &str, v: f64) -> Result<(), ConfigError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
@@ -494,36 +318,14 @@ fn check_load(field: &str, v: f64) -> Result<(), ConfigError> {
 
 impl PullConfig {
     pub fn from_toml(text: &str) -> Result<PullConfig, ConfigError> {
-        let cfg: PullConfig =
-            toml::from_str(text).map_err(|e| crate::config::toml_error(text, &e))?;
+        let cfg: PullConfig = netsched_config::parse::from_toml(text)?;
         cfg.validate()?;
         Ok(cfg)
     }
 
     /// The (policy, load) runs this config asks for, in order.
     pub fn runs(&self) -> Vec<(PullPolicy, f64)> {
-        let (policies, loads) = match &self.sweep {
-            Some(s) => (
-                if s.policies.is_empty() {
-                    vec![self.policy]
-                } else {
-                    s.policies.clone()
-                },
-                if s.loads.is_empty() {
-                    vec![self.workload.load]
-                } else {
-                    s.loads.clone()
-                },
-            ),
-            None => (vec![self.policy], vec![self.workload.load]),
-        };
-        let mut out = Vec::new();
-        for &p in &policies {
-            for &l in &loads {
-                out.push((p, l));
-            }
-        }
-        out
+        netsched_config::sweep::runs(self.sweep.as_ref(), self.policy, self.workload.load)
     }
 
     pub fn executors(&self) -> u32 {
@@ -653,49 +455,22 @@ impl PullConfig {
         if cl.max_attempts == 0 {
             return Err(ConfigError::new("client.max_attempts", "must be >= 1"));
         }
-        let d = &self.draconis;
-        if !d.capacity.is_power_of_two() || d.capacity > 1 << 30 {
-            return Err(ConfigError::new(
-                "draconis.capacity",
-                format!("must be a power of two <= 2^30, got {}", d.capacity),
-            ));
-        }
-        positive("draconis.retry_us", d.retry_us)?;
-        if d.max_swaps == 0 {
-            return Err(ConfigError::new("draconis.max_swaps", "must be >= 1"));
-        }
-        if d.rack_start_limit > d.global_start_limit {
-            return Err(ConfigError::new(
-                "draconis.rack_start_limit",
-                format!(
-                    "must be <= global_start_limit ({}), got {}",
-                    d.global_start_limit, d.rack_start_limit
-                ),
-            ));
-        }
-        if self.racksched.k == 0 || self.racksched.k > 8 {
-            return Err(ConfigError::new(
-                "racksched.k",
-                format!("must be in 1..=8, got {}", self.racksched.k),
-            ));
-        }
-        if self.r2p2.k == 0 {
-            return Err(ConfigError::new("r2p2.k", "must be >= 1"));
-        }
+        self.draconis.validate().map_err(|e| e.within("draconis"))?;
+        ConfigError::limit("racksched.k", limits::samples(self.racksched.k))?;
+        self.r2p2.validate().map_err(|e| e.within("r2p2"))?;
+        self.sparrow.validate().map_err(|e| e.within("sparrow"))?;
+        // Sparrow schedulers number their jobs in one 32-bit space.
         let s = &self.sparrow;
-        if s.probe_ratio == 0 {
-            return Err(ConfigError::new("sparrow.probe_ratio", "must be >= 1"));
-        }
         if s.schedulers == 0 || s.schedulers > 64 {
             return Err(ConfigError::new(
                 "sparrow.schedulers",
                 format!("must be in 1..=64, got {}", s.schedulers),
             ));
         }
-        if s.max_jobs == 0 || (s.max_jobs as u64) * (s.schedulers as u64) > u32::MAX as u64 {
+        if (s.max_jobs as u64) * (s.schedulers as u64) > u32::MAX as u64 {
             return Err(ConfigError::new(
                 "sparrow.max_jobs",
-                "must be >= 1 and max_jobs × schedulers must fit in 32 bits",
+                "max_jobs × schedulers must fit in 32 bits",
             ));
         }
         if let Some(sw) = &self.sweep {

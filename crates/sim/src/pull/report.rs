@@ -9,10 +9,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::{PullConfig, PullRun, PullSummary};
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1e3
-}
+use crate::ns::ns_to_us;
 
 pub fn summaries(cfg: &PullConfig, runs: &[PullRun]) -> Vec<PullSummary> {
     let locality = cfg.workload.locality.is_some();
@@ -45,7 +42,7 @@ pub fn table(cfg: &PullConfig, sums: &[PullSummary]) -> String {
         if count == 0 {
             "n/a".to_string()
         } else {
-            format!("{:.2}", us(ns))
+            format!("{:.2}", ns_to_us(ns))
         }
     };
     for r in sums {
@@ -72,7 +69,14 @@ pub fn table(cfg: &PullConfig, sums: &[PullSummary]) -> String {
                 .sched_by_level
                 .iter()
                 .enumerate()
-                .map(|(i, l)| format!("L{} {:.1}/{:.1}", i + 1, us(l.p50_ns), us(l.p99_ns)))
+                .map(|(i, l)| {
+                    format!(
+                        "L{} {:.1}/{:.1}",
+                        i + 1,
+                        ns_to_us(l.p50_ns),
+                        ns_to_us(l.p99_ns)
+                    )
+                })
                 .collect();
             let _ = writeln!(
                 s,
@@ -98,8 +102,8 @@ pub fn table(cfg: &PullConfig, sums: &[PullSummary]) -> String {
                     p[0] * 100.0,
                     p[1] * 100.0,
                     p[2] * 100.0,
-                    us(r.response.p50_ns),
-                    us(r.response.p99_ns)
+                    ns_to_us(r.response.p50_ns),
+                    ns_to_us(r.response.p99_ns)
                 );
             }
         }
@@ -169,12 +173,12 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
             r.policy,
             r.load,
             r.offered_tps,
-            us(r.sched.p50_ns),
-            us(r.sched.p99_ns),
-            us(r.sched.p999_ns),
+            ns_to_us(r.sched.p50_ns),
+            ns_to_us(r.sched.p99_ns),
+            ns_to_us(r.sched.p999_ns),
             r.sched.mean_ns / 1e3,
-            us(r.response.p50_ns),
-            us(r.response.p99_ns),
+            ns_to_us(r.response.p50_ns),
+            ns_to_us(r.response.p99_ns),
             r.submitted,
             r.completed,
             r.gave_up,
@@ -197,13 +201,13 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
         let _ = write!(
             csv,
             ",{},{},{:.3},{},{},{},{},{:.3},{:.1}",
-            us(r.sched.p90_ns),
-            us(r.response.p90_ns),
+            ns_to_us(r.sched.p90_ns),
+            ns_to_us(r.response.p90_ns),
             r.response.mean_ns / 1e3,
-            us(r.completion.p50_ns),
-            us(r.completion.p90_ns),
-            us(r.completion.p99_ns),
-            us(r.completion.p999_ns),
+            ns_to_us(r.completion.p50_ns),
+            ns_to_us(r.completion.p90_ns),
+            ns_to_us(r.completion.p99_ns),
+            ns_to_us(r.completion.p999_ns),
             r.completion.mean_ns / 1e3,
             r.steady_decisions_per_s
         );
@@ -211,7 +215,7 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
             for l in 0..levels {
                 match r.sched_by_level.get(l) {
                     Some(s) => {
-                        let _ = write!(csv, ",{},{}", us(s.p50_ns), us(s.p99_ns));
+                        let _ = write!(csv, ",{},{}", ns_to_us(s.p50_ns), ns_to_us(s.p99_ns));
                     }
                     None => csv.push_str(",,"),
                 }

@@ -1,4 +1,5 @@
-//! Float-to-nanosecond rounding on the hot path.
+//! Time unit conversions. Configs and reports speak microseconds (both
+//! papers state times in µs); the simulators count integer nanoseconds.
 
 /// `x.round() as u64` for every `f64` (negative and NaN give 0, too large
 /// saturates), without the call to libm's `round` that the x86-64 baseline
@@ -15,9 +16,28 @@ pub fn round_ns(x: f64) -> u64 {
     }
 }
 
+/// A configured time in µs as whole ns (rounded; negative and NaN give 0).
+pub fn us_to_ns(us: f64) -> u64 {
+    (us * 1e3).round() as u64
+}
+
+/// A measured time in ns as µs, for reports.
+pub fn ns_to_us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
 #[cfg(test)]
 mod tests {
-    use super::round_ns;
+    use super::{ns_to_us, round_ns, us_to_ns};
+
+    #[test]
+    fn unit_conversions_round_to_the_nearest_ns() {
+        assert_eq!(us_to_ns(1.5), 1_500);
+        assert_eq!(us_to_ns(0.0004), 0);
+        assert_eq!(us_to_ns(0.0005), 1);
+        assert_eq!(us_to_ns(-3.0), 0);
+        assert_eq!(ns_to_us(2_500), 2.5);
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -5,10 +5,9 @@
 //! `field: msg`, where `field` is the dotted path of the setting as written in
 //! the TOML file (`workload.service.weights`, `placement.mean_size`, ...).
 
-use std::fmt;
-
 /// A configuration value that cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {msg}")]
 pub struct ConfigError {
     /// Dotted path of the offending setting, e.g. `placement.min_size`.
     pub field: String,
@@ -22,6 +21,15 @@ impl ConfigError {
             field: field.into(),
             msg: msg.into(),
         }
+    }
+
+    /// A data plane's refusal of the value at `field` (the limits of
+    /// `netsched_core::limits`): `schedulers.k: must be in 1..=16, got 17`.
+    pub fn limit(
+        field: &str,
+        check: Result<(), netsched_core::limits::Refused>,
+    ) -> Result<(), ConfigError> {
+        check.map_err(|e| ConfigError::new(field, e.to_string()))
     }
 
     /// Prefix the field with the path of the table it was found in, so a
@@ -38,14 +46,6 @@ impl ConfigError {
         self
     }
 }
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.msg)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 impl From<netsched_core::registry::UnknownPolicy> for ConfigError {
     fn from(e: netsched_core::registry::UnknownPolicy) -> Self {

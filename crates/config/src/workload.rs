@@ -18,6 +18,7 @@ use netsched_core::rng::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+use crate::ns::{round_ns, us_to_ns};
 
 /// Where a [`ServiceDist`] sits in the simulator's TOML file; used to name the
 /// field in errors from [`ServiceDist::validate`].
@@ -25,7 +26,7 @@ pub const SERVICE_FIELD: &str = "workload.service";
 
 /// A task's class travels in the packet as a `u8` (`TaskMeta::class`), so a
 /// mixture has at most this many components.
-pub const MAX_CLASSES: usize = 256;
+pub const MAX_CLASSES: usize = netsched_core::limits::MAX_CLASSES as usize;
 
 /// A service-time distribution as written in the config.
 ///
@@ -239,10 +240,6 @@ impl From<ServicePreset> for ServiceDist {
     fn from(p: ServicePreset) -> Self {
         ServiceDist::Preset { name: p }
     }
-}
-
-fn us_to_ns(us: f64) -> u64 {
-    (us * 1e3).round() as u64
 }
 
 fn check_positive(field: &str, v: f64) -> Result<(), ConfigError> {
@@ -543,7 +540,7 @@ impl ServiceSampler {
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> (u64, u8) {
         match &self.kind {
-            Kind::Exp { mean_ns } => (crate::ns::round_ns(-rng.unit_open0().ln() * mean_ns), 0),
+            Kind::Exp { mean_ns } => (round_ns(-rng.unit_open0().ln() * mean_ns), 0),
             Kind::Fixed { ns } => (*ns, 0),
             Kind::Mix { cum, values_ns } => {
                 let i = pick(cum, rng);
@@ -552,7 +549,7 @@ impl ServiceSampler {
             Kind::Lognormal { cum, mu, sigma } => {
                 let i = pick(cum, rng);
                 let x = (mu[i] + sigma * std_normal(rng)).exp();
-                (crate::ns::round_ns(x), i as u8)
+                (round_ns(x), i as u8)
             }
             Kind::Trace { ns, classes } => {
                 // Uniform resampling with replacement (see load_trace).
@@ -893,6 +890,9 @@ impl ArrivalProcess {
 
     /// The first arrival after `now` (at or after it, after rounding), or
     /// `None` if the rate is 0 from `now` on.
+    // Called once per task from the simulators' event loops, across the
+    // crate boundary.
+    #[inline]
     pub fn next_arrival(&mut self, now: u64, rng: &mut Rng) -> Option<u64> {
         let mut t = if now == self.last_ns {
             self.last_exact
@@ -913,7 +913,7 @@ impl ArrivalProcess {
                     None => true,
                 };
                 if inside {
-                    let ns = crate::ns::round_ns(cand).max(now);
+                    let ns = round_ns(cand).max(now);
                     self.last_ns = ns;
                     self.last_exact = cand;
                     return Some(ns);

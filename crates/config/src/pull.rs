@@ -1,0 +1,247 @@
+//! The pull scheduling vocabulary shared by the pull simulator
+//! (`netsched pull`) and the pull runtime (`netsched switch` with a pull
+//! policy): policy names and the `[draconis]`, `[r2p2]` and `[sparrow]`
+//! sections, so one TOML fragment configures the same data plane in both.
+
+use serde::{Deserialize, Serialize};
+
+use netsched_core::limits;
+
+use crate::error::ConfigError;
+
+/// Which scheduler the run drives (all from `netsched_core::draconis`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum PullPolicy {
+    /// Draconis cFCFS in the switch (§4.8).
+    Draconis,
+    /// Draconis with one queue per priority level (§6).
+    DraconisPriority,
+    /// Draconis with resource bitmaps and task swapping (§5.2).
+    DraconisResource,
+    /// Draconis with skip counters and start limits (§5.3).
+    DraconisLocality,
+    /// The Draconis state machine as a software scheduler on a host (§8).
+    DraconisServer,
+    /// R2P2 JBSQ(k) in the switch (§2.2, §8.3).
+    R2p2,
+    /// Sparrow batch sampling with late binding (§2.3.2, §8.1).
+    Sparrow,
+    /// RackSched (OSDI'20) as Draconis §8 runs it: power-of-2 JSQ in the
+    /// switch over nodes, a cFCFS queue inside each node (push, for comparison).
+    Racksched,
+}
+
+impl PullPolicy {
+    pub const ALL: [PullPolicy; 8] = [
+        PullPolicy::Draconis,
+        PullPolicy::DraconisPriority,
+        PullPolicy::DraconisResource,
+        PullPolicy::DraconisLocality,
+        PullPolicy::DraconisServer,
+        PullPolicy::R2p2,
+        PullPolicy::Sparrow,
+        PullPolicy::Racksched,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PullPolicy::Draconis => "draconis",
+            PullPolicy::DraconisPriority => "draconis-priority",
+            PullPolicy::DraconisResource => "draconis-resource",
+            PullPolicy::DraconisLocality => "draconis-locality",
+            PullPolicy::DraconisServer => "draconis-server",
+            PullPolicy::R2p2 => "r2p2",
+            PullPolicy::Sparrow => "sparrow",
+            PullPolicy::Racksched => "racksched",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<PullPolicy, ConfigError> {
+        PullPolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = PullPolicy::ALL.iter().map(|p| p.name()).collect();
+                ConfigError::new(
+                    "policy",
+                    format!("unknown policy '{s}'; known: {}", names.join(", ")),
+                )
+            })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DraconisSection {
+    /// Queue entries per priority level (power of two).
+    pub capacity: u32,
+    /// An executor that got a no-op asks again after this long, µs (§4.6).
+    pub retry_us: f64,
+    /// Swap bound of the resource policy (§5.1).
+    pub max_swaps: u16,
+    /// §5.3 limits (Fig. 10: 3 and 9).
+    pub rack_start_limit: u16,
+    pub global_start_limit: u16,
+}
+
+impl DraconisSection {
+    /// What the Draconis data plane refuses, and what makes no sense for
+    /// any driver; fields are named relative to `[draconis]`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::limit("capacity", limits::queue_capacity(self.capacity))?;
+        if !(self.retry_us.is_finite() && self.retry_us > 0.0) {
+            return Err(ConfigError::new(
+                "retry_us",
+                format!("must be a finite number > 0, got {}", self.retry_us),
+            ));
+        }
+        if self.max_swaps == 0 {
+            return Err(ConfigError::new("max_swaps", "must be >= 1"));
+        }
+        if self.rack_start_limit > self.global_start_limit {
+            return Err(ConfigError::new(
+                "rack_start_limit",
+                format!(
+                    "must be <= global_start_limit ({}), got {}",
+                    self.global_start_limit, self.rack_start_limit
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The switch configuration for `policy` (a Draconis variant): the one
+    /// place the simulator and the UDP runtime turn this section into a data
+    /// plane, so both drive the same scheduler. `levels` is the number of
+    /// priority queues (priority policy only); `nodes_per_rack` feeds §5.3's
+    /// rack_start_limit.
+    pub fn switch_config(
+        &self,
+        policy: PullPolicy,
+        levels: u8,
+        nodes_per_rack: u32,
+    ) -> netsched_core::draconis::DraconisConfig {
+        use netsched_core::draconis::DraconisConfig;
+        let cap = self.capacity;
+        match policy {
+            PullPolicy::DraconisPriority => DraconisConfig {
+                levels: levels.max(1),
+                ..DraconisConfig::priority(cap)
+            },
+            PullPolicy::DraconisResource => DraconisConfig::resource(cap, self.max_swaps),
+            PullPolicy::DraconisLocality => DraconisConfig::locality(
+                cap,
+                self.rack_start_limit,
+                self.global_start_limit,
+                nodes_per_rack,
+            ),
+            _ => DraconisConfig::fcfs(cap),
+        }
+    }
+}
+
+impl Default for DraconisSection {
+    fn default() -> Self {
+        DraconisSection {
+            capacity: 1 << 17,
+            retry_us: 10.0,
+            max_swaps: 16,
+            rack_start_limit: 3,
+            global_start_limit: 9,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct R2p2Section {
+    /// JBSQ bound (§8: 3).
+    pub k: u32,
+    /// Recirculations before a request is dropped.
+    pub recirc_budget: u32,
+}
+
+impl R2p2Section {
+    /// The JBSQ bound the R2P2 switch is built with (R2P2 §3.2).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::limit("k", limits::jbsq_bound(self.k))
+    }
+}
+
+impl Default for R2p2Section {
+    fn default() -> Self {
+        R2p2Section {
+            k: 3,
+            recirc_budget: 1024,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SparrowSection {
+    /// Probes per task (d).
+    pub probe_ratio: u32,
+    /// Scheduler servers (§8.1 runs 1 and 2).
+    pub schedulers: u32,
+    /// Service time per message at a scheduler, ns. 700 ns puts one
+    /// scheduler near §8.2's 500 K tasks/s (≈3 messages per task, d = 2).
+    pub msg_ns: u64,
+    /// Jobs a scheduler can track at once.
+    pub max_jobs: u32,
+}
+
+impl SparrowSection {
+    /// What a Sparrow scheduler is built with; fields relative to `[sparrow]`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::limit("probe_ratio", limits::sparrow_probe_ratio(self.probe_ratio))?;
+        ConfigError::limit("max_jobs", limits::sparrow_max_jobs(self.max_jobs))
+    }
+}
+
+impl Default for SparrowSection {
+    fn default() -> Self {
+        SparrowSection {
+            probe_ratio: 2,
+            schedulers: 1,
+            msg_ns: 700,
+            max_jobs: 1 << 14,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_refuse_what_their_data_planes_refuse() {
+        assert!(DraconisSection::default().validate().is_ok());
+        let e = DraconisSection {
+            capacity: 1 << 31,
+            ..DraconisSection::default()
+        }
+        .validate()
+        .unwrap_err()
+        .within("draconis");
+        assert_eq!(e.field, "draconis.capacity");
+        assert!(e.msg.contains("power of two"), "{e}");
+        let e = R2p2Section {
+            k: 0,
+            ..R2p2Section::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.to_string(), "k: must be >= 1, got 0");
+        let e = SparrowSection {
+            max_jobs: 0,
+            ..SparrowSection::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.field, "max_jobs");
+        assert!(PullPolicy::parse("sparrow").is_ok());
+        assert!(PullPolicy::parse("horus").is_err());
+    }
+}
