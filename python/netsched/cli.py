@@ -4,6 +4,7 @@
     python3 -m netsched experiment run horus-fig11 [--scale reduced|paper] [--out DIR]
             [--scheduler tcp://HOST:8786 | --workers N | --serial] [--cache DIR]
     python3 -m netsched experiment run all --scale reduced
+    python3 -m netsched experiment claims [--results DIR] [--into docs/fidelity.md]
     python3 -m netsched report [--results DIR] [--out FILE]
     python3 -m netsched plot sim|pull|nginx CSV OUT_PNG
 """
@@ -30,6 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes (default: cores)")
     run.add_argument("--serial", action="store_true", help="run in this process, without Dask")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    cl = esub.add_parser("claims", help="every entry's claims in one markdown table")
+    cl.add_argument("--results", default="results/experiments/reduced",
+                    help="a directory `experiment run` wrote")
+    cl.add_argument("--into", default=None,
+                    help="rewrite the marked section of this markdown file (docs/fidelity.md) "
+                         "instead of printing")
     rep = sub.add_parser("report", help="all experiment pages in one HTML file")
     rep.add_argument("--results", default="results/experiments")
     rep.add_argument("--out", default="results/experiments/report.html")
@@ -54,6 +61,7 @@ def main(argv=None) -> int:
             return 0
         if a.cmd == "experiment" and a.action == "run":
             from . import catalog
+            from .claims import tally
             from .experiment import run_experiment
 
             names = list(catalog.REGISTRY) if a.names == ["all"] else a.names
@@ -73,14 +81,25 @@ def main(argv=None) -> int:
                     r = run_experiment(n, scale=a.scale, out=a.out, cache_dir=a.cache,
                                        scheduler=a.scheduler, client=client, n_workers=a.workers,
                                        serial=a.serial, progress=not a.quiet)
-                    agree = sum(c.ok is True for c in r["claims"])
+                    ok, checked, qual = tally(r["claims"])
                     print(f"{n}: {r['wall_s']:.1f} s, {r['computed']} runs computed, "
-                          f"{agree}/{len(r['claims'])} paper claims agree -> {r['files'][2]}")
+                          f"{ok}/{checked} claims within tolerance"
+                          + (f" ({qual} qualitative)" if qual else "") + f" -> {r['files'][2]}")
             finally:
                 if client is not None:
                     cluster = client.cluster
                     client.close()
                     cluster.close()
+            return 0
+        if a.cmd == "experiment" and a.action == "claims":
+            from .claims import gather, write_into
+
+            body = gather(a.results)
+            if a.into:
+                write_into(a.into, body)
+                print(f"{a.into}: claims from {a.results}")
+            else:
+                print(body)
             return 0
         if a.cmd == "report":
             from .report import build_report

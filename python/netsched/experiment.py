@@ -10,6 +10,7 @@ from typing import Optional
 
 from . import catalog
 from .catalog.base import SCALES
+from .claims import tally
 from .sweep import run_points
 
 
@@ -80,8 +81,11 @@ def page(exp, scale, table, claims, wall, computed, cached) -> str:
         "|---|---|---|---|---|",
     ]
     for c in claims:
-        tol = c.tolerance or ("—" if c.ok is None else "not stated")
-        lines.append(f"| {c.statement} | {c.paper} | {c.ours} | {tol} | {verdict[c.ok]} |")
+        lines.append(f"| {c.statement} | {c.paper} | {c.ours} | {c.tolerance or '—'} | "
+                     f"{verdict[c.ok]} |")
+    ok, checked, qual = tally(claims)
+    lines += ["", f"{ok} of {checked} checked claims within tolerance"
+              + (f"; {qual} qualitative" if qual else "") + "."]
     extra = exp.sections(table) if exp.sections else ""
     if extra:
         lines += ["", extra.strip()]

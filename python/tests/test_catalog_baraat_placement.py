@@ -77,12 +77,14 @@ def test_baraat_fig3_sff_gain_vanishes_with_many_flows(tmp_path):
     assert t.loc[50, "task_aware_red"] > 30         # the task-aware straw man keeps its gain
 
 
-def test_baraat_agreement_rule():
-    from netsched.catalog.baraat import agrees
+def test_baraat_cells_agree_within_points_not_by_sign():
+    from netsched.catalog.baraat import CELL_PP, points
 
-    assert agrees(30, 5) and not agrees(30, -5)
-    assert agrees(0, 15) and not agrees(0, 25)
-    assert agrees(-8, -20) and not agrees(-30, 10)
+    # The old sign-only rule let a paper's 70 % "agree" with 1 %.
+    assert not points("cell", 70, 1, pp=CELL_PP).ok
+    assert points("cell", 70, 56, pp=CELL_PP).ok
+    assert not points("cell", -8, 10, pp=CELL_PP).ok
+    assert points("cell", -8, 5, pp=CELL_PP).ok
 
 
 # --- Placement export (Horus Fig. 19a) ------------------------------------------

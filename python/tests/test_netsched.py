@@ -195,20 +195,38 @@ def test_experiment_writes_csv_plot_page_and_report(tmp_path):
         points=lambda scale: sweep.grid(SMALL, policy=["horus", "random"], load=[0.5, 0.9]),
         table=lambda runs, pools: runs[["policy", "load", "p99_us"]],
         plot=lambda t, png: lines(t, png, "load", "p99_us"),
-        claims=lambda t: [Claim("horus beats random", "yes", "see", ok=True)],
+        claims=lambda t: [Claim("horus beats random", "yes", "see", ok=True,
+                                tolerance="horus's p99 below random's"),
+                          Claim("horus p99 is 5 µs", "5 µs", "9 µs", ok=False,
+                                tolerance="within 25 %")],
         differences="none",
     ))
     try:
         r = run_experiment(name, out=str(tmp_path / "out"), cache_dir=str(tmp_path / "c"),
                            serial=True, progress=False)
+        # Every entry's claims gathered into one marked section of a doc,
+        # rewritten in place on the next run.
+        from netsched.claims import gather, write_into
+
+        body = gather(str(tmp_path / "out"))
+        doc = tmp_path / "fidelity.md"
+        doc.write_text("# Fidelity\n\nhand-written text\n")
+        write_into(str(doc), body)
+        write_into(str(doc), body)
     finally:
         catalog.REGISTRY.pop(name)
+    assert "**1 of 2 checked claims within tolerance** across the catalog" in body
+    assert "| horus p99 is 5 µs | 5 µs | 9 µs | within 25 % | **differs** |" in body
+    assert "Why it differs (test-tiny's page): none" in body
+    text = doc.read_text()
+    assert text.startswith("# Fidelity\n\nhand-written text\n")
+    assert text.count("### test-tiny") == 1
     csv, png, md = map(Path, r["files"])
     assert len(r["table"]) == 4
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = md.read_text()
-    # A claim without a stated tolerance says so rather than pass silently.
-    assert "| horus beats random | yes | see | not stated | agrees |" in page
+    assert "| horus beats random | yes | see | horus's p99 below random's | agrees |" in page
+    assert "1 of 2 checked claims within tolerance." in page
     out = tmp_path / "report.html"
     assert build_report(str(tmp_path / "out"), str(out)) == 1
     html = out.read_text()

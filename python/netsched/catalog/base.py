@@ -15,17 +15,79 @@ SCALES = ("reduced", "paper")
 
 @dataclass
 class Claim:
-    """A number the paper states beside ours. `ok` is True when ours shows
-    the same thing (within the stated shape/tolerance), False when it does
-    not, None when the comparison is qualitative only."""
+    """A number the paper states beside ours. `ok` is True when ours is
+    inside the stated `tolerance`, False when it is outside, None when the
+    comparison is qualitative only (the paper states no number or direction
+    that ours could miss). A verdict without a stated tolerance is refused:
+    "agrees" means nothing without the rule behind it."""
 
     statement: str
     paper: str
     ours: str
     ok: Optional[bool] = None
-    # The rule behind `ok`, in words ("agrees if ours is within 10 % of the
-    # paper's"): a verdict says "agrees" only inside it.
+    # The rule behind `ok`, in words ("within 25 % of the paper's value"):
+    # a verdict says "agrees" only inside it.
     tolerance: str = ""
+
+    def __post_init__(self) -> None:
+        if self.ok is not None:
+            self.ok = bool(self.ok)
+            if not self.tolerance.strip():
+                raise ValueError(f"claim {self.statement!r} has a verdict but states no tolerance")
+
+
+def _finite(*vs: float) -> bool:
+    return all(v is not None and v == v and abs(v) != float("inf") for v in vs)
+
+
+def within(statement: str, paper: float, ours: float, rel: float = 0.25, unit: str = "",
+           paper_text: Optional[str] = None, ours_text: Optional[str] = None) -> Claim:
+    """Agrees if ours is within `rel` of the paper's value (|ours/paper - 1| <= rel)."""
+    ok = _finite(paper, ours) and paper != 0 and abs(ours / paper - 1) <= rel
+    return Claim(statement, paper_text or fmt(paper, unit), ours_text or fmt(ours, unit), ok=ok,
+                 tolerance=f"within {100 * rel:.0f} % of the paper's value")
+
+
+def all_within(statement: str, paper: list[float], ours: list[float], rel: float = 0.25,
+               unit: str = "", ours_note: str = "") -> Claim:
+    """Agrees if every one of several values is within `rel` of the paper's."""
+    ok = len(paper) == len(ours) and all(
+        _finite(p, o) and p != 0 and abs(o / p - 1) <= rel for p, o in zip(paper, ours))
+    return Claim(statement, " / ".join(fmt(p) for p in paper) + unit,
+                 " / ".join(fmt(o) for o in ours) + unit + ours_note, ok=ok,
+                 tolerance=f"each within {100 * rel:.0f} % of the paper's value")
+
+
+def ratio_within(statement: str, paper: float, ours: float, factor: float = 2.0,
+                 paper_text: Optional[str] = None, ours_text: Optional[str] = None) -> Claim:
+    """Agrees if ours is within a factor of the paper's (1/factor <= ours/paper <= factor):
+    for ratios between systems, which the papers state to one significant figure."""
+    ok = _finite(paper, ours) and paper > 0 and ours > 0 and 1 / factor <= ours / paper <= factor
+    if ours_text is None:
+        ours_text = f"{ours:.3g}×" if _finite(ours) else "—"
+    return Claim(statement, paper_text or f"{paper:.3g}×", ours_text, ok=ok,
+                 tolerance=f"within {factor:g}× of the paper's value")
+
+
+def points(statement: str, paper: float, ours: float, pp: float = 15.0,
+           paper_text: Optional[str] = None, ours_text: Optional[str] = None) -> Claim:
+    """Agrees if a percentage is within `pp` percentage points of the paper's."""
+    ok = _finite(paper, ours) and abs(ours - paper) <= pp
+    return Claim(statement, paper_text or f"{paper:.0f}%", ours_text or
+                 (f"{ours:.0f}%" if _finite(ours) else "—"), ok=ok,
+                 tolerance=f"within {pp:g} percentage points of the paper's value")
+
+
+def same_order(statement: str, paper_order: list[str], ours: dict[str, float],
+               unit: str = "") -> Claim:
+    """Agrees if sorting the named systems by our values (lowest first) gives
+    the paper's order; systems without a value break the order."""
+    have = {s: v for s, v in ours.items() if _finite(v)}
+    ranked = sorted(have, key=lambda s: have[s])
+    ok = ranked == list(paper_order)
+    return Claim(statement, " < ".join(paper_order),
+                 " < ".join(f"{s} {fmt(have[s], unit)}" for s in ranked) or "—", ok=ok,
+                 tolerance="the same order of the named systems")
 
 
 @dataclass

@@ -15,7 +15,8 @@ import copy
 import pandas as pd
 
 from ..sweep import Point
-from .base import STYLE, Claim, Experiment, _plt, bars, fmt, lines, register
+from .base import (STYLE, Claim, Experiment, _plt, bars, fmt, lines, ratio_within, register,
+                   same_order, within)
 
 PAPER = "Draconis (EuroSys'24)"
 
@@ -139,27 +140,30 @@ def fig5a_claims(t):
     hi = 0.9 if 0.9 in set(t["load"]) else max(t["load"])
     d0 = at(t, "draconis", lo)
     others = ["racksched", "draconis-server", "r2p2", "sparrow"]
-    paper_x = {"racksched": "3×", "draconis-server": "20×", "r2p2": "120×", "sparrow": "200×"}
+    paper_x = {"racksched": 3.0, "draconis-server": 20.0, "r2p2": 120.0, "sparrow": 200.0}
     low = {s: at(t, s, lo) / d0 for s in others}
     hi_d = at(t, "draconis", hi)
     hi_alt = {s: at(t, s, hi) for s in others + ["draconis-socket-server", "sparrow-2"]}
     closest = min((v, s) for s, v in hi_alt.items() if v == v)
     s1, s2 = at(t, "sparrow", hi), at(t, "sparrow-2", hi)
-    return [
-        Claim("Draconis' p99 scheduling delay at low load", "4.7 µs",
-              f"{fmt(d0, ' µs')} at load {lo}", ok=bool(d0 < 15)),
-        Claim("Draconis' p99 is lower than RackSched, Draconis-DPDK-Server, R2P2 and Sparrow by "
-              "3×, 20×, 120×, 200×",
-              ", ".join(paper_x.values()),
-              f"at load {lo}: " + ", ".join(f"{s} {v:.1f}×" for s, v in low.items()),
-              ok=all(v > 1 for v in low.values())),
-        Claim("At high utilization Draconis is 30× below the closest alternative", "30×",
-              f"load {hi}: Draconis {fmt(hi_d, ' µs')}, closest {closest[1]} {fmt(closest[0], ' µs')} "
-              f"({ratio(closest[0], hi_d)})", ok=bool(closest[0] > 2 * hi_d)),
+    out = [within("Draconis' p99 scheduling delay at low load", 4.7, d0, rel=0.25, unit=" µs",
+                  ours_text=f"{fmt(d0, ' µs')} at load {lo}")]
+    for s in others:
+        out.append(ratio_within(f"Draconis' p99 is {paper_x[s]:.0f}× lower than {s}'s at low "
+                                "load", paper_x[s], low[s], factor=2.0,
+                                ours_text=f"{low[s]:.2g}× at load {lo}"))
+    out += [
+        ratio_within("At high utilization Draconis is 30× below the closest alternative", 30.0,
+                     closest[0] / hi_d, factor=2.0,
+                     ours_text=f"load {hi}: Draconis {fmt(hi_d, ' µs')}, closest {closest[1]} "
+                               f"{fmt(closest[0], ' µs')} ({ratio(closest[0], hi_d)})"),
         Claim("Two Sparrow schedulers do better than one", "2 Sparrow < 1 Sparrow",
               f"p99 at load {hi}: 1 Sparrow {fmt(s1, ' µs')}, 2 Sparrow {fmt(s2, ' µs')}",
-              ok=bool(s2 == s2 and (s1 != s1 or s2 < s1))),
+              ok=bool(s2 == s2 and (s1 != s1 or s2 < s1)),
+              tolerance="direction (the paper states no number): 2 Sparrow's p99 below 1 "
+                        "Sparrow's"),
     ]
+    return out
 
 
 def throughput_plot(t, png, panel=None, title=""):
@@ -246,23 +250,28 @@ def fig5b_claims(t):
     sw = t[(t.system == "draconis") & (t.executors == hi)]
     pps = float(sw["passes_per_s"].iloc[0])
     return [
-        Claim("Draconis' throughput grows linearly with executors: 58 M decisions/s at 208",
-              "58 M/s at 208, linear",
-              f"{dr_hi / 1e6:.1f} M/s at {hi}, {dr_lo / 1e6:.2f} M/s at {lo} "
+        Claim("Draconis' throughput grows linearly with executors",
+              "linear", f"{dr_lo / 1e6:.2f} M/s at {lo}, {dr_hi / 1e6:.1f} M/s at {hi} "
               f"(growth {growth:.3f} of linear)",
-              ok=bool(abs(growth - 1) < 0.02 and abs(dr_hi / 58e6 - 1) < 0.15)),
-        Claim("Draconis is 52× above Draconis-DPDK-Server, the closest alternative", "52×",
-              ratio(dr_hi, dpdk) + f" at {hi} executors", ok=bool(dr_hi / dpdk > 30)),
-        Claim("Draconis-DPDK-Server peaks at 1.1 M tasks/s", "1.1 M/s", f"{dpdk / 1e6:.3f} M/s",
-              ok=bool(abs(dpdk / 1.1e6 - 1) < 0.1)),
-        Claim("Socket-based schedulers cannot exceed 160 K tasks/s (§8.1)", "160 K/s",
-              f"{sock / 1e3:.1f} K/s", ok=bool(abs(sock / 160e3 - 1) < 0.1)),
-        Claim("One and two Sparrow schedulers reach 500 K and 900 K tasks/s", "500 K / 900 K",
-              f"{s1 / 1e3:.0f} K / {s2 / 1e3:.0f} K",
-              ok=bool(abs(s1 / 500e3 - 1) < 0.25 and abs(s2 / 900e3 - 1) < 0.25)),
+              ok=bool(abs(growth - 1) <= 0.02),
+              tolerance="growth from the fewest to the most executors within 2 % of linear"),
+        within("Draconis reaches 58 M decisions/s at 208 executors", 58.0, dr_hi / 1e6, rel=0.15,
+               unit=" M/s", ours_text=f"{dr_hi / 1e6:.1f} M/s at {hi}"),
+        ratio_within("Draconis is 52× above Draconis-DPDK-Server, the closest alternative", 52.0,
+                     dr_hi / dpdk, factor=2.0,
+                     ours_text=ratio(dr_hi, dpdk) + f" at {hi} executors"),
+        within("Draconis-DPDK-Server peaks at 1.1 M tasks/s", 1.1, dpdk / 1e6, rel=0.10,
+               unit=" M/s", ours_text=f"{dpdk / 1e6:.3f} M/s"),
+        within("Socket-based schedulers cannot exceed 160 K tasks/s (§8.1)", 160.0, sock / 1e3,
+               rel=0.10, unit=" K/s", ours_text=f"{sock / 1e3:.1f} K/s"),
+        within("One Sparrow scheduler reaches 500 K tasks/s", 500.0, s1 / 1e3, rel=0.25,
+               unit=" K/s", ours_text=f"{s1 / 1e3:.0f} K/s"),
+        within("Two Sparrow schedulers reach 900 K tasks/s", 900.0, s2 / 1e3, rel=0.25,
+               unit=" K/s", ours_text=f"{s2 / 1e3:.0f} K/s"),
         Claim("The switch (4.7 G packets/s) is far from its limit: the executors are the bottleneck",
               "≪ 4.7 G pps", f"{pps / 1e6:.0f} M passes/s at {hi} executors "
-              f"({100 * pps / TOFINO_PPS:.1f} % of 4.7 G)", ok=bool(pps < 0.1 * TOFINO_PPS)),
+              f"({100 * pps / TOFINO_PPS:.1f} % of 4.7 G)", ok=bool(pps < 0.1 * TOFINO_PPS),
+              tolerance="below 10 % of the pipeline's 4.7 G passes/s"),
     ]
 
 
@@ -313,7 +322,8 @@ def fig6_claims(t):
     d = upto[upto.system == "draconis"]["p99_us"]
     out = [Claim("Draconis' p99 stays within 4.7-20 µs on every synthetic workload",
                  "4.7-20 µs", f"loads ≤ 0.8: {fmt(d.min(), ' µs')}-{fmt(d.max(), ' µs')}",
-                 ok=bool(d.max() <= 25))]
+                 ok=bool(d.min() >= 4.7 / 1.25 and d.max() <= 20 * 1.25),
+                 tolerance="every value within 25 % of the paper's 4.7-20 µs range")]
     worse = []
     for s in ["racksched", "r2p2", "draconis-server"]:
         a = upto[upto.system == s].set_index(["service", "load"])["p99_us"]
@@ -323,7 +333,9 @@ def fig6_claims(t):
                      "Draconis-DPDK-Server", "lower everywhere",
                      "share of (workload, load ≤ 0.8) points where the alternative's p99 is above "
                      "Draconis': " + ", ".join(f"{s} {100 * v:.0f}%" for s, v in worse),
-                     ok=all(v >= 0.5 for _, v in worse)))
+                     ok=all(v >= 0.5 for _, v in worse),
+                     tolerance="each alternative's p99 above Draconis' at half or more of the "
+                               "points"))
     fixed = t[t.service.str.startswith("fixed") & (t.system == "r2p2") & (t.load >= 0.5)]
     svc_us = fixed.service.map(MEAN_US)
     frac = fixed["p99_us"] / svc_us
@@ -332,7 +344,9 @@ def fig6_claims(t):
                      "R2P2 p99 / service time at loads ≥ 0.5: "
                      + ", ".join(f"{s} {l}: {f:.2f}" for s, l, f in
                                  zip(fixed.service, fixed.load, frac)),
-                     ok=bool((frac > 0.5).mean() >= 0.5)))
+                     ok=bool(((frac - 1).abs() <= 0.5).mean() >= 0.5),
+                     tolerance="p99 within 50 % of the service time at half or more of the "
+                               "points at load ≥ 0.5"))
     return out
 
 
@@ -392,17 +406,20 @@ def fig7_claims(t):
               "50 % / 75 %",
               f"{100 * r1.loc[near93, 'recirc_fraction']:.0f} % at {near93}, "
               f"{100 * r1.loc[hi, 'recirc_fraction']:.0f} % at {hi}",
-              ok=bool(r1.loc[hi, "recirc_fraction"] >= 0.3)),
+              ok=bool(abs(r1.loc[near93, "recirc_fraction"] - 0.50) <= 0.15
+                      and abs(r1.loc[hi, "recirc_fraction"] - 0.75) <= 0.15),
+              tolerance="each within 15 percentage points of the paper's"),
         Claim("R2P2-3 drops no tasks", "0 drops", f"{int(r3['dropped'].sum())} drops",
-              ok=bool(r3["dropped"].sum() == 0)),
+              ok=bool(r3["dropped"].sum() == 0), tolerance="exactly 0"),
         Claim("R2P2-3 brings recirculations down to zero", "0 %",
               f"up to {100 * r3['recirc_fraction'].max():.0f} % (at load "
               f"{r3.loc[r3['recirc_fraction'].idxmax(), 'load']})",
-              ok=bool(r3["recirc_fraction"].max() < 0.01)),
+              ok=bool(r3["recirc_fraction"].max() < 0.01), tolerance="below 1 % at every load"),
         Claim("Draconis recirculates 0.02-0.05 % of packets and drops none", "0.02-0.05 %, 0 drops",
               f"{100 * dr['recirc_fraction'].min():.2f}-{100 * dr['recirc_fraction'].max():.2f} %, "
               f"{int(dr['dropped'].sum())} drops",
-              ok=bool(dr["dropped"].sum() == 0 and dr["recirc_fraction"].max() < 0.0005)),
+              ok=bool(dr["dropped"].sum() == 0 and dr["recirc_fraction"].max() <= 0.0005 * 2),
+              tolerance="no drops, and at most 2× the paper's 0.05 % at every load"),
     ]
 
 
@@ -444,17 +461,19 @@ def fig8_claims(t):
     for svc, load, paper in [("fixed100", 0.82, 0.05), ("fixed250", 0.93, 0.09)]:
         d = t[(t.service == svc) & (t.system == "r2p2-1")]
         row = d.iloc[(d["load"] - load).abs().argsort().iloc[0]]
-        # Agrees when within an order of magnitude of the paper's fraction.
-        out.append(Claim(f"R2P2-1 drops {100 * paper:.0f} % of tasks at {int(100 * load)} % "
-                         f"load ({svc})", f"{100 * paper:.0f} %",
-                         f"{100 * row['dropped_fraction']:.2f} % at {row['load']}",
-                         ok=bool(row["dropped_fraction"] >= paper / 10)))
+        out.append(ratio_within(f"R2P2-1 drops {100 * paper:.0f} % of tasks at "
+                                f"{int(100 * load)} % load ({svc})", paper,
+                                row["dropped_fraction"], factor=2.0,
+                                paper_text=f"{100 * paper:.0f} %",
+                                ours_text=f"{100 * row['dropped_fraction']:.2f} % at "
+                                          f"{row['load']}"))
     for svc in ["fixed100", "fixed250"]:
         d = t[(t.service == svc) & (t.system == "r2p2-3") & (t.load <= 0.6)]
         out.append(Claim(f"R2P2-3's p99 ≈ the task time from 30-40 % utilization ({svc})",
                          f"≈ {MEAN_US[svc]} µs",
                          ", ".join(f"{l}: {fmt(v, ' µs')}" for l, v in zip(d.load, d.p99_us)),
-                         ok=bool((d.p99_us > 0.5 * MEAN_US[svc]).any())))
+                         ok=bool((d.p99_us > 0.5 * MEAN_US[svc]).any()),
+                         tolerance="p99 above half the task time at some load ≤ 0.6"))
     return out
 
 
@@ -499,19 +518,21 @@ def fig9_claims(t):
     d = t.set_index("system")
     p50 = d["p50_us"]
     best_r2p2 = min(["r2p2-3", "r2p2-5", "r2p2-7", "r2p2-9"], key=lambda s: p50[s])
-    return [
-        Claim("Median scheduling delay: Draconis 4.18 µs, R2P2-5 5.2 µs, RackSched 5.83 µs",
-              "4.18 / 5.2 / 5.83 µs",
-              f"{fmt(p50['draconis'], ' µs')} / {fmt(p50['r2p2-5'], ' µs')} / "
-              f"{fmt(p50['racksched'], ' µs')}",
-              ok=bool(p50["draconis"] <= min(p50["r2p2-5"], p50["racksched"]))),
-        Claim("R2P2-5 is the best R2P2 variant", "R2P2-5", best_r2p2, ok=best_r2p2 == "r2p2-5"),
-        Claim("R2P2-1 drops tasks on the bursty trace", "6.3 % dropped",
-              f"{100 * d.loc['r2p2-1', 'dropped_fraction']:.1f} %",
-              ok=bool(d.loc["r2p2-1", "dropped_fraction"] > 0)),
-        Claim("Draconis-DPDK-Server's median is orders of magnitude above the switches'", "2.1 s",
-              fmt(p50["draconis-server"], " µs"), ok=bool(p50["draconis-server"] > 10 * p50["draconis"])),
+    out = [within(f"Median scheduling delay of {name}", paper, p50[s], rel=0.25, unit=" µs")
+           for s, name, paper in [("draconis", "Draconis", 4.18), ("r2p2-5", "R2P2-5", 5.2),
+                                  ("racksched", "RackSched", 5.83)]]
+    out += [
+        same_order("Medians: Draconis < R2P2-5 < RackSched", ["draconis", "r2p2-5", "racksched"],
+                   {s: p50[s] for s in ["draconis", "r2p2-5", "racksched"]}, unit=" µs"),
+        Claim("R2P2-5 is the best R2P2 variant", "R2P2-5", best_r2p2, ok=best_r2p2 == "r2p2-5",
+              tolerance="the lowest median of R2P2-3/5/7/9 is R2P2-5's"),
+        ratio_within("R2P2-1 drops 6.3 % of tasks on the bursty trace", 0.063,
+                     d.loc["r2p2-1", "dropped_fraction"], factor=2.0, paper_text="6.3 %",
+                     ours_text=f"{100 * d.loc['r2p2-1', 'dropped_fraction']:.1f} %"),
+        within("Draconis-DPDK-Server's median behind the trace", 2.1e6, p50["draconis-server"],
+               rel=0.25, paper_text="2.1 s", ours_text=fmt(p50["draconis-server"], " µs")),
     ]
+    return out
 
 
 def percentile_plot(t, png, series, cols, xlabel, title=""):
@@ -587,14 +608,19 @@ def fig10_claims(t):
         Claim("FCFS places 10.03 % on the data node, 24.05 % on its rack, 65.94 % elsewhere",
               "10.0 / 24.1 / 65.9 %",
               f"{100 * f.placed_node:.1f} / {100 * f.placed_rack:.1f} / {100 * f.placed_remote:.1f} %",
-              ok=bool(abs(f.placed_remote - 0.6594) < 0.05)),
+              ok=bool(max(abs(f.placed_node - 0.1003), abs(f.placed_rack - 0.2405),
+                          abs(f.placed_remote - 0.6594)) <= 0.05),
+              tolerance="each share within 5 percentage points of the paper's"),
         Claim("Locality (limits 3 / 9) places 27.66 % on the data node, 38.82 % on its rack",
               "27.7 / 38.8 / 33.5 %",
               f"{100 * l.placed_node:.1f} / {100 * l.placed_rack:.1f} / {100 * l.placed_remote:.1f} %",
-              ok=bool(l.placed_node + l.placed_rack >= 0.49)),
-        Claim("Median end-to-end delay: FCFS 203.87 µs, Locality 131.35 µs", "203.9 / 131.4 µs",
-              f"{fmt(f.response_p50_us, ' µs')} / {fmt(l.response_p50_us, ' µs')}",
-              ok=bool(l.response_p50_us < f.response_p50_us)),
+              ok=bool(max(abs(l.placed_node - 0.2766), abs(l.placed_rack - 0.3882),
+                          abs(l.placed_remote - 0.3352)) <= 0.05),
+              tolerance="each share within 5 percentage points of the paper's"),
+        within("Median end-to-end delay with FCFS", 203.87, f.response_p50_us, rel=0.25,
+               unit=" µs"),
+        within("Median end-to-end delay with Locality", 131.35, l.response_p50_us, rel=0.25,
+               unit=" µs"),
     ]
 
 
@@ -651,10 +677,14 @@ def fig11_claims(t):
               "per node per s, A " + "/".join(f"{d[(g, 'A')]:.0f}" for g in ("G1", "G2", "G3"))
               + ", B " + "/".join(f"{d[(g, 'B')]:.0f}" for g in ("G1", "G2", "G3"))
               + ", C " + "/".join(f"{d[(g, 'C')]:.0f}" for g in ("G1", "G2", "G3")),
-              ok=bool(a_busy and b_ok and c_ok)),
+              ok=bool(a_busy and b_ok and c_ok),
+              tolerance="exactly the paper's pattern: a group runs tasks (> 0) in a phase if and "
+                        "only if the paper's does"),
         Claim("G3 is overloaded in phase C: execution ends after the last submission",
               "ends 20 s after (of a 90 s run)", f"backlog drains {drain / 1e3:.1f} ms after the "
-              "last submission", ok=bool(drain > 1000)),
+              "last submission", ok=bool(drain > 1000),
+              tolerance="the backlog outlasts the last submission by more than 1 ms (the paper's "
+                        "20 s is wall-clock on a 90 s run; ours is a ms-long run)"),
     ]
 
 
@@ -710,13 +740,21 @@ def fig12_claims(t):
     # Levels 1 and 2 are both served at once when an executor is idle: equal
     # within 10 % counts as ordered.
     order = d["L1"] <= 1.1 * d["L2"] and d["L2"] <= 1.1 * d["L3"] and d["L3"] <= d["L4"]
-    return [
-        Claim("Median queuing delay by level: 1.4, 2.9, 13.3, 53.5 ms; ordered by priority",
-              "1.4 / 2.9 / 13.3 / 53.5 ms",
-              " / ".join(fmt(d[f"L{i}"] / 1e3, " ms") for i in range(1, 5)), ok=bool(order)),
-        Claim("FCFS on the same workload: median 39.5 ms, between levels 3 and 4", "39.5 ms",
-              fmt(d["FCFS"] / 1e3, " ms"), ok=bool(d["L3"] <= d["FCFS"] <= d["L4"])),
+    out = [Claim("Median queuing delay is ordered by priority level", "L1 < L2 < L3 < L4",
+                 " / ".join(fmt(d[f"L{i}"] / 1e3, " ms") for i in range(1, 5)), ok=bool(order),
+                 tolerance="L1 ≤ 1.1× L2, L2 ≤ 1.1× L3, L3 ≤ L4 (levels 1-2 are served at once "
+                           "when an executor is idle)")]
+    out += [within(f"Median queuing delay of level {i}", paper, d[f"L{i}"] / 1e3, rel=0.25,
+                   unit=" ms") for i, paper in zip(range(1, 5), [1.4, 2.9, 13.3, 53.5])]
+    out += [
+        within("FCFS on the same workload: median 39.5 ms", 39.5, d["FCFS"] / 1e3, rel=0.25,
+               unit=" ms"),
+        Claim("FCFS's median lies between levels 3 and 4", "L3 < FCFS < L4",
+              f"{fmt(d['L3'] / 1e3, ' ms')} / {fmt(d['FCFS'] / 1e3, ' ms')} / "
+              f"{fmt(d['L4'] / 1e3, ' ms')}", ok=bool(d["L3"] <= d["FCFS"] <= d["L4"]),
+              tolerance="L3 ≤ FCFS ≤ L4"),
     ]
+    return out
 
 
 def fig12_plot(t, png):
@@ -761,7 +799,8 @@ def fig13_claims(t):
                   "1-2 µs at most", "≤ 1-2 µs",
                   f"p50 spread {spread50:.2f} µs, p90 spread {spread90:.2f} µs "
                   "(L1→L4: " + " / ".join(f"{v:.2f}" for v in t["p50_us"]) + " µs at p50)",
-                  ok=bool(max(spread50, spread90) <= 2.0))]
+                  ok=bool(max(spread50, spread90) <= 2.0),
+                  tolerance="both spreads at most the paper's 2 µs")]
 
 
 register(Experiment(

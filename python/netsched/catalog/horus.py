@@ -13,7 +13,7 @@ import random
 import pandas as pd
 
 from ..sweep import VARIANTS, Point, Variant, grid
-from .base import Claim, Experiment, bars, fmt, knee, lines, register
+from .base import Claim, Experiment, bars, fmt, knee, lines, register, within
 
 PAPER = "Horus (NSDI'24)"
 
@@ -815,12 +815,14 @@ def fig18_claims(t):
     m = g["msg_controller"].mean()
     ab = g["aborted_fraction"].mean()
     return [
-        Claim("Controller messages per spine failure fall as r grows; r=10: mean 306 (max 624)",
-              "306 (max 624) at r=10", ", ".join(f"r={r}: mean {m[r]:.0f} (max {g['msg_controller'].max()[r]:.0f})"
+        Claim("Controller messages per spine failure fall as r grows", "falling", ", ".join(f"r={r}: mean {m[r]:.0f} (max {g['msg_controller'].max()[r]:.0f})"
                                                 for r in m.index),
               ok=bool(m.iloc[0] >= m.iloc[-1]),
-              tolerance="direction only: agrees if the mean at the smallest r is at least the "
-                        "mean at the largest (the counts are not compared)"),
+              tolerance="direction: agrees if the mean at the smallest r is at least the "
+                        "mean at the largest"),
+        within("Controller messages per spine failure at r=10: mean 306", 306.0,
+               float(m[10]) if 10 in m.index else float("nan"), rel=0.25,
+               ours_text=f"{m[10]:.0f}" if 10 in m.index else "r=10 not run"),
         Claim("Less than 0.1% of submitted tasks are aborted per spine failure",
               "< 0.1%", ", ".join(f"r={r}: {100 * ab[r]:.3f}%" for r in ab.index),
               ok=bool(ab.max() < 1e-3),
@@ -1050,9 +1052,9 @@ def fig19a_claims(t):
                   f"highest-variance group (variance {t[t.group == top].var_lo.iloc[0]:.0f}-"
                   f"{t[t.group == top].var_hi.iloc[0]:.0f}): {red_lb:.0f}% vs RS-R, "
                   f"{red_h:.0f}% vs RS-H",
-                  ok=bool(red_lb > 0 and red_h > 0),
-                  tolerance="direction only: agrees if both reductions are above 0 % (our "
-                            "highest variance is far below the paper's 140, see below)"),
+                  ok=bool(abs(red_lb - 94) <= 15 and abs(red_h - 99) <= 15),
+                  tolerance="each within 15 percentage points of the paper's (our highest "
+                            "variance is far below the paper's 140, see below)"),
         ]
     return out
 
