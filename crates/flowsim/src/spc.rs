@@ -319,11 +319,15 @@ impl SpcSwitch {
     }
 
     /// The flow ended (FIN): return its allocation and demand.
+    /// A FIN after the task's end (a late or repeated one) returns its
+    /// allocation but must not bring the forgotten task's counters back.
     pub fn on_flow_end(&mut self, task_id: u64, last_demand: f64, last_alloc: f64) {
         self.allocated = (self.allocated - last_alloc).max(0.0);
-        let t = self.classifier.entry(task_id);
-        t.demand = (t.demand - last_demand).max(0.0);
-        self.classifier.remove_flow(task_id);
+        if let Ok(i) = self.classifier.find(task_id) {
+            let t = &mut self.classifier.tasks[i];
+            t.demand = (t.demand - last_demand).max(0.0);
+            t.flows = t.flows.saturating_sub(1);
+        }
     }
 
     /// The task is over: forget its counters.
@@ -475,6 +479,27 @@ mod tests {
 
     /// Alg. 1 gives the top class everything it demands and the next class
     /// what is left (strict priority); within a class, an equal split.
+    #[test]
+    fn a_fin_after_the_task_ended_does_not_recreate_its_counters() {
+        let mut sw = SpcSwitch::new(100e6, 1_000_000, 1e12);
+        let fb = sw.on_packet(SpcRequest {
+            task_id: 7,
+            demand: 10e6,
+            prev_demand: 0.0,
+            prev_alloc: 0.0,
+            new_flow: true,
+        });
+        sw.on_task_end(7);
+        assert!(sw.classifier().tasks().is_empty());
+        sw.on_flow_end(7, 10e6, fb.ar);
+        assert!(
+            sw.classifier().tasks().is_empty(),
+            "{:?}",
+            sw.classifier().tasks()
+        );
+        assert_eq!(sw.allocated(), 0.0);
+    }
+
     #[test]
     fn alg1_priority_and_split() {
         let c = 1e9;

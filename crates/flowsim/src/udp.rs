@@ -25,7 +25,7 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -46,8 +46,19 @@ const T_FIN: u8 = 4;
 const T_DONE: u8 = 5;
 
 /// Data header: type, flags, server, pad, task id, flow, seq, len, then the
-/// SPC request (demand, prev demand, prev alloc) and feedback (AR, NR).
-const DATA_HDR: usize = 1 + 1 + 1 + 1 + 8 + 4 + 4 + 4 + 5 * 8;
+/// SPC request (demand, prev demand, prev alloc) and feedback (AR, NR), and
+/// the flow's request number, which the feedback in ACKs names.
+const DATA_HDR: usize = 1 + 1 + 1 + 1 + 8 + 4 + 4 + 4 + 5 * 8 + 4;
+/// ACK: type, flags, server, pad, flow, cumulative ACK, then the flow's
+/// latest feedback: AR, NR and the request number it answers.
+const ACK_LEN: usize = 4 + 4 + 4 + 8 + 8 + 4;
+/// The client repeats a flow's latest feedback at least this often (s), so
+/// that a lost ACK costs one repeat, not the allocation it carried.
+const FEEDBACK_REPEAT_S: f64 = 0.02;
+/// A request whose feedback has not come back after this long (s) was lost
+/// before the switch ran Alg. 1 on it: with feedback repeated every 20 ms,
+/// an applied request is heard of long before.
+const REQUEST_TIMEOUT_S: f64 = 0.5;
 const F_REQ: u8 = 1;
 const F_NEW: u8 = 2;
 const F_FB: u8 = 4;
@@ -83,6 +94,34 @@ pub struct Fig7Opts {
     pub heavy_threshold: f64,
     /// Give up after this long.
     pub timeout: Duration,
+    /// Losses injected at the switch, for the loss tests.
+    pub faults: Fig7Faults,
+}
+
+/// Deterministic losses injected at the software switch: every `n`-th
+/// packet of a kind is dropped (0 = none). A request-carrying data packet
+/// is dropped before Alg. 1 sees it, as the drop-tail queue drops it; a
+/// feedback ACK is dropped on its way from the client to the server.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fig7Faults {
+    pub drop_every_nth_request: u32,
+    pub drop_every_nth_feedback_ack: u32,
+}
+
+/// What the switch's SPC state holds after the run, once every flow's FIN
+/// has come back: all zero when no state leaked.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SwitchResidual {
+    /// Sum of allocations A (bits/s).
+    pub allocated_bps: f64,
+    /// Task counters still held (FIFO-LM forgets a task at its end; fair
+    /// sharing keeps its one task id 0).
+    pub tasks: usize,
+    pub flows: u32,
+    pub demand_bps: f64,
+    /// FINs seen (one per flow).
+    pub fins: u32,
+    pub injected_drops: u64,
 }
 
 impl Default for Fig7Opts {
@@ -95,6 +134,7 @@ impl Default for Fig7Opts {
             rtt_ns: 1_000_000,
             heavy_threshold: 1e12,
             timeout: Duration::from_secs(30),
+            faults: Fig7Faults::default(),
         }
     }
 }
@@ -111,6 +151,7 @@ pub struct Fig7Run {
     /// Bytes the switch sent to the client over (last completion × link
     /// rate): how much of the bottleneck the control loop used.
     pub utilisation: f64,
+    pub residual: SwitchResidual,
 }
 
 /// Could not create a namespace (not permitted): tests skip on this, unless
@@ -162,6 +203,8 @@ impl Lab {
         let sw = lab.ns("sw");
         // Same gate as netsched_node::netns (this crate does not depend on
         // it): NETSCHED_REQUIRE_NETNS=1 turns the skip into a failure.
+        static LABS: AtomicU32 = AtomicU32::new(0);
+        let lab_no = LABS.fetch_add(1, Ordering::Relaxed);
         let required = std::env::var("NETSCHED_REQUIRE_NETNS").is_ok_and(|v| v == "1");
         ip(&["netns", "add", &sw]).map_err(if required {
             LabError::Other
@@ -179,9 +222,10 @@ impl Lab {
             o(ip(&["netns", "add", &ns]))?;
             lab.names.push(ns.clone());
             // Interface names are per namespace once moved, but are created
-            // in ours first: make them unique by pid.
-            let a = format!("fa{}x{k}", std::process::id() % 100_000);
-            let b = format!("fb{}x{k}", std::process::id() % 100_000);
+            // in ours first: unique by pid and by lab within the process
+            // (tests build labs in parallel), within IFNAMSIZ (15).
+            let tag = format!("{}x{}x{k}", std::process::id() % 100_000, lab_no % 100);
+            let (a, b) = (format!("fa{tag}"), format!("fb{tag}"));
             o(ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]))?;
             o(ip(&["link", "set", &a, "netns", &sw]))?;
             o(ip(&["link", "set", &b, "netns", &ns]))?;
@@ -311,6 +355,7 @@ struct Data {
     prev_alloc: f64,
     ar: f64,
     nr: f64,
+    req: u32,
 }
 
 impl Data {
@@ -330,6 +375,7 @@ impl Data {
         ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
+        out.extend_from_slice(&self.req.to_le_bytes());
     }
     fn decode(b: &[u8]) -> Option<Data> {
         if b.len() < DATA_HDR || b[0] != T_DATA {
@@ -347,6 +393,7 @@ impl Data {
             prev_alloc: get_f64(b, 40),
             ar: get_f64(b, 48),
             nr: get_f64(b, 56),
+            req: get_u32(b, 64),
         })
     }
     fn write_feedback(b: &mut [u8], fb: SpcFeedback) {
@@ -376,17 +423,19 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
     let ready = Arc::new(Barrier::new(SERVERS + 2));
     let (sw_ns, c_ns) = (lab.ns("sw"), lab.ns("c"));
     let mut handles = Vec::new();
-    {
+    let fins = Arc::new(AtomicU32::new(0));
+    let switch = {
         let stop = stop.clone();
         let o = o.clone();
         let ready = ready.clone();
-        handles.push(thread::spawn(move || -> Result<(u64, u64), String> {
+        let fins = fins.clone();
+        thread::spawn(move || -> Result<(u64, u64, SwitchResidual), String> {
             let r = enter(&sw_ns).map_err(|e| format!("setns {sw_ns}: {e}"));
             let sock = r.and_then(|_| bind_port(PORT_SW).map_err(|e| format!("switch: {e}")));
             ready.wait();
-            switch_loop(&sock?, &o, &stop).map_err(|e| format!("switch: {e}"))
-        }));
-    }
+            switch_loop(&sock?, &o, &stop, &fins).map_err(|e| format!("switch: {e}"))
+        })
+    };
     for i in 0..SERVERS {
         let stop = stop.clone();
         let o = o.clone();
@@ -402,32 +451,37 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
     }
     let client = {
         let o = o.clone();
-        let stop = stop.clone();
         let ready = ready.clone();
         thread::spawn(move || -> Result<(Vec<u64>, Vec<u64>), String> {
             let r = enter(&c_ns).map_err(|e| format!("setns {c_ns}: {e}"));
             let sock = r.and_then(|_| bind_port(PORT_CLIENT).map_err(|e| format!("client: {e}")));
             ready.wait();
-            let r =
-                sock.and_then(|s| client_loop(&s, mode, &o).map_err(|e| format!("client: {e}")));
-            stop.store(true, Ordering::Relaxed);
-            r
+            sock.and_then(|s| client_loop(&s, mode, &o).map_err(|e| format!("client: {e}")))
         })
     };
     let client = client.join().map_err(|_| "client panicked".to_string());
-    stop.store(true, Ordering::Relaxed);
-    let mut drops = 0;
-    let mut retx = 0;
-    let mut sent = 0;
-    for (k, h) in handles.into_iter().enumerate() {
-        let (a, b) = h.join().map_err(|_| "thread panicked".to_string())??;
-        if k == 0 {
-            drops = a;
-            sent = b;
-        } else {
-            retx += a;
-        }
+    // The servers' FINs return the flows' last allocations after the
+    // client has its bytes: wait for them (bounded), so that the switch's
+    // final state says whether anything leaked.
+    let flows = o.tasks * SERVERS as u32;
+    let waited = Instant::now();
+    while matches!(client, Ok(Ok(_)))
+        && fins.load(Ordering::Relaxed) < flows
+        && waited.elapsed() < Duration::from_secs(3)
+    {
+        thread::sleep(Duration::from_millis(2));
     }
+    stop.store(true, Ordering::Relaxed);
+    let mut retx = 0;
+    for h in handles {
+        retx += h
+            .join()
+            .map_err(|_| "server thread panicked".to_string())??
+            .0;
+    }
+    let (drops, sent, residual) = switch
+        .join()
+        .map_err(|_| "switch thread panicked".to_string())??;
     let (completion_ns, bytes) = client??;
     let last = completion_ns.iter().copied().max().unwrap_or(0).max(1);
     Ok(Fig7Run {
@@ -437,6 +491,7 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
         bytes,
         switch_drops: drops,
         retransmits: retx,
+        residual,
     })
 }
 
@@ -444,7 +499,14 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
 /// the client and sends it at `link_bps`; Alg. 1 on request headers;
 /// footnote 5's virtual capacity once per interval. Returns (drops, bytes
 /// sent to the client).
-fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<(u64, u64)> {
+fn switch_loop(
+    sock: &UdpSocket,
+    o: &Fig7Opts,
+    stop: &AtomicBool,
+    fins: &AtomicU32,
+) -> io::Result<(u64, u64, SwitchResidual)> {
+    let faults = o.faults;
+    let (mut requests_seen, mut feedback_acks_seen, mut injected) = (0u32, 0u32, 0u64);
     let mut spc = SpcSwitch::new(o.link_bps, o.rtt_ns, o.heavy_threshold);
     let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
     let mut queued_bytes = 0usize;
@@ -479,6 +541,13 @@ fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<
                         drops += 1;
                         continue;
                     }
+                    if d.flags & F_REQ != 0 {
+                        requests_seen += 1;
+                        if nth(faults.drop_every_nth_request, requests_seen) {
+                            injected += 1;
+                            continue;
+                        }
+                    }
                     if d.flags & F_NEW != 0 {
                         active += 1;
                     }
@@ -496,6 +565,7 @@ fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<
                     queue.push_back(pkt.to_vec());
                 }
                 Some(T_FIN) if n >= 29 => {
+                    fins.fetch_add(1, Ordering::Relaxed);
                     active = active.saturating_sub(1);
                     // The flow's last demand and allocation come back (FIN).
                     let task = get_u64(pkt, 4);
@@ -519,6 +589,13 @@ fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<
                     }
                 }
                 Some(T_REQ) | Some(T_ACK) if n >= 3 => {
+                    if pkt[0] == T_ACK && pkt[1] & F_FB != 0 {
+                        feedback_acks_seen += 1;
+                        if nth(faults.drop_every_nth_feedback_ack, feedback_acks_seen) {
+                            injected += 1;
+                            continue;
+                        }
+                    }
                     let s = pkt[2] as usize;
                     if s < SERVERS {
                         sock.send_to(pkt, server_addr(s))?;
@@ -570,11 +647,32 @@ fn switch_loop(sock: &UdpSocket, o: &Fig7Opts, stop: &AtomicBool) -> io::Result<
                 .collect::<Vec<_>>()
         );
     }
-    Ok((drops, sent))
+    let tasks = spc.classifier().tasks();
+    let residual = SwitchResidual {
+        allocated_bps: spc.allocated(),
+        tasks: tasks.len(),
+        flows: tasks.iter().map(|t| t.flows).sum(),
+        demand_bps: tasks.iter().map(|t| t.demand).sum(),
+        fins: fins.load(Ordering::Relaxed),
+        injected_drops: injected,
+    };
+    Ok((drops, sent, residual))
+}
+
+/// The `count`-th packet of a kind is the `every`-th (0: never).
+fn nth(every: u32, count: u32) -> bool {
+    every != 0 && count.is_multiple_of(every)
 }
 
 fn flows_of(spc: &SpcSwitch, task: u64) -> u32 {
     spc.classifier().counters(task).map_or(0, |c| c.flows)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PendingRequest {
+    sent_at: f64,
+    req: u32,
+    demand: f64,
 }
 
 struct SFlow {
@@ -588,13 +686,21 @@ struct SFlow {
     /// Bits/s (AR of the last feedback).
     rate: f64,
     next_send: f64,
-    /// Demand and AR the switch holds for us (Alg. 1 line 1).
+    /// Demand and AR the switch holds for us (Alg. 1 line 1): changed only
+    /// by feedback, which proves the switch ran Alg. 1 on the request. A
+    /// request lost before the switch leaves them as they were, and the
+    /// next request returns what the switch really holds.
     held_demand: f64,
     held_alloc: f64,
     last_nr: Option<f64>,
-    /// A request is in flight; time it was sent.
-    req_out: Option<f64>,
+    /// Number of the next request.
+    next_req: u32,
+    /// The request in flight, if any.
+    req_out: Option<PendingRequest>,
     last_req: f64,
+    /// Until feedback confirms the switch counted this flow, every request
+    /// says it is new: a lost first request must not leave F_k short and
+    /// make the FIN remove another flow of the task.
     new_flow: bool,
     last_progress: f64,
     fin_sent: bool,
@@ -647,6 +753,7 @@ fn server_loop(
                         held_demand: 0.0,
                         held_alloc: 0.0,
                         last_nr: None,
+                        next_req: 0,
                         req_out: None,
                         last_req: f64::NEG_INFINITY,
                         new_flow: true,
@@ -654,8 +761,7 @@ fn server_loop(
                         fin_sent: false,
                     });
                 }
-                // ACK: type, flags, server, pad, flow, cum, AR, NR.
-                T_ACK if n >= 28 => {
+                T_ACK if n >= ACK_LEN => {
                     let flow = get_u32(p, 4);
                     let Some(f) = flows.iter_mut().find(|f| f.flow == flow) else {
                         continue;
@@ -665,7 +771,12 @@ fn server_loop(
                         f.acked = cum;
                         f.last_progress = now;
                     }
-                    if p[1] & F_FB != 0 && f.req_out.is_some() {
+                    // Feedback counts only for the request in flight: the
+                    // client repeats its latest, so older ones come again.
+                    let answered = f
+                        .req_out
+                        .filter(|r| p[1] & F_FB != 0 && get_u32(p, 28) == r.req);
+                    if let Some(pending) = answered {
                         let fb = SpcFeedback {
                             ar: get_f64(p, 12),
                             nr: get_f64(p, 20),
@@ -678,7 +789,9 @@ fn server_loop(
                             let gap = ((DATA_HDR + PAYLOAD) * 8) as f64 / f.rate;
                             f.next_send = f.next_send.min(now + gap);
                         }
+                        f.held_demand = pending.demand;
                         f.held_alloc = fb.ar;
+                        f.new_flow = false;
                         f.last_nr = Some(fb.nr);
                         f.req_out = None;
                     }
@@ -709,10 +822,13 @@ fn server_loop(
                 f.next = f.acked;
                 f.last_progress = now;
             }
-            // A lost request or feedback: ask again. Not sooner: the switch
-            // may hold an allocation for the request in flight, and Alg. 1
-            // line 1 can only return what the sender knows it was given.
-            if f.req_out.is_some_and(|t| now - t > 0.5) {
+            // A request lost before the switch: ask again, returning what
+            // the switch held before it. Not sooner: the switch may hold an
+            // allocation for the request in flight, and Alg. 1 line 1 can
+            // only return what the sender knows it was given.
+            if f.req_out
+                .is_some_and(|r| now - r.sent_at > REQUEST_TIMEOUT_S)
+            {
                 f.req_out = None;
             }
             let want_req = f.next < f.npk && f.req_out.is_none() && now - f.last_req >= interval;
@@ -734,13 +850,17 @@ fn server_loop(
                 d.flags |= F_REQ;
                 if f.new_flow {
                     d.flags |= F_NEW;
-                    f.new_flow = false;
                 }
                 d.demand = demand;
                 d.prev_demand = f.held_demand;
                 d.prev_alloc = f.held_alloc;
-                f.held_demand = demand;
-                f.req_out = Some(now);
+                d.req = f.next_req;
+                f.req_out = Some(PendingRequest {
+                    sent_at: now,
+                    req: f.next_req,
+                    demand,
+                });
+                f.next_req += 1;
                 f.last_req = now;
             }
             let len = if can_data { len_of(f.bytes, f.next) } else { 0 };
@@ -772,7 +892,42 @@ fn server_loop(
 }
 
 /// The client: requests every task at once, receives in order, ACKs every
-/// data packet with the switch's feedback, and records completion times.
+/// data packet with the flow's latest switch feedback, and records
+/// completion times. Feedback is soft state: each flow's latest is repeated
+/// every [`FEEDBACK_REPEAT_S`] (also for a while after the last task ends),
+/// so a lost ACK delays it rather than losing it.
+/// A flow's latest switch feedback at the client: (request number, AR, NR).
+#[derive(Clone, Copy, Debug, Default)]
+struct Feedback {
+    latest: Option<(u32, f64, f64)>,
+    acked_at: f64,
+}
+
+impl Feedback {
+    fn send_ack(
+        &mut self,
+        sock: &UdpSocket,
+        sw: SocketAddr,
+        flow: u32,
+        cumulative: u32,
+        now: f64,
+    ) -> io::Result<()> {
+        let (req, ar, nr) = self.latest.unwrap_or((0, 0.0, 0.0));
+        let flags = if self.latest.is_some() { F_FB } else { 0 };
+        let server = (flow as usize % SERVERS) as u8;
+        let mut ack = Vec::with_capacity(ACK_LEN);
+        ack.extend_from_slice(&[T_ACK, flags, server, 0]);
+        ack.extend_from_slice(&flow.to_le_bytes());
+        ack.extend_from_slice(&cumulative.to_le_bytes());
+        ack.extend_from_slice(&ar.to_le_bytes());
+        ack.extend_from_slice(&nr.to_le_bytes());
+        ack.extend_from_slice(&req.to_le_bytes());
+        sock.send_to(&ack, sw)?;
+        self.acked_at = now;
+        Ok(())
+    }
+}
+
 fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Vec<u64>, Vec<u64>)> {
     let sw = sw_addr(None);
     let n = o.tasks as usize;
@@ -797,8 +952,16 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
         }
     }
     let mut buf = vec![0u8; 65536];
+    let mut feedback = vec![Feedback::default(); nflows];
     let mut left = n;
-    while left > 0 {
+    let mut all_done_at = None;
+    loop {
+        let now = start.elapsed().as_secs_f64();
+        match all_done_at {
+            Some(t) if now - t > 5.0 * FEEDBACK_REPEAT_S => break,
+            None if left == 0 => all_done_at = Some(now),
+            _ => {}
+        }
         if start.elapsed() > o.timeout {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
@@ -811,6 +974,11 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
         let len = match sock.recv_from(&mut buf) {
             Ok((len, _)) => len,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                for (fl, fb) in feedback.iter_mut().enumerate() {
+                    if fb.latest.is_some() && now - fb.acked_at >= FEEDBACK_REPEAT_S {
+                        fb.send_ack(sock, sw, fl as u32, expected[fl], now)?;
+                    }
+                }
                 thread::sleep(Duration::from_micros(20));
                 continue;
             }
@@ -833,12 +1001,11 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
                 got[fl / SERVERS] += payload.len() as u64;
             }
         }
-        let mut ack = vec![T_ACK, d.flags & F_FB, d.server, 0];
-        ack.extend_from_slice(&d.flow.to_le_bytes());
-        ack.extend_from_slice(&expected[fl].to_le_bytes());
-        ack.extend_from_slice(&d.ar.to_le_bytes());
-        ack.extend_from_slice(&d.nr.to_le_bytes());
-        sock.send_to(&ack, sw)?;
+        let fb = &mut feedback[fl];
+        if d.flags & F_FB != 0 && fb.latest.is_none_or(|(req, ..)| d.req >= req) {
+            fb.latest = Some((d.req, d.ar, d.nr));
+        }
+        fb.send_ack(sock, sw, d.flow, expected[fl], now)?;
         let t = fl / SERVERS;
         if done[t].is_none() && (0..SERVERS).all(|s| expected[t * SERVERS + s] >= npk) {
             done[t] = Some(start.elapsed().as_nanos() as u64);

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use netsched_flowsim::udp::{Fig7Mode, Fig7Opts, Lab, LabError};
+use netsched_flowsim::udp::{Fig7Faults, Fig7Mode, Fig7Opts, Lab, LabError};
 
 #[test]
 fn fig7_fifo_lm_finishes_first_task_before_fair_sharing() {
@@ -56,4 +56,58 @@ fn fig7_fifo_lm_finishes_first_task_before_fair_sharing() {
     // Neither beats the link: both tasks' bytes need 96 ms at 100 Mbps.
     let last = |r: &netsched_flowsim::udp::Fig7Run| *r.completion_ns.iter().max().unwrap();
     assert!(last(&fair) >= 94_000_000 && last(&fifo) >= 94_000_000);
+}
+
+/// Issue 15: a dropped request packet and a lost feedback ACK must leave
+/// the switch's SPC counters exactly as a loss-free run does: every
+/// allocation and demand returned, every flow counted once and removed
+/// once, every task forgotten at its end.
+#[test]
+fn lost_requests_and_feedback_leave_no_spc_state_behind() {
+    let Some(lab) = lab_or_skip("lost_requests_and_feedback_leave_no_spc_state_behind") else {
+        return;
+    };
+    for faults in [
+        Fig7Faults {
+            drop_every_nth_request: 3,
+            ..Fig7Faults::default()
+        },
+        Fig7Faults {
+            drop_every_nth_feedback_ack: 2,
+            ..Fig7Faults::default()
+        },
+    ] {
+        let o = Fig7Opts {
+            tasks: 3,
+            bytes_per_server: 100_000,
+            timeout: Duration::from_secs(20),
+            faults,
+            ..Fig7Opts::default()
+        };
+        let r = lab.fig7(Fig7Mode::FifoLm, &o).expect("fifo-lm run");
+        let res = r.residual;
+        eprintln!("{faults:?}: {res:?}");
+        assert!(res.injected_drops > 0, "{faults:?}: nothing was dropped");
+        assert_eq!(r.bytes, vec![300_000; 3], "{faults:?}: bytes lost");
+        assert_eq!(res.fins, 9, "{faults:?}: a FIN never came");
+        assert_eq!((res.tasks, res.flows), (0, 0), "{faults:?}: {res:?}");
+        // Sums of f64 allocations: a residue under 1 bit/s is rounding.
+        assert!(res.allocated_bps.abs() < 1.0, "{faults:?}: {res:?}");
+        assert!(res.demand_bps.abs() < 1.0, "{faults:?}: {res:?}");
+    }
+}
+
+fn lab_or_skip(test: &str) -> Option<Lab> {
+    match Lab::new(&format!("fsl{}", std::process::id())) {
+        Ok(l) => Some(l),
+        Err(LabError::NotPermitted(e)) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** SKIP {test}: cannot create network namespaces ({e}); the test checked \
+                 nothing. Run as root, or set NETSCHED_REQUIRE_NETNS=1 to make this a failure. ***\n"
+            );
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
 }
