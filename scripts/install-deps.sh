@@ -8,8 +8,10 @@
 #   nginx, libnginx-mod-stream
 #                   nginx's UDP stream proxy: the `netsched bench nginx`
 #                   baseline (docs/benchmarks.md)
+#   chromium        headless browser for the report's layout test
+#                   (python/tests/test_report_browser.py)
 set -euo pipefail
-DEB_PKGS="librocksdb-dev libclang-dev nginx libnginx-mod-stream"
+DEB_PKGS="librocksdb-dev libclang-dev nginx libnginx-mod-stream chromium"
 # shellcheck disable=SC2086  # word splitting of the list is intended
 if dpkg -s $DEB_PKGS >/dev/null 2>&1; then
   exit 0

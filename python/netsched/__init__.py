@@ -8,11 +8,18 @@ from Python, with an experiment catalog and Dask sweeps.
     res.summary   # the summary.json dict
 
     sorted(netsched.REGISTRY)                         # the experiment catalog
-    out = netsched.run_experiment("horus-fig11")      # CSV, PNG, markdown page
+    out = netsched.run_experiment("horus-fig11")      # ExperimentResult; CSV, PNG, page
 
 See docs/experiments.md.
 """
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers (py.typed)
+    from .api import (FlowResult, PullResult, SimResult, canonical_config, placement,  # noqa: F401
+                      run_flowsim, run_pull, run_sim, to_toml)
+    from .catalog import REGISTRY, Claim, Experiment  # noqa: F401
+    from .experiment import ExperimentResult, run_experiment  # noqa: F401
 
 # The names below load their module (and with it the compiled `_native`) on
 # first use, so that `python3 -m netsched plot` runs from the source tree
@@ -22,9 +29,9 @@ _EXPORTS = {
     "run_flowsim": "api", "run_pull": "api", "canonical_config": "api", "to_toml": "api",
     "placement": "api",
     "REGISTRY": "catalog", "Claim": "catalog", "Experiment": "catalog",
-    "run_experiment": "experiment",
+    "run_experiment": "experiment", "ExperimentResult": "experiment",
 }
-_SUBMODULES = {"api", "catalog", "cli", "experiment", "plots", "report", "sweep"}
+_SUBMODULES = {"api", "catalog", "claims", "cli", "experiment", "plots", "report", "sweep"}
 
 __all__ = list(_EXPORTS)
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
@@ -23,6 +24,31 @@ Config = Union[str, os.PathLike, Mapping[str, Any]]
 
 def _looks_like_path(s: str) -> bool:
     return "\n" not in s and "=" not in s and s.strip().endswith(".toml")
+
+
+def _dict_error(e: ValueError) -> ValueError:
+    """A dict config's error names the key path, not a line of the TOML the
+    dict was turned into (the user never saw it): `topology (line 4): unknown
+    field `cores_per_servr`` becomes `topology.cores_per_servr: unknown
+    field ...`."""
+    msg = str(e)
+    m = re.match(r"([\w.\[\]-]*) \(line \d+\): (.*)", msg, re.S)
+    if not m:
+        return e
+    path, rest = m.group(1), m.group(2)
+    field_ = re.match(r"unknown field `([^`]+)`", rest)
+    if field_ and not path.endswith(field_.group(1)):
+        path = f"{path}.{field_.group(1)}" if path else field_.group(1)
+    return ValueError(f"{path}: {rest}" if path else rest)
+
+
+def _native_call(config: Config, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as e:
+        if isinstance(config, Mapping):
+            raise _dict_error(e) from None
+        raise
 
 
 def to_toml(config: Config) -> tuple[str, Optional[str], str]:
@@ -49,11 +75,19 @@ def canonical_config(config: Config, kind: str = "sim") -> dict:
            "pull": _native.canonical_pull}
     if kind not in fns:
         raise ValueError(f"unknown simulator kind `{kind}` (expected one of: {', '.join(fns)})")
-    return json.loads(fns[kind](text, label))
+    return json.loads(_native_call(config, fns[kind], text, label))
 
 
 def _csv(text: str) -> pd.DataFrame:
-    return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+    df = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+    # Ids are integers, missing where a row has none (a datacenter run has
+    # no single pool): nullable integers, not floats that are all NaN.
+    for c in df.columns:
+        if c.endswith("_id") and pd.api.types.is_numeric_dtype(df[c]):
+            v = df[c].dropna()
+            if (v == v.round()).all():
+                df[c] = df[c].astype("Int64")
+    return df
 
 
 @dataclass
@@ -83,16 +117,16 @@ def run_sim(config: Config, threads: Optional[int] = None, progress: bool = Fals
     """Runs a datacenter simulation (`netsched sim`). `threads` overrides the
     config's thread count (results do not depend on it)."""
     text, label, base = to_toml(config)
-    summary, runs, pools, table = _native.run_sim(
-        text, label=label, base_dir=base, threads=threads, progress=progress
-    )
+    summary, runs, pools, table = _native_call(
+        config, _native.run_sim, text, label=label, base_dir=base, threads=threads,
+        progress=progress)
     return SimResult(_csv(runs), _csv(pools), json.loads(summary), table)
 
 
 def run_flowsim(config: Config) -> FlowResult:
     """Runs the Baraat flow-level simulator (`netsched flowsim`)."""
     text, label, _ = to_toml(config)
-    summary, runs, tasks, table = _native.run_flowsim(text, label=label)
+    summary, runs, tasks, table = _native_call(config, _native.run_flowsim, text, label=label)
     return FlowResult(_csv(runs), _csv(tasks), json.loads(summary), table)
 
 
@@ -110,7 +144,8 @@ def run_pull(config: Config) -> PullResult:
     """Runs the pull-based scheduling simulator (`netsched pull`: Draconis,
     Draconis-Server, R2P2 JBSQ, Sparrow, RackSched)."""
     text, label, base = to_toml(config)
-    summary, runs, table = _native.run_pull(text, label=label, base_dir=base)
+    summary, runs, table = _native_call(config, _native.run_pull, text, label=label,
+                                        base_dir=base)
     return PullResult(_csv(runs), json.loads(summary), table)
 
 
@@ -121,4 +156,4 @@ def placement(config: Config) -> pd.DataFrame:
     parameters and seed), computed without simulating. Horus App. C Fig. 19a
     groups pools by the variance of their per-rack worker counts."""
     text, label, _ = to_toml(config)
-    return _csv(_native.placement(text, label=label))
+    return _csv(_native_call(config, _native.placement, text, label=label))

@@ -30,7 +30,8 @@ def gather(results: str) -> str:
     catalog order."""
     root = Path(results)
     parts, total = [], [0, 0, 0]
-    for name, exp in catalog.REGISTRY.items():
+    for exp in catalog.ordered():
+        name = exp.name
         f = root / f"{name}.json"
         if not f.exists():
             continue

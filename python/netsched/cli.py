@@ -55,16 +55,21 @@ def main(argv=None) -> int:
         if a.cmd == "experiment" and a.action == "list":
             from . import catalog
 
-            print(f"{'name':<16} {'paper':<20} {'figure':<11} {'status':<8} title")
-            for e in catalog.REGISTRY.values():
-                print(f"{e.name:<16} {e.paper:<20} {e.figure:<11} {e.status:<8} {e.title}")
+            entries = catalog.ordered()
+            w = [max(len(x) for x in col) for col in
+                 zip(*[("name", "paper", "figure", "status")]
+                     + [(e.name, e.paper, e.figure, e.status) for e in entries])]
+            print(f"{'name':<{w[0]}}  {'paper':<{w[1]}}  {'figure':<{w[2]}}  {'status':<{w[3]}}  title")
+            for e in entries:
+                print(f"{e.name:<{w[0]}}  {e.paper:<{w[1]}}  {e.figure:<{w[2]}}  "
+                      f"{e.status:<{w[3]}}  {e.title}")
             return 0
         if a.cmd == "experiment" and a.action == "run":
             from . import catalog
             from .claims import tally
             from .experiment import run_experiment
 
-            names = list(catalog.REGISTRY) if a.names == ["all"] else a.names
+            names = [e.name for e in catalog.ordered()] if a.names == ["all"] else a.names
             for n in names:
                 catalog.get(n)  # fail on a typo before running anything
             client = None
@@ -81,10 +86,10 @@ def main(argv=None) -> int:
                     r = run_experiment(n, scale=a.scale, out=a.out, cache_dir=a.cache,
                                        scheduler=a.scheduler, client=client, n_workers=a.workers,
                                        serial=a.serial, progress=not a.quiet)
-                    ok, checked, qual = tally(r["claims"])
-                    print(f"{n}: {r['wall_s']:.1f} s, {r['computed']} runs computed, "
+                    ok, checked, qual = tally(r.claims)
+                    print(f"{n}: {r.wall_s:.1f} s, {r.computed} runs computed, "
                           f"{ok}/{checked} claims within tolerance"
-                          + (f" ({qual} qualitative)" if qual else "") + f" -> {r['files'][2]}")
+                          + (f" ({qual} qualitative)" if qual else "") + f" -> {r.files[2]}")
             finally:
                 if client is not None:
                     cluster = client.cluster

@@ -4,14 +4,36 @@ directory."""
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
+
+import numpy as np
+import pandas as pd
 
 from . import catalog
 from .catalog.base import SCALES
 from .claims import tally
 from .sweep import run_points
+
+
+@dataclass
+class ExperimentResult:
+    """One catalog entry's run: the figure's `table` (its CSV), the sweep's
+    `runs` and `pools`, the paper's `claims` judged, and the files written
+    ([csv, png, md])."""
+
+    table: pd.DataFrame
+    runs: pd.DataFrame
+    pools: pd.DataFrame
+    claims: list
+    wall_s: float
+    computed: int
+    cached: int
+    files: list[str]
 
 
 def run_experiment(
@@ -24,8 +46,8 @@ def run_experiment(
     n_workers: Optional[int] = None,
     serial: bool = False,
     progress: bool = True,
-) -> dict:
-    """Runs one entry; returns {"table", "claims", "wall_s", "computed", "files"}."""
+) -> "ExperimentResult":
+    """Runs one entry and writes its files."""
     if scale not in SCALES:
         raise ValueError(f"--scale: expected one of {', '.join(SCALES)}, got `{scale}`")
     exp = catalog.get(name)
@@ -46,19 +68,45 @@ def run_experiment(
     (out_dir / f"{name}.json").write_text(json.dumps({
         "name": name, "scale": scale, "wall_s": wall, "computed": res.computed,
         "cached": res.cached, "claims": [c.__dict__ for c in claims]}, indent=1))
-    return {"table": table, "claims": claims, "wall_s": wall, "computed": res.computed,
-            "files": [str(csv), str(png), str(md)]}
+    return ExperimentResult(table=table, runs=res.runs, pools=res.pools, claims=claims,
+                            wall_s=wall, computed=res.computed, cached=res.cached,
+                            files=[str(csv), str(png), str(md)])
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def column_format(values) -> Callable[[object], str]:
+    """One notation per column: integers with thousands separators; other
+    numbers with the decimals that give the column's largest value three
+    significant digits (598, 1,407, 18,060; or 0.052, 0.140); "—" for
+    missing values."""
+    nums = [float(v) for v in values if _is_number(v) and math.isfinite(v)]
+    if not nums:
+        return lambda v: "—" if _is_number(v) and not math.isfinite(v) else str(v)
+    if all(v == int(v) for v in nums) and max(abs(v) for v in nums) < 1e15:
+        decimals = 0
+    else:
+        top = max(abs(v) for v in nums) or 1.0
+        decimals = min(6, max(0, 2 - math.floor(math.log10(top))))
+
+    def f(v):
+        if not _is_number(v):
+            return str(v)
+        if not math.isfinite(v):
+            return "—"
+        return f"{v:,.{decimals}f}"
+    return f
 
 
 def _md_table(df, max_rows: int = 60) -> str:
     cols = list(df.columns)
+    shown = df.head(max_rows)
+    fmts = {c: column_format(list(shown[c])) for c in cols}
     rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.head(max_rows).iterrows():
-        cells = []
-        for c in cols:
-            v = r[c]
-            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v))
-        rows.append("| " + " | ".join(cells) + " |")
+    for _, r in shown.iterrows():
+        rows.append("| " + " | ".join(fmts[c](r[c]) for c in cols) + " |")
     if len(df) > max_rows:
         rows.append(f"\n({len(df) - max_rows} more rows in the CSV)")
     return "\n".join(rows)
@@ -77,7 +125,7 @@ def page(exp, scale, table, claims, wall, computed, cached) -> str:
         "",
         "## The paper's numbers beside ours",
         "",
-        "| paper states | paper | ours | tolerance | |",
+        "| paper states | paper | ours | tolerance | verdict |",
         "|---|---|---|---|---|",
     ]
     for c in claims:

@@ -332,7 +332,10 @@ def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="run", disable=not enabled, leave=False)
+    # disable=None: tqdm turns itself off when stderr is not a terminal, so
+    # a redirected log gets no carriage-return frames.
+    return tqdm(total=total, desc=desc, unit="run", disable=None if enabled else True,
+                leave=False)
 
 
 def run_points(

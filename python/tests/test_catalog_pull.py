@@ -73,7 +73,7 @@ def test_comparison_gives_rows_for_every_system_and_topology(tmp_path, monkeypat
     monkeypatch.setattr(comparison, "tasks_per_core", lambda scale, racks: 20 if racks == 1 else 4)
     r = run_experiment("comparison", out=str(tmp_path / "out"), cache_dir=str(tmp_path / "c"),
                        serial=True, progress=False)
-    t = r["table"]
+    t = r.table
     assert len(t) == len(comparison.SYSTEMS) * len(comparison.TOPOLOGIES) * 2
     for topo in comparison.TOPOLOGIES:
         for s in comparison.SYSTEMS:
@@ -85,7 +85,7 @@ def test_comparison_gives_rows_for_every_system_and_topology(tmp_path, monkeypat
     # task plus the two hops to the core.
     assert (low.p99_us >= 500).all() and (low.p99_us < 2000).all(), low
     assert (low.p50_us >= 50 + 4).all(), low
-    page = Path(r["files"][2]).read_text()
+    page = Path(r.files[2]).read_text()
     assert "switch" in page and "sparrow" in page
 
 

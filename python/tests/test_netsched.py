@@ -221,8 +221,8 @@ def test_experiment_writes_csv_plot_page_and_report(tmp_path):
     text = doc.read_text()
     assert text.startswith("# Fidelity\n\nhand-written text\n")
     assert text.count("### test-tiny") == 1
-    csv, png, md = map(Path, r["files"])
-    assert len(r["table"]) == 4
+    csv, png, md = map(Path, r.files)
+    assert len(r.table) == 4
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = md.read_text()
     assert "| horus beats random | yes | see | horus's p99 below random's | agrees |" in page

@@ -3,16 +3,30 @@
 `REGISTRY` maps an entry's name (``horus-fig11``) to its `Experiment`:
 config generators at "paper" and "reduced" scale, the table it writes, a plot
 in the paper's style and the paper's stated numbers (`Claim`s)."""
+import difflib
+import re
+
 from .base import REGISTRY, SCALES, Claim, Experiment  # noqa: F401
 from . import horus, racksched  # noqa: F401  (registration)
 from . import draconis, comparison  # noqa: F401  (registration)
 from . import baraat  # noqa: F401  (registration)
 
 
+def natural_key(name: str) -> list:
+    """Sorts `horus-fig2` before `horus-fig10`: digit runs compare as numbers."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name) if t]
+
+
+def ordered() -> list[Experiment]:
+    """Every entry in the one order `experiment list` and the report use."""
+    return [REGISTRY[n] for n in sorted(REGISTRY, key=natural_key)]
+
+
 def get(name: str) -> Experiment:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise ValueError(
-            f"unknown experiment `{name}` (expected one of: {', '.join(sorted(REGISTRY))})"
-        ) from None
+        close = difflib.get_close_matches(name, list(REGISTRY), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(f'`{c}`' for c in close)}?" if close else ""
+        raise ValueError(f"unknown experiment `{name}`{hint} (`experiment list` shows all "
+                         f"{len(REGISTRY)})") from None

@@ -1,0 +1,48 @@
+"""The installed package as a typed library: py.typed, a stub that covers the
+compiled module exactly, dict configs whose errors name the key path, ids as
+nullable integers, and catalog names with suggestions."""
+import inspect
+from importlib import resources
+
+import pytest
+
+import netsched
+from netsched import _native
+
+
+def test_the_package_is_typed_and_the_stub_matches_the_native_module():
+    files = resources.files("netsched")
+    assert files.joinpath("py.typed").is_file()
+    stub = files.joinpath("_native.pyi").read_text()
+    exported = {n for n in dir(_native) if not n.startswith("_")}
+    stubbed = {line.split("(")[0][4:] for line in stub.splitlines() if line.startswith("def ")}
+    assert exported == stubbed, f"native only: {exported - stubbed}; stub only: {stubbed - exported}"
+
+
+def test_a_dict_config_error_names_the_key_path_not_a_generated_line():
+    with pytest.raises(ValueError) as e:
+        netsched.run_sim({"policy": "horus", "seed": 1,
+                          "topology": {"kind": "fat-tree", "k": 4, "cores_per_servr": 8}})
+    msg = str(e.value)
+    assert msg.startswith("topology.cores_per_servr: unknown field"), msg
+    assert "line" not in msg
+
+
+def test_unknown_experiment_suggests_the_closest_names():
+    with pytest.raises(ValueError, match="did you mean `horus-fig18`"):
+        netsched.catalog.get("horus-fig1")
+
+
+def test_ids_are_nullable_integers():
+    from netsched.api import _csv
+
+    df = _csv("pool_id,p99_us\n,1.5\n3,2.0\n")
+    assert str(df["pool_id"].dtype) == "Int64"
+    assert df["pool_id"].isna().tolist() == [True, False] and df["pool_id"][1] == 3
+
+
+def test_run_experiment_returns_a_dataclass():
+    from netsched.experiment import ExperimentResult
+
+    fields = {f for f in inspect.signature(ExperimentResult).parameters}
+    assert {"table", "runs", "pools", "claims", "files"} <= fields
