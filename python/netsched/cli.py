@@ -6,6 +6,7 @@
     python3 -m netsched experiment run all --scale reduced
     python3 -m netsched experiment claims [--results DIR] [--into docs/fidelity.md]
     python3 -m netsched report [--results DIR] [--out FILE]
+    python3 -m netsched cache prune [--cache DIR] [--all] [--dry-run]
     python3 -m netsched plot sim|pull|nginx CSV OUT_PNG
 """
 from __future__ import annotations
@@ -37,6 +38,14 @@ def _parser() -> argparse.ArgumentParser:
     cl.add_argument("--into", default=None,
                     help="rewrite the marked section of this markdown file (docs/fidelity.md) "
                          "instead of printing")
+    cache = sub.add_parser("cache", help="the sweep result cache")
+    csub = cache.add_subparsers(dest="action", required=True)
+    pr = csub.add_parser("prune", help="remove entries of other simulator builds (rebuilds "
+                                       "orphan them) and unfinished ones")
+    pr.add_argument("--cache", default=None, help="cache directory (default ~/.cache/netsched or "
+                                                  "$NETSCHED_CACHE)")
+    pr.add_argument("--all", action="store_true", help="remove every entry")
+    pr.add_argument("--dry-run", action="store_true", help="only report what would go")
     rep = sub.add_parser("report", help="all experiment pages in one HTML file")
     rep.add_argument("--results", default="results/experiments")
     rep.add_argument("--out", default="results/experiments/report.html")
@@ -105,6 +114,14 @@ def main(argv=None) -> int:
                 print(f"{a.into}: claims from {a.results}")
             else:
                 print(body)
+            return 0
+        if a.cmd == "cache" and a.action == "prune":
+            from .sweep import prune_cache
+
+            st = prune_cache(a.cache, everything=a.all, dry_run=a.dry_run)
+            verb = "would remove" if a.dry_run else "removed"
+            print(f"{verb} {st.removed} entries ({st.freed_bytes / 1e6:.1f} MB); "
+                  f"{st.entries} entries of this build kept ({st.bytes / 1e6:.1f} MB)")
             return 0
         if a.cmd == "report":
             from .report import build_report

@@ -310,12 +310,55 @@ def store_point(cache_dir: os.PathLike, key: str, point: Point, result: PointRes
     result.runs.to_csv(tmp / "runs.csv", index=False)
     result.second.to_csv(tmp / "second.csv", index=False)
     (tmp / "summary.json").write_text(json.dumps(result.summary))
-    (tmp / "config.json").write_text(json.dumps({"kind": point.kind, "config": point.config}))
+    (tmp / "config.json").write_text(json.dumps({"kind": point.kind, "config": point.config,
+                                                 "build": result.build}))
     (tmp / "done").write_text("")
     try:
         os.rename(tmp, final)
     except OSError:  # another writer finished the same point first
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass
+class CacheStats:
+    entries: int
+    bytes: int
+    removed: int = 0
+    freed_bytes: int = 0
+
+
+def _size(d: Path) -> int:
+    return sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+
+
+def prune_cache(cache_dir: Optional[os.PathLike] = None, everything: bool = False,
+                dry_run: bool = False) -> CacheStats:
+    """Removes the cache entries no run can hit again: those written by
+    another simulator build (keys name the build, so a rebuild orphans every
+    earlier entry), unfinished ones, and with `everything` all of them.
+    Returns what is left and what went."""
+    root = Path(cache_dir or DEFAULT_CACHE)
+    current = build_id()
+    stats = CacheStats(0, 0)
+    if not root.exists():
+        return stats
+    for shard in sorted(p for p in root.iterdir() if p.is_dir()):
+        for entry in sorted(p for p in shard.iterdir() if p.is_dir()):
+            size = _size(entry)
+            try:
+                build = json.loads((entry / "config.json").read_text()).get("build")
+            except (OSError, ValueError):
+                build = None
+            stale = (everything or build != current or not (entry / "done").exists())
+            if stale:
+                stats.removed += 1
+                stats.freed_bytes += size
+                if not dry_run:
+                    shutil.rmtree(entry, ignore_errors=True)
+            else:
+                stats.entries += 1
+                stats.bytes += size
+    return stats
 
 
 def compute_point(point: Point, cache_dir: str, threads: Optional[int] = None) -> str:

@@ -46,3 +46,28 @@ def test_run_experiment_returns_a_dataclass():
 
     fields = {f for f in inspect.signature(ExperimentResult).parameters}
     assert {"table", "runs", "pools", "claims", "files"} <= fields
+
+
+def test_cache_prune_removes_other_builds_and_keeps_this_one(tmp_path):
+    import json
+
+    from netsched import sweep
+
+    def entry(key, build, done=True):
+        d = tmp_path / key[:2] / key
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"kind": "sim", "config": {}, "build": build}))
+        (d / "runs.csv").write_text("a\n1\n")
+        if done:
+            (d / "done").write_text("")
+        return d
+
+    mine = entry("aa11", sweep.build_id())
+    old = entry("aa22", "0000000000000000")
+    half = entry("bb33", sweep.build_id(), done=False)
+    st = sweep.prune_cache(tmp_path, dry_run=True)
+    assert (st.entries, st.removed) == (1, 2) and old.exists()
+    st = sweep.prune_cache(tmp_path)
+    assert (st.entries, st.removed) == (1, 2)
+    assert mine.exists() and not old.exists() and not half.exists()
+    assert sweep.prune_cache(tmp_path, everything=True).removed == 1 and not mine.exists()
