@@ -64,14 +64,14 @@ def main(argv=None) -> int:
         if a.cmd == "experiment" and a.action == "list":
             from . import catalog
 
-            entries = catalog.ordered()
-            w = [max(len(x) for x in col) for col in
-                 zip(*[("name", "paper", "figure", "status")]
-                     + [(e.name, e.paper, e.figure, e.status) for e in entries])]
-            print(f"{'name':<{w[0]}}  {'paper':<{w[1]}}  {'figure':<{w[2]}}  {'status':<{w[3]}}  title")
-            for e in entries:
-                print(f"{e.name:<{w[0]}}  {e.paper:<{w[1]}}  {e.figure:<{w[2]}}  "
-                      f"{e.status:<{w[3]}}  {e.title}")
+            from .catalog.walltimes import PAPER_WALL
+
+            rows = [("name", "paper", "figure", "paper-scale wall", "title")] + [
+                (e.name, e.paper, e.figure, PAPER_WALL.get(e.name, "not measured"), e.title)
+                for e in catalog.ordered()]
+            w = [max(len(r[i]) for r in rows) for i in range(4)]
+            for r in rows:
+                print("  ".join(f"{c:<{w[i]}}" for i, c in enumerate(r[:4])) + "  " + r[4])
             return 0
         if a.cmd == "experiment" and a.action == "run":
             from . import catalog

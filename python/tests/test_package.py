@@ -71,3 +71,17 @@ def test_cache_prune_removes_other_builds_and_keeps_this_one(tmp_path):
     assert (st.entries, st.removed) == (1, 2)
     assert mine.exists() and not old.exists() and not half.exists()
     assert sweep.prune_cache(tmp_path, everything=True).removed == 1 and not mine.exists()
+
+
+def test_experiment_list_is_aligned_in_natural_order_with_paper_scale_times(capsys):
+    from netsched.catalog.walltimes import PAPER_WALL
+    from netsched.cli import main
+
+    assert set(PAPER_WALL) == set(netsched.catalog.REGISTRY)
+    assert main(["experiment", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [ln.split()[0] for ln in lines[1:]]
+    assert names.index("horus-fig2") < names.index("horus-fig10") < names.index("horus-fig19b")
+    col = lines[0].index("paper-scale wall")
+    assert all(ln[col - 2:col] == "  " for ln in lines)  # one column edge for every row
+    assert any("1 h 37 min 25 s" in ln for ln in lines if ln.startswith("horus-fig12a"))

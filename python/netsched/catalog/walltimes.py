@@ -1,0 +1,43 @@
+"""Measured wall time of each entry at paper scale on the project's 2-core
+machine, shared with other jobs (docs/experiments.md, the catalog table, has
+the dates, loads and commands): what `experiment list` shows before someone
+starts an hour-long run."""
+
+PAPER_WALL = {
+    "horus-fig2": "29 min 36 s",
+    "horus-fig10": "≈ 70 s (35 s with 63 runs)",
+    "horus-fig11": "≈ 54 s (26.9 s with 63 runs)",
+    "horus-fig12a": "1 h 37 min 25 s",
+    "horus-fig12b": "12.4 min",
+    "horus-fig12c": "6.0 min",
+    "horus-fig15-16": "18.5 s",
+    "horus-fig17": "≈ 64 s (32.0 s with 21 runs)",
+    "horus-fig18": "10 min 38 s",
+    "horus-fig19a": "1.9 s after Fig. 12a (its runs)",
+    "horus-fig19b": "5.9 min",
+    "baraat-fig3": "568 s",
+    "baraat-table4": "197 s",
+    "baraat-fig8": "8.3 s after Table 4",
+    "baraat-fig9": "7.9 s after Table 4",
+    "baraat-fig12": "204 s after Table 4",
+    "racksched-fig2": "59.9 s",
+    "draconis-fig5a": "45.0 s",
+    "draconis-fig5b": "25.5 s",
+    "draconis-fig6": "2 min 7 s",
+    "draconis-fig7": "28.8 s",
+    "draconis-fig8": "1 min 30 s",
+    "draconis-fig9": "15.2 s",
+    "draconis-fig10": "5.9 s",
+    "draconis-fig11": "13.0 s",
+    "draconis-fig12": "7.6 s",
+    "draconis-fig13": "18.7 s",
+    "racksched-fig10": "93.3 s",
+    "racksched-fig11": "17.9 s",
+    "racksched-fig12": "11.2 s",
+    "racksched-fig13": "40.7 s",
+    "racksched-fig13cd": "11.2 s",
+    "racksched-fig14": "36.6 s",
+    "racksched-fig15": "20.7 s",
+    "racksched-fig16": "37.9 s",
+    "comparison": "4 min 23 s",
+}
