@@ -17,12 +17,16 @@ pub enum BenchCmd {
     /// The full datacenter of Horus §5.1: k=48 fat tree, 1,000 pools (~685K
     /// workers), Bimodal at load 0.9, 100 tasks per worker (~68M tasks).
     Sim {
+        /// Tasks per worker (run length).
         #[arg(long, default_value_t = 100.0)]
         tasks_per_worker: f64,
+        /// Worker pools in the k=48 datacenter.
         #[arg(long, default_value_t = 1000)]
         pools: u32,
+        /// Scheduling policy (a `netsched sim` policy name).
         #[arg(long, default_value = "horus")]
         policy: String,
+        /// Worker threads (0 = all cores).
         #[arg(long, default_value_t = 0)]
         threads: usize,
     },

@@ -11,12 +11,14 @@ pub enum PyCmd {
     /// [--scheduler ADDR]` (runs `python3 -m netsched experiment ...`).
     #[command(disable_help_flag = true)]
     Experiment {
+        /// Passed to `python3 -m netsched experiment` (list, run NAME..., claims).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// Every experiment page in one HTML report: `[--results DIR] [--out FILE]`.
     #[command(disable_help_flag = true)]
     Report {
+        /// Passed to `python3 -m netsched report` (--results DIR, --out FILE).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

@@ -22,6 +22,8 @@ pub struct FlowArgs {
     /// Number of tasks (overrides workload.tasks).
     #[arg(long)]
     tasks: Option<u32>,
+    /// Seed of every random stream (overrides the config's `seed`); same
+    /// seed, same results.
     #[arg(long)]
     seed: Option<u64>,
     /// Output directory for summary.json, runs.csv, tasks.csv.

@@ -64,6 +64,8 @@ struct SimArgs {
     /// Loads to run, comma-separated fractions in (0, 1].
     #[arg(long, value_delimiter = ',')]
     load: Vec<f64>,
+    /// Seed of every random stream (overrides the config's `seed`); same
+    /// seed, same results.
     #[arg(long)]
     seed: Option<u64>,
     /// Worker threads (0 = all cores); results do not depend on it.
@@ -176,5 +178,35 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every option and positional argument of every subcommand says what
+    /// it is in `--help` (issue 20: `--seed`, `-c` and `--duration-s` had
+    /// none).
+    #[test]
+    fn every_argument_has_help_text() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                if help.trim().is_empty() {
+                    missing.push(format!("{path} --{id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "netsched", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

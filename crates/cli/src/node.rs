@@ -21,6 +21,7 @@ pub enum NodeCmd {
     /// config; a config with a top-level `policy` runs a pull scheduler
     /// (Draconis, Draconis-Server, R2P2, Sparrow; docs/runtime.md).
     Switch {
+        /// The daemon's TOML config (experiments/runtime/*.toml).
         #[arg(short, long)]
         config: PathBuf,
         /// Stop after this many seconds (default: run until killed).
@@ -30,8 +31,10 @@ pub enum NodeCmd {
     /// Worker agent: one executor thread per listen address; a config naming
     /// a `scheduler` runs pull executors.
     Worker {
+        /// The daemon's TOML config (experiments/runtime/*.toml).
         #[arg(short, long)]
         config: PathBuf,
+        /// Stop after this many seconds (default: run until killed).
         #[arg(long)]
         duration_s: Option<f64>,
     },
@@ -39,6 +42,7 @@ pub enum NodeCmd {
     /// percentiles. A config naming a `scheduler` submits jobs to a pull
     /// scheduler.
     Client {
+        /// The daemon's TOML config (experiments/runtime/*.toml).
         #[arg(short, long)]
         config: PathBuf,
         /// Override the config's rate (tasks/s).
@@ -54,8 +58,10 @@ pub enum NodeCmd {
     /// Centralized controller (Horus §3.2, §A.3): topology, failure handling,
     /// configuration pushes, bearer-token admin API (docs/runtime.md).
     Controller {
+        /// The daemon's TOML config (experiments/runtime/*.toml).
         #[arg(short, long)]
         config: PathBuf,
+        /// Stop after this many seconds (default: run until killed).
         #[arg(long)]
         duration_s: Option<f64>,
     },
@@ -74,6 +80,7 @@ pub struct ClusterArgs {
     /// The cluster-up config (experiments/cluster*.toml).
     #[arg(value_name = "CONFIG")]
     up_config: Option<PathBuf>,
+    /// Racks (one leaf each) under the spine.
     #[arg(long, default_value_t = 2)]
     racks: usize,
     /// Executors (workers) per rack.
@@ -85,13 +92,16 @@ pub struct ClusterArgs {
     /// Tasks per second.
     #[arg(long, default_value_t = 2000.0)]
     rate: f64,
+    /// How long the client sends (ms).
     #[arg(long, default_value_t = 3000)]
     duration_ms: u64,
     /// Service-time distribution as a TOML inline table (µs), as in configs.
     #[arg(long, default_value = "{ kind = \"exp\", mean_us = 100 }")]
     service: String,
+    /// A task without a reply after this long (ms) counts as timed out.
     #[arg(long, default_value_t = 1000)]
     timeout_ms: u64,
+    /// Seed of the client's arrivals and service times.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Also write the client's report as JSON to this file.
@@ -165,6 +175,7 @@ pub struct BenchPullArgs {
     /// Comma-separated pull policies.
     #[arg(long, default_value = "draconis,draconis-server,r2p2,sparrow")]
     policies: String,
+    /// Executors (one worker thread each) pulling from the scheduler.
     #[arg(long, default_value_t = 8)]
     executors: usize,
     /// Tasks/s of the throughput part (jobs of 8 empty tasks).
@@ -477,6 +488,7 @@ pub struct BenchNginxArgs {
     /// Offered loads, fractions of the workers' capacity, comma-separated.
     #[arg(long, default_value = "0.3,0.5,0.7,0.8,0.9", value_delimiter = ',')]
     loads: Vec<f64>,
+    /// How long each (load, setup) round sends (ms).
     #[arg(long, default_value_t = 3000)]
     duration_ms: u64,
     /// Setups in run order: horus, racksched, nginx.
@@ -485,8 +497,10 @@ pub struct BenchNginxArgs {
     /// RocksDB tasks on an embedded database of this many keys (0: synthetic).
     #[arg(long, default_value_t = 0)]
     rocksdb_keys: u32,
+    /// The nginx binary (Debian's by default).
     #[arg(long, default_value = netsched_node::nginx::DEFAULT_NGINX)]
     nginx: PathBuf,
+    /// Seed of the clients' arrivals and service times.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Rounds over every (load, setup); the summary shows medians.

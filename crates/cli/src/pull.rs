@@ -26,6 +26,8 @@ pub struct PullArgs {
     /// Tasks submitted per run (overrides workload.tasks).
     #[arg(long)]
     tasks: Option<u64>,
+    /// Seed of every random stream (overrides the config's `seed`); same
+    /// seed, same results.
     #[arg(long)]
     seed: Option<u64>,
     /// Output directory for runs.csv and summary.json.
