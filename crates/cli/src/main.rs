@@ -161,11 +161,24 @@ fn sim(a: SimArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Everything a run would refuse, refused without running: the config, and
+/// every file it names (a trace), resolved as `sim` resolves it.
+fn check(path: &PathBuf) -> Result<(), String> {
+    let cfg = load_config(path)?;
+    let base = path.parent().map(PathBuf::from).unwrap_or_default();
+    cfg.workload
+        .service
+        .build_relative_to(&base)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    outln!("{}: ok", path.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Sim(a) => sim(a),
-        Cmd::Check { config } => load_config(&config).map(|_| outln!("{}: ok", config.display())),
+        Cmd::Check { config } => check(&config),
         Cmd::Bench(b) => bench::run(b),
         Cmd::Flowsim(a) => flow::run(a),
         Cmd::Pull(a) => pull::run(a),

@@ -180,6 +180,30 @@ fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
     assert_eq!((code, out.trim_end().ends_with(": ok")), (0, true), "{err}");
 }
 
+/// `check` reads every file a run would: a trace that is not there fails
+/// the check (exit 1, one line naming the file), as `sim` would fail, and a
+/// trace beside the config (relative paths resolve against its directory)
+/// passes.
+#[test]
+fn check_resolves_the_trace_a_run_would_read() {
+    let svc = "service = { kind = \"preset\", name = \"bimodal\" }";
+    let missing = write(
+        "trace-missing.toml",
+        &BASE.replace(svc, "service = { kind = \"trace\", path = \"no-such-trace.csv\" }"),
+    );
+    let (code, _, err) = netsched(&["check", missing.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("no-such-trace.csv"), "{err}");
+    write("trace-here.csv", "service_time_us\n10\n20\n30\n");
+    let here = write(
+        "trace-here.toml",
+        &BASE.replace(svc, "service = { kind = \"trace\", path = \"trace-here.csv\" }"),
+    );
+    let (code, out, err) = netsched(&["check", here.to_str().unwrap()]);
+    assert_eq!((code, out.trim_end().ends_with(": ok")), (0, true), "{err}");
+}
+
 /// Runs `netsched args` with stdout a pipe whose reader is already gone.
 fn with_closed_stdout(args: &[&str]) -> (i32, String) {
     let (reader, writer) = std::io::pipe().unwrap();
