@@ -32,6 +32,10 @@ pub struct FlowArgs {
     /// No per-run progress lines.
     #[arg(short, long)]
     quiet: bool,
+    /// What to print once the files are written: the table, or summary.json
+    /// (json) or runs.csv (csv) for a script reading the pipe.
+    #[arg(long, value_enum, default_value_t = crate::stdout::Format::Table)]
+    format: crate::stdout::Format,
 }
 
 #[derive(clap::Subcommand)]
@@ -156,10 +160,11 @@ pub fn run(a: FlowArgs) -> Result<(), String> {
     // Files first: the table goes to a stdout that may already be closed.
     report::write_outputs(&a.out, &cfg, &runs)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
-    crate::stdout::write(&report::table(&runs));
-    if let Some(t4) = report::table4(&runs) {
-        crate::stdout::write(&t4);
-    }
+    crate::stdout::print(a.format, &a.out, || {
+        let mut t = report::table(&runs);
+        t.push_str(&report::table4(&runs).unwrap_or_default());
+        t
+    })?;
     if !quiet {
         eprintln!(
             "wrote {}/summary.json, runs.csv, tasks.csv",

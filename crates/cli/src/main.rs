@@ -87,6 +87,10 @@ struct SimArgs {
     /// No progress output.
     #[arg(short, long)]
     quiet: bool,
+    /// What to print once the files are written: the table, or summary.json
+    /// (json) or runs.csv (csv) for a script reading the pipe.
+    #[arg(long, value_enum, default_value_t = crate::stdout::Format::Table)]
+    format: crate::stdout::Format,
 }
 
 fn load_config(path: &PathBuf) -> Result<SimConfig, String> {
@@ -148,10 +152,15 @@ fn sim(a: SimArgs) -> Result<(), String> {
     // Files first: the table goes to a stdout that may already be closed.
     report::write_outputs(&a.out, &cfg, &runs)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
-    stdout::write(&report::table(&runs));
-    if let Some(line) = report::throughput_line(&runs, (cfg.metrics.p99_target_us * 1e3) as u64) {
-        outln!("{line}");
-    }
+    let target_ns = (cfg.metrics.p99_target_us * 1e3) as u64;
+    stdout::print(a.format, &a.out, || {
+        let mut t = report::table(&runs);
+        if let Some(line) = report::throughput_line(&runs, target_ns) {
+            t.push_str(&line);
+            t.push('\n');
+        }
+        t
+    })?;
     if !a.quiet {
         eprintln!(
             "wrote {}/summary.json, runs.csv, pools.csv",

@@ -36,6 +36,10 @@ pub struct PullArgs {
     /// No progress output.
     #[arg(short, long)]
     quiet: bool,
+    /// What to print once the files are written: the table, or summary.json
+    /// (json) or runs.csv (csv) for a script reading the pipe.
+    #[arg(long, value_enum, default_value_t = crate::stdout::Format::Table)]
+    format: crate::stdout::Format,
 }
 
 fn load(a: &PullArgs) -> Result<PullConfig, String> {
@@ -100,7 +104,7 @@ pub fn run(a: PullArgs) -> Result<(), String> {
     // Files first: the table goes to a stdout that may already be closed.
     report::write_outputs(&a.out, &cfg, &sums)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
-    crate::stdout::write(&report::table(&cfg, &sums));
+    crate::stdout::print(a.format, &a.out, || report::table(&cfg, &sums))?;
     if !a.quiet {
         eprintln!("wrote {}/runs.csv, summary.json", a.out.display());
     }

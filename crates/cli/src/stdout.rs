@@ -35,3 +35,38 @@ macro_rules! outln {
     };
 }
 pub(crate) use outln;
+
+/// What `sim`, `pull` and `flowsim` print on stdout once their files are
+/// written: the human table, or one of the written files for a script to
+/// read from a pipe.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The table (and, for flowsim, Table 4's comparison).
+    #[default]
+    Table,
+    /// summary.json: the config and every run's statistics.
+    Json,
+    /// runs.csv: one row per run.
+    Csv,
+}
+
+/// Prints `table()` or the file `format` names from `out_dir`, which the
+/// command has just written.
+pub fn print(
+    format: Format,
+    out_dir: &std::path::Path,
+    table: impl FnOnce() -> String,
+) -> Result<(), String> {
+    let file = match format {
+        Format::Table => return Ok(write(&table())),
+        Format::Json => "summary.json",
+        Format::Csv => "runs.csv",
+    };
+    let p = out_dir.join(file);
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    write(&text);
+    if !text.ends_with('\n') {
+        write("\n");
+    }
+    Ok(())
+}

@@ -189,7 +189,10 @@ fn check_resolves_the_trace_a_run_would_read() {
     let svc = "service = { kind = \"preset\", name = \"bimodal\" }";
     let missing = write(
         "trace-missing.toml",
-        &BASE.replace(svc, "service = { kind = \"trace\", path = \"no-such-trace.csv\" }"),
+        &BASE.replace(
+            svc,
+            "service = { kind = \"trace\", path = \"no-such-trace.csv\" }",
+        ),
     );
     let (code, _, err) = netsched(&["check", missing.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
@@ -198,7 +201,10 @@ fn check_resolves_the_trace_a_run_would_read() {
     write("trace-here.csv", "service_time_us\n10\n20\n30\n");
     let here = write(
         "trace-here.toml",
-        &BASE.replace(svc, "service = { kind = \"trace\", path = \"trace-here.csv\" }"),
+        &BASE.replace(
+            svc,
+            "service = { kind = \"trace\", path = \"trace-here.csv\" }",
+        ),
     );
     let (code, out, err) = netsched(&["check", here.to_str().unwrap()]);
     assert_eq!((code, out.trim_end().ends_with(": ok")), (0, true), "{err}");
@@ -242,5 +248,38 @@ fn a_closed_stdout_ends_quietly_and_files_are_still_written() {
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert_eq!(runs.lines().count(), 2, "header + 1 run");
     assert!(out.join("summary.json").exists() && out.join("pools.csv").exists());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `--format json|csv` prints the file a script wants (after writing it);
+/// the default stays the table.
+#[test]
+fn sim_prints_json_or_csv_for_scripts() {
+    let p = write("format.toml", BASE);
+    let out = std::env::temp_dir().join(format!("netsched-cli-format-{}", std::process::id()));
+    let run = |fmt: &str| {
+        netsched(&[
+            "sim",
+            "-q",
+            "-c",
+            p.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            fmt,
+        ])
+    };
+    let (code, json, err) = run("json");
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("stdout is JSON");
+    let file = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert_eq!(json.trim_end(), file.trim_end());
+    assert!(v.is_object());
+    let (code, csv, err) = run("csv");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(csv, std::fs::read_to_string(out.join("runs.csv")).unwrap());
+    assert!(csv.lines().next().unwrap().contains("p99"), "{csv}");
+    let (code, _, err) = run("yaml");
+    assert_eq!(code, 2, "{err}");
     let _ = std::fs::remove_dir_all(&out);
 }
