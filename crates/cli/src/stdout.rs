@@ -58,7 +58,10 @@ pub fn print(
     table: impl FnOnce() -> String,
 ) -> Result<(), String> {
     let file = match format {
-        Format::Table => return Ok(write(&table())),
+        Format::Table => {
+            write(&table());
+            return Ok(());
+        }
         Format::Json => "summary.json",
         Format::Csv => "runs.csv",
     };
