@@ -377,7 +377,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
                         .map_err(|e| format!("{}: {e}", p.display()))?;
                 }
                 outln!("{}", r.summary());
-                return Ok(());
+                return some_completed(r.submitted, r.completed);
             }
             let mut cfg =
                 ClientConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
@@ -398,8 +398,22 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
                     .map_err(|e| format!("{}: {e}", p.display()))?;
             }
             outln!("{}", r.summary());
-            Ok(())
+            some_completed(r.submitted, r.completed)
         }
+    }
+}
+
+/// A client run in which no task completed is a failure (exit 1), not a
+/// report of `p99_us: 0` with exit 0: a script must not mistake a dead
+/// scheduler for a fast one. The report above says how each task ended.
+fn some_completed(submitted: u64, completed: u64) -> Result<(), String> {
+    match (submitted, completed) {
+        (0, _) => Err("the client sent no task (rate or duration too small?)".into()),
+        (n, 0) => Err(format!(
+            "none of the {n} tasks completed (see failed/timed_out above): is the scheduler \
+             at the target address running?"
+        )),
+        _ => Ok(()),
     }
 }
 

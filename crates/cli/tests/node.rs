@@ -58,7 +58,9 @@ fn daemons_start_log_and_stop() {
 
 #[test]
 fn client_without_a_cluster_times_every_task_out() {
-    // Nothing listens on the discard port: every task times out, none is lost.
+    // Nothing listens on the discard port: every task times out, none is
+    // lost, and the run is a failure (exit 1, said on stderr) with its
+    // report still printed and written.
     let c = write(
         "client.toml",
         "targets = [{ addr = \"127.0.0.1:9\" }]\npool = 1\napp_id = 3\nrate = 200\n\
@@ -72,7 +74,8 @@ fn client_without_a_cluster_times_every_task_out() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("tasks completed"), "{err}");
     let field = |k: &str| -> u64 {
         out.split_whitespace()
             .find_map(|f| f.strip_prefix(&format!("{k}=")))
