@@ -20,3 +20,5 @@ def placement(toml: str, label: str | None = None) -> str:
     """CSV: pool_id, leaf_id, pod, workers, servers, spine_id"""
 
 def json_to_toml(json: str) -> str: ...
+def build_info() -> tuple[str, str]:
+    """(version, git commit) the module was built from"""

@@ -65,12 +65,20 @@ def run_experiment(
     exp.plot(table, str(png))
     claims = exp.claims(table)
     md.write_text(page(exp, scale, table, claims, wall, res.computed, res.cached))
+    version, commit = _native_build_info()
     (out_dir / f"{name}.json").write_text(json.dumps({
+        "netsched": {"version": version, "commit": commit},
         "name": name, "scale": scale, "wall_s": wall, "computed": res.computed,
         "cached": res.cached, "claims": [c.__dict__ for c in claims]}, indent=1))
     return ExperimentResult(table=table, runs=res.runs, pools=res.pools, claims=claims,
                             wall_s=wall, computed=res.computed, cached=res.cached,
                             files=[str(csv), str(png), str(md)])
+
+
+def _native_build_info() -> tuple[str, str]:
+    from . import _native
+
+    return _native.build_info()
 
 
 def _is_number(v) -> bool:

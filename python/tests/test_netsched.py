@@ -1,6 +1,7 @@
 """The netsched Python package: the PyO3 API, cached Dask sweeps, the
 catalog machinery and the HTML report. Needs the package installed
 (`pip install .`, as scripts/test.sh does)."""
+import json
 import os
 import shutil
 import signal
@@ -222,6 +223,9 @@ def test_experiment_writes_csv_plot_page_and_report(tmp_path):
     assert text.startswith("# Fidelity\n\nhand-written text\n")
     assert text.count("### test-tiny") == 1
     csv, png, md = map(Path, r.files)
+    run_json = json.loads(md.with_suffix(".json").read_text())
+    assert run_json["netsched"]["version"] == netsched.__version__
+    assert len(run_json["netsched"]["commit"]) in (40, len("unknown"))
     assert len(r.table) == 4
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = md.read_text()

@@ -274,7 +274,10 @@ fn sim_prints_json_or_csv_for_scripts() {
     let v: serde_json::Value = serde_json::from_str(&json).expect("stdout is JSON");
     let file = std::fs::read_to_string(out.join("summary.json")).unwrap();
     assert_eq!(json.trim_end(), file.trim_end());
-    assert!(v.is_object());
+    // Which netsched wrote it: the crate's version and the commit built.
+    assert_eq!(v["netsched"]["version"], env!("CARGO_PKG_VERSION"));
+    let commit = v["netsched"]["commit"].as_str().unwrap();
+    assert!(commit == "unknown" || commit.len() == 40, "{commit}");
     let (code, csv, err) = run("csv");
     assert_eq!(code, 0, "{err}");
     assert_eq!(csv, std::fs::read_to_string(out.join("runs.csv")).unwrap());

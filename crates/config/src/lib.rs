@@ -14,6 +14,7 @@
 //! Limits a data plane refuses at build time are `netsched_core::limits`;
 //! the loaders here and in each driver turn them into [`ConfigError`]s.
 
+pub mod build_info;
 pub mod error;
 pub mod ns;
 pub mod parse;

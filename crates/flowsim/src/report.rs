@@ -147,7 +147,11 @@ pub fn write_outputs(dir: &Path, cfg: &FlowConfig, runs: &[RunResult]) -> std::i
             wall_s: r.wall_s,
         })
         .collect();
-    let json = serde_json::json!({ "config": cfg, "runs": summaries });
+    let json = serde_json::json!({
+        "netsched": netsched_config::build_info::BUILD_INFO,
+        "config": cfg,
+        "runs": summaries,
+    });
     std::fs::write(
         dir.join("summary.json"),
         serde_json::to_string_pretty(&json).map_err(std::io::Error::other)? + "\n",

@@ -260,6 +260,13 @@ fn placement_csv(
     s
 }
 
+/// (version, commit) of the netsched this module was built from.
+#[pyfunction]
+fn build_info() -> (&'static str, &'static str) {
+    let b = netsched_config::build_info::BUILD_INFO;
+    (b.version, b.commit)
+}
+
 /// JSON text of a table → TOML text, so a config given as a Python dict goes
 /// through the same TOML parser (and error messages) as a file.
 #[pyfunction]
@@ -271,6 +278,7 @@ fn json_to_toml(json: &str) -> PyResult<String> {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
     m.add_function(wrap_pyfunction!(run_flowsim, m)?)?;
     m.add_function(wrap_pyfunction!(run_pull, m)?)?;

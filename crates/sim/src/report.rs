@@ -98,6 +98,8 @@ struct RunJson<'a> {
 
 #[derive(Serialize)]
 struct SummaryJson<'a> {
+    /// Which netsched produced the file.
+    netsched: netsched_config::build_info::BuildInfo,
     config: &'a SimConfig,
     runs: Vec<RunJson<'a>>,
     /// Per policy: the largest load whose p99 meets `metrics.p99_target_us`.
@@ -147,6 +149,7 @@ pub fn write_outputs(dir: &Path, cfg: &SimConfig, runs: &[RunResult]) -> std::io
     }
     let target = (cfg.metrics.p99_target_us * 1e3) as u64;
     let summary = SummaryJson {
+        netsched: netsched_config::build_info::BUILD_INFO,
         config: cfg,
         runs: json_runs,
         throughput_at_target: throughput_at(runs, target),

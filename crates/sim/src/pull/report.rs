@@ -140,6 +140,8 @@ pub fn table(cfg: &PullConfig, sums: &[PullSummary]) -> String {
 
 #[derive(Serialize)]
 struct SummaryJson<'a> {
+    /// Which netsched produced the file.
+    netsched: netsched_config::build_info::BuildInfo,
     config: &'a PullConfig,
     runs: &'a [PullSummary],
 }
@@ -225,6 +227,7 @@ pub fn write_outputs(dir: &Path, cfg: &PullConfig, sums: &[PullSummary]) -> std:
     }
     std::fs::write(dir.join("runs.csv"), csv)?;
     let json = SummaryJson {
+        netsched: netsched_config::build_info::BUILD_INFO,
         config: cfg,
         runs: sums,
     };
