@@ -20,7 +20,6 @@ pub mod cluster;
 pub mod cluster_up;
 pub mod config;
 pub mod controller;
-pub mod controller_proto;
 pub mod fault;
 pub mod metrics;
 pub mod net;

@@ -1,5 +1,5 @@
 //! Cluster secrets: the control-plane key (HMAC-SHA256, see
-//! [`controller_proto`](crate::controller_proto)) and the admin bearer token.
+//! [`controller::proto`](crate::controller::proto)) and the admin bearer token.
 //!
 //! Both come from the OS random source ([`generate_hex`], `getrandom`), are
 //! stored in files created with mode 0600 ([`write_secret_file`]), and are

@@ -1,10 +1,10 @@
 //! The scheduler daemon's side of the control protocol
-//! (`controller_proto`): status reports to the centralized controller and
+//! (`controller::proto`): status reports to the centralized controller and
 //! configuration pushes from it, applied to the data planes through their
 //! control-plane interfaces (the switch CPU's role, Horus §3.2, §A.3).
 //!
 //! A child module of `switch`, so it reaches the instances directly; the
-//! data path in `switch.rs` only calls [`SwitchDaemon::on_control`] and
+//! data path in `switch/dispatch.rs` only calls [`SwitchDaemon::on_control`] and
 //! [`SwitchDaemon::send_status`].
 
 use std::net::SocketAddr;
@@ -13,7 +13,7 @@ use netsched_core::{Control, Notice, Outbox, Upstream};
 
 use super::{Instance, SwitchDaemon};
 use crate::config::Role;
-use crate::controller_proto::{
+use crate::controller::proto::{
     policy_name, ControlMsg, DaemonStatus, InstanceDesired, InstanceStatus, OpenError, Opener,
     RoleName, Sealer,
 };
@@ -159,7 +159,7 @@ impl SwitchDaemon {
             Err(OpenError::Misaddressed) => return self.reject(Rejected::Misaddressed),
             Err(OpenError::Undecodable) => return self.reject(Rejected::Undecodable),
         };
-        self.registry.inc(self.slots.control.rx);
+        self.registry.inc(self.control_slots.rx);
         match msg {
             ControlMsg::Configure(d) => {
                 if let Err(e) = self.apply(d, now) {
@@ -183,7 +183,7 @@ impl SwitchDaemon {
     }
 
     fn reject(&self, why: Rejected) {
-        self.registry.inc(self.slots.control.rejected[why as usize]);
+        self.registry.inc(self.control_slots.rejected[why as usize]);
     }
 
     /// The instance a push is for: by role where given, else the pool's
@@ -216,12 +216,12 @@ impl SwitchDaemon {
             .seal(&ControlMsg::Status(DaemonStatus { instances }), ctl, peer);
         // Control traffic is rare; a plain send keeps it out of the batch.
         if self.sock.send_to(&msg, ctl).is_ok() {
-            self.registry.inc(self.slots.control.status_tx);
+            self.registry.inc(self.control_slots.status_tx);
         }
     }
 
     fn changed(&self) {
-        self.registry.inc(self.slots.control.applied);
+        self.registry.inc(self.control_slots.applied);
     }
 
     /// Makes instance `d.pool` match the controller's desired state.
@@ -374,7 +374,7 @@ impl SwitchDaemon {
         let Some((idle, avg)) = inst.plane.resync() else {
             return;
         };
-        self.registry.inc(self.slots.control.resyncs);
+        self.registry.inc(self.control_slots.resyncs);
         self.notify(
             i,
             Upstream::Linked,
