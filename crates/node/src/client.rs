@@ -33,7 +33,8 @@ use netsched_proto::{
     RackSchedPacket, ReplyStatus, ReqId, MAX_DATAGRAM,
 };
 
-use crate::config::{ClientConfig, ControllerLink, RateStep, WireFamily};
+use crate::config::{ClientConfig, ConfigError, ControllerLink, RateStep, WireFamily};
+use crate::error::Error;
 use crate::fault::Fault;
 use crate::net;
 use crate::tasks::{TaskKind, GET_OBJECTS, ROCKS_PAYLOAD_LEN, SCAN_OBJECTS};
@@ -178,15 +179,15 @@ pub struct Client {
 
 impl Client {
     /// A client on an already bound socket.
-    pub fn new(cfg: ClientConfig, sock: UdpSocket) -> Result<Self, String> {
+    pub fn new(cfg: ClientConfig, sock: UdpSocket) -> Result<Self, Error> {
         cfg.validate()?;
-        let sampler = cfg.service.build().map_err(|e| e.to_string())?;
-        net::prepare(&sock).map_err(|e| e.to_string())?;
+        let sampler = cfg.service.build().map_err(ConfigError::from)?;
+        net::prepare(&sock)?;
         Ok(Client { cfg, sampler, sock })
     }
 
-    pub fn bind(cfg: ClientConfig) -> Result<Self, String> {
-        let sock = UdpSocket::bind(&cfg.bind).map_err(|e| format!("{}: {e}", cfg.bind))?;
+    pub fn bind(cfg: ClientConfig) -> Result<Self, Error> {
+        let sock = UdpSocket::bind(&cfg.bind).map_err(|e| Error::io(&cfg.bind, e))?;
         Self::new(cfg, sock)
     }
 
@@ -222,8 +223,8 @@ impl Client {
                 } else {
                     UdpSocket::bind(&c.bind)
                 };
-                std::thread::spawn(move || -> Result<ClientReport, String> {
-                    let sock = sock.map_err(|e| e.to_string())?;
+                std::thread::spawn(move || -> Result<ClientReport, Error> {
+                    let sock = sock?;
                     Ok(Client::new(c, sock)?.run_one())
                 })
             })
@@ -623,7 +624,7 @@ pub struct SpineWatch {
 }
 
 impl SpineWatch {
-    pub fn start(link: &ControllerLink, pool: u16) -> Result<Self, String> {
+    pub fn start(link: &ControllerLink, pool: u16) -> Result<Self, Error> {
         let token = link.token()?;
         let latest = Arc::new(Mutex::new(None));
         let version = Arc::new(AtomicU64::new(0));
@@ -640,8 +641,7 @@ impl SpineWatch {
                     }
                     std::thread::sleep(period);
                 }
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
         Ok(SpineWatch {
             latest,
             version,

@@ -28,7 +28,7 @@ const TOKEN: &str = "netns-auth-token";
 struct Running {
     stop: Arc<AtomicBool>,
     reg: Arc<Registry>,
-    h: Option<JoinHandle<Result<(), String>>>,
+    h: Option<JoinHandle<Result<(), netns::NetnsError>>>,
 }
 
 impl Drop for Running {

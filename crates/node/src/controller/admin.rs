@@ -433,7 +433,7 @@ fn route(st: &mut State, req: &AdminRequest) -> (u16, serde_json::Value) {
 
 impl State {
     /// Saves the topology to the state file, if there is one.
-    pub(super) fn save(&self) -> Result<(), String> {
+    pub(super) fn save(&self) -> Result<(), crate::error::Error> {
         match &self.state_path {
             Some(p) => self.topo.save(p),
             None => Ok(()),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::config::ConfigError;
 use crate::secret::{ClusterKey, Secret};
 
 /// `netsched controller -c FILE`.
@@ -91,31 +92,42 @@ pub struct RackSpec {
 }
 
 impl ControllerConfig {
-    pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: ControllerConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+    pub fn from_toml(s: &str) -> Result<Self, ConfigError> {
+        let c: ControllerConfig = toml::from_str(s)?;
         c.validate()?;
         Ok(c)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.tick_ms == 0 || self.daemon_timeout_ms == 0 {
-            return Err("tick_ms and daemon_timeout_ms must be at least 1".into());
+            return Err(ConfigError::Invalid(
+                "tick_ms and daemon_timeout_ms must be at least 1".into(),
+            ));
         }
         let mut ids: Vec<u16> = self.pools.iter().map(|p| p.id).collect();
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) {
-            return Err("pool ids must be unique".into());
+            return Err(ConfigError::Invalid("pool ids must be unique".into()));
         }
         for p in &self.pools {
             if p.spines.is_empty() {
-                return Err(format!("pool {}: spines: at least one spine", p.id));
+                return Err(ConfigError::Invalid(format!(
+                    "pool {}: spines: at least one spine",
+                    p.id
+                )));
             }
             for (r, rack) in p.racks.iter().enumerate() {
                 if rack.workers.is_empty() {
-                    return Err(format!("pool {}: rack {r}: workers: at least one", p.id));
+                    return Err(ConfigError::Invalid(format!(
+                        "pool {}: rack {r}: workers: at least one",
+                        p.id
+                    )));
                 }
                 if rack.spine.is_some_and(|s| s >= p.spines.len()) {
-                    return Err(format!("pool {}: rack {r}: spine: no such spine", p.id));
+                    return Err(ConfigError::Invalid(format!(
+                        "pool {}: rack {r}: spine: no such spine",
+                        p.id
+                    )));
                 }
             }
         }
@@ -123,29 +135,31 @@ impl ControllerConfig {
     }
 
     /// The cluster key ([`ControllerConfig::key_file`]).
-    pub fn cluster_key(&self) -> Result<ClusterKey, String> {
-        ClusterKey::resolve(
+    pub fn cluster_key(&self) -> Result<ClusterKey, ConfigError> {
+        Ok(ClusterKey::resolve(
             self.key.as_ref().map(Secret::expose),
             self.key_file.as_deref(),
             self.key_env.as_deref(),
-        )
+        )?)
     }
 
     /// The admin token: `token`, else `token_file`, else the `token_env`
     /// variable.
-    pub fn resolve_token(&self) -> Result<String, String> {
+    pub fn resolve_token(&self) -> Result<String, ConfigError> {
         let t = match (&self.token, &self.token_file) {
             (Some(t), _) => t.expose().to_string(),
             (None, Some(p)) => crate::secret::read_secret_file(p)?,
             (None, None) => std::env::var(&self.token_env).map_err(|_| {
-                format!(
+                ConfigError::Invalid(format!(
                     "token: no admin token (set `token_file` or the {} environment variable)",
                     self.token_env
-                )
+                ))
             })?,
         };
         if t.len() < 8 {
-            return Err("token: the admin token needs at least 8 characters".into());
+            return Err(ConfigError::Invalid(
+                "token: the admin token needs at least 8 characters".into(),
+            ));
         }
         Ok(t)
     }
@@ -160,7 +174,8 @@ mod tests {
         let e = ControllerConfig::from_toml(
             "listen='127.0.0.1:0'\nadmin='127.0.0.1:0'\n[[pool]]\nid=1\nspines=[]\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("spines"), "{e}");
         let c = ControllerConfig::from_toml(
             "listen='127.0.0.1:0'\nadmin='127.0.0.1:0'\ntoken_env='NETSCHED_TEST_NO_SUCH_VAR'\n",
@@ -169,6 +184,7 @@ mod tests {
         assert!(c
             .resolve_token()
             .unwrap_err()
+            .to_string()
             .contains("NETSCHED_TEST_NO_SUCH_VAR"));
     }
 }

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::error::Error;
 use crate::metrics::{self, Kind, Registry, Slot};
 use crate::net;
 
@@ -160,27 +161,29 @@ pub struct Controller {
 impl Controller {
     /// Binds its sockets (in the caller's network namespace), loads or
     /// builds the topology and starts the control and admin threads.
-    pub fn start(cfg: &ControllerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
+    pub fn start(cfg: &ControllerConfig, stop: Arc<AtomicBool>) -> Result<Self, Error> {
         cfg.validate()?;
         let token = cfg.resolve_token()?;
         let key = cfg.cluster_key()?;
         let restored = match &cfg.state {
             Some(p) if p.exists() => {
-                let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                let s = std::fs::read_to_string(p).map_err(|e| Error::io(p.display(), e))?;
                 Some(
-                    serde_json::from_str::<Topology>(&s)
-                        .map_err(|e| format!("{}: {e}", p.display()))?,
+                    serde_json::from_str::<Topology>(&s).map_err(|source| Error::Json {
+                        what: p.display().to_string(),
+                        source,
+                    })?,
                 )
             }
             _ => None,
         };
         let from_state = restored.is_some();
         let topo = restored.unwrap_or_else(|| Topology::from_spec(&cfg.pools));
-        let sock = net::bind(&cfg.listen).map_err(|e| format!("{}: {e}", cfg.listen))?;
-        let admin = TcpListener::bind(&cfg.admin).map_err(|e| format!("{}: {e}", cfg.admin))?;
-        admin.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let control_addr = sock.local_addr().map_err(|e| e.to_string())?;
-        let admin_addr = admin.local_addr().map_err(|e| e.to_string())?;
+        let sock = net::bind(&cfg.listen).map_err(|e| Error::io(&cfg.listen, e))?;
+        let admin = TcpListener::bind(&cfg.admin).map_err(|e| Error::io(&cfg.admin, e))?;
+        admin.set_nonblocking(true)?;
+        let control_addr = sock.local_addr()?;
+        let admin_addr = admin.local_addr()?;
 
         let mut reg = Registry::new();
         let kinds = |reg: &mut Registry, name: &'static str, help: &'static str, kind: Kind| {
@@ -250,7 +253,7 @@ impl Controller {
         let metrics_addr = match &cfg.metrics {
             Some(a) => {
                 let (addr, h) = metrics::serve(a, registry.clone(), stop.clone())
-                    .map_err(|e| format!("{a}: {e}"))?;
+                    .map_err(|e| Error::io(a, e))?;
                 Some((addr, h))
             }
             None => None,
@@ -296,8 +299,7 @@ impl Controller {
                         // datagrams.
                         let auth = (Sealer::new(key.clone(), control_addr), Opener::new(key));
                         control_loop(sock, auth, state, registry, slots, stop, tick)
-                    })
-                    .map_err(|e| e.to_string())?,
+                    })?,
             );
         }
         {
@@ -306,8 +308,7 @@ impl Controller {
             threads.push(
                 std::thread::Builder::new()
                     .name("admin".into())
-                    .spawn(move || admin::admin_loop(admin, token, state, registry, slots, stop))
-                    .map_err(|e| e.to_string())?,
+                    .spawn(move || admin::admin_loop(admin, token, state, registry, slots, stop))?,
             );
         }
         let metrics_addr = metrics_addr.map(|(a, h)| {
@@ -510,9 +511,9 @@ pub fn http(
     path: &str,
     token: Option<&str>,
     body: Option<&str>,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, String), Error> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .map_err(|e| format!("{addr}: {e}"))?;
+        .map_err(|e| Error::io(addr, e))?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
@@ -522,15 +523,14 @@ pub fn http(
         s,
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let mut resp = String::new();
-    s.read_to_string(&mut resp).map_err(|e| e.to_string())?;
+    s.read_to_string(&mut resp)?;
     let code = resp
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("bad response from {addr}"))?;
+        .ok_or_else(|| Error::Protocol(format!("bad response from {addr}")))?;
     let body = resp
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())
@@ -539,7 +539,7 @@ pub fn http(
 }
 
 /// Runs a controller from its config until `stop` (the CLI).
-pub fn run_config(cfg: &ControllerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+pub fn run_config(cfg: &ControllerConfig, stop: Arc<AtomicBool>) -> Result<(), Error> {
     let c = Controller::start(cfg, stop)?;
     c.join();
     metrics::log("info", "controller", "stopped", &[]);

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::config::PoolSpec;
+use crate::error::Error;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub(super) struct WorkerEntry {
@@ -102,12 +103,15 @@ impl Topology {
     /// Writes the topology to the state file durably: a temporary file,
     /// fsynced, renamed over the old one, and the directory fsynced so the
     /// rename itself survives a crash. Only then is a change acknowledged.
-    pub(super) fn save(&self, p: &Path) -> Result<(), String> {
+    pub(super) fn save(&self, p: &Path) -> Result<(), Error> {
         let tmp = p.with_extension("tmp");
-        let body = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        let body = serde_json::to_string_pretty(self).map_err(|source| Error::Json {
+            what: p.display().to_string(),
+            source,
+        })?;
         let e = |path: &Path| {
             let path = path.display().to_string();
-            move |x: std::io::Error| format!("{path}: {x}")
+            move |x: std::io::Error| Error::io(path, x)
         };
         let mut f = std::fs::File::create(&tmp).map_err(e(&tmp))?;
         f.write_all(body.as_bytes()).map_err(e(&tmp))?;

@@ -52,6 +52,7 @@ use netsched_core::{Outbox, Plane, Resubmit};
 use netsched_proto::{HorusMessage, MAX_DATAGRAM};
 
 use crate::config::SwitchConfig;
+use crate::error::Error;
 use crate::fault::Fault;
 use crate::metrics::Registry;
 use crate::net::{self, Clock};
@@ -123,9 +124,9 @@ pub struct SwitchDaemon {
 impl SwitchDaemon {
     /// Builds the daemon on an already bound socket (made non-blocking here),
     /// so tests and the benchmark can pick ports before writing configs.
-    pub fn new(cfg: &SwitchConfig, sock: UdpSocket) -> Result<Self, String> {
+    pub fn new(cfg: &SwitchConfig, sock: UdpSocket) -> Result<Self, Error> {
         cfg.validate()?;
-        net::prepare(&sock).map_err(|e| e.to_string())?;
+        net::prepare(&sock)?;
         let mut reg = Registry::new();
         let slots = Slots::register(&mut reg);
         let mut instances = Vec::new();
@@ -138,7 +139,7 @@ impl SwitchDaemon {
         let control_slots = control::ControlSlots::register(&mut reg);
         let control_auth = match cfg.controller {
             Some(_) => {
-                let local = sock.local_addr().map_err(|e| e.to_string())?;
+                let local = sock.local_addr()?;
                 Some(control::ControlAuth::new(cfg.cluster_key()?, local))
             }
             None => None,
@@ -168,8 +169,8 @@ impl SwitchDaemon {
     }
 
     /// Binds `cfg.listen` and builds the daemon.
-    pub fn bind(cfg: &SwitchConfig) -> Result<Self, String> {
-        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| format!("{}: {e}", cfg.listen))?;
+    pub fn bind(cfg: &SwitchConfig) -> Result<Self, Error> {
+        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| Error::io(&cfg.listen, e))?;
         Self::new(cfg, sock)
     }
 
@@ -301,12 +302,11 @@ impl SwitchDaemon {
 }
 
 /// Runs a daemon from its config until `stop`: binds, serves metrics, logs.
-pub fn run_config(cfg: &SwitchConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+pub fn run_config(cfg: &SwitchConfig, stop: Arc<AtomicBool>) -> Result<(), Error> {
     let mut d = SwitchDaemon::bind(cfg)?;
     let metrics = match &cfg.metrics {
         Some(a) => Some(
-            crate::metrics::serve(a, d.registry(), stop.clone())
-                .map_err(|e| format!("{a}: {e}"))?,
+            crate::metrics::serve(a, d.registry(), stop.clone()).map_err(|e| Error::io(a, e))?,
         ),
         None => None,
     };
@@ -327,7 +327,7 @@ pub fn run_config(cfg: &SwitchConfig, stop: Arc<AtomicBool>) -> Result<(), Strin
             ),
         ],
     );
-    d.run(&stop).map_err(|e| e.to_string())?;
+    d.run(&stop)?;
     let r = d.registry();
     crate::metrics::log(
         "info",
