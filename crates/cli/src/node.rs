@@ -305,7 +305,10 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             let cfg = netsched_node::controller::ControllerConfig::from_toml(&read(&config)?)
                 .map_err(|e| format!("{}: {e}", config.display()))?;
             inline_secret(&config, cfg.token.is_some() || cfg.key.is_some())?;
-            netsched_node::controller::run_config(&cfg, stop_after(duration_s))
+            Ok(netsched_node::controller::run_config(
+                &cfg,
+                stop_after(duration_s),
+            )?)
         }
         NodeCmd::Switch { config, duration_s } => {
             let text = read(&config)?;
@@ -317,7 +320,10 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             let cfg =
                 SwitchConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
             inline_secret(&config, cfg.key.is_some())?;
-            netsched_node::switch::run_config(&cfg, stop_after(duration_s))
+            Ok(netsched_node::switch::run_config(
+                &cfg,
+                stop_after(duration_s),
+            )?)
         }
         NodeCmd::Worker { config, duration_s } => {
             let text = read(&config)?;

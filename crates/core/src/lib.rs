@@ -6,6 +6,7 @@
 
 pub mod affinity;
 pub mod baselines;
+pub mod client;
 pub mod control;
 pub mod dataplane;
 pub mod draconis;

@@ -22,7 +22,9 @@ use netsched_proto::{
     MAX_DATAGRAM,
 };
 
+use crate::config::ConfigError;
 use crate::config::{ClientConfig, Policy, PoolConfig, Role, SwitchConfig, Target};
+use crate::error::Error;
 use crate::net;
 use crate::switch::SwitchDaemon;
 use crate::Client;
@@ -223,7 +225,7 @@ fn daemon_config(role: BenchRole, policy: Policy, nodes: u32, echo: SocketAddr) 
     }
 }
 
-fn low_load(target: SocketAddr, rate: f64, dur: Duration) -> Result<(f64, f64), String> {
+fn low_load(target: SocketAddr, rate: f64, dur: Duration) -> Result<(f64, f64), Error> {
     let cfg = ClientConfig {
         targets: vec![Target {
             addr: target,
@@ -243,20 +245,22 @@ fn low_load(target: SocketAddr, rate: f64, dur: Duration) -> Result<(f64, f64), 
     let mut c = Client::bind(cfg)?;
     let r = c.run();
     if r.completed == 0 {
-        return Err(format!("latency run completed nothing: {}", r.summary()));
+        return Err(Error::NothingCompleted {
+            summary: r.summary(),
+        });
     }
     Ok((r.percentile_us(0.5), r.percentile_us(0.99)))
 }
 
 /// Runs both parts of the benchmark.
-pub fn run(opts: &BenchOpts) -> Result<BenchResult, String> {
+pub fn run(opts: &BenchOpts) -> Result<BenchResult, Error> {
     let stop = Arc::new(AtomicBool::new(false));
     let echo_sock = loopback();
-    let echo_addr = echo_sock.local_addr().map_err(|e| e.to_string())?;
+    let echo_addr = echo_sock.local_addr()?;
     let e_stop = stop.clone();
     let echo_t = std::thread::spawn(move || echo(echo_sock, e_stop));
     let cfg = daemon_config(opts.role, opts.policy, opts.nodes, echo_addr);
-    let mut d = SwitchDaemon::new(&cfg, loopback()).map_err(|e| e.to_string())?;
+    let mut d = SwitchDaemon::new(&cfg, loopback())?;
     let daemon_addr = d.local_addr();
     let d_stop = stop.clone();
     let cpu = Arc::new(AtomicU64::new(0));
@@ -307,6 +311,6 @@ pub fn run(opts: &BenchOpts) -> Result<BenchResult, String> {
 }
 
 /// A policy name as configs spell it (`netsched_core::registry::Policy`).
-pub fn parse_policy(name: &str) -> Result<Policy, String> {
-    Policy::parse(name).map_err(|e| e.to_string())
+pub fn parse_policy(name: &str) -> Result<Policy, ConfigError> {
+    Policy::parse(name).map_err(|e| ConfigError::Invalid(e.to_string()))
 }

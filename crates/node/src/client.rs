@@ -12,9 +12,12 @@
 //! (`retries`), and several sender threads (`threads`, one socket and app id
 //! each, reports merged), injected loss of received replies (`fault`), and
 //! spines learned from the controller (`controller`, [`SpineWatch`]).
+//!
+//! Which tasks are pending, when they time out and whether they are resubmitted
+//! is decided by [`netsched_core::client::TaskTracker`], a sans-IO state
+//! machine; this module is the I/O around it.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,25 +26,19 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use netsched_config::workload::ServiceSampler;
+use netsched_core::client::{Expiry, ReplyOutcome, RetryPolicy, TaskTracker};
 use netsched_core::rng::Rng;
 use netsched_proto::{
     task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, RackSchedMessage,
     RackSchedPacket, ReplyStatus, ReqId, MAX_DATAGRAM,
 };
 
-use crate::config::{ClientConfig, ControllerLink, RateStep, WireFamily};
+use crate::config::{ClientConfig, ConfigError, ControllerLink, RateStep, WireFamily};
+use crate::error::Error;
 use crate::fault::Fault;
 use crate::net;
 use crate::tasks::{TaskKind, GET_OBJECTS, ROCKS_PAYLOAD_LEN, SCAN_OBJECTS};
 use crate::worker::RS_FAILED_CLASS;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Pending,
-    Completed,
-    Failed,
-    TimedOut,
-}
 
 /// What a client run measured.
 #[derive(Debug)]
@@ -182,15 +179,15 @@ pub struct Client {
 
 impl Client {
     /// A client on an already bound socket.
-    pub fn new(cfg: ClientConfig, sock: UdpSocket) -> Result<Self, String> {
+    pub fn new(cfg: ClientConfig, sock: UdpSocket) -> Result<Self, Error> {
         cfg.validate()?;
-        let sampler = cfg.service.build().map_err(|e| e.to_string())?;
-        net::prepare(&sock).map_err(|e| e.to_string())?;
+        let sampler = cfg.service.build().map_err(ConfigError::from)?;
+        net::prepare(&sock)?;
         Ok(Client { cfg, sampler, sock })
     }
 
-    pub fn bind(cfg: ClientConfig) -> Result<Self, String> {
-        let sock = UdpSocket::bind(&cfg.bind).map_err(|e| format!("{}: {e}", cfg.bind))?;
+    pub fn bind(cfg: ClientConfig) -> Result<Self, Error> {
+        let sock = UdpSocket::bind(&cfg.bind).map_err(|e| Error::io(&cfg.bind, e))?;
         Self::new(cfg, sock)
     }
 
@@ -226,8 +223,8 @@ impl Client {
                 } else {
                     UdpSocket::bind(&c.bind)
                 };
-                std::thread::spawn(move || -> Result<ClientReport, String> {
-                    let sock = sock.map_err(|e| e.to_string())?;
+                std::thread::spawn(move || -> Result<ClientReport, Error> {
+                    let sock = sock?;
                     Ok(Client::new(c, sock)?.run_one())
                 })
             })
@@ -377,22 +374,20 @@ impl Client {
             }
         }
         let window = cfg.duration_ms * 1_000_000;
-        let timeout = cfg.timeout_ms * 1_000_000;
         let peak = cfg.schedule.iter().map(|s| s.rate).fold(cfg.rate, f64::max);
-        // Intended send times, ns since start; one entry per task.
         let expected = (peak * cfg.duration_ms as f64 / 1e3 * 1.2) as usize + 16;
-        let mut intended: Vec<u64> = Vec::with_capacity(expected);
-        let mut state: Vec<State> = Vec::with_capacity(expected);
-        // What a resubmission needs to send the task again, and how often
-        // it was sent (only kept with `retries > 0`).
-        let mut specs: Vec<(TaskSpec, u32)> = Vec::new();
-        // Deadlines, earliest first: (deadline, seq).
-        let mut deadlines: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(expected);
+        // Timeouts and resubmissions (`retries` at a fixed `timeout_ms`).
+        let mut tasks = TaskTracker::new(
+            RetryPolicy::fixed(cfg.timeout_ms * 1_000_000, cfg.retries),
+            expected,
+        );
+        // What a resubmission needs to send the task again (only kept with
+        // `retries > 0`).
+        let mut specs: Vec<TaskSpec> = Vec::new();
         let mut hist = Histogram::<u64>::new_with_bounds(1_000, 100_000_000_000, 3)
             .expect("valid histogram bounds");
         let mut report_failed: BTreeMap<String, u64> = BTreeMap::new();
-        let (mut completed, mut timed_out, mut late, mut dup, mut unknown) = (0u64, 0, 0, 0, 0);
-        let mut resubmitted = 0u64;
+        let mut unknown = 0u64;
         let mut rx = vec![0u8; 2048];
         let mut tx = vec![0u8; MAX_DATAGRAM];
         let mut next_at = self.next_arrival(0, window, &mut arrivals);
@@ -404,7 +399,7 @@ impl Client {
             // Send everything whose intended time has come (catching up in a
             // burst if the loop was late: the lag stays in the latencies).
             while next_at < window && next_at <= now {
-                let seq = intended.len() as u32;
+                let seq = tasks.len() as u32;
                 let (service_ns, class) = self.sampler.sample(&mut service_rng);
                 let target = spines.pick(&mut route_rng);
                 // RocksDB tasks: the class picks GET or SCAN (RackSched §4.4);
@@ -436,16 +431,15 @@ impl Client {
                         target,
                     }
                 };
-                intended.push(next_at);
-                if self.send_task(&mut tx, seq, &spec) {
-                    state.push(State::Pending);
-                    deadlines.push(Reverse((next_at + timeout, seq)));
-                } else {
-                    state.push(State::Failed);
+                // The timeout runs from the intended send time, like the
+                // latency.
+                let sent = self.send_task(&mut tx, seq, &spec);
+                tasks.submit(next_at, sent.then_some(next_at));
+                if !sent {
                     *report_failed.entry("send_error".into()).or_default() += 1;
                 }
                 if cfg.retries > 0 {
-                    specs.push((spec, 0));
+                    specs.push(spec);
                 }
                 max_lag = max_lag.max(ns().saturating_sub(next_at));
                 next_at = self.next_arrival(next_at, window, &mut arrivals);
@@ -479,60 +473,44 @@ impl Client {
                         continue;
                     }
                 };
-                let seq = task_id::seq(r.task_id) as usize;
-                if task_id::app_id(r.task_id) != cfg.app_id || seq >= state.len() {
+                let seq = task_id::seq(r.task_id);
+                if task_id::app_id(r.task_id) != cfg.app_id {
                     unknown += 1;
                     continue;
                 }
-                match state[seq] {
-                    State::Pending => {
-                        if r.status == ReplyStatus::Ok {
-                            state[seq] = State::Completed;
-                            completed += 1;
-                            let _ = hist.record(at.saturating_sub(intended[seq]).max(1_000));
-                        } else {
-                            state[seq] = State::Failed;
-                            let reason = std::str::from_utf8(r.payload)
-                                .ok()
-                                .filter(|s| !s.is_empty())
-                                .unwrap_or("failed");
-                            match report_failed.get_mut(reason) {
-                                Some(c) => *c += 1,
-                                None => {
-                                    report_failed.insert(reason.to_string(), 1);
-                                }
+                match tasks.on_reply(seq, r.status == ReplyStatus::Ok) {
+                    ReplyOutcome::Completed => {
+                        let intended = tasks.intended(seq).unwrap_or(at);
+                        let _ = hist.record(at.saturating_sub(intended).max(1_000));
+                    }
+                    ReplyOutcome::Failed => {
+                        let reason = std::str::from_utf8(r.payload)
+                            .ok()
+                            .filter(|s| !s.is_empty())
+                            .unwrap_or("failed");
+                        match report_failed.get_mut(reason) {
+                            Some(c) => *c += 1,
+                            None => {
+                                report_failed.insert(reason.to_string(), 1);
                             }
                         }
                     }
-                    State::TimedOut => late += 1,
-                    State::Completed | State::Failed => dup += 1,
+                    ReplyOutcome::Unknown => unknown += 1,
+                    ReplyOutcome::Late | ReplyOutcome::Duplicate => {}
                 }
             }
             // Deadlines, earliest first: resubmit while retries are left,
             // then time out. Entries of finished tasks are dropped here.
             let now = ns();
-            while let Some(&Reverse((deadline, seq))) = deadlines.peek() {
-                if deadline > now {
-                    break;
-                }
-                deadlines.pop();
-                let i = seq as usize;
-                if state[i] != State::Pending {
-                    continue;
-                }
-                if cfg.retries > 0 && specs[i].1 < cfg.retries {
-                    specs[i].1 += 1;
-                    resubmitted += 1;
+            while let Some(expiry) = tasks.expire(now) {
+                if let Expiry::Resubmit { seq, .. } = expiry {
+                    let spec = &mut specs[seq as usize];
                     // Through a spine live now: the first may have died.
-                    specs[i].0.target = spines.pick(&mut resend_route_rng);
-                    let spec = specs[i].0;
+                    spec.target = spines.pick(&mut resend_route_rng);
+                    let spec = *spec;
                     // A failed resend leaves the task pending until its
                     // next deadline, like a lost datagram.
                     let _ = self.send_task(&mut tx, seq, &spec);
-                    deadlines.push(Reverse((now + timeout, seq)));
-                } else {
-                    state[i] = State::TimedOut;
-                    timed_out += 1;
                 }
             }
             if let Some(w) = &watch {
@@ -542,7 +520,7 @@ impl Client {
                     }
                 }
             }
-            if next_at >= window && deadlines.is_empty() {
+            if next_at >= window && !tasks.has_deadlines() {
                 break;
             }
             // Park until the next send or 1 ms, whichever is first; a reply
@@ -561,14 +539,15 @@ impl Client {
                 std::hint::spin_loop();
             }
         }
+        let tally = tasks.tally();
         ClientReport {
-            submitted: state.len() as u64,
-            completed,
+            submitted: tally.submitted,
+            completed: tally.completed,
             failed: report_failed,
-            timed_out,
-            resubmitted,
-            late_replies: late,
-            duplicate_replies: dup,
+            timed_out: tally.timed_out,
+            resubmitted: tally.resubmitted,
+            late_replies: tally.late,
+            duplicate_replies: tally.duplicates,
             unknown_replies: unknown,
             latency: hist,
             send_window_ns: window.min(ns()),
@@ -645,7 +624,7 @@ pub struct SpineWatch {
 }
 
 impl SpineWatch {
-    pub fn start(link: &ControllerLink, pool: u16) -> Result<Self, String> {
+    pub fn start(link: &ControllerLink, pool: u16) -> Result<Self, Error> {
         let token = link.token()?;
         let latest = Arc::new(Mutex::new(None));
         let version = Arc::new(AtomicU64::new(0));
@@ -662,8 +641,7 @@ impl SpineWatch {
                     }
                     std::thread::sleep(period);
                 }
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
         Ok(SpineWatch {
             latest,
             version,

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::config::{Policy, PoolConfig, Role};
+use crate::config::{ConfigError, Policy, PoolConfig, Role};
+use crate::error::Error;
 use crate::metrics::Registry;
 use crate::{SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 
@@ -51,22 +52,25 @@ pub struct LocalCluster {
     pub spine_metrics: Arc<Registry>,
     pub leaf_metrics: Vec<Arc<Registry>>,
     pub worker_metrics: Vec<Arc<Registry>>,
-    daemons: Vec<JoinHandle<Result<(), String>>>,
+    daemons: Vec<JoinHandle<Result<(), Error>>>,
     workers: Vec<Worker>,
 }
 
-fn loopback() -> Result<UdpSocket, String> {
-    UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())
+fn loopback() -> Result<UdpSocket, Error> {
+    Ok(UdpSocket::bind("127.0.0.1:0")?)
 }
 
-fn addr(s: &UdpSocket) -> Result<SocketAddr, String> {
-    s.local_addr().map_err(|e| e.to_string())
+fn addr(s: &UdpSocket) -> Result<SocketAddr, Error> {
+    Ok(s.local_addr()?)
 }
 
 impl LocalCluster {
-    pub fn start(spec: &ClusterSpec) -> Result<Self, String> {
+    pub fn start(spec: &ClusterSpec) -> Result<Self, Error> {
         if spec.racks == 0 || spec.executors == 0 {
-            return Err("a cluster needs at least one rack and one executor".into());
+            return Err(ConfigError::Invalid(
+                "a cluster needs at least one rack and one executor".into(),
+            )
+            .into());
         }
         let stop = Arc::new(AtomicBool::new(false));
         // Bind everything first, so each config can name its neighbours.
@@ -79,8 +83,7 @@ impl LocalCluster {
         let spawn = |mut d: SwitchDaemon, stop: Arc<AtomicBool>| {
             std::thread::Builder::new()
                 .name("switch".into())
-                .spawn(move || d.run(&stop).map_err(|e| e.to_string()))
-                .map_err(|e| e.to_string())
+                .spawn(move || d.run(&stop).map_err(Error::from))
         };
         let spine_cfg = SwitchConfig {
             listen: spine.to_string(),
@@ -164,11 +167,11 @@ impl LocalCluster {
     }
 
     /// Stops every thread and waits for it; the first daemon error, if any.
-    pub fn shutdown(self) -> Result<(), String> {
+    pub fn shutdown(self) -> Result<(), Error> {
         self.stop.store(true, Ordering::Relaxed);
         let mut first = Ok(());
         for d in self.daemons {
-            let r = d.join().unwrap_or_else(|_| Err("daemon panicked".into()));
+            let r = d.join().unwrap_or(Err(Error::Panicked { what: "daemon" }));
             if first.is_ok() {
                 first = r;
             }

@@ -26,7 +26,44 @@ use std::time::{Duration, Instant};
 use netsched_config::workload::ServiceDist;
 use serde::Deserialize;
 
+use crate::config::ConfigError;
 use crate::controller::http;
+use crate::error::Error;
+
+/// Why a fleet run (`netsched cluster up`) stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// SIGINT or SIGTERM.
+    #[error("interrupted")]
+    Interrupted,
+    #[error("timed out waiting for {what}")]
+    TimedOut { what: String },
+    /// A daemon of the fleet exited (none may before the run ends).
+    #[error("{name} exited early ({status})")]
+    ExitedEarly {
+        name: String,
+        status: std::process::ExitStatus,
+    },
+    /// A daemon died while the fleet was coming up; its log says why.
+    #[error("{source}; see {}", log.display())]
+    DaemonDied {
+        #[source]
+        source: Box<FleetError>,
+        log: PathBuf,
+    },
+    #[error("{name} failed ({status}); see {}", log.display())]
+    ClientFailed {
+        name: String,
+        status: std::process::ExitStatus,
+        log: PathBuf,
+    },
+    #[error("calibration: only {tasks} of {submitted} tasks completed; see {}", log.display())]
+    CalibrationFailed {
+        tasks: u64,
+        submitted: String,
+        log: PathBuf,
+    },
+}
 
 /// The one config of `cluster up`.
 #[derive(Clone, Debug, Deserialize)]
@@ -158,60 +195,71 @@ pub fn policy_map(p: &str) -> Option<(&'static str, &'static str, &'static str)>
 }
 
 impl ClusterUpConfig {
-    pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: ClusterUpConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+    pub fn from_toml(s: &str) -> Result<Self, ConfigError> {
+        let c: ClusterUpConfig = toml::from_str(s)?;
         c.validate()?;
         Ok(c)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.policies.is_empty() {
-            return Err("policies: at least one".into());
+            return Err(ConfigError::Invalid("policies: at least one".into()));
         }
         if let Some(p) = self.policies.iter().find(|p| policy_map(p).is_none()) {
-            return Err(format!(
+            return Err(ConfigError::Invalid(format!(
                 "policies: unknown policy {p:?} (horus, rs-h, rs-lb, random, round-robin)"
-            ));
+            )));
         }
         if self.racks == 0 || self.workers_per_rack == 0 || self.spines == 0 {
-            return Err("racks, workers_per_rack and spines must be at least 1".into());
+            return Err(ConfigError::Invalid(
+                "racks, workers_per_rack and spines must be at least 1".into(),
+            ));
         }
         if self.racks > 64 || self.workers_per_rack > 64 || self.spines > 8 {
-            return Err("at most 64 racks, 64 workers per rack and 8 spines".into());
+            return Err(ConfigError::Invalid(
+                "at most 64 racks, 64 workers per rack and 8 spines".into(),
+            ));
         }
         if self.servers_per_rack == 0
             || !self.workers_per_rack.is_multiple_of(self.servers_per_rack)
         {
-            return Err(format!(
+            return Err(ConfigError::Invalid(format!(
                 "servers_per_rack: must divide workers_per_rack ({}), got {}",
                 self.workers_per_rack, self.servers_per_rack
-            ));
+            )));
         }
         if self.base_port > 65535 - 6000 {
-            return Err("base_port: leaves no room for the daemons' ports".into());
+            return Err(ConfigError::Invalid(
+                "base_port: leaves no room for the daemons' ports".into(),
+            ));
         }
         if !(self.workload.load > 0.0 && self.workload.load <= 1.0) {
-            return Err(format!(
+            return Err(ConfigError::Invalid(format!(
                 "workload.load: must be in (0, 1], got {}",
                 self.workload.load
-            ));
+            )));
         }
         if !(-20..=19).contains(&self.nice) {
-            return Err(format!("nice: must be in -20..=19, got {}", self.nice));
+            return Err(ConfigError::Invalid(format!(
+                "nice: must be in -20..=19, got {}",
+                self.nice
+            )));
         }
         if self.sim_scale == 0 || self.sim_scale > 1000 {
-            return Err(format!(
+            return Err(ConfigError::Invalid(format!(
                 "sim_scale: must be in 1..=1000, got {}",
                 self.sim_scale
-            ));
+            )));
         }
         if self.workload.duration_ms == 0 {
-            return Err("workload.duration_ms: must be positive".into());
+            return Err(ConfigError::Invalid(
+                "workload.duration_ms: must be positive".into(),
+            ));
         }
         self.workload
             .service
             .validate()
-            .map_err(|e| format!("workload.service: {e}"))
+            .map_err(|e| ConfigError::Invalid(format!("workload.service: {e}")))
     }
 
     /// Worker cores in the whole cluster.
@@ -234,13 +282,8 @@ impl ClusterUpConfig {
     }
 
     /// Client rate for the offered load: load × n / mean service time.
-    pub fn rate(&self) -> Result<f64, String> {
-        let mean_ns = self
-            .workload
-            .service
-            .build()
-            .map_err(|e| e.to_string())?
-            .mean_ns();
+    pub fn rate(&self) -> Result<f64, ConfigError> {
+        let mean_ns = self.workload.service.build()?.mean_ns();
         Ok(self.workload.load * self.workers() as f64 * 1e9 / mean_ns)
     }
 }
@@ -349,15 +392,15 @@ struct Plan {
     token: String,
 }
 
-fn write(dir: &Path, name: &str, text: String) -> Result<PathBuf, String> {
+fn write(dir: &Path, name: &str, text: String) -> Result<PathBuf, Error> {
     let p = dir.join(name);
-    std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+    std::fs::write(&p, text).map_err(|e| Error::io(p.display(), e))?;
     Ok(p)
 }
 
-fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, String> {
+fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, Error> {
     let (spine_pol, leaf_pol, _) = policy_map(policy).expect("validated");
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), e))?;
     let ports = Ports(cfg.base_port);
     // Secrets from the OS random source, in mode-0600 files that every
     // config names (`key_file`, `token_file`) instead of holding them.
@@ -469,7 +512,7 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, String>
     let service = toml::to_string(&ServiceWrap {
         service: cfg.workload.service.clone(),
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(ConfigError::from)?;
     let mut c = format!(
         "targets = [{}]\npool = 1\napp_id = 1\nrate = {:.3}\nduration_ms = {}\n\
          timeout_ms = {}\nseed = {}\n",
@@ -593,23 +636,23 @@ fn check_nice(pid: u32, nice: i32) {
 }
 
 impl Fleet {
-    fn new(dir: &Path, nice: i32) -> Result<Self, String> {
+    fn new(dir: &Path, nice: i32) -> Result<Self, Error> {
         let p = dir.join("pids");
         Ok(Fleet {
             children: Vec::new(),
-            pids: File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+            pids: File::create(&p).map_err(|e| Error::io(p.display(), e))?,
             nice,
         })
     }
 
-    fn spawn(&mut self, name: &str, bin: &Path, args: &[&str], dir: &Path) -> Result<(), String> {
+    fn spawn(&mut self, name: &str, bin: &Path, args: &[&str], dir: &Path) -> Result<(), Error> {
         use std::io::Write;
-        let log = File::create(dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
-        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        let log = File::create(dir.join(format!("{name}.log")))?;
+        let log2 = log.try_clone()?;
         let mut cmd = Command::new(bin);
         cmd.args(args).stdin(Stdio::null()).stdout(log).stderr(log2);
         child_setup(&mut cmd, self.nice);
-        let child = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+        let child = cmd.spawn().map_err(|e| Error::io(bin.display(), e))?;
         check_nice(child.id(), self.nice);
         let _ = writeln!(self.pids, "{} {name}", child.id());
         self.children.push((name.to_string(), child));
@@ -617,10 +660,13 @@ impl Fleet {
     }
 
     /// The first child that exited, if any (a daemon must not).
-    fn exited(&mut self) -> Option<String> {
+    fn exited(&mut self) -> Option<FleetError> {
         for (n, c) in &mut self.children {
-            if let Ok(Some(st)) = c.try_wait() {
-                return Some(format!("{n} exited early ({st})"));
+            if let Ok(Some(status)) = c.try_wait() {
+                return Some(FleetError::ExitedEarly {
+                    name: n.clone(),
+                    status,
+                });
             }
         }
         None
@@ -672,18 +718,21 @@ pub struct Calibration {
 fn wait_until(
     what: &str,
     limit: Duration,
-    mut f: impl FnMut() -> Result<bool, String>,
-) -> Result<(), String> {
+    mut f: impl FnMut() -> Result<bool, Error>,
+) -> Result<(), Error> {
     let t = Instant::now();
     loop {
         if interrupted() {
-            return Err("interrupted".into());
+            return Err(FleetError::Interrupted.into());
         }
         if f()? {
             return Ok(());
         }
         if t.elapsed() > limit {
-            return Err(format!("timed out waiting for {what}"));
+            return Err(FleetError::TimedOut {
+                what: what.to_string(),
+            }
+            .into());
         }
         std::thread::sleep(Duration::from_millis(25));
     }
@@ -701,7 +750,7 @@ fn run_client(
     name: &str,
     dir: &Path,
     fleet: &mut Fleet,
-) -> Result<serde_json::Value, String> {
+) -> Result<serde_json::Value, Error> {
     let json = dir.join(format!("{name}.json"));
     let log = dir.join(format!("{name}.log"));
     let _ = std::fs::remove_file(&json);
@@ -714,32 +763,40 @@ fn run_client(
         &json.to_string_lossy(),
     ])
     .stdin(Stdio::null())
-    .stdout(File::create(&log).map_err(|e| e.to_string())?)
+    .stdout(File::create(&log)?)
     .stderr(Stdio::inherit());
     child_setup(&mut cmd, fleet.nice);
-    let mut client = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+    let mut client = cmd.spawn().map_err(|e| Error::io(bin.display(), e))?;
     let status = loop {
         if interrupted() {
             let _ = client.kill();
             let _ = client.wait();
-            return Err("interrupted".into());
+            return Err(FleetError::Interrupted.into());
         }
         if let Some(e) = fleet.exited() {
             let _ = client.kill();
             let _ = client.wait();
-            return Err(e);
+            return Err(e.into());
         }
         match client.try_wait() {
             Ok(Some(s)) => break s,
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     };
     if !status.success() {
-        return Err(format!("{name} failed ({status}); see {}", log.display()));
+        return Err(FleetError::ClientFailed {
+            name: name.to_string(),
+            status,
+            log,
+        }
+        .into());
     }
-    let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
-    serde_json::from_str(&text).map_err(|e| e.to_string())
+    let text = std::fs::read_to_string(&json).map_err(|e| Error::io(json.display(), e))?;
+    serde_json::from_str(&text).map_err(|source| Error::Json {
+        what: json.display().to_string(),
+        source,
+    })
 }
 
 /// The calibration client: same targets, its own app id (so its replies can
@@ -793,7 +850,7 @@ pub struct FleetRun {
 /// Runs one policy: starts the fleet, waits for readiness, calibrates (for
 /// the side-by-side simulation), runs the client, and tears down (also on
 /// error or interrupt).
-pub fn run_fleet(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<FleetRun, String> {
+pub fn run_fleet(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<FleetRun, Error> {
     let dir = cfg.run_dir.join(policy);
     let plan = plan(cfg, policy, &dir)?;
     let mut fleet = Fleet::new(&dir, cfg.nice)?;
@@ -809,10 +866,11 @@ pub fn run_fleet(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<Flee
             Duration::from_secs(20),
             || {
                 if let Some(e) = fleet.exited() {
-                    return Err(format!(
-                        "{e}; see {}",
-                        dir.join(format!("{name}.log")).display()
-                    ));
+                    return Err(FleetError::DaemonDied {
+                        source: Box::new(e),
+                        log: dir.join(format!("{name}.log")),
+                    }
+                    .into());
                 }
                 Ok(http(addr(*port), "GET", path, None, None).is_ok_and(|(c, _)| c == 200))
             },
@@ -832,7 +890,8 @@ pub fn run_fleet(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<Flee
             ) else {
                 return Ok(false);
             };
-            let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+            let v: serde_json::Value =
+                serde_json::from_str(&body).map_err(|e| Error::Protocol(e.to_string()))?;
             let pool = &v["pools"][0];
             let racks_ok = pool["racks"]
                 .as_array()
@@ -854,16 +913,17 @@ pub fn run_fleet(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<Flee
         },
     )?;
     let calibration = if cfg.sim && cfg.calibrate {
-        let text = std::fs::read_to_string(&plan.client).map_err(|e| e.to_string())?;
+        let text = std::fs::read_to_string(&plan.client)?;
         let path = write(&dir, "calibration.toml", calibration_client(&text, cfg))?;
         let c = run_client(bin, &path, "calibration", &dir, &mut fleet)?;
         let tasks = c["completed"].as_u64().unwrap_or(0);
         if tasks < 20 {
-            return Err(format!(
-                "calibration: only {tasks} of {} tasks completed; see {}",
-                c["submitted"],
-                dir.join("calibration.log").display()
-            ));
+            return Err(FleetError::CalibrationFailed {
+                tasks,
+                submitted: c["submitted"].to_string(),
+                log: dir.join("calibration.log"),
+            }
+            .into());
         }
         let p50 = c["p50_us"].as_f64().unwrap_or(f64::NAN);
         Some(Calibration {

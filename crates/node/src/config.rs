@@ -4,6 +4,43 @@ use netsched_config::workload::ServiceDist;
 use serde::Deserialize;
 use std::net::SocketAddr;
 
+use crate::secret::SecretError;
+
+/// Why a config of the runtime (switch, worker, client, controller, cluster
+/// up) cannot be used. One line that names the setting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Not TOML, or not of the expected shape (unknown or missing fields).
+    #[error(transparent)]
+    Parse(#[from] toml::de::Error),
+    /// A config generated from another (`cluster up`) cannot be written.
+    #[error(transparent)]
+    Serialize(#[from] toml::ser::Error),
+    /// A setting breaks one of the config's rules; the message names it.
+    #[error("{0}")]
+    Invalid(String),
+    /// A pool's data-plane parameters are out of range (core's limits).
+    #[error("pool {pool}: {source}")]
+    Plane {
+        pool: u16,
+        #[source]
+        source: netsched_core::registry::ParamError,
+    },
+    /// The workload (service-time distribution) settings.
+    #[error(transparent)]
+    Workload(#[from] netsched_config::ConfigError),
+    /// A key or token that cannot be read.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+}
+
+/// For callers that report errors as text (the CLI).
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> String {
+        e.to_string()
+    }
+}
+
 /// Which side of the two-layer hierarchy an instance is (Horus §3.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -228,30 +265,34 @@ fn default_true() -> bool {
 
 impl SwitchConfig {
     /// The cluster key ([`SwitchConfig::key_file`]).
-    pub fn cluster_key(&self) -> Result<crate::secret::ClusterKey, String> {
-        crate::secret::ClusterKey::resolve(
+    pub fn cluster_key(&self) -> Result<crate::secret::ClusterKey, ConfigError> {
+        Ok(crate::secret::ClusterKey::resolve(
             self.key.as_ref().map(|k| k.expose()),
             self.key_file.as_deref(),
             self.key_env.as_deref(),
-        )
+        )?)
     }
 
-    pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: SwitchConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+    pub fn from_toml(s: &str) -> Result<Self, ConfigError> {
+        let c: SwitchConfig = toml::from_str(s)?;
         c.validate()?;
         Ok(c)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.batch == 0 {
-            return Err("batch must be at least 1".into());
+            return Err(ConfigError::Invalid("batch must be at least 1".into()));
         }
         if self.max_routes_per_source == 0 {
-            return Err("max_routes_per_source must be at least 1".into());
+            return Err(ConfigError::Invalid(
+                "max_routes_per_source must be at least 1".into(),
+            ));
         }
-        self.fault.validate()?;
+        self.fault.validate().map_err(ConfigError::Invalid)?;
         if self.controller.is_some() && self.status_ms == 0 {
-            return Err("status_ms must be at least 1 with a controller".into());
+            return Err(ConfigError::Invalid(
+                "status_ms must be at least 1 with a controller".into(),
+            ));
         }
         // A daemon may host a spine and a leaf of the same pool (Horus §3.5:
         // software schedulers at either layer), but one of each.
@@ -262,45 +303,68 @@ impl SwitchConfig {
             .collect();
         slots.sort_unstable();
         if slots.windows(2).any(|w| w[0] == w[1]) {
-            return Err("one instance per pool and role per daemon".into());
+            return Err(ConfigError::Invalid(
+                "one instance per pool and role per daemon".into(),
+            ));
         }
         for i in &self.instances {
             if i.downstream.is_empty() {
-                return Err(format!("pool {}: no downstream nodes", i.pool));
+                return Err(ConfigError::Invalid(format!(
+                    "pool {}: no downstream nodes",
+                    i.pool
+                )));
             }
             if i.downstream.len() > u16::MAX as usize {
-                return Err(format!("pool {}: too many downstream nodes", i.pool));
+                return Err(ConfigError::Invalid(format!(
+                    "pool {}: too many downstream nodes",
+                    i.pool
+                )));
             }
             if i.max_routes == 0 {
-                return Err(format!("pool {}: max_routes must be at least 1", i.pool));
+                return Err(ConfigError::Invalid(format!(
+                    "pool {}: max_routes must be at least 1",
+                    i.pool
+                )));
             }
             i.plane_params()
                 .validate()
-                .map_err(|e| format!("pool {}: {e}", i.pool))?;
+                .map_err(|source| ConfigError::Plane {
+                    pool: i.pool,
+                    source,
+                })?;
             match i.role {
                 Role::Spine if i.heartbeat_timeout_ms > 0 => {
-                    return Err(format!(
+                    return Err(ConfigError::Invalid(format!(
                         "pool {}: heartbeat_timeout_ms is for leaves",
                         i.pool
-                    ));
+                    )));
                 }
                 Role::Spine => {
                     if !i.rack_workers.is_empty() && i.rack_workers.len() != i.downstream.len() {
-                        return Err(format!(
+                        return Err(ConfigError::Invalid(format!(
                             "pool {}: rack_workers needs one entry per downstream leaf",
                             i.pool
-                        ));
+                        )));
                     }
                     if i.rack_workers.contains(&0) {
-                        return Err(format!("pool {}: a rack needs at least one worker", i.pool));
+                        return Err(ConfigError::Invalid(format!(
+                            "pool {}: a rack needs at least one worker",
+                            i.pool
+                        )));
                     }
                     if !i.upstream.is_empty() {
-                        return Err(format!("pool {}: a spine has no upstream", i.pool));
+                        return Err(ConfigError::Invalid(format!(
+                            "pool {}: a spine has no upstream",
+                            i.pool
+                        )));
                     }
                 }
                 Role::Leaf => {
                     if !i.rack_workers.is_empty() {
-                        return Err(format!("pool {}: rack_workers is for spines", i.pool));
+                        return Err(ConfigError::Invalid(format!(
+                            "pool {}: rack_workers is for spines",
+                            i.pool
+                        )));
                     }
                 }
             }
@@ -400,18 +464,23 @@ fn default_spin() -> u64 {
 }
 
 impl WorkerConfig {
-    pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: WorkerConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+    pub fn from_toml(s: &str) -> Result<Self, ConfigError> {
+        let c: WorkerConfig = toml::from_str(s)?;
         if c.listen.is_empty() {
-            return Err("a worker needs at least one executor address".into());
+            return Err(ConfigError::Invalid(
+                "a worker needs at least one executor address".into(),
+            ));
         }
         if c.first_id as usize + c.listen.len() > u16::MAX as usize {
-            return Err("executor ids exceed u16".into());
+            return Err(ConfigError::Invalid("executor ids exceed u16".into()));
         }
         if c.executors == 0 || c.executors > 256 {
-            return Err(format!("executors must be in 1..=256, got {}", c.executors));
+            return Err(ConfigError::Invalid(format!(
+                "executors must be in 1..=256, got {}",
+                c.executors
+            )));
         }
-        c.fault.validate()?;
+        c.fault.validate().map_err(ConfigError::Invalid)?;
         Ok(c)
     }
 }
@@ -517,16 +586,16 @@ fn default_poll_ms() -> u64 {
 impl ControllerLink {
     /// The bearer token: `token`, else `token_file`, else the variable
     /// `token_env` names.
-    pub fn token(&self) -> Result<String, String> {
+    pub fn token(&self) -> Result<String, ConfigError> {
         match (&self.token, &self.token_file, &self.token_env) {
             (Some(t), _, _) => Ok(t.expose().to_string()),
-            (None, Some(p), _) => crate::secret::read_secret_file(p),
-            (None, None, Some(v)) => {
-                std::env::var(v).map_err(|_| format!("controller.token_env: ${v} is not set"))
-            }
-            (None, None, None) => {
-                Err("controller: token_file, token_env or token is required".into())
-            }
+            (None, Some(p), _) => Ok(crate::secret::read_secret_file(p)?),
+            (None, None, Some(v)) => std::env::var(v).map_err(|_| {
+                ConfigError::Invalid(format!("controller.token_env: ${v} is not set"))
+            }),
+            (None, None, None) => Err(ConfigError::Invalid(
+                "controller: token_file, token_env or token is required".into(),
+            )),
         }
     }
 }
@@ -587,47 +656,53 @@ fn default_bind() -> String {
 }
 
 impl ClientConfig {
-    pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: ClientConfig = toml::from_str(s).map_err(|e| e.to_string())?;
+    pub fn from_toml(s: &str) -> Result<Self, ConfigError> {
+        let c: ClientConfig = toml::from_str(s)?;
         c.validate()?;
         Ok(c)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.targets.is_empty() {
-            return Err("no targets".into());
+            return Err(ConfigError::Invalid("no targets".into()));
         }
         if self
             .targets
             .iter()
             .any(|t| t.weight.is_nan() || t.weight <= 0.0 || t.weight.is_infinite())
         {
-            return Err("target weights must be positive".into());
+            return Err(ConfigError::Invalid(
+                "target weights must be positive".into(),
+            ));
         }
         if !(self.rate > 0.0 && self.rate.is_finite()) {
-            return Err("rate must be positive".into());
+            return Err(ConfigError::Invalid("rate must be positive".into()));
         }
         if self
             .schedule
             .iter()
             .any(|s| !(s.rate >= 0.0 && s.rate.is_finite()))
         {
-            return Err("schedule: every rate must be finite and non-negative".into());
+            return Err(ConfigError::Invalid(
+                "schedule: every rate must be finite and non-negative".into(),
+            ));
         }
         if self.schedule.windows(2).any(|w| w[0].at_ms >= w[1].at_ms) {
-            return Err("schedule: at_ms must increase".into());
+            return Err(ConfigError::Invalid("schedule: at_ms must increase".into()));
         }
         if self.packets == 0 || self.packets > 64 {
-            return Err("packets must be in 1..=64".into());
+            return Err(ConfigError::Invalid("packets must be in 1..=64".into()));
         }
         if self.threads == 0 || self.threads > 64 {
-            return Err("threads must be in 1..=64".into());
+            return Err(ConfigError::Invalid("threads must be in 1..=64".into()));
         }
-        self.fault.validate()?;
+        self.fault.validate().map_err(ConfigError::Invalid)?;
         if let Some(c) = &self.controller {
             c.token()?;
             if c.poll_ms == 0 {
-                return Err("controller.poll_ms must be at least 1".into());
+                return Err(ConfigError::Invalid(
+                    "controller.poll_ms must be at least 1".into(),
+                ));
             }
         }
         let peak = self
@@ -637,21 +712,23 @@ impl ClientConfig {
             .fold(self.rate, f64::max);
         let n = peak * self.duration_ms as f64 / 1e3;
         if n > u32::MAX as f64 / 2.0 {
-            return Err("too many tasks for 32-bit sequence numbers".into());
+            return Err(ConfigError::Invalid(
+                "too many tasks for 32-bit sequence numbers".into(),
+            ));
         }
-        self.service.validate().map_err(|e| e.to_string())
+        Ok(self.service.validate()?)
     }
 }
 
 /// A service-time distribution written as a TOML inline table, as in
 /// configs: `{ kind = "exp", mean_us = 100 }`.
-pub fn parse_service(s: &str) -> Result<ServiceDist, String> {
+pub fn parse_service(s: &str) -> Result<ServiceDist, ConfigError> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Wrap {
         service: ServiceDist,
     }
-    let w: Wrap = toml::from_str(&format!("service = {s}")).map_err(|e| e.to_string())?;
-    w.service.validate().map_err(|e| e.to_string())?;
+    let w: Wrap = toml::from_str(&format!("service = {s}"))?;
+    w.service.validate()?;
     Ok(w.service)
 }

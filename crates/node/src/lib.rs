@@ -20,7 +20,7 @@ pub mod cluster;
 pub mod cluster_up;
 pub mod config;
 pub mod controller;
-pub mod controller_proto;
+pub mod error;
 pub mod fault;
 pub mod metrics;
 pub mod net;
@@ -34,5 +34,6 @@ pub mod worker;
 
 pub use client::{Client, ClientReport};
 pub use config::{ClientConfig, SwitchConfig, WorkerConfig};
+pub use error::Error;
 pub use switch::SwitchDaemon;
 pub use worker::Worker;

@@ -26,21 +26,49 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
 
 /// Why a lab could not be built.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LabError {
     /// `ip netns add` is not permitted here (not root, no CAP_SYS_ADMIN, no
     /// `ip`) and [`REQUIRE_NETNS_ENV`] is not `1`: the caller should skip,
     /// printing `SKIP`.
+    #[error("network namespaces unavailable: {0}")]
     Skip(String),
-    Failed(String),
+    #[error(transparent)]
+    Failed(#[from] NetnsError),
 }
 
-impl std::fmt::Display for LabError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LabError::Skip(s) => write!(f, "network namespaces unavailable: {s}"),
-            LabError::Failed(s) => write!(f, "{s}"),
-        }
+/// Why a namespace operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    /// `ip` could not run, or refused (`reason`: its error output).
+    #[error("ip {args}: {reason}")]
+    Ip { args: String, reason: String },
+    #[error("{path}: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("setns {name}: {source}")]
+    Setns {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("namespace thread panicked")]
+    Panicked,
+    /// Namespaces are unavailable where they are required.
+    #[error("{source} ({}=1: namespaces are required)", REQUIRE_NETNS_ENV)]
+    Required {
+        #[source]
+        source: Box<NetnsError>,
+    },
+}
+
+/// For callers that report errors as text (tests).
+impl From<NetnsError> for String {
+    fn from(e: NetnsError) -> String {
+        e.to_string()
     }
 }
 
@@ -56,28 +84,30 @@ pub fn netns_required() -> bool {
 
 /// The error for "`ip netns add` failed": a skip, unless namespaces are
 /// required.
-fn unavailable(why: String) -> LabError {
+fn unavailable(why: NetnsError) -> LabError {
     if netns_required() {
-        LabError::Failed(format!(
-            "{why} ({REQUIRE_NETNS_ENV}=1: namespaces are required)"
-        ))
+        LabError::Failed(NetnsError::Required {
+            source: Box::new(why),
+        })
     } else {
-        LabError::Skip(why)
+        LabError::Skip(why.to_string())
     }
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
+fn ip(args: &[&str]) -> Result<(), NetnsError> {
+    let failed = |reason: String| NetnsError::Ip {
+        args: args.join(" "),
+        reason,
+    };
     let out = Command::new("ip")
         .args(args)
         .output()
-        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+        .map_err(|e| failed(e.to_string()))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
+        Err(failed(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
         ))
     }
 }
@@ -130,7 +160,7 @@ impl Lab {
             subnet: 77,
             hosts: Vec::new(),
         };
-        let f = |r: Result<(), String>| r.map_err(LabError::Failed);
+        let f = |r: Result<(), NetnsError>| r.map_err(LabError::Failed);
         f(ip(&["-n", &lab.hub, "link", "set", "lo", "up"]))?;
         f(ip(&[
             "-n", &lab.hub, "link", "add", "br0", "type", "bridge",
@@ -149,7 +179,7 @@ impl Lab {
         let addr = Ipv4Addr::new(10, self.subnet, 0, i as u8 + 1);
         let hub_if = format!("v{}", i);
         let peer = format!("p{}", i);
-        let f = |r: Result<(), String>| r.map_err(LabError::Failed);
+        let f = |r: Result<(), NetnsError>| r.map_err(LabError::Failed);
         f(ip(&[
             "-n", &self.hub, "link", "add", &hub_if, "type", "veth", "peer", "name", &peer,
         ]))?;
@@ -174,7 +204,7 @@ impl Lab {
     }
 
     /// Cuts (`up = false`) or restores a host's link at the bridge port.
-    pub fn set_link(&self, h: &Host, up: bool) -> Result<(), String> {
+    pub fn set_link(&self, h: &Host, up: bool) -> Result<(), NetnsError> {
         ip(&[
             "-n",
             &self.hub,
@@ -208,17 +238,19 @@ impl Host {
 
     /// Moves the calling thread into this namespace; sockets it creates
     /// afterwards live there.
-    pub fn enter(&self) -> Result<(), String> {
+    pub fn enter(&self) -> Result<(), NetnsError> {
         let path = format!("/run/netns/{}", self.name);
-        let f = File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+        let f = File::open(&path).map_err(|source| NetnsError::Open {
+            path: path.clone(),
+            source,
+        })?;
         // SAFETY: a valid namespace fd; setns affects only this thread.
         let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
         if r != 0 {
-            return Err(format!(
-                "setns {}: {}",
-                self.name,
-                std::io::Error::last_os_error()
-            ));
+            return Err(NetnsError::Setns {
+                name: self.name.clone(),
+                source: std::io::Error::last_os_error(),
+            });
         }
         Ok(())
     }
@@ -227,7 +259,7 @@ impl Host {
     pub fn spawn<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
-    ) -> JoinHandle<Result<T, String>> {
+    ) -> JoinHandle<Result<T, NetnsError>> {
         let me = self.clone();
         std::thread::spawn(move || {
             me.enter()?;
@@ -239,9 +271,7 @@ impl Host {
     pub fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, String> {
-        self.spawn(f)
-            .join()
-            .map_err(|_| "namespace thread panicked".to_string())?
+    ) -> Result<T, NetnsError> {
+        self.spawn(f).join().map_err(|_| NetnsError::Panicked)?
     }
 }

@@ -39,7 +39,8 @@ use std::time::Duration;
 
 use netsched_config::workload::ServiceDist;
 
-use crate::config::{ClientConfig, Target, WireFamily};
+use crate::config::{ClientConfig, ConfigError, Target, WireFamily};
+use crate::error::Error;
 use crate::{Client, ClientReport, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 
 /// Where Debian's nginx and its stream module live.
@@ -89,25 +90,47 @@ impl Default for NginxBenchOpts {
     }
 }
 
+/// Why nginx could not serve as the baseline proxy.
+#[derive(Debug, thiserror::Error)]
+pub enum NginxError {
+    #[error("{}: not found (Debian: apt-get install -y {packages})", path.display())]
+    NotInstalled {
+        path: PathBuf,
+        packages: &'static str,
+    },
+    #[error("nginx exited ({status}): {log}")]
+    Exited {
+        status: std::process::ExitStatus,
+        log: String,
+    },
+    #[error("nginx did not bind its port within 2 s")]
+    NoBind,
+}
+
 impl NginxBenchOpts {
     /// One-line errors for bad options, before anything starts.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.workers == 0 || self.loads.is_empty() {
-            return Err("need at least one worker and one load".into());
-        }
-        if self.racksched_executors == 0 || !self.workers.is_multiple_of(self.racksched_executors) {
-            return Err(format!(
-                "racksched_executors ({}) must divide workers ({})",
-                self.racksched_executors, self.workers
+            return Err(ConfigError::Invalid(
+                "need at least one worker and one load".into(),
             ));
         }
+        if self.racksched_executors == 0 || !self.workers.is_multiple_of(self.racksched_executors) {
+            return Err(ConfigError::Invalid(format!(
+                "racksched_executors ({}) must divide workers ({})",
+                self.racksched_executors, self.workers
+            )));
+        }
         if let Some(l) = self.loads.iter().find(|l| !(**l > 0.0 && **l <= 1.0)) {
-            return Err(format!("loads must be in (0, 1], got {l}"));
+            return Err(ConfigError::Invalid(format!(
+                "loads must be in (0, 1], got {l}"
+            )));
         }
         for s in &self.setups {
             if s != "nginx" {
-                crate::bench::parse_policy(s)
-                    .map_err(|_| format!("unknown setup '{s}': nginx or a daemon policy"))?;
+                crate::bench::parse_policy(s).map_err(|_| {
+                    ConfigError::Invalid(format!("unknown setup '{s}': nginx or a daemon policy"))
+                })?;
             }
         }
         Ok(())
@@ -195,33 +218,33 @@ pub fn nginx_conf(
 
 impl Nginx {
     /// Starts nginx proxying UDP on a free loopback port to `upstreams`.
-    pub fn start(bin: &Path, module: &Path, upstreams: &[SocketAddr]) -> Result<Nginx, String> {
+    pub fn start(bin: &Path, module: &Path, upstreams: &[SocketAddr]) -> Result<Nginx, Error> {
         if !bin.exists() {
-            return Err(format!(
-                "{}: not found (Debian: apt-get install -y nginx libnginx-mod-stream)",
-                bin.display()
-            ));
+            return Err(NginxError::NotInstalled {
+                path: bin.to_path_buf(),
+                packages: "nginx libnginx-mod-stream",
+            }
+            .into());
         }
         if !module.exists() {
-            return Err(format!(
-                "{}: not found (Debian: apt-get install -y libnginx-mod-stream)",
-                module.display()
-            ));
+            return Err(NginxError::NotInstalled {
+                path: module.to_path_buf(),
+                packages: "libnginx-mod-stream",
+            }
+            .into());
         }
         // A free port: bind, read, release (nginx binds it right after).
-        let listen = UdpSocket::bind("127.0.0.1:0")
-            .and_then(|s| s.local_addr())
-            .map_err(|e| e.to_string())?;
+        let listen = UdpSocket::bind("127.0.0.1:0").and_then(|s| s.local_addr())?;
         let dir = std::env::temp_dir().join(format!(
             "netsched-nginx-{}-{}",
             std::process::id(),
             listen.port()
         ));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
         let conf = dir.join("nginx.conf");
         std::fs::File::create(&conf)
             .and_then(|mut f| f.write_all(nginx_conf(&dir, module, listen, upstreams).as_bytes()))
-            .map_err(|e| format!("{}: {e}", conf.display()))?;
+            .map_err(|e| Error::io(conf.display(), e))?;
         let child = Command::new(bin)
             .arg("-p")
             .arg(&dir)
@@ -233,20 +256,24 @@ impl Nginx {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("{}: {e}", bin.display()))?;
+            .map_err(|e| Error::io(bin.display(), e))?;
         let mut n = Nginx { child, dir, listen };
         // Ready when it holds the port; fail fast if it exited.
         for _ in 0..100 {
             if let Ok(Some(status)) = n.child.try_wait() {
                 let log = std::fs::read_to_string(n.dir.join("error.log")).unwrap_or_default();
-                return Err(format!("nginx exited ({status}): {}", log.trim()));
+                return Err(NginxError::Exited {
+                    status,
+                    log: log.trim().to_string(),
+                }
+                .into());
             }
             if UdpSocket::bind(listen).is_err() {
                 return Ok(n);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Err("nginx did not bind its port within 2 s".into())
+        Err(NginxError::NoBind.into())
     }
 }
 
@@ -258,8 +285,8 @@ impl Drop for Nginx {
     }
 }
 
-fn loopback() -> Result<UdpSocket, String> {
-    UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())
+fn loopback() -> Result<UdpSocket, Error> {
+    Ok(UdpSocket::bind("127.0.0.1:0")?)
 }
 
 /// A standalone leaf daemon of `policy` over `workers`, on its own thread.
@@ -267,7 +294,7 @@ fn leaf(
     policy: &str,
     workers: &[SocketAddr],
     stop: &Arc<AtomicBool>,
-) -> Result<(SocketAddr, std::thread::JoinHandle<()>), String> {
+) -> Result<(SocketAddr, std::thread::JoinHandle<()>), Error> {
     let list: Vec<String> = workers.iter().map(|a| format!("\"{a}\"")).collect();
     let cfg = SwitchConfig::from_toml(&format!(
         "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 1\nrole = \"leaf\"\n\
@@ -289,7 +316,7 @@ fn client(
     wire: WireFamily,
     rate: f64,
     app_id: u32,
-) -> Result<ClientReport, String> {
+) -> Result<ClientReport, Error> {
     let mut c = Client::bind(ClientConfig {
         targets: vec![Target {
             addr: target,
@@ -311,9 +338,9 @@ fn client(
 
 /// Runs every setup at every load against one set of workers; calls
 /// `progress` with each row as it completes.
-pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<Row>, Error> {
     opts.validate()?;
-    let mean_ns = opts.service.build().map_err(|e| e.to_string())?.mean_ns();
+    let mean_ns = opts.service.build().map_err(ConfigError::from)?.mean_ns();
     let capacity = opts.workers as f64 * 1e9 / mean_ns;
     let stop = Arc::new(AtomicBool::new(false));
     let socks = (0..opts.workers)
@@ -394,7 +421,7 @@ fn measure(
     d_stop: &Arc<AtomicBool>,
     daemons: &mut Vec<std::thread::JoinHandle<()>>,
     nginx: &mut Option<Nginx>,
-) -> Result<Vec<Row>, String> {
+) -> Result<Vec<Row>, Error> {
     let mut targets = Vec::new();
     for setup in &opts.setups {
         let t = match setup.as_str() {

@@ -1,5 +1,5 @@
 //! Cluster secrets: the control-plane key (HMAC-SHA256, see
-//! [`controller_proto`](crate::controller_proto)) and the admin bearer token.
+//! [`controller::proto`](crate::controller::proto)) and the admin bearer token.
 //!
 //! Both come from the OS random source ([`generate_hex`], `getrandom`), are
 //! stored in files created with mode 0600 ([`write_secret_file`]), and are
@@ -8,9 +8,61 @@
 //! logs or formats a secret: [`ClusterKey`]'s `Debug` is redacted, so a
 //! config dumped with `{:?}` cannot leak it.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why a secret could not be made, stored or read.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("OS random source: {0}")]
+    Random(getrandom::Error),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Group or others may read the file.
+    #[error("{}: holds a secret but has mode {mode:o}; run `chmod 600` on it", path.display())]
+    NotPrivate { path: PathBuf, mode: u32 },
+    #[error("a cluster key is {} hex digits (got {got})", 2 * KEY_LEN)]
+    KeyLength { got: usize },
+    #[error("a cluster key is hex digits only")]
+    KeyNotHex,
+    /// A key that is no key, and where it came from (`key`, a file, `$VAR`).
+    #[error("{origin}: {source}")]
+    BadKey {
+        origin: String,
+        #[source]
+        source: Box<SecretError>,
+    },
+    #[error("no cluster key: set `key_file` (a mode-0600 file) or the {var} environment variable")]
+    NoKey { var: String },
+}
+
+/// For callers that report errors as text (the CLI).
+impl From<SecretError> for String {
+    fn from(e: SecretError) -> String {
+        e.to_string()
+    }
+}
+
+impl SecretError {
+    fn io(path: &Path) -> impl FnOnce(io::Error) -> SecretError + '_ {
+        move |source| SecretError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn bad_key(origin: impl std::fmt::Display) -> impl FnOnce(SecretError) -> SecretError {
+        move |e| SecretError::BadKey {
+            origin: origin.to_string(),
+            source: Box::new(e),
+        }
+    }
+}
 
 /// Environment variable holding the cluster key (64 hex digits) when a
 /// config names neither `key` nor `key_file`.
@@ -21,9 +73,9 @@ pub const KEY_ENV: &str = "NETSCHED_CLUSTER_KEY";
 pub const KEY_LEN: usize = 32;
 
 /// `n` bytes from the OS random source, hex encoded.
-pub fn generate_hex(n: usize) -> Result<String, String> {
+pub fn generate_hex(n: usize) -> Result<String, SecretError> {
     let mut b = vec![0u8; n];
-    getrandom::fill(&mut b).map_err(|e| format!("OS random source: {e}"))?;
+    getrandom::fill(&mut b).map_err(SecretError::Random)?;
     Ok(hex(&b))
 }
 
@@ -34,8 +86,8 @@ fn hex(b: &[u8]) -> String {
 /// Writes `text` to `path` with mode 0600, replacing any previous file, and
 /// syncs it. The mode is set at creation (no window in which another user
 /// could open it) and again afterwards, for a file that already existed.
-pub fn write_secret_file(path: &Path, text: &str) -> Result<(), String> {
-    let e = |x: std::io::Error| format!("{}: {x}", path.display());
+pub fn write_secret_file(path: &Path, text: &str) -> Result<(), SecretError> {
+    let e = |x: io::Error| SecretError::io(path)(x);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -51,22 +103,22 @@ pub fn write_secret_file(path: &Path, text: &str) -> Result<(), String> {
 
 /// Refuses a file that group or others may read or write: a secret there is
 /// no secret.
-pub fn check_private(path: &Path) -> Result<(), String> {
-    let m = std::fs::metadata(path).map_err(|x| format!("{}: {x}", path.display()))?;
+pub fn check_private(path: &Path) -> Result<(), SecretError> {
+    let m = std::fs::metadata(path).map_err(SecretError::io(path))?;
     let mode = m.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
-        return Err(format!(
-            "{}: holds a secret but has mode {mode:o}; run `chmod 600` on it",
-            path.display()
-        ));
+        return Err(SecretError::NotPrivate {
+            path: path.to_path_buf(),
+            mode,
+        });
     }
     Ok(())
 }
 
 /// Reads a secret from a private file (mode 0600 or stricter), trimmed.
-pub fn read_secret_file(path: &Path) -> Result<String, String> {
+pub fn read_secret_file(path: &Path) -> Result<String, SecretError> {
     check_private(path)?;
-    let s = std::fs::read_to_string(path).map_err(|x| format!("{}: {x}", path.display()))?;
+    let s = std::fs::read_to_string(path).map_err(SecretError::io(path))?;
     Ok(s.trim().to_string())
 }
 
@@ -104,28 +156,24 @@ impl std::fmt::Debug for ClusterKey {
 
 impl ClusterKey {
     /// A fresh key from the OS random source.
-    pub fn generate() -> Result<ClusterKey, String> {
+    pub fn generate() -> Result<ClusterKey, SecretError> {
         let mut b = [0u8; KEY_LEN];
-        getrandom::fill(&mut b).map_err(|e| format!("OS random source: {e}"))?;
+        getrandom::fill(&mut b).map_err(SecretError::Random)?;
         Ok(ClusterKey(b))
     }
 
     /// From 64 hex digits. The error never echoes the input.
-    pub fn from_hex(s: &str) -> Result<ClusterKey, String> {
+    pub fn from_hex(s: &str) -> Result<ClusterKey, SecretError> {
         let s = s.trim().as_bytes();
         if s.len() != 2 * KEY_LEN {
-            return Err(format!(
-                "a cluster key is {} hex digits (got {})",
-                2 * KEY_LEN,
-                s.len()
-            ));
+            return Err(SecretError::KeyLength { got: s.len() });
         }
         let mut b = [0u8; KEY_LEN];
         for (i, pair) in s.chunks(2).enumerate() {
             let d = |c: u8| (c as char).to_digit(16).map(|v| v as u8);
             match (d(pair[0]), d(pair[1])) {
                 (Some(h), Some(l)) => b[i] = h << 4 | l,
-                _ => return Err("a cluster key is hex digits only".into()),
+                _ => return Err(SecretError::KeyNotHex),
             }
         }
         Ok(ClusterKey(b))
@@ -146,19 +194,19 @@ impl ClusterKey {
         key: Option<&str>,
         key_file: Option<&Path>,
         key_env: Option<&str>,
-    ) -> Result<ClusterKey, String> {
+    ) -> Result<ClusterKey, SecretError> {
         if let Some(k) = key {
-            return ClusterKey::from_hex(k).map_err(|e| format!("key: {e}"));
+            return ClusterKey::from_hex(k).map_err(SecretError::bad_key("key"));
         }
         if let Some(p) = key_file {
             return ClusterKey::from_hex(&read_secret_file(p)?)
-                .map_err(|e| format!("{}: {e}", p.display()));
+                .map_err(SecretError::bad_key(p.display()));
         }
         let var = key_env.unwrap_or(KEY_ENV);
-        let v = std::env::var(var).map_err(|_| {
-            format!("no cluster key: set `key_file` (a mode-0600 file) or the {var} environment variable")
+        let v = std::env::var(var).map_err(|_| SecretError::NoKey {
+            var: var.to_string(),
         })?;
-        ClusterKey::from_hex(&v).map_err(|e| format!("${var}: {e}"))
+        ClusterKey::from_hex(&v).map_err(SecretError::bad_key(format!("${var}")))
     }
 }
 
@@ -172,7 +220,9 @@ mod tests {
         assert_eq!(ClusterKey::from_hex(&k.to_hex()).unwrap(), k);
         assert_ne!(ClusterKey::generate().unwrap(), k, "fresh randomness");
         assert!(!format!("{k:?}").contains(&k.to_hex()[..8]));
-        let e = ClusterKey::from_hex(&"zz".repeat(32)).unwrap_err();
+        let e = ClusterKey::from_hex(&"zz".repeat(32))
+            .unwrap_err()
+            .to_string();
         assert!(!e.contains("zz"), "{e}");
         assert!(ClusterKey::from_hex("00").is_err());
     }
@@ -188,7 +238,9 @@ mod tests {
         assert_eq!(mode, 0o600);
         assert_eq!(ClusterKey::resolve(None, Some(&p), None).unwrap(), k);
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let e = ClusterKey::resolve(None, Some(&p), None).unwrap_err();
+        let e = ClusterKey::resolve(None, Some(&p), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("chmod 600"), "{e}");
         // Rewriting an existing public file makes it private again.
         write_secret_file(&p, "x").unwrap();

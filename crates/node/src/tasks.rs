@@ -162,11 +162,38 @@ pub struct RocksStore {
     keys: u32,
 }
 
+/// Why the RocksDB store could not be opened or read.
+#[derive(Debug, thiserror::Error)]
+pub enum RocksError {
+    #[error("rocksdb.keys must be at least 1")]
+    NoKeys,
+    #[error("{}: {source}", dir.display())]
+    Open {
+        dir: PathBuf,
+        #[source]
+        source: rocksdb::Error,
+    },
+    /// The database holds a key that is none of the objects it was filled
+    /// with (not a database this store wrote).
+    #[error("a key outside the object key space")]
+    ForeignKey,
+    /// A write while populating, or a read while running a task.
+    #[error(transparent)]
+    Db(#[from] rocksdb::Error),
+}
+
+/// For callers that report errors as text (`node/src/pull`).
+impl From<RocksError> for String {
+    fn from(e: RocksError) -> String {
+        e.to_string()
+    }
+}
+
 impl RocksStore {
     /// Opens (creating) the database and writes objects `0..keys`.
-    pub fn open(cfg: &RocksConfig) -> Result<RocksStore, String> {
+    pub fn open(cfg: &RocksConfig) -> Result<RocksStore, RocksError> {
         if cfg.keys == 0 {
-            return Err("rocksdb.keys must be at least 1".into());
+            return Err(RocksError::NoKeys);
         }
         let (dir, owned) = match &cfg.path {
             Some(p) => (p.clone(), false),
@@ -193,7 +220,10 @@ impl RocksStore {
         }
         let mut o = rocksdb::Options::default();
         o.create_if_missing(true);
-        let db = rocksdb::DB::open(&o, &dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let db = rocksdb::DB::open(&o, &dir).map_err(|source| RocksError::Open {
+            dir: dir.clone(),
+            source,
+        })?;
         let value = vec![0x5a; cfg.value_bytes];
         let mut wo = rocksdb::WriteOptions::default();
         // Population is a start-up cost, not part of any measurement.
@@ -202,11 +232,10 @@ impl RocksStore {
         for i in 0..cfg.keys {
             batch.put(key_bytes(i), &value);
             if batch.len() >= 10_000 {
-                db.write_opt(std::mem::take(&mut batch), &wo)
-                    .map_err(|e| e.to_string())?;
+                db.write_opt(std::mem::take(&mut batch), &wo)?;
             }
         }
-        db.write_opt(batch, &wo).map_err(|e| e.to_string())?;
+        db.write_opt(batch, &wo)?;
         Ok(RocksStore {
             db,
             dir,
@@ -221,7 +250,7 @@ impl RocksStore {
 
     /// Runs a RocksDB task to completion; returns the objects read. Keys
     /// wrap around the key space, so any start key reads `count` objects.
-    pub fn run(&self, kind: TaskKind) -> Result<u64, String> {
+    pub fn run(&self, kind: TaskKind) -> Result<u64, RocksError> {
         let mut rest = kind;
         let mut digest = ScanDigest::default();
         match self.run_slice(&mut rest, &mut digest, None)? {
@@ -244,7 +273,7 @@ impl RocksStore {
         kind: &mut TaskKind,
         digest: &mut ScanDigest,
         deadline: Option<Instant>,
-    ) -> Result<Slice, String> {
+    ) -> Result<Slice, RocksError> {
         let due = || deadline.is_some_and(|d| Instant::now() >= d);
         match kind {
             TaskKind::Synthetic => Ok(Slice::Done),
@@ -252,7 +281,7 @@ impl RocksStore {
                 while *count > 0 {
                     for _ in 0..SLICE_CHECK_OBJECTS.min(*count) {
                         let k = key_bytes(*key % self.keys);
-                        if let Some(v) = self.db.get_pinned(k).map_err(|e| e.to_string())? {
+                        if let Some(v) = self.db.get_pinned(k)? {
                             digest.add(&k, &v);
                         }
                         *key = key.wrapping_add(1) % self.keys;
@@ -277,7 +306,7 @@ impl RocksStore {
                     let mut read = 0u16;
                     let mut reached_end = true;
                     for item in it {
-                        let (k, v) = item.map_err(|e| e.to_string())?;
+                        let (k, v) = item?;
                         digest.add(&k, &v);
                         read += 1;
                         in_slice = in_slice.wrapping_add(1);
@@ -288,9 +317,7 @@ impl RocksStore {
                             // Resume after the last key read, whatever the
                             // key space holds: the key says where we are.
                             // (Parsed only here, not per object.)
-                            *key = parse_key(&k)
-                                .ok_or("a key outside the object key space")?
-                                .wrapping_add(1)
+                            *key = parse_key(&k).ok_or(RocksError::ForeignKey)?.wrapping_add(1)
                                 % self.keys;
                         }
                         if pause {
@@ -479,28 +506,31 @@ mod tests {
         })
         .unwrap();
         let dir = s.dir.clone();
-        assert_eq!(s.run(TaskKind::Get { key: 10, count: 60 }), Ok(60));
+        assert_eq!(s.run(TaskKind::Get { key: 10, count: 60 }).ok(), Some(60));
         // Wraps around the key space.
         assert_eq!(
             s.run(TaskKind::Get {
                 key: 5990,
                 count: 60
-            }),
-            Ok(60)
+            })
+            .ok(),
+            Some(60)
         );
         assert_eq!(
             s.run(TaskKind::Scan {
                 key: 0,
                 count: 5000
-            }),
-            Ok(5000)
+            })
+            .ok(),
+            Some(5000)
         );
         assert_eq!(
             s.run(TaskKind::Scan {
                 key: 4000,
                 count: 5000
-            }),
-            Ok(5000)
+            })
+            .ok(),
+            Some(5000)
         );
         drop(s);
         assert!(!dir.exists(), "the worker's database is removed on drop");

@@ -65,7 +65,9 @@ use netsched_proto::{
     ReplyStatus, ReqId, MAX_DATAGRAM,
 };
 
+use crate::config::ConfigError;
 use crate::config::WorkerConfig;
+use crate::error::Error;
 use crate::fault::{Fault, FaultCounters};
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
@@ -246,9 +248,9 @@ impl Worker {
         cfg: &WorkerConfig,
         socks: Vec<UdpSocket>,
         stop: Arc<AtomicBool>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Error> {
         if cfg.executors == 0 {
-            return Err("executors must be at least 1".into());
+            return Err(ConfigError::Invalid("executors must be at least 1".into()).into());
         }
         let rocks = match &cfg.rocksdb {
             Some(rc) => {
@@ -287,8 +289,8 @@ impl Worker {
         let mut threads = Vec::new();
         let mut addrs = Vec::new();
         for (i, sock) in socks.into_iter().enumerate() {
-            net::prepare(&sock).map_err(|e| e.to_string())?;
-            addrs.push(sock.local_addr().map_err(|e| e.to_string())?);
+            net::prepare(&sock)?;
+            addrs.push(sock.local_addr()?);
             let node = Arc::new(Node {
                 sock,
                 id: cfg.first_id + i as u16,
@@ -320,8 +322,7 @@ impl Worker {
                 threads.push(
                     std::thread::Builder::new()
                         .name(format!("exec-{}.{e}", node.id))
-                        .spawn(move || executor(&node, &stop))
-                        .map_err(|e| e.to_string())?,
+                        .spawn(move || executor(&node, &stop))?,
                 );
             }
         }
@@ -334,11 +335,11 @@ impl Worker {
     }
 
     /// Binds `cfg.listen` and starts.
-    pub fn bind(cfg: &WorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
+    pub fn bind(cfg: &WorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, Error> {
         let socks = cfg
             .listen
             .iter()
-            .map(|a| UdpSocket::bind(a).map_err(|e| format!("{a}: {e}")))
+            .map(|a| UdpSocket::bind(a).map_err(|e| Error::io(a, e)))
             .collect::<Result<Vec<_>, _>>()?;
         Self::start(cfg, socks, stop)
     }

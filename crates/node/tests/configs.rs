@@ -59,11 +59,12 @@ fn invalid_configs_are_rejected_with_a_message() {
             "unknown variant `jbsq`",
         ),
     ] {
-        let e = SwitchConfig::from_toml(bad).unwrap_err();
+        let e = SwitchConfig::from_toml(bad).unwrap_err().to_string();
         assert!(e.contains(why), "{e:?} should mention {why:?}");
     }
     let c = "targets = []\npool = 1\napp_id = 1\nrate = 10\nduration_ms = 1\nservice = { kind = \"fixed\", value_us = 1 }";
     assert!(ClientConfig::from_toml(c)
         .unwrap_err()
+        .to_string()
         .contains("no targets"));
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use netsched_node::controller::proto::{ControlMsg, InstanceDesired, Sealer};
 use netsched_node::controller::{http, Controller, ControllerConfig};
-use netsched_node::controller_proto::{ControlMsg, InstanceDesired, Sealer};
 use netsched_node::metrics::Registry;
 use netsched_node::secret::ClusterKey;
 use netsched_node::{Client, ClientConfig, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
@@ -434,7 +434,7 @@ fn racks_are_added_and_removed_through_the_admin_api() {
 
 // ---- configuration pushes into baseline data planes ----
 
-use netsched_node::controller_proto::RoleName;
+use netsched_node::controller::proto::RoleName;
 use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
 
 fn horus_task(pool: u16, id: u64) -> Vec<u8> {

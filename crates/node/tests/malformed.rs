@@ -451,8 +451,8 @@ fn the_reply_route_table_is_bounded() {
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use netsched_node::controller::proto::{ControlMsg, DaemonStatus, Sealer};
 use netsched_node::controller::{http, Controller, ControllerConfig};
-use netsched_node::controller_proto::{ControlMsg, DaemonStatus, Sealer};
 use netsched_node::secret::ClusterKey;
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";

@@ -14,8 +14,8 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use netsched_node::controller::proto::{ControlMsg, InstanceDesired, RoleName, Sealer};
 use netsched_node::controller::{http, Controller, ControllerConfig};
-use netsched_node::controller_proto::{ControlMsg, InstanceDesired, RoleName, Sealer};
 use netsched_node::metrics::Registry;
 use netsched_node::netns::{self, Host, Lab, LabError};
 use netsched_node::secret::ClusterKey;
@@ -28,7 +28,7 @@ const TOKEN: &str = "netns-auth-token";
 struct Running {
     stop: Arc<AtomicBool>,
     reg: Arc<Registry>,
-    h: Option<JoinHandle<Result<(), String>>>,
+    h: Option<JoinHandle<Result<(), netns::NetnsError>>>,
 }
 
 impl Drop for Running {

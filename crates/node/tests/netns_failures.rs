@@ -314,7 +314,7 @@ impl Dc {
         rate: f64,
         duration_ms: u64,
         seed: u64,
-    ) -> JoinHandle<Result<ClientReport, String>> {
+    ) -> JoinHandle<Result<ClientReport, netns::NetnsError>> {
         self.client_with(rate, duration_ms, seed, "")
     }
 
@@ -325,7 +325,7 @@ impl Dc {
         duration_ms: u64,
         seed: u64,
         extra: &str,
-    ) -> JoinHandle<Result<ClientReport, String>> {
+    ) -> JoinHandle<Result<ClientReport, netns::NetnsError>> {
         let targets: Vec<String> = self
             .spine_hosts
             .iter()

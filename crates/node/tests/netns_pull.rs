@@ -17,7 +17,7 @@ use std::time::Duration;
 use netsched_config::pull::PullPolicy;
 use netsched_config::workload::ServiceDist;
 use netsched_node::metrics::Registry;
-use netsched_node::netns::{Host, Lab, LabError, REQUIRE_NETNS_ENV};
+use netsched_node::netns::{Host, Lab, LabError, NetnsError, REQUIRE_NETNS_ENV};
 use netsched_node::pull::{
     PullClient, PullClientConfig, PullDaemon, PullReport, PullSwitchConfig, PullWorker,
     PullWorkerConfig,
@@ -30,7 +30,7 @@ struct Running {
     stop: Arc<AtomicBool>,
     registry: Arc<Registry>,
     /// Outer result: entering the namespace; inner: the component's run.
-    handle: Option<JoinHandle<Result<Result<(), String>, String>>>,
+    handle: Option<JoinHandle<Result<Result<(), String>, NetnsError>>>,
 }
 
 impl Running {
@@ -175,7 +175,7 @@ impl Dc {
 }
 
 /// Outer result: entering the namespace; inner: binding the client.
-type ClientRun = Result<Result<PullReport, String>, String>;
+type ClientRun = Result<Result<PullReport, String>, NetnsError>;
 
 fn report(h: JoinHandle<ClientRun>) -> PullReport {
     h.join()

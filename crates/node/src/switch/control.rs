@@ -1,10 +1,10 @@
 //! The scheduler daemon's side of the control protocol
-//! (`controller_proto`): status reports to the centralized controller and
+//! (`controller::proto`): status reports to the centralized controller and
 //! configuration pushes from it, applied to the data planes through their
 //! control-plane interfaces (the switch CPU's role, Horus §3.2, §A.3).
 //!
 //! A child module of `switch`, so it reaches the instances directly; the
-//! data path in `switch.rs` only calls [`SwitchDaemon::on_control`] and
+//! data path in `switch/dispatch.rs` only calls [`SwitchDaemon::on_control`] and
 //! [`SwitchDaemon::send_status`].
 
 use std::net::SocketAddr;
@@ -13,7 +13,7 @@ use netsched_core::{Control, Notice, Outbox, Upstream};
 
 use super::{Instance, SwitchDaemon};
 use crate::config::Role;
-use crate::controller_proto::{
+use crate::controller::proto::{
     policy_name, ControlMsg, DaemonStatus, InstanceDesired, InstanceStatus, OpenError, Opener,
     RoleName, Sealer,
 };
@@ -90,6 +90,24 @@ impl ControlSlots {
     }
 }
 
+/// Why an authentic configuration push cannot be applied (logged; counted
+/// as `inapplicable`).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Inapplicable {
+    #[error("pool {pool}: this daemon hosts its spine and its leaf; name the role")]
+    RoleNeeded { pool: u16 },
+    #[error("pool {pool}: no {role:?} instance here")]
+    NoSuchRole { pool: u16, role: RoleName },
+    #[error("pool {pool} not hosted here")]
+    NotHosted { pool: u16 },
+    #[error("enabled needs one entry per downstream node")]
+    EnabledLength,
+    #[error("pool {pool}: downstream may only grow (node ids are fixed)")]
+    DownstreamShrinks { pool: u16 },
+    #[error("too many downstream nodes")]
+    TooManyNodes,
+}
+
 /// Why a control datagram was not applied.
 #[derive(Clone, Copy)]
 enum Rejected {
@@ -159,7 +177,7 @@ impl SwitchDaemon {
             Err(OpenError::Misaddressed) => return self.reject(Rejected::Misaddressed),
             Err(OpenError::Undecodable) => return self.reject(Rejected::Undecodable),
         };
-        self.registry.inc(self.slots.control.rx);
+        self.registry.inc(self.control_slots.rx);
         match msg {
             ControlMsg::Configure(d) => {
                 if let Err(e) = self.apply(d, now) {
@@ -183,12 +201,12 @@ impl SwitchDaemon {
     }
 
     fn reject(&self, why: Rejected) {
-        self.registry.inc(self.slots.control.rejected[why as usize]);
+        self.registry.inc(self.control_slots.rejected[why as usize]);
     }
 
     /// The instance a push is for: by role where given, else the pool's
     /// only one.
-    fn instance_of(&self, pool: u16, role: Option<RoleName>) -> Result<usize, String> {
+    fn instance_of(&self, pool: u16, role: Option<RoleName>) -> Result<usize, Inapplicable> {
         let (spine, leaf) = (
             self.hosted(pool, Role::Spine),
             self.hosted(pool, Role::Leaf),
@@ -196,11 +214,9 @@ impl SwitchDaemon {
         match (role, spine, leaf) {
             (Some(RoleName::Spine), Some(i), _) | (Some(RoleName::Leaf), _, Some(i)) => Ok(i),
             (None, Some(i), None) | (None, None, Some(i)) => Ok(i),
-            (None, Some(_), Some(_)) => Err(format!(
-                "pool {pool}: this daemon hosts its spine and its leaf; name the role"
-            )),
-            (Some(r), _, _) => Err(format!("pool {pool}: no {r:?} instance here")),
-            (None, None, None) => Err(format!("pool {pool} not hosted here")),
+            (None, Some(_), Some(_)) => Err(Inapplicable::RoleNeeded { pool }),
+            (Some(role), _, _) => Err(Inapplicable::NoSuchRole { pool, role }),
+            (None, None, None) => Err(Inapplicable::NotHosted { pool }),
         }
     }
 
@@ -216,32 +232,29 @@ impl SwitchDaemon {
             .seal(&ControlMsg::Status(DaemonStatus { instances }), ctl, peer);
         // Control traffic is rare; a plain send keeps it out of the batch.
         if self.sock.send_to(&msg, ctl).is_ok() {
-            self.registry.inc(self.slots.control.status_tx);
+            self.registry.inc(self.control_slots.status_tx);
         }
     }
 
     fn changed(&self) {
-        self.registry.inc(self.slots.control.applied);
+        self.registry.inc(self.control_slots.applied);
     }
 
     /// Makes instance `d.pool` match the controller's desired state.
-    fn apply(&mut self, d: InstanceDesired, now: u64) -> Result<(), String> {
+    fn apply(&mut self, d: InstanceDesired, now: u64) -> Result<(), Inapplicable> {
         let i = self.instance_of(d.pool, d.role)?;
         let inst = &self.instances[i];
         if d.enabled.len() != d.downstream.len() {
-            return Err("enabled needs one entry per downstream node".into());
+            return Err(Inapplicable::EnabledLength);
         }
         // Node ids are indices: known ones keep their address, new ones append.
         if d.downstream.len() < inst.cfg.downstream.len()
             || d.downstream[..inst.cfg.downstream.len()] != inst.cfg.downstream[..]
         {
-            return Err(format!(
-                "pool {}: downstream may only grow (node ids are fixed)",
-                d.pool
-            ));
+            return Err(Inapplicable::DownstreamShrinks { pool: d.pool });
         }
         if d.downstream.len() > u16::MAX as usize {
-            return Err("too many downstream nodes".into());
+            return Err(Inapplicable::TooManyNodes);
         }
         let inst = &mut self.instances[i];
         let old_n = inst.cfg.downstream.len();
@@ -374,7 +387,7 @@ impl SwitchDaemon {
         let Some((idle, avg)) = inst.plane.resync() else {
             return;
         };
-        self.registry.inc(self.slots.control.resyncs);
+        self.registry.inc(self.control_slots.resyncs);
         self.notify(
             i,
             Upstream::Linked,

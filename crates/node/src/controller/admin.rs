@@ -31,7 +31,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{topology_json, RackEntry, Rejected, Slots, State, WorkerEntry};
+use super::topology::{RackEntry, WorkerEntry};
+use super::{topology_json, Rejected, Slots, State};
 use crate::metrics::{self, Registry};
 
 /// Connections served at once; more wait in the listen backlog.
@@ -427,5 +428,15 @@ fn route(st: &mut State, req: &AdminRequest) -> (u16, serde_json::Value) {
             (405, json!({"error": "method not allowed"}))
         }
         _ => (404, json!({"error": "no such endpoint"})),
+    }
+}
+
+impl State {
+    /// Saves the topology to the state file, if there is one.
+    pub(super) fn save(&self) -> Result<(), crate::error::Error> {
+        match &self.state_path {
+            Some(p) => self.topo.save(p),
+            None => Ok(()),
+        }
     }
 }

@@ -34,8 +34,11 @@ use netsched_proto::{
     task_id, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket, ReqId,
 };
 
-use super::{Pkt, Plane, Role, RuntimeDrop, SwitchDaemon, TX_FAILED, TX_REPLY, TX_TASK};
+use super::slots::{TX_FAILED, TX_REPLY, TX_TASK};
+use super::{Pkt, RuntimeDrop, SwitchDaemon};
+use crate::config::Role;
 use crate::metrics::{Kind, Registry, Slot};
+use netsched_core::Plane;
 
 pub use crate::worker::RS_FAILED_CLASS;
 

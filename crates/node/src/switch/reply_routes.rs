@@ -4,7 +4,7 @@
 //! to reuse), so every scheduler instance remembers, per application id (the
 //! upper half of a task id, Horus §3.2; RackSched's REQ_ID client id, §3.2),
 //! the address that application's tasks came from. Only the caller decides
-//! whether a source may teach a route (switch.rs: configured clients and
+//! whether a source may teach a route (switch/dispatch.rs: configured clients and
 //! upstream spines always, anyone at an open instance); this table bounds
 //! the memory and keeps it usable under a flood of unknown application ids:
 //!

@@ -1,0 +1,399 @@
+//! A client's bookkeeping of its tasks as a sans-IO state machine: which are
+//! pending, when each attempt times out, whether a timed-out task is
+//! resubmitted or given up, and what a reply means (the first answer, a late
+//! one, a duplicate). Drivers own the sockets and the clock and pass `now`
+//! in; every decision about retries and timeouts is made here, so the
+//! runtime clients and a simulator drive the same logic.
+//!
+//! A task is named by its sequence number, `0..` in submission order (the
+//! lower half of the wire's task id, Horus §3.2). Every submitted task ends
+//! in exactly one of completed, failed, timed out (DESIGN.md: nothing
+//! accepted is lost silently).
+//!
+//! Timeouts: attempt `k + 1` of a task (after `k` timeouts) waits
+//! `timeout << min(k, max_doublings)`. With `max_doublings = 0` every attempt
+//! waits `timeout` (the push client); the pull client doubles, because a
+//! fixed timeout below the queueing delay of an overloaded system would
+//! resubmit every task again and again (Draconis §8.3 resubmits on timeout).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// When attempts time out and how often a task is tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// The first attempt's timeout, ns.
+    pub timeout_ns: u64,
+    /// Attempts in all before a task times out (at least 1: the first send).
+    pub max_attempts: u32,
+    /// Doublings of the timeout, one per attempt, at most this many.
+    pub max_doublings: u32,
+}
+
+impl RetryPolicy {
+    /// A fixed timeout and `retries` resubmissions after the first send.
+    pub fn fixed(timeout_ns: u64, retries: u32) -> Self {
+        RetryPolicy {
+            timeout_ns,
+            max_attempts: retries.saturating_add(1),
+            max_doublings: 0,
+        }
+    }
+
+    /// The timeout of an attempt sent after `timeouts` earlier ones expired.
+    pub fn timeout_after(&self, timeouts: u32) -> u64 {
+        self.timeout_ns
+            .checked_shl(timeouts.min(self.max_doublings))
+            .unwrap_or(u64::MAX)
+    }
+}
+
+/// Where a task stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    Pending,
+    Completed,
+    Failed,
+    TimedOut,
+}
+
+/// What a reply meant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyOutcome {
+    /// The task's first answer, a success: it is complete.
+    Completed,
+    /// The task's first answer, a failure: it is failed.
+    Failed,
+    /// An answer after the task timed out.
+    Late,
+    /// An answer to a task already answered (a resubmission's, or a copy).
+    Duplicate,
+    /// No task of this client has that sequence number.
+    Unknown,
+}
+
+/// A deadline that passed for a pending task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// Send task `seq` again now; `attempt` counts from 1 (the first send).
+    Resubmit { seq: u32, attempt: u32 },
+    /// Task `seq` used its attempts: it is timed out.
+    GaveUp { seq: u32 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Task {
+    intended: u64,
+    state: TaskState,
+    /// Sends so far; a deadline names the send it belongs to, so one
+    /// superseded by a later send (`resend`) is ignored.
+    sends: u32,
+    timeouts: u32,
+}
+
+/// Counts of what happened to a client's tasks and replies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub submitted: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub timed_out: u64,
+    /// Resubmissions after a timeout (not extra tasks).
+    pub resubmitted: u64,
+    pub late: u64,
+    pub duplicates: u64,
+}
+
+/// The tasks of one client and their deadlines.
+#[derive(Clone, Debug)]
+pub struct TaskTracker {
+    policy: RetryPolicy,
+    tasks: Vec<Task>,
+    /// (deadline, seq, send), earliest first. Entries of answered tasks stay
+    /// until they come due.
+    deadlines: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    tally: Tally,
+}
+
+impl TaskTracker {
+    /// A tracker expecting about `expected` tasks (capacity only).
+    pub fn new(policy: RetryPolicy, expected: usize) -> Self {
+        TaskTracker {
+            policy,
+            tasks: Vec::with_capacity(expected),
+            deadlines: BinaryHeap::with_capacity(expected),
+            tally: Tally::default(),
+        }
+    }
+
+    /// Registers the next task, meant to be sent at `intended` (latencies
+    /// count from there), and returns its sequence number. `sent_at`: when
+    /// its first attempt left, which starts its timeout; `None` if the send
+    /// failed, which fails the task at once (no deadline).
+    pub fn submit(&mut self, intended: u64, sent_at: Option<u64>) -> u32 {
+        let seq = self.tasks.len() as u32;
+        self.tally.submitted += 1;
+        let state = match sent_at {
+            Some(at) => {
+                self.deadlines
+                    .push(Reverse((at.saturating_add(self.policy.timeout_ns), seq, 1)));
+                TaskState::Pending
+            }
+            None => {
+                self.tally.failed += 1;
+                TaskState::Failed
+            }
+        };
+        self.tasks.push(Task {
+            intended,
+            state,
+            sends: 1,
+            timeouts: 0,
+        });
+        seq
+    }
+
+    /// A reply to task `seq`: `ok` is its status.
+    pub fn on_reply(&mut self, seq: u32, ok: bool) -> ReplyOutcome {
+        let Some(t) = self.tasks.get_mut(seq as usize) else {
+            return ReplyOutcome::Unknown;
+        };
+        match t.state {
+            TaskState::Pending if ok => {
+                t.state = TaskState::Completed;
+                self.tally.completed += 1;
+                ReplyOutcome::Completed
+            }
+            TaskState::Pending => {
+                t.state = TaskState::Failed;
+                self.tally.failed += 1;
+                ReplyOutcome::Failed
+            }
+            TaskState::TimedOut => {
+                self.tally.late += 1;
+                ReplyOutcome::Late
+            }
+            TaskState::Completed | TaskState::Failed => {
+                self.tally.duplicates += 1;
+                ReplyOutcome::Duplicate
+            }
+        }
+    }
+
+    /// The next deadline that passed by `now`, if any, with what to do
+    /// about it; call until `None`. A resubmitted task's next attempt times
+    /// out `timeout_after(timeouts)` from `now`.
+    pub fn expire(&mut self, now: u64) -> Option<Expiry> {
+        while let Some(&Reverse((deadline, seq, send))) = self.deadlines.peek() {
+            if deadline > now {
+                return None;
+            }
+            self.deadlines.pop();
+            let t = &mut self.tasks[seq as usize];
+            if t.state != TaskState::Pending || t.sends != send {
+                continue; // answered, or superseded by a later send
+            }
+            t.timeouts += 1;
+            if t.timeouts >= self.policy.max_attempts {
+                t.state = TaskState::TimedOut;
+                self.tally.timed_out += 1;
+                return Some(Expiry::GaveUp { seq });
+            }
+            t.sends += 1;
+            self.tally.resubmitted += 1;
+            let at = now.saturating_add(self.policy.timeout_after(t.timeouts));
+            self.deadlines.push(Reverse((at, seq, t.sends)));
+            return Some(Expiry::Resubmit {
+                seq,
+                attempt: t.sends,
+            });
+        }
+        None
+    }
+
+    /// Task `seq` is sent again at `now` for a reason of the driver's (the
+    /// scheduler returned it): its timeout restarts, and the deadline of
+    /// the earlier send no longer counts. False if it is not pending.
+    pub fn resend(&mut self, seq: u32, now: u64) -> bool {
+        let Some(t) = self.tasks.get_mut(seq as usize) else {
+            return false;
+        };
+        if t.state != TaskState::Pending {
+            return false;
+        }
+        t.sends += 1;
+        let at = now.saturating_add(self.policy.timeout_after(t.timeouts));
+        self.deadlines.push(Reverse((at, seq, t.sends)));
+        true
+    }
+
+    /// When task `seq` was meant to be sent.
+    pub fn intended(&self, seq: u32) -> Option<u64> {
+        self.tasks.get(seq as usize).map(|t| t.intended)
+    }
+
+    pub fn state(&self, seq: u32) -> Option<TaskState> {
+        self.tasks.get(seq as usize).map(|t| t.state)
+    }
+
+    /// The earliest deadline still queued (possibly of an answered task).
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.deadlines.peek().map(|r| r.0 .0)
+    }
+
+    /// Deadlines are still queued: the run is not over before they pass.
+    pub fn has_deadlines(&self) -> bool {
+        !self.deadlines.is_empty()
+    }
+
+    /// Tasks submitted so far.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    pub fn tally(&self) -> Tally {
+        self.tally
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn drain(t: &mut TaskTracker, now: u64) -> Vec<Expiry> {
+        std::iter::from_fn(|| t.expire(now)).collect()
+    }
+
+    #[test]
+    fn a_task_times_out_after_its_retries_at_a_fixed_timeout() {
+        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 2), 4);
+        let s = t.submit(5 * MS, Some(5 * MS));
+        assert_eq!(s, 0);
+        assert_eq!(t.next_deadline(), Some(15 * MS));
+        assert!(drain(&mut t, 15 * MS - 1).is_empty());
+        assert_eq!(
+            drain(&mut t, 15 * MS),
+            vec![Expiry::Resubmit { seq: 0, attempt: 2 }]
+        );
+        // The next attempt's timeout runs from the expiry it was sent at.
+        assert_eq!(t.next_deadline(), Some(25 * MS));
+        assert_eq!(
+            drain(&mut t, 26 * MS),
+            vec![Expiry::Resubmit { seq: 0, attempt: 3 }]
+        );
+        assert_eq!(t.next_deadline(), Some(36 * MS));
+        assert_eq!(drain(&mut t, 36 * MS), vec![Expiry::GaveUp { seq: 0 }]);
+        assert!(!t.has_deadlines());
+        assert_eq!(t.state(0), Some(TaskState::TimedOut));
+        assert_eq!(t.on_reply(0, true), ReplyOutcome::Late);
+        let tally = t.tally();
+        assert_eq!((tally.resubmitted, tally.timed_out, tally.late), (2, 1, 1));
+    }
+
+    #[test]
+    fn without_retries_the_first_timeout_gives_up() {
+        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 0), 1);
+        t.submit(0, Some(0));
+        assert_eq!(drain(&mut t, 10 * MS), vec![Expiry::GaveUp { seq: 0 }]);
+    }
+
+    #[test]
+    fn the_first_answer_counts_and_later_ones_are_duplicates() {
+        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 1), 2);
+        t.submit(0, Some(0));
+        t.submit(1, Some(1));
+        assert_eq!(t.on_reply(0, true), ReplyOutcome::Completed);
+        assert_eq!(t.on_reply(1, false), ReplyOutcome::Failed);
+        assert_eq!(t.on_reply(0, true), ReplyOutcome::Duplicate);
+        assert_eq!(t.on_reply(1, true), ReplyOutcome::Duplicate);
+        assert_eq!(t.on_reply(2, true), ReplyOutcome::Unknown);
+        // Answered tasks' deadlines pass without a resubmission, but keep
+        // the run open until they do.
+        assert!(t.has_deadlines());
+        assert!(drain(&mut t, 20 * MS).is_empty());
+        assert!(!t.has_deadlines());
+    }
+
+    #[test]
+    fn a_failed_send_fails_the_task_without_a_deadline() {
+        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 3), 1);
+        t.submit(7, None);
+        assert_eq!(t.state(0), Some(TaskState::Failed));
+        assert!(!t.has_deadlines());
+        assert_eq!(t.intended(0), Some(7));
+        assert_eq!(t.tally().failed, 1);
+    }
+
+    #[test]
+    fn doubling_timeouts_and_a_resend_supersede_the_old_deadline() {
+        let policy = RetryPolicy {
+            timeout_ns: 10 * MS,
+            max_attempts: 10,
+            max_doublings: 2,
+        };
+        assert_eq!(
+            (0..5)
+                .map(|k| policy.timeout_after(k) / MS)
+                .collect::<Vec<_>>(),
+            vec![10, 20, 40, 40, 40]
+        );
+        let mut t = TaskTracker::new(policy, 1);
+        t.submit(0, Some(0));
+        // Returned by the scheduler at 4 ms and sent again: the deadline of
+        // the first send (10 ms) no longer counts.
+        assert!(t.resend(0, 4 * MS));
+        assert!(drain(&mut t, 10 * MS).is_empty());
+        assert_eq!(
+            drain(&mut t, 14 * MS),
+            vec![Expiry::Resubmit { seq: 0, attempt: 3 }]
+        );
+        assert_eq!(t.next_deadline(), Some(34 * MS), "doubled");
+        t.on_reply(0, true);
+        assert!(!t.resend(0, 40 * MS), "only a pending task is resent");
+    }
+
+    proptest! {
+        /// Whatever the order of replies and timers, every task ends in
+        /// exactly one final state, and the tally agrees.
+        #[test]
+        fn every_task_is_accounted_for_once(
+            retries in 0u32..4,
+            events in proptest::collection::vec((0u32..12, any::<bool>(), 0u64..50), 1..200),
+        ) {
+            let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, retries), 16);
+            let mut now = 0;
+            let mut resubmits = 0u64;
+            for (k, (seq, ok, dt)) in events.into_iter().enumerate() {
+                now += dt * MS / 10;
+                if k % 3 == 0 && t.len() < 12 {
+                    t.submit(now, (seq % 5 != 0).then_some(now));
+                } else {
+                    t.on_reply(seq, ok);
+                }
+                for e in std::iter::from_fn(|| t.expire(now)) {
+                    if let Expiry::Resubmit { attempt, .. } = e {
+                        prop_assert!(attempt <= retries + 1);
+                        resubmits += 1;
+                    }
+                }
+            }
+            // Every deadline passes: retries run out, nothing stays pending.
+            while t.expire(u64::MAX).is_some() {}
+            let tally = t.tally();
+            prop_assert!(!t.has_deadlines());
+            prop_assert_eq!(tally.completed + tally.failed + tally.timed_out, tally.submitted);
+            prop_assert!(tally.resubmitted >= resubmits);
+            prop_assert!(tally.resubmitted <= tally.submitted * u64::from(retries));
+            for s in 0..t.len() as u32 {
+                prop_assert!(t.state(s) != Some(TaskState::Pending));
+            }
+        }
+    }
+}

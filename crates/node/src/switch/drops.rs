@@ -1,0 +1,91 @@
+//! Why the runtime itself (not a data plane) dropped a datagram: the
+//! `by="runtime"` half of `netsched_drops_total`.
+
+/// Why the runtime (not a data plane) dropped a datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum RuntimeDrop {
+    /// `DecodeError::Truncated`.
+    Truncated,
+    /// `DecodeError::UnknownType`.
+    UnknownType,
+    /// `DecodeError::Inconsistent` (also a bad version or family nibble).
+    Inconsistent,
+    /// `DecodeError::TrailingBytes`.
+    TrailingBytes,
+    /// A datagram of a family this daemon does not serve: pull scheduling
+    /// (`netsched switch` with a pull config runs `crate::pull::switch`).
+    UnsupportedFamily,
+    /// No instance of this daemon serves the header's pool.
+    UnknownPool,
+    /// A notice, reply or heartbeat whose source address is not the one
+    /// registered for the node it names, or a task from an address that is
+    /// neither a configured client nor an upstream spine of a closed
+    /// instance (spoofed or misconfigured).
+    UnregisteredSource,
+    /// A datagram whose source fits more than one instance, with nothing on
+    /// the wire to tell them apart (RackSched family, or two open entry
+    /// instances of one pool).
+    AmbiguousSource,
+    /// A task of a new application at an instance whose reply-route table
+    /// is full (`max_routes`) of routes still in use.
+    RouteTableFull,
+    /// A task of a new application from an unprivileged source that already
+    /// holds `max_routes_per_source` routes.
+    RouteSourceLimit,
+    /// A message this role never receives (a heartbeat at a spine, …).
+    WrongRole,
+    /// A reply for an application whose tasks never passed here.
+    NoRoute,
+    /// A leaf notice with no upstream spine configured (standalone leaf).
+    NoUpstream,
+    /// A dispatch not caused by a task packet (queueing baselines are not
+    /// hosted); counted rather than invented.
+    NoPacket,
+    /// Encoding failed (cannot happen for decoded input; counted anyway).
+    Encode,
+    /// The kernel refused the send (buffer full, unreachable).
+    Send,
+}
+
+impl RuntimeDrop {
+    pub const ALL: [RuntimeDrop; 16] = [
+        RuntimeDrop::Truncated,
+        RuntimeDrop::UnknownType,
+        RuntimeDrop::Inconsistent,
+        RuntimeDrop::TrailingBytes,
+        RuntimeDrop::UnsupportedFamily,
+        RuntimeDrop::UnknownPool,
+        RuntimeDrop::UnregisteredSource,
+        RuntimeDrop::AmbiguousSource,
+        RuntimeDrop::RouteTableFull,
+        RuntimeDrop::RouteSourceLimit,
+        RuntimeDrop::WrongRole,
+        RuntimeDrop::NoRoute,
+        RuntimeDrop::NoUpstream,
+        RuntimeDrop::NoPacket,
+        RuntimeDrop::Encode,
+        RuntimeDrop::Send,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeDrop::Truncated => "truncated",
+            RuntimeDrop::UnknownType => "unknown_type",
+            RuntimeDrop::Inconsistent => "inconsistent",
+            RuntimeDrop::TrailingBytes => "trailing_bytes",
+            RuntimeDrop::UnsupportedFamily => "unsupported_family",
+            RuntimeDrop::UnknownPool => "unknown_pool",
+            RuntimeDrop::UnregisteredSource => "unregistered_source",
+            RuntimeDrop::AmbiguousSource => "ambiguous_source",
+            RuntimeDrop::RouteTableFull => "route_table_full",
+            RuntimeDrop::RouteSourceLimit => "route_source_limit",
+            RuntimeDrop::WrongRole => "wrong_role",
+            RuntimeDrop::NoRoute => "no_route",
+            RuntimeDrop::NoUpstream => "no_upstream",
+            RuntimeDrop::NoPacket => "no_packet",
+            RuntimeDrop::Encode => "encode",
+            RuntimeDrop::Send => "send",
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The scheduler daemon (`netsched switch`): software spines and leaves
+//! (Horus §3.5, §4.1 run the schedulers in software when no Tofino is at
+//! hand) for any number of pools on one UDP socket, a spine and/or a leaf per
+//! pool, for every policy the simulator has.
+//!
+//! The daemon is only a driver of the `netsched-core` data planes: it decodes
+//! a datagram, maps it to an [`Input`], calls [`DataPlane::handle`] and
+//! executes the [`Action`]s. Every scheduling choice is the data plane's. The
+//! loop runs to completion per datagram: a [`Action::Resubmit`] is fed back
+//! as [`Input::Resubmit`] (a real second pass, Horus §3.3, Alg. 1-2) before
+//! the next datagram is read, so the packet it belongs to is still in the
+//! receive buffer when the later pass dispatches it.
+//!
+//! Nothing is allocated per datagram: receive and send buffers, the outbox,
+//! the resubmission queue and the reply-route tables (sized at start) are
+//! reused.
+//!
+//! What the runtime adds, because UDP sockets are not switch ports:
+//! * **Source checks.** A notice, reply or heartbeat must come from the
+//!   address registered for the node its header names (a leaf's `src_id` at
+//!   its spine, a worker's at its leaf); anything else is a counted drop. A
+//!   switch gets this from its port numbers.
+//! * **Instance selection.** Horus datagrams name their pool; within a pool
+//!   the message kind picks the role (notices and LOAD_REPORTs to the spine,
+//!   keep-alives to the leaf, replies to the instance the sender is a
+//!   downstream node of) and a task goes to the instance whose configured
+//!   upstream or clients list its sender (else the pool's only open
+//!   instance, or its only open entry point). RackSched's wire has no pool id (one rack, one application,
+//!   OSDI'20 §3.2), so its requests and replies are placed by source alone;
+//!   a source that fits several instances is an `ambiguous_source` drop.
+//! * **Reply routes.** A worker cannot address the client in a reply (no IP
+//!   header of its own to rewrite), so each instance learns, per application
+//!   id (the upper half of the task id, §3.2), where that application's
+//!   tasks came from and sends its replies back there: worker → leaf → spine
+//!   → client, the path a reply takes through a leaf-spine fabric anyway.
+//!   Per instance, so a leaf's route to its spine and the co-hosted spine's
+//!   route to the client do not overwrite each other. An instance with
+//!   configured `clients` learns only from them and its upstream spines.
+//! * **Failed replies.** A task the data plane drops (no nodes, no affinity
+//!   entry, …) is answered with a failed reply naming the reason, so the
+//!   client accounts for every task (DESIGN.md: nothing accepted is lost
+//!   silently).
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use netsched_core::{Outbox, Plane, Resubmit};
+use netsched_proto::{HorusMessage, MAX_DATAGRAM};
+
+use crate::config::SwitchConfig;
+use crate::error::Error;
+use crate::fault::Fault;
+use crate::metrics::Registry;
+use crate::net::{self, Clock};
+
+// Child modules along the daemon's seams; they reach its private state
+// directly instead of widening its visibility.
+mod control;
+mod dispatch;
+mod drops;
+mod in_flight;
+mod instance;
+mod liveness;
+mod output;
+// RackSched's own wire family (REQF/REQR/REP, LOAD_REPORT), packets parked by
+// queueing baselines, and the zero-delay feed of the ideal baselines.
+mod racksched_wire;
+mod reply_routes;
+mod slots;
+
+pub use drops::RuntimeDrop;
+use instance::{role_slot, Instance};
+pub use racksched_wire::RS_FAILED_CLASS;
+use slots::Slots;
+
+/// Receive buffer per datagram: larger than any valid one.
+const RX_SLOT: usize = 2048;
+
+/// The task packet a pass belongs to, in its wire family.
+#[derive(Clone, Copy)]
+enum Pkt<'a> {
+    Horus(&'a HorusMessage<'a>),
+    /// A RackSched REQF/REQR, forwarded byte for byte (it has no field a
+    /// scheduler rewrites).
+    RackSched(&'a [u8]),
+}
+
+/// A scheduler daemon hosting one instance per configured pool.
+pub struct SwitchDaemon {
+    sock: UdpSocket,
+    clock: Clock,
+    instances: Vec<Instance>,
+    /// Pool id → [spine, leaf] instance index + 1 (0: not hosted). 256 KiB,
+    /// no hashing.
+    pool_index: Vec<[u16; 2]>,
+    registry: Arc<Registry>,
+    slots: Slots,
+    /// recvmmsg buffers: one system call per batch of datagrams.
+    rxb: net::Mmsg,
+    /// sendmmsg buffers: sends of a batch leave in one system call at its end.
+    txb: net::Mmsg,
+    resubmits: VecDeque<Resubmit>,
+    fail_replies: bool,
+    /// Centralized controller: status goes there, configuration only comes
+    /// from there.
+    controller: Option<SocketAddr>,
+    /// Seals status reports and opens configuration pushes (with a
+    /// controller): the cluster key, epoch and sequence numbers.
+    control_auth: Option<control::ControlAuth>,
+    control_slots: control::ControlSlots,
+    status_ns: u64,
+    fault: Fault,
+    /// Task packets a queueing data plane (central, r2p2) buffered, by task id,
+    /// until it dispatches them; `spare` recycles their buffers.
+    parked: HashMap<u64, Vec<u8>>,
+    spare: Vec<Vec<u8>>,
+    rs_slots: racksched_wire::RsSlots,
+}
+
+impl SwitchDaemon {
+    /// Builds the daemon on an already bound socket (made non-blocking here),
+    /// so tests and the benchmark can pick ports before writing configs.
+    pub fn new(cfg: &SwitchConfig, sock: UdpSocket) -> Result<Self, Error> {
+        cfg.validate()?;
+        net::prepare(&sock)?;
+        let mut reg = Registry::new();
+        let slots = Slots::register(&mut reg);
+        let mut instances = Vec::new();
+        let mut pool_index = vec![[0u16; 2]; 1 << 16];
+        for (i, pc) in cfg.instances.iter().enumerate() {
+            pool_index[pc.pool as usize][role_slot(pc.role)] = (i + 1) as u16;
+            instances.push(Instance::build(cfg, pc, &mut reg));
+        }
+        let rs_slots = racksched_wire::register_rs(&mut reg);
+        let control_slots = control::ControlSlots::register(&mut reg);
+        let control_auth = match cfg.controller {
+            Some(_) => {
+                let local = sock.local_addr()?;
+                Some(control::ControlAuth::new(cfg.cluster_key()?, local))
+            }
+            None => None,
+        };
+        Ok(SwitchDaemon {
+            sock,
+            clock: Clock::new(),
+            instances,
+            pool_index,
+            registry: Arc::new(reg),
+            slots,
+            // A datagram longer than a slot is truncated by the kernel and
+            // then rejected by the decoder (counted).
+            rxb: net::Mmsg::new(cfg.batch, RX_SLOT),
+            txb: net::Mmsg::new((cfg.batch * 4).max(64), MAX_DATAGRAM),
+            resubmits: VecDeque::with_capacity(Outbox::CAPACITY * 4),
+            fail_replies: cfg.fail_replies,
+            controller: cfg.controller,
+            control_auth,
+            control_slots,
+            status_ns: cfg.status_ms.saturating_mul(1_000_000),
+            fault: Fault::new(&cfg.fault),
+            parked: HashMap::new(),
+            spare: Vec::new(),
+            rs_slots,
+        })
+    }
+
+    /// Binds `cfg.listen` and builds the daemon.
+    pub fn bind(cfg: &SwitchConfig) -> Result<Self, Error> {
+        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| Error::io(&cfg.listen, e))?;
+        Self::new(cfg, sock)
+    }
+
+    /// This daemon's epoch in the sealed control protocol (with a
+    /// controller): pushes to it must name it.
+    pub fn control_epoch(&self) -> Option<u64> {
+        self.control_auth.as_ref().map(|a| a.epoch())
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.sock.local_addr().expect("bound socket")
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    /// Runs until `stop` is set: batched non-blocking receive, park in
+    /// `poll` when the socket is empty.
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        let mut last_gauges = 0u64;
+        let mut last_check = 0u64;
+        let mut last_status = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            let got = self.poll_batch()?;
+            if got == 0 {
+                net::wait_readable(&self.sock, Duration::from_millis(10));
+            }
+            let now = self.clock.now_ns();
+            if now.saturating_sub(last_check) >= 5_000_000 {
+                last_check = now;
+                self.check_liveness(now);
+                self.flush();
+            }
+            if self.controller.is_some() && now.saturating_sub(last_status) >= self.status_ns {
+                last_status = now;
+                self.send_status();
+            }
+            if now.saturating_sub(last_gauges) >= 100_000_000 {
+                last_gauges = now;
+                self.publish_gauges();
+            }
+        }
+        self.publish_gauges();
+        Ok(())
+    }
+
+    /// Parks until a datagram is queued or `timeout` passed.
+    pub fn wait(&self, timeout: Duration) {
+        net::wait_readable(&self.sock, timeout);
+    }
+
+    /// Reads (one `recvmmsg`) and handles up to `batch` datagrams without
+    /// blocking, then sends what they produced (one `sendmmsg`); returns how
+    /// many datagrams it handled.
+    pub fn poll_batch(&mut self) -> io::Result<usize> {
+        let mut rxb = std::mem::take(&mut self.rxb);
+        let r = rxb.recv(&self.sock);
+        let n = *r.as_ref().unwrap_or(&0);
+        if n > 0 {
+            let now = self.clock.now_ns();
+            for k in 0..n {
+                match rxb.get(k) {
+                    (data, Some(src)) if crate::controller::proto::is_control(data) => {
+                        self.on_control(data, src, now)
+                    }
+                    (data, Some(_)) if self.fault.drop_now(now) => {
+                        self.control_slots.fault_drops.count(&self.registry, data)
+                    }
+                    (data, Some(src)) => self.handle_datagram(data, src, now),
+                    (_, None) => self.drop_rt(RuntimeDrop::Inconsistent),
+                }
+            }
+        }
+        self.rxb = rxb;
+        self.flush();
+        r
+    }
+
+    /// Sends every queued datagram.
+    pub fn flush(&mut self) {
+        let SwitchDaemon {
+            txb,
+            sock,
+            registry,
+            slots,
+            ..
+        } = self;
+        txb.flush(sock, |tag, ok| {
+            if ok {
+                registry.inc(slots.tx[tag as usize]);
+            } else {
+                registry.inc(slots.runtime_drops[RuntimeDrop::Send as usize]);
+            }
+        });
+    }
+
+    /// Copies data-plane state into the gauges (the metrics thread must not
+    /// touch the data planes).
+    pub fn publish_gauges(&mut self) {
+        for inst in &mut self.instances {
+            if let Some(n) = inst.plane.idle_len() {
+                self.registry.set(inst.idle_gauge, n as u64);
+            }
+            if let Plane::HorusLeaf(l) = &inst.plane {
+                self.registry.set(inst.load_gauge, l.average_load() as u64);
+            }
+            let (f, r) = inst.plane.passes();
+            self.registry.set(inst.passes_gauge[0], f);
+            self.registry.set(inst.passes_gauge[1], r);
+        }
+    }
+
+    #[inline]
+    fn drop_rt(&self, r: RuntimeDrop) {
+        self.registry.inc(self.slots.runtime_drops[r as usize]);
+    }
+
+    /// One datagram, run to completion (including its resubmission passes),
+    /// and its output sent.
+    pub fn on_datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
+        if crate::controller::proto::is_control(data) {
+            self.on_control(data, src, now);
+            return self.flush();
+        }
+        self.handle_datagram(data, src, now);
+        self.flush();
+    }
+}
+
+/// Runs a daemon from its config until `stop`: binds, serves metrics, logs.
+pub fn run_config(cfg: &SwitchConfig, stop: Arc<AtomicBool>) -> Result<(), Error> {
+    let mut d = SwitchDaemon::bind(cfg)?;
+    let metrics = match &cfg.metrics {
+        Some(a) => Some(
+            crate::metrics::serve(a, d.registry(), stop.clone()).map_err(|e| Error::io(a, e))?,
+        ),
+        None => None,
+    };
+    let listen = d.local_addr();
+    crate::metrics::log(
+        "info",
+        "switch",
+        "started",
+        &[
+            ("listen", &listen),
+            ("instances", &cfg.instances.len()),
+            (
+                "metrics",
+                &metrics
+                    .as_ref()
+                    .map(|(a, _)| a.to_string())
+                    .unwrap_or_else(|| "off".into()),
+            ),
+        ],
+    );
+    d.run(&stop)?;
+    let r = d.registry();
+    crate::metrics::log(
+        "info",
+        "switch",
+        "stopped",
+        &[
+            ("listen", &listen),
+            ("rx", &r.sum("netsched_rx_packets_total")),
+            ("tx", &r.sum("netsched_tx_packets_total")),
+            ("decisions", &r.sum("netsched_decisions_total")),
+            ("resubmissions", &r.sum("netsched_resubmissions_total")),
+            ("drops", &r.sum("netsched_drops_total")),
+        ],
+    );
+    if let Some((_, h)) = metrics {
+        let _ = h.join();
+    }
+    Ok(())
+}
