@@ -2,7 +2,7 @@
 //! (RackSched §4.5 "Client(N)") and R2P2's JBSQ bound.
 
 use super::*;
-use crate::config::DelayDist;
+use crate::config::{DelayDist, LoadTrackingMode};
 use crate::workload::{RateSchedule, ServiceDist, ServiceSampler};
 
 /// One rack of `servers` servers with `cores` cores each.
