@@ -13,7 +13,7 @@ use crate::plan::{PoolPlan, RunSetup};
 /// The data-plane parameters of a run, as the config set them.
 pub(crate) fn plane_params(setup: &RunSetup) -> PlaneParams {
     PlaneParams {
-        samples: setup.k,
+        samples: setup.samples,
         jbsq_bound: setup.jbsq_bound,
         // RackSched §3.6: a counter per (server, request type) with multi-queue.
         classes: if setup.multi_queue {

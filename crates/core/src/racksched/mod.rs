@@ -13,8 +13,9 @@
 //!   removes; overflowed requests fall back to hash dispatch (§4.1).
 //!
 //! Power-of-k (§3.3, Fig. 8) reads k samples in one pass. A register array
-//! allows one access per pass, so the table exists in k identical copies, one
-//! per stage, sample `j` reads copy `j`, and every update writes all copies.
+//! allows one access per pass, so the table exists in one identical copy per
+//! sample, one per stage, sample `j` reads copy `j`, and every update writes
+//! all copies.
 //!
 //! Multi-queue support (§3.6): with C > 1 classes a server reports the queue
 //! length of the completed request's type and the switch keeps one counter per
@@ -44,7 +45,7 @@ mod load_table;
 mod spine;
 
 pub use leaf::RackSched;
-pub use load_table::{average_16_16, distinct_samples, LoadTable, Report, MAX_K};
+pub use load_table::{average_16_16, distinct_samples, LoadTable, Report, MAX_SAMPLES};
 pub use spine::RackSchedSpine;
 
 use crate::affinity::AffinityTable;
@@ -81,7 +82,7 @@ impl ReqTableConfig {
 /// Configuration of a RackSched ToR scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RackSchedConfig {
-    /// Samples per decision (power-of-k, §3.3), `1..=MAX_K`.
+    /// Samples per decision (power-of-k, §3.3), `1..=MAX_SAMPLES`.
     pub k: u32,
     /// Request types with their own load counters (§3.6 multi-queue), `1..=256`.
     /// With 1, a reply's LOAD is the server's total queue length.

@@ -22,12 +22,13 @@ pub struct RackSchedSpine {
 }
 
 impl RackSchedSpine {
-    /// A spine over racks `0..racks`, all at load 0, sampling `k` racks.
-    pub fn new(racks: u32, seed: u64, k: u32, req_table: ReqTableConfig) -> Self {
+    /// A spine over racks `0..racks`, all at load 0, sampling `samples` racks.
+    pub fn new(racks: u32, seed: u64, samples: u32, req_table: ReqTableConfig) -> Self {
         // Stages as the ToR's: the LoadTable, the ReqTable, `servers`.
         let mut layout = Layout::new();
-        let (loads, req) =
-            LoadTable::with_between(&mut layout, racks, k, 1, |layout| req_table.build(layout));
+        let (loads, req) = LoadTable::with_between(&mut layout, racks, samples, 1, |layout| {
+            req_table.build(layout)
+        });
         RackSchedSpine {
             pipeline: Pipeline::with_layout(layout),
             rng: Rng::new(seed),
