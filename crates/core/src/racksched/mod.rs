@@ -51,7 +51,7 @@ pub use spine::RackSchedSpine;
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, Decision, DropReason, NodeId, Outbox, TaskMeta};
 use crate::rng::Rng;
-use crate::switch::{Layout, Pass, RegisterArray};
+use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 
 /// ReqTable sizing (RackSched §3.4, Alg. 2: `ReqTable[n][m]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +135,22 @@ pub enum LoadTracking {
     /// (the artifact's `proactive.p4` resubmits for it too). A lost request or
     /// reply leaves its +1 behind for good: the error §4.6 blames.
     Proactive,
+}
+
+/// What the ToR and the RS-H spine are built on: a pipeline laid out as a
+/// LoadTable over `nodes` (§3.3) with `between` placing the arrays that
+/// stand between its `sum` and `servers` stages (the ReqTable, §3.4), and
+/// the switch's random source.
+fn pipeline_with_load_table<R>(
+    nodes: u32,
+    seed: u64,
+    samples: u32,
+    classes: u32,
+    between: impl FnOnce(&mut Layout) -> R,
+) -> (Pipeline, Rng, LoadTable, R) {
+    let mut layout = Layout::new();
+    let (loads, placed) = LoadTable::with_between(&mut layout, nodes, samples, classes, between);
+    (Pipeline::with_layout(layout), Rng::new(seed), loads, placed)
 }
 
 /// How a first request packet (REQF) picks its server.

@@ -5,7 +5,7 @@ use netsched_core::dataplane::{Action, Input, Notice, Outbox, TaskMeta, Upstream
 use netsched_core::DataPlane;
 
 use super::events::Ev;
-use super::{notice_input, slot, task_of, PoolSim};
+use super::{notice_input, task_of, PoolSim};
 use crate::metrics::{AbortReason, MessageKind};
 
 impl PoolSim<'_> {
@@ -45,9 +45,7 @@ impl PoolSim<'_> {
                     task,
                     decision,
                 } => {
-                    let slot = slot(task.id);
-                    let measured = self.tasks[slot as usize].measured;
-                    self.metrics.decision(false, decision, measured);
+                    let slot = self.count_decision(false, task, decision);
                     let pool_node = self.racks[rack as usize].nodes[node as usize];
                     self.send_task_to_node(now, 1, pool_node, slot);
                 }

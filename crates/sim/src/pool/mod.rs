@@ -17,7 +17,7 @@ mod lower;
 mod upper;
 mod workers;
 
-use netsched_core::dataplane::{Input, Notice, Outbox, Resubmit, TaskMeta};
+use netsched_core::dataplane::{Decision, Input, Notice, Outbox, Resubmit, TaskMeta};
 use netsched_core::rng::Rng;
 use netsched_core::Plane;
 
@@ -326,6 +326,15 @@ impl<'a> PoolSim<'a> {
         rec.live = false;
         self.metrics.abort(rec.measured, reason);
         self.free_tasks.push(task);
+    }
+
+    /// A scheduler's dispatch of `task`, counted by kind of decision at its
+    /// layer (`upper`: spine or flat scheduler); returns the task's slot.
+    fn count_decision(&mut self, upper: bool, task: TaskMeta, decision: Decision) -> u32 {
+        let slot = slot(task.id);
+        let measured = self.tasks[slot as usize].measured;
+        self.metrics.decision(upper, decision, measured);
+        slot
     }
 
     /// Task ids are unique within the pool (a stateless random dispatcher

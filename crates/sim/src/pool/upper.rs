@@ -5,7 +5,7 @@ use netsched_core::dataplane::{Action, DropReason, Input, Outbox, TaskMeta};
 use netsched_core::{Control, DataPlane, Plane};
 
 use super::events::Ev;
-use super::{notice_input, slot, task_of, PoolSim, UpperState};
+use super::{notice_input, task_of, PoolSim, UpperState};
 use crate::metrics::{AbortReason, MessageKind};
 use crate::queue::Inbox;
 
@@ -145,9 +145,7 @@ impl PoolSim<'_> {
                     task,
                     decision,
                 } => {
-                    let slot = slot(task.id);
-                    let measured = self.tasks[slot as usize].measured;
-                    self.metrics.decision(true, decision, measured);
+                    let slot = self.count_decision(true, task, decision);
                     if self.setup.policy.is_flat() {
                         // Flat schedulers pick a worker directly: spine -> leaf -> worker.
                         let (rack, _) = self.node_loc[node as usize];
