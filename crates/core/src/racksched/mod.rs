@@ -137,11 +137,11 @@ pub enum LoadTracking {
     Proactive,
 }
 
-/// What the ToR and the RS-H spine are built on: a pipeline laid out as a
-/// LoadTable over `nodes` (§3.3) with `between` placing the arrays that
-/// stand between its `sum` and `servers` stages (the ReqTable, §3.4), and
-/// the switch's random source.
-fn pipeline_with_load_table<R>(
+/// What the ToR, the RS-H spine and the instant power-of-k baseline are
+/// built on: a pipeline laid out as a LoadTable over `nodes` (§3.3) with
+/// `between` placing the arrays that stand between its `sum` and `servers`
+/// stages (the ReqTable, §3.4), and the switch's random source.
+pub(crate) fn pipeline_with_load_table<R>(
     nodes: u32,
     seed: u64,
     samples: u32,
