@@ -96,7 +96,7 @@ def test_baraat_cells_agree_within_points_not_by_sign():
 SMALL_DC = {
     "policy": "horus",
     "seed": 7,
-    "topology": {"kind": "fat-tree", "k": 4, "cores_per_server": 8},
+    "topology": {"kind": "fat-tree", "radix": 4, "cores_per_server": 8},
     "placement": {"pools": 4, "min_size": 5, "max_size": 40, "mean_size": 15.0,
                   "mode": "scattered", "ratio": 2},
     "workload": {"service": {"kind": "preset", "name": "exp100"}, "load": 0.5,
@@ -113,7 +113,7 @@ def test_placement_per_rack_counts_sum_to_the_pool_sizes_the_simulator_used():
     run = netsched.run_sim(SMALL_DC)
     sizes = run.pools.set_index("pool_id")["workers"]
     assert sums.sort_index().tolist() == sizes.sort_index().tolist()
-    # k=4: 8 racks of 2 servers x 8 cores; a rack holds at most 16 workers.
+    # radix 4: 8 racks of 2 servers x 8 cores; a rack holds at most 16 workers.
     assert pl.leaf_id.between(0, 7).all() and (pl.workers <= 16).all()
     assert (pl.pod == pl.leaf_id // 2).all()
     # Deterministic in the seed, and the seed matters for scattered pools.

@@ -102,7 +102,7 @@ def test_racksched_fig14_systems_are_configured_as_the_paper_describes():
     assert by["r2p2"]["policy"] == "r2p2" and by["r2p2"]["workers"]["model"] == "fcfs"
     assert by["r2p2"]["schedulers"]["jbsq_bound"] == 3
     assert by["client-100"]["policy"] == "pow2-delayed"
-    assert by["client-100"]["schedulers"] == {"k": 2, "clients": 100}
+    assert by["client-100"]["schedulers"] == {"samples": 2, "clients": 100}
     assert by["client-100"]["workers"]["model"] == "server-ps"
     assert by["racksched"]["policy"] == "racksched" and by["shinjuku"]["policy"] == "random"
     assert {p.labels["service"] for p in pts} == {"rs-bimodal", "rs-bimodal-50-50"}

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use netsched_config::workload::{ServiceDist, ROCKSDB_SIGMA};
 use netsched_node::cluster_up::{
-    install_signal_handlers, policy_map, rocksdb_medians, run_fleet, Calibration, ClusterUpConfig,
-    ServerModel, CALIBRATION_SERVICE_US,
+    install_signal_handlers, rocksdb_medians, run_fleet, Calibration, ClusterUpConfig, ServerModel,
+    CALIBRATION_SERVICE_US,
 };
 
 use crate::stdout::outln;
@@ -217,7 +217,9 @@ pub fn simulate(
     ))
 }
 
-/// The `netsched sim` config [`simulate`] runs.
+/// The `netsched sim` config [`simulate`] runs. `policy`, one of
+/// `cfg.policies`, is the simulator's name too: the runtime and the
+/// simulator share one policy vocabulary (`netsched_core::Policy`).
 fn sim_config(
     cfg: &ClusterUpConfig,
     policy: &str,
@@ -225,7 +227,6 @@ fn sim_config(
     load: f64,
     hop_us: f64,
 ) -> Result<String, String> {
-    let (_, _, sim_policy) = policy_map(policy).ok_or("unknown policy")?;
     let service = format!("service = {}\n", service_inline(service)?);
     let per_server = cfg.workers_per_rack / cfg.servers_per_rack;
     let rack = vec![per_server.to_string(); cfg.servers_per_rack].join(", ");
@@ -239,7 +240,7 @@ fn sim_config(
         String::new()
     };
     let text = format!(
-        "seed = {}\npolicy = \"{sim_policy}\"\n[topology]\nkind = \"racks\"\nspines = {spines}\nracks = [{racks}]\n\
+        "seed = {}\npolicy = \"{policy}\"\n[topology]\nkind = \"racks\"\nspines = {spines}\nracks = [{racks}]\n\
          [placement]\nsizes = [{}]\nmode = \"colocated\"\n{ratio}\
          [workload]\n{service}load = {load}\nduration_us = {}\n\
          [network]\nhop_delay = {{ kind = \"constant\", us = {hop_us} }}\nloss = 0\n\

@@ -9,7 +9,7 @@ seed = 1
 policy = "horus"
 [topology]
 kind = "fat-tree"
-k = 4
+radix = 4
 cores_per_server = 8
 [placement]
 sizes = [20, 10]
@@ -83,13 +83,17 @@ fn invalid_configs_are_rejected_with_the_field_named() {
         &BASE.replace("sizes = [20, 10]", "sizes = [20, 0]"),
         "placement.sizes[1]",
     );
-    assert_rejected("k.toml", &BASE.replace("k = 4", "k = 5"), "topology.k");
+    assert_rejected(
+        "radix.toml",
+        &BASE.replace("radix = 4", "radix = 5"),
+        "topology.radix",
+    );
     // A value the data plane refuses is a config error, not a panic in a
     // simulation thread (netsched_core::registry::PlaneParams).
     assert_rejected(
         "samples.toml",
-        &format!("{BASE}\n[schedulers]\nk = 17\n"),
-        "schedulers.k: must be in 1..=16, got 17",
+        &format!("{BASE}\n[schedulers]\nsamples = 17\n"),
+        "schedulers.samples: must be in 1..=16, got 17",
     );
     assert_rejected(
         "unknown.toml",
@@ -154,8 +158,9 @@ fn a_small_run_prints_the_table_and_writes_outputs() {
 /// and from `sim` alike.
 #[test]
 fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
-    let text = BASE.replace("policy = \"horus\"", "policy = \"rs-h\"") + "[schedulers]\nk = 17\n";
-    let p = write("k17.toml", &text);
+    let text =
+        BASE.replace("policy = \"horus\"", "policy = \"rs-h\"") + "[schedulers]\nsamples = 17\n";
+    let p = write("samples17.toml", &text);
     for args in [
         vec!["check", p.to_str().unwrap()],
         vec![
@@ -171,11 +176,14 @@ fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
         assert_eq!(code, 1, "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(
-            err.contains("schedulers.k: must be in 1..=16, got 17"),
+            err.contains("schedulers.samples: must be in 1..=16, got 17"),
             "{args:?}: {err}"
         );
     }
-    let ok = write("k16.toml", &text.replace("k = 17", "k = 16"));
+    let ok = write(
+        "samples16.toml",
+        &text.replace("samples = 17", "samples = 16"),
+    );
     let (code, out, err) = netsched(&["check", ok.to_str().unwrap()]);
     assert_eq!((code, out.trim_end().ends_with(": ok")), (0, true), "{err}");
 }

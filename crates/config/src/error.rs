@@ -24,7 +24,7 @@ impl ConfigError {
     }
 
     /// A data plane's refusal of the value at `field` (the limits of
-    /// `netsched_core::limits`): `schedulers.k: must be in 1..=16, got 17`.
+    /// `netsched_core::limits`): `schedulers.samples: must be in 1..=16, got 17`.
     pub fn limit(
         field: &str,
         check: Result<(), netsched_core::limits::Refused>,

@@ -12,6 +12,45 @@ pub fn from_toml<T: DeserializeOwned>(text: &str) -> Result<T, ConfigError> {
     toml::from_str(text).map_err(|e| toml_error(text, &e))
 }
 
+/// A key a config file no longer accepts and what replaced it: loading a
+/// file that still has it fails with one line naming the new keys, rather
+/// than with serde's list of every key the table allows.
+#[derive(Clone, Copy, Debug)]
+pub struct Renamed {
+    /// Dotted path of the table holding the key (`schedulers`).
+    pub table: &'static str,
+    pub key: &'static str,
+    /// The keys to use instead, with what each means.
+    pub use_instead: &'static str,
+}
+
+/// [`from_toml`], refusing the `renamed` keys by name.
+pub fn from_toml_renamed<T: DeserializeOwned>(
+    text: &str,
+    renamed: &[Renamed],
+) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let mut error = toml_error(text, &e);
+        let unknown = e
+            .message()
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split('`').next());
+        let in_table = |table: &str| {
+            error
+                .field
+                .strip_prefix(table)
+                .is_some_and(|rest| rest.starts_with(['.', ' ']))
+        };
+        if let Some(r) = renamed
+            .iter()
+            .find(|r| unknown == Some(r.key) && in_table(r.table))
+        {
+            error.msg = format!("`{}` is renamed: use {}", r.key, r.use_instead);
+        }
+        error
+    })
+}
+
 /// A TOML parse error as one line naming the key and its line
 /// (`workload.load (line 6): invalid type …`).
 pub fn toml_error(text: &str, e: &toml::de::Error) -> ConfigError {
@@ -65,6 +104,26 @@ mod tests {
     #[allow(dead_code)]
     struct Workload {
         load: f64,
+    }
+
+    #[test]
+    fn a_renamed_key_is_refused_naming_its_successor() {
+        let renamed = [Renamed {
+            table: "workload",
+            key: "level",
+            use_instead: "`load`",
+        }];
+        let e =
+            from_toml_renamed::<Doc>("seed = 1\n[workload]\nlevel = 0.5\n", &renamed).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "workload.level (line 3): `level` is renamed: use `load`"
+        );
+        // Elsewhere the key is just unknown.
+        let e = from_toml_renamed::<Doc>("seed = 1\nlevel = 0.5\n", &renamed).unwrap_err();
+        assert!(e.msg.starts_with("unknown field `level`"), "{e}");
+        let ok = from_toml_renamed::<Doc>("seed = 1\n[workload]\nload = 0.5\n", &renamed);
+        assert_eq!(ok.unwrap().workload.unwrap().load, 0.5);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! a one-line error naming its field rather than a panic inside a
 //! simulation thread.
 
-pub use crate::racksched::MAX_K;
+pub use crate::racksched::MAX_SAMPLES;
 
 /// Largest Draconis queue (Draconis §4.3: the pointers wrap by masking, so
 /// a power of two; 2^30 leaves the 32-bit pointers room to tell full from
@@ -53,9 +53,9 @@ fn within(got: u32, min: u32, max: u32) -> Result<(), Refused> {
 }
 
 /// Samples per power-of-k decision (RackSched §3.3 leaf and spine, the
-/// power-of-k baseline): one LoadTable copy per sample, so `1..=MAX_K`.
-pub fn samples(k: u32) -> Result<(), Refused> {
-    within(k, 1, MAX_K as u32)
+/// power-of-k baseline): one LoadTable copy per sample, so `1..=MAX_SAMPLES`.
+pub fn samples(samples: u32) -> Result<(), Refused> {
+    within(samples, 1, MAX_SAMPLES as u32)
 }
 
 /// Tasks outstanding per node under JBSQ(k) (R2P2 §3.2; the `r2p2` push
@@ -109,19 +109,19 @@ mod tests {
     /// both sides.
     #[test]
     fn checks_agree_with_the_constructors() {
-        for k in [0, 1, MAX_K as u32, MAX_K as u32 + 1] {
+        for count in [0, 1, MAX_SAMPLES as u32, MAX_SAMPLES as u32 + 1] {
             let built = catch_unwind(|| {
                 RackSched::new(
                     4,
                     1,
                     RackSchedConfig {
-                        k,
+                        k: count,
                         ..RackSchedConfig::default()
                     },
                 )
             })
             .is_ok();
-            assert_eq!(samples(k).is_ok(), built, "k = {k}");
+            assert_eq!(samples(count).is_ok(), built, "samples = {count}");
         }
         for c in [0, 1, MAX_CLASSES, MAX_CLASSES + 1] {
             let built = catch_unwind(|| {

@@ -255,7 +255,7 @@ impl Default for PlaneParams {
 impl PlaneParams {
     /// The most samples a power-of-k decision draws (one register pass
     /// reads at most this many load cells).
-    pub const MAX_SAMPLES: u32 = crate::limits::MAX_K as u32;
+    pub const MAX_SAMPLES: u32 = crate::limits::MAX_SAMPLES as u32;
     /// RackSched's TYPE field is one byte.
     pub const MAX_CLASSES: u32 = crate::limits::MAX_CLASSES;
 

@@ -47,7 +47,7 @@ fn layouts() -> Vec<(&'static str, Layout)> {
             )),
         ),
         (
-            "RackSched ToR / RS-H leaf (k = 2, INT1)",
+            "RackSched ToR / RS-H leaf (2 samples, INT1)",
             l(&RackSched::new(8, 1, RackSchedConfig::default())),
         ),
         (
@@ -73,7 +73,7 @@ fn layouts() -> Vec<(&'static str, Layout)> {
             )),
         ),
         (
-            "RS-H spine (k = 2)",
+            "RS-H spine (2 samples)",
             l(&RackSchedSpine::new(4, 1, 2, ReqTableConfig::default())),
         ),
         ("Power-of-k, instant updates", l(&PowKInstant::new(8, 2, 1))),

@@ -13,7 +13,7 @@ use crate::plan::{PoolPlan, RunSetup};
 /// The data-plane parameters of a run, as the config set them.
 pub(crate) fn plane_params(setup: &RunSetup) -> PlaneParams {
     PlaneParams {
-        samples: setup.k,
+        samples: setup.samples,
         jbsq_bound: setup.jbsq_bound,
         // RackSched §3.6: a counter per (server, request type) with multi-queue.
         classes: if setup.multi_queue {
@@ -70,11 +70,10 @@ pub(crate) fn schedulers(
     let all_racks: Vec<u32> = (0..racks).collect();
     let first_spine = plan.spines.first().copied().unwrap_or(0);
     let leaf = |r: usize| {
-        let workers = vec![1; rack_sizes[r] as usize];
         Plane::build(
             policy,
             Layer::Leaf,
-            &workers,
+            &unit_weights(rack_sizes[r]),
             seed(10_000 + r as u64),
             &params,
         )
@@ -195,7 +194,16 @@ fn client_stream(c: u32) -> u64 {
 
 /// A flat policy's one scheduler over the pool's `n` workers.
 fn flat_upper(policy: Policy, n: u32, seed: u64, params: &PlaneParams) -> Plane {
-    Plane::build(policy, Layer::Spine, &vec![1; n as usize], seed, params)
+    Plane::build(policy, Layer::Spine, &unit_weights(n), seed, params)
+}
+
+/// Weight 1 for each of `n` nodes. Only a Horus
+/// spine reads the weights (its 1/w per rack, §A.2), and it gets the racks'
+/// worker counts; a leaf, a flat scheduler or another policy's spine
+/// schedules over its nodes without them, so a node with several cores
+/// (the server models) still counts once here.
+fn unit_weights(n: u32) -> Vec<u32> {
+    vec![1; n as usize]
 }
 
 /// A fresh upper scheduler replacing a dead spine's (Horus §C). Racks are
@@ -210,7 +218,7 @@ pub(crate) fn replacement_upper(setup: &RunSetup, racks: &[u32], nodes: u32, sal
     let weights = if policy.is_horus() {
         Vec::new()
     } else {
-        vec![1; racks.len()]
+        unit_weights(racks.len() as u32)
     };
     Plane::build(policy, Layer::Spine, &weights, seed, &params)
 }

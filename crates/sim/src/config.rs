@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use netsched_config::parse::Renamed;
+
 use crate::error::ConfigError;
 use crate::topology::{PlacementConfig, TopologyConfig};
 use crate::workload::ServiceDist;
@@ -175,9 +177,10 @@ impl Default for WorkerConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerConfig {
-    /// Samples per decision for RackSched and power-of-k baselines (RackSched: k=2).
-    #[serde(default = "default_k")]
-    pub k: u32,
+    /// Samples per decision for RackSched and power-of-k baselines (the k of
+    /// power-of-k; RackSched: 2).
+    #[serde(default = "default_samples")]
+    pub samples: u32,
     /// How RackSched's ToR learns server loads (RackSched §4.6, Fig. 16).
     #[serde(default)]
     pub load_tracking: LoadTrackingMode,
@@ -190,7 +193,7 @@ pub struct SchedulerConfig {
     /// its own (RackSched §4.5 "Client(100)").
     #[serde(default = "default_clients")]
     pub clients: u32,
-    /// `r2p2`: most tasks outstanding at a node (JBSQ(k), R2P2 §3.2).
+    /// `r2p2`: most tasks outstanding at a node (the bound of JBSQ, R2P2 §3.2).
     #[serde(default = "default_jbsq_bound")]
     pub jbsq_bound: u32,
     /// Horus mechanism choices; the defaults are the paper's (docs/fidelity.md).
@@ -340,7 +343,7 @@ impl HorusConfig {
     }
 }
 
-fn default_k() -> u32 {
+fn default_samples() -> u32 {
     2
 }
 fn default_int2_random_one_in() -> u32 {
@@ -356,7 +359,7 @@ fn default_jbsq_bound() -> u32 {
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
-            k: default_k(),
+            samples: default_samples(),
             clients: default_clients(),
             jbsq_bound: default_jbsq_bound(),
             load_tracking: LoadTrackingMode::default(),
@@ -548,11 +551,25 @@ fn err(field: &str, msg: impl Into<String>) -> ConfigError {
     }
 }
 
+/// `k` meant three things (issue 18): each now has its own key.
+const RENAMED_KEYS: [Renamed; 2] = [
+    Renamed {
+        table: "schedulers",
+        key: "k",
+        use_instead: "`samples` (samples per power-of-k decision) or `jbsq_bound` (JBSQ's bound)",
+    },
+    Renamed {
+        table: "topology",
+        key: "k",
+        use_instead: "`radix` (the fat tree's switch radix)",
+    },
+];
+
 impl SimConfig {
     /// Parse TOML and validate. Errors name the dotted field (`sweep.policies`)
     /// and the line, in one line.
     pub fn from_toml(text: &str) -> Result<SimConfig, ConfigError> {
-        let cfg: SimConfig = netsched_config::parse::from_toml(text)?;
+        let cfg: SimConfig = netsched_config::parse::from_toml_renamed(text, &RENAMED_KEYS)?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -617,9 +634,15 @@ impl SimConfig {
             return Err(err("network.failure_detection_us", "must be >= 0"));
         }
         // The registry's limits, the runtime's too (a data plane would
-        // otherwise panic inside a simulation thread).
+        // otherwise panic inside a simulation thread). Samples first, under
+        // this file's key: the registry still names them `k`, the runtime
+        // daemons' key.
+        ConfigError::limit(
+            "schedulers.samples",
+            netsched_core::limits::samples(self.schedulers.samples),
+        )?;
         let params = netsched_core::PlaneParams {
-            samples: self.schedulers.k,
+            samples: self.schedulers.samples,
             jbsq_bound: self.schedulers.jbsq_bound,
             ..netsched_core::PlaneParams::default()
         };

@@ -72,7 +72,8 @@ pub struct RunSetup<'a> {
     pub heartbeat_timeout_ns: u64,
     /// Switch failure detection time before the controller acts.
     pub failure_detection_ns: u64,
-    pub k: u32,
+    /// Samples per power-of-k decision.
+    pub samples: u32,
     /// RackSched §3.6: one queue per request type at every server.
     pub multi_queue: bool,
     /// RackSched's ToR load tracking (§4.6).

@@ -184,7 +184,7 @@ pub fn run_config(
             ps_slice_ns: us_to_ns(cfg.workers.ps_slice_us),
             heartbeat_timeout_ns: us_to_ns(cfg.workers.heartbeat_timeout_us),
             failure_detection_ns: us_to_ns(cfg.network.failure_detection_us),
-            k: cfg.schedulers.k,
+            samples: cfg.schedulers.samples,
             multi_queue: cfg.workers.multi_queue,
             load_tracking: cfg.schedulers.load_tracking,
             int2_random_one_in: cfg.schedulers.int2_random_one_in,

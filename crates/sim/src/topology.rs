@@ -26,7 +26,7 @@ pub const PLACEMENT_FIELD: &str = "placement";
 const STREAM_POOL_SIZES: u64 = 0x504f_4f4c_5349_5a45;
 const STREAM_CORES: u64 = 0x434f_5245_5348_5546;
 
-fn default_k() -> u32 {
+fn default_radix() -> u32 {
     48
 }
 fn default_cores() -> u32 {
@@ -39,7 +39,7 @@ fn default_racks_spines() -> u32 {
 /// The datacenter as written in the config.
 ///
 /// ```toml
-/// topology = { kind = "fat-tree", k = 48, cores_per_server = 32 }
+/// topology = { kind = "fat-tree", radix = 48, cores_per_server = 32 }
 /// topology = { kind = "single-rack", servers = 8, cores_per_server = 8 }
 /// topology = { kind = "testbed-uniform" }
 /// topology = { kind = "testbed-skewed" }
@@ -49,10 +49,11 @@ fn default_racks_spines() -> u32 {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum TopologyConfig {
-    /// k-ary fat tree: k pods of k/2 leaves and k/2 spines, k/2 servers per rack.
+    /// Fat tree of switches with `radix` ports: `radix` pods of radix/2
+    /// leaves and radix/2 spines, radix/2 servers per rack.
     FatTree {
-        #[serde(default = "default_k")]
-        k: u32,
+        #[serde(default = "default_radix")]
+        radix: u32,
         #[serde(default = "default_cores")]
         cores_per_server: u32,
     },
@@ -85,7 +86,7 @@ pub enum TopologyConfig {
 impl Default for TopologyConfig {
     fn default() -> Self {
         TopologyConfig::FatTree {
-            k: default_k(),
+            radix: default_radix(),
             cores_per_server: default_cores(),
         }
     }
@@ -100,9 +101,9 @@ impl TopologyConfig {
     pub fn build(&self) -> Result<Topology, ConfigError> {
         match self {
             TopologyConfig::FatTree {
-                k,
+                radix,
                 cores_per_server,
-            } => Topology::fat_tree(*k, *cores_per_server),
+            } => Topology::fat_tree(*radix, *cores_per_server),
             TopologyConfig::SingleRack {
                 servers,
                 cores_per_server,
@@ -145,31 +146,32 @@ fn default_spine_leaf_hops() -> u32 {
 }
 
 impl Topology {
-    /// A k-ary fat tree (k even): k pods, each with k/2 leaves and k/2 spines
-    /// (aggregation switches, Horus's "spine schedulers"), k/2 servers per
-    /// rack. k = 48, 32 cores: 1,152 leaves and spines, 27,648 servers,
+    /// A fat tree of radix-`radix` switches (`radix` even, the k of a k-ary
+    /// fat tree): `radix` pods, each with radix/2 leaves and radix/2 spines
+    /// (aggregation switches, Horus's "spine schedulers"), radix/2 servers
+    /// per rack. Radix 48, 32 cores: 1,152 leaves and spines, 27,648 servers,
     /// 884,736 cores (Horus §5.1).
-    pub fn fat_tree(k: u32, cores_per_server: u32) -> Result<Self, ConfigError> {
-        if k < 2 || k & 1 == 1 {
+    pub fn fat_tree(radix: u32, cores_per_server: u32) -> Result<Self, ConfigError> {
+        if radix < 2 || radix & 1 == 1 {
             return Err(ConfigError::new(
-                "k",
-                format!("must be even and >= 2, got {k}"),
+                "radix",
+                format!("must be even and >= 2, got {radix}"),
             ));
         }
         if cores_per_server == 0 {
             return Err(ConfigError::new("cores_per_server", "must be >= 1"));
         }
-        let half = k / 2;
-        let cores = (k as u64) * (half as u64) * (half as u64) * cores_per_server as u64;
+        let half = radix / 2;
+        let cores = (radix as u64) * (half as u64) * (half as u64) * cores_per_server as u64;
         if cores > u32::MAX as u64 {
             return Err(ConfigError::new(
-                "k",
+                "radix",
                 format!("{cores} cores in total; at most 2^32 - 1 are supported"),
             ));
         }
-        let racks = vec![vec![cores_per_server; half as usize]; (k * half) as usize];
-        let pods: Vec<u32> = (0..k * half).map(|r| r / half).collect();
-        Topology::assemble(k, half, &racks, pods)
+        let racks = vec![vec![cores_per_server; half as usize]; (radix * half) as usize];
+        let pods: Vec<u32> = (0..radix * half).map(|r| r / half).collect();
+        Topology::assemble(radix, half, &racks, pods)
     }
 
     /// One rack of `servers` servers under one spine.
@@ -662,8 +664,8 @@ impl Placement {
     /// formed over all the pool's racks and the spine is in the pod holding
     /// most of the group. Within a pod, the j-th group of pool p gets spine
     /// `(p + j) mod spines_per_pod` of that pod, so pools spread over all the
-    /// pod's spines instead of piling onto the first. A pod has k/2 racks and
-    /// k/2 spines, so per-pod groups never outnumber the pod's spines; in
+    /// pod's spines instead of piling onto the first. A pod has radix/2 racks
+    /// and radix/2 spines, so per-pod groups never outnumber the pod's spines; in
     /// smaller topologies (one spine) groups share a spine.
     pub fn place(topo: &Topology, cfg: &PlacementConfig, seed: u64) -> Result<Self, ConfigError> {
         cfg.validate_on(topo)?;
@@ -887,7 +889,7 @@ mod tests {
         assert!(Topology::fat_tree(47, 32).is_err());
         assert_eq!(
             TopologyConfig::FatTree {
-                k: 4,
+                radix: 4,
                 cores_per_server: 0
             }
             .validate()
@@ -1174,13 +1176,13 @@ mod tests {
             placement: PlacementConfig,
         }
         let c: Cfg = toml::from_str(
-            "topology = { kind = \"fat-tree\", k = 8 }\n[placement]\npools = 3\nmode = \"colocated\"\nratio = 20\n",
+            "topology = { kind = \"fat-tree\", radix = 8 }\n[placement]\npools = 3\nmode = \"colocated\"\nratio = 20\n",
         )
         .unwrap();
         assert_eq!(
             c.topology,
             TopologyConfig::FatTree {
-                k: 8,
+                radix: 8,
                 cores_per_server: 32
             }
         );

@@ -106,7 +106,37 @@ fn clients_need_a_flat_policy_and_bounds_are_positive() {
     assert!(e.to_string().contains("schedulers.jbsq_bound"), "{e}");
     let e = SimConfig::from_toml(&config("random", "clients = 0", "fcfs")).unwrap_err();
     assert!(e.to_string().contains("schedulers.clients"), "{e}"); // The power-of-k data planes hold at most 16 sample copies.
-    let e = SimConfig::from_toml(&config("rs-h", "k = 17", "fcfs")).unwrap_err();
-    assert_eq!(e.to_string(), "schedulers.k: must be in 1..=16, got 17");
-    assert!(SimConfig::from_toml(&config("rs-h", "k = 16", "fcfs")).is_ok());
+    let e = SimConfig::from_toml(&config("rs-h", "samples = 17", "fcfs")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "schedulers.samples: must be in 1..=16, got 17"
+    );
+    assert!(SimConfig::from_toml(&config("rs-h", "samples = 16", "fcfs")).is_ok());
+}
+
+#[test]
+fn the_old_k_key_is_refused_naming_the_new_ones() {
+    let e = SimConfig::from_toml(&config("rs-h", "k = 2", "fcfs")).unwrap_err();
+    assert!(e.field.starts_with("schedulers.k (line "), "{e}");
+    assert_eq!(
+        e.msg,
+        "`k` is renamed: use `samples` (samples per power-of-k decision) or `jbsq_bound` (JBSQ's bound)"
+    );
+    for topology in [
+        "topology = { kind = \"fat-tree\", k = 4 }\n",
+        "[topology]\nkind = \"fat-tree\"\nk = 4\n",
+    ] {
+        let e = SimConfig::from_toml(topology).unwrap_err();
+        assert!(e.field.starts_with("topology"), "{e}");
+        assert_eq!(
+            e.msg,
+            "`k` is renamed: use `radix` (the fat tree's switch radix)"
+        );
+    }
+    let fat_tree = config("rs-h", "", "fcfs").replace(
+        "kind = \"single-rack\"\nservers = 8\n",
+        "kind = \"fat-tree\"\nradix = 4\n",
+    );
+    let ok = SimConfig::from_toml(&fat_tree).unwrap();
+    assert_eq!(ok.topology.build().unwrap().leaves(), 8);
 }

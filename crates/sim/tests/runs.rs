@@ -14,7 +14,7 @@ seed = 5
 policy = "{policy}"
 [topology]
 kind = "fat-tree"
-k = 8
+radix = 8
 cores_per_server = 16
 [placement]
 sizes = [120, 60, 200, 50]

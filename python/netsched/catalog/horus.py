@@ -155,15 +155,15 @@ def datacenter(scale: str) -> dict:
     Exp(min 50, max 20K, mean 685) sizes scattered over racks."""
     if scale == "paper":
         return {
-            "topology": {"kind": "fat-tree", "k": 48, "cores_per_server": 32},
+            "topology": {"kind": "fat-tree", "radix": 48, "cores_per_server": 32},
             "placement": {"pools": 1000, "mode": "scattered", "ratio": 10},
             "workload": {"service": {"kind": "preset", "name": "bimodal"}, "load": 0.9,
                          "tasks_per_worker": 100},
         }
-    # The simulator main job's datacenter (experiments/main.toml): k=16, 128 racks of 8 x 32-core servers
+    # The simulator main job's datacenter (experiments/main.toml): radix 16, 128 racks of 8 x 32-core servers
     # (32,768 cores); 30 pools drawn from §5.1's size distribution.
     return {
-        "topology": {"kind": "fat-tree", "k": 16, "cores_per_server": 32},
+        "topology": {"kind": "fat-tree", "radix": 16, "cores_per_server": 32},
         "placement": {"pools": 30, "mode": "scattered", "ratio": 10},
         "workload": {"service": {"kind": "preset", "name": "bimodal"}, "load": 0.9,
                      "tasks_per_worker": 30},

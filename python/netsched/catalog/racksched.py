@@ -135,7 +135,7 @@ def rack_loads(scale):
 
 
 def rack_point(labels, system, load, service, cores, scale):
-    policy, k = SYSTEM[system]
+    policy, samples = SYSTEM[system]
     servers = len(cores)
     cfg = {
         "policy": policy,
@@ -145,7 +145,7 @@ def rack_point(labels, system, load, service, cores, scale):
                      "tasks_per_worker": 4000 if scale == "paper" else 600},
         "network": {"hop_delay": {"kind": "constant", "us": 2.0}, "loss": 0.0},
         "workers": {"model": "server-ps", "ps_slice_us": 250.0},
-        "schedulers": {"k": min(k, servers)},
+        "schedulers": {"samples": min(samples, servers)},
     }
     return Point({**labels, "system": system, "load": load}, cfg)
 
@@ -587,9 +587,9 @@ register(Experiment(
 # k = 3 is the one Draconis (§8) runs R2P2 with.
 
 FIG14_SYSTEMS = {
-    "racksched": {"policy": "racksched", "schedulers": {"k": 2}},
+    "racksched": {"policy": "racksched", "schedulers": {"samples": 2}},
     "shinjuku": {"policy": "random"},
-    "client-100": {"policy": "pow2-delayed", "schedulers": {"k": 2, "clients": 100}},
+    "client-100": {"policy": "pow2-delayed", "schedulers": {"samples": 2, "clients": 100}},
     "r2p2": {"policy": "r2p2", "workers": {"model": "fcfs"}, "schedulers": {"jbsq_bound": 3}},
 }
 STYLE_RS.update({"client-100": ("tab:green", "^", "Client(100)"),

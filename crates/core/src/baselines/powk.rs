@@ -4,9 +4,9 @@
 use super::{follow, remember};
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
-use crate::racksched::{LoadTable, Report, ReqTableConfig};
+use crate::racksched::{pipeline_with_load_table, LoadTable, Report, ReqTableConfig};
 use crate::rng::Rng;
-use crate::switch::{Layout, Pipeline};
+use crate::switch::Pipeline;
 
 /// Power-of-k over loads the driver updates with zero delay through
 /// `QueueChanged` (an oracle feed, not packets). The sampling itself obeys the
@@ -23,16 +23,16 @@ pub struct PowKInstant {
 }
 
 impl PowKInstant {
-    /// Nodes `0..nodes` with empty queues, `k` distinct samples per task.
-    pub fn new(nodes: u32, k: u32, seed: u64) -> Self {
+    /// Nodes `0..nodes` with empty queues, `samples` distinct samples per task.
+    pub fn new(nodes: u32, samples: u32, seed: u64) -> Self {
         // Stages: the LoadTable to `sum`, the affinity table, `servers`.
-        let mut layout = Layout::new();
-        let (loads, affinity) = LoadTable::with_between(&mut layout, nodes, k, 1, |layout| {
-            ReqTableConfig::default().build(layout)
-        });
+        let (pipeline, rng, loads, affinity) =
+            pipeline_with_load_table(nodes, seed, samples, 1, |layout| {
+                ReqTableConfig::default().build(layout)
+            });
         PowKInstant {
-            pipeline: Pipeline::with_layout(layout),
-            rng: Rng::new(seed),
+            pipeline,
+            rng,
             loads,
             affinity,
         }

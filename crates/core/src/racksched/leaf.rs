@@ -1,13 +1,15 @@
 //! RackSched's ToR scheduler (§3), which is also the RS-H leaf.
 
 use super::average_16_16;
-use super::{schedule, LoadTable, LoadTracking, RackSchedConfig, Report, Select};
+use super::{
+    pipeline_with_load_table, schedule, LoadTable, LoadTracking, RackSchedConfig, Report, Select,
+};
 use crate::affinity::AffinityTable;
 use crate::dataplane::{
     Action, DataPlane, DropReason, Input, NodeId, Notice, Outbox, Resubmit, Upstream,
 };
 use crate::rng::Rng;
-use crate::switch::{Layout, Pipeline, RegisterArray};
+use crate::switch::{Pipeline, RegisterArray};
 
 /// RackSched's ToR scheduler over the servers of one rack (§3), optionally an
 /// RS-H leaf (Horus §4.1, §5.2).
@@ -43,9 +45,8 @@ impl RackSched {
         // Stages: the LoadTable up to `sum`, INT2's `minimum` (its update
         // follows the LoadTable's `slot_of` verdict, and a REQF reads it
         // before the ReqTable insert), the ReqTable, the LoadTable's `servers`.
-        let mut layout = Layout::new();
-        let (loads, (minimum, req)) =
-            LoadTable::with_between(&mut layout, servers, config.k, config.classes, |layout| {
+        let (pipeline, rng, loads, (minimum, req)) =
+            pipeline_with_load_table(servers, seed, config.k, config.classes, |layout| {
                 let stage = layout.stage();
                 // No reply seen yet: any first report replaces the entry (the
                 // artifact starts at load 9999).
@@ -53,8 +54,8 @@ impl RackSched {
                 (minimum, config.req_table.build(layout))
             });
         RackSched {
-            pipeline: Pipeline::with_layout(layout),
-            rng: Rng::new(seed),
+            pipeline,
+            rng,
             loads,
             req,
             report_load: config.report_load,

@@ -7,8 +7,8 @@ use crate::fixed;
 use crate::rng::Rng;
 use crate::switch::{Layout, Pass, RegisterArray};
 
-/// Largest k: one LoadTable copy per sample, each in its own stage.
-pub const MAX_K: usize = 16;
+/// Most samples per decision: one LoadTable copy per sample, each in its own stage.
+pub const MAX_SAMPLES: usize = 16;
 
 const NO_SLOT: u32 = u32::MAX;
 
@@ -16,7 +16,7 @@ const NO_SLOT: u32 = u32::MAX;
 /// so that the fallback server is independent of the slot a request hashed to.
 pub(super) const DISPATCH_HASH: u32 = 0x100;
 
-const TOTAL_NAMES: [&str; MAX_K] = [
+const TOTAL_NAMES: [&str; MAX_SAMPLES] = [
     "loadtable.total.0",
     "loadtable.total.1",
     "loadtable.total.2",
@@ -35,7 +35,7 @@ const TOTAL_NAMES: [&str; MAX_K] = [
     "loadtable.total.15",
 ];
 
-const CLASS_NAMES: [&str; MAX_K] = [
+const CLASS_NAMES: [&str; MAX_SAMPLES] = [
     "loadtable.class.0",
     "loadtable.class.1",
     "loadtable.class.2",
@@ -54,12 +54,17 @@ const CLASS_NAMES: [&str; MAX_K] = [
     "loadtable.class.15",
 ];
 
-/// Draws `min(k, count)` distinct slots in random order. Rejection keeps the
+/// Draws `min(samples, count)` distinct slots in random order. Rejection keeps the
 /// order uniformly random, so breaking ties towards the earlier sample (what a
 /// comparison tree in the pipeline does) favours no server.
 #[inline]
-pub fn distinct_samples(rng: &mut Rng, count: u32, k: usize, out: &mut [u32; MAX_K]) -> usize {
-    let want = k.min(count as usize).min(MAX_K);
+pub fn distinct_samples(
+    rng: &mut Rng,
+    count: u32,
+    samples: usize,
+    out: &mut [u32; MAX_SAMPLES],
+) -> usize {
+    let want = samples.min(count as usize).min(MAX_SAMPLES);
     let mut have = 0;
     while have < want {
         let s = rng.below(count);
@@ -83,8 +88,8 @@ pub enum Report {
     BadClass,
 }
 
-/// RackSched's LoadTable (§3.3, §3.5): k identical copies so that one pass can
-/// read k samples, per-type counters for multi-queue (§3.6), and the sum of
+/// RackSched's LoadTable (§3.3, §3.5): one identical copy per sample so that
+/// one pass can read every sample, per-type counters for multi-queue (§3.6), and the sum of
 /// all counters for the RS-H rack average.
 ///
 /// Servers occupy slots `0..count`; §3.4 "pre-allocate a large number of
@@ -99,14 +104,14 @@ pub enum Report {
 /// ReqTable insert that overflowed ([`LoadTable::with_between`]).
 #[derive(Clone, Debug)]
 pub struct LoadTable {
-    k: usize,
+    samples: usize,
     classes: u32,
     /// Node -> slot, to apply a reply from a known source.
     slot_of: RegisterArray<u32>,
     count: RegisterArray<u32>,
-    /// Per-(slot, type) counters with the node id, `k` copies; empty with one type.
+    /// Per-(slot, type) counters with the node id, `samples` copies; empty with one type.
     class_load: Vec<RegisterArray<(NodeId, u32)>>,
-    /// Per-slot total with the node id, `k` copies.
+    /// Per-slot total with the node id, `samples` copies.
     total: Vec<RegisterArray<(NodeId, u32)>>,
     /// Slot -> node for hash dispatch (§3.3, Fig. 6).
     servers: RegisterArray<NodeId>,
@@ -116,8 +121,8 @@ pub struct LoadTable {
 
 impl LoadTable {
     /// `nodes` active nodes `0..nodes`, all at load 0.
-    pub fn new(layout: &mut Layout, nodes: u32, k: u32, classes: u32) -> Self {
-        Self::with_between(layout, nodes, k, classes, |_| ()).0
+    pub fn new(layout: &mut Layout, nodes: u32, samples: u32, classes: u32) -> Self {
+        Self::with_between(layout, nodes, samples, classes, |_| ()).0
     }
 
     /// As [`LoadTable::new`], with `between` placing the arrays of the stages
@@ -126,12 +131,12 @@ impl LoadTable {
     pub fn with_between<R>(
         layout: &mut Layout,
         nodes: u32,
-        k: u32,
+        samples: u32,
         classes: u32,
         between: impl FnOnce(&mut Layout) -> R,
     ) -> (Self, R) {
-        if let Err(e) = crate::limits::samples(k) {
-            panic!("k: {e}");
+        if let Err(e) = crate::limits::samples(samples) {
+            panic!("samples: {e}");
         }
         if let Err(e) = crate::limits::classes(classes) {
             panic!("classes: {e}");
@@ -144,13 +149,13 @@ impl LoadTable {
         let class_stage = (c > 0).then(|| layout.stage());
         let class_load = class_stage
             .map(|stage| {
-                (0..k as usize)
+                (0..samples as usize)
                     .map(|j| layout.array(stage, CLASS_NAMES[j], n * c, (0, 0)))
                     .collect()
             })
             .unwrap_or_default();
         let totals = layout.stage();
-        let total = (0..k as usize)
+        let total = (0..samples as usize)
             .map(|j| layout.array(totals, TOTAL_NAMES[j], n, (0, 0)))
             .collect();
         let sum = layout.stage();
@@ -158,7 +163,7 @@ impl LoadTable {
         let placed = between(layout);
         let servers = layout.stage();
         let mut t = LoadTable {
-            k: k as usize,
+            samples: samples as usize,
             classes,
             slot_of,
             count,
@@ -173,8 +178,8 @@ impl LoadTable {
         (t, placed)
     }
 
-    pub fn k(&self) -> usize {
-        self.k
+    pub fn samples(&self) -> usize {
+        self.samples
     }
 
     pub fn classes(&self) -> u32 {
@@ -192,14 +197,14 @@ impl LoadTable {
         self.count.read(pass, 0)
     }
 
-    /// Power-of-k (§3.3, Fig. 8): the least loaded of `min(k, active)` distinct
+    /// Power-of-k (§3.3, Fig. 8): the least loaded of `min(samples, active)` distinct
     /// samples on the counters of `class` (its total if the type is not
     /// configured). Requires `active > 0`. Returns the node and its load.
     #[inline]
     pub fn choose(&mut self, pass: &Pass, rng: &mut Rng, active: u32, class: u8) -> (NodeId, u32) {
         debug_assert!(active > 0);
-        let mut slots = [0u32; MAX_K];
-        let m = distinct_samples(rng, active, self.k, &mut slots);
+        let mut slots = [0u32; MAX_SAMPLES];
+        let m = distinct_samples(rng, active, self.samples, &mut slots);
         let per_class = self.multi() && (class as u32) < self.classes;
         let c = self.classes as usize;
         let mut best = (0, u32::MAX);

@@ -13,8 +13,9 @@
 //!   removes; overflowed requests fall back to hash dispatch (§4.1).
 //!
 //! Power-of-k (§3.3, Fig. 8) reads k samples in one pass. A register array
-//! allows one access per pass, so the table exists in k identical copies, one
-//! per stage, sample `j` reads copy `j`, and every update writes all copies.
+//! allows one access per pass, so the table exists in one identical copy per
+//! sample, one per stage, sample `j` reads copy `j`, and every update writes
+//! all copies.
 //!
 //! Multi-queue support (§3.6): with C > 1 classes a server reports the queue
 //! length of the completed request's type and the switch keeps one counter per
@@ -44,13 +45,13 @@ mod load_table;
 mod spine;
 
 pub use leaf::RackSched;
-pub use load_table::{average_16_16, distinct_samples, LoadTable, Report, MAX_K};
+pub use load_table::{average_16_16, distinct_samples, LoadTable, Report, MAX_SAMPLES};
 pub use spine::RackSchedSpine;
 
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, Decision, DropReason, NodeId, Outbox, TaskMeta};
 use crate::rng::Rng;
-use crate::switch::{Layout, Pass, RegisterArray};
+use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 
 /// ReqTable sizing (RackSched §3.4, Alg. 2: `ReqTable[n][m]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +82,7 @@ impl ReqTableConfig {
 /// Configuration of a RackSched ToR scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RackSchedConfig {
-    /// Samples per decision (power-of-k, §3.3), `1..=MAX_K`.
+    /// Samples per decision (power-of-k, §3.3), `1..=MAX_SAMPLES`.
     pub k: u32,
     /// Request types with their own load counters (§3.6 multi-queue), `1..=256`.
     /// With 1, a reply's LOAD is the server's total queue length.
@@ -134,6 +135,22 @@ pub enum LoadTracking {
     /// (the artifact's `proactive.p4` resubmits for it too). A lost request or
     /// reply leaves its +1 behind for good: the error §4.6 blames.
     Proactive,
+}
+
+/// What the ToR, the RS-H spine and the instant power-of-k baseline are
+/// built on: a pipeline laid out as a LoadTable over `nodes` (§3.3) with
+/// `between` placing the arrays that stand between its `sum` and `servers`
+/// stages (the ReqTable, §3.4), and the switch's random source.
+pub(crate) fn pipeline_with_load_table<R>(
+    nodes: u32,
+    seed: u64,
+    samples: u32,
+    classes: u32,
+    between: impl FnOnce(&mut Layout) -> R,
+) -> (Pipeline, Rng, LoadTable, R) {
+    let mut layout = Layout::new();
+    let (loads, placed) = LoadTable::with_between(&mut layout, nodes, samples, classes, between);
+    (Pipeline::with_layout(layout), Rng::new(seed), loads, placed)
 }
 
 /// How a first request packet (REQF) picks its server.

@@ -1,10 +1,10 @@
 //! RS-H's spine scheduler (Horus §4.1, §5.2): RackSched one level up.
 
-use super::{schedule, LoadTable, Report, ReqTableConfig, Select};
+use super::{pipeline_with_load_table, schedule, LoadTable, Report, ReqTableConfig, Select};
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, DropReason, Input, NodeId, Outbox};
 use crate::rng::Rng;
-use crate::switch::{Layout, Pipeline};
+use crate::switch::Pipeline;
 
 /// RS-H's spine scheduler (Horus §4.1): RackSched one level up, power-of-k
 /// over rack average loads (16.16) that only the leaves' `LoadUpdate`
@@ -22,15 +22,14 @@ pub struct RackSchedSpine {
 }
 
 impl RackSchedSpine {
-    /// A spine over racks `0..racks`, all at load 0, sampling `k` racks.
-    pub fn new(racks: u32, seed: u64, k: u32, req_table: ReqTableConfig) -> Self {
+    /// A spine over racks `0..racks`, all at load 0, sampling `samples` racks.
+    pub fn new(racks: u32, seed: u64, samples: u32, req_table: ReqTableConfig) -> Self {
         // Stages as the ToR's: the LoadTable, the ReqTable, `servers`.
-        let mut layout = Layout::new();
-        let (loads, req) =
-            LoadTable::with_between(&mut layout, racks, k, 1, |layout| req_table.build(layout));
+        let (pipeline, rng, loads, req) =
+            pipeline_with_load_table(racks, seed, samples, 1, |layout| req_table.build(layout));
         RackSchedSpine {
-            pipeline: Pipeline::with_layout(layout),
-            rng: Rng::new(seed),
+            pipeline,
+            rng,
             loads,
             req,
         }

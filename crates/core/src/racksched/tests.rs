@@ -43,15 +43,15 @@ fn reply(node: NodeId, qlen: u32, task: u64) -> Input {
     }
 }
 
-fn cfg(k: u32) -> RackSchedConfig {
+fn cfg(samples: u32) -> RackSchedConfig {
     RackSchedConfig {
-        k,
+        k: samples,
         ..RackSchedConfig::default()
     }
 }
 
-fn with_loads(loads: &[u32], k: u32, seed: u64) -> RackSched {
-    let mut rs = RackSched::new(loads.len() as u32, seed, cfg(k));
+fn with_loads(loads: &[u32], samples: u32, seed: u64) -> RackSched {
+    let mut rs = RackSched::new(loads.len() as u32, seed, cfg(samples));
     for (n, &l) in loads.iter().enumerate() {
         assert!(run(&mut rs, 0, reply(n as NodeId, l, 0)).is_empty());
     }
@@ -61,7 +61,7 @@ fn with_loads(loads: &[u32], k: u32, seed: u64) -> RackSched {
 proptest! {
     /// §3.3: sampling every server is exact JSQ on the LoadTable.
     #[test]
-    fn k_equal_n_picks_a_minimum(loads in proptest::collection::vec(0u32..6, 1..=MAX_K), seed in any::<u64>()) {
+    fn sampling_every_node_picks_a_minimum(loads in proptest::collection::vec(0u32..6, 1..=MAX_SAMPLES), seed in any::<u64>()) {
         let mut rs = with_loads(&loads, loads.len() as u32, seed);
         let min = *loads.iter().min().unwrap();
         for id in 0..20 {
@@ -81,7 +81,7 @@ proptest! {
         let unique_max = loads.iter().filter(|&&l| l == max).count() == 1;
         for id in 0..50 {
             let mut probe = rs.rng.clone();
-            let mut slots = [0u32; MAX_K];
+            let mut slots = [0u32; MAX_SAMPLES];
             prop_assert_eq!(distinct_samples(&mut probe, loads.len() as u32, 2, &mut slots), 2);
             prop_assert_ne!(slots[0], slots[1]);
             // Slots are nodes here: no server was ever removed.
@@ -495,12 +495,12 @@ fn rs_h_leaf_feeds_spine() {
     assert_eq!(one_dispatch(&run(&mut spine, 0, single(1))).0, 0);
 }
 
-fn tracking(n: u32, k: u32, tracking: LoadTracking) -> RackSched {
+fn tracking(n: u32, samples: u32, tracking: LoadTracking) -> RackSched {
     RackSched::new(
         n,
         11,
         RackSchedConfig {
-            k,
+            k: samples,
             tracking,
             ..RackSchedConfig::default()
         },
@@ -527,7 +527,7 @@ fn proactive_dispatch(rs: &mut RackSched, id: u64, class: u8) -> NodeId {
 
 #[test]
 fn proactive_counts_dispatches_minus_replies_and_keeps_lost_replies() {
-    // §3.5/§4.6 Proactive, k = n so the choice is the exact minimum.
+    // §3.5/§4.6 Proactive, samples = n so the choice is the exact minimum.
     let mut rs = tracking(4, 4, LoadTracking::Proactive);
     let t = single(1);
     let acts = run(&mut rs, 0, t);
@@ -762,7 +762,7 @@ fn many_classes_and_max_k_respect_the_switch_model() {
         40,
         3,
         RackSchedConfig {
-            k: MAX_K as u32,
+            k: MAX_SAMPLES as u32,
             classes: 4,
             ..RackSchedConfig::default()
         },

@@ -111,17 +111,38 @@ impl Engine {
         let stamp = self.next_stamp();
         let mut stack = std::mem::take(&mut self.scratch.comp_links);
         stack.clear();
-        for &l in &self.instant.dirty {
+        let dirty = std::mem::take(&mut self.instant.dirty);
+        self.seed_component(&dirty, stamp, &mut stack);
+        self.instant.dirty = dirty;
+        let hit = self.grow_component(stamp, &mut stack, |_, group| group == g);
+        self.scratch.comp_links = stack;
+        hit || (bl != NONE && self.fabric.links[bl as usize].stamp == stamp)
+    }
+
+    /// Stamps the `seeds` not yet in the component and appends them to `links`.
+    fn seed_component(&mut self, seeds: &[LinkId], stamp: u32, links: &mut Vec<LinkId>) {
+        for &l in seeds {
             let link = &mut self.fabric.links[l as usize];
             if link.stamp != stamp {
                 link.stamp = stamp;
-                stack.push(l);
+                links.push(l);
             }
         }
-        let mut hit = false;
+    }
+
+    /// Grows the component from `links` (stamped, in visiting order): every
+    /// flow on one of its links is stamped and shown to `stop` as (flow,
+    /// rate group), then its links that can bind join. Returns whether
+    /// `stop` ended the walk early.
+    fn grow_component(
+        &mut self,
+        stamp: u32,
+        links: &mut Vec<LinkId>,
+        mut stop: impl FnMut(u32, u32) -> bool,
+    ) -> bool {
         let mut i = 0;
-        'walk: while i < stack.len() {
-            let l = stack[i];
+        while i < links.len() {
+            let l = links[i];
             i += 1;
             for k in 0..self.fabric.links[l as usize].flows.len() {
                 let fid = self.fabric.links[l as usize].flows[k];
@@ -130,21 +151,19 @@ impl Engine {
                 }
                 self.fabric.fstamp[fid as usize] = stamp;
                 let f = &self.fabric.flows[fid as usize];
-                if f.group == g {
-                    hit = true;
-                    break 'walk;
+                if stop(fid, f.group) {
+                    return true;
                 }
-                let (links, n) = (f.links, f.n as usize);
-                for &l2 in &links[..n] {
+                let (flow_links, n) = (f.links, f.n as usize);
+                for &l2 in &flow_links[..n] {
                     if self.fabric.links[l2 as usize].stamp != stamp && self.follow(l2) {
                         self.fabric.links[l2 as usize].stamp = stamp;
-                        stack.push(l2);
+                        links.push(l2);
                     }
                 }
             }
         }
-        self.scratch.comp_links = stack;
-        hit || (bl != NONE && self.fabric.links[bl as usize].stamp == stamp)
+        false
     }
 
     /// Recompute the component grown from the dirty links: re-key and
@@ -167,36 +186,13 @@ impl Engine {
                     .filter(|&l| !self.fabric.links[l as usize].flows.is_empty()),
             );
         }
-        for &l in &dirty {
-            let link = &mut self.fabric.links[l as usize];
-            if link.stamp != stamp {
-                link.stamp = stamp;
-                comp_links.push(l);
-            }
-        }
+        self.seed_component(&dirty, stamp, &mut comp_links);
         dirty.clear();
         self.instant.dirty = dirty;
-        let mut i = 0;
-        while i < comp_links.len() {
-            let l = comp_links[i];
-            i += 1;
-            for k in 0..self.fabric.links[l as usize].flows.len() {
-                let fid = self.fabric.links[l as usize].flows[k];
-                if self.fabric.fstamp[fid as usize] == stamp {
-                    continue;
-                }
-                self.fabric.fstamp[fid as usize] = stamp;
-                comp_flows.push(fid);
-                let f = &self.fabric.flows[fid as usize];
-                let (links, n) = (f.links, f.n as usize);
-                for &l2 in &links[..n] {
-                    if self.fabric.links[l2 as usize].stamp != stamp && self.follow(l2) {
-                        self.fabric.links[l2 as usize].stamp = stamp;
-                        comp_links.push(l2);
-                    }
-                }
-            }
-        }
+        self.grow_component(stamp, &mut comp_links, |fid, _| {
+            comp_flows.push(fid);
+            false
+        });
         self.stats.flows_recomputed += comp_flows.len() as u64;
         if self.opts.policy == Policy::Baraat {
             // Every flow into a port of the component is in it (host links

@@ -2,7 +2,7 @@
 //! (RackSched §4.5 "Client(N)") and R2P2's JBSQ bound.
 
 use super::*;
-use crate::config::DelayDist;
+use crate::config::{DelayDist, LoadTrackingMode};
 use crate::workload::{RateSchedule, ServiceDist, ServiceSampler};
 
 /// One rack of `servers` servers with `cores` cores each.
@@ -40,7 +40,7 @@ fn setup<'a>(
         ps_slice_ns: 250_000,
         heartbeat_timeout_ns: 1_000_000,
         failure_detection_ns: 0,
-        k: 2,
+        samples: 2,
         multi_queue: false,
         load_tracking: LoadTrackingMode::Int1,
         int2_random_one_in: 4,

@@ -1,0 +1,382 @@
+//! The discrete-event simulation of one worker pool.
+//!
+//! Pools share no scheduler state (Horus keeps per-pool registers), so each
+//! pool is simulated on its own with its own event queue and random streams,
+//! and a run's results do not depend on how pools are spread over threads.
+//!
+//! Path of a task (Horus §3.2): it is submitted at a spine scheduler (the
+//! response time starts here), which picks a rack; one or more hops later the
+//! rack's leaf scheduler picks a worker; one hop later the worker queues it.
+//! On completion the worker's reply, carrying its queue length, reaches the
+//! leaf one hop later; the leaf's notices reach its spine(s) after the
+//! spine-leaf hops. Flat policies schedule at the spine over all workers.
+
+mod events;
+mod failures;
+mod lower;
+mod upper;
+mod workers;
+
+use netsched_core::dataplane::{Decision, Input, Notice, Outbox, Resubmit, TaskMeta};
+use netsched_core::rng::Rng;
+use netsched_core::Plane;
+
+use crate::config::{Policy, WorkerModel};
+use crate::metrics::{AbortReason, PoolMetrics};
+use crate::nodes::{Discipline, Nodes};
+use crate::queue::{EventQueue, Inbox};
+use crate::workload::ArrivalProcess;
+
+use events::Ev;
+
+pub use crate::plan::{PoolPlan, RackPlan, RunSetup};
+
+/// Per-task state while a task is in flight, indexed by a slot number that the
+/// task's `TaskMeta::id` carries through the data planes.
+#[derive(Clone, Copy, Debug, Default)]
+struct TaskRec {
+    /// In flight (not yet completed or aborted).
+    live: bool,
+    seq: u64,
+    submitted: u64,
+    service: u64,
+    class: u8,
+    measured: bool,
+    /// The upper scheduler (spine, or client of a flat policy) it was submitted to.
+    upper: u32,
+}
+
+struct UpperState {
+    sched: Plane,
+    /// Local node index -> rack (empty for flat policies, whose nodes are pool nodes).
+    nodes: Vec<u32>,
+    /// Rack -> local node index, `NONE` where the rack is not a node of this upper.
+    local: Vec<u32>,
+    /// Global spine id hosting it.
+    spine: u32,
+    alive: bool,
+    /// Submissions may choose it (cleared once clients know it died).
+    routable: bool,
+    /// State-only inputs on their way here, each under the event key it
+    /// would have had (see `RunSetup::eager_state_writes`).
+    /// Held as (local rack, notice): a small entry keeps the heap's moves cheap.
+    inbox: Inbox<(u32, Notice)>,
+}
+
+struct RackState {
+    /// The leaf's data plane; none where a flat policy's leaf only forwards.
+    sched: Option<Plane>,
+    leaf: u32,
+    /// Upper this leaf is linked with and its index there.
+    link: (u32, u32),
+    /// With `IdleLink::RandomOfPool` on a multi-spine pool: the spine this
+    /// leaf's idle state is linked to since its last idleAdd.
+    idle_link: Option<u32>,
+    /// Local worker index -> pool node index.
+    nodes: Vec<u32>,
+    alive: bool,
+}
+
+pub struct PoolSim<'a> {
+    setup: &'a RunSetup<'a>,
+    plan: &'a PoolPlan,
+    q: EventQueue<Ev>,
+    uppers: Vec<UpperState>,
+    racks: Vec<RackState>,
+    /// Pool node -> (rack, local index in the rack's leaf).
+    node_loc: Vec<(u32, u32)>,
+    node_server: Vec<u32>,
+    node_cores: Vec<u32>,
+    nodes: Nodes,
+    /// Per pool node, tasks dispatched to it and still on the wire; kept for
+    /// the ideal policies only (`Policy::sees_queues_instantly`), whose view
+    /// counts them (issue 13, item 5).
+    in_flight: Vec<u32>,
+    tasks: Vec<TaskRec>,
+    free_tasks: Vec<u32>,
+    arrivals: ArrivalProcess,
+    rng_work: Rng,
+    rng_net: Rng,
+    rng_route: Rng,
+    /// Draws the spine a leaf links its idle state to (`random_idle_link`).
+    rng_idle_link: Rng,
+    /// horus-sim's idle link to a random spine of the pool, on a pool with
+    /// several spines: every spine's nodes are all the pool's racks.
+    random_idle_link: bool,
+    /// Reused for every input; boxed so that lending it out while its
+    /// actions run moves a pointer, not the whole fixed-capacity list.
+    out: Option<Box<Outbox>>,
+    lost_buf: Vec<u32>,
+    /// Scratch for inputs taken from an inbox.
+    due_buf: Vec<(u64, (u32, Notice))>,
+    /// Cumulative routing weights of the uppers, for weighted spine choice.
+    cum_weights: Vec<u32>,
+    weights_dirty: bool,
+    submitted: u64,
+    pub metrics: PoolMetrics,
+}
+
+impl<'a> PoolSim<'a> {
+    pub fn new(setup: &'a RunSetup<'a>, plan: &'a PoolPlan) -> Self {
+        let pool = plan.pool_id as u64;
+        let stream = |k: u64| Rng::derive(setup.seed, pool * 1_000_003 + k);
+        // Nodes: a core per node (per-worker FCFS) or a server per node.
+        let mut node_loc = Vec::new();
+        let mut node_server = Vec::new();
+        let mut node_cores = Vec::new();
+        let mut rack_nodes: Vec<Vec<u32>> = Vec::new();
+        for (r, rack) in plan.racks.iter().enumerate() {
+            let mut local = Vec::new();
+            for &(server, cores) in &rack.servers {
+                let per_node = match setup.worker_model {
+                    WorkerModel::Fcfs => vec![1; cores as usize],
+                    WorkerModel::ServerCfcfs | WorkerModel::ServerPs => vec![cores],
+                };
+                for c in per_node {
+                    let id = node_cores.len() as u32;
+                    node_loc.push((r as u32, local.len() as u32));
+                    local.push(id);
+                    node_server.push(server);
+                    node_cores.push(c);
+                }
+            }
+            rack_nodes.push(local);
+        }
+        let discipline = match setup.worker_model {
+            WorkerModel::ServerPs => Discipline::ProcessorSharing {
+                slice_ns: setup.ps_slice_ns,
+            },
+            _ => Discipline::Fcfs,
+        };
+        let nodes = if setup.multi_queue {
+            Nodes::with_queues(&node_cores, discipline, &setup.service.class_means_ns())
+        } else {
+            Nodes::new(&node_cores, discipline)
+        };
+        let (uppers, lowers) = crate::build::schedulers(setup, plan, &rack_nodes, &stream);
+        let uppers: Vec<UpperState> = uppers
+            .into_iter()
+            .map(|b| UpperState::new(b.sched, b.nodes, b.spine, plan.racks.len()))
+            .collect();
+        let racks = plan
+            .racks
+            .iter()
+            .zip(lowers)
+            .zip(rack_nodes)
+            .map(|((rp, (sched, link)), nodes)| RackState {
+                sched,
+                leaf: rp.leaf,
+                link,
+                idle_link: None,
+                nodes,
+                alive: true,
+            })
+            .collect();
+        let workers = plan.workers();
+        let arrivals =
+            ArrivalProcess::new(&setup.schedule, workers as u32, setup.service.mean_ns())
+                .expect("schedule validated with the config");
+        PoolSim {
+            setup,
+            plan,
+            q: EventQueue::new(),
+            uppers,
+            racks,
+            node_loc,
+            node_server,
+            node_cores,
+            in_flight: vec![0; nodes.len()],
+            nodes,
+            tasks: Vec::with_capacity(1024),
+            free_tasks: Vec::new(),
+            arrivals,
+            rng_work: stream(1),
+            rng_net: stream(2),
+            rng_route: stream(3),
+            rng_idle_link: stream(4),
+            random_idle_link: setup.policy == Policy::Horus
+                && setup.horus.idle_link == netsched_core::horus::IdleLink::RandomOfPool
+                && plan.spines.len() > 1,
+            out: Some(Box::default()),
+            lost_buf: Vec::new(),
+            due_buf: Vec::new(),
+            cum_weights: Vec::new(),
+            weights_dirty: true,
+            submitted: 0,
+            // Per-class response times (GET vs SCAN, TPC-C transactions) when
+            // the workload has classes: one histogram per class per pool.
+            metrics: PoolMetrics::with_classes(
+                plan.pool_id,
+                workers,
+                setup.service.classes().max(1),
+            ),
+        }
+    }
+
+    /// Runs the pool to completion. `progress` is bumped per completed task batch.
+    pub fn run(mut self, progress: &dyn Fn(u64)) -> PoolMetrics {
+        self.schedule_start();
+        self.run_events(progress);
+        self.finish(progress)
+    }
+
+    /// The first arrival, the imbalance samples and this pool's failures.
+    fn schedule_start(&mut self) {
+        if let Some(first) = self.arrivals.next_arrival(0, &mut self.rng_work) {
+            if first < self.setup.end_ns {
+                self.q.at(first, Ev::Arrival);
+            }
+        }
+        if self.setup.imbalance_interval_ns > 0 {
+            self.q.at(self.setup.warmup_ns, Ev::Sample);
+        }
+        for (i, f) in self.setup.failures.iter().enumerate() {
+            if self.failure_concerns_pool(f) {
+                self.q.at(f.at_ns(), Ev::Failure { index: i as u32 });
+            }
+        }
+    }
+
+    /// Every event until the queue is empty.
+    fn run_events(&mut self, progress: &dyn Fn(u64)) {
+        let mut since_report = 0u64;
+        while let Some((now, ev)) = self.q.pop() {
+            self.step(now, ev);
+            since_report += 1;
+            if since_report == 1 << 16 {
+                progress(self.metrics.completed_total());
+                since_report = 0;
+            }
+        }
+    }
+
+    fn finish(mut self, progress: &dyn Fn(u64)) -> PoolMetrics {
+        // Held inputs that arrive after the last event run last, as their
+        // events would have.
+        self.settle_all((u64::MAX, u64::MAX));
+        progress(self.metrics.completed_total());
+        // Nothing accepted is lost silently: whatever is still held by a
+        // scheduler when the last event has run is counted.
+        for t in 0..self.tasks.len() as u32 {
+            if self.tasks[t as usize].live {
+                self.abort(t, AbortReason::Stranded);
+            }
+        }
+        for u in &self.uppers {
+            let (f, r) = u.sched.passes();
+            self.metrics.add_passes(true, f, r);
+        }
+        for r in &self.racks {
+            let (f, rs) = r.sched.as_ref().map_or((0, 0), Plane::passes);
+            self.metrics.add_passes(false, f, rs);
+        }
+        self.metrics.events = self.q.processed;
+        self.metrics
+    }
+
+    // ---- network ----
+
+    #[inline]
+    fn hop_delay(&mut self, hops: u32) -> u64 {
+        let mut d = 0;
+        for _ in 0..hops {
+            d += self.setup.hop_delay.sample(&mut self.rng_net);
+        }
+        d
+    }
+
+    #[inline]
+    fn lost(&mut self) -> bool {
+        self.setup.loss > 0.0 && self.rng_net.chance(self.setup.loss)
+    }
+
+    fn spine_leaf_hops(&self, upper: u32, rack: u32) -> u32 {
+        (self.setup.hops)(
+            self.uppers[upper as usize].spine,
+            self.racks[rack as usize].leaf,
+        )
+    }
+
+    // ---- tasks ----
+
+    fn new_task(&mut self, now: u64) -> u32 {
+        let (service, class) = self.setup.service.sample(&mut self.rng_work);
+        self.submitted += 1;
+        let rec = TaskRec {
+            live: true,
+            seq: self.submitted,
+            submitted: now,
+            service,
+            class,
+            measured: now >= self.setup.warmup_ns,
+            upper: 0,
+        };
+        if let Some(slot) = self.free_tasks.pop() {
+            self.tasks[slot as usize] = rec;
+            slot
+        } else {
+            self.tasks.push(rec);
+            (self.tasks.len() - 1) as u32
+        }
+    }
+
+    fn abort(&mut self, task: u32, reason: AbortReason) {
+        let rec = &mut self.tasks[task as usize];
+        debug_assert!(rec.live, "task ended twice");
+        rec.live = false;
+        self.metrics.abort(rec.measured, reason);
+        self.free_tasks.push(task);
+    }
+
+    /// A scheduler's dispatch of `task`, counted by kind of decision at its
+    /// layer (`upper`: spine or flat scheduler); returns the task's slot.
+    fn count_decision(&mut self, upper: bool, task: TaskMeta, decision: Decision) -> u32 {
+        let slot = slot(task.id);
+        let measured = self.tasks[slot as usize].measured;
+        self.metrics.decision(upper, decision, measured);
+        slot
+    }
+
+    /// Task ids are unique within the pool (a stateless random dispatcher
+    /// hashes them): the submission sequence number above the slot number.
+    fn meta(&self, task: u32) -> TaskMeta {
+        let rec = &self.tasks[task as usize];
+        TaskMeta {
+            id: rec.seq << 32 | task as u64,
+            first: true,
+            last: true,
+            class: rec.class,
+            ..TaskMeta::default()
+        }
+    }
+}
+
+/// The task-table slot a task id carries (its low 32 bits, see `PoolSim::meta`).
+#[inline]
+fn slot(id: u64) -> u32 {
+    id as u32
+}
+
+/// What a leaf's notice is on arrival at an upper that knows the rack as `node`.
+fn notice_input(node: u32, notice: Notice) -> Input {
+    match notice {
+        Notice::IdleAdd => Input::IdleAdd { node },
+        Notice::SlotAdd => Input::SlotAdd { node },
+        Notice::IdleRemove => Input::IdleRemove { node },
+        Notice::LoadUpdate(load) => Input::LoadUpdate { node, load },
+    }
+}
+
+/// The task slot an input carries, if it carries a task.
+fn task_of(input: &Input) -> Option<u32> {
+    match input {
+        Input::Task(t) => Some(slot(t.id)),
+        Input::Resubmit(Resubmit::Pow2 { task, .. } | Resubmit::Retry { task }) => {
+            Some(slot(task.id))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
