@@ -22,7 +22,7 @@ def test_the_package_is_typed_and_the_stub_matches_the_native_module():
 def test_a_dict_config_error_names_the_key_path_not_a_generated_line():
     with pytest.raises(ValueError) as e:
         netsched.run_sim({"policy": "horus", "seed": 1,
-                          "topology": {"kind": "fat-tree", "k": 4, "cores_per_servr": 8}})
+                          "topology": {"kind": "fat-tree", "radix": 4, "cores_per_servr": 8}})
     msg = str(e.value)
     assert msg.startswith("topology.cores_per_servr: unknown field"), msg
     assert "line" not in msg
