@@ -9,7 +9,7 @@ use netsched_core::limits;
 
 use crate::error::ConfigError;
 
-/// Which scheduler the run drives (all from `netsched_core::draconis`).
+/// Which scheduler the run drives (all from `netsched_core::pull`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "kebab-case")]
 pub enum PullPolicy {
@@ -121,8 +121,8 @@ impl DraconisSection {
         policy: PullPolicy,
         levels: u8,
         nodes_per_rack: u32,
-    ) -> netsched_core::draconis::DraconisConfig {
-        use netsched_core::draconis::DraconisConfig;
+    ) -> netsched_core::pull::DraconisConfig {
+        use netsched_core::pull::DraconisConfig;
         let cap = self.capacity;
         match policy {
             PullPolicy::DraconisPriority => DraconisConfig {

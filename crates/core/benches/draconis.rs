@@ -3,7 +3,7 @@
 //!
 //! `Throughput::Elements(1)` per step; a step is one single-task job
 //! submission and one task request that ends in an assignment (see
-//! `netsched_core::draconis::bench`), every recirculation fed inline.
+//! `netsched_core::pull::bench`), every recirculation fed inline.
 //!
 //! Run: `cargo bench -p netsched-core --bench draconis` (about 25 s).
 
@@ -11,10 +11,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use netsched_core::draconis::bench::{Shape, Steady};
-use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
-use netsched_core::draconis::server::DraconisServer;
-use netsched_core::draconis::{
+use netsched_core::pull::bench::{Shape, Steady};
+use netsched_core::pull::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
+use netsched_core::pull::server::DraconisServer;
+use netsched_core::pull::{
     DraconisConfig, DraconisInput, ExecInfo, JobSubmission, TaskInfo, TaskList,
 };
 

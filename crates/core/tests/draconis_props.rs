@@ -10,13 +10,13 @@
 use std::collections::HashMap;
 
 use netsched_core::dataplane::DropReason;
-use netsched_core::draconis::queue::ahead;
-use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
-use netsched_core::draconis::server::DraconisServer;
-use netsched_core::draconis::sparrow::{
+use netsched_core::pull::queue::ahead;
+use netsched_core::pull::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
+use netsched_core::pull::server::DraconisServer;
+use netsched_core::pull::sparrow::{
     SparrowAction, SparrowConfig, SparrowInput, SparrowScheduler, SparrowWorker,
 };
-use netsched_core::draconis::{
+use netsched_core::pull::{
     Constraint, Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo,
     JobSubmission, Recirc, Repair, Slot, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
@@ -1424,7 +1424,7 @@ fn swap_hand_stays_ahead_of_refill_during_retrieve_repair() {
 #[test]
 fn executor_retries_after_noop_and_bad_recirculation_is_dropped() {
     let mut dp = Draconis::new(DraconisConfig::fcfs(4));
-    let mut e = netsched_core::draconis::Executor::new(exec(3), 2_000);
+    let mut e = netsched_core::pull::Executor::new(exec(3), 2_000);
     let a = feed(&mut dp, e.request());
     assert_eq!(a, vec![DraconisAction::NoOp { executor: 3 }]);
     assert_eq!(e.on_noop(10_000), 12_000);

@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use netsched_config::pull::PullPolicy;
-use netsched_core::draconis::sparrow::{SparrowInput, SparrowWorker};
+use netsched_core::pull::sparrow::{SparrowInput, SparrowWorker};
 use netsched_proto::{CompletionStatus, DraconisMessage, Message, WireTask, MAX_DATAGRAM};
 
 use super::config::PullWorkerConfig;

@@ -1,5 +1,5 @@
 //! Pull scheduling over UDP (Draconis EuroSys'24, R2P2 JBSQ, Sparrow): the
-//! `netsched-core::draconis` data planes in real processes, in wire family 3
+//! `netsched-core::pull` data planes in real processes, in wire family 3
 //! of crates/proto.
 //!
 //! * [`switch`]: the scheduler daemon (`netsched switch` with a pull policy).

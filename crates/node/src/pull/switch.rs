@@ -1,6 +1,6 @@
 //! The pull scheduler daemon: `netsched switch` with a pull `policy`.
 //!
-//! One UDP socket, one scheduler from `netsched_core::draconis`: the
+//! One UDP socket, one scheduler from `netsched_core::pull`: the
 //! Draconis switch (FCFS, priority, resource, locality), Draconis-Server, R2P2
 //! JBSQ(k) or a Sparrow scheduler. The daemon is only a driver: it decodes a
 //! datagram, maps it to the scheduler's input, and turns each action into a
@@ -43,14 +43,14 @@ use std::time::Duration;
 
 use netsched_config::pull::PullPolicy;
 use netsched_core::dataplane::DropReason;
-use netsched_core::draconis::r2p2::{
+use netsched_core::pull::r2p2::{
     JbsqProbe, R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox,
 };
-use netsched_core::draconis::server::DraconisServer;
-use netsched_core::draconis::sparrow::{
+use netsched_core::pull::server::DraconisServer;
+use netsched_core::pull::sparrow::{
     SparrowAction, SparrowConfig, SparrowInput, SparrowOutbox, SparrowScheduler,
 };
-use netsched_core::draconis::{
+use netsched_core::pull::{
     ClientId, Draconis, DraconisAction, DraconisInput, DraconisOutbox, ExecInfo, JobSubmission,
     Recirc, TaskInfo, TaskList,
 };

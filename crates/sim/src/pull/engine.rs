@@ -1,7 +1,7 @@
 //! The pull simulator's event loop: clients, executors and one scheduler
 //! (a Draconis switch, a Draconis server, an R2P2 switch or Sparrow
 //! schedulers), all driven through the sans-IO data planes of
-//! `netsched_core::draconis`. The driver owns time, links and hosts; every
+//! `netsched_core::pull`. The driver owns time, links and hosts; every
 //! scheduling decision is the data plane's.
 //!
 //! Time is integer ns; the event queue is the push simulator's
@@ -12,12 +12,12 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use netsched_core::dataplane::{Action, DataPlane, Input, Outbox, TaskMeta};
-use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
-use netsched_core::draconis::server::DraconisServer;
-use netsched_core::draconis::sparrow::{
+use netsched_core::pull::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
+use netsched_core::pull::server::DraconisServer;
+use netsched_core::pull::sparrow::{
     SparrowAction, SparrowConfig, SparrowInput, SparrowOutbox, SparrowScheduler, SparrowWorker,
 };
-use netsched_core::draconis::{
+use netsched_core::pull::{
     Draconis, DraconisAction, DraconisInput, DraconisOutbox, ExecInfo, Executor, JobSubmission,
     TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
