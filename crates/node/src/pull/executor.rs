@@ -26,7 +26,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use netsched_config::pull::PullPolicy;
-use netsched_core::pull::sparrow::{SparrowInput, SparrowWorker};
+use netsched_core::pull::sparrow::SparrowWorker;
+use netsched_core::pull::PullInput;
 use netsched_proto::{CompletionStatus, DraconisMessage, Message, WireTask, MAX_DATAGRAM};
 
 use super::config::PullWorkerConfig;
@@ -331,9 +332,9 @@ impl Exec {
     }
 
     /// Sends Sparrow's get-task, if the worker state machine asks for one.
-    fn sparrow_next(&self, next: Option<SparrowInput>, tx: &mut [u8]) -> Awaiting {
+    fn sparrow_next(&self, next: Option<PullInput>, tx: &mut [u8]) -> Awaiting {
         match next {
-            Some(SparrowInput::GetTask { slot, .. }) => {
+            Some(PullInput::GetTask { slot, .. }) => {
                 self.send(DraconisMessage::GetTask { slot }, self.scheduler, tx);
                 self.registry.inc(self.slots.requests);
                 Awaiting::Answer {

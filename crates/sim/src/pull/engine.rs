@@ -1,7 +1,8 @@
 //! The pull simulator's event loop: clients, executors and one scheduler
 //! (a Draconis switch, a Draconis server, an R2P2 switch or Sparrow
-//! schedulers), all driven through the sans-IO data planes of
-//! `netsched_core::pull`. The driver owns time, links and hosts; every
+//! schedulers), all driven through the sans-IO contract of
+//! `netsched_core::pull` ([`PullPlane`]; `racksched` through the push
+//! registry's [`Plane`]). The driver owns time, links and hosts; every
 //! scheduling decision is the data plane's.
 //!
 //! Time is integer ns; the event queue is the push simulator's
@@ -11,17 +12,14 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use netsched_config::pull::pull_params;
 use netsched_core::dataplane::{Action, DataPlane, Input, Outbox, TaskMeta};
-use netsched_core::pull::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
-use netsched_core::pull::server::DraconisServer;
-use netsched_core::pull::sparrow::{
-    SparrowAction, SparrowConfig, SparrowInput, SparrowOutbox, SparrowScheduler, SparrowWorker,
-};
+use netsched_core::pull::sparrow::SparrowWorker;
 use netsched_core::pull::{
-    Draconis, DraconisAction, DraconisInput, DraconisOutbox, ExecInfo, Executor, JobSubmission,
-    TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
+    ExecInfo, Executor, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox, PullPlane,
+    PullPlaneKind, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
-use netsched_core::racksched::{RackSched, RackSchedConfig};
+use netsched_core::registry::{Layer, Plane, PlaneParams, Policy};
 use netsched_core::rng::Rng;
 
 use super::config::{Arrival, PullConfig, PullPolicy};
@@ -116,16 +114,14 @@ impl<T: Copy> Slab<T> {
 enum Ev {
     /// The next job leaves its client.
     Arrival,
-    /// A packet reaches the Draconis switch or server (index into `dpkts`).
-    Draconis(u32),
-    R2p2(R2p2Input),
+    /// A packet reaches pull scheduler `.0` (index into `planes`; index
+    /// into `pkts`).
+    Pull(u32, u32),
     /// A packet reaches the RackSched switch.
     Rack(Input),
     /// RackSched: a dispatched task reaches node `.0` (TaskMeta id encodes
     /// task and attempt, see `rack_id`).
     NodeTask(u32, u64),
-    /// A message reaches Sparrow scheduler `.0` (index into `spkts`).
-    Sparrow(u32, u32),
     /// A task_assignment / dispatch reaches an executor.
     ExecTask(u32, TaskInfo),
     ExecNoOp(u32),
@@ -140,20 +136,6 @@ enum Ev {
     Done(u64),
     Timeout(u64, u32),
     Resubmit(u64),
-}
-
-enum Sched {
-    Switch(Box<Draconis>),
-    Server {
-        s: Box<DraconisServer>,
-        free_at: u64,
-    },
-    R2p2(Box<R2p2Jbsq>),
-    Sparrow {
-        s: Vec<SparrowScheduler>,
-        free_at: Vec<u64>,
-    },
-    Rack(Box<RackSched>),
 }
 
 struct Exec {
@@ -227,21 +209,24 @@ struct Sim<'a> {
     packets: Vec<TaskList>,
     sparrow_jobs: u64,
     execs: Vec<Exec>,
-    sched: Sched,
+    /// The pull scheduler, or Sparrow's scheduler hosts (empty for racksched).
+    planes: Vec<PullPlane>,
+    /// Software schedulers (Draconis-Server, Sparrow): per plane, when it
+    /// finishes the messages it has taken.
+    free_at: Vec<u64>,
+    /// `racksched`: the push family's RackSched ToR data plane.
+    rack: Option<Box<Plane>>,
     /// `network.switch_pps` of a switch-resident scheduler.
     pipeline: Option<SwitchPipeline>,
-    dpkts: Slab<DraconisInput>,
-    spkts: Slab<SparrowInput>,
+    pkts: Slab<PullInput>,
     epkts: Slab<TaskList>,
-    dout: DraconisOutbox,
+    out: PullOutbox,
     kout: Outbox,
     /// RackSched: per node, the cFCFS queue and the idle executors.
     node_queue: Vec<VecDeque<TaskInfo>>,
     node_idle: Vec<Vec<u32>>,
     /// RackSched: tasks queued or running at each node (the LOAD a reply carries).
     node_load: Vec<u32>,
-    rout: R2p2Outbox,
-    sout: SparrowOutbox,
     m: PullMetrics,
     sampler: ServiceSampler,
     rng_arrival: Rng,
@@ -362,52 +347,50 @@ impl<'a> Sim<'a> {
         }
         let levels = cfg.workload.priority_weights.len().clamp(1, 255) as u8;
         let nodes_per_rack = cfg.nodes_per_rack();
-        let dcfg = cfg.draconis.switch_config(policy, levels, nodes_per_rack);
-        let sp = &cfg.sparrow;
-        let sched = match policy {
-            PullPolicy::Draconis
-            | PullPolicy::DraconisPriority
-            | PullPolicy::DraconisResource
-            | PullPolicy::DraconisLocality => Sched::Switch(Box::new(Draconis::new(dcfg))),
-            PullPolicy::DraconisServer => Sched::Server {
-                s: Box::new(DraconisServer::new(dcfg)),
-                free_at: 0,
-            },
-            PullPolicy::R2p2 => Sched::R2p2(Box::new(R2p2Jbsq::new(
-                n_exec,
-                R2p2Config {
-                    k: cfg.r2p2.k,
-                    recirc_budget: cfg.r2p2.recirc_budget,
-                },
-            ))),
-            PullPolicy::Sparrow => Sched::Sparrow {
-                s: (0..sp.schedulers)
-                    .map(|i| {
-                        SparrowScheduler::new(
-                            n_exec,
-                            SparrowConfig {
-                                probe_ratio: sp.probe_ratio,
-                                max_jobs: sp.max_jobs,
-                            },
-                            Rng::derive(seed, stream::SPARROW + i as u64).next_u64(),
-                        )
-                    })
-                    .collect(),
-                free_at: vec![0; sp.schedulers as usize],
-            },
-            PullPolicy::Racksched => Sched::Rack(Box::new(RackSched::new(
-                nodes,
+        let params = pull_params(
+            policy,
+            levels,
+            nodes_per_rack,
+            &cfg.draconis,
+            &cfg.r2p2,
+            &cfg.sparrow,
+        );
+        params
+            .validate()
+            .map_err(|e| ConfigError::new(e.field, e.msg))?;
+        let planes: Vec<PullPlane> = match policy.plane() {
+            // Sparrow runs `schedulers` hosts, each with its own sampling stream.
+            Some(kind @ PullPlaneKind::Sparrow) => (0..cfg.sparrow.schedulers)
+                .map(|i| {
+                    let seed = Rng::derive(seed, stream::SPARROW + i as u64).next_u64();
+                    PullPlane::build(kind, n_exec, seed, &params)
+                })
+                .collect(),
+            Some(kind) => vec![PullPlane::build(kind, n_exec, seed, &params)],
+            None => Vec::new(),
+        };
+        // RackSched as Draconis §8 runs it: power-of-k over nodes, each a
+        // cFCFS queue (the push registry's `racksched` leaf data plane).
+        let rack = (policy == PullPolicy::Racksched).then(|| {
+            let rack_params = PlaneParams {
+                samples: cfg.racksched.k,
+                ..PlaneParams::default()
+            };
+            Box::new(Plane::build(
+                Policy::Racksched,
+                Layer::Leaf,
+                &vec![cfg.cluster.executors_per_node; nodes as usize],
                 Rng::derive(seed, stream::RACKSCHED).next_u64(),
-                RackSchedConfig {
-                    k: cfg.racksched.k,
-                    ..RackSchedConfig::default()
-                },
-            ))),
-        };
-        let sout = match &sched {
-            Sched::Sparrow { s, .. } => s[0].outbox(),
-            _ => SparrowOutbox::with_capacity(0),
-        };
+                &rack_params,
+            ))
+        });
+        let out = PullOutbox::with_capacity(
+            planes
+                .iter()
+                .map(|p| p.outbox_capacity())
+                .max()
+                .unwrap_or(0),
+        );
         let mean = sampler.mean_ns();
         let task_rate = load * n_exec as f64 / mean;
         let job_rate = task_rate / mean_job_tasks(cfg);
@@ -442,7 +425,11 @@ impl<'a> Sim<'a> {
             // A closed loop offers whatever the scheduler takes: no rate.
             if closed_loop { 0.0 } else { task_rate * 1e9 },
         );
-        let on_switch = matches!(sched, Sched::Switch(_) | Sched::R2p2(_) | Sched::Rack(_));
+        let on_switch = rack.is_some()
+            || matches!(
+                policy.plane(),
+                Some(PullPlaneKind::Switch | PullPlaneKind::Jbsq)
+            );
         let pipeline = cfg
             .network
             .switch_pps
@@ -460,12 +447,13 @@ impl<'a> Sim<'a> {
             packets: Vec::new(),
             sparrow_jobs: 0,
             execs,
-            sched,
+            free_at: vec![0; planes.len()],
+            planes,
+            rack,
             pipeline,
-            dpkts: Slab::new(),
-            spkts: Slab::new(),
+            pkts: Slab::new(),
             epkts: Slab::new(),
-            dout: DraconisServer::outbox(),
+            out,
             kout: Outbox::new(),
             node_queue: vec![VecDeque::new(); nodes as usize],
             node_idle: (0..nodes)
@@ -475,8 +463,6 @@ impl<'a> Sim<'a> {
                 })
                 .collect(),
             node_load: vec![0; nodes as usize],
-            rout: R2p2Outbox::new(),
-            sout,
             m,
             sampler,
             rng_arrival: Rng::derive(seed, stream::ARRIVAL),
@@ -500,7 +486,7 @@ impl<'a> Sim<'a> {
     }
 
     fn is_draconis(&self) -> bool {
-        matches!(self.sched, Sched::Switch(_) | Sched::Server { .. })
+        self.planes.first().is_some_and(PullPlane::is_draconis)
     }
 
     fn run(&mut self) {
@@ -513,7 +499,7 @@ impl<'a> Sim<'a> {
                 let t = jitter.next_u64() % retry;
                 let req = self.execs[i].ex.request();
                 self.execs[i].request_sent = t;
-                self.send_draconis(t + self.sched_link, req);
+                self.send_pull(t + self.sched_link, 0, req);
             }
         }
         let total = self.cfg.workload.tasks;
@@ -568,11 +554,10 @@ impl<'a> Sim<'a> {
     fn handle(&mut self, now: u64, ev: Ev) {
         match ev {
             Ev::Arrival => self.arrival(now),
-            Ev::Draconis(i) => {
-                let input = self.dpkts.take(i);
-                self.draconis(now, input)
+            Ev::Pull(s, i) => {
+                let input = self.pkts.take(i);
+                self.pull(now, s, input)
             }
-            Ev::R2p2(input) => self.r2p2(now, input),
             Ev::Rack(input) => self.rack(now, input),
             Ev::NodeTask(node, rid) => {
                 let (id, attempt) = rack_split(rid);
@@ -584,17 +569,13 @@ impl<'a> Sim<'a> {
                     None => self.node_queue[node as usize].push_back(task),
                 }
             }
-            Ev::Sparrow(s, i) => {
-                let input = self.spkts.take(i);
-                self.sparrow(now, s, input)
-            }
             Ev::ExecTask(e, task) => self.exec_task(now, e, task),
             Ev::ExecNoOp(e) => {
                 let x = &mut self.execs[e as usize];
                 let at = x.ex.on_noop(now);
                 let req = x.ex.request();
                 x.request_sent = at;
-                self.send_draconis(at + self.sched_link, req);
+                self.send_pull(at + self.sched_link, 0, req);
             }
             Ev::ExecDone(e) => self.exec_done(now, e),
             Ev::Probe(e, slot) => {
@@ -782,10 +763,7 @@ impl<'a> Sim<'a> {
             PullPolicy::R2p2 => {
                 for id in lo..hi {
                     let task = self.task_info(id);
-                    self.q.at(
-                        now + self.link,
-                        Ev::R2p2(R2p2Input::Request { client, task }),
-                    );
+                    self.send_pull(now + self.link, 0, PullInput::Request { client, task });
                 }
             }
             PullPolicy::Racksched => {
@@ -816,13 +794,12 @@ impl<'a> Sim<'a> {
                         tasks.push(self.task_info(i));
                     }
                     self.sparrow_jobs += 1;
-                    let input = SparrowInput::Job {
+                    let input = PullInput::JobSubmission(JobSubmission {
                         client,
                         job: self.sparrow_jobs,
                         tasks,
-                    };
-                    let i = self.spkts.put(input);
-                    self.q.at(now + self.sched_link, Ev::Sparrow(s, i));
+                    });
+                    self.send_pull(now + self.sched_link, s, input);
                     id = end;
                 }
             }
@@ -838,8 +815,8 @@ impl<'a> Sim<'a> {
                     }
                     let job = self.packets.len() as u64;
                     self.packets.push(tasks);
-                    let input = DraconisInput::JobSubmission(JobSubmission { client, job, tasks });
-                    self.send_draconis(now + self.sched_link, input);
+                    let input = PullInput::JobSubmission(JobSubmission { client, job, tasks });
+                    self.send_pull(now + self.sched_link, 0, input);
                     id = end;
                 }
             }
@@ -856,61 +833,80 @@ impl<'a> Sim<'a> {
 
     // ---- schedulers ----------------------------------------------------
 
-    fn send_draconis(&mut self, at: u64, input: DraconisInput) {
-        let i = self.dpkts.put(input);
-        self.q.at(at, Ev::Draconis(i));
+    fn send_pull(&mut self, at: u64, plane: u32, input: PullInput) {
+        let i = self.pkts.put(input);
+        self.q.at(at, Ev::Pull(plane, i));
     }
 
-    fn draconis(&mut self, now: u64, input: DraconisInput) {
-        let mut out = std::mem::replace(&mut self.dout, DraconisOutbox::with_capacity(0));
+    /// One input at pull scheduler `s` and its actions.
+    fn pull(&mut self, now: u64, s: u32, input: PullInput) {
+        let mut out = std::mem::replace(&mut self.out, PullOutbox::with_capacity(0));
         out.clear();
-        // The instant the actions leave the scheduler, and their delay to a host.
-        let (t, to_host) = match &mut self.sched {
-            Sched::Switch(sw) => {
+        let plane = &mut self.planes[s as usize];
+        let kind = plane.kind();
+        // The instant the actions leave the scheduler.
+        let t = match kind {
+            PullPlaneKind::Switch | PullPlaneKind::Jbsq => {
                 let pass = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
-                sw.handle(input, &mut out);
-                (pass, self.link)
+                plane.handle(pass, input, &mut out);
+                pass
             }
-            Sched::Server { s, free_at } => {
-                // A single-threaded server: FIFO, one step_ns per switch pass
-                // it runs inline. Handling now and releasing the output at
-                // `finish` is exact because messages are served in arrival order.
+            // A single-threaded software scheduler: FIFO, one step_ns per
+            // switch pass a Draconis-Server runs inline, msg_ns per Sparrow
+            // message. Handling now and releasing the output at `finish` is
+            // exact because messages are served in arrival order.
+            PullPlaneKind::Server | PullPlaneKind::Sparrow => {
+                let free_at = &mut self.free_at[s as usize];
                 let start = now.max(*free_at);
-                let before = s.steps;
-                s.handle(input, &mut out);
-                let finish = start + (s.steps - before) * self.cfg.server.step_ns;
+                let before = plane.server_steps().unwrap_or(0);
+                plane.handle(start, input, &mut out);
+                let finish = match plane.server_steps() {
+                    Some(after) => start + (after - before) * self.cfg.server.step_ns,
+                    None => start + self.cfg.sparrow.msg_ns,
+                };
                 *free_at = finish;
-                (finish, 2 * self.link)
+                finish
             }
-            _ => unreachable!("draconis packet without a draconis scheduler"),
         };
+        // A switch is one link from a host, a software scheduler two.
+        let at_host = t + self.sched_link;
+        let slots = self.cfg.sparrow.max_jobs;
         for a in out.drain() {
             match a {
-                DraconisAction::AssignTask {
+                PullAction::AssignTask {
                     executor,
                     task,
                     skips,
                     ..
                 } => {
                     self.check_locality(executor, &task, skips);
-                    self.q.at(t + to_host, Ev::ExecTask(executor, task))
+                    self.q.at(at_host, Ev::ExecTask(executor, task))
                 }
-                DraconisAction::NoOp { executor } => {
+                PullAction::NoOp { executor } => {
                     self.m.noops += 1;
-                    self.q.at(t + to_host, Ev::ExecNoOp(executor))
+                    let ev = match kind {
+                        PullPlaneKind::Sparrow => Ev::SparrowNoOp(executor),
+                        _ => Ev::ExecNoOp(executor),
+                    };
+                    self.q.at(at_host, ev)
                 }
-                DraconisAction::Ack { job, .. } => self.q.at(t + to_host, Ev::Ack(job)),
-                DraconisAction::ErrorPacket { tasks, .. } => {
+                PullAction::Ack { job, .. } => self.q.at(at_host, Ev::Ack(job)),
+                PullAction::ErrorPacket { tasks, .. } => {
                     let i = self.epkts.put(tasks);
-                    self.q.at(t + to_host, Ev::ErrorPacket(i))
+                    self.q.at(at_host, Ev::ErrorPacket(i))
                 }
-                DraconisAction::Recirculate(r) => {
-                    self.send_draconis(t + self.recirc, DraconisInput::Resubmit(r))
+                // The worker's get-task must find this scheduler again: the
+                // slot it carries names both.
+                PullAction::Probe { worker, slot } => {
+                    self.q.at(at_host, Ev::Probe(worker, s * slots + slot))
                 }
-                DraconisAction::Drop(reason) => self.m.drop(reason),
+                PullAction::Recirculate(r) => {
+                    self.send_pull(t + self.recirc, s, PullInput::Resubmit(r))
+                }
+                PullAction::Drop(reason) => self.m.drop(reason),
             }
         }
-        self.dout = out;
+        self.out = out;
     }
 
     /// §5.3 limits as the driver sees them: a task runs off its data node
@@ -936,28 +932,8 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn r2p2(&mut self, now: u64, input: R2p2Input) {
-        let Sched::R2p2(sw) = &mut self.sched else {
-            unreachable!("r2p2 packet without an r2p2 switch")
-        };
-        let now = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
-        self.rout.clear();
-        sw.handle(input, &mut self.rout);
-        for i in 0..self.rout.len() {
-            match self.rout.as_slice()[i] {
-                R2p2Action::Dispatch { executor, task, .. } => {
-                    self.q.at(now + self.link, Ev::ExecTask(executor, task))
-                }
-                R2p2Action::Recirculate(p) => self
-                    .q
-                    .at(now + self.recirc, Ev::R2p2(R2p2Input::Resubmit(p))),
-                R2p2Action::Drop(reason) => self.m.drop(reason),
-            }
-        }
-    }
-
     fn rack(&mut self, now: u64, input: Input) {
-        let Sched::Rack(sw) = &mut self.sched else {
+        let Some(sw) = self.rack.as_mut() else {
             unreachable!("racksched packet without a racksched switch")
         };
         let now = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
@@ -976,47 +952,17 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn sparrow(&mut self, now: u64, s: u32, input: SparrowInput) {
-        let Sched::Sparrow { s: scheds, free_at } = &mut self.sched else {
-            unreachable!("sparrow message without sparrow schedulers")
-        };
-        // A software scheduler: FIFO, msg_ns per message.
-        let start = now.max(free_at[s as usize]);
-        let finish = start + self.cfg.sparrow.msg_ns;
-        free_at[s as usize] = finish;
-        self.sout.clear();
-        scheds[s as usize].handle(input, &mut self.sout);
-        let t = finish + self.sched_link;
-        let base = s * self.cfg.sparrow.max_jobs;
-        for i in 0..self.sout.len() {
-            match self.sout.as_slice()[i] {
-                SparrowAction::Probe { worker, slot } => {
-                    self.q.at(t, Ev::Probe(worker, base + slot))
-                }
-                SparrowAction::Assign { worker, task, .. } => {
-                    self.q.at(t, Ev::ExecTask(worker, task))
-                }
-                SparrowAction::NoOp { worker } => {
-                    self.m.noops += 1;
-                    self.q.at(t, Ev::SparrowNoOp(worker))
-                }
-                SparrowAction::Drop(reason) => self.m.drop(reason),
-            }
-        }
-    }
-
     /// A worker's late-binding request goes to the scheduler that probed it.
-    fn send_get_task(&mut self, now: u64, get: SparrowInput) {
-        let SparrowInput::GetTask { worker, slot } = get else {
+    fn send_get_task(&mut self, now: u64, get: PullInput) {
+        let PullInput::GetTask { worker, slot } = get else {
             unreachable!("workers only send GetTask")
         };
         let per = self.cfg.sparrow.max_jobs;
-        let input = SparrowInput::GetTask {
+        let input = PullInput::GetTask {
             worker,
             slot: slot % per,
         };
-        let i = self.spkts.put(input);
-        self.q.at(now + self.sched_link, Ev::Sparrow(slot / per, i));
+        self.send_pull(now + self.sched_link, slot / per, input);
     }
 
     // ---- executors -----------------------------------------------------
@@ -1108,10 +1054,7 @@ impl<'a> Sim<'a> {
         self.q.at(now + 2 * self.link, Ev::Done(task.id));
         match self.policy {
             PullPolicy::R2p2 => {
-                self.q.at(
-                    now + self.link,
-                    Ev::R2p2(R2p2Input::Completion { executor: e }),
-                );
+                self.send_pull(now + self.link, 0, PullInput::Completion { executor: e });
                 if let Some(next) = self.execs[e as usize].local.pop_front() {
                     self.start(now, e, next);
                 }
@@ -1146,23 +1089,21 @@ impl<'a> Sim<'a> {
                 // The next task_request rides on the completion (§3.1).
                 let req = self.execs[e as usize].ex.request();
                 self.execs[e as usize].request_sent = now;
-                self.send_draconis(now + self.sched_link, req);
+                self.send_pull(now + self.sched_link, 0, req);
             }
         }
     }
 
     fn collect_dataplane_stats(&mut self) {
-        let (first, resub) = match &self.sched {
-            Sched::Switch(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
-            // A server's inline steps beyond the first per message play the
-            // part of recirculations.
-            Sched::Server { s, .. } => {
-                let p = s.pipeline();
-                (p.first_passes, p.resubmissions)
-            }
-            Sched::R2p2(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
-            Sched::Sparrow { .. } => (0, 0),
-            Sched::Rack(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
+        // A server's inline steps beyond the first per message play the
+        // part of recirculations; Sparrow has no switch pipeline.
+        let (first, resub) = match &self.rack {
+            Some(sw) => sw.passes(),
+            None => self
+                .planes
+                .iter()
+                .map(PullPlane::passes)
+                .fold((0, 0), |a, p| (a.0 + p.0, a.1 + p.1)),
         };
         self.m.first_passes = first;
         self.m.recirculations = resub;
