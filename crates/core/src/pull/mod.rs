@@ -20,6 +20,7 @@
 
 pub mod bench;
 pub mod contract;
+pub mod executor;
 pub mod policy;
 pub mod queue;
 pub mod r2p2;
@@ -31,6 +32,7 @@ use crate::dataplane::DropReason;
 use crate::switch::{Layout, Pass, Pipeline};
 
 pub use contract::{PullAction, PullDataPlane, PullInput, PullOutbox};
+pub use executor::{Executor, ExecutorWake};
 pub use policy::{Constraint, Fit};
 pub use queue::{CircularQueue, Repair, Slot};
 pub use registry::{PullParams, PullPlane, PullPlaneKind};
@@ -612,42 +614,5 @@ impl PullDataPlane for Draconis {
 
     fn pipeline(&self) -> Option<&Pipeline> {
         Some(&self.pipeline)
-    }
-}
-
-/// The executor side of the pull protocol (§3.1): it asks when free, and
-/// after a no-op asks again `retry_ns` later. Sans-IO: the driver owns time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Executor {
-    pub info: ExecInfo,
-    pub retry_ns: u64,
-    /// Consecutive no-ops since the last task.
-    pub noops: u32,
-}
-
-impl Executor {
-    pub fn new(info: ExecInfo, retry_ns: u64) -> Self {
-        Executor {
-            info,
-            retry_ns,
-            noops: 0,
-        }
-    }
-
-    /// The task_request to send (on becoming free, piggybacked on the
-    /// completion, or on a retry).
-    pub fn request(&self) -> PullInput {
-        PullInput::TaskRequest(self.info)
-    }
-
-    /// A no-op arrived at `now`: when to send the next request.
-    pub fn on_noop(&mut self, now: u64) -> u64 {
-        self.noops += 1;
-        now + self.retry_ns
-    }
-
-    /// A task arrived; the executor is busy until it completes.
-    pub fn on_task(&mut self) {
-        self.noops = 0;
     }
 }
