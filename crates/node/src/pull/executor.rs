@@ -33,6 +33,7 @@ use netsched_core::pull::{ExecInfo, Executor, ExecutorWake, PullInput};
 use netsched_proto::{CompletionStatus, DraconisMessage, Message, WireTask, MAX_DATAGRAM};
 
 use super::config::PullWorkerConfig;
+use super::error::PullError;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
 use crate::tasks::{RocksStore, TaskKind, GET_OBJECTS, SCAN_OBJECTS};
@@ -141,10 +142,12 @@ impl PullWorker {
         cfg: &PullWorkerConfig,
         socks: Vec<UdpSocket>,
         stop: Arc<AtomicBool>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PullError> {
         cfg.validate()?;
         let rocks = match &cfg.rocksdb {
-            Some(rc) => Some(Arc::new(RocksStore::open(rc)?)),
+            Some(rc) => Some(Arc::new(
+                RocksStore::open(rc).map_err(|e| PullError::Rocks(e.to_string()))?,
+            )),
             None => None,
         };
         let mut reg = Registry::new();
@@ -155,8 +158,8 @@ impl PullWorker {
         let mut threads = Vec::new();
         let mut addrs = Vec::new();
         for (i, sock) in socks.into_iter().enumerate() {
-            net::prepare(&sock).map_err(|e| e.to_string())?;
-            addrs.push(sock.local_addr().map_err(|e| e.to_string())?);
+            net::prepare(&sock)?;
+            addrs.push(sock.local_addr()?);
             let ex = Exec {
                 sock,
                 id: cfg.first_id + i as u32,
@@ -175,8 +178,7 @@ impl PullWorker {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("pull-exec-{}", ex.id))
-                    .spawn(move || ex.run(&stop))
-                    .map_err(|e| e.to_string())?,
+                    .spawn(move || ex.run(&stop))?,
             );
         }
         Ok(PullWorker {
@@ -188,11 +190,11 @@ impl PullWorker {
     }
 
     /// Binds `cfg.listen` and starts.
-    pub fn bind(cfg: &PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
+    pub fn bind(cfg: &PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, PullError> {
         let socks = cfg
             .listen
             .iter()
-            .map(|a| UdpSocket::bind(a).map_err(|e| format!("{a}: {e}")))
+            .map(|a| UdpSocket::bind(a).map_err(|e| PullError::bind(a, e)))
             .collect::<Result<Vec<_>, _>>()?;
         Self::start(cfg, socks, stop)
     }

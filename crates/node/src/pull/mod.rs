@@ -12,10 +12,12 @@
 pub mod bench;
 pub mod client;
 pub mod config;
+pub mod error;
 pub mod executor;
 pub mod switch;
 
 pub use client::{PullClient, PullReport};
 pub use config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};
+pub use error::PullError;
 pub use executor::PullWorker;
 pub use switch::PullDaemon;

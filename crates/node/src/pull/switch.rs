@@ -42,6 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netsched_config::pull::{pull_params, PullPolicy};
+use netsched_config::ConfigError;
 use netsched_core::dataplane::DropReason;
 use netsched_core::pull::{
     ClientId, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox, PullPlane,
@@ -51,6 +52,7 @@ use netsched_core::rng::Rng;
 use netsched_proto::{DecodeError, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM};
 
 use super::config::PullSwitchConfig;
+use super::error::PullError;
 use crate::fault::Fault;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net::{self, Clock, Mmsg};
@@ -289,9 +291,9 @@ pub struct PullDaemon {
 
 impl PullDaemon {
     /// A daemon on an already bound socket (made non-blocking here).
-    pub fn new(cfg: &PullSwitchConfig, sock: UdpSocket) -> Result<Self, String> {
+    pub fn new(cfg: &PullSwitchConfig, sock: UdpSocket) -> Result<Self, PullError> {
         cfg.validate()?;
-        net::prepare(&sock).map_err(|e| e.to_string())?;
+        net::prepare(&sock)?;
         let n_exec = cfg.executors.len() as u32;
         let levels = if cfg.policy == PullPolicy::DraconisPriority {
             cfg.priority_levels
@@ -306,19 +308,19 @@ impl PullDaemon {
             &cfg.r2p2,
             &cfg.sparrow,
         );
-        params.validate().map_err(|e| e.to_string())?;
+        params
+            .validate()
+            .map_err(|e| ConfigError::new(e.field, e.msg))?;
         let Some(kind) = cfg.policy.plane() else {
-            return Err(format!(
-                "policy: {} is not a pull scheduler",
-                cfg.policy.name()
-            ));
+            let msg = format!("{} is not a pull scheduler", cfg.policy.name());
+            return Err(ConfigError::new("policy", msg).into());
         };
         let sched = PullPlane::build(kind, n_exec, Rng::new(cfg.seed).next_u64(), &params);
         let out = sched.outbox();
         let mut exec_index = HashMap::with_capacity(cfg.executors.len());
         for (i, a) in cfg.executors.iter().enumerate() {
             if exec_index.insert(*a, i as u32).is_some() {
-                return Err(format!("executors: {a} is listed twice"));
+                return Err(ConfigError::new("executors", format!("{a} is listed twice")).into());
             }
         }
         let mut reg = Registry::new();
@@ -349,8 +351,8 @@ impl PullDaemon {
         })
     }
 
-    pub fn bind(cfg: &PullSwitchConfig) -> Result<Self, String> {
-        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| format!("{}: {e}", cfg.listen))?;
+    pub fn bind(cfg: &PullSwitchConfig) -> Result<Self, PullError> {
+        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| PullError::bind(&cfg.listen, e))?;
         Self::new(cfg, sock)
     }
 
@@ -786,12 +788,16 @@ fn to_wire(t: &TaskInfo) -> WireTask {
 }
 
 /// Runs a pull scheduler until `stop` is set, with its metrics endpoint.
-pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), PullError> {
     let mut d = PullDaemon::bind(cfg)?;
     let metrics = match &cfg.metrics {
         Some(a) => Some(
-            crate::metrics::serve(a, d.registry(), stop.clone())
-                .map_err(|e| format!("{a}: {e}"))?,
+            crate::metrics::serve(a, d.registry(), stop.clone()).map_err(|source| {
+                PullError::Metrics {
+                    addr: a.clone(),
+                    source,
+                }
+            })?,
         ),
         None => None,
     };
@@ -812,7 +818,7 @@ pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), S
             ),
         ],
     );
-    d.run(&stop).map_err(|e| e.to_string())?;
+    d.run(&stop)?;
     if let Some((_, h)) = metrics {
         let _ = h.join();
     }
