@@ -94,7 +94,7 @@ fn r2p2(c: &mut Criterion) {
             out.clear();
             sw.handle(0, input, out);
             match out.as_slice().first() {
-                Some(PullAction::Recirculate(p)) => input = PullInput::Resubmit(*p),
+                Some(PullAction::Reprobe(p)) => input = PullInput::Reprobe(*p),
                 Some(PullAction::AssignTask { executor, .. }) => return *executor,
                 _ => return u32::MAX,
             }

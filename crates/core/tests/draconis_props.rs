@@ -318,7 +318,9 @@ impl Harness {
                 }
                 PullAction::Ack { .. } => self.ledger.acks += 1,
                 PullAction::Drop(r) => panic!("unexpected drop {r:?}"),
-                PullAction::Probe { .. } => panic!("a Draconis switch sent a Sparrow probe"),
+                PullAction::Probe { .. } | PullAction::Reprobe(_) => {
+                    panic!("a Draconis switch sent another scheduler's message: {a:?}")
+                }
             }
         }
     }
@@ -1214,9 +1216,9 @@ fn r2p2_run(sw: &mut R2p2Jbsq, input: PullInput) -> (Option<u32>, u32, Option<Dr
         sw.handle(0, input, &mut out);
         match out.as_slice()[0] {
             PullAction::AssignTask { executor, .. } => return (Some(executor), recircs, None),
-            PullAction::Recirculate(p) => {
+            PullAction::Reprobe(p) => {
                 recircs += 1;
-                input = PullInput::Resubmit(p);
+                input = PullInput::Reprobe(p);
             }
             PullAction::Drop(r) => return (None, recircs, Some(r)),
             other => panic!("R2P2 never sends {other:?}"),

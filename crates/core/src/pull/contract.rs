@@ -4,8 +4,9 @@
 //! A driver feeds one [`PullInput`] at a time together with the current time
 //! (integer ns); the scheduler appends what must happen to a [`PullOutbox`].
 //! It owns no socket, clock or thread and allocates nothing per input. A
-//! [`PullAction::Recirculate`] is not executed by the scheduler itself: the
-//! driver feeds it back as [`PullInput::Resubmit`], a new pass, so other
+//! [`PullAction::Recirculate`] (R2P2: [`PullAction::Reprobe`]) is not
+//! executed by the scheduler itself: the driver feeds it back as
+//! [`PullInput::Resubmit`] ([`PullInput::Reprobe`]), a new pass, so other
 //! packets can interleave between the passes as they can on a switch.
 //!
 //! Pull scheduling needs messages the push contract lacks (job submissions
@@ -15,6 +16,7 @@
 //! answers an input its role never receives with
 //! `PullAction::Drop(DropReason::Unexpected)`.
 
+use super::r2p2::JbsqProbe;
 use super::sparrow::{JobSlot, WorkerId};
 use super::{ClientId, ExecInfo, ExecutorId, JobId, JobSubmission, Recirc, TaskInfo, TaskList};
 use crate::dataplane::DropReason;
@@ -39,6 +41,10 @@ pub enum PullInput {
     GetTask { worker: WorkerId, slot: JobSlot },
     /// A later pass of a recirculated packet.
     Resubmit(Recirc),
+    /// R2P2 (§2.2): the next pass of a JBSQ probe. Not a `Recirc`: a
+    /// driver copies what it feeds back, and a probe is a fifth of the
+    /// size of a recirculated job_submission.
+    Reprobe(JbsqProbe),
 }
 
 /// One thing a pull scheduler asks its driver to do.
@@ -71,6 +77,8 @@ pub enum PullAction {
     Probe { worker: WorkerId, slot: JobSlot },
     /// Run another pass with this metadata (feed back as `Resubmit`).
     Recirculate(Recirc),
+    /// R2P2: run the probe's next pass (feed back as `Reprobe`).
+    Reprobe(JbsqProbe),
     /// The input was dropped.
     Drop(DropReason),
 }
@@ -109,6 +117,7 @@ impl PullOutbox {
         }
     }
 
+    #[inline]
     pub fn capacity(&self) -> usize {
         self.items.len()
     }
@@ -129,19 +138,23 @@ impl PullOutbox {
         self.len = 0;
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    #[inline]
     pub fn as_slice(&self) -> &[PullAction] {
         &self.items[..self.len]
     }
 
     /// Removes and returns all actions, leaving the outbox empty.
+    #[inline]
     pub fn drain(&mut self) -> impl Iterator<Item = PullAction> + '_ {
         let n = self.len;
         self.len = 0;

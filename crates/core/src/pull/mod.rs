@@ -174,8 +174,6 @@ pub enum Recirc {
         pkt_retrieve_ptr: u32,
         swaps: u16,
     },
-    /// R2P2 (§2.2): the next probe of a JBSQ sweep.
-    Probe(r2p2::JbsqProbe),
 }
 
 /// Switch configuration.
@@ -310,6 +308,9 @@ impl Draconis {
     }
 
     /// Process one packet (one pass).
+    // Called from `PullDataPlane::handle` only: inlined there, so the
+    // packet is not copied again on the way in.
+    #[inline(always)]
     fn pass(&mut self, input: PullInput, out: &mut PullOutbox) {
         match input {
             PullInput::JobSubmission(job) => {
@@ -323,7 +324,8 @@ impl Draconis {
             // R2P2's and Sparrow's messages.
             PullInput::Request { .. }
             | PullInput::Completion { .. }
-            | PullInput::GetTask { .. } => out.push(PullAction::Drop(DropReason::Unexpected)),
+            | PullInput::GetTask { .. }
+            | PullInput::Reprobe(_) => out.push(PullAction::Drop(DropReason::Unexpected)),
             PullInput::Resubmit(r) => {
                 // Recirculated metadata is this switch's own; a level it does
                 // not have can only come from a confused driver.
@@ -333,7 +335,6 @@ impl Draconis {
                     | Recirc::Repair(Repair::Retrieve { level, .. })
                     | Recirc::Request { level, .. }
                     | Recirc::Swap { level, .. } => level,
-                    Recirc::Probe(_) => u8::MAX,
                 };
                 if level >= self.queue.levels() {
                     out.push(PullAction::Drop(DropReason::Unexpected));
@@ -372,7 +373,6 @@ impl Draconis {
                         swaps,
                         out,
                     ),
-                    Recirc::Probe(_) => unreachable!("refused above"),
                 }
             }
         }

@@ -19,9 +19,7 @@
 //! one-cell array on the first pass), so that simultaneous arrivals at low
 //! load do not all probe executor 0 first.
 
-use super::{
-    ClientId, ExecutorId, PullAction, PullDataPlane, PullInput, PullOutbox, Recirc, TaskInfo,
-};
+use super::{ClientId, ExecutorId, PullAction, PullDataPlane, PullInput, PullOutbox, TaskInfo};
 use crate::dataplane::DropReason;
 use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 
@@ -107,6 +105,9 @@ impl R2p2Jbsq {
         self.outstanding.as_slice()
     }
 
+    // Called from `PullDataPlane::handle` only: inlined there, so the
+    // packet is not copied again on the way in.
+    #[inline(always)]
     fn pass(&mut self, input: PullInput, out: &mut PullOutbox) {
         match input {
             PullInput::Request { client, task } => {
@@ -136,7 +137,7 @@ impl R2p2Jbsq {
                 self.outstanding
                     .update(&pass, executor as usize, |c| *c = c.saturating_sub(1));
             }
-            PullInput::Resubmit(Recirc::Probe(p)) if p.next < self.executors => {
+            PullInput::Reprobe(p) if p.next < self.executors => {
                 let pass = self.pipeline.resubmit();
                 self.probe(&pass, p, out);
             }
@@ -145,7 +146,8 @@ impl R2p2Jbsq {
             PullInput::JobSubmission(_)
             | PullInput::TaskRequest(_)
             | PullInput::GetTask { .. }
-            | PullInput::Resubmit(_) => out.push(PullAction::Drop(DropReason::Unexpected)),
+            | PullInput::Resubmit(_)
+            | PullInput::Reprobe(_) => out.push(PullAction::Drop(DropReason::Unexpected)),
         }
     }
 
@@ -188,7 +190,7 @@ impl R2p2Jbsq {
             p.bound = (p.bound + 1).min(self.config.k);
         }
         self.stats.recirculations += 1;
-        out.push(PullAction::Recirculate(Recirc::Probe(p)));
+        out.push(PullAction::Reprobe(p));
     }
 }
 

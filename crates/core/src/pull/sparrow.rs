@@ -98,6 +98,9 @@ impl SparrowScheduler {
         self.jobs.len() - self.free.len()
     }
 
+    // Called from `PullDataPlane::handle` only: inlined there, so the
+    // packet is not copied again on the way in.
+    #[inline(always)]
     fn message(&mut self, input: PullInput, out: &mut PullOutbox) {
         match input {
             PullInput::JobSubmission(JobSubmission { client, tasks, .. }) => {
@@ -158,7 +161,8 @@ impl SparrowScheduler {
             PullInput::Request { .. }
             | PullInput::TaskRequest(_)
             | PullInput::Completion { .. }
-            | PullInput::Resubmit(_) => out.push(PullAction::Drop(DropReason::Unexpected)),
+            | PullInput::Resubmit(_)
+            | PullInput::Reprobe(_) => out.push(PullAction::Drop(DropReason::Unexpected)),
         }
     }
 }

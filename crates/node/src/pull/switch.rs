@@ -46,7 +46,7 @@ use netsched_config::ConfigError;
 use netsched_core::dataplane::DropReason;
 use netsched_core::pull::{
     ClientId, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox, PullPlane,
-    PullPlaneKind, Recirc, TaskInfo, TaskList,
+    PullPlaneKind, TaskInfo, TaskList,
 };
 use netsched_core::rng::Rng;
 use netsched_proto::{DecodeError, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM};
@@ -278,7 +278,7 @@ pub struct PullDaemon {
     /// Passes waiting for the recirculation port, with when they are due.
     // Recirculated packets are fixed-size `Copy` values (a Draconis job
     // carries its tasks); boxing would allocate per pass.
-    recirc: VecDeque<(u64, Recirc)>,
+    recirc: VecDeque<(u64, PullInput)>,
     recirc_ns: u64,
     out: PullOutbox,
     rxb: Mmsg,
@@ -441,7 +441,7 @@ impl PullDaemon {
                 Some(&(due, p)) if due <= now => {
                     self.recirc.pop_front();
                     done += 1;
-                    self.pass(PullInput::Resubmit(p), now);
+                    self.pass(p, now);
                 }
                 _ => break,
             }
@@ -682,12 +682,18 @@ impl PullDaemon {
                 }
                 PullAction::Recirculate(r) => {
                     self.registry.inc(self.slots.recirculations);
-                    self.recirc.push_back((now + self.recirc_ns, r));
+                    self.recirc
+                        .push_back((now + self.recirc_ns, PullInput::Resubmit(r)));
+                }
+                PullAction::Reprobe(p) => {
+                    self.registry.inc(self.slots.recirculations);
+                    self.recirc
+                        .push_back((now + self.recirc_ns, PullInput::Reprobe(p)));
                 }
                 PullAction::Drop(DropReason::RecirculationBudget) => {
                     // R2P2: the probe that ran out carried the task: return it.
                     self.drop(PullDrop::RecirculationBudget);
-                    if let PullInput::Resubmit(Recirc::Probe(p)) = input {
+                    if let PullInput::Reprobe(p) = input {
                         self.count_tasks(p.client, -1);
                         self.return_task(p.client, &p.task);
                     }

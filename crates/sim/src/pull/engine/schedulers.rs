@@ -76,6 +76,7 @@ impl Sim<'_> {
                 PullAction::Recirculate(r) => {
                     self.send_pull(t + self.recirc, s, PullInput::Resubmit(r))
                 }
+                PullAction::Reprobe(p) => self.send_pull(t + self.recirc, s, PullInput::Reprobe(p)),
                 PullAction::Drop(reason) => self.m.drop(reason),
             }
         }
