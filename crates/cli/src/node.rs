@@ -315,7 +315,8 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             if pull::config::is_pull_config(&text, "policy") {
                 let cfg = pull::PullSwitchConfig::from_toml(&text)
                     .map_err(|e| format!("{}: {e}", config.display()))?;
-                return pull::switch::run_config(&cfg, stop_after(duration_s));
+                return pull::switch::run_config(&cfg, stop_after(duration_s))
+                    .map_err(String::from);
             }
             let cfg =
                 SwitchConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;

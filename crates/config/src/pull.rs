@@ -6,10 +6,14 @@
 use serde::{Deserialize, Serialize};
 
 use netsched_core::limits;
+use netsched_core::pull::r2p2::R2p2Config;
+use netsched_core::pull::sparrow::SparrowConfig;
+use netsched_core::pull::{PullParams, PullPlaneKind};
 
 use crate::error::ConfigError;
 
-/// Which scheduler the run drives (all from `netsched_core::draconis`).
+/// Which scheduler the run drives (all from `netsched_core::pull`, but
+/// `racksched`, a push data plane).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "kebab-case")]
 pub enum PullPolicy {
@@ -54,6 +58,21 @@ impl PullPolicy {
             PullPolicy::R2p2 => "r2p2",
             PullPolicy::Sparrow => "sparrow",
             PullPolicy::Racksched => "racksched",
+        }
+    }
+
+    /// The pull scheduler this policy runs; `None` for `racksched`, which
+    /// runs the push family's RackSched data plane.
+    pub fn plane(self) -> Option<PullPlaneKind> {
+        match self {
+            PullPolicy::Draconis
+            | PullPolicy::DraconisPriority
+            | PullPolicy::DraconisResource
+            | PullPolicy::DraconisLocality => Some(PullPlaneKind::Switch),
+            PullPolicy::DraconisServer => Some(PullPlaneKind::Server),
+            PullPolicy::R2p2 => Some(PullPlaneKind::Jbsq),
+            PullPolicy::Sparrow => Some(PullPlaneKind::Sparrow),
+            PullPolicy::Racksched => None,
         }
     }
 
@@ -121,8 +140,8 @@ impl DraconisSection {
         policy: PullPolicy,
         levels: u8,
         nodes_per_rack: u32,
-    ) -> netsched_core::draconis::DraconisConfig {
-        use netsched_core::draconis::DraconisConfig;
+    ) -> netsched_core::pull::DraconisConfig {
+        use netsched_core::pull::DraconisConfig;
         let cap = self.capacity;
         match policy {
             PullPolicy::DraconisPriority => DraconisConfig {
@@ -211,6 +230,31 @@ impl Default for SparrowSection {
     }
 }
 
+/// The parameters of `policy`'s pull scheduler from the three sections:
+/// the one place the simulator and the UDP runtime turn them into
+/// [`PullParams`], so both build the same scheduler. `levels` and
+/// `nodes_per_rack` as for [`DraconisSection::switch_config`].
+pub fn pull_params(
+    policy: PullPolicy,
+    levels: u8,
+    nodes_per_rack: u32,
+    draconis: &DraconisSection,
+    r2p2: &R2p2Section,
+    sparrow: &SparrowSection,
+) -> PullParams {
+    PullParams {
+        draconis: draconis.switch_config(policy, levels, nodes_per_rack),
+        r2p2: R2p2Config {
+            k: r2p2.k,
+            recirc_budget: r2p2.recirc_budget,
+        },
+        sparrow: SparrowConfig {
+            probe_ratio: sparrow.probe_ratio,
+            max_jobs: sparrow.max_jobs,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +286,9 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.field, "max_jobs");
         assert!(PullPolicy::parse("sparrow").is_ok());
+        let kinds = PullPolicy::ALL.map(PullPolicy::plane);
+        assert_eq!(kinds.iter().filter(|k| k.is_none()).count(), 1);
+        assert_eq!(PullPolicy::Racksched.plane(), None);
         assert!(PullPolicy::parse("horus").is_err());
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! `Throughput::Elements(1)` per step; a step is one single-task job
 //! submission and one task request that ends in an assignment (see
-//! `netsched_core::draconis::bench`), every recirculation fed inline.
+//! `netsched_core::pull::bench`), every recirculation fed inline.
 //!
 //! Run: `cargo bench -p netsched-core --bench draconis` (about 25 s).
 
@@ -11,11 +11,12 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use netsched_core::draconis::bench::{Shape, Steady};
-use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
-use netsched_core::draconis::server::DraconisServer;
-use netsched_core::draconis::{
-    DraconisConfig, DraconisInput, ExecInfo, JobSubmission, TaskInfo, TaskList,
+use netsched_core::pull::bench::{Shape, Steady};
+use netsched_core::pull::r2p2::{R2p2Config, R2p2Jbsq};
+use netsched_core::pull::server::DraconisServer;
+use netsched_core::pull::{
+    DraconisConfig, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox,
+    TaskInfo, TaskList,
 };
 
 fn switch(c: &mut Criterion) {
@@ -45,14 +46,15 @@ fn server(c: &mut Criterion) {
     let mut g = c.benchmark_group("draconis/server");
     g.throughput(Throughput::Elements(1));
     let mut srv = DraconisServer::new(DraconisConfig::fcfs(4096));
-    let mut out = DraconisServer::outbox();
+    let mut out = srv.outbox();
     let mut next = 0u64;
     let exec = ExecInfo::default();
     let submit = |srv: &mut DraconisServer, out: &mut _, id: u64| {
         let mut tasks = TaskList::new();
         tasks.push(TaskInfo::new(id));
         srv.handle(
-            DraconisInput::JobSubmission(JobSubmission {
+            0,
+            PullInput::JobSubmission(JobSubmission {
                 client: 0,
                 job: id,
                 tasks,
@@ -70,7 +72,7 @@ fn server(c: &mut Criterion) {
             out.clear();
             submit(&mut srv, &mut out, next);
             next += 1;
-            srv.handle(DraconisInput::TaskRequest(exec), &mut out);
+            srv.handle(0, PullInput::TaskRequest(exec), &mut out);
             black_box(out.len());
         })
     });
@@ -85,20 +87,20 @@ fn r2p2(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let n = 160u32;
     let mut sw = R2p2Jbsq::new(n, R2p2Config::default());
-    let mut out = R2p2Outbox::new();
-    let run = |sw: &mut R2p2Jbsq, out: &mut R2p2Outbox, input: R2p2Input| {
+    let mut out = PullOutbox::new();
+    let run = |sw: &mut R2p2Jbsq, out: &mut PullOutbox, input: PullInput| {
         let mut input = input;
         loop {
             out.clear();
-            sw.handle(input, out);
+            sw.handle(0, input, out);
             match out.as_slice().first() {
-                Some(R2p2Action::Recirculate(p)) => input = R2p2Input::Resubmit(*p),
-                Some(R2p2Action::Dispatch { executor, .. }) => return *executor,
+                Some(PullAction::Reprobe(p)) => input = PullInput::Reprobe(*p),
+                Some(PullAction::AssignTask { executor, .. }) => return *executor,
                 _ => return u32::MAX,
             }
         }
     };
-    let req = R2p2Input::Request {
+    let req = PullInput::Request {
         client: 0,
         task: TaskInfo::new(0),
     };
@@ -109,7 +111,7 @@ fn r2p2(c: &mut Criterion) {
     let (s0, p0) = (sw.stats, sw.pipeline().clone());
     g.bench_function("160", |b| {
         b.iter(|| {
-            sw.handle(R2p2Input::Completion { executor: rr }, &mut out);
+            sw.handle(0, PullInput::Completion { executor: rr }, &mut out);
             rr = (rr + 1) % n;
             black_box(run(&mut sw, &mut out, req));
         })

@@ -100,7 +100,7 @@ pub fn sparrow_max_jobs(jobs: u32) -> Result<(), Refused> {
 mod tests {
     use super::*;
     use crate::baselines::Jbsq;
-    use crate::draconis::queue::CircularQueue;
+    use crate::pull::queue::CircularQueue;
     use crate::racksched::{RackSched, RackSchedConfig};
     use crate::switch::Layout;
     use std::panic::catch_unwind;

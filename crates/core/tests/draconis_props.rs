@@ -10,15 +10,13 @@
 use std::collections::HashMap;
 
 use netsched_core::dataplane::DropReason;
-use netsched_core::draconis::queue::ahead;
-use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
-use netsched_core::draconis::server::DraconisServer;
-use netsched_core::draconis::sparrow::{
-    SparrowAction, SparrowConfig, SparrowInput, SparrowScheduler, SparrowWorker,
-};
-use netsched_core::draconis::{
-    Constraint, Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo,
-    JobSubmission, Recirc, Repair, Slot, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
+use netsched_core::pull::queue::ahead;
+use netsched_core::pull::r2p2::{R2p2Config, R2p2Jbsq};
+use netsched_core::pull::server::DraconisServer;
+use netsched_core::pull::sparrow::{SparrowConfig, SparrowScheduler, SparrowWorker};
+use netsched_core::pull::{
+    Constraint, Draconis, DraconisConfig, ExecInfo, JobSubmission, PullAction, PullDataPlane,
+    PullInput, PullOutbox, Recirc, Repair, Slot, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -30,8 +28,8 @@ fn quick(cases: u32) -> ProptestConfig {
     }
 }
 
-fn job(client: u32, id: u64, tasks: &[TaskInfo]) -> DraconisInput {
-    DraconisInput::JobSubmission(JobSubmission {
+fn job(client: u32, id: u64, tasks: &[TaskInfo]) -> PullInput {
+    PullInput::JobSubmission(JobSubmission {
         client,
         job: id,
         tasks: TaskList::from_slice(tasks).unwrap(),
@@ -145,7 +143,7 @@ impl Coverage {
 
 struct Harness {
     dp: Draconis,
-    out: DraconisOutbox,
+    out: PullOutbox,
     pool: Vec<Recirc>,
     ledger: Ledger,
     next_job: u64,
@@ -156,7 +154,7 @@ impl Harness {
     fn new(config: DraconisConfig) -> Self {
         Harness {
             dp: Draconis::new(config),
-            out: DraconisOutbox::new(),
+            out: PullOutbox::new(),
             pool: Vec::new(),
             ledger: Ledger {
                 accepted_order: vec![Vec::new(); config.levels as usize],
@@ -173,24 +171,24 @@ impl Harness {
     }
 
     /// The task a submission-like pass is about to enqueue, if any.
-    fn inserting(&self, input: &DraconisInput) -> Option<TaskInfo> {
+    fn inserting(&self, input: &PullInput) -> Option<TaskInfo> {
         match input {
-            DraconisInput::JobSubmission(j) => j.tasks.as_slice().first().copied(),
-            DraconisInput::Resubmit(Recirc::Submit { job, next, .. }) => {
+            PullInput::JobSubmission(j) => j.tasks.as_slice().first().copied(),
+            PullInput::Resubmit(Recirc::Submit { job, next, .. }) => {
                 job.tasks.as_slice().get(*next as usize).copied()
             }
-            DraconisInput::Resubmit(Recirc::Swap { hand, .. }) => Some(hand.task),
+            PullInput::Resubmit(Recirc::Swap { hand, .. }) => Some(hand.task),
             _ => None,
         }
     }
 
     /// Coverage of one input, judged on the state it meets (the pointers
     /// and repair flags are control-plane reads, not data-plane accesses).
-    fn observe_input(&mut self, input: &DraconisInput) {
+    fn observe_input(&mut self, input: &PullInput) {
         let levels = self.dp.config().levels;
         let level_of_request = match input {
-            DraconisInput::TaskRequest(_) => Some(0),
-            DraconisInput::Resubmit(Recirc::Request { level, .. }) => Some(*level),
+            PullInput::TaskRequest(_) => Some(0),
+            PullInput::Resubmit(Recirc::Request { level, .. }) => Some(*level),
             _ => None,
         };
         let cov = &mut self.ledger.coverage;
@@ -201,7 +199,7 @@ impl Harness {
         }
         let submitting = matches!(
             input,
-            DraconisInput::JobSubmission(_) | DraconisInput::Resubmit(Recirc::Submit { .. })
+            PullInput::JobSubmission(_) | PullInput::Resubmit(Recirc::Submit { .. })
         );
         if let Some(t) = self.inserting(input).filter(|_| submitting) {
             let l = self.level_of(&t) as u8;
@@ -211,16 +209,16 @@ impl Harness {
         }
         let cov = &mut self.ledger.coverage;
         match input {
-            DraconisInput::Resubmit(Recirc::Repair(Repair::Add { .. })) => cov.add_repairs += 1,
-            DraconisInput::Resubmit(Recirc::Repair(Repair::Retrieve { .. })) => {
+            PullInput::Resubmit(Recirc::Repair(Repair::Add { .. })) => cov.add_repairs += 1,
+            PullInput::Resubmit(Recirc::Repair(Repair::Retrieve { .. })) => {
                 cov.retrieve_repairs += 1
             }
-            DraconisInput::Resubmit(Recirc::Swap { .. }) => cov.swap_passes += 1,
+            PullInput::Resubmit(Recirc::Swap { .. }) => cov.swap_passes += 1,
             _ => {}
         }
     }
 
-    fn feed(&mut self, input: DraconisInput) {
+    fn feed(&mut self, input: PullInput) {
         let before = (
             self.dp.stats.tasks_enqueued,
             self.dp.stats.tail_returns,
@@ -239,11 +237,11 @@ impl Harness {
         // A swap pass that re-emits the hand it came with (a re-aim) is not
         // a new examination of that task.
         let hand_in = match input {
-            DraconisInput::Resubmit(Recirc::Swap { hand, .. }) => Some(hand.task.id),
+            PullInput::Resubmit(Recirc::Swap { hand, .. }) => Some(hand.task.id),
             _ => None,
         };
         self.out.clear();
-        self.dp.handle(input, &mut self.out);
+        self.dp.handle(0, input, &mut self.out);
         for (l, &(r0, a0)) in pointers_before.iter().enumerate() {
             let (r1, a1, _) = self.dp.queue().pointers(l as u8);
             let cov = &mut self.ledger.coverage;
@@ -273,10 +271,10 @@ impl Harness {
             }
         }
         let constraint = self.dp.config().constraint;
-        let actions: Vec<DraconisAction> = self.out.as_slice().to_vec();
+        let actions: Vec<PullAction> = self.out.as_slice().to_vec();
         for a in actions {
             match a {
-                DraconisAction::Recirculate(r) => {
+                PullAction::Recirculate(r) => {
                     if let Recirc::Swap { exec, hand, .. } = r {
                         if hand_in != Some(hand.task.id) {
                             // The task was examined by `exec` and skipped.
@@ -285,7 +283,7 @@ impl Harness {
                     }
                     self.pool.push(r)
                 }
-                DraconisAction::AssignTask {
+                PullAction::AssignTask {
                     executor,
                     task,
                     skips,
@@ -306,20 +304,23 @@ impl Harness {
                         }
                     }
                 }
-                DraconisAction::ErrorPacket { tasks, .. } => {
+                PullAction::ErrorPacket { tasks, .. } => {
                     self.ledger.coverage.error_packets += 1;
                     for t in tasks.as_slice() {
                         *self.ledger.returned.entry(t.id).or_default() += 1;
                     }
                 }
-                DraconisAction::NoOp { .. } => {
+                PullAction::NoOp { .. } => {
                     self.ledger.noops += 1;
                     if was_empty {
                         self.ledger.coverage.noops_on_empty_queue += 1;
                     }
                 }
-                DraconisAction::Ack { .. } => self.ledger.acks += 1,
-                DraconisAction::Drop(r) => panic!("unexpected drop {r:?}"),
+                PullAction::Ack { .. } => self.ledger.acks += 1,
+                PullAction::Drop(r) => panic!("unexpected drop {r:?}"),
+                PullAction::Probe { .. } | PullAction::Reprobe(_) => {
+                    panic!("a Draconis switch sent another scheduler's message: {a:?}")
+                }
             }
         }
     }
@@ -416,7 +417,7 @@ impl Harness {
             return;
         }
         let r = self.pool.remove(index % self.pool.len());
-        self.feed(DraconisInput::Resubmit(r));
+        self.feed(PullInput::Resubmit(r));
     }
 
     fn has_swap_in_flight(&self) -> bool {
@@ -429,7 +430,7 @@ impl Harness {
             if !self.pool.is_empty() {
                 self.deliver(0);
             } else if !self.dp.queue().is_empty() {
-                self.feed(DraconisInput::TaskRequest(ExecInfo {
+                self.feed(PullInput::TaskRequest(ExecInfo {
                     id: DRAIN_EXEC,
                     node: DRAIN_EXEC,
                     resources: u64::MAX,
@@ -569,7 +570,7 @@ fn run_ops(
                 } else {
                     *e
                 };
-                h.feed(DraconisInput::TaskRequest(exec_for(&config, e)));
+                h.feed(PullInput::TaskRequest(exec_for(&config, e)));
             }
             Op::Deliver(i) => h.deliver(*i),
         }
@@ -649,7 +650,7 @@ fn fcfs_across_pointer_wrap() {
         for op in &ops {
             match op {
                 Op::Submit(xs) => h.submit(&vec![TaskInfo::new(0); xs.len()]),
-                Op::Request(e) => h.feed(DraconisInput::TaskRequest(exec(*e))),
+                Op::Request(e) => h.feed(PullInput::TaskRequest(exec(*e))),
                 Op::Deliver(i) => h.deliver(*i),
             }
             h.check_queue_order()?;
@@ -757,7 +758,7 @@ proptest! {
         let config = DraconisConfig::priority(1 << cap_log);
         let mut server = DraconisServer::new(config);
         let mut sw = Draconis::new(config);
-        let (mut so, mut wo) = (DraconisServer::outbox(), DraconisOutbox::new());
+        let (mut so, mut wo) = (PullOutbox::with_capacity(DraconisServer::OUT_CAPACITY), PullOutbox::new());
         let mut n = 0u64;
         for op in &ops {
             let input = match op {
@@ -770,19 +771,19 @@ proptest! {
                     }).collect();
                     job(1, n, &ts)
                 }
-                Op::Request(e) => DraconisInput::TaskRequest(exec(*e)),
-                Op::Deliver(i) => DraconisInput::TaskRequest(exec(*i as u32 % 8)),
+                Op::Request(e) => PullInput::TaskRequest(exec(*e)),
+                Op::Deliver(i) => PullInput::TaskRequest(exec(*i as u32 % 8)),
             };
             so.clear();
-            server.handle(input, &mut so);
+            server.handle(0, input, &mut so);
             let mut expect = Vec::new();
             let mut queue = std::collections::VecDeque::from([input]);
             while let Some(i) = queue.pop_front() {
                 wo.clear();
-                sw.handle(i, &mut wo);
+                sw.handle(0, i, &mut wo);
                 for a in wo.as_slice() {
                     match *a {
-                        DraconisAction::Recirculate(r) => queue.push_back(DraconisInput::Resubmit(r)),
+                        PullAction::Recirculate(r) => queue.push_back(PullInput::Resubmit(r)),
                         other => expect.push(other),
                     }
                 }
@@ -796,25 +797,25 @@ proptest! {
 // Decisions the paper leaves open, one test each (docs/draconis.md)
 // ---------------------------------------------------------------------------
 
-fn feed(dp: &mut Draconis, input: DraconisInput) -> Vec<DraconisAction> {
-    let mut out = DraconisOutbox::new();
-    dp.handle(input, &mut out);
+fn feed(dp: &mut Draconis, input: PullInput) -> Vec<PullAction> {
+    let mut out = PullOutbox::new();
+    dp.handle(0, input, &mut out);
     out.as_slice().to_vec()
 }
 
-fn repairs(actions: &[DraconisAction]) -> Vec<Repair> {
+fn repairs(actions: &[PullAction]) -> Vec<Repair> {
     actions
         .iter()
         .filter_map(|a| match a {
-            DraconisAction::Recirculate(Recirc::Repair(r)) => Some(*r),
+            PullAction::Recirculate(Recirc::Repair(r)) => Some(*r),
             _ => None,
         })
         .collect()
 }
 
-fn assigned(actions: &[DraconisAction]) -> Option<u64> {
+fn assigned(actions: &[PullAction]) -> Option<u64> {
     actions.iter().find_map(|a| match a {
-        DraconisAction::AssignTask { task, .. } => Some(task.id),
+        PullAction::AssignTask { task, .. } => Some(task.id),
         _ => None,
     })
 }
@@ -832,7 +833,7 @@ fn pointers_wrap_around_u32() {
     assert_eq!(a, 2, "add_ptr wrapped");
     for i in 0..4 {
         assert_eq!(
-            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            assigned(&feed(&mut dp, PullInput::TaskRequest(exec(0)))),
             Some(i)
         );
     }
@@ -844,7 +845,7 @@ fn dequeued_entry_is_invalidated_and_tagged() {
     feed(&mut dp, job(1, 0, &[TaskInfo::new(10)]));
     assert_eq!(dp.queue().contents(0)[0].pos, 0);
     assert_eq!(
-        assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+        assigned(&feed(&mut dp, PullInput::TaskRequest(exec(0)))),
         Some(10)
     );
     assert!(dp.queue().is_empty(), "the taken entry is marked invalid");
@@ -862,10 +863,10 @@ fn dequeued_entry_is_invalidated_and_tagged() {
             ..Slot::new(TaskInfo::new(id), 1)
         };
         dp.queue_mut().control_write_entry(0, 1, stale);
-        let acts = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+        let acts = feed(&mut dp, PullInput::TaskRequest(exec(0)));
         assert_eq!(
             acts,
-            vec![DraconisAction::NoOp { executor: 0 }],
+            vec![PullAction::NoOp { executor: 0 }],
             "the entry tagged {stale_pos} was taken at position 1"
         );
         assert_eq!(
@@ -879,10 +880,10 @@ fn dequeued_entry_is_invalidated_and_tagged() {
         // never assigned.
         let acts = feed(&mut dp, job(1, 1, &[TaskInfo::new(11)]));
         for r in repairs(&acts) {
-            feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(r)));
+            feed(&mut dp, PullInput::Resubmit(Recirc::Repair(r)));
         }
         assert_eq!(
-            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            assigned(&feed(&mut dp, PullInput::TaskRequest(exec(0)))),
             Some(11)
         );
         assert!(dp.queue().is_empty());
@@ -907,34 +908,34 @@ fn add_repair_restores_value_read_by_first_overshoot() {
     assert!(repairs(&a2).is_empty() && repairs(&a3).is_empty());
     assert!(a2
         .iter()
-        .any(|a| matches!(a, DraconisAction::ErrorPacket { .. })));
+        .any(|a| matches!(a, PullAction::ErrorPacket { .. })));
     // A retrieval frees room, but while the repair is pending submissions
     // are still refused: add_ptr (5) is past the real tail (2).
     assert_eq!(
-        assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+        assigned(&feed(&mut dp, PullInput::TaskRequest(exec(0)))),
         Some(0)
     );
     let a4 = feed(&mut dp, job(1, 5, &[TaskInfo::new(6)]));
     assert!(a4
         .iter()
-        .any(|a| matches!(a, DraconisAction::ErrorPacket { .. })));
+        .any(|a| matches!(a, PullAction::ErrorPacket { .. })));
     assert_eq!(dp.queue().pointers(0).1, 6);
     feed(
         &mut dp,
-        DraconisInput::Resubmit(Recirc::Repair(Repair::Add { level: 0, value: 2 })),
+        PullInput::Resubmit(Recirc::Repair(Repair::Add { level: 0, value: 2 })),
     );
     assert_eq!(dp.queue().pointers(0).1, 2);
     // Now the freed slot is used at the right position: FIFO holds.
     let a5 = feed(&mut dp, job(1, 6, &[TaskInfo::new(7)]));
     assert!(a5
         .iter()
-        .any(|a| matches!(a, DraconisAction::Ack { accepted: 1, .. })));
+        .any(|a| matches!(a, PullAction::Ack { accepted: 1, .. })));
     assert_eq!(
-        assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+        assigned(&feed(&mut dp, PullInput::TaskRequest(exec(0)))),
         Some(2)
     );
     assert_eq!(
-        assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+        assigned(&feed(&mut dp, PullInput::TaskRequest(exec(0)))),
         Some(7)
     );
 }
@@ -943,8 +944,8 @@ fn add_repair_restores_value_read_by_first_overshoot() {
 fn retrieve_repair_and_requests_while_pending() {
     let mut dp = Draconis::new(DraconisConfig::fcfs(4));
     for _ in 0..10 {
-        let a = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
-        assert!(matches!(a[0], DraconisAction::NoOp { .. }));
+        let a = feed(&mut dp, PullInput::TaskRequest(exec(0)));
+        assert!(matches!(a[0], PullAction::NoOp { .. }));
     }
     assert_eq!(dp.queue().pointers(0).0, 10, "retrieve_ptr overshoots");
     let a = feed(&mut dp, job(1, 0, &[TaskInfo::new(100)]));
@@ -952,25 +953,25 @@ fn retrieve_repair_and_requests_while_pending() {
     assert_eq!(rep, vec![Repair::Retrieve { level: 0, value: 0 }]);
     // §4.7.2: a request meeting the pending repair gets a no-op and does not
     // consume the task.
-    let b = feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
-    assert!(matches!(b[0], DraconisAction::NoOp { .. }));
+    let b = feed(&mut dp, PullInput::TaskRequest(exec(0)));
+    assert!(matches!(b[0], PullAction::NoOp { .. }));
     // While pending, fullness is judged against the repair's target: the
     // queue takes 4 tasks, not 4 + overshoot.
     let mut accepted = 1;
     for i in 0..6 {
         let a = feed(&mut dp, job(1, i + 1, &[TaskInfo::new(101 + i)]));
         if a.iter()
-            .any(|a| matches!(a, DraconisAction::Ack { accepted: 1, .. }))
+            .any(|a| matches!(a, PullAction::Ack { accepted: 1, .. }))
         {
             accepted += 1;
         }
         assert!(repairs(&a).iter().all(|r| matches!(r, Repair::Add { .. })));
     }
     assert_eq!(accepted, 4);
-    feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(rep[0])));
+    feed(&mut dp, PullInput::Resubmit(Recirc::Repair(rep[0])));
     for want in 100..104 {
         assert_eq!(
-            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            assigned(&feed(&mut dp, PullInput::TaskRequest(exec(0)))),
             Some(want)
         );
     }
@@ -989,18 +990,18 @@ fn multi_task_job_one_pass_per_task_ack_and_error_packet() {
         let mut next = None;
         for a in feed(&mut dp, input) {
             match a {
-                DraconisAction::Recirculate(r @ Recirc::Submit { .. }) => {
-                    next = Some(DraconisInput::Resubmit(r))
+                PullAction::Recirculate(r @ Recirc::Submit { .. }) => {
+                    next = Some(PullInput::Resubmit(r))
                 }
-                DraconisAction::Recirculate(Recirc::Repair(r)) => {
-                    feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(r)));
+                PullAction::Recirculate(Recirc::Repair(r)) => {
+                    feed(&mut dp, PullInput::Resubmit(Recirc::Repair(r)));
                 }
-                DraconisAction::Ack {
+                PullAction::Ack {
                     client,
                     job,
                     accepted,
                 } => acks.push((client, job, accepted)),
-                DraconisAction::ErrorPacket { client, tasks } => errors.push((
+                PullAction::ErrorPacket { client, tasks } => errors.push((
                     client,
                     tasks.as_slice().iter().map(|t| t.id).collect::<Vec<_>>(),
                 )),
@@ -1033,29 +1034,29 @@ fn priority_walks_levels_then_noop() {
     high.priority = 2;
     feed(&mut dp, job(1, 0, &[low]));
     feed(&mut dp, job(1, 1, &[high]));
-    let mut input = DraconisInput::TaskRequest(exec(0));
+    let mut input = PullInput::TaskRequest(exec(0));
     let mut got = Vec::new();
     for _ in 0..3 {
         let mut walked = 0;
         loop {
             let a = feed(&mut dp, input);
             match a[0] {
-                DraconisAction::Recirculate(r @ Recirc::Request { .. }) => {
+                PullAction::Recirculate(r @ Recirc::Request { .. }) => {
                     walked += 1;
-                    input = DraconisInput::Resubmit(r);
+                    input = PullInput::Resubmit(r);
                 }
-                DraconisAction::AssignTask { task, .. } => {
+                PullAction::AssignTask { task, .. } => {
                     got.push((task.id, walked));
                     break;
                 }
-                DraconisAction::NoOp { .. } => {
+                PullAction::NoOp { .. } => {
                     got.push((0, walked));
                     break;
                 }
                 ref other => panic!("{other:?}"),
             }
         }
-        input = DraconisInput::TaskRequest(exec(0));
+        input = PullInput::TaskRequest(exec(0));
     }
     assert_eq!(got, vec![(2, 1), (1, 3), (0, 3)]);
 }
@@ -1068,13 +1069,13 @@ fn swap_finds_capable_task_and_keeps_order() {
         t
     };
     let mut dp2 = Draconis::new(DraconisConfig::resource(8, 16));
-    let h = |dp: &mut Draconis, input: DraconisInput| -> Vec<DraconisAction> {
+    let h = |dp: &mut Draconis, input: PullInput| -> Vec<PullAction> {
         let mut all = Vec::new();
         let mut q = std::collections::VecDeque::from([input]);
         while let Some(i) = q.pop_front() {
             for a in feed(dp, i) {
                 match a {
-                    DraconisAction::Recirculate(r) => q.push_back(DraconisInput::Resubmit(r)),
+                    PullAction::Recirculate(r) => q.push_back(PullInput::Resubmit(r)),
                     other => all.push(other),
                 }
             }
@@ -1090,15 +1091,15 @@ fn swap_finds_capable_task_and_keeps_order() {
         node: 5,
         resources: 0b01,
     };
-    let a = h(&mut dp2, DraconisInput::TaskRequest(cpu_only));
+    let a = h(&mut dp2, PullInput::TaskRequest(cpu_only));
     assert_eq!(assigned(&a), Some(3));
     assert_eq!(dp2.stats.swaps, 2);
     let ids: Vec<u64> = dp2.queue().contents(0).iter().map(|s| s.task.id).collect();
     assert_eq!(ids, vec![1, 2, 4], "relative order kept");
     // No capable task left: the walk reaches the end, the hand goes back at
     // the tail in the same pass, the executor gets a no-op.
-    let a = h(&mut dp2, DraconisInput::TaskRequest(cpu_only));
-    assert!(matches!(a[..], [DraconisAction::NoOp { executor: 5 }]));
+    let a = h(&mut dp2, PullInput::TaskRequest(cpu_only));
+    assert!(matches!(a[..], [PullAction::NoOp { executor: 5 }]));
     let ids: Vec<u64> = dp2.queue().contents(0).iter().map(|s| s.task.id).collect();
     assert_eq!(ids, vec![1, 2, 4]);
     let gpu_exec = ExecInfo {
@@ -1108,7 +1109,7 @@ fn swap_finds_capable_task_and_keeps_order() {
     };
     for want in [1, 2, 4] {
         assert_eq!(
-            assigned(&h(&mut dp2, DraconisInput::TaskRequest(gpu_exec))),
+            assigned(&h(&mut dp2, PullInput::TaskRequest(gpu_exec))),
             Some(want)
         );
     }
@@ -1132,7 +1133,7 @@ fn swap_bound_returns_hand_to_tail() {
                 break;
             }
             requested = true;
-            q.push_back(DraconisInput::TaskRequest(ExecInfo {
+            q.push_back(PullInput::TaskRequest(ExecInfo {
                 id: 9,
                 node: 9,
                 resources: 1,
@@ -1141,12 +1142,12 @@ fn swap_bound_returns_hand_to_tail() {
         };
         for a in feed(&mut dp, i) {
             match a {
-                DraconisAction::Recirculate(r) => q.push_back(DraconisInput::Resubmit(r)),
+                PullAction::Recirculate(r) => q.push_back(PullInput::Resubmit(r)),
                 other => outs.push(other),
             }
         }
     }
-    assert!(outs.contains(&DraconisAction::NoOp { executor: 9 }));
+    assert!(outs.contains(&PullAction::NoOp { executor: 9 }));
     assert_eq!(dp.stats.tail_returns, 1);
     let ids: Vec<u64> = dp.queue().contents(0).iter().map(|s| s.task.id).collect();
     assert_eq!(
@@ -1164,7 +1165,7 @@ fn locality_skip_counter_and_limits() {
     let t = TaskInfo::new(1).with_local_nodes(&[0]);
     feed(&mut dp, job(1, 0, &[t]));
     let run = |dp: &mut Draconis, node: u32| {
-        let mut q = std::collections::VecDeque::from([DraconisInput::TaskRequest(ExecInfo {
+        let mut q = std::collections::VecDeque::from([PullInput::TaskRequest(ExecInfo {
             id: node,
             node,
             resources: 0,
@@ -1173,8 +1174,8 @@ fn locality_skip_counter_and_limits() {
         while let Some(i) = q.pop_front() {
             for a in feed(dp, i) {
                 match a {
-                    DraconisAction::Recirculate(r) => q.push_back(DraconisInput::Resubmit(r)),
-                    DraconisAction::AssignTask { skips, .. } => res = Some(skips),
+                    PullAction::Recirculate(r) => q.push_back(PullInput::Resubmit(r)),
+                    PullAction::AssignTask { skips, .. } => res = Some(skips),
                     _ => {}
                 }
             }
@@ -1206,20 +1207,21 @@ fn locality_skip_counter_and_limits() {
 // R2P2 JBSQ(k)
 // ---------------------------------------------------------------------------
 
-fn r2p2_run(sw: &mut R2p2Jbsq, input: R2p2Input) -> (Option<u32>, u32, Option<DropReason>) {
-    let mut out = R2p2Outbox::new();
+fn r2p2_run(sw: &mut R2p2Jbsq, input: PullInput) -> (Option<u32>, u32, Option<DropReason>) {
+    let mut out = PullOutbox::new();
     let mut input = input;
     let mut recircs = 0;
     loop {
         out.clear();
-        sw.handle(input, &mut out);
+        sw.handle(0, input, &mut out);
         match out.as_slice()[0] {
-            R2p2Action::Dispatch { executor, .. } => return (Some(executor), recircs, None),
-            R2p2Action::Recirculate(p) => {
+            PullAction::AssignTask { executor, .. } => return (Some(executor), recircs, None),
+            PullAction::Reprobe(p) => {
                 recircs += 1;
-                input = R2p2Input::Resubmit(p);
+                input = PullInput::Reprobe(p);
             }
-            R2p2Action::Drop(r) => return (None, recircs, Some(r)),
+            PullAction::Drop(r) => return (None, recircs, Some(r)),
+            other => panic!("R2P2 never sends {other:?}"),
         }
     }
 }
@@ -1233,7 +1235,7 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
             recirc_budget: 20,
         },
     );
-    let req = |id| R2p2Input::Request {
+    let req = |id| PullInput::Request {
         client: 0,
         task: TaskInfo::new(id),
     };
@@ -1251,11 +1253,11 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
         (None, 20, Some(DropReason::RecirculationBudget))
     );
     assert_eq!(sw.stats.dropped, 1);
-    let mut out = R2p2Outbox::new();
-    sw.handle(R2p2Input::Completion { executor: 2 }, &mut out);
+    let mut out = PullOutbox::new();
+    sw.handle(0, PullInput::Completion { executor: 2 }, &mut out);
     assert_eq!(r2p2_run(&mut sw, req(100)).0, Some(2));
-    sw.handle(R2p2Input::Completion { executor: 77 }, &mut out);
-    assert_eq!(out.as_slice(), &[R2p2Action::Drop(DropReason::UnknownNode)]);
+    sw.handle(0, PullInput::Completion { executor: 77 }, &mut out);
+    assert_eq!(out.as_slice(), &[PullAction::Drop(DropReason::UnknownNode)]);
 }
 
 proptest! {
@@ -1270,14 +1272,14 @@ proptest! {
         let mut dropped = 0u64;
         for (i, (is_req, e)) in ops.iter().enumerate() {
             if *is_req {
-                match r2p2_run(&mut sw, R2p2Input::Request { client: 0, task: TaskInfo::new(i as u64) }) {
+                match r2p2_run(&mut sw, PullInput::Request { client: 0, task: TaskInfo::new(i as u64) }) {
                     (Some(_), _, None) => dispatched += 1,
                     (None, _, Some(DropReason::RecirculationBudget)) => dropped += 1,
                     other => prop_assert!(false, "{:?}", other),
                 }
             } else {
-                let mut out = R2p2Outbox::new();
-                sw.handle(R2p2Input::Completion { executor: *e }, &mut out);
+                let mut out = PullOutbox::new();
+                sw.handle(0, PullInput::Completion { executor: *e }, &mut out);
             }
             prop_assert!(sw.outstanding().iter().all(|&c| c <= k));
         }
@@ -1303,18 +1305,19 @@ fn sparrow_batch_sampling_late_binding() {
     let mut out = s.outbox();
     let tasks: Vec<TaskInfo> = (0..3).map(TaskInfo::new).collect();
     s.handle(
-        SparrowInput::Job {
+        0,
+        PullInput::JobSubmission(JobSubmission {
             client: 1,
             job: 1,
             tasks: TaskList::from_slice(&tasks).unwrap(),
-        },
+        }),
         &mut out,
     );
     let probes: Vec<(u32, u32)> = out
         .as_slice()
         .iter()
         .map(|a| match *a {
-            SparrowAction::Probe { worker, slot } => (worker, slot),
+            PullAction::Probe { worker, slot } => (worker, slot),
             ref o => panic!("{o:?}"),
         })
         .collect();
@@ -1329,13 +1332,19 @@ fn sparrow_batch_sampling_late_binding() {
     for &(w, slot) in probes.iter().rev() {
         let req = workers[w as usize].on_probe(slot).unwrap();
         out.clear();
-        s.handle(req, &mut out);
+        s.handle(0, req, &mut out);
         match out.as_slice()[0] {
-            SparrowAction::Assign { task, worker, .. } => {
+            PullAction::AssignTask {
+                task,
+                executor: worker,
+                ..
+            } => {
                 workers[worker as usize].on_assign();
                 got.push(task.id)
             }
-            SparrowAction::NoOp { worker } => assert!(workers[worker as usize].on_free().is_none()),
+            PullAction::NoOp { executor: worker } => {
+                assert!(workers[worker as usize].on_free().is_none())
+            }
             ref o => panic!("{o:?}"),
         }
     }
@@ -1343,11 +1352,8 @@ fn sparrow_batch_sampling_late_binding() {
     assert_eq!(s.stats.cancelled, 3);
     assert_eq!(s.active_jobs(), 0, "job state freed after the last probe");
     out.clear();
-    s.handle(SparrowInput::GetTask { worker: 0, slot: 0 }, &mut out);
-    assert_eq!(
-        out.as_slice(),
-        &[SparrowAction::Drop(DropReason::Unexpected)]
-    );
+    s.handle(0, PullInput::GetTask { worker: 0, slot: 0 }, &mut out);
+    assert_eq!(out.as_slice(), &[PullAction::Drop(DropReason::Unexpected)]);
 }
 
 // ---------------------------------------------------------------------------
@@ -1360,7 +1366,7 @@ fn fcfs_request_is_one_pass_and_no_recirculation_in_steady_state() {
     for i in 0..8 {
         feed(&mut dp, job(1, i, &[TaskInfo::new(i)]));
         assert_eq!(
-            assigned(&feed(&mut dp, DraconisInput::TaskRequest(exec(0)))),
+            assigned(&feed(&mut dp, PullInput::TaskRequest(exec(0)))),
             Some(i)
         );
     }
@@ -1383,13 +1389,13 @@ fn swap_hand_stays_ahead_of_refill_during_retrieve_repair() {
         resources: 1,
     };
     // The cpu executor takes the gpu task: a swap packet is in flight.
-    let a = feed(&mut dp, DraconisInput::TaskRequest(cpu));
-    let DraconisAction::Recirculate(swap @ Recirc::Swap { .. }) = a[0] else {
+    let a = feed(&mut dp, PullInput::TaskRequest(cpu));
+    let PullAction::Recirculate(swap @ Recirc::Swap { .. }) = a[0] else {
         panic!("{a:?}")
     };
     // Empty queue: requests overshoot retrieve_ptr.
     for _ in 0..3 {
-        feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+        feed(&mut dp, PullInput::TaskRequest(exec(0)));
     }
     // Refill: the first insert sends a retrieve repair (kept in flight).
     let r1 = feed(&mut dp, job(1, 1, &[TaskInfo::new(2)]));
@@ -1397,20 +1403,20 @@ fn swap_hand_stays_ahead_of_refill_during_retrieve_repair() {
     assert_eq!(rep.len(), 1);
     feed(&mut dp, job(1, 2, &[TaskInfo::new(3)]));
     for _ in 0..4 {
-        feed(&mut dp, DraconisInput::TaskRequest(exec(0)));
+        feed(&mut dp, PullInput::TaskRequest(exec(0)));
     }
     // retrieve_ptr is now past the tail; the swap must not append there.
-    let mut q = std::collections::VecDeque::from([DraconisInput::Resubmit(swap)]);
+    let mut q = std::collections::VecDeque::from([PullInput::Resubmit(swap)]);
     let mut repaired = false;
     while let Some(i) = q.pop_front() {
         for a in feed(&mut dp, i) {
-            if let DraconisAction::Recirculate(r) = a {
-                q.push_back(DraconisInput::Resubmit(r));
+            if let PullAction::Recirculate(r) = a {
+                q.push_back(PullInput::Resubmit(r));
             }
         }
         if !repaired {
             repaired = true;
-            feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(rep[0])));
+            feed(&mut dp, PullInput::Resubmit(Recirc::Repair(rep[0])));
         }
     }
     let ids: Vec<u64> = dp.queue().contents(0).iter().map(|s| s.task.id).collect();
@@ -1424,28 +1430,28 @@ fn swap_hand_stays_ahead_of_refill_during_retrieve_repair() {
 #[test]
 fn executor_retries_after_noop_and_bad_recirculation_is_dropped() {
     let mut dp = Draconis::new(DraconisConfig::fcfs(4));
-    let mut e = netsched_core::draconis::Executor::new(exec(3), 2_000);
+    let mut e = netsched_core::pull::Executor::new(exec(3), 2_000);
     let a = feed(&mut dp, e.request());
-    assert_eq!(a, vec![DraconisAction::NoOp { executor: 3 }]);
+    assert_eq!(a, vec![PullAction::NoOp { executor: 3 }]);
     assert_eq!(e.on_noop(10_000), 12_000);
     // The submission finds retrieve_ptr overshot by the first request.
     let a = feed(&mut dp, job(1, 0, &[TaskInfo::new(5)]));
     let rep = repairs(&a);
     assert_eq!(rep, vec![Repair::Retrieve { level: 0, value: 0 }]);
-    let rep = DraconisInput::Resubmit(Recirc::Repair(rep[0]));
+    let rep = PullInput::Resubmit(Recirc::Repair(rep[0]));
     let a = feed(&mut dp, e.request());
-    assert_eq!(a, vec![DraconisAction::NoOp { executor: 3 }], "§4.7.2");
+    assert_eq!(a, vec![PullAction::NoOp { executor: 3 }], "§4.7.2");
     feed(&mut dp, rep);
     assert_eq!(assigned(&feed(&mut dp, e.request())), Some(5));
     e.on_task();
     assert_eq!(e.noops, 0);
-    let bad = DraconisInput::Resubmit(Recirc::Request {
+    let bad = PullInput::Resubmit(Recirc::Request {
         exec: exec(0),
         level: 3,
     });
     assert_eq!(
         feed(&mut dp, bad),
-        vec![DraconisAction::Drop(DropReason::Unexpected)]
+        vec![PullAction::Drop(DropReason::Unexpected)]
     );
 }
 
@@ -1464,11 +1470,11 @@ fn literal_rule_target(r: u32, pkt_retrieve_ptr: u32, swap_indx: u32) -> u32 {
     }
 }
 
-fn one_swap(actions: &[DraconisAction]) -> Recirc {
+fn one_swap(actions: &[PullAction]) -> Recirc {
     let swaps: Vec<Recirc> = actions
         .iter()
         .filter_map(|a| match a {
-            DraconisAction::Recirculate(r @ Recirc::Swap { .. }) => Some(*r),
+            PullAction::Recirculate(r @ Recirc::Swap { .. }) => Some(*r),
             _ => None,
         })
         .collect();
@@ -1515,14 +1521,14 @@ fn literal_swap_rule_reorders_when_a_request_moves_the_head() {
     }
     // The cpu executor's walk: takes 1 at the head, swaps it into 1 (gets
     // 2), swaps 2 into 2 (gets 3); the hand is now task 3, aimed at 3.
-    let mut swap = one_swap(&feed(&mut dp, DraconisInput::TaskRequest(CPU_ONLY)));
+    let mut swap = one_swap(&feed(&mut dp, PullInput::TaskRequest(CPU_ONLY)));
     for _ in 0..2 {
-        swap = one_swap(&feed(&mut dp, DraconisInput::Resubmit(swap)));
+        swap = one_swap(&feed(&mut dp, PullInput::Resubmit(swap)));
     }
     assert_eq!(ids(&dp), vec![1, 2, 4, 5]);
     // A gpu executor takes task 1: retrieve_ptr 1 -> 2.
     assert_eq!(
-        assigned(&feed(&mut dp, DraconisInput::TaskRequest(GPU))),
+        assigned(&feed(&mut dp, PullInput::TaskRequest(GPU))),
         Some(1)
     );
     let Recirc::Swap {
@@ -1542,22 +1548,22 @@ fn literal_swap_rule_reorders_when_a_request_moves_the_head() {
     assert_eq!(literal_rule_target(r, pkt_retrieve_ptr, swap_indx), 2);
     assert!(!ahead(r, swap_indx));
 
-    let finish = |mut dp: Draconis, mut input: DraconisInput| -> (Option<u64>, Vec<u64>) {
+    let finish = |mut dp: Draconis, mut input: PullInput| -> (Option<u64>, Vec<u64>) {
         let mut ran = None;
         loop {
             let a = feed(&mut dp, input);
             ran = ran.or(assigned(&a));
             match a.iter().find_map(|x| match x {
-                DraconisAction::Recirculate(r @ Recirc::Swap { .. }) => Some(*r),
+                PullAction::Recirculate(r @ Recirc::Swap { .. }) => Some(*r),
                 _ => None,
             }) {
-                Some(s) => input = DraconisInput::Resubmit(s),
+                Some(s) => input = PullInput::Resubmit(s),
                 None => return (ran, ids(&dp)),
             }
         }
     };
     // Ours: the walk goes on from position 3 and finds cpu task 5.
-    let (ran, queue) = finish(dp.clone(), DraconisInput::Resubmit(swap));
+    let (ran, queue) = finish(dp.clone(), PullInput::Resubmit(swap));
     assert_eq!(ran, Some(5));
     assert_eq!(queue, vec![2, 3, 4], "acceptance order kept");
     // The literal rule, emulated by aiming the same pass at its target (our
@@ -1579,7 +1585,7 @@ fn literal_swap_rule_reorders_when_a_request_moves_the_head() {
         },
         _ => unreachable!(),
     };
-    let (ran, queue) = finish(dp, DraconisInput::Resubmit(literal));
+    let (ran, queue) = finish(dp, PullInput::Resubmit(literal));
     assert_eq!(ran, Some(5));
     assert_eq!(queue, vec![3, 2, 4], "the literal rule reorders 2 and 3");
 }
@@ -1596,10 +1602,10 @@ fn literal_swap_rule_loses_the_hand_after_a_retrieve_repair() {
     let mut dp = Draconis::new(DraconisConfig::resource(8, 16));
     feed(&mut dp, job(1, 0, &[gpu_task(1)]));
     // The cpu executor takes gpu task 1 from position 0: the hand is out.
-    let swap = one_swap(&feed(&mut dp, DraconisInput::TaskRequest(CPU_ONLY)));
+    let swap = one_swap(&feed(&mut dp, PullInput::TaskRequest(CPU_ONLY)));
     // Empty queue: two requests overshoot retrieve_ptr to 3.
     for _ in 0..2 {
-        feed(&mut dp, DraconisInput::TaskRequest(GPU));
+        feed(&mut dp, PullInput::TaskRequest(GPU));
     }
     // Refill with cpu task 2 at position 1; its retrieve repair (to 1) stays
     // in flight.
@@ -1608,14 +1614,14 @@ fn literal_swap_rule_loses_the_hand_after_a_retrieve_repair() {
     // The swap pass meets the pending repair: it re-aims at the repair's
     // target and undoes its tail claim with an add repair; the packet now
     // carries the overshot retrieve_ptr (3).
-    let a = feed(&mut dp, DraconisInput::Resubmit(swap));
+    let a = feed(&mut dp, PullInput::Resubmit(swap));
     let swap = one_swap(&a);
     for r in repairs(&a).into_iter().chain(retrieve) {
-        feed(&mut dp, DraconisInput::Resubmit(Recirc::Repair(r)));
+        feed(&mut dp, PullInput::Resubmit(Recirc::Repair(r)));
     }
     // A request takes task 2 at position 1: retrieve_ptr 1 -> 2.
     assert_eq!(
-        assigned(&feed(&mut dp, DraconisInput::TaskRequest(GPU))),
+        assigned(&feed(&mut dp, PullInput::TaskRequest(GPU))),
         Some(2)
     );
     let Recirc::Swap {
@@ -1653,22 +1659,19 @@ fn literal_swap_rule_loses_the_hand_after_a_retrieve_repair() {
     assert_eq!(literal.queue().reachable(0), 0, "task 1 is stranded");
     for _ in 0..4 {
         assert_eq!(
-            assigned(&feed(&mut literal, DraconisInput::TaskRequest(GPU))),
+            assigned(&feed(&mut literal, PullInput::TaskRequest(GPU))),
             None
         );
     }
 
     // Ours: the pass jumps to the head, which is the end of the queue, and
     // appends the hand there; a gpu executor gets it.
-    let a = feed(&mut dp, DraconisInput::Resubmit(swap));
-    assert!(
-        matches!(a[..], [DraconisAction::NoOp { executor: 5 }]),
-        "{a:?}"
-    );
+    let a = feed(&mut dp, PullInput::Resubmit(swap));
+    assert!(matches!(a[..], [PullAction::NoOp { executor: 5 }]), "{a:?}");
     assert_eq!(ids(&dp), vec![1]);
     assert_eq!(dp.queue().reachable(0), 1);
     assert_eq!(
-        assigned(&feed(&mut dp, DraconisInput::TaskRequest(GPU))),
+        assigned(&feed(&mut dp, PullInput::TaskRequest(GPU))),
         Some(1)
     );
 }

@@ -4,9 +4,9 @@
 //! test -p netsched-core --test switch_layouts` rewrites it.
 
 use netsched_core::baselines::{IdleOnly, Jbsq, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin};
-use netsched_core::draconis::r2p2::{R2p2Config, R2p2Jbsq};
-use netsched_core::draconis::{Draconis, DraconisConfig};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions, HorusSpine};
+use netsched_core::pull::r2p2::{R2p2Config, R2p2Jbsq};
+use netsched_core::pull::{Draconis, DraconisConfig};
 use netsched_core::racksched::{
     LoadTracking, RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig,
 };

@@ -165,8 +165,11 @@ impl Dc {
         cfg.job_tasks = 2;
         cfg.timeout_ms = 150;
         cfg.max_attempts = 20;
-        self.client_host
-            .spawn(move || PullClient::bind(cfg).map(|mut c| c.run()))
+        self.client_host.spawn(move || {
+            PullClient::bind(cfg)
+                .map(|mut c| c.run())
+                .map_err(String::from)
+        })
     }
 
     fn rack_tasks(&self, r: usize) -> u64 {

@@ -15,7 +15,7 @@
 //! This is the queueing variant of the R2P2 router, for the push contract of
 //! [`crate::dataplane`]. The in-switch variant that recirculates instead of
 //! queueing, with the pull-scheduling messages Draconis compares against, is
-//! [`crate::draconis::r2p2::R2p2Jbsq`]; it keeps no queue (a waiting request
+//! [`crate::pull::r2p2::R2p2Jbsq`]; it keeps no queue (a waiting request
 //! is a packet in flight), so the two share only the bound rule.
 
 use std::collections::VecDeque;

@@ -27,6 +27,7 @@ use netsched_config::workload::ServiceDist;
 
 use super::client::{PullClient, PullReport};
 use super::config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};
+use super::error::PullError;
 use super::executor::PullWorker;
 use super::switch::PullDaemon;
 use crate::net;
@@ -97,9 +98,9 @@ fn run_once(
     executors: usize,
     retry_us: u64,
     client: impl FnOnce(SocketAddr) -> PullClientConfig,
-) -> Result<(PullReport, u64, f64), String> {
+) -> Result<(PullReport, u64, f64), PullError> {
     let socks: Vec<UdpSocket> = (0..executors)
-        .map(|_| UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string()))
+        .map(|_| UdpSocket::bind("127.0.0.1:0"))
         .collect::<Result<_, _>>()?;
     let addrs: Vec<SocketAddr> = socks.iter().map(|s| s.local_addr().unwrap()).collect();
     let scfg = PullSwitchConfig::new("127.0.0.1:0", policy, addrs);
@@ -108,19 +109,19 @@ fn run_once(
     let (tx, rx) = mpsc::channel();
     let daemon = {
         let (stop, cpu_ns) = (stop.clone(), cpu_ns.clone());
-        std::thread::spawn(move || -> Result<(), String> {
+        std::thread::spawn(move || -> Result<(), PullError> {
             let mut d = PullDaemon::bind(&scfg)?;
             tx.send((d.local_addr(), d.registry()))
-                .map_err(|e| e.to_string())?;
+                .map_err(|_| PullError::DaemonDidNotStart)?;
             let t0 = net::thread_cpu_ns();
-            d.run(&stop).map_err(|e| e.to_string())?;
+            d.run(&stop)?;
             cpu_ns.store(net::thread_cpu_ns() - t0, Ordering::Relaxed);
             Ok(())
         })
     };
     let (addr, registry) = rx
         .recv_timeout(Duration::from_secs(5))
-        .map_err(|_| "pull daemon did not start".to_string())?;
+        .map_err(|_| PullError::DaemonDidNotStart)?;
     let mut wcfg = PullWorkerConfig::new(addr, policy, vec![String::new(); executors]);
     wcfg.retry_us = retry_us;
     let wstop = Arc::new(AtomicBool::new(false));
@@ -129,9 +130,7 @@ fn run_once(
     wstop.store(true, Ordering::Relaxed);
     workers.join();
     stop.store(true, Ordering::Relaxed);
-    daemon
-        .join()
-        .map_err(|_| "pull daemon panicked".to_string())??;
+    daemon.join().map_err(|_| PullError::DaemonPanicked)??;
     let decisions = registry.sum("netsched_pull_decisions_total");
     Ok((
         report,
@@ -141,7 +140,7 @@ fn run_once(
 }
 
 /// The throughput part, one run per policy.
-pub fn throughput(o: &PullBenchOpts) -> Result<Vec<PullRun>, String> {
+pub fn throughput(o: &PullBenchOpts) -> Result<Vec<PullRun>, PullError> {
     o.policies
         .iter()
         .map(|&policy| {
@@ -219,7 +218,7 @@ impl SaturationRow {
 }
 
 /// The saturation part: `repeats` rounds, each running every policy once.
-pub fn saturation(o: &PullBenchOpts) -> Result<Vec<SaturationRow>, String> {
+pub fn saturation(o: &PullBenchOpts) -> Result<Vec<SaturationRow>, PullError> {
     let mut rows: Vec<SaturationRow> = o
         .policies
         .iter()
@@ -277,7 +276,7 @@ pub fn saturation_table(rows: &[SaturationRow]) -> String {
 }
 
 /// The latency part: every policy at every load.
-pub fn latency(o: &PullBenchOpts) -> Result<Vec<PullRun>, String> {
+pub fn latency(o: &PullBenchOpts) -> Result<Vec<PullRun>, PullError> {
     let mut runs = Vec::new();
     let capacity = o.executors as f64 * 1e6 / o.service_us;
     for &load in &o.loads {

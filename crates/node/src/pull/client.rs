@@ -35,6 +35,7 @@ use netsched_proto::{
 };
 
 use super::config::PullClientConfig;
+use super::error::PullError;
 use super::executor::{FN_ROCKS_GET, FN_ROCKS_SCAN, FN_SYNTHETIC};
 use crate::client::exp_gap;
 use crate::net;
@@ -191,15 +192,15 @@ struct Outgoing {
 }
 
 impl PullClient {
-    pub fn new(cfg: PullClientConfig, sock: UdpSocket) -> Result<Self, String> {
+    pub fn new(cfg: PullClientConfig, sock: UdpSocket) -> Result<Self, PullError> {
         cfg.validate()?;
-        let sampler = cfg.service.build().map_err(|e| e.to_string())?;
-        net::prepare(&sock).map_err(|e| e.to_string())?;
+        let sampler = cfg.service.build()?;
+        net::prepare(&sock)?;
         Ok(PullClient { cfg, sampler, sock })
     }
 
-    pub fn bind(cfg: PullClientConfig) -> Result<Self, String> {
-        let sock = UdpSocket::bind(&cfg.bind).map_err(|e| format!("{}: {e}", cfg.bind))?;
+    pub fn bind(cfg: PullClientConfig) -> Result<Self, PullError> {
+        let sock = UdpSocket::bind(&cfg.bind).map_err(|e| PullError::bind(&cfg.bind, e))?;
         Self::new(cfg, sock)
     }
 

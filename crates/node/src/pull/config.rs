@@ -11,8 +11,10 @@ use netsched_config::parse::toml_error;
 use netsched_config::pull::PullPolicy;
 use netsched_config::pull::{DraconisSection, R2p2Section, SparrowSection};
 use netsched_config::workload::ServiceDist;
+use netsched_config::ConfigError;
 use serde::Deserialize;
 
+use super::error::PullError;
 use crate::fault::FaultConfig;
 use crate::tasks::RocksConfig;
 
@@ -113,50 +115,59 @@ impl PullSwitchConfig {
         }
     }
 
-    pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: PullSwitchConfig = toml::from_str(s).map_err(|e| toml_error(s, &e).to_string())?;
+    pub fn from_toml(s: &str) -> Result<Self, PullError> {
+        let c: PullSwitchConfig = toml::from_str(s).map_err(|e| toml_error(s, &e))?;
         c.validate()?;
         Ok(c)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PullError> {
         if self.policy == PullPolicy::Racksched {
-            return Err(
-                "policy: racksched is a push scheduler; run it with `instance` tables (docs/runtime.md)"
-                    .into(),
-            );
+            return Err(invalid(
+                "policy",
+                "racksched is a push scheduler; run it with `instance` tables (docs/runtime.md)",
+            ));
         }
         if self.executors.is_empty() {
-            return Err("executors: a pull scheduler needs at least one executor".into());
+            return Err(invalid(
+                "executors",
+                "a pull scheduler needs at least one executor",
+            ));
         }
         if self.executors.len() > u32::MAX as usize / 2 {
-            return Err("executors: too many".into());
+            return Err(invalid("executors", "too many"));
         }
-        let section = |e: netsched_config::ConfigError, name| e.within(name).to_string();
+        let section = |e: ConfigError, name| e.within(name);
         self.draconis
             .validate()
             .map_err(|e| section(e, "draconis"))?;
         let cap = self.draconis.capacity;
         if cap < 2 {
-            return Err(format!(
-                "draconis.capacity: must be a power of two ≥ 2, got {cap}"
+            return Err(invalid(
+                "draconis.capacity",
+                format!("must be a power of two ≥ 2, got {cap}"),
             ));
         }
         if self.priority_levels == 0 {
-            return Err("priority_levels: must be at least 1".into());
+            return Err(invalid("priority_levels", "must be at least 1"));
         }
         if self.nodes_per_rack == 0 {
-            return Err("nodes_per_rack: must be at least 1".into());
+            return Err(invalid("nodes_per_rack", "must be at least 1"));
         }
         self.r2p2.validate().map_err(|e| section(e, "r2p2"))?;
         self.sparrow.validate().map_err(|e| section(e, "sparrow"))?;
         if self.max_clients == 0 {
-            return Err("max_clients: must be at least 1".into());
+            return Err(invalid("max_clients", "must be at least 1"));
         }
         if self.batch == 0 || self.batch > 1024 {
-            return Err(format!("batch: must be in 1..=1024, got {}", self.batch));
+            return Err(invalid(
+                "batch",
+                format!("must be in 1..=1024, got {}", self.batch),
+            ));
         }
-        self.fault.validate()
+        self.fault
+            .validate()
+            .map_err(|e| PullError::Fault(e.to_string()))
     }
 }
 
@@ -229,21 +240,27 @@ impl PullWorkerConfig {
         }
     }
 
-    pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: PullWorkerConfig = toml::from_str(s).map_err(|e| toml_error(s, &e).to_string())?;
+    pub fn from_toml(s: &str) -> Result<Self, PullError> {
+        let c: PullWorkerConfig = toml::from_str(s).map_err(|e| toml_error(s, &e))?;
         c.validate()?;
         Ok(c)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PullError> {
         if self.listen.is_empty() {
-            return Err("listen: a worker needs at least one executor address".into());
+            return Err(invalid(
+                "listen",
+                "a worker needs at least one executor address",
+            ));
         }
         if self.policy == PullPolicy::Racksched {
-            return Err("policy: racksched workers are push workers (no `policy` key)".into());
+            return Err(invalid(
+                "policy",
+                "racksched workers are push workers (no `policy` key)",
+            ));
         }
         if self.request_timeout_ms == 0 {
-            return Err("request_timeout_ms: must be positive".into());
+            return Err(invalid("request_timeout_ms", "must be positive"));
         }
         Ok(())
     }
@@ -333,27 +350,33 @@ impl PullClientConfig {
         }
     }
 
-    pub fn from_toml(s: &str) -> Result<Self, String> {
-        let c: PullClientConfig = toml::from_str(s).map_err(|e| toml_error(s, &e).to_string())?;
+    pub fn from_toml(s: &str) -> Result<Self, PullError> {
+        let c: PullClientConfig = toml::from_str(s).map_err(|e| toml_error(s, &e))?;
         c.validate()?;
         Ok(c)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PullError> {
         if !(self.rate > 0.0 && self.rate.is_finite()) {
-            return Err(format!("rate: must be positive, got {}", self.rate));
+            return Err(invalid(
+                "rate",
+                format!("must be positive, got {}", self.rate),
+            ));
         }
         if self.job_tasks == 0 {
-            return Err("job_tasks: must be at least 1".into());
+            return Err(invalid("job_tasks", "must be at least 1"));
         }
         if self.max_attempts == 0 {
-            return Err("max_attempts: must be at least 1".into());
+            return Err(invalid("max_attempts", "must be at least 1"));
         }
         if self.timeout_ms == 0 {
-            return Err("timeout_ms: must be positive".into());
+            return Err(invalid("timeout_ms", "must be positive"));
         }
         if self.max_outstanding != 0 && self.max_outstanding < self.job_tasks {
-            return Err("max_outstanding: must hold at least one job (job_tasks)".into());
+            return Err(invalid(
+                "max_outstanding",
+                "must hold at least one job (job_tasks)",
+            ));
         }
         if self
             .priority_weights
@@ -362,17 +385,27 @@ impl PullClientConfig {
             || (!self.priority_weights.is_empty()
                 && self.priority_weights.iter().sum::<f64>() <= 0.0)
         {
-            return Err("priority_weights: must be non-negative with a positive sum".into());
+            return Err(invalid(
+                "priority_weights",
+                "must be non-negative with a positive sum",
+            ));
         }
         if self.priority_weights.len() > 255 {
-            return Err("priority_weights: at most 255 levels".into());
+            return Err(invalid("priority_weights", "at most 255 levels"));
         }
         let n = self.rate * self.duration_ms as f64 / 1e3;
         if n > u32::MAX as f64 / 2.0 {
-            return Err("rate × duration: too many tasks for 32-bit task numbers".into());
+            return Err(invalid(
+                "rate × duration",
+                "too many tasks for 32-bit task numbers",
+            ));
         }
-        self.service.validate().map_err(|e| e.to_string())
+        Ok(self.service.validate()?)
     }
+}
+
+fn invalid(field: &str, msg: impl Into<String>) -> PullError {
+    PullError::Config(ConfigError::new(field, msg))
 }
 
 /// Whether a config file is for the pull runtime: `netsched switch`,

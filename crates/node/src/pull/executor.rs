@@ -14,9 +14,11 @@
 //! Every finished task is reported to its client directly (the assignment
 //! carries the client's address, §4.1) with the time it ran.
 //!
-//! A request that gets no answer within `request_timeout_ms` (lost, or the
-//! scheduler restarted) is sent again, so an executor never stalls; if that
-//! yields two assignments, the second waits in a local FIFO.
+//! The request, no-op retry and request timeout are core's
+//! [`Executor`] state machine (the one the simulator drives): a request
+//! that gets no answer within `request_timeout_ms` (lost, or the scheduler
+//! restarted) is sent again, so an executor never stalls; if that yields two
+//! assignments, the second waits in a local FIFO.
 
 use std::collections::VecDeque;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
@@ -26,10 +28,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use netsched_config::pull::PullPolicy;
-use netsched_core::draconis::sparrow::{SparrowInput, SparrowWorker};
+use netsched_core::pull::sparrow::SparrowWorker;
+use netsched_core::pull::{ExecInfo, Executor, ExecutorWake, PullInput};
 use netsched_proto::{CompletionStatus, DraconisMessage, Message, WireTask, MAX_DATAGRAM};
 
 use super::config::PullWorkerConfig;
+use super::error::PullError;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
 use crate::tasks::{RocksStore, TaskKind, GET_OBJECTS, SCAN_OBJECTS};
@@ -138,10 +142,12 @@ impl PullWorker {
         cfg: &PullWorkerConfig,
         socks: Vec<UdpSocket>,
         stop: Arc<AtomicBool>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PullError> {
         cfg.validate()?;
         let rocks = match &cfg.rocksdb {
-            Some(rc) => Some(Arc::new(RocksStore::open(rc)?)),
+            Some(rc) => Some(Arc::new(
+                RocksStore::open(rc).map_err(|e| PullError::Rocks(e.to_string()))?,
+            )),
             None => None,
         };
         let mut reg = Registry::new();
@@ -152,8 +158,8 @@ impl PullWorker {
         let mut threads = Vec::new();
         let mut addrs = Vec::new();
         for (i, sock) in socks.into_iter().enumerate() {
-            net::prepare(&sock).map_err(|e| e.to_string())?;
-            addrs.push(sock.local_addr().map_err(|e| e.to_string())?);
+            net::prepare(&sock)?;
+            addrs.push(sock.local_addr()?);
             let ex = Exec {
                 sock,
                 id: cfg.first_id + i as u32,
@@ -172,8 +178,7 @@ impl PullWorker {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("pull-exec-{}", ex.id))
-                    .spawn(move || ex.run(&stop))
-                    .map_err(|e| e.to_string())?,
+                    .spawn(move || ex.run(&stop))?,
             );
         }
         Ok(PullWorker {
@@ -185,11 +190,11 @@ impl PullWorker {
     }
 
     /// Binds `cfg.listen` and starts.
-    pub fn bind(cfg: &PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
+    pub fn bind(cfg: &PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, PullError> {
         let socks = cfg
             .listen
             .iter()
-            .map(|a| UdpSocket::bind(a).map_err(|e| format!("{a}: {e}")))
+            .map(|a| UdpSocket::bind(a).map_err(|e| PullError::bind(a, e)))
             .collect::<Result<Vec<_>, _>>()?;
         Self::start(cfg, socks, stop)
     }
@@ -211,31 +216,24 @@ impl PullWorker {
     }
 }
 
-/// What an executor is waiting for from the scheduler.
-#[derive(Clone, Copy)]
-enum Awaiting {
-    Nothing,
-    /// An answer to the request (or Sparrow get-task) sent at this instant.
-    Answer {
-        since: Instant,
-    },
-    /// A no-op said "nothing now": ask again at this instant.
-    RetryAt(Instant),
-}
-
 impl Exec {
     fn run(self, stop: &AtomicBool) {
         net::tighten_timer_slack();
+        let clock = net::Clock::new();
         let mut local: VecDeque<(SocketAddrV4, WireTask)> = VecDeque::with_capacity(16);
         let mut sparrow = SparrowWorker::new(self.id, 64);
+        let info = ExecInfo {
+            id: self.id,
+            node: self.node,
+            resources: self.resources,
+        };
+        let mut ex = Executor::new(info, self.retry.as_nanos() as u64)
+            .with_request_timeout(self.request_timeout.as_nanos() as u64);
         let mut rx = [0u8; MAX_DATAGRAM];
         let mut tx = [0u8; MAX_DATAGRAM];
-        let mut awaiting = Awaiting::Nothing;
         if self.mode == Mode::Pull {
             self.request(&mut tx);
-            awaiting = Awaiting::Answer {
-                since: Instant::now(),
-            };
+            ex.sent(clock.now_ns());
         }
         while !stop.load(Ordering::Relaxed) {
             // Everything queued in the socket first.
@@ -251,23 +249,25 @@ impl Exec {
                         if self.mode == Mode::Sparrow {
                             sparrow.on_assign();
                         }
-                        if matches!(awaiting, Awaiting::Answer { .. }) {
-                            awaiting = Awaiting::Nothing;
-                        }
+                        ex.on_task();
                         local.push_back((client, task));
                     }
                     Ok(Message::Draconis(DraconisMessage::NoOp)) => {
                         self.registry.inc(self.slots.noops);
-                        awaiting = match self.mode {
-                            Mode::Sparrow => self.sparrow_next(sparrow.on_free(), &mut tx),
-                            _ => Awaiting::RetryAt(Instant::now() + self.retry),
-                        };
+                        match self.mode {
+                            Mode::Sparrow => {
+                                self.sparrow_next(sparrow.on_free(), &mut ex, &clock, &mut tx)
+                            }
+                            _ => {
+                                ex.on_noop(clock.now_ns());
+                            }
+                        }
                     }
                     Ok(Message::Draconis(DraconisMessage::Probe { slot }))
                         if self.mode == Mode::Sparrow =>
                     {
                         if let Some(next) = sparrow.on_probe(slot) {
-                            awaiting = self.sparrow_next(Some(next), &mut tx);
+                            self.sparrow_next(Some(next), &mut ex, &clock, &mut tx);
                         }
                     }
                     _ => self.registry.inc(self.slots.invalid),
@@ -278,45 +278,35 @@ impl Exec {
                 match self.mode {
                     Mode::Pull if local.is_empty() => {
                         self.request(&mut tx);
-                        awaiting = Awaiting::Answer {
-                            since: Instant::now(),
-                        };
+                        ex.sent(clock.now_ns());
                     }
                     Mode::Pull => {}
                     // R2P2: every finished task frees a JBSQ slot.
                     Mode::Push => self.request(&mut tx),
-                    Mode::Sparrow => awaiting = self.sparrow_next(sparrow.on_free(), &mut tx),
+                    Mode::Sparrow => self.sparrow_next(sparrow.on_free(), &mut ex, &clock, &mut tx),
                 }
                 continue;
             }
-            let now = Instant::now();
-            match awaiting {
-                Awaiting::RetryAt(at) if now >= at => {
-                    self.request(&mut tx);
-                    awaiting = Awaiting::Answer { since: now };
-                }
-                Awaiting::Answer { since } if now >= since + self.request_timeout => {
+            let now = clock.now_ns();
+            match (ex.poll(now), self.mode) {
+                (Some(ExecutorWake::AnswerLost), Mode::Sparrow) => {
+                    // The reservation's answer is lost; give it up (its
+                    // task, if assigned, times out at the client).
                     self.registry.inc(self.slots.retries);
-                    awaiting = match self.mode {
-                        Mode::Sparrow => {
-                            // The reservation's answer is lost; give it up
-                            // (its task, if assigned, times out at the client).
-                            self.sparrow_next(sparrow.on_free(), &mut tx)
-                        }
-                        _ => {
-                            self.request(&mut tx);
-                            Awaiting::Answer { since: now }
-                        }
-                    };
+                    self.sparrow_next(sparrow.on_free(), &mut ex, &clock, &mut tx);
                 }
-                _ => {}
+                (Some(wake), _) => {
+                    if wake == ExecutorWake::AnswerLost {
+                        self.registry.inc(self.slots.retries);
+                    }
+                    self.request(&mut tx);
+                    ex.sent(now);
+                }
+                (None, _) => {}
             }
-            let wait = match awaiting {
-                Awaiting::RetryAt(at) => at.saturating_duration_since(now),
-                Awaiting::Answer { since } => {
-                    (since + self.request_timeout).saturating_duration_since(now)
-                }
-                Awaiting::Nothing => Duration::from_millis(10),
+            let wait = match ex.deadline() {
+                Some(at) => Duration::from_nanos(at.saturating_sub(now)),
+                None => Duration::from_millis(10),
             };
             // Park even for short waits (ppoll has µs resolution with the
             // tightened timer slack): many executors share few cores, and
@@ -330,17 +320,22 @@ impl Exec {
         }
     }
 
-    /// Sends Sparrow's get-task, if the worker state machine asks for one.
-    fn sparrow_next(&self, next: Option<SparrowInput>, tx: &mut [u8]) -> Awaiting {
+    /// Sends Sparrow's get-task, if the worker state machine asks for one,
+    /// and waits for its answer; otherwise waits for nothing.
+    fn sparrow_next(
+        &self,
+        next: Option<PullInput>,
+        ex: &mut Executor,
+        clock: &net::Clock,
+        tx: &mut [u8],
+    ) {
         match next {
-            Some(SparrowInput::GetTask { slot, .. }) => {
+            Some(PullInput::GetTask { slot, .. }) => {
                 self.send(DraconisMessage::GetTask { slot }, self.scheduler, tx);
                 self.registry.inc(self.slots.requests);
-                Awaiting::Answer {
-                    since: Instant::now(),
-                }
+                ex.sent(clock.now_ns());
             }
-            _ => Awaiting::Nothing,
+            _ => ex.idle(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Pull scheduling over UDP (Draconis EuroSys'24, R2P2 JBSQ, Sparrow): the
-//! `netsched-core::draconis` data planes in real processes, in wire family 3
+//! `netsched-core::pull` data planes in real processes, in wire family 3
 //! of crates/proto.
 //!
 //! * [`switch`]: the scheduler daemon (`netsched switch` with a pull policy).
@@ -12,10 +12,12 @@
 pub mod bench;
 pub mod client;
 pub mod config;
+pub mod error;
 pub mod executor;
 pub mod switch;
 
 pub use client::{PullClient, PullReport};
 pub use config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};
+pub use error::PullError;
 pub use executor::PullWorker;
 pub use switch::PullDaemon;

@@ -1,8 +1,8 @@
 //! The pull scheduler daemon: `netsched switch` with a pull `policy`.
 //!
-//! One UDP socket, one scheduler from `netsched_core::draconis`: the
-//! Draconis switch (FCFS, priority, resource, locality), Draconis-Server, R2P2
-//! JBSQ(k) or a Sparrow scheduler. The daemon is only a driver: it decodes a
+//! One UDP socket, one scheduler from `netsched_core::pull` (a
+//! [`PullPlane`]): the Draconis switch (FCFS, priority, resource, locality),
+//! Draconis-Server, R2P2 JBSQ(k) or a Sparrow scheduler. The daemon is only a driver: it decodes a
 //! datagram, maps it to the scheduler's input, and turns each action into a
 //! datagram. Every scheduling choice is the data plane's.
 //!
@@ -41,23 +41,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netsched_config::pull::PullPolicy;
+use netsched_config::pull::{pull_params, PullPolicy};
+use netsched_config::ConfigError;
 use netsched_core::dataplane::DropReason;
-use netsched_core::draconis::r2p2::{
-    JbsqProbe, R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox,
-};
-use netsched_core::draconis::server::DraconisServer;
-use netsched_core::draconis::sparrow::{
-    SparrowAction, SparrowConfig, SparrowInput, SparrowOutbox, SparrowScheduler,
-};
-use netsched_core::draconis::{
-    ClientId, Draconis, DraconisAction, DraconisInput, DraconisOutbox, ExecInfo, JobSubmission,
-    Recirc, TaskInfo, TaskList,
+use netsched_core::pull::{
+    ClientId, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox, PullPlane,
+    PullPlaneKind, TaskInfo, TaskList,
 };
 use netsched_core::rng::Rng;
 use netsched_proto::{DecodeError, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM};
 
 use super::config::PullSwitchConfig;
+use super::error::PullError;
 use crate::fault::Fault;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net::{self, Clock, Mmsg};
@@ -261,28 +256,10 @@ fn register(reg: &mut Registry) -> Slots {
     }
 }
 
-/// The hosted scheduler.
-enum Sched {
-    Switch(Box<Draconis>),
-    Server(Box<DraconisServer>),
-    R2p2(Box<R2p2Jbsq>),
-    Sparrow(Box<SparrowScheduler>),
-}
-
-/// A pass waiting for the recirculation port.
-// Recirculated packets are fixed-size `Copy` values (a Draconis job carries
-// its tasks); boxing would allocate per pass.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Copy)]
-enum Pending {
-    Draconis(Recirc),
-    R2p2(JbsqProbe),
-}
-
 /// The pull scheduler daemon.
 pub struct PullDaemon {
     sock: UdpSocket,
-    sched: Sched,
+    sched: PullPlane,
     policy: PullPolicy,
     executors: Vec<SocketAddr>,
     exec_index: HashMap<SocketAddr, u32>,
@@ -298,11 +275,12 @@ pub struct PullDaemon {
     free_clients: Vec<ClientId>,
     client_idle_ns: u64,
     next_client_sweep: u64,
-    recirc: VecDeque<(u64, Pending)>,
+    /// Passes waiting for the recirculation port, with when they are due.
+    // Recirculated packets are fixed-size `Copy` values (a Draconis job
+    // carries its tasks); boxing would allocate per pass.
+    recirc: VecDeque<(u64, PullInput)>,
     recirc_ns: u64,
-    dout: DraconisOutbox,
-    rout: R2p2Outbox,
-    sout: SparrowOutbox,
+    out: PullOutbox,
     rxb: Mmsg,
     txb: Mmsg,
     clock: Clock,
@@ -313,49 +291,36 @@ pub struct PullDaemon {
 
 impl PullDaemon {
     /// A daemon on an already bound socket (made non-blocking here).
-    pub fn new(cfg: &PullSwitchConfig, sock: UdpSocket) -> Result<Self, String> {
+    pub fn new(cfg: &PullSwitchConfig, sock: UdpSocket) -> Result<Self, PullError> {
         cfg.validate()?;
-        net::prepare(&sock).map_err(|e| e.to_string())?;
+        net::prepare(&sock)?;
         let n_exec = cfg.executors.len() as u32;
         let levels = if cfg.policy == PullPolicy::DraconisPriority {
             cfg.priority_levels
         } else {
             1
         };
-        let dcfg = cfg
-            .draconis
-            .switch_config(cfg.policy, levels, cfg.nodes_per_rack);
-        let sched = match cfg.policy {
-            PullPolicy::DraconisServer => Sched::Server(Box::new(DraconisServer::new(dcfg))),
-            PullPolicy::R2p2 => Sched::R2p2(Box::new(R2p2Jbsq::new(
-                n_exec,
-                R2p2Config {
-                    k: cfg.r2p2.k,
-                    recirc_budget: cfg.r2p2.recirc_budget,
-                },
-            ))),
-            PullPolicy::Sparrow => Sched::Sparrow(Box::new(SparrowScheduler::new(
-                n_exec,
-                SparrowConfig {
-                    probe_ratio: cfg.sparrow.probe_ratio,
-                    max_jobs: cfg.sparrow.max_jobs,
-                },
-                Rng::new(cfg.seed).next_u64(),
-            ))),
-            _ => Sched::Switch(Box::new(Draconis::new(dcfg))),
+        let params = pull_params(
+            cfg.policy,
+            levels,
+            cfg.nodes_per_rack,
+            &cfg.draconis,
+            &cfg.r2p2,
+            &cfg.sparrow,
+        );
+        params
+            .validate()
+            .map_err(|e| ConfigError::new(e.field, e.msg))?;
+        let Some(kind) = cfg.policy.plane() else {
+            let msg = format!("{} is not a pull scheduler", cfg.policy.name());
+            return Err(ConfigError::new("policy", msg).into());
         };
-        let sout = match &sched {
-            Sched::Sparrow(s) => s.outbox(),
-            _ => SparrowOutbox::with_capacity(0),
-        };
-        let dout = match &sched {
-            Sched::Server(_) => DraconisServer::outbox(),
-            _ => DraconisOutbox::new(),
-        };
+        let sched = PullPlane::build(kind, n_exec, Rng::new(cfg.seed).next_u64(), &params);
+        let out = sched.outbox();
         let mut exec_index = HashMap::with_capacity(cfg.executors.len());
         for (i, a) in cfg.executors.iter().enumerate() {
             if exec_index.insert(*a, i as u32).is_some() {
-                return Err(format!("executors: {a} is listed twice"));
+                return Err(ConfigError::new("executors", format!("{a} is listed twice")).into());
             }
         }
         let mut reg = Registry::new();
@@ -376,9 +341,7 @@ impl PullDaemon {
             next_client_sweep: 0,
             recirc: VecDeque::with_capacity(4096),
             recirc_ns: cfg.recirc_ns,
-            dout,
-            rout: R2p2Outbox::new(),
-            sout,
+            out,
             rxb: Mmsg::new(cfg.batch, MAX_DATAGRAM),
             txb: Mmsg::new(cfg.batch * 4 + 64, MAX_DATAGRAM),
             clock: Clock::new(),
@@ -388,8 +351,8 @@ impl PullDaemon {
         })
     }
 
-    pub fn bind(cfg: &PullSwitchConfig) -> Result<Self, String> {
-        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| format!("{}: {e}", cfg.listen))?;
+    pub fn bind(cfg: &PullSwitchConfig) -> Result<Self, PullError> {
+        let sock = UdpSocket::bind(&cfg.listen).map_err(|e| PullError::bind(&cfg.listen, e))?;
         Self::new(cfg, sock)
     }
 
@@ -478,10 +441,7 @@ impl PullDaemon {
                 Some(&(due, p)) if due <= now => {
                     self.recirc.pop_front();
                     done += 1;
-                    match p {
-                        Pending::Draconis(r) => self.draconis_pass(DraconisInput::Resubmit(r), now),
-                        Pending::R2p2(p) => self.r2p2_pass(R2p2Input::Resubmit(p), now),
-                    }
+                    self.pass(p, now);
                 }
                 _ => break,
             }
@@ -508,21 +468,9 @@ impl PullDaemon {
     }
 
     pub fn publish_gauges(&mut self) {
-        let (len, first, resub) = match &self.sched {
-            Sched::Switch(d) => (
-                d.queue().len() as u64,
-                d.pipeline().first_passes,
-                d.pipeline().resubmissions,
-            ),
-            Sched::Server(s) => (
-                s.scheduler().queue().len() as u64,
-                s.pipeline().first_passes,
-                s.pipeline().resubmissions,
-            ),
-            Sched::R2p2(r) => (0, r.pipeline().first_passes, r.pipeline().resubmissions),
-            Sched::Sparrow(s) => (s.active_jobs() as u64, 0, 0),
-        };
-        self.registry.set(self.slots.queue_len, len);
+        let (first, resub) = self.sched.passes();
+        self.registry
+            .set(self.slots.queue_len, self.sched.backlog());
         self.registry.set(self.slots.first_passes, first);
         self.registry.set(self.slots.resubmissions, resub);
         self.registry
@@ -558,20 +506,21 @@ impl PullDaemon {
                     node,
                     resources,
                 };
-                match self.sched {
-                    Sched::Switch(_) | Sched::Server(_) => {
-                        self.draconis_pass(DraconisInput::TaskRequest(exec), now)
+                match self.sched.kind() {
+                    PullPlaneKind::Switch | PullPlaneKind::Server => {
+                        self.pass(PullInput::TaskRequest(exec), now)
                     }
-                    Sched::R2p2(_) => self.r2p2_pass(R2p2Input::Completion { executor: id }, now),
-                    Sched::Sparrow(_) => self.drop(PullDrop::WrongRole),
+                    // R2P2's completion feedback rides on the task request.
+                    PullPlaneKind::Jbsq => self.pass(PullInput::Completion { executor: id }, now),
+                    PullPlaneKind::Sparrow => self.drop(PullDrop::WrongRole),
                 }
             }
             DraconisMessage::GetTask { slot } => {
                 let Some(worker) = self.executor(src) else {
                     return;
                 };
-                if matches!(self.sched, Sched::Sparrow(_)) {
-                    self.sparrow_pass(SparrowInput::GetTask { worker, slot });
+                if self.sched.kind() == PullPlaneKind::Sparrow {
+                    self.pass(PullInput::GetTask { worker, slot }, now);
                 } else {
                     self.drop(PullDrop::WrongRole);
                 }
@@ -665,44 +614,36 @@ impl PullDaemon {
         for t in tasks.as_slice() {
             list.push(to_core(t));
         }
-        match self.sched {
-            Sched::Switch(_) | Sched::Server(_) => self.draconis_pass(
-                DraconisInput::JobSubmission(JobSubmission {
+        match self.sched.kind() {
+            // R2P2 schedules requests, not jobs: each task is one.
+            PullPlaneKind::Jbsq => {
+                for &task in list.as_slice() {
+                    self.registry.inc(self.slots.tasks_accepted);
+                    self.count_tasks(client, 1);
+                    self.pass(PullInput::Request { client, task }, now);
+                }
+            }
+            PullPlaneKind::Switch | PullPlaneKind::Server | PullPlaneKind::Sparrow => self.pass(
+                PullInput::JobSubmission(JobSubmission {
                     client,
                     job,
                     tasks: list,
                 }),
                 now,
             ),
-            // R2P2 schedules requests, not jobs: each task is one.
-            Sched::R2p2(_) => {
-                for &task in list.as_slice() {
-                    self.registry.inc(self.slots.tasks_accepted);
-                    self.count_tasks(client, 1);
-                    self.r2p2_pass(R2p2Input::Request { client, task }, now);
-                }
-            }
-            Sched::Sparrow(_) => self.sparrow_pass(SparrowInput::Job {
-                client,
-                job,
-                tasks: list,
-            }),
         }
     }
 
-    /// One Draconis pass (or, for Draconis-Server, one message run to
-    /// completion) and its actions.
-    fn draconis_pass(&mut self, input: DraconisInput, now: u64) {
-        let mut out = std::mem::replace(&mut self.dout, DraconisOutbox::with_capacity(0));
+    /// One pass of the scheduler (for Draconis-Server, one message run to
+    /// completion; for Sparrow, one message) and its actions.
+    fn pass(&mut self, input: PullInput, now: u64) {
+        let mut out = std::mem::replace(&mut self.out, PullOutbox::with_capacity(0));
         out.clear();
-        match &mut self.sched {
-            Sched::Switch(d) => d.handle(input, &mut out),
-            Sched::Server(s) => s.handle(input, &mut out),
-            _ => unreachable!("draconis_pass on a non-Draconis scheduler"),
-        }
+        self.sched.handle(now, input, &mut out);
+        let mut overflowed = false;
         for a in out.drain() {
             match a {
-                DraconisAction::AssignTask {
+                PullAction::AssignTask {
                     executor,
                     client,
                     task,
@@ -711,11 +652,11 @@ impl PullDaemon {
                     self.registry.inc(self.slots.assigned);
                     self.assign(executor, client, task, skips);
                 }
-                DraconisAction::NoOp { executor } => {
+                PullAction::NoOp { executor } => {
                     self.registry.inc(self.slots.noops);
                     self.send_exec(executor, DraconisMessage::NoOp);
                 }
-                DraconisAction::Ack {
+                PullAction::Ack {
                     client,
                     job,
                     accepted,
@@ -727,7 +668,7 @@ impl PullDaemon {
                         self.send(DraconisMessage::Ack { job, accepted }, SocketAddr::V4(c));
                     }
                 }
-                DraconisAction::ErrorPacket { client, tasks } => {
+                PullAction::ErrorPacket { client, tasks } => {
                     if let Some(&c) = self.clients.get(client as usize) {
                         let mut v = TaskVec::new();
                         for t in tasks.as_slice() {
@@ -736,98 +677,51 @@ impl PullDaemon {
                         self.send_error(SocketAddr::V4(c), &v);
                     }
                 }
-                DraconisAction::Recirculate(r) => {
+                PullAction::Probe { worker, slot } => {
+                    self.send_exec(worker, DraconisMessage::Probe { slot })
+                }
+                PullAction::Recirculate(r) => {
                     self.registry.inc(self.slots.recirculations);
                     self.recirc
-                        .push_back((now + self.recirc_ns, Pending::Draconis(r)));
+                        .push_back((now + self.recirc_ns, PullInput::Resubmit(r)));
                 }
-                DraconisAction::Drop(_) => self.drop(PullDrop::Unexpected),
-            }
-        }
-        self.dout = out;
-    }
-
-    fn r2p2_pass(&mut self, input: R2p2Input, now: u64) {
-        let mut out = std::mem::replace(&mut self.rout, R2p2Outbox::with_capacity(0));
-        out.clear();
-        let Sched::R2p2(r) = &mut self.sched else {
-            unreachable!("r2p2_pass on another scheduler")
-        };
-        r.handle(input, &mut out);
-        for a in out.drain() {
-            match a {
-                R2p2Action::Dispatch {
-                    executor,
-                    client,
-                    task,
-                } => {
-                    self.registry.inc(self.slots.assigned);
-                    self.assign(executor, client, task, 0);
-                }
-                R2p2Action::Recirculate(p) => {
+                PullAction::Reprobe(p) => {
                     self.registry.inc(self.slots.recirculations);
                     self.recirc
-                        .push_back((now + self.recirc_ns, Pending::R2p2(p)));
+                        .push_back((now + self.recirc_ns, PullInput::Reprobe(p)));
                 }
-                R2p2Action::Drop(DropReason::RecirculationBudget) => {
-                    // The probe that ran out carried the task: return it.
+                PullAction::Drop(DropReason::RecirculationBudget) => {
+                    // R2P2: the probe that ran out carried the task: return it.
                     self.drop(PullDrop::RecirculationBudget);
-                    if let R2p2Input::Resubmit(p) = input {
+                    if let PullInput::Reprobe(p) = input {
                         self.count_tasks(p.client, -1);
                         self.return_task(p.client, &p.task);
                     }
                 }
-                R2p2Action::Drop(_) => self.drop(PullDrop::Unexpected),
-            }
-        }
-        self.rout = out;
-    }
-
-    fn sparrow_pass(&mut self, input: SparrowInput) {
-        let mut out = std::mem::replace(&mut self.sout, SparrowOutbox::with_capacity(0));
-        out.clear();
-        let Sched::Sparrow(s) = &mut self.sched else {
-            unreachable!("sparrow_pass on another scheduler")
-        };
-        s.handle(input, &mut out);
-        let mut overflowed = false;
-        for a in out.drain() {
-            match a {
-                SparrowAction::Probe { worker, slot } => {
-                    self.send_exec(worker, DraconisMessage::Probe { slot })
-                }
-                SparrowAction::Assign {
-                    worker,
-                    client,
-                    task,
-                } => {
-                    self.registry.inc(self.slots.assigned);
-                    self.assign(worker, client, task, 0);
-                }
-                SparrowAction::NoOp { worker } => {
-                    self.registry.inc(self.slots.noops);
-                    self.send_exec(worker, DraconisMessage::NoOp);
-                }
-                SparrowAction::Drop(DropReason::Overflow) => {
+                PullAction::Drop(DropReason::Overflow) => {
+                    // Sparrow: no job slot free; the job's tasks go back.
                     overflowed = true;
                     self.drop(PullDrop::Overflow);
-                    if let SparrowInput::Job { client, tasks, .. } = input {
+                    if let PullInput::JobSubmission(JobSubmission { client, tasks, .. }) = input {
                         for t in tasks.as_slice() {
                             self.return_task(client, t);
                         }
                     }
                 }
-                SparrowAction::Drop(_) => self.drop(PullDrop::Unexpected),
+                PullAction::Drop(_) => self.drop(PullDrop::Unexpected),
             }
         }
-        if let SparrowInput::Job { client, tasks, .. } = input {
+        // Draconis counts a job's accepted tasks by its Ack; Sparrow, which
+        // sends none, took them all unless it overflowed.
+        if let (PullPlaneKind::Sparrow, PullInput::JobSubmission(job)) = (self.sched.kind(), input)
+        {
             if !overflowed {
-                self.count_tasks(client, tasks.len() as i64);
+                self.count_tasks(job.client, job.tasks.len() as i64);
                 self.registry
-                    .add(self.slots.tasks_accepted, tasks.len() as u64);
+                    .add(self.slots.tasks_accepted, job.tasks.len() as u64);
             }
         }
-        self.sout = out;
+        self.out = out;
     }
 
     fn assign(&mut self, executor: u32, client: ClientId, task: TaskInfo, skips: u16) {
@@ -900,12 +794,16 @@ fn to_wire(t: &TaskInfo) -> WireTask {
 }
 
 /// Runs a pull scheduler until `stop` is set, with its metrics endpoint.
-pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), PullError> {
     let mut d = PullDaemon::bind(cfg)?;
     let metrics = match &cfg.metrics {
         Some(a) => Some(
-            crate::metrics::serve(a, d.registry(), stop.clone())
-                .map_err(|e| format!("{a}: {e}"))?,
+            crate::metrics::serve(a, d.registry(), stop.clone()).map_err(|source| {
+                PullError::Metrics {
+                    addr: a.clone(),
+                    source,
+                }
+            })?,
         ),
         None => None,
     };
@@ -926,7 +824,7 @@ pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), S
             ),
         ],
     );
-    d.run(&stop).map_err(|e| e.to_string())?;
+    d.run(&stop)?;
     if let Some((_, h)) = metrics {
         let _ = h.join();
     }

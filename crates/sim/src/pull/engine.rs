@@ -1,7 +1,8 @@
 //! The pull simulator's event loop: clients, executors and one scheduler
 //! (a Draconis switch, a Draconis server, an R2P2 switch or Sparrow
-//! schedulers), all driven through the sans-IO data planes of
-//! `netsched_core::draconis`. The driver owns time, links and hosts; every
+//! schedulers), all driven through the sans-IO contract of
+//! `netsched_core::pull` ([`PullPlane`]; `racksched` through the push
+//! registry's [`Plane`]). The driver owns time, links and hosts; every
 //! scheduling decision is the data plane's.
 //!
 //! Time is integer ns; the event queue is the push simulator's
@@ -11,18 +12,24 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use netsched_config::pull::pull_params;
 use netsched_core::dataplane::{Action, DataPlane, Input, Outbox, TaskMeta};
-use netsched_core::draconis::r2p2::{R2p2Action, R2p2Config, R2p2Input, R2p2Jbsq, R2p2Outbox};
-use netsched_core::draconis::server::DraconisServer;
-use netsched_core::draconis::sparrow::{
-    SparrowAction, SparrowConfig, SparrowInput, SparrowOutbox, SparrowScheduler, SparrowWorker,
+use netsched_core::pull::sparrow::SparrowWorker;
+use netsched_core::pull::{
+    ExecInfo, Executor, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox, PullPlane,
+    PullPlaneKind, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
 };
-use netsched_core::draconis::{
-    Draconis, DraconisAction, DraconisInput, DraconisOutbox, ExecInfo, Executor, JobSubmission,
-    TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
-};
-use netsched_core::racksched::{RackSched, RackSchedConfig};
+use netsched_core::registry::{Layer, Plane, PlaneParams, Policy};
 use netsched_core::rng::Rng;
+
+mod clients;
+mod executors;
+mod pipeline;
+mod schedulers;
+mod slab;
+
+use pipeline::SwitchPipeline;
+use slab::Slab;
 
 use super::config::{Arrival, PullConfig, PullPolicy};
 use super::metrics::PullMetrics;
@@ -78,54 +85,18 @@ struct Task {
     phase: u8,
 }
 
-/// Packets wider than a few words wait in a slab while in flight, so that
-/// heap entries stay small (a job_submission is ~340 bytes).
-struct Slab<T> {
-    items: Vec<T>,
-    free: Vec<u32>,
-}
-
-impl<T: Copy> Slab<T> {
-    fn new() -> Self {
-        Slab {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-
-    fn put(&mut self, v: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i as usize] = v;
-                i
-            }
-            None => {
-                self.items.push(v);
-                (self.items.len() - 1) as u32
-            }
-        }
-    }
-
-    fn take(&mut self, i: u32) -> T {
-        self.free.push(i);
-        self.items[i as usize]
-    }
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     /// The next job leaves its client.
     Arrival,
-    /// A packet reaches the Draconis switch or server (index into `dpkts`).
-    Draconis(u32),
-    R2p2(R2p2Input),
+    /// A packet reaches pull scheduler `.0` (index into `planes`; index
+    /// into `pkts`).
+    Pull(u32, u32),
     /// A packet reaches the RackSched switch.
     Rack(Input),
     /// RackSched: a dispatched task reaches node `.0` (TaskMeta id encodes
     /// task and attempt, see `rack_id`).
     NodeTask(u32, u64),
-    /// A message reaches Sparrow scheduler `.0` (index into `spkts`).
-    Sparrow(u32, u32),
     /// A task_assignment / dispatch reaches an executor.
     ExecTask(u32, TaskInfo),
     ExecNoOp(u32),
@@ -142,20 +113,6 @@ enum Ev {
     Resubmit(u64),
 }
 
-enum Sched {
-    Switch(Box<Draconis>),
-    Server {
-        s: Box<DraconisServer>,
-        free_at: u64,
-    },
-    R2p2(Box<R2p2Jbsq>),
-    Sparrow {
-        s: Vec<SparrowScheduler>,
-        free_at: Vec<u64>,
-    },
-    Rack(Box<RackSched>),
-}
-
 struct Exec {
     info: ExecInfo,
     ex: Executor,
@@ -168,44 +125,6 @@ struct Exec {
     request_sent: u64,
     group: u8,
     sparrow: Option<SparrowWorker>,
-}
-
-/// The scheduling switch's pipeline rate (`network.switch_pps`): passes,
-/// first ones and recirculations alike, start in arrival order, at most
-/// `pps` per second. Slot k of a busy period that began at `busy_start`
-/// starts at `busy_start + ceil(k · 10⁹ / pps)` ns: exact in integer ns,
-/// without drift, for rates above 1 G passes/s too (Tofino, Draconis §8.2:
-/// 4.7 G packets/s).
-struct SwitchPipeline {
-    pps: u64,
-    busy_start: u64,
-    passes: u64,
-}
-
-impl SwitchPipeline {
-    fn new(pps: u64) -> Self {
-        SwitchPipeline {
-            pps,
-            busy_start: 0,
-            passes: 0,
-        }
-    }
-
-    fn slot(&self, k: u64) -> u64 {
-        (k as u128 * 1_000_000_000).div_ceil(self.pps as u128) as u64
-    }
-
-    /// The instant the pass of a packet arriving at `now` starts. The pass
-    /// itself takes no time beyond its slot (its latency is in `link_ns`).
-    fn admit(&mut self, now: u64) -> u64 {
-        if now >= self.busy_start + self.slot(self.passes) {
-            self.busy_start = now;
-            self.passes = 0;
-        }
-        let start = self.busy_start + self.slot(self.passes);
-        self.passes += 1;
-        start
-    }
 }
 
 /// One (policy, load) run's result.
@@ -227,21 +146,24 @@ struct Sim<'a> {
     packets: Vec<TaskList>,
     sparrow_jobs: u64,
     execs: Vec<Exec>,
-    sched: Sched,
+    /// The pull scheduler, or Sparrow's scheduler hosts (empty for racksched).
+    planes: Vec<PullPlane>,
+    /// Software schedulers (Draconis-Server, Sparrow): per plane, when it
+    /// finishes the messages it has taken.
+    free_at: Vec<u64>,
+    /// `racksched`: the push family's RackSched ToR data plane.
+    rack: Option<Box<Plane>>,
     /// `network.switch_pps` of a switch-resident scheduler.
     pipeline: Option<SwitchPipeline>,
-    dpkts: Slab<DraconisInput>,
-    spkts: Slab<SparrowInput>,
+    pkts: Slab<PullInput>,
     epkts: Slab<TaskList>,
-    dout: DraconisOutbox,
+    out: PullOutbox,
     kout: Outbox,
     /// RackSched: per node, the cFCFS queue and the idle executors.
     node_queue: Vec<VecDeque<TaskInfo>>,
     node_idle: Vec<Vec<u32>>,
     /// RackSched: tasks queued or running at each node (the LOAD a reply carries).
     node_load: Vec<u32>,
-    rout: R2p2Outbox,
-    sout: SparrowOutbox,
     m: PullMetrics,
     sampler: ServiceSampler,
     rng_arrival: Rng,
@@ -362,52 +284,50 @@ impl<'a> Sim<'a> {
         }
         let levels = cfg.workload.priority_weights.len().clamp(1, 255) as u8;
         let nodes_per_rack = cfg.nodes_per_rack();
-        let dcfg = cfg.draconis.switch_config(policy, levels, nodes_per_rack);
-        let sp = &cfg.sparrow;
-        let sched = match policy {
-            PullPolicy::Draconis
-            | PullPolicy::DraconisPriority
-            | PullPolicy::DraconisResource
-            | PullPolicy::DraconisLocality => Sched::Switch(Box::new(Draconis::new(dcfg))),
-            PullPolicy::DraconisServer => Sched::Server {
-                s: Box::new(DraconisServer::new(dcfg)),
-                free_at: 0,
-            },
-            PullPolicy::R2p2 => Sched::R2p2(Box::new(R2p2Jbsq::new(
-                n_exec,
-                R2p2Config {
-                    k: cfg.r2p2.k,
-                    recirc_budget: cfg.r2p2.recirc_budget,
-                },
-            ))),
-            PullPolicy::Sparrow => Sched::Sparrow {
-                s: (0..sp.schedulers)
-                    .map(|i| {
-                        SparrowScheduler::new(
-                            n_exec,
-                            SparrowConfig {
-                                probe_ratio: sp.probe_ratio,
-                                max_jobs: sp.max_jobs,
-                            },
-                            Rng::derive(seed, stream::SPARROW + i as u64).next_u64(),
-                        )
-                    })
-                    .collect(),
-                free_at: vec![0; sp.schedulers as usize],
-            },
-            PullPolicy::Racksched => Sched::Rack(Box::new(RackSched::new(
-                nodes,
+        let params = pull_params(
+            policy,
+            levels,
+            nodes_per_rack,
+            &cfg.draconis,
+            &cfg.r2p2,
+            &cfg.sparrow,
+        );
+        params
+            .validate()
+            .map_err(|e| ConfigError::new(e.field, e.msg))?;
+        let planes: Vec<PullPlane> = match policy.plane() {
+            // Sparrow runs `schedulers` hosts, each with its own sampling stream.
+            Some(kind @ PullPlaneKind::Sparrow) => (0..cfg.sparrow.schedulers)
+                .map(|i| {
+                    let seed = Rng::derive(seed, stream::SPARROW + i as u64).next_u64();
+                    PullPlane::build(kind, n_exec, seed, &params)
+                })
+                .collect(),
+            Some(kind) => vec![PullPlane::build(kind, n_exec, seed, &params)],
+            None => Vec::new(),
+        };
+        // RackSched as Draconis §8 runs it: power-of-k over nodes, each a
+        // cFCFS queue (the push registry's `racksched` leaf data plane).
+        let rack = (policy == PullPolicy::Racksched).then(|| {
+            let rack_params = PlaneParams {
+                samples: cfg.racksched.k,
+                ..PlaneParams::default()
+            };
+            Box::new(Plane::build(
+                Policy::Racksched,
+                Layer::Leaf,
+                &vec![cfg.cluster.executors_per_node; nodes as usize],
                 Rng::derive(seed, stream::RACKSCHED).next_u64(),
-                RackSchedConfig {
-                    k: cfg.racksched.k,
-                    ..RackSchedConfig::default()
-                },
-            ))),
-        };
-        let sout = match &sched {
-            Sched::Sparrow { s, .. } => s[0].outbox(),
-            _ => SparrowOutbox::with_capacity(0),
-        };
+                &rack_params,
+            ))
+        });
+        let out = PullOutbox::with_capacity(
+            planes
+                .iter()
+                .map(|p| p.outbox_capacity())
+                .max()
+                .unwrap_or(0),
+        );
         let mean = sampler.mean_ns();
         let task_rate = load * n_exec as f64 / mean;
         let job_rate = task_rate / mean_job_tasks(cfg);
@@ -442,7 +362,11 @@ impl<'a> Sim<'a> {
             // A closed loop offers whatever the scheduler takes: no rate.
             if closed_loop { 0.0 } else { task_rate * 1e9 },
         );
-        let on_switch = matches!(sched, Sched::Switch(_) | Sched::R2p2(_) | Sched::Rack(_));
+        let on_switch = rack.is_some()
+            || matches!(
+                policy.plane(),
+                Some(PullPlaneKind::Switch | PullPlaneKind::Jbsq)
+            );
         let pipeline = cfg
             .network
             .switch_pps
@@ -460,12 +384,13 @@ impl<'a> Sim<'a> {
             packets: Vec::new(),
             sparrow_jobs: 0,
             execs,
-            sched,
+            free_at: vec![0; planes.len()],
+            planes,
+            rack,
             pipeline,
-            dpkts: Slab::new(),
-            spkts: Slab::new(),
+            pkts: Slab::new(),
             epkts: Slab::new(),
-            dout: DraconisServer::outbox(),
+            out,
             kout: Outbox::new(),
             node_queue: vec![VecDeque::new(); nodes as usize],
             node_idle: (0..nodes)
@@ -475,8 +400,6 @@ impl<'a> Sim<'a> {
                 })
                 .collect(),
             node_load: vec![0; nodes as usize],
-            rout: R2p2Outbox::new(),
-            sout,
             m,
             sampler,
             rng_arrival: Rng::derive(seed, stream::ARRIVAL),
@@ -500,7 +423,7 @@ impl<'a> Sim<'a> {
     }
 
     fn is_draconis(&self) -> bool {
-        matches!(self.sched, Sched::Switch(_) | Sched::Server { .. })
+        self.planes.first().is_some_and(PullPlane::is_draconis)
     }
 
     fn run(&mut self) {
@@ -513,7 +436,7 @@ impl<'a> Sim<'a> {
                 let t = jitter.next_u64() % retry;
                 let req = self.execs[i].ex.request();
                 self.execs[i].request_sent = t;
-                self.send_draconis(t + self.sched_link, req);
+                self.send_pull(t + self.sched_link, 0, req);
             }
         }
         let total = self.cfg.workload.tasks;
@@ -568,11 +491,10 @@ impl<'a> Sim<'a> {
     fn handle(&mut self, now: u64, ev: Ev) {
         match ev {
             Ev::Arrival => self.arrival(now),
-            Ev::Draconis(i) => {
-                let input = self.dpkts.take(i);
-                self.draconis(now, input)
+            Ev::Pull(s, i) => {
+                let input = self.pkts.take(i);
+                self.pull(now, s, input)
             }
-            Ev::R2p2(input) => self.r2p2(now, input),
             Ev::Rack(input) => self.rack(now, input),
             Ev::NodeTask(node, rid) => {
                 let (id, attempt) = rack_split(rid);
@@ -584,17 +506,13 @@ impl<'a> Sim<'a> {
                     None => self.node_queue[node as usize].push_back(task),
                 }
             }
-            Ev::Sparrow(s, i) => {
-                let input = self.spkts.take(i);
-                self.sparrow(now, s, input)
-            }
             Ev::ExecTask(e, task) => self.exec_task(now, e, task),
             Ev::ExecNoOp(e) => {
                 let x = &mut self.execs[e as usize];
                 let at = x.ex.on_noop(now);
                 let req = x.ex.request();
                 x.request_sent = at;
-                self.send_draconis(at + self.sched_link, req);
+                self.send_pull(at + self.sched_link, 0, req);
             }
             Ev::ExecDone(e) => self.exec_done(now, e),
             Ev::Probe(e, slot) => {
@@ -667,525 +585,5 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-    }
-
-    // ---- clients -------------------------------------------------------
-
-    fn job_size(&mut self) -> u32 {
-        let w = &self.cfg.workload;
-        match w.arrival {
-            Arrival::Poisson | Arrival::ClosedLoop => w.job_tasks,
-            Arrival::Bursty => {
-                if !self.rng_size.chance(w.burst_fraction) {
-                    return 1;
-                }
-                // Geometric on {1, 2, ...} with mean burst_mean_tasks, capped.
-                let p = 1.0 / w.burst_mean_tasks;
-                let g = if p >= 1.0 {
-                    1.0
-                } else {
-                    (self.rng_size.unit_open0().ln() / (1.0 - p).ln()).ceil()
-                };
-                (g.max(1.0) as u64).min(w.burst_max_tasks as u64) as u32
-            }
-        }
-    }
-
-    fn arrival(&mut self, now: u64) {
-        let total = self.cfg.workload.tasks;
-        let remaining = total - self.tasks.len() as u64;
-        let size = (self.job_size() as u64).min(remaining);
-        self.new_job(now, size);
-        if (self.tasks.len() as u64) < total {
-            let gap = self.interarrival();
-            self.q.at(now + gap, Ev::Arrival);
-        }
-    }
-
-    /// Creates the next `size` tasks as one job and submits it.
-    fn new_job(&mut self, now: u64, size: u64) {
-        let total = self.cfg.workload.tasks;
-        let first = self.tasks.len() as u64;
-        let nodes = self.cfg.cluster.nodes;
-        for idx in first..first + size {
-            let (service, _) = self.sampler.sample(&mut self.rng_service);
-            let priority = if self.prio_cum.is_empty() {
-                1
-            } else {
-                let u = self.rng_prio.unit();
-                self.prio_cum.iter().position(|&c| u < c).unwrap_or(0) as u8 + 1
-            };
-            let data_node = if self.cfg.workload.locality.is_some() {
-                self.rng_data.below(nodes) as u16
-            } else {
-                u16::MAX
-            };
-            let phase = if self.cfg.workload.resource_phases {
-                (idx * 3 / total) as u8
-            } else {
-                0
-            };
-            let props = if self.cfg.workload.resource_phases {
-                // Phase 0 needs A, 1 needs B, 2 needs C (§8.5).
-                1u64 << phase
-            } else if data_node != u16::MAX {
-                TaskInfo::new(0).with_local_nodes(&[data_node]).props
-            } else {
-                0
-            };
-            self.tasks.push(Task {
-                submit: now,
-                service,
-                first_start: NONE,
-                done_at_executor: false,
-                attempt: 0,
-                tries: 0,
-                acked: false,
-                state: State::Pending,
-                priority,
-                data_node,
-                props,
-                phase,
-            });
-            if idx >= self.warmup {
-                self.m.submitted += 1;
-            }
-            self.m.note_arrival(phase, now);
-        }
-        self.submit(now, first, first + size);
-        self.jobs += 1;
-        if self.tasks.len() as u64 == total {
-            self.m.last_arrival_ns = now;
-            self.m.window_end_decisions = self.m.decisions;
-        }
-    }
-
-    fn task_info(&self, id: u64) -> TaskInfo {
-        let t = &self.tasks[id as usize];
-        TaskInfo {
-            id,
-            fn_id: 0,
-            priority: t.priority,
-            fn_par: t.attempt as u64,
-            props: t.props,
-        }
-    }
-
-    /// Sends tasks `lo..hi` (one job) from their client.
-    fn submit(&mut self, now: u64, lo: u64, hi: u64) {
-        let client = (self.jobs % self.cfg.client.clients as u64) as u32;
-        for id in lo..hi {
-            let attempt = self.tasks[id as usize].attempt;
-            self.q.at(now + self.timeout, Ev::Timeout(id, attempt));
-        }
-        match self.policy {
-            PullPolicy::R2p2 => {
-                for id in lo..hi {
-                    let task = self.task_info(id);
-                    self.q.at(
-                        now + self.link,
-                        Ev::R2p2(R2p2Input::Request { client, task }),
-                    );
-                }
-            }
-            PullPolicy::Racksched => {
-                for id in lo..hi {
-                    let meta = TaskMeta {
-                        id: rack_id(id, self.tasks[id as usize].attempt),
-                        first: true,
-                        last: true,
-                        idle_selected: false,
-                        upstream: 0,
-                        class: 0,
-                    };
-                    self.q.at(now + self.link, Ev::Rack(Input::Task(meta)));
-                }
-            }
-            PullPolicy::Sparrow => {
-                // Jobs go round robin over the scheduler hosts. (Client `c`
-                // submits jobs c, c + clients, ...; `(jobs + client) % n`
-                // sent every job to scheduler 0 whenever `clients` is even
-                // and n = 2, so two Sparrows behaved as one.)
-                let n = self.cfg.sparrow.schedulers as u64;
-                let s = (self.jobs % n) as u32;
-                let mut id = lo;
-                while id < hi {
-                    let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
-                    let mut tasks = TaskList::new();
-                    for i in id..end {
-                        tasks.push(self.task_info(i));
-                    }
-                    self.sparrow_jobs += 1;
-                    let input = SparrowInput::Job {
-                        client,
-                        job: self.sparrow_jobs,
-                        tasks,
-                    };
-                    let i = self.spkts.put(input);
-                    self.q.at(now + self.sched_link, Ev::Sparrow(s, i));
-                    id = end;
-                }
-            }
-            _ => {
-                // §4.3 "Handling Large Jobs": a job larger than a packet is
-                // split into several job_submission packets.
-                let mut id = lo;
-                while id < hi {
-                    let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
-                    let mut tasks = TaskList::new();
-                    for i in id..end {
-                        tasks.push(self.task_info(i));
-                    }
-                    let job = self.packets.len() as u64;
-                    self.packets.push(tasks);
-                    let input = DraconisInput::JobSubmission(JobSubmission { client, job, tasks });
-                    self.send_draconis(now + self.sched_link, input);
-                    id = end;
-                }
-            }
-        }
-    }
-
-    fn resubmit(&mut self, now: u64, id: u64) {
-        let t = &mut self.tasks[id as usize];
-        t.attempt += 1;
-        t.acked = false;
-        self.m.resubmissions += 1;
-        self.submit(now, id, id + 1);
-    }
-
-    // ---- schedulers ----------------------------------------------------
-
-    fn send_draconis(&mut self, at: u64, input: DraconisInput) {
-        let i = self.dpkts.put(input);
-        self.q.at(at, Ev::Draconis(i));
-    }
-
-    fn draconis(&mut self, now: u64, input: DraconisInput) {
-        let mut out = std::mem::replace(&mut self.dout, DraconisOutbox::with_capacity(0));
-        out.clear();
-        // The instant the actions leave the scheduler, and their delay to a host.
-        let (t, to_host) = match &mut self.sched {
-            Sched::Switch(sw) => {
-                let pass = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
-                sw.handle(input, &mut out);
-                (pass, self.link)
-            }
-            Sched::Server { s, free_at } => {
-                // A single-threaded server: FIFO, one step_ns per switch pass
-                // it runs inline. Handling now and releasing the output at
-                // `finish` is exact because messages are served in arrival order.
-                let start = now.max(*free_at);
-                let before = s.steps;
-                s.handle(input, &mut out);
-                let finish = start + (s.steps - before) * self.cfg.server.step_ns;
-                *free_at = finish;
-                (finish, 2 * self.link)
-            }
-            _ => unreachable!("draconis packet without a draconis scheduler"),
-        };
-        for a in out.drain() {
-            match a {
-                DraconisAction::AssignTask {
-                    executor,
-                    task,
-                    skips,
-                    ..
-                } => {
-                    self.check_locality(executor, &task, skips);
-                    self.q.at(t + to_host, Ev::ExecTask(executor, task))
-                }
-                DraconisAction::NoOp { executor } => {
-                    self.m.noops += 1;
-                    self.q.at(t + to_host, Ev::ExecNoOp(executor))
-                }
-                DraconisAction::Ack { job, .. } => self.q.at(t + to_host, Ev::Ack(job)),
-                DraconisAction::ErrorPacket { tasks, .. } => {
-                    let i = self.epkts.put(tasks);
-                    self.q.at(t + to_host, Ev::ErrorPacket(i))
-                }
-                DraconisAction::Recirculate(r) => {
-                    self.send_draconis(t + self.recirc, DraconisInput::Resubmit(r))
-                }
-                DraconisAction::Drop(reason) => self.m.drop(reason),
-            }
-        }
-        self.dout = out;
-    }
-
-    /// §5.3 limits as the driver sees them: a task runs off its data node
-    /// only after more than `rack_start_limit` skips (on its rack) or more
-    /// than `global_start_limit` skips (anywhere). Counted, never enforced
-    /// here: the data plane decides.
-    fn check_locality(&mut self, executor: u32, task: &TaskInfo, skips: u16) {
-        if self.policy != PullPolicy::DraconisLocality {
-            return;
-        }
-        self.m.max_skips = self.m.max_skips.max(skips);
-        let Some(data) = task.local_nodes().next() else {
-            return;
-        };
-        let node = self.execs[executor as usize].info.node;
-        let d = &self.cfg.draconis;
-        let same_rack = data as u32 / self.nodes_per_rack == node / self.nodes_per_rack;
-        let ok = data as u32 == node
-            || skips > d.global_start_limit
-            || (same_rack && skips > d.rack_start_limit);
-        if !ok {
-            self.m.locality_violations += 1;
-        }
-    }
-
-    fn r2p2(&mut self, now: u64, input: R2p2Input) {
-        let Sched::R2p2(sw) = &mut self.sched else {
-            unreachable!("r2p2 packet without an r2p2 switch")
-        };
-        let now = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
-        self.rout.clear();
-        sw.handle(input, &mut self.rout);
-        for i in 0..self.rout.len() {
-            match self.rout.as_slice()[i] {
-                R2p2Action::Dispatch { executor, task, .. } => {
-                    self.q.at(now + self.link, Ev::ExecTask(executor, task))
-                }
-                R2p2Action::Recirculate(p) => self
-                    .q
-                    .at(now + self.recirc, Ev::R2p2(R2p2Input::Resubmit(p))),
-                R2p2Action::Drop(reason) => self.m.drop(reason),
-            }
-        }
-    }
-
-    fn rack(&mut self, now: u64, input: Input) {
-        let Sched::Rack(sw) = &mut self.sched else {
-            unreachable!("racksched packet without a racksched switch")
-        };
-        let now = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
-        self.kout.clear();
-        sw.handle(now, input, &mut self.kout);
-        for i in 0..self.kout.len() {
-            match self.kout.as_slice()[i] {
-                Action::Dispatch { node, task, .. } => self.q.at(
-                    now + self.link + self.cfg.racksched.node_overhead_ns,
-                    Ev::NodeTask(node, task.id),
-                ),
-                Action::Resubmit(r) => self.q.at(now + self.recirc, Ev::Rack(Input::Resubmit(r))),
-                Action::Drop(reason) => self.m.drop(reason),
-                Action::Notify { .. } | Action::Queued => {}
-            }
-        }
-    }
-
-    fn sparrow(&mut self, now: u64, s: u32, input: SparrowInput) {
-        let Sched::Sparrow { s: scheds, free_at } = &mut self.sched else {
-            unreachable!("sparrow message without sparrow schedulers")
-        };
-        // A software scheduler: FIFO, msg_ns per message.
-        let start = now.max(free_at[s as usize]);
-        let finish = start + self.cfg.sparrow.msg_ns;
-        free_at[s as usize] = finish;
-        self.sout.clear();
-        scheds[s as usize].handle(input, &mut self.sout);
-        let t = finish + self.sched_link;
-        let base = s * self.cfg.sparrow.max_jobs;
-        for i in 0..self.sout.len() {
-            match self.sout.as_slice()[i] {
-                SparrowAction::Probe { worker, slot } => {
-                    self.q.at(t, Ev::Probe(worker, base + slot))
-                }
-                SparrowAction::Assign { worker, task, .. } => {
-                    self.q.at(t, Ev::ExecTask(worker, task))
-                }
-                SparrowAction::NoOp { worker } => {
-                    self.m.noops += 1;
-                    self.q.at(t, Ev::SparrowNoOp(worker))
-                }
-                SparrowAction::Drop(reason) => self.m.drop(reason),
-            }
-        }
-    }
-
-    /// A worker's late-binding request goes to the scheduler that probed it.
-    fn send_get_task(&mut self, now: u64, get: SparrowInput) {
-        let SparrowInput::GetTask { worker, slot } = get else {
-            unreachable!("workers only send GetTask")
-        };
-        let per = self.cfg.sparrow.max_jobs;
-        let input = SparrowInput::GetTask {
-            worker,
-            slot: slot % per,
-        };
-        let i = self.spkts.put(input);
-        self.q.at(now + self.sched_link, Ev::Sparrow(slot / per, i));
-    }
-
-    // ---- executors -----------------------------------------------------
-
-    fn exec_task(&mut self, now: u64, e: u32, task: TaskInfo) {
-        if self.is_draconis() && task.id >= self.warmup {
-            // Draconis Fig. 13: the get_task() step, from the task_request
-            // that was answered with this task to the task's arrival.
-            let sent = self.execs[e as usize].request_sent;
-            self.m
-                .record_get_task(now.saturating_sub(sent), task.priority);
-        }
-        let x = &mut self.execs[e as usize];
-        if let Some(w) = x.sparrow.as_mut() {
-            w.on_assign();
-        }
-        if x.running.is_some() {
-            // R2P2: JBSQ queues up to k − 1 tasks behind the running one.
-            debug_assert_eq!(self.policy, PullPolicy::R2p2);
-            x.local.push_back(task);
-        } else {
-            self.start(now, e, task);
-        }
-    }
-
-    fn start(&mut self, now: u64, e: u32, task: TaskInfo) {
-        let x = &mut self.execs[e as usize];
-        x.ex.on_task();
-        x.running = Some(task);
-        x.busy_since = now;
-        let node = x.info.node;
-        let group = x.group;
-        let resources = x.info.resources;
-        let id = task.id;
-        let t = &mut self.tasks[id as usize];
-        self.m.decisions += 1;
-        if self.m.decisions == self.warmup.max(1) {
-            self.m.window_start_ns = now;
-            self.m.window_start_decisions = self.m.decisions;
-        }
-        if t.props & !resources != 0 && self.cfg.workload.resource_phases {
-            self.m.resource_violations += 1;
-        }
-        let mut access = 0;
-        let mut place = None;
-        if let Some(l) = &self.cfg.workload.locality {
-            let d = t.data_node as u32;
-            let (us, p) = if d == node {
-                (l.local_us, 0)
-            } else if d / self.nodes_per_rack == node / self.nodes_per_rack {
-                (l.rack_us, 1)
-            } else {
-                (l.remote_us, 2)
-            };
-            access = (us * 1e3).round() as u64;
-            place = Some(p);
-        }
-        if t.first_start == NONE {
-            t.first_start = now;
-            if id >= self.warmup {
-                self.m.record_start(now - t.submit, t.priority, place);
-            }
-            if self.cfg.workload.resource_phases {
-                self.m.group_phase[group as usize][t.phase as usize] += 1;
-            }
-        } else {
-            self.m.duplicate_executions += 1;
-        }
-        self.q.at(now + t.service + access, Ev::ExecDone(e));
-    }
-
-    fn exec_done(&mut self, now: u64, e: u32) {
-        let x = &mut self.execs[e as usize];
-        let task = x.running.take().expect("a running task completes");
-        self.m.busy_ns += now - x.busy_since;
-        let t = &mut self.tasks[task.id as usize];
-        if !t.done_at_executor && t.state != State::GaveUp {
-            t.done_at_executor = true;
-            if task.id >= self.warmup {
-                // From the task's arrival at the switch (one client link after
-                // its first submission) to this completion at the executor:
-                // the push simulator's response time (submission at the first
-                // scheduling switch to completion at the worker, Horus §4.1).
-                let at_switch = t.submit + self.link;
-                self.m.completion.record(now.saturating_sub(at_switch));
-            }
-        }
-        // The reply crosses the switch to the client: two links.
-        self.q.at(now + 2 * self.link, Ev::Done(task.id));
-        match self.policy {
-            PullPolicy::R2p2 => {
-                self.q.at(
-                    now + self.link,
-                    Ev::R2p2(R2p2Input::Completion { executor: e }),
-                );
-                if let Some(next) = self.execs[e as usize].local.pop_front() {
-                    self.start(now, e, next);
-                }
-            }
-            PullPolicy::Sparrow => {
-                let w = self.execs[e as usize]
-                    .sparrow
-                    .as_mut()
-                    .expect("sparrow worker");
-                if let Some(get) = w.on_free() {
-                    self.send_get_task(now, get);
-                }
-            }
-            PullPolicy::Racksched => {
-                // The reply passes the switch with the node's queue length
-                // (RackSched LOAD, §3.2), then the node serves its own queue.
-                let node = self.execs[e as usize].info.node as usize;
-                self.node_load[node] -= 1;
-                let reply = Input::Reply {
-                    node: node as u32,
-                    qlen: self.node_load[node],
-                    class: 0,
-                    task: rack_id(task.id, task.fn_par as u32),
-                };
-                self.q.at(now + self.link, Ev::Rack(reply));
-                match self.node_queue[node].pop_front() {
-                    Some(next) => self.start(now, e, next),
-                    None => self.node_idle[node].push(e),
-                }
-            }
-            _ => {
-                // The next task_request rides on the completion (§3.1).
-                let req = self.execs[e as usize].ex.request();
-                self.execs[e as usize].request_sent = now;
-                self.send_draconis(now + self.sched_link, req);
-            }
-        }
-    }
-
-    fn collect_dataplane_stats(&mut self) {
-        let (first, resub) = match &self.sched {
-            Sched::Switch(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
-            // A server's inline steps beyond the first per message play the
-            // part of recirculations.
-            Sched::Server { s, .. } => {
-                let p = s.pipeline();
-                (p.first_passes, p.resubmissions)
-            }
-            Sched::R2p2(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
-            Sched::Sparrow { .. } => (0, 0),
-            Sched::Rack(sw) => (sw.pipeline().first_passes, sw.pipeline().resubmissions),
-        };
-        self.m.first_passes = first;
-        self.m.recirculations = resub;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SwitchPipeline;
-
-    #[test]
-    fn pipeline_slots_are_fifo_and_restart_when_idle() {
-        // 1 M passes/s: one pass per µs.
-        let mut p = SwitchPipeline::new(1_000_000);
-        let starts: Vec<u64> = [0, 0, 0, 500, 5_000].iter().map(|&t| p.admit(t)).collect();
-        assert_eq!(starts, [0, 1_000, 2_000, 3_000, 5_000]);
-        // 3 G passes/s: slot k starts ceil(k / 3) ns into the busy period, so
-        // the millionth of back-to-back passes starts at 333,333 ns (no drift).
-        let mut p = SwitchPipeline::new(3_000_000_000);
-        let first: Vec<u64> = (0..5).map(|_| p.admit(10)).collect();
-        assert_eq!(first, [10, 11, 11, 11, 12]);
-        let mut p = SwitchPipeline::new(3_000_000_000);
-        let last = (0..1_000_000).map(|_| p.admit(0)).last();
-        assert_eq!(last, Some(333_333));
     }
 }

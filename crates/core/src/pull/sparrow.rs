@@ -15,9 +15,13 @@
 
 use std::collections::VecDeque;
 
-use super::{Actions, ClientId, JobId, TaskInfo, TaskList, MAX_TASKS_PER_PACKET};
+use super::{
+    ClientId, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox, TaskList,
+    MAX_TASKS_PER_PACKET,
+};
 use crate::dataplane::DropReason;
 use crate::rng::Rng;
+use crate::switch::Pipeline;
 
 /// An index into the scheduler's job table, carried by probes.
 pub type JobSlot = u32;
@@ -39,40 +43,6 @@ impl Default for SparrowConfig {
         }
     }
 }
-
-// Packets are fixed-size `Copy` values (no boxing or allocation per packet,
-// DESIGN.md); a job_submission is simply the largest packet.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SparrowInput {
-    Job {
-        client: ClientId,
-        job: JobId,
-        tasks: TaskList,
-    },
-    /// A worker's reservation for `slot` reached the head of its queue.
-    GetTask { worker: WorkerId, slot: JobSlot },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SparrowAction {
-    Probe {
-        worker: WorkerId,
-        slot: JobSlot,
-    },
-    Assign {
-        worker: WorkerId,
-        client: ClientId,
-        task: TaskInfo,
-    },
-    /// All tasks of the job are launched: the reservation is cancelled.
-    NoOp {
-        worker: WorkerId,
-    },
-    Drop(DropReason),
-}
-
-pub type SparrowOutbox = Actions<SparrowAction>;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Job {
@@ -123,24 +93,22 @@ impl SparrowScheduler {
         }
     }
 
-    /// An outbox large enough for any input.
-    pub fn outbox(&self) -> SparrowOutbox {
-        SparrowOutbox::with_capacity(self.config.probe_ratio as usize * MAX_TASKS_PER_PACKET + 1)
-    }
-
     /// Jobs with outstanding probes.
     pub fn active_jobs(&self) -> usize {
         self.jobs.len() - self.free.len()
     }
 
-    pub fn handle(&mut self, input: SparrowInput, out: &mut SparrowOutbox) {
+    // Called from `PullDataPlane::handle` only: inlined there, so the
+    // packet is not copied again on the way in.
+    #[inline(always)]
+    fn message(&mut self, input: PullInput, out: &mut PullOutbox) {
         match input {
-            SparrowInput::Job { client, tasks, .. } => {
+            PullInput::JobSubmission(JobSubmission { client, tasks, .. }) => {
                 if tasks.is_empty() {
                     return;
                 }
                 let Some(slot) = self.free.pop() else {
-                    out.push(SparrowAction::Drop(DropReason::Overflow));
+                    out.push(PullAction::Drop(DropReason::Overflow));
                     return;
                 };
                 let n = self.perm.len();
@@ -149,7 +117,7 @@ impl SparrowScheduler {
                 for i in 0..probes {
                     let j = i + self.rng.below((n - i) as u32) as usize;
                     self.perm.swap(i, j);
-                    out.push(SparrowAction::Probe {
+                    out.push(PullAction::Probe {
                         worker: self.perm[i],
                         slot,
                     });
@@ -163,9 +131,9 @@ impl SparrowScheduler {
                     in_use: true,
                 };
             }
-            SparrowInput::GetTask { worker, slot } => {
+            PullInput::GetTask { worker, slot } => {
                 let Some(job) = self.jobs.get_mut(slot as usize).filter(|j| j.in_use) else {
-                    out.push(SparrowAction::Drop(DropReason::Unexpected));
+                    out.push(PullAction::Drop(DropReason::Unexpected));
                     return;
                 };
                 // Late binding: the task is chosen when a worker is free.
@@ -173,14 +141,15 @@ impl SparrowScheduler {
                     let task = job.tasks.as_slice()[job.launched as usize];
                     job.launched += 1;
                     self.stats.assigned += 1;
-                    out.push(SparrowAction::Assign {
-                        worker,
+                    out.push(PullAction::AssignTask {
+                        executor: worker,
                         client: job.client,
                         task,
+                        skips: 0,
                     });
                 } else {
                     self.stats.cancelled += 1;
-                    out.push(SparrowAction::NoOp { worker });
+                    out.push(PullAction::NoOp { executor: worker });
                 }
                 job.probes_out -= 1;
                 if job.probes_out == 0 {
@@ -188,7 +157,31 @@ impl SparrowScheduler {
                     self.free.push(slot);
                 }
             }
+            // Switch messages: a Sparrow scheduler is not a switch.
+            PullInput::Request { .. }
+            | PullInput::TaskRequest(_)
+            | PullInput::Completion { .. }
+            | PullInput::Resubmit(_)
+            | PullInput::Reprobe(_) => out.push(PullAction::Drop(DropReason::Unexpected)),
         }
+    }
+}
+
+impl PullDataPlane for SparrowScheduler {
+    /// One message; the scheduler keeps no clock (its per-message service
+    /// time is the driver's to model).
+    #[inline]
+    fn handle(&mut self, _now: u64, input: PullInput, out: &mut PullOutbox) {
+        self.message(input, out)
+    }
+
+    fn pipeline(&self) -> Option<&Pipeline> {
+        None
+    }
+
+    /// A job's probes (d·m) and a drop.
+    fn outbox_capacity(&self) -> usize {
+        self.config.probe_ratio as usize * MAX_TASKS_PER_PACKET + 1
     }
 }
 
@@ -216,7 +209,7 @@ impl SparrowWorker {
     }
 
     /// A probe arrived; returns the GetTask to send, if any.
-    pub fn on_probe(&mut self, slot: JobSlot) -> Option<SparrowInput> {
+    pub fn on_probe(&mut self, slot: JobSlot) -> Option<PullInput> {
         self.reservations.push_back(slot);
         self.next()
     }
@@ -228,18 +221,18 @@ impl SparrowWorker {
 
     /// The scheduler answered no-op, or the running task finished: ask for
     /// the next reservation's task.
-    pub fn on_free(&mut self) -> Option<SparrowInput> {
+    pub fn on_free(&mut self) -> Option<PullInput> {
         self.busy = false;
         self.next()
     }
 
-    fn next(&mut self) -> Option<SparrowInput> {
+    fn next(&mut self) -> Option<PullInput> {
         if self.busy {
             return None;
         }
         let slot = self.reservations.pop_front()?;
         self.busy = true;
-        Some(SparrowInput::GetTask {
+        Some(PullInput::GetTask {
             worker: self.id,
             slot,
         })

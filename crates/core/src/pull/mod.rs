@@ -6,31 +6,36 @@
 //!   replication (§6), resource- and locality-aware scheduling by task
 //!   swapping (§5). Written against [`crate::switch`]: every register array is
 //!   touched at most once per pass and every extra pass is an explicit
-//!   [`DraconisAction::Recirculate`] the driver feeds back as
-//!   [`DraconisInput::Resubmit`], so other packets can interleave.
+//!   [`PullAction::Recirculate`] the driver feeds back as
+//!   [`PullInput::Resubmit`], so other packets can interleave.
 //! * [`server::DraconisServer`]: the same state machine run as a software
 //!   scheduler (Draconis-DPDK/Socket-Server, §8): recirculations run inline.
 //! * [`r2p2::R2p2Jbsq`]: R2P2's JBSQ(k) push scheduler with recirculation.
 //! * [`sparrow`]: Sparrow batch sampling with late binding.
 //!
-//! Pull scheduling needs messages the push contract lacks (job submissions
-//! with several tasks, task requests, acknowledgments, error packets, no-ops),
-//! so this module has its own sans-IO inputs and actions, with the same rules:
-//! no socket, clock or thread; no allocation per input (action buffers are
-//! allocated once, packets are fixed-size `Copy` values).
+//! All of them are driven through one sans-IO contract ([`contract`]:
+//! [`PullDataPlane`], [`PullInput`], [`PullAction`], [`PullOutbox`]) and held
+//! by drivers as one [`PullPlane`] ([`registry`]), built from validated
+//! [`PullParams`].
 
 pub mod bench;
+pub mod contract;
+pub mod executor;
 pub mod policy;
 pub mod queue;
 pub mod r2p2;
+pub mod registry;
 pub mod server;
 pub mod sparrow;
 
 use crate::dataplane::DropReason;
 use crate::switch::{Layout, Pass, Pipeline};
 
+pub use contract::{PullAction, PullDataPlane, PullInput, PullOutbox};
+pub use executor::{Executor, ExecutorWake};
 pub use policy::{Constraint, Fit};
 pub use queue::{CircularQueue, Repair, Slot};
+pub use registry::{PullParams, PullPlane, PullPlaneKind};
 
 /// A client (IP address and port in the paper).
 pub type ClientId = u32;
@@ -171,114 +176,6 @@ pub enum Recirc {
     },
 }
 
-/// What a driver feeds [`Draconis::handle`].
-// Packets are fixed-size `Copy` values (no boxing or allocation per packet,
-// DESIGN.md); a job_submission is simply the largest packet.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DraconisInput {
-    /// A client's job_submission packet.
-    JobSubmission(JobSubmission),
-    /// A free executor asks for a task (§4.6), RTRV_PRIO = 1.
-    TaskRequest(ExecInfo),
-    /// A later pass of a recirculated packet.
-    Resubmit(Recirc),
-}
-
-/// One thing the switch asks its driver to do.
-// Packets are fixed-size `Copy` values (no boxing or allocation per packet,
-// DESIGN.md); a job_submission is simply the largest packet.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DraconisAction {
-    /// task_assignment packet to `executor` (§4.1). `skips` is the task's
-    /// skip_counter at assignment (locality, §5.3; 0 otherwise).
-    AssignTask {
-        executor: ExecutorId,
-        client: ClientId,
-        task: TaskInfo,
-        skips: u16,
-    },
-    /// No task for this executor; it retries after a while (§3.1, §4.6).
-    NoOp { executor: ExecutorId },
-    /// The job_submission packet was processed; `accepted` tasks are queued.
-    Ack {
-        client: ClientId,
-        job: JobId,
-        accepted: u8,
-    },
-    /// error_packet (§4.3): tasks that did not fit; the client resubmits them.
-    ErrorPacket { client: ClientId, tasks: TaskList },
-    /// Run another pass with this metadata (feed back as `Resubmit`).
-    Recirculate(Recirc),
-    /// Only for a `Resubmit` naming a queue level this switch does not have.
-    Drop(DropReason),
-}
-
-/// A bounded action list, allocated once: no allocation per input.
-#[derive(Clone, Debug)]
-pub struct Actions<A> {
-    items: Vec<A>,
-}
-
-impl<A: Copy> Actions<A> {
-    pub fn with_capacity(cap: usize) -> Self {
-        Actions {
-            items: Vec::with_capacity(cap),
-        }
-    }
-
-    #[inline]
-    pub fn push(&mut self, a: A) {
-        assert!(
-            self.items.len() < self.items.capacity(),
-            "action buffer overflow"
-        );
-        self.items.push(a);
-    }
-
-    #[inline]
-    pub fn clear(&mut self) {
-        self.items.clear();
-    }
-
-    pub fn as_slice(&self) -> &[A] {
-        &self.items
-    }
-
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
-    /// Removes and returns all actions.
-    pub fn drain(&mut self) -> impl Iterator<Item = A> + '_ {
-        self.items.drain(..)
-    }
-}
-
-/// The action buffer [`Draconis::handle`] appends to.
-pub type DraconisOutbox = Actions<DraconisAction>;
-
-impl DraconisOutbox {
-    /// Most actions one Draconis pass emits (repair + continuation + ack +
-    /// error packet), with headroom.
-    pub const CAPACITY: usize = 8;
-
-    pub fn new() -> Self {
-        Self::with_capacity(Self::CAPACITY)
-    }
-}
-
-impl Default for DraconisOutbox {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// Switch configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DraconisConfig {
@@ -411,17 +308,25 @@ impl Draconis {
     }
 
     /// Process one packet (one pass).
-    pub fn handle(&mut self, input: DraconisInput, out: &mut DraconisOutbox) {
+    // Called from `PullDataPlane::handle` only: inlined there, so the
+    // packet is not copied again on the way in.
+    #[inline(always)]
+    fn pass(&mut self, input: PullInput, out: &mut PullOutbox) {
         match input {
-            DraconisInput::JobSubmission(job) => {
+            PullInput::JobSubmission(job) => {
                 let pass = self.pipeline.begin();
                 self.submit(&pass, &job, 0, 0, 0, out);
             }
-            DraconisInput::TaskRequest(exec) => {
+            PullInput::TaskRequest(exec) => {
                 let pass = self.pipeline.begin();
                 self.request(&pass, exec, 0, out);
             }
-            DraconisInput::Resubmit(r) => {
+            // R2P2's and Sparrow's messages.
+            PullInput::Request { .. }
+            | PullInput::Completion { .. }
+            | PullInput::GetTask { .. }
+            | PullInput::Reprobe(_) => out.push(PullAction::Drop(DropReason::Unexpected)),
+            PullInput::Resubmit(r) => {
                 // Recirculated metadata is this switch's own; a level it does
                 // not have can only come from a confused driver.
                 let level = match r {
@@ -432,7 +337,7 @@ impl Draconis {
                     | Recirc::Swap { level, .. } => level,
                 };
                 if level >= self.queue.levels() {
-                    out.push(DraconisAction::Drop(DropReason::Unexpected));
+                    out.push(PullAction::Drop(DropReason::Unexpected));
                     return;
                 }
                 let pass = self.pipeline.resubmit();
@@ -481,7 +386,7 @@ impl Draconis {
         next: u8,
         mut accepted: u8,
         mut rejected: u16,
-        out: &mut DraconisOutbox,
+        out: &mut PullOutbox,
     ) {
         let tasks = job.tasks.as_slice();
         if let Some(&task) = tasks.get(next as usize) {
@@ -491,21 +396,21 @@ impl Draconis {
                     accepted += 1;
                     self.stats.tasks_enqueued += 1;
                     if let Some(rep) = repair {
-                        out.push(DraconisAction::Recirculate(Recirc::Repair(rep)));
+                        out.push(PullAction::Recirculate(Recirc::Repair(rep)));
                     }
                 }
                 queue::Enqueued::Full { repair } => {
                     rejected |= 1 << next;
                     self.stats.tasks_rejected += 1;
                     if let Some(rep) = repair {
-                        out.push(DraconisAction::Recirculate(Recirc::Repair(rep)));
+                        out.push(PullAction::Recirculate(Recirc::Repair(rep)));
                     }
                 }
             }
         }
         let next = next + 1;
         if (next as usize) < tasks.len() {
-            out.push(DraconisAction::Recirculate(Recirc::Submit {
+            out.push(PullAction::Recirculate(Recirc::Submit {
                 job: *job,
                 next,
                 accepted,
@@ -515,7 +420,7 @@ impl Draconis {
         }
         // The last task is in (§4.7 step 6): acknowledge, and return what did
         // not fit in one error_packet (§4.3).
-        out.push(DraconisAction::Ack {
+        out.push(PullAction::Ack {
             client: job.client,
             job: job.job,
             accepted,
@@ -527,7 +432,7 @@ impl Draconis {
                     back.push(t);
                 }
             }
-            out.push(DraconisAction::ErrorPacket {
+            out.push(PullAction::ErrorPacket {
                 client: job.client,
                 tasks: back,
             });
@@ -535,7 +440,7 @@ impl Draconis {
     }
 
     /// §4.6 / §6.1: retrieve from queue `level`.
-    fn request(&mut self, pass: &Pass, exec: ExecInfo, level: u8, out: &mut DraconisOutbox) {
+    fn request(&mut self, pass: &Pass, exec: ExecInfo, level: u8, out: &mut PullOutbox) {
         match self.queue.dequeue(pass, level) {
             // §4.7.2: a task request that meets a pending retrieve repair
             // gets a no-op; with priorities it does not fall through to a
@@ -561,19 +466,19 @@ impl Draconis {
         swap_indx: u32,
         pkt_retrieve_ptr: u32,
         swaps: u16,
-        out: &mut DraconisOutbox,
+        out: &mut PullOutbox,
     ) {
         match self.config.constraint.check(&exec, &mut slot) {
             Fit::Run => {
                 self.stats.assigned += 1;
-                out.push(DraconisAction::AssignTask {
+                out.push(PullAction::AssignTask {
                     executor: exec.id,
                     client: slot.client,
                     task: slot.task,
                     skips: slot.skips,
                 });
             }
-            Fit::Skip => out.push(DraconisAction::Recirculate(Recirc::Swap {
+            Fit::Skip => out.push(PullAction::Recirculate(Recirc::Swap {
                 exec,
                 level,
                 hand: slot,
@@ -594,7 +499,7 @@ impl Draconis {
         swap_indx: u32,
         pkt_retrieve_ptr: u32,
         swaps: u16,
-        out: &mut DraconisOutbox,
+        out: &mut PullOutbox,
     ) {
         if swaps >= self.config.max_swaps {
             // §5.1 bound reached: the hand goes back like a submission, at
@@ -635,9 +540,9 @@ impl Draconis {
                 repair,
             } => {
                 if let Some(rep) = repair {
-                    out.push(DraconisAction::Recirculate(Recirc::Repair(rep)));
+                    out.push(PullAction::Recirculate(Recirc::Repair(rep)));
                 }
-                out.push(DraconisAction::Recirculate(Recirc::Swap {
+                out.push(PullAction::Recirculate(Recirc::Swap {
                     exec,
                     level,
                     hand,
@@ -658,7 +563,7 @@ impl Draconis {
     }
 
     /// Bookkeeping of a hand put back at the tail.
-    fn tail_return(&mut self, hand: Slot, outcome: queue::Enqueued, out: &mut DraconisOutbox) {
+    fn tail_return(&mut self, hand: Slot, outcome: queue::Enqueued, out: &mut PullOutbox) {
         let repair = match outcome {
             queue::Enqueued::Inserted { repair, .. } => {
                 self.stats.tail_returns += 1;
@@ -670,7 +575,7 @@ impl Draconis {
                 self.stats.tasks_rejected += 1;
                 let mut tasks = TaskList::new();
                 tasks.push(hand.task);
-                out.push(DraconisAction::ErrorPacket {
+                out.push(PullAction::ErrorPacket {
                     client: hand.client,
                     tasks,
                 });
@@ -678,14 +583,14 @@ impl Draconis {
             }
         };
         if let Some(rep) = repair {
-            out.push(DraconisAction::Recirculate(Recirc::Repair(rep)));
+            out.push(PullAction::Recirculate(Recirc::Repair(rep)));
         }
     }
 
     /// §6.1: RTRV_PRIO + 1, or a no-op past the last level.
-    fn next_level(&mut self, exec: ExecInfo, level: u8, out: &mut DraconisOutbox) {
+    fn next_level(&mut self, exec: ExecInfo, level: u8, out: &mut PullOutbox) {
         if level + 1 < self.queue.levels() {
-            out.push(DraconisAction::Recirculate(Recirc::Request {
+            out.push(PullAction::Recirculate(Recirc::Request {
                 exec,
                 level: level + 1,
             }));
@@ -694,45 +599,20 @@ impl Draconis {
         }
     }
 
-    fn noop(&mut self, exec: ExecInfo, out: &mut DraconisOutbox) {
+    fn noop(&mut self, exec: ExecInfo, out: &mut PullOutbox) {
         self.stats.noops += 1;
-        out.push(DraconisAction::NoOp { executor: exec.id });
+        out.push(PullAction::NoOp { executor: exec.id });
     }
 }
 
-/// The executor side of the pull protocol (§3.1): it asks when free, and
-/// after a no-op asks again `retry_ns` later. Sans-IO: the driver owns time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Executor {
-    pub info: ExecInfo,
-    pub retry_ns: u64,
-    /// Consecutive no-ops since the last task.
-    pub noops: u32,
-}
-
-impl Executor {
-    pub fn new(info: ExecInfo, retry_ns: u64) -> Self {
-        Executor {
-            info,
-            retry_ns,
-            noops: 0,
-        }
+impl PullDataPlane for Draconis {
+    /// One pass; the switch keeps no clock (a pass's time is the driver's).
+    #[inline]
+    fn handle(&mut self, _now: u64, input: PullInput, out: &mut PullOutbox) {
+        self.pass(input, out)
     }
 
-    /// The task_request to send (on becoming free, piggybacked on the
-    /// completion, or on a retry).
-    pub fn request(&self) -> DraconisInput {
-        DraconisInput::TaskRequest(self.info)
-    }
-
-    /// A no-op arrived at `now`: when to send the next request.
-    pub fn on_noop(&mut self, now: u64) -> u64 {
-        self.noops += 1;
-        now + self.retry_ns
-    }
-
-    /// A task arrived; the executor is busy until it completes.
-    pub fn on_task(&mut self) {
-        self.noops = 0;
+    fn pipeline(&self) -> Option<&Pipeline> {
+        Some(&self.pipeline)
     }
 }

@@ -19,7 +19,7 @@
 //! one-cell array on the first pass), so that simultaneous arrivals at low
 //! load do not all probe executor 0 first.
 
-use super::{Actions, ClientId, ExecutorId, TaskInfo};
+use super::{ClientId, ExecutorId, PullAction, PullDataPlane, PullInput, PullOutbox, TaskInfo};
 use crate::dataplane::DropReason;
 use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 
@@ -54,45 +54,6 @@ pub struct JbsqProbe {
     pub bound: u32,
     /// Recirculations used so far.
     pub recircs: u32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum R2p2Input {
-    /// A client request (one task).
-    Request {
-        client: ClientId,
-        task: TaskInfo,
-    },
-    /// Executor finished a task (its reply passes the switch).
-    Completion {
-        executor: ExecutorId,
-    },
-    Resubmit(JbsqProbe),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum R2p2Action {
-    Dispatch {
-        executor: ExecutorId,
-        client: ClientId,
-        task: TaskInfo,
-    },
-    Recirculate(JbsqProbe),
-    Drop(DropReason),
-}
-
-pub type R2p2Outbox = Actions<R2p2Action>;
-
-impl R2p2Outbox {
-    pub fn new() -> Self {
-        Self::with_capacity(2)
-    }
-}
-
-impl Default for R2p2Outbox {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// Counters.
@@ -144,9 +105,12 @@ impl R2p2Jbsq {
         self.outstanding.as_slice()
     }
 
-    pub fn handle(&mut self, input: R2p2Input, out: &mut R2p2Outbox) {
+    // Called from `PullDataPlane::handle` only: inlined there, so the
+    // packet is not copied again on the way in.
+    #[inline(always)]
+    fn pass(&mut self, input: PullInput, out: &mut PullOutbox) {
         match input {
-            R2p2Input::Request { client, task } => {
+            PullInput::Request { client, task } => {
                 let pass = self.pipeline.begin();
                 let n = self.executors;
                 let start = self.cursor.update(&pass, 0, |c| {
@@ -164,27 +128,30 @@ impl R2p2Jbsq {
                 };
                 self.probe(&pass, probe, out);
             }
-            R2p2Input::Completion { executor } => {
+            PullInput::Completion { executor } => {
                 if executor >= self.executors {
-                    out.push(R2p2Action::Drop(DropReason::UnknownNode));
+                    out.push(PullAction::Drop(DropReason::UnknownNode));
                     return;
                 }
                 let pass = self.pipeline.begin();
                 self.outstanding
                     .update(&pass, executor as usize, |c| *c = c.saturating_sub(1));
             }
-            R2p2Input::Resubmit(p) => {
-                if p.next >= self.executors {
-                    out.push(R2p2Action::Drop(DropReason::Unexpected));
-                    return;
-                }
+            PullInput::Reprobe(p) if p.next < self.executors => {
                 let pass = self.pipeline.resubmit();
                 self.probe(&pass, p, out);
             }
+            // Draconis' and Sparrow's messages, or a probe naming an
+            // executor this switch does not have (a confused driver).
+            PullInput::JobSubmission(_)
+            | PullInput::TaskRequest(_)
+            | PullInput::GetTask { .. }
+            | PullInput::Resubmit(_)
+            | PullInput::Reprobe(_) => out.push(PullAction::Drop(DropReason::Unexpected)),
         }
     }
 
-    fn probe(&mut self, pass: &Pass, mut p: JbsqProbe, out: &mut R2p2Outbox) {
+    fn probe(&mut self, pass: &Pass, mut p: JbsqProbe, out: &mut PullOutbox) {
         let bound = p.bound;
         let took = self.outstanding.update(pass, p.next as usize, |c| {
             if *c < bound {
@@ -196,16 +163,17 @@ impl R2p2Jbsq {
         });
         if took {
             self.stats.dispatched += 1;
-            out.push(R2p2Action::Dispatch {
+            out.push(PullAction::AssignTask {
                 executor: p.next,
                 client: p.client,
                 task: p.task,
+                skips: 0,
             });
             return;
         }
         if p.recircs >= self.config.recirc_budget {
             self.stats.dropped += 1;
-            out.push(R2p2Action::Drop(DropReason::RecirculationBudget));
+            out.push(PullAction::Drop(DropReason::RecirculationBudget));
             return;
         }
         p.recircs += 1;
@@ -222,6 +190,18 @@ impl R2p2Jbsq {
             p.bound = (p.bound + 1).min(self.config.k);
         }
         self.stats.recirculations += 1;
-        out.push(R2p2Action::Recirculate(p));
+        out.push(PullAction::Reprobe(p));
+    }
+}
+
+impl PullDataPlane for R2p2Jbsq {
+    /// One pass; the switch keeps no clock.
+    #[inline]
+    fn handle(&mut self, _now: u64, input: PullInput, out: &mut PullOutbox) {
+        self.pass(input, out)
+    }
+
+    fn pipeline(&self) -> Option<&Pipeline> {
+        Some(&self.pipeline)
     }
 }

@@ -7,8 +7,8 @@
 //! step, so decisions/s here is "submission + request" pairs per second.
 
 use super::{
-    Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, ExecInfo,
-    JobSubmission, TaskInfo, TaskList,
+    Draconis, DraconisConfig, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput,
+    PullOutbox, TaskInfo, TaskList,
 };
 
 /// The workload shapes measured.
@@ -28,7 +28,7 @@ pub enum Shape {
 /// A Draconis switch in steady state under [`Shape`].
 pub struct Steady {
     pub dp: Draconis,
-    out: DraconisOutbox,
+    out: PullOutbox,
     shape: Shape,
     next: u64,
     pub decisions: u64,
@@ -44,7 +44,7 @@ impl Steady {
         };
         let mut s = Steady {
             dp: Draconis::new(config),
-            out: DraconisOutbox::new(),
+            out: PullOutbox::new(),
             shape,
             next: 0,
             decisions: 0,
@@ -55,17 +55,17 @@ impl Steady {
         s
     }
 
-    fn run(&mut self, input: DraconisInput) -> u64 {
+    fn run(&mut self, input: PullInput) -> u64 {
         let mut input = input;
         let mut assigned = 0;
         loop {
             self.out.clear();
-            self.dp.handle(input, &mut self.out);
+            self.dp.handle(0, input, &mut self.out);
             let mut again = None;
             for a in self.out.as_slice() {
                 match *a {
-                    DraconisAction::Recirculate(r) => again = Some(DraconisInput::Resubmit(r)),
-                    DraconisAction::AssignTask { .. } => assigned += 1,
+                    PullAction::Recirculate(r) => again = Some(PullInput::Resubmit(r)),
+                    PullAction::AssignTask { .. } => assigned += 1,
                     _ => {}
                 }
             }
@@ -87,7 +87,7 @@ impl Steady {
         }
         let mut tasks = TaskList::new();
         tasks.push(t);
-        self.run(DraconisInput::JobSubmission(JobSubmission {
+        self.run(PullInput::JobSubmission(JobSubmission {
             client: 0,
             job: id,
             tasks,
@@ -106,6 +106,6 @@ impl Steady {
                 _ => 0,
             },
         };
-        self.decisions += self.run(DraconisInput::TaskRequest(exec));
+        self.decisions += self.run(PullInput::TaskRequest(exec));
     }
 }

@@ -7,7 +7,7 @@
 //! differs is the execution model: a single-threaded event loop finishes one
 //! message before reading the next, so every recirculation a message causes
 //! (remaining tasks of a job, repairs, priority levels, swaps) runs inline,
-//! before [`DraconisServer::handle`] returns. No other message can interleave
+//! before the message's [`PullDataPlane::handle`] returns. No other message can interleave
 //! between those steps, so the optimistic pointers are always repaired before
 //! the next message and a request never meets a pending repair.
 //!
@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Draconis, DraconisAction, DraconisConfig, DraconisInput, DraconisOutbox, Recirc};
+use super::{Draconis, DraconisConfig, PullAction, PullDataPlane, PullInput, PullOutbox, Recirc};
 use crate::switch::Pipeline;
 
 /// Draconis as a software scheduler.
@@ -25,7 +25,7 @@ use crate::switch::Pipeline;
 pub struct DraconisServer {
     inner: Draconis,
     pending: VecDeque<Recirc>,
-    scratch: DraconisOutbox,
+    scratch: PullOutbox,
     /// Internal steps (switch passes) run inline, for cost accounting.
     pub steps: u64,
 }
@@ -40,14 +40,9 @@ impl DraconisServer {
         DraconisServer {
             inner: Draconis::new(config),
             pending: VecDeque::with_capacity(64),
-            scratch: DraconisOutbox::new(),
+            scratch: PullOutbox::new(),
             steps: 0,
         }
-    }
-
-    /// An output buffer large enough for [`DraconisServer::handle`].
-    pub fn outbox() -> DraconisOutbox {
-        DraconisOutbox::with_capacity(Self::OUT_CAPACITY)
     }
 
     pub fn scheduler(&self) -> &Draconis {
@@ -57,22 +52,32 @@ impl DraconisServer {
     pub fn pipeline(&self) -> &Pipeline {
         self.inner.pipeline()
     }
+}
 
+impl PullDataPlane for DraconisServer {
     /// Processes one message to completion. `out` receives only external
-    /// actions (never `Recirculate`); size it with [`DraconisServer::outbox`].
-    pub fn handle(&mut self, input: DraconisInput, out: &mut DraconisOutbox) {
+    /// actions (never `Recirculate`); size it with [`PullDataPlane::outbox`].
+    fn handle(&mut self, now: u64, input: PullInput, out: &mut PullOutbox) {
         let mut next = Some(input);
         while let Some(input) = next {
             self.steps += 1;
             self.scratch.clear();
-            self.inner.handle(input, &mut self.scratch);
+            self.inner.handle(now, input, &mut self.scratch);
             for a in self.scratch.drain() {
                 match a {
-                    DraconisAction::Recirculate(r) => self.pending.push_back(r),
+                    PullAction::Recirculate(r) => self.pending.push_back(r),
                     other => out.push(other),
                 }
             }
-            next = self.pending.pop_front().map(DraconisInput::Resubmit);
+            next = self.pending.pop_front().map(PullInput::Resubmit);
         }
+    }
+
+    fn pipeline(&self) -> Option<&Pipeline> {
+        Some(self.inner.pipeline())
+    }
+
+    fn outbox_capacity(&self) -> usize {
+        Self::OUT_CAPACITY
     }
 }

@@ -1,0 +1,186 @@
+//! The pull simulator's clients: job arrivals and sizes, task creation,
+//! submission (split into packets, one request per task for R2P2) and
+//! resubmission after a timeout or an error packet.
+
+use super::*;
+
+impl Sim<'_> {
+    pub(super) fn job_size(&mut self) -> u32 {
+        let w = &self.cfg.workload;
+        match w.arrival {
+            Arrival::Poisson | Arrival::ClosedLoop => w.job_tasks,
+            Arrival::Bursty => {
+                if !self.rng_size.chance(w.burst_fraction) {
+                    return 1;
+                }
+                // Geometric on {1, 2, ...} with mean burst_mean_tasks, capped.
+                let p = 1.0 / w.burst_mean_tasks;
+                let g = if p >= 1.0 {
+                    1.0
+                } else {
+                    (self.rng_size.unit_open0().ln() / (1.0 - p).ln()).ceil()
+                };
+                (g.max(1.0) as u64).min(w.burst_max_tasks as u64) as u32
+            }
+        }
+    }
+
+    pub(super) fn arrival(&mut self, now: u64) {
+        let total = self.cfg.workload.tasks;
+        let remaining = total - self.tasks.len() as u64;
+        let size = (self.job_size() as u64).min(remaining);
+        self.new_job(now, size);
+        if (self.tasks.len() as u64) < total {
+            let gap = self.interarrival();
+            self.q.at(now + gap, Ev::Arrival);
+        }
+    }
+
+    /// Creates the next `size` tasks as one job and submits it.
+    pub(super) fn new_job(&mut self, now: u64, size: u64) {
+        let total = self.cfg.workload.tasks;
+        let first = self.tasks.len() as u64;
+        let nodes = self.cfg.cluster.nodes;
+        for idx in first..first + size {
+            let (service, _) = self.sampler.sample(&mut self.rng_service);
+            let priority = if self.prio_cum.is_empty() {
+                1
+            } else {
+                let u = self.rng_prio.unit();
+                self.prio_cum.iter().position(|&c| u < c).unwrap_or(0) as u8 + 1
+            };
+            let data_node = if self.cfg.workload.locality.is_some() {
+                self.rng_data.below(nodes) as u16
+            } else {
+                u16::MAX
+            };
+            let phase = if self.cfg.workload.resource_phases {
+                (idx * 3 / total) as u8
+            } else {
+                0
+            };
+            let props = if self.cfg.workload.resource_phases {
+                // Phase 0 needs A, 1 needs B, 2 needs C (§8.5).
+                1u64 << phase
+            } else if data_node != u16::MAX {
+                TaskInfo::new(0).with_local_nodes(&[data_node]).props
+            } else {
+                0
+            };
+            self.tasks.push(Task {
+                submit: now,
+                service,
+                first_start: NONE,
+                done_at_executor: false,
+                attempt: 0,
+                tries: 0,
+                acked: false,
+                state: State::Pending,
+                priority,
+                data_node,
+                props,
+                phase,
+            });
+            if idx >= self.warmup {
+                self.m.submitted += 1;
+            }
+            self.m.note_arrival(phase, now);
+        }
+        self.submit(now, first, first + size);
+        self.jobs += 1;
+        if self.tasks.len() as u64 == total {
+            self.m.last_arrival_ns = now;
+            self.m.window_end_decisions = self.m.decisions;
+        }
+    }
+
+    pub(super) fn task_info(&self, id: u64) -> TaskInfo {
+        let t = &self.tasks[id as usize];
+        TaskInfo {
+            id,
+            fn_id: 0,
+            priority: t.priority,
+            fn_par: t.attempt as u64,
+            props: t.props,
+        }
+    }
+
+    /// Sends tasks `lo..hi` (one job) from their client.
+    pub(super) fn submit(&mut self, now: u64, lo: u64, hi: u64) {
+        let client = (self.jobs % self.cfg.client.clients as u64) as u32;
+        for id in lo..hi {
+            let attempt = self.tasks[id as usize].attempt;
+            self.q.at(now + self.timeout, Ev::Timeout(id, attempt));
+        }
+        match self.policy {
+            PullPolicy::R2p2 => {
+                for id in lo..hi {
+                    let task = self.task_info(id);
+                    self.send_pull(now + self.link, 0, PullInput::Request { client, task });
+                }
+            }
+            PullPolicy::Racksched => {
+                for id in lo..hi {
+                    let meta = TaskMeta {
+                        id: rack_id(id, self.tasks[id as usize].attempt),
+                        first: true,
+                        last: true,
+                        idle_selected: false,
+                        upstream: 0,
+                        class: 0,
+                    };
+                    self.q.at(now + self.link, Ev::Rack(Input::Task(meta)));
+                }
+            }
+            PullPolicy::Sparrow => {
+                // Jobs go round robin over the scheduler hosts. (Client `c`
+                // submits jobs c, c + clients, ...; `(jobs + client) % n`
+                // sent every job to scheduler 0 whenever `clients` is even
+                // and n = 2, so two Sparrows behaved as one.)
+                let n = self.cfg.sparrow.schedulers as u64;
+                let s = (self.jobs % n) as u32;
+                let mut id = lo;
+                while id < hi {
+                    let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
+                    let mut tasks = TaskList::new();
+                    for i in id..end {
+                        tasks.push(self.task_info(i));
+                    }
+                    self.sparrow_jobs += 1;
+                    let input = PullInput::JobSubmission(JobSubmission {
+                        client,
+                        job: self.sparrow_jobs,
+                        tasks,
+                    });
+                    self.send_pull(now + self.sched_link, s, input);
+                    id = end;
+                }
+            }
+            _ => {
+                // §4.3 "Handling Large Jobs": a job larger than a packet is
+                // split into several job_submission packets.
+                let mut id = lo;
+                while id < hi {
+                    let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
+                    let mut tasks = TaskList::new();
+                    for i in id..end {
+                        tasks.push(self.task_info(i));
+                    }
+                    let job = self.packets.len() as u64;
+                    self.packets.push(tasks);
+                    let input = PullInput::JobSubmission(JobSubmission { client, job, tasks });
+                    self.send_pull(now + self.sched_link, 0, input);
+                    id = end;
+                }
+            }
+        }
+    }
+
+    pub(super) fn resubmit(&mut self, now: u64, id: u64) {
+        let t = &mut self.tasks[id as usize];
+        t.attempt += 1;
+        t.acked = false;
+        self.m.resubmissions += 1;
+        self.submit(now, id, id + 1);
+    }
+}

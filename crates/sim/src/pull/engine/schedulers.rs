@@ -1,0 +1,156 @@
+//! The pull simulator's side of the schedulers: it feeds each input to the
+//! [`PullPlane`] (or `racksched`'s push [`Plane`]) at the instant the
+//! switch pipeline or the software scheduler takes it, and turns the
+//! actions into events.
+
+use super::*;
+
+impl Sim<'_> {
+    pub(super) fn send_pull(&mut self, at: u64, plane: u32, input: PullInput) {
+        let i = self.pkts.put(input);
+        self.q.at(at, Ev::Pull(plane, i));
+    }
+
+    /// One input at pull scheduler `s` and its actions.
+    pub(super) fn pull(&mut self, now: u64, s: u32, input: PullInput) {
+        let mut out = std::mem::replace(&mut self.out, PullOutbox::with_capacity(0));
+        out.clear();
+        let plane = &mut self.planes[s as usize];
+        let kind = plane.kind();
+        // The instant the actions leave the scheduler.
+        let t = match kind {
+            PullPlaneKind::Switch | PullPlaneKind::Jbsq => {
+                let pass = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
+                plane.handle(pass, input, &mut out);
+                pass
+            }
+            // A single-threaded software scheduler: FIFO, one step_ns per
+            // switch pass a Draconis-Server runs inline, msg_ns per Sparrow
+            // message. Handling now and releasing the output at `finish` is
+            // exact because messages are served in arrival order.
+            PullPlaneKind::Server | PullPlaneKind::Sparrow => {
+                let free_at = &mut self.free_at[s as usize];
+                let start = now.max(*free_at);
+                let before = plane.server_steps().unwrap_or(0);
+                plane.handle(start, input, &mut out);
+                let finish = match plane.server_steps() {
+                    Some(after) => start + (after - before) * self.cfg.server.step_ns,
+                    None => start + self.cfg.sparrow.msg_ns,
+                };
+                *free_at = finish;
+                finish
+            }
+        };
+        // A switch is one link from a host, a software scheduler two.
+        let at_host = t + self.sched_link;
+        let slots = self.cfg.sparrow.max_jobs;
+        for a in out.drain() {
+            match a {
+                PullAction::AssignTask {
+                    executor,
+                    task,
+                    skips,
+                    ..
+                } => {
+                    self.check_locality(executor, &task, skips);
+                    self.q.at(at_host, Ev::ExecTask(executor, task))
+                }
+                PullAction::NoOp { executor } => {
+                    self.m.noops += 1;
+                    let ev = match kind {
+                        PullPlaneKind::Sparrow => Ev::SparrowNoOp(executor),
+                        _ => Ev::ExecNoOp(executor),
+                    };
+                    self.q.at(at_host, ev)
+                }
+                PullAction::Ack { job, .. } => self.q.at(at_host, Ev::Ack(job)),
+                PullAction::ErrorPacket { tasks, .. } => {
+                    let i = self.epkts.put(tasks);
+                    self.q.at(at_host, Ev::ErrorPacket(i))
+                }
+                // The worker's get-task must find this scheduler again: the
+                // slot it carries names both.
+                PullAction::Probe { worker, slot } => {
+                    self.q.at(at_host, Ev::Probe(worker, s * slots + slot))
+                }
+                PullAction::Recirculate(r) => {
+                    self.send_pull(t + self.recirc, s, PullInput::Resubmit(r))
+                }
+                PullAction::Reprobe(p) => self.send_pull(t + self.recirc, s, PullInput::Reprobe(p)),
+                PullAction::Drop(reason) => self.m.drop(reason),
+            }
+        }
+        self.out = out;
+    }
+
+    /// §5.3 limits as the driver sees them: a task runs off its data node
+    /// only after more than `rack_start_limit` skips (on its rack) or more
+    /// than `global_start_limit` skips (anywhere). Counted, never enforced
+    /// here: the data plane decides.
+    pub(super) fn check_locality(&mut self, executor: u32, task: &TaskInfo, skips: u16) {
+        if self.policy != PullPolicy::DraconisLocality {
+            return;
+        }
+        self.m.max_skips = self.m.max_skips.max(skips);
+        let Some(data) = task.local_nodes().next() else {
+            return;
+        };
+        let node = self.execs[executor as usize].info.node;
+        let d = &self.cfg.draconis;
+        let same_rack = data as u32 / self.nodes_per_rack == node / self.nodes_per_rack;
+        let ok = data as u32 == node
+            || skips > d.global_start_limit
+            || (same_rack && skips > d.rack_start_limit);
+        if !ok {
+            self.m.locality_violations += 1;
+        }
+    }
+
+    pub(super) fn rack(&mut self, now: u64, input: Input) {
+        let Some(sw) = self.rack.as_mut() else {
+            unreachable!("racksched packet without a racksched switch")
+        };
+        let now = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
+        self.kout.clear();
+        sw.handle(now, input, &mut self.kout);
+        for i in 0..self.kout.len() {
+            match self.kout.as_slice()[i] {
+                Action::Dispatch { node, task, .. } => self.q.at(
+                    now + self.link + self.cfg.racksched.node_overhead_ns,
+                    Ev::NodeTask(node, task.id),
+                ),
+                Action::Resubmit(r) => self.q.at(now + self.recirc, Ev::Rack(Input::Resubmit(r))),
+                Action::Drop(reason) => self.m.drop(reason),
+                Action::Notify { .. } | Action::Queued => {}
+            }
+        }
+    }
+
+    /// A worker's late-binding request goes to the scheduler that probed it.
+    pub(super) fn send_get_task(&mut self, now: u64, get: PullInput) {
+        let PullInput::GetTask { worker, slot } = get else {
+            unreachable!("workers only send GetTask")
+        };
+        let per = self.cfg.sparrow.max_jobs;
+        let input = PullInput::GetTask {
+            worker,
+            slot: slot % per,
+        };
+        self.send_pull(now + self.sched_link, slot / per, input);
+    }
+
+    pub(super) fn collect_dataplane_stats(&mut self) {
+        // A server's inline steps beyond the first per message play the
+        // part of recirculations; Sparrow has no switch pipeline.
+        let (first, resub) = match &self.rack {
+            Some(sw) => sw.passes(),
+            None => self
+                .planes
+                .iter()
+                .map(PullPlane::passes)
+                .fold((0, 0), |a, p| (a.0 + p.0, a.1 + p.1)),
+        };
+        self.m.first_passes = first;
+        self.m.recirculations = resub;
+    }
+}
