@@ -20,17 +20,18 @@
 //! per thread), so the whole experiment is one process.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::spc::{SpcFeedback, SpcRequest, SpcSender, SpcSwitch};
+
+mod lab;
+use lab::{bind_port, client_addr, enter, server_addr, sw_addr};
+pub use lab::{Lab, LabError};
 
 const SERVERS: usize = 3;
 const PORT_SW: u16 = 9000;
@@ -152,183 +153,6 @@ pub struct Fig7Run {
     /// rate): how much of the bottleneck the control loop used.
     pub utilisation: f64,
     pub residual: SwitchResidual,
-}
-
-/// Could not create a namespace (not permitted): tests skip on this, unless
-/// `NETSCHED_REQUIRE_NETNS=1`, which makes it `Other` (a failure).
-#[derive(Debug)]
-pub enum LabError {
-    NotPermitted(String),
-    Other(String),
-}
-
-impl std::fmt::Display for LabError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LabError::NotPermitted(s) => write!(f, "network namespaces not permitted: {s}"),
-            LabError::Other(s) => f.write_str(s),
-        }
-    }
-}
-
-/// Namespaces `<prefix>-sw`, `-c`, `-s0..2`, veth pairs from the switch to
-/// each; deleted on drop (also when a run fails).
-pub struct Lab {
-    prefix: String,
-    names: Vec<String>,
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-impl Lab {
-    pub fn new(prefix: &str) -> Result<Lab, LabError> {
-        let mut lab = Lab {
-            prefix: prefix.to_string(),
-            names: Vec::new(),
-        };
-        let sw = lab.ns("sw");
-        // Same gate as netsched_node::netns (this crate does not depend on
-        // it): NETSCHED_REQUIRE_NETNS=1 turns the skip into a failure.
-        static LABS: AtomicU32 = AtomicU32::new(0);
-        let lab_no = LABS.fetch_add(1, Ordering::Relaxed);
-        let required = std::env::var("NETSCHED_REQUIRE_NETNS").is_ok_and(|v| v == "1");
-        ip(&["netns", "add", &sw]).map_err(if required {
-            LabError::Other
-        } else {
-            LabError::NotPermitted
-        })?;
-        lab.names.push(sw.clone());
-        let ends: Vec<(String, String)> = std::iter::once(("c".to_string(), "10.77.0".to_string()))
-            .chain((0..SERVERS).map(|i| (format!("s{i}"), format!("10.77.{}", i + 1))))
-            .collect();
-        let o = |r: Result<(), String>| r.map_err(LabError::Other);
-        o(ip(&["-n", &sw, "link", "set", "lo", "up"]))?;
-        for (k, (end, net)) in ends.iter().enumerate() {
-            let ns = lab.ns(end);
-            o(ip(&["netns", "add", &ns]))?;
-            lab.names.push(ns.clone());
-            // Interface names are per namespace once moved, but are created
-            // in ours first: unique by pid and by lab within the process
-            // (tests build labs in parallel), within IFNAMSIZ (15).
-            let tag = format!("{}x{}x{k}", std::process::id() % 100_000, lab_no % 100);
-            let (a, b) = (format!("fa{tag}"), format!("fb{tag}"));
-            o(ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]))?;
-            o(ip(&["link", "set", &a, "netns", &sw]))?;
-            o(ip(&["link", "set", &b, "netns", &ns]))?;
-            o(ip(&[
-                "-n",
-                &sw,
-                "addr",
-                "add",
-                &format!("{net}.2/24"),
-                "dev",
-                &a,
-            ]))?;
-            o(ip(&[
-                "-n",
-                &ns,
-                "addr",
-                "add",
-                &format!("{net}.1/24"),
-                "dev",
-                &b,
-            ]))?;
-            o(ip(&["-n", &sw, "link", "set", &a, "up"]))?;
-            o(ip(&["-n", &ns, "link", "set", &b, "up"]))?;
-            o(ip(&["-n", &ns, "link", "set", "lo", "up"]))?;
-        }
-        Ok(lab)
-    }
-
-    fn ns(&self, end: &str) -> String {
-        format!("{}-{end}", self.prefix)
-    }
-
-    /// Run one Fig. 7 experiment in the lab.
-    pub fn fig7(&self, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> {
-        run_fig7(self, mode, o)
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for n in self.names.iter().rev() {
-            let _ = ip(&["netns", "del", n]);
-        }
-    }
-}
-
-/// Move the calling thread into a network namespace.
-fn enter(ns: &str) -> io::Result<()> {
-    let f = File::open(format!("/var/run/netns/{ns}"))?;
-    // SAFETY: setns on a valid namespace fd only changes this thread's
-    // network namespace.
-    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // Short sleeps of the pacing loops should not be stretched by the
-    // default 50 µs timer slack (half a packet time at 100 Mbps).
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only affects this thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
-    }
-    Ok(())
-}
-
-fn bind_port(port: u16) -> io::Result<UdpSocket> {
-    let s = UdpSocket::bind(("0.0.0.0", port))?;
-    let big: libc::c_int = 8 << 20;
-    // The *FORCE variants (root) go past net.core.rmem_max: a receive
-    // buffer overflow while a thread waits for a core would lose a request
-    // the switch already counted (Alg. 1 keeps its allocation until the
-    // sender returns it).
-    for opt in [
-        libc::SO_RCVBUF,
-        libc::SO_SNDBUF,
-        libc::SO_RCVBUFFORCE,
-        libc::SO_SNDBUFFORCE,
-    ] {
-        // SAFETY: setsockopt with a valid fd and an int option value.
-        unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                &big as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    }
-    s.set_nonblocking(true)?;
-    Ok(s)
-}
-
-fn sw_addr(i: Option<usize>) -> SocketAddr {
-    let net = i.map_or(0, |i| i + 1);
-    format!("10.77.{net}.2:{PORT_SW}").parse().expect("address")
-}
-fn client_addr() -> SocketAddr {
-    format!("10.77.0.1:{PORT_CLIENT}").parse().expect("address")
-}
-fn server_addr(i: usize) -> SocketAddr {
-    format!("10.77.{}.1:{PORT_SERVER}", i + 1)
-        .parse()
-        .expect("address")
 }
 
 fn get_u32(b: &[u8], at: usize) -> u32 {
@@ -891,11 +715,6 @@ fn server_loop(
     Ok((retx, 0))
 }
 
-/// The client: requests every task at once, receives in order, ACKs every
-/// data packet with the flow's latest switch feedback, and records
-/// completion times. Feedback is soft state: each flow's latest is repeated
-/// every [`FEEDBACK_REPEAT_S`] (also for a while after the last task ends),
-/// so a lost ACK delays it rather than losing it.
 /// A flow's latest switch feedback at the client: (request number, AR, NR).
 #[derive(Clone, Copy, Debug, Default)]
 struct Feedback {
@@ -928,6 +747,11 @@ impl Feedback {
     }
 }
 
+/// The client: requests every task at once, receives in order, ACKs every
+/// data packet with the flow's latest switch feedback, and records
+/// completion times. Feedback is soft state: each flow's latest is repeated
+/// every [`FEEDBACK_REPEAT_S`] (also for a while after the last task ends),
+/// so a lost ACK delays it rather than losing it.
 fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Vec<u64>, Vec<u64>)> {
     let sw = sw_addr(None);
     let n = o.tasks as usize;
