@@ -38,6 +38,80 @@ enum FlowCmd {
     /// client, three servers, a software switch running SPC at the client's
     /// downlink; FIFO-LM against fair sharing.
     Fig7(Fig7Args),
+    /// Packet against flow: run the config's workload through the fluid
+    /// engine and through the packet-level SPC engine (Alg. 1 at every
+    /// port, Alg. 2 at senders, per-RTT requests, queues), mean and p99 task
+    /// completion time side by side. Policies: fair, baraat.
+    Compare(CompareArgs),
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// TOML config (e.g. experiments/baraat.toml); built-in defaults if omitted.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    /// Policies, comma-separated (fair, baraat).
+    #[arg(long, value_delimiter = ',', default_value = "fair,baraat")]
+    policy: Vec<String>,
+    /// Number of tasks (overrides workload.tasks).
+    #[arg(long)]
+    tasks: Option<u32>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// SPC control loop round-trip time in µs.
+    #[arg(long, default_value_t = 100.0)]
+    rtt_us: f64,
+    /// Data-plane steps per RTT.
+    #[arg(long, default_value_t = 4)]
+    ticks_per_rtt: u32,
+}
+
+fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
+    match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            FlowConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
+        }
+        None => Ok(FlowConfig::default()),
+    }
+}
+
+fn compare(a: CompareArgs) -> Result<(), String> {
+    use netsched_flowsim::compare::{compare, table, PacketTiming};
+    let mut cfg = load_config(a.config.as_ref())?;
+    for p in &a.policy {
+        Policy::parse(p).map_err(|e| format!("--policy: {e}"))?;
+    }
+    cfg.policies = a.policy.clone();
+    if let Some(t) = a.tasks {
+        cfg.workload.tasks = t;
+    }
+    if let Some(s) = a.seed {
+        cfg.seed = s;
+    }
+    if !(a.rtt_us.is_finite() && a.rtt_us > 0.0) || a.ticks_per_rtt == 0 {
+        return Err("--rtt-us and --ticks-per-rtt must be positive".into());
+    }
+    let timing = PacketTiming {
+        rtt_ns: (a.rtt_us * 1e3).round() as u64,
+        ticks_per_rtt: a.ticks_per_rtt,
+    };
+    let rows = compare(&cfg, timing, |c| {
+        eprintln!(
+            "{}: fluid {:.2} s, packet {:.2} s ({} requests, max queue {:.0} B, \
+             saturated link-ticks: switch {} host {})",
+            c.policy.name(),
+            c.fluid_wall_s,
+            c.packet_wall_s,
+            c.packet_stats.requests,
+            c.packet_stats.max_queue_bytes,
+            c.packet_stats.switch_saturated_ticks,
+            c.packet_stats.host_saturated_ticks
+        );
+    })
+    .map_err(|e| e.to_string())?;
+    crate::stdout::write(&table(&rows));
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -114,16 +188,12 @@ fn fig7(a: Fig7Args) -> Result<(), String> {
 
 pub fn run(a: FlowArgs) -> Result<(), String> {
     let mut a = a;
-    if let Some(FlowCmd::Fig7(f)) = a.cmd.take() {
-        return fig7(f);
+    match a.cmd.take() {
+        Some(FlowCmd::Fig7(f)) => return fig7(f),
+        Some(FlowCmd::Compare(c)) => return compare(c),
+        None => {}
     }
-    let mut cfg = match &a.config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            FlowConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))?
-        }
-        None => FlowConfig::default(),
-    };
+    let mut cfg = load_config(a.config.as_ref())?;
     if !a.policy.is_empty() {
         for p in &a.policy {
             Policy::parse(p).map_err(|e| format!("--policy: {e}"))?;
