@@ -64,6 +64,41 @@ struct CompareArgs {
     /// Data-plane steps per RTT.
     #[arg(long, default_value_t = 4)]
     ticks_per_rtt: u32,
+    /// Alg. 2's δ in percent of the NIC rate.
+    #[arg(long, default_value_t = 1.0)]
+    delta_pct: f64,
+    /// Instead of the config: Baraat Fig. 7's batched reads (1..=N tasks of
+    /// three 400 KB flows over 100 Mbps, as `flowsim fig7` runs over UDP),
+    /// fluid and packet means per task count. Use --rtt-us 1000 for the
+    /// UDP lab's interval.
+    #[arg(long)]
+    fig7: Option<u32>,
+}
+
+fn compare_fig7(
+    max_tasks: u32,
+    timing: netsched_flowsim::compare::PacketTiming,
+) -> Result<(), String> {
+    use netsched_flowsim::compare::fig7_means;
+    outln!(
+        "tasks  fair fluid  fair packet  ratio  fifo-lm fluid  fifo-lm packet  ratio   (mean ms)"
+    );
+    for n in 1..=max_tasks {
+        let (ff, fp) =
+            fig7_means(n, 400_000, 100e6, Policy::Fair, timing).map_err(|e| e.to_string())?;
+        let (bf, bp) =
+            fig7_means(n, 400_000, 100e6, Policy::Baraat, timing).map_err(|e| e.to_string())?;
+        outln!(
+            "{n:>5}  {:>10.1}  {:>11.1}  {:>5.3}  {:>13.1}  {:>14.1}  {:>5.3}",
+            ff / 1e6,
+            fp / 1e6,
+            fp / ff,
+            bf / 1e6,
+            bp / 1e6,
+            bp / bf
+        );
+    }
+    Ok(())
 }
 
 fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
@@ -89,13 +124,20 @@ fn compare(a: CompareArgs) -> Result<(), String> {
     if let Some(s) = a.seed {
         cfg.seed = s;
     }
-    if !(a.rtt_us.is_finite() && a.rtt_us > 0.0) || a.ticks_per_rtt == 0 {
-        return Err("--rtt-us and --ticks-per-rtt must be positive".into());
+    if !(a.rtt_us.is_finite() && a.rtt_us > 0.0)
+        || a.ticks_per_rtt == 0
+        || !(a.delta_pct.is_finite() && a.delta_pct > 0.0)
+    {
+        return Err("--rtt-us, --ticks-per-rtt and --delta-pct must be positive".into());
     }
     let timing = PacketTiming {
         rtt_ns: (a.rtt_us * 1e3).round() as u64,
         ticks_per_rtt: a.ticks_per_rtt,
+        delta_fraction: a.delta_pct / 100.0,
     };
+    if let Some(n) = a.fig7 {
+        return compare_fig7(n, timing);
+    }
     let rows = compare(&cfg, timing, |c| {
         eprintln!(
             "{}: fluid {:.2} s, packet {:.2} s ({} requests, max queue {:.0} B, \

@@ -34,6 +34,7 @@ pub enum CompareError {
 pub struct PacketTiming {
     pub rtt_ns: u64,
     pub ticks_per_rtt: u32,
+    pub delta_fraction: f64,
 }
 
 impl Default for PacketTiming {
@@ -42,6 +43,7 @@ impl Default for PacketTiming {
         PacketTiming {
             rtt_ns: o.rtt_ns,
             ticks_per_rtt: o.ticks_per_rtt,
+            delta_fraction: o.delta_fraction,
         }
     }
 }
@@ -66,6 +68,7 @@ pub fn run_packet(
             heavy_threshold: thr.unwrap_or(f64::INFINITY),
             rtt_ns: timing.rtt_ns,
             ticks_per_rtt: timing.ticks_per_rtt,
+            delta_fraction: timing.delta_fraction,
         },
     );
     let mut tasks = engine.run(task_source(gen, cfg));
@@ -179,4 +182,73 @@ pub fn table(rows: &[Comparison]) -> String {
         );
     }
     s
+}
+
+/// Baraat Fig. 7's batched reads (§5.1) through both engines: `tasks`
+/// tasks at t = 0, each reading `bytes_per_server` from each of three
+/// servers into one client over `link_bps` links, as the UDP lab
+/// (`udp.rs`, `netsched flowsim fig7`) runs them. FIFO-LM is Baraat with a
+/// threshold above the task size (the lab's FIFO). Returns the mean task
+/// completion time (ns), fluid then packet.
+pub fn fig7_means(
+    tasks: u32,
+    bytes_per_server: u64,
+    link_bps: f64,
+    policy: Policy,
+    timing: PacketTiming,
+) -> Result<(f64, f64), CompareError> {
+    use crate::config::TopologyConfig;
+    use crate::engine::{Engine, EngineOpts};
+    use crate::topology::Topology;
+    use crate::workload::{FlowSpec, TaskSpec, NO_GATE};
+    if !matches!(policy, Policy::Fair | Policy::Baraat) {
+        return Err(CompareError::Unsupported(policy.name()));
+    }
+    let topo = Topology::new(&TopologyConfig {
+        pods: 1,
+        racks_per_pod: 1,
+        servers_per_rack: 4,
+        host_gbps: link_bps / 1e9,
+        tor_oversub: 1.0,
+        agg_oversub: 1.0,
+    });
+    let specs: Vec<TaskSpec> = (0..tasks as u64)
+        .map(|i| TaskSpec {
+            arrival_ns: 0,
+            task_id: i + 1,
+            flows: (1..4)
+                .map(|server| FlowSpec {
+                    src: server,
+                    dst: 0,
+                    bytes: bytes_per_server,
+                    after: NO_GATE,
+                    feeds: NO_GATE,
+                    delay_ns: 0,
+                })
+                .collect(),
+        })
+        .collect();
+    let mean = |r: Vec<crate::engine::TaskResult>| {
+        r.iter().map(|t| t.completion_ns as f64).sum::<f64>() / r.len().max(1) as f64
+    };
+    let fluid = Engine::new(
+        topo.clone(),
+        EngineOpts {
+            policy,
+            heavy_threshold: f64::INFINITY,
+        },
+    )
+    .run(specs.clone().into_iter());
+    let packet = PacketEngine::new(
+        topo,
+        PacketOpts {
+            policy,
+            heavy_threshold: f64::INFINITY,
+            rtt_ns: timing.rtt_ns,
+            ticks_per_rtt: timing.ticks_per_rtt,
+            delta_fraction: timing.delta_fraction,
+        },
+    )
+    .run(specs.into_iter());
+    Ok((mean(fluid), mean(packet)))
 }

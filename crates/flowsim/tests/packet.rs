@@ -52,6 +52,7 @@ fn packet_engine(policy: Policy, threshold: f64) -> PacketEngine {
             heavy_threshold: threshold,
             rtt_ns: RTT,
             ticks_per_rtt: 4,
+            delta_fraction: 0.01,
         },
     )
 }

@@ -11,11 +11,22 @@ impl PacketEngine {
         let t0 = now as f64;
         let mut fins = Vec::new();
         for (id, f) in self.flows.iter_mut().enumerate() {
-            if !f.alive || f.finned || f.rate <= 0.0 || f.unsent <= EPS_BYTES {
+            if !f.alive || f.finned {
+                continue;
+            }
+            if f.unsent <= EPS_BYTES {
+                // Nothing left to send (residue): the FIN goes now.
+                f.unsent = 0.0;
+                f.last_byte = f.last_byte.max(t0);
+                fins.push(id as u32);
+                continue;
+            }
+            if f.rate <= 0.0 {
                 continue;
             }
             let can = f.rate * dt / 8e9;
-            let sent = if f.unsent <= can {
+            // A remainder below EPS_BYTES would never be sent (nor FIN'd).
+            let sent = if f.unsent <= can + EPS_BYTES {
                 f.last_byte = t0 + f.unsent * 8e9 / f.rate;
                 fins.push(id as u32);
                 std::mem::replace(&mut f.unsent, 0.0)

@@ -63,17 +63,21 @@ pub struct PacketOpts {
     pub rtt_ns: u64,
     /// Data-plane steps per RTT; flows' request phases spread over them.
     pub ticks_per_rtt: u32,
+    /// Alg. 2's δ as a fraction of the NIC rate (§4.3.3: "a small value").
+    pub delta_fraction: f64,
 }
 
 impl PacketOpts {
     /// 100 µs RTT (a datacenter's; the paper's software testbed had 1 ms,
-    /// §5.1), four data steps per RTT.
+    /// §5.1), four data steps per RTT, δ = 1 % of the NIC rate (as the UDP
+    /// lab).
     pub fn new(policy: Policy, heavy_threshold: f64) -> Self {
         PacketOpts {
             policy,
             heavy_threshold,
             rtt_ns: 100_000,
             ticks_per_rtt: 4,
+            delta_fraction: 0.01,
         }
     }
 }
@@ -343,8 +347,7 @@ impl PacketEngine {
             unsent: bytes as f64,
             backlog: [0.0; MAX_HOPS],
             last_byte: 0.0,
-            // δ as in the UDP lab: 1 % of the rate (§4.3.3).
-            sender: SpcSender::new(nic, self.opts.rtt_ns, nic / 100.0),
+            sender: SpcSender::new(nic, self.opts.rtt_ns, nic * self.opts.delta_fraction),
             rate: 0.0,
             min_nr: None,
             held_alloc: [0.0; MAX_HOPS],
