@@ -64,6 +64,15 @@ struct CompareArgs {
     /// Data-plane steps per RTT.
     #[arg(long, default_value_t = 4)]
     ticks_per_rtt: u32,
+    /// Overrides topology.tor_oversub (switch links binding or not).
+    #[arg(long)]
+    tor_oversub: Option<f64>,
+    /// Overrides workload.load.
+    #[arg(long)]
+    load: Option<f64>,
+    /// Overrides baraat.threshold_bytes (1e15: pure FIFO).
+    #[arg(long)]
+    threshold_bytes: Option<f64>,
     /// Alg. 2's δ in percent of the NIC rate.
     #[arg(long, default_value_t = 1.0)]
     delta_pct: f64,
@@ -123,6 +132,15 @@ fn compare(a: CompareArgs) -> Result<(), String> {
     }
     if let Some(s) = a.seed {
         cfg.seed = s;
+    }
+    if let Some(x) = a.tor_oversub {
+        cfg.topology.tor_oversub = x;
+    }
+    if let Some(x) = a.load {
+        cfg.workload.load = x;
+    }
+    if a.threshold_bytes.is_some() {
+        cfg.baraat.threshold_bytes = a.threshold_bytes;
     }
     if !(a.rtt_us.is_finite() && a.rtt_us > 0.0)
         || a.ticks_per_rtt == 0
