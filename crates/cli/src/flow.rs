@@ -120,19 +120,33 @@ fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
     }
 }
 
+/// The command line's policies (if any), task count and seed over the
+/// config's.
+fn override_run(
+    cfg: &mut FlowConfig,
+    policies: &[String],
+    tasks: Option<u32>,
+    seed: Option<u64>,
+) -> Result<(), String> {
+    if !policies.is_empty() {
+        for p in policies {
+            Policy::parse(p).map_err(|e| format!("--policy: {e}"))?;
+        }
+        cfg.policies = policies.to_vec();
+    }
+    if let Some(t) = tasks {
+        cfg.workload.tasks = t;
+    }
+    if let Some(s) = seed {
+        cfg.seed = s;
+    }
+    Ok(())
+}
+
 fn compare(a: CompareArgs) -> Result<(), String> {
     use netsched_flowsim::compare::{compare, table, PacketTiming};
     let mut cfg = load_config(a.config.as_ref())?;
-    for p in &a.policy {
-        Policy::parse(p).map_err(|e| format!("--policy: {e}"))?;
-    }
-    cfg.policies = a.policy.clone();
-    if let Some(t) = a.tasks {
-        cfg.workload.tasks = t;
-    }
-    if let Some(s) = a.seed {
-        cfg.seed = s;
-    }
+    override_run(&mut cfg, &a.policy, a.tasks, a.seed)?;
     if let Some(x) = a.tor_oversub {
         cfg.topology.tor_oversub = x;
     }
@@ -254,18 +268,7 @@ pub fn run(a: FlowArgs) -> Result<(), String> {
         None => {}
     }
     let mut cfg = load_config(a.config.as_ref())?;
-    if !a.policy.is_empty() {
-        for p in &a.policy {
-            Policy::parse(p).map_err(|e| format!("--policy: {e}"))?;
-        }
-        cfg.policies = a.policy.clone();
-    }
-    if let Some(t) = a.tasks {
-        cfg.workload.tasks = t;
-    }
-    if let Some(s) = a.seed {
-        cfg.seed = s;
-    }
+    override_run(&mut cfg, &a.policy, a.tasks, a.seed)?;
     let quiet = a.quiet;
     let runs = run_config(&cfg, |r| {
         if !quiet {

@@ -121,9 +121,17 @@ pub fn compare(
     mut progress: impl FnMut(&Comparison),
 ) -> Result<Vec<Comparison>, CompareError> {
     cfg.validate()?;
+    let policies = cfg.parsed_policies()?;
+    // Refuse before spending a fluid run on a policy SPC does not run.
+    if let Some(p) = policies
+        .iter()
+        .find(|p| !matches!(p, Policy::Fair | Policy::Baraat))
+    {
+        return Err(CompareError::Unsupported(p.name()));
+    }
     let gen = Generator::new(cfg);
     let mut out = Vec::new();
-    for policy in cfg.parsed_policies()? {
+    for policy in policies {
         let fluid = run_one(cfg, &gen, policy, None);
         let (packet, packet_stats) = run_packet(cfg, &gen, policy, timing)?;
         let c = Comparison {
