@@ -44,6 +44,154 @@ enum FlowCmd {
     /// client, three servers, a software switch running SPC at the client's
     /// downlink; FIFO-LM against fair sharing.
     Fig7(Fig7Args),
+    /// Packet against flow: run the config's workload through the fluid
+    /// engine and through the packet-level SPC engine (Alg. 1 at every
+    /// port, Alg. 2 at senders, per-RTT requests, queues), mean and p99 task
+    /// completion time side by side. Policies: fair, baraat.
+    Compare(CompareArgs),
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// TOML config (e.g. experiments/baraat.toml); built-in defaults if omitted.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    /// Policies, comma-separated (fair, baraat).
+    #[arg(long, value_delimiter = ',', default_value = "fair,baraat")]
+    policy: Vec<String>,
+    /// Number of tasks (overrides workload.tasks).
+    #[arg(long)]
+    tasks: Option<u32>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// SPC control loop round-trip time in µs.
+    #[arg(long, default_value_t = 100.0)]
+    rtt_us: f64,
+    /// Data-plane steps per RTT.
+    #[arg(long, default_value_t = 4)]
+    ticks_per_rtt: u32,
+    /// Overrides topology.tor_oversub (switch links binding or not).
+    #[arg(long)]
+    tor_oversub: Option<f64>,
+    /// Overrides workload.load.
+    #[arg(long)]
+    load: Option<f64>,
+    /// Overrides baraat.threshold_bytes (1e15: pure FIFO).
+    #[arg(long)]
+    threshold_bytes: Option<f64>,
+    /// Alg. 2's δ in percent of the NIC rate.
+    #[arg(long, default_value_t = 1.0)]
+    delta_pct: f64,
+    /// Instead of the config: Baraat Fig. 7's batched reads (1..=N tasks of
+    /// three 400 KB flows over 100 Mbps, as `flowsim fig7` runs over UDP),
+    /// fluid and packet means per task count. Use --rtt-us 1000 for the
+    /// UDP lab's interval.
+    #[arg(long)]
+    fig7: Option<u32>,
+}
+
+fn compare_fig7(
+    max_tasks: u32,
+    timing: netsched_flowsim::compare::PacketTiming,
+) -> Result<(), String> {
+    use netsched_flowsim::compare::fig7_means;
+    outln!(
+        "tasks  fair fluid  fair packet  ratio  fifo-lm fluid  fifo-lm packet  ratio   (mean ms)"
+    );
+    for n in 1..=max_tasks {
+        let (ff, fp) =
+            fig7_means(n, 400_000, 100e6, Policy::Fair, timing).map_err(|e| e.to_string())?;
+        let (bf, bp) =
+            fig7_means(n, 400_000, 100e6, Policy::Baraat, timing).map_err(|e| e.to_string())?;
+        outln!(
+            "{n:>5}  {:>10.1}  {:>11.1}  {:>5.3}  {:>13.1}  {:>14.1}  {:>5.3}",
+            ff / 1e6,
+            fp / 1e6,
+            fp / ff,
+            bf / 1e6,
+            bp / 1e6,
+            bp / bf
+        );
+    }
+    Ok(())
+}
+
+fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
+    match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            FlowConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
+        }
+        None => Ok(FlowConfig::default()),
+    }
+}
+
+/// The command line's policies (if any), task count and seed over the
+/// config's.
+fn override_run(
+    cfg: &mut FlowConfig,
+    policies: &[String],
+    tasks: Option<u32>,
+    seed: Option<u64>,
+) -> Result<(), String> {
+    if !policies.is_empty() {
+        for p in policies {
+            Policy::parse(p).map_err(|e| format!("--policy: {e}"))?;
+        }
+        cfg.policies = policies.to_vec();
+    }
+    if let Some(t) = tasks {
+        cfg.workload.tasks = t;
+    }
+    if let Some(s) = seed {
+        cfg.seed = s;
+    }
+    Ok(())
+}
+
+fn compare(a: CompareArgs) -> Result<(), String> {
+    use netsched_flowsim::compare::{compare, table, PacketTiming};
+    let mut cfg = load_config(a.config.as_ref())?;
+    override_run(&mut cfg, &a.policy, a.tasks, a.seed)?;
+    if let Some(x) = a.tor_oversub {
+        cfg.topology.tor_oversub = x;
+    }
+    if let Some(x) = a.load {
+        cfg.workload.load = x;
+    }
+    if a.threshold_bytes.is_some() {
+        cfg.baraat.threshold_bytes = a.threshold_bytes;
+    }
+    if !(a.rtt_us.is_finite() && a.rtt_us > 0.0)
+        || a.ticks_per_rtt == 0
+        || !(a.delta_pct.is_finite() && a.delta_pct > 0.0)
+    {
+        return Err("--rtt-us, --ticks-per-rtt and --delta-pct must be positive".into());
+    }
+    let timing = PacketTiming {
+        rtt_ns: (a.rtt_us * 1e3).round() as u64,
+        ticks_per_rtt: a.ticks_per_rtt,
+        delta_fraction: a.delta_pct / 100.0,
+    };
+    if let Some(n) = a.fig7 {
+        return compare_fig7(n, timing);
+    }
+    let rows = compare(&cfg, timing, |c| {
+        eprintln!(
+            "{}: fluid {:.2} s, packet {:.2} s ({} requests, max queue {:.0} B, \
+             saturated link-ticks: switch {} host {})",
+            c.policy.name(),
+            c.fluid_wall_s,
+            c.packet_wall_s,
+            c.packet_stats.requests,
+            c.packet_stats.max_queue_bytes,
+            c.packet_stats.switch_saturated_ticks,
+            c.packet_stats.host_saturated_ticks
+        );
+    })
+    .map_err(|e| e.to_string())?;
+    crate::stdout::write(&table(&rows));
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -120,28 +268,13 @@ fn fig7(a: Fig7Args) -> Result<(), String> {
 
 pub fn run(a: FlowArgs) -> Result<(), String> {
     let mut a = a;
-    if let Some(FlowCmd::Fig7(f)) = a.cmd.take() {
-        return fig7(f);
+    match a.cmd.take() {
+        Some(FlowCmd::Fig7(f)) => return fig7(f),
+        Some(FlowCmd::Compare(c)) => return compare(c),
+        None => {}
     }
-    let mut cfg = match &a.config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            FlowConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))?
-        }
-        None => FlowConfig::default(),
-    };
-    if !a.policy.is_empty() {
-        for p in &a.policy {
-            Policy::parse(p).map_err(|e| format!("--policy: {e}"))?;
-        }
-        cfg.policies = a.policy.clone();
-    }
-    if let Some(t) = a.tasks {
-        cfg.workload.tasks = t;
-    }
-    if let Some(s) = a.seed {
-        cfg.seed = s;
-    }
+    let mut cfg = load_config(a.config.as_ref())?;
+    override_run(&mut cfg, &a.policy, a.tasks, a.seed)?;
     let quiet = a.quiet;
     let runs = run_config(&cfg, |r| {
         if !quiet {

@@ -3,9 +3,11 @@
 //! (shortest flow first), Orchestra (FIFO) and shortest task first, on §5.2's
 //! three-level tree. See docs/flowsim.md.
 
+pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod iheap;
+pub mod packet;
 pub mod policy;
 pub mod report;
 pub mod run;

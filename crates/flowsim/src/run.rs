@@ -49,6 +49,26 @@ pub fn task_source<'a>(
         })
 }
 
+/// Baraat's heavy-threshold percentile and bytes for a run (`None` for
+/// other policies): `percentile` if given (the Fig. 12 sweep), else the
+/// config's bytes or percentile.
+pub fn heavy_threshold(
+    cfg: &FlowConfig,
+    gen: &Generator,
+    policy: Policy,
+    percentile: Option<f64>,
+) -> (Option<f64>, Option<f64>) {
+    if policy != Policy::Baraat {
+        return (None, None);
+    }
+    let p = percentile.unwrap_or(cfg.baraat.threshold_percentile);
+    let thr = match (percentile, cfg.baraat.threshold_bytes) {
+        (None, Some(b)) => b,
+        _ => gen.threshold_bytes(p),
+    };
+    (Some(p), Some(thr))
+}
+
 pub fn run_one(
     cfg: &FlowConfig,
     gen: &Generator,
@@ -56,16 +76,7 @@ pub fn run_one(
     percentile: Option<f64>,
 ) -> RunResult {
     let start = Instant::now();
-    let (pct, thr) = if policy == Policy::Baraat {
-        let p = percentile.unwrap_or(cfg.baraat.threshold_percentile);
-        let thr = match (percentile, cfg.baraat.threshold_bytes) {
-            (None, Some(b)) => b,
-            _ => gen.threshold_bytes(p),
-        };
-        (Some(p), Some(thr))
-    } else {
-        (None, None)
-    };
+    let (pct, thr) = heavy_threshold(cfg, gen, policy, percentile);
     let mut engine = Engine::new(
         gen.topology().clone(),
         EngineOpts {

@@ -83,6 +83,26 @@ impl Topology {
         2 * self.hosts + 2 * self.racks + self.pods + p
     }
 
+    /// The link's stage on the way up and down the tree: 0 host up, 1 ToR
+    /// up, 2 pod up, 3 pod down, 4 ToR down, 5 host down. Every path
+    /// visits its links in increasing stage.
+    pub fn stage(&self, l: LinkId) -> usize {
+        let (h, r, p) = (self.hosts, self.racks, self.pods);
+        if l < h {
+            0
+        } else if l < 2 * h {
+            5
+        } else if l < 2 * h + r {
+            1
+        } else if l < 2 * h + 2 * r {
+            4
+        } else if l < 2 * h + 2 * r + p {
+            2
+        } else {
+            3
+        }
+    }
+
     pub fn is_host_link(&self, l: LinkId) -> bool {
         l < 2 * self.hosts
     }
@@ -138,5 +158,8 @@ mod tests {
         assert_eq!(t.capacity(p[2]), t.pod_bps);
         assert_eq!(t.capacity(p[5]), t.host_bps);
         assert!(p[..n].iter().all(|&l| l < t.links()));
+        let stages: Vec<usize> = p[..n].iter().map(|&l| t.stage(l)).collect();
+        assert_eq!(stages, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(t.stage(t.path(0, 40).0[1]), 1);
     }
 }
