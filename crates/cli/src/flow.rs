@@ -62,6 +62,8 @@ struct CompareArgs {
     /// Number of tasks (overrides workload.tasks).
     #[arg(long)]
     tasks: Option<u32>,
+    /// Seed of every random stream (overrides the config's `seed`); same
+    /// seed, same results.
     #[arg(long)]
     seed: Option<u64>,
     /// SPC control loop round-trip time in µs.
