@@ -194,26 +194,21 @@ fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
 /// passes.
 #[test]
 fn check_resolves_the_trace_a_run_would_read() {
-    let svc = "service = { kind = \"preset\", name = \"bimodal\" }";
-    let missing = write(
-        "trace-missing.toml",
-        &BASE.replace(
-            svc,
-            "service = { kind = \"trace\", path = \"no-such-trace.csv\" }",
-        ),
-    );
+    // BASE with its service read from the trace at `path`.
+    let with_trace = |name: &str, path: &str| {
+        let svc = format!("service = {{ kind = \"trace\", path = \"{path}\" }}");
+        write(
+            name,
+            &BASE.replace("service = { kind = \"preset\", name = \"bimodal\" }", &svc),
+        )
+    };
+    let missing = with_trace("trace-missing.toml", "no-such-trace.csv");
     let (code, _, err) = netsched(&["check", missing.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("no-such-trace.csv"), "{err}");
     write("trace-here.csv", "service_time_us\n10\n20\n30\n");
-    let here = write(
-        "trace-here.toml",
-        &BASE.replace(
-            svc,
-            "service = { kind = \"trace\", path = \"trace-here.csv\" }",
-        ),
-    );
+    let here = with_trace("trace-here.toml", "trace-here.csv");
     let (code, out, err) = netsched(&["check", here.to_str().unwrap()]);
     assert_eq!((code, out.trim_end().ends_with(": ok")), (0, true), "{err}");
 }

@@ -2,44 +2,15 @@
 //! with completion times computed by hand (in the comments). Links are
 //! 1 Gbps, so 125,000 bytes take exactly 1 ms alone.
 
-use netsched_flowsim::config::TopologyConfig;
 use netsched_flowsim::engine::{Engine, EngineOpts};
 use netsched_flowsim::topology::Topology;
-use netsched_flowsim::workload::{FlowSpec, TaskSpec, NO_GATE};
+use netsched_flowsim::workload::TaskSpec;
 use netsched_flowsim::Policy;
 
+mod common;
+use common::{flow, task, topo};
+
 const MS: u64 = 1_000_000;
-
-/// One pod of two racks of four servers; ToR uplinks `tor_oversub`:1.
-fn topo(tor_oversub: f64) -> Topology {
-    Topology::new(&TopologyConfig {
-        pods: 1,
-        racks_per_pod: 2,
-        servers_per_rack: 4,
-        host_gbps: 1.0,
-        tor_oversub,
-        agg_oversub: 1.0,
-    })
-}
-
-fn flow(src: u32, dst: u32, bytes: u64) -> FlowSpec {
-    FlowSpec {
-        src,
-        dst,
-        bytes,
-        after: NO_GATE,
-        feeds: NO_GATE,
-        delay_ns: 0,
-    }
-}
-
-fn task(arrival_ns: u64, task_id: u64, flows: Vec<FlowSpec>) -> TaskSpec {
-    TaskSpec {
-        arrival_ns,
-        task_id,
-        flows,
-    }
-}
 
 /// Completion times (ns) in arrival order.
 fn run(topo: Topology, policy: Policy, threshold: f64, tasks: Vec<TaskSpec>) -> Vec<u64> {

@@ -3,50 +3,20 @@
 //! whose few RTTs of control-loop convergence are small against their
 //! transfer time. Links are 1 Gbps, so 125,000 bytes take 1 ms alone.
 
-use netsched_flowsim::config::TopologyConfig;
 use netsched_flowsim::engine::{Engine, EngineOpts, TaskResult};
 use netsched_flowsim::packet::{PacketEngine, PacketOpts};
-use netsched_flowsim::topology::Topology;
-use netsched_flowsim::workload::{FlowSpec, TaskSpec, NO_GATE};
+use netsched_flowsim::workload::TaskSpec;
 use netsched_flowsim::Policy;
+
+mod common;
+use common::{flow, task, topo};
 
 const MS: u64 = 1_000_000;
 const RTT: u64 = 100_000;
 
-/// One pod of two racks of four servers, 2:1 at the ToR.
-fn topo() -> Topology {
-    Topology::new(&TopologyConfig {
-        pods: 1,
-        racks_per_pod: 2,
-        servers_per_rack: 4,
-        host_gbps: 1.0,
-        tor_oversub: 2.0,
-        agg_oversub: 1.0,
-    })
-}
-
-fn flow(src: u32, dst: u32, bytes: u64) -> FlowSpec {
-    FlowSpec {
-        src,
-        dst,
-        bytes,
-        after: NO_GATE,
-        feeds: NO_GATE,
-        delay_ns: 0,
-    }
-}
-
-fn task(arrival_ns: u64, task_id: u64, flows: Vec<FlowSpec>) -> TaskSpec {
-    TaskSpec {
-        arrival_ns,
-        task_id,
-        flows,
-    }
-}
-
 fn packet_engine(policy: Policy, threshold: f64) -> PacketEngine {
     PacketEngine::new(
-        topo(),
+        topo(2.0),
         PacketOpts {
             policy,
             heavy_threshold: threshold,
@@ -68,7 +38,7 @@ fn packet(policy: Policy, threshold: f64, tasks: &[TaskSpec]) -> Vec<u64> {
 
 fn fluid(policy: Policy, threshold: f64, tasks: &[TaskSpec]) -> Vec<u64> {
     let mut e = Engine::new(
-        topo(),
+        topo(2.0),
         EngineOpts {
             policy,
             heavy_threshold: threshold,
@@ -200,7 +170,7 @@ fn spc_state_is_returned_and_runs_are_deterministic() {
         .collect();
     let mut e = packet_engine(Policy::Baraat, 250_000.0);
     let first = by_index(e.run(tasks.iter().cloned()));
-    for l in 0..topo().links() {
+    for l in 0..topo(2.0).links() {
         let port = e.port(l);
         assert!(
             // Float residue of sums of rates near 1e9 bits/s.
