@@ -2,8 +2,12 @@
 //! line and a non-zero exit; daemons start, log and stop by themselves; a
 //! client facing nothing still accounts for every task (as timed out).
 
+use std::net::UdpSocket;
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
 
 fn write(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("netsched-node-cli-{}", std::process::id()));
@@ -118,4 +122,92 @@ fn in_process_cluster_completes_every_task() {
     let (code, _, err) = netsched(&["cluster", "--service", "{ kind = \"nope\" }"]);
     assert_eq!(code, 1);
     assert!(err.contains("--service"), "{err}");
+}
+
+/// Issue 16 item 1: an executor inside a long task never holds the worker
+/// process up; SIGTERM ends it within a second.
+#[test]
+fn sigterm_ends_a_worker_inside_a_long_task_within_a_second() {
+    let leaf = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let w = write(
+        "long-task-worker.toml",
+        &format!(
+            "listen = [\"127.0.0.1:{port}\"]\nleaf = \"{}\"\nheartbeat_ms = 0\n",
+            leaf.local_addr().unwrap()
+        ),
+    );
+    /// Killed on drop, so a failed assertion leaves no worker behind.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut worker = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_netsched"))
+            .args(["worker", "-c", w.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut worker.0;
+    // A 4 s task (under the 5 s cap), sent again until the worker has bound.
+    let task = |seq: u32, service_time_ns: u64| {
+        Message::Horus(HorusMessage {
+            header: HorusHeader {
+                pool_id: 1,
+                ..Default::default()
+            },
+            body: HorusBody::TaskFirst(HorusTask {
+                task_id: task_id::new(7, seq),
+                is_last: true,
+                service_time_ns,
+                ..Default::default()
+            }),
+        })
+        .to_vec()
+        .unwrap()
+    };
+    for _ in 0..10 {
+        leaf.send_to(&task(1, 4_000_000_000), ("127.0.0.1", port))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The one executor is busy: a 1 µs task behind the long one gets no
+    // answer (it would within milliseconds on an idle executor).
+    leaf.send_to(&task(2, 1_000), ("127.0.0.1", port)).unwrap();
+    leaf.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    assert!(leaf.recv_from(&mut buf).is_err(), "the executor is busy");
+    assert_eq!(child.try_wait().unwrap(), None, "the worker runs its task");
+    let sent = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "the worker outlived SIGTERM by 3 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "SIGTERM took {:?}",
+        sent.elapsed()
+    );
+    assert!(status.success(), "{status}");
 }
