@@ -177,8 +177,10 @@ impl Default for DraconisSection {
 pub struct R2p2Section {
     /// JBSQ bound (§8: 3).
     pub k: u32,
-    /// Recirculations before a request is dropped.
-    pub recirc_budget: u32,
+    /// Recirculations before a request is dropped; unset (the default, as
+    /// in R2P2's own router): none, only the recirculation port drops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recirc_budget: Option<u32>,
 }
 
 impl R2p2Section {
@@ -192,7 +194,7 @@ impl Default for R2p2Section {
     fn default() -> Self {
         R2p2Section {
             k: 3,
-            recirc_budget: 1024,
+            recirc_budget: None,
         }
     }
 }

@@ -1232,7 +1232,7 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
         4,
         R2p2Config {
             k: 3,
-            recirc_budget: 20,
+            recirc_budget: Some(20),
         },
     );
     let req = |id| PullInput::Request {
@@ -1267,7 +1267,7 @@ proptest! {
     /// is dispatched or dropped for budget, nothing else.
     #[test]
     fn r2p2_bound_never_exceeded(ops in prop::collection::vec((any::<bool>(), 0u32..6), 1..200), k in 1u32..4) {
-        let mut sw = R2p2Jbsq::new(6, R2p2Config { k, recirc_budget: 30 });
+        let mut sw = R2p2Jbsq::new(6, R2p2Config { k, recirc_budget: Some(30) });
         let mut dispatched = 0u64;
         let mut dropped = 0u64;
         for (i, (is_req, e)) in ops.iter().enumerate() {

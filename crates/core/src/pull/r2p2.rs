@@ -1,19 +1,29 @@
-//! R2P2's JBSQ(k) in-switch scheduler (ATC'19), as Draconis describes and
-//! evaluates it (§2.2, §8.3).
+//! R2P2's JBSQ(k) in-switch scheduler (Kogias et al., ATC'19), as the
+//! authors built it and as Draconis evaluates it (§2.2, §8.3).
 //!
-//! The switch keeps one outstanding-task counter per executor. A task looks
-//! for an executor with fewer than `bound` outstanding tasks, starting with
-//! `bound = 1` (an idle executor) and raising the bound to `k` after a full
-//! sweep at each bound. A register array allows one access per pass, so each
-//! pass probes one executor with one conditional increment (`if c < bound
-//! { c += 1 }`) and recirculates to probe the next: O(n) passes per bound,
-//! O(n·k) worst case (§2.2). When every executor holds `k` tasks the packet
-//! keeps recirculating (sweeping at bound k) until a slot frees,
-//! and is dropped once it has used its recirculation budget (§8.3: "If a
-//! switch does not have the capacity to recirculate a packet, it simply drops
-//! it"), counted as [`DropReason::RecirculationBudget`].
-//!
-//! A completion reported by an executor decrements its counter.
+//! What the switch keeps and when it changes (docs/draconis.md "R2P2 as its
+//! authors built it" maps each rule to epfl-dcsl/r2p2):
+//! * One outstanding-request counter per executor. It rises when the switch
+//!   dispatches a request to that executor and falls when the executor's
+//!   feedback packet (R2P2's FEEDBACK message, sent after the reply) comes
+//!   back through the switch, so it lags the executor by the feedback's
+//!   one-way latency: the driver delivers [`PullInput::Completion`] a link
+//!   after the task ends.
+//! * The choice: the emptiest executors first. A request looks for an
+//!   executor with fewer than `bound` outstanding requests, starting with
+//!   `bound = 1` (an idle executor) and raising the bound by one after a full
+//!   sweep at each bound, up to `k`. A register array allows one access per
+//!   pass, so each pass probes one executor with a conditional increment
+//!   (`if c < bound { c += 1 }`) and recirculates to probe the next: O(n)
+//!   passes per bound, O(n·k) worst case (Draconis §2.2).
+//! * When every executor holds `k`, the request keeps recirculating at bound
+//!   `k` until a slot frees: the switch is R2P2's router queue. Nothing in
+//!   the switch drops it; a recirculation the switch has no capacity for is
+//!   lost (Draconis §2.2, §8.3), which the simulator models as a shared
+//!   recirculation port of limited bandwidth and buffer (`network.recirc_gbps`,
+//!   `network.recirc_buffer`). An optional per-request budget
+//!   (`recirc_budget`, off by default) exists for runtimes without such a
+//!   port; the authors' code has none.
 //!
 //! Each sweep starts at a rotating cursor (one read-and-increment of a
 //! one-cell array on the first pass), so that simultaneous arrivals at low
@@ -28,15 +38,17 @@ use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 pub struct R2p2Config {
     /// JBSQ bound: at most `k` tasks at an executor, one running (§8: k = 3).
     pub k: u32,
-    /// Recirculations a task may use before it is dropped.
-    pub recirc_budget: u32,
+    /// Recirculations a request may use before it is dropped. `None` (the
+    /// default, as in the authors' router): it recirculates until a slot
+    /// frees, and only the recirculation port's capacity can lose it.
+    pub recirc_budget: Option<u32>,
 }
 
 impl Default for R2p2Config {
     fn default() -> Self {
         R2p2Config {
             k: 3,
-            recirc_budget: 1024,
+            recirc_budget: None,
         }
     }
 }
@@ -171,12 +183,16 @@ impl R2p2Jbsq {
             });
             return;
         }
-        if p.recircs >= self.config.recirc_budget {
+        if self
+            .config
+            .recirc_budget
+            .is_some_and(|budget| p.recircs >= budget)
+        {
             self.stats.dropped += 1;
             out.push(PullAction::Drop(DropReason::RecirculationBudget));
             return;
         }
-        p.recircs += 1;
+        p.recircs = p.recircs.saturating_add(1);
         p.probed += 1;
         p.next = if p.next + 1 >= self.executors {
             0
