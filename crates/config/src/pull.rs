@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use netsched_core::limits;
-use netsched_core::pull::r2p2::R2p2Config;
+use netsched_core::pull::r2p2::{JbsqSearch, R2p2Config};
 use netsched_core::pull::sparrow::SparrowConfig;
 use netsched_core::pull::{PullParams, PullPlaneKind};
 
@@ -177,8 +177,13 @@ impl Default for DraconisSection {
 pub struct R2p2Section {
     /// JBSQ bound (§8: 3).
     pub k: u32,
-    /// Recirculations before a request is dropped.
-    pub recirc_budget: u32,
+    /// Recirculations before a request is dropped; unset (the default, as
+    /// in R2P2's own router): none, only the recirculation port drops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recirc_budget: Option<u32>,
+    /// `shortest-first` (R2P2's design, Draconis §2.2) or `first-fit` (what
+    /// Draconis §8 measured); docs/draconis.md "R2P2 as its authors built it".
+    pub search: JbsqSearch,
 }
 
 impl R2p2Section {
@@ -192,7 +197,8 @@ impl Default for R2p2Section {
     fn default() -> Self {
         R2p2Section {
             k: 3,
-            recirc_budget: 1024,
+            recirc_budget: None,
+            search: JbsqSearch::default(),
         }
     }
 }
@@ -247,6 +253,7 @@ pub fn pull_params(
         r2p2: R2p2Config {
             k: r2p2.k,
             recirc_budget: r2p2.recirc_budget,
+            search: r2p2.search,
         },
         sparrow: SparrowConfig {
             probe_ratio: sparrow.probe_ratio,

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use netsched_core::dataplane::DropReason;
 use netsched_core::pull::queue::ahead;
-use netsched_core::pull::r2p2::{R2p2Config, R2p2Jbsq};
+use netsched_core::pull::r2p2::{JbsqSearch, R2p2Config, R2p2Jbsq};
 use netsched_core::pull::server::DraconisServer;
 use netsched_core::pull::sparrow::{SparrowConfig, SparrowScheduler, SparrowWorker};
 use netsched_core::pull::{
@@ -1232,7 +1232,8 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
         4,
         R2p2Config {
             k: 3,
-            recirc_budget: 20,
+            recirc_budget: Some(20),
+            search: JbsqSearch::ShortestFirst,
         },
     );
     let req = |id| PullInput::Request {
@@ -1263,11 +1264,17 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
 proptest! {
     #![proptest_config(quick(64))]
 
-    /// JBSQ never exceeds k outstanding tasks at any executor; every request
-    /// is dispatched or dropped for budget, nothing else.
+    /// JBSQ never exceeds k outstanding tasks at any executor by the
+    /// switch's counters, whichever search; every request is dispatched or
+    /// dropped for budget, nothing else.
     #[test]
-    fn r2p2_bound_never_exceeded(ops in prop::collection::vec((any::<bool>(), 0u32..6), 1..200), k in 1u32..4) {
-        let mut sw = R2p2Jbsq::new(6, R2p2Config { k, recirc_budget: 30 });
+    fn r2p2_bound_never_exceeded(
+        ops in prop::collection::vec((any::<bool>(), 0u32..6), 1..200),
+        k in 1u32..4,
+        first_fit in any::<bool>(),
+    ) {
+        let search = if first_fit { JbsqSearch::FirstFit } else { JbsqSearch::ShortestFirst };
+        let mut sw = R2p2Jbsq::new(6, R2p2Config { k, recirc_budget: Some(30), search });
         let mut dispatched = 0u64;
         let mut dropped = 0u64;
         for (i, (is_req, e)) in ops.iter().enumerate() {

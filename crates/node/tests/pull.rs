@@ -406,7 +406,7 @@ fn r2p2_keeps_at_most_k_tasks_at_an_executor() {
     // the switch holds tasks by recirculation and the budget returns some.
     let s = Setup::start(PullPolicy::R2p2, 1, |sc, _| {
         sc.r2p2.k = 2;
-        sc.r2p2.recirc_budget = 64;
+        sc.r2p2.recirc_budget = Some(64);
     });
     let mut c = s.client(600.0, 100, 5_000.0, 1);
     c.timeout_ms = 5_000;

@@ -275,6 +275,38 @@ fn r2p2_single_attempt_gives_up_dropped_tasks() {
     accounted(&s);
 }
 
+/// R2P2 at load 0.8 on 16 executors with a slow recirculation port
+/// (1 Gb/s, 4 packets): JBSQ(1) has no executor queue, so a request walks
+/// the busy executors pass by pass and the port overflows (Draconis §8.3,
+/// Fig. 7-8); JBSQ(3) takes the first executor under its bound and hardly
+/// recirculates, so nothing is dropped. With an unlimited port JBSQ(1)
+/// drops nothing either: the drops are the port's bandwidth, not a budget.
+#[test]
+fn r2p2_1_drops_at_the_recirculation_port_r2p2_3_does_not() {
+    let run = |k: u32, gbps: f64| {
+        one(&small(
+            "r2p2",
+            &format!(
+                "[network]\nrecirc_gbps = {gbps}\nrecirc_buffer = 4\n\
+                 [client]\ntimeout_us = 1000\nmax_attempts = 1000\n[r2p2]\nk = {k}"
+            ),
+        ))
+    };
+    let r1 = run(1, 1.0);
+    assert!(r1.dropped > 0, "{r1:?}");
+    assert_eq!(r1.drops.get("overflow").copied(), Some(r1.dropped));
+    assert!(r1.recirc_fraction > 0.5, "{r1:?}");
+    accounted(&r1);
+    let r3 = run(3, 1.0);
+    assert_eq!(r3.dropped, 0, "{r3:?}");
+    assert!(r3.recirc_fraction < 0.25, "{r3:?}");
+    accounted(&r3);
+    let unlimited = run(1, 0.0);
+    assert_eq!(unlimited.dropped, 0, "{unlimited:?}");
+    assert!(unlimited.recirc_fraction > 0.5, "{unlimited:?}");
+    accounted(&unlimited);
+}
+
 /// A tiny Draconis queue and bursty jobs: error packets return the tasks that
 /// did not fit; clients resubmit them; all complete, none twice.
 #[test]

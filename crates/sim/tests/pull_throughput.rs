@@ -136,6 +136,28 @@ fn switch_pipeline_rate_caps_draconis_at_half_the_pass_rate() {
     assert_close(s.steady_decisions_per_s, unlimited, 0.002, "4.7 G pps", &s);
 }
 
+/// Fig. 5b's switch capacity as experiments/draconis-throughput.toml
+/// measures it: links of 0 ns and 1 ns tasks, so 208 executors ask faster
+/// than the pipeline answers, and decisions/s is half the pass rate (a
+/// job_submission and a task_request per decision) at every rate: it is
+/// measured from the switch model and follows its pipeline rate.
+#[test]
+fn switch_capacity_is_measured_and_scales_with_the_pipeline_rate() {
+    let zero_links =
+        noop("draconis", 208, 1, "").replace(&format!("link_ns = {LINK_NS}"), "link_ns = 0");
+    for pps in [100_000_000u64, 1_000_000_000, 4_700_000_000] {
+        let s = one(&with_pps(&zero_links, pps));
+        clean(&s);
+        assert_close(
+            s.steady_decisions_per_s,
+            pps as f64 / 2.0,
+            0.005,
+            &format!("{pps} passes/s, zero links"),
+            &s,
+        );
+    }
+}
+
 #[test]
 fn closed_loop_config_errors_name_the_field() {
     let err = |text: &str| PullConfig::from_toml(text).unwrap_err().to_string();

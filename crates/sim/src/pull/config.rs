@@ -57,7 +57,22 @@ pub struct NetworkConfig {
     /// Applies to every switch-resident scheduler (Draconis, R2P2, RackSched).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub switch_pps: Option<u64>,
+    /// Line rate of the switch's recirculation port, Gb/s, shared by every
+    /// recirculated pass (R2P2's probes, Draconis' continuations, repairs,
+    /// priority and swap passes). Default 100: a Tofino pipe's recirculation
+    /// port runs at a front-panel port's 100 Gb/s (docs/draconis.md
+    /// "Recirculation port"). 0: unlimited (no port, no drops).
+    pub recirc_gbps: f64,
+    /// Packets the recirculation port holds, queued or on the wire; one more
+    /// is dropped (counted as `overflow`).
+    pub recirc_buffer: u32,
 }
+
+/// `network.recirc_gbps` by default: a Tofino recirculation port.
+pub const TOFINO_RECIRC_GBPS: f64 = 100.0;
+
+/// `network.recirc_buffer` by default (docs/draconis.md "Recirculation port").
+pub const DEFAULT_RECIRC_BUFFER: u32 = 128;
 
 impl Default for NetworkConfig {
     fn default() -> Self {
@@ -65,6 +80,8 @@ impl Default for NetworkConfig {
             link_ns: 2_000,
             recirc_ns: 500,
             switch_pps: None,
+            recirc_gbps: TOFINO_RECIRC_GBPS,
+            recirc_buffer: DEFAULT_RECIRC_BUFFER,
         }
     }
 }
@@ -451,6 +468,10 @@ impl PullConfig {
         non_negative("client.error_backoff_us", cl.error_backoff_us)?;
         if self.network.switch_pps == Some(0) {
             return Err(ConfigError::new("network.switch_pps", "must be >= 1"));
+        }
+        non_negative("network.recirc_gbps", self.network.recirc_gbps)?;
+        if self.network.recirc_buffer == 0 {
+            return Err(ConfigError::new("network.recirc_buffer", "must be >= 1"));
         }
         if cl.max_attempts == 0 {
             return Err(ConfigError::new("client.max_attempts", "must be >= 1"));

@@ -28,7 +28,7 @@ mod pipeline;
 mod schedulers;
 mod slab;
 
-use pipeline::SwitchPipeline;
+use pipeline::{RecirculationPort, SwitchPipeline};
 use slab::Slab;
 
 use super::config::{Arrival, PullConfig, PullPolicy};
@@ -155,6 +155,9 @@ struct Sim<'a> {
     rack: Option<Box<Plane>>,
     /// `network.switch_pps` of a switch-resident scheduler.
     pipeline: Option<SwitchPipeline>,
+    /// The switch's recirculation port (`network.recirc_gbps`); `None`
+    /// when unlimited or the scheduler is not in the switch.
+    recirc_port: Option<RecirculationPort>,
     pkts: Slab<PullInput>,
     epkts: Slab<TaskList>,
     out: PullOutbox,
@@ -372,6 +375,8 @@ impl<'a> Sim<'a> {
             .switch_pps
             .filter(|_| on_switch)
             .map(SwitchPipeline::new);
+        let recirc_port = (on_switch && cfg.network.recirc_gbps > 0.0)
+            .then(|| RecirculationPort::new(cfg.network.recirc_gbps, cfg.network.recirc_buffer));
         for node in 0..nodes {
             let g = (node as u64 * 3 / nodes as u64) as usize;
             m.group_nodes[g] += 1;
@@ -388,6 +393,7 @@ impl<'a> Sim<'a> {
             planes,
             rack,
             pipeline,
+            recirc_port,
             pkts: Slab::new(),
             epkts: Slab::new(),
             out,

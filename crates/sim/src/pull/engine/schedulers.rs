@@ -3,7 +3,9 @@
 //! switch pipeline or the software scheduler takes it, and turns the
 //! actions into events.
 
+use super::pipeline::{PROBE_FRAME_BYTES, RECIRC_FRAME_BYTES};
 use super::*;
+use netsched_core::dataplane::DropReason;
 
 impl Sim<'_> {
     pub(super) fn send_pull(&mut self, at: u64, plane: u32, input: PullInput) {
@@ -74,13 +76,31 @@ impl Sim<'_> {
                     self.q.at(at_host, Ev::Probe(worker, s * slots + slot))
                 }
                 PullAction::Recirculate(r) => {
-                    self.send_pull(t + self.recirc, s, PullInput::Resubmit(r))
+                    self.recirculate(t, s, PullInput::Resubmit(r), RECIRC_FRAME_BYTES)
                 }
-                PullAction::Reprobe(p) => self.send_pull(t + self.recirc, s, PullInput::Reprobe(p)),
+                PullAction::Reprobe(p) => {
+                    self.recirculate(t, s, PullInput::Reprobe(p), PROBE_FRAME_BYTES)
+                }
                 PullAction::Drop(reason) => self.m.drop(reason),
             }
         }
         self.out = out;
+    }
+
+    /// A pass that ended at `at` recirculates: it waits for the switch's
+    /// recirculation port, crosses it and comes back `recirc_ns` later, or
+    /// is dropped when the port's buffer is full (Draconis §2.2: a switch
+    /// without the capacity to recirculate a packet drops it). R2P2's lost
+    /// request is recovered by its client's timeout.
+    fn recirculate(&mut self, at: u64, s: u32, input: PullInput, frame_bytes: u64) {
+        let left = match self.recirc_port.as_mut() {
+            Some(port) => port.send(at, frame_bytes),
+            None => Some(at),
+        };
+        match left {
+            Some(t) => self.send_pull(t + self.recirc, s, input),
+            None => self.m.drop(DropReason::Overflow),
+        }
     }
 
     /// §5.3 limits as the driver sees them: a task runs off its data node
