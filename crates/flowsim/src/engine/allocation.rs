@@ -57,6 +57,18 @@ impl Engine {
     /// the other changes (starts, re-classifications) does not reach the
     /// group; everything else is recomputed component by component.
     pub(super) fn recompute(&mut self) {
+        if self.opts.policy == Policy::Stf {
+            // No fast path: a promotion would serve tasks without admitting
+            // them. Admissions change keys, so fill until none is left.
+            let mut dep = std::mem::take(&mut self.instant.dep_dirty);
+            self.instant.dirty.append(&mut dep);
+            self.instant.dep_dirty = dep;
+            self.recompute_component();
+            while self.admit_served() {
+                self.recompute_component();
+            }
+            return;
+        }
         let g = self.instant.departed.first().copied().unwrap_or(NONE);
         if !self.full_recompute
             && g != NONE
@@ -325,7 +337,7 @@ impl Engine {
             // of each other share.
             Policy::Pfabric => (f.rem.ceil() as u64, 0),
             Policy::Orchestra => (t.index, 0),
-            Policy::Stf => (t.total_bytes, t.index),
+            Policy::Stf => self.stf_key(f.task, f.dst),
             Policy::Baraat => {
                 let lm = self.baraat.ports[f.dst as usize].lm.as_ref();
                 let leader = lm.and_then(|lm| lm.leader(t.task_id)).unwrap_or(t.task_id);
