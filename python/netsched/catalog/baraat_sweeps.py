@@ -158,7 +158,11 @@ register(Experiment(
 
 # --- Fig. 11: batches of data-parallel jobs -------------------------------------------
 
-FIG11_BATCH = {"paper": [10, 40, 100, 400], "reduced": [10, 40, 100, 400]}
+FIG11_BATCH = {"paper": [10, 40, 100, 400], "reduced": [10, 40, 400]}
+# A batch's jobs all start at 0 and the seeds' reductions differ by a point
+# or two: two seeds suffice at reduced scale (the 400-job multi-stage batch
+# is 160,000 flows).
+FIG11_SEEDS = {"paper": SEEDS["paper"], "reduced": [1, 2]}
 
 
 def batch(scale: str, workflow: str, jobs: int, seed: int) -> dict:
@@ -175,7 +179,7 @@ def batch(scale: str, workflow: str, jobs: int, seed: int) -> dict:
 
 
 def fig11_points(scale: str) -> list[Point]:
-    return [p for s in SEEDS[scale] for wf in ["single-stage", "multi-stage"]
+    return [p for s in FIG11_SEEDS[scale] for wf in ["single-stage", "multi-stage"]
             for n in FIG11_BATCH[scale]
             for p in pair(batch(scale, wf, n, s), {"workflow": wf, "batch": n, "seed": s})]
 
@@ -244,7 +248,7 @@ register(Experiment(
 
 # --- §5.2.3: computation time ---------------------------------------------------------
 
-COMPUTE_US = {"paper": [0, 1_000, 3_000, 10_000, 30_000], "reduced": [0, 3_000, 10_000, 30_000]}
+COMPUTE_US = {"paper": [0, 2_000, 4_000, 7_500, 10_000, 20_000], "reduced": [0, 4_000, 7_500, 20_000]}
 
 
 def compute_points(scale: str) -> list[Point]:
@@ -300,7 +304,7 @@ register(Experiment(
     title="Baraat against RCP when tasks also compute (exponential worker computation time)",
     setup="§5.2.3 \"Adding computation\": Fig. 10's partition-aggregate workflow at 80 % load "
           "with an exponentially distributed computation time at every worker before it "
-          "responds (mean 0-30 ms); the computation share is what computation adds to "
+          "responds (mean 0-20 ms); the computation share is what computation adds to "
           "Baraat's mean task completion time; reduction against RCP, mean across seeds ± "
           "95 % CI.",
     points=compute_points,
@@ -330,11 +334,14 @@ def oversub_points(scale: str) -> list[Point]:
 
 
 def oversub_claims(t: pd.DataFrame) -> list[Claim]:
+    same = t["mean_red"].nunique() == 1 and t["max_red"].nunique() == 1
+    note = (" — identical: no ToR link binds, since workers answer their rack's mid "
+            "aggregator and only the 3 % selectivity crosses the ToR") if same else ""
     return [Claim("§5.2.3 varies the over-subscription (§5.2: \"we vary the over-subscription "
                   "of the physical network\") but states no result for it in the paper's text "
                   "(its technical report has them)", "no number",
                   "; ".join(f"{r.oversub:g}:1 average {_red(r, 'mean')}, worst {_red(r, 'max')}"
-                            for _, r in t.iterrows()))]
+                            for _, r in t.iterrows()) + note)]
 
 
 register(Experiment(
@@ -350,5 +357,8 @@ register(Experiment(
     claims=oversub_claims,
     differences="The paper's text gives no oversubscription result to compare with (\"Detailed "
                 "results are available in the technical report\"): this entry records ours "
-                "only. Reduced scale as Fig. 10.",
+                "only. In this workflow the ToR's oversubscription changes nothing (the "
+                "numbers are identical from 1:1 to 4:1): the load is set on the aggregators' "
+                "downlinks, workers are rack peers of their mid aggregator, and the responses "
+                "that cross the ToR are 3 % of the bytes. Reduced scale as Fig. 10.",
 ))
