@@ -167,14 +167,14 @@ fn generated_workloads_fast_path_matches_from_scratch() {
             // Promotion needs several keys. Under Baraat a task's last flow
             // at its port may complete it; only when that changes another
             // task's class is the port recomputed instead.
-            // STF takes no fast path (its admissions need a recomputation).
+            // STF promotes no one (its admissions need a recomputation).
             if p != Policy::Fair && p != Policy::Stf {
                 assert!(
                     stats.promotions > 0,
                     "{workflow} {sizes} {p:?}: no promotion"
                 );
             }
-            if p != Policy::Pfabric && p != Policy::Stf {
+            if p != Policy::Pfabric {
                 assert!(
                     stats.fast_departures * 3 > stats.flows,
                     "{workflow} {sizes} {p:?}: only {} of {} departures on the fast path",

@@ -57,18 +57,21 @@ impl Engine {
     /// the other changes (starts, re-classifications) does not reach the
     /// group; everything else is recomputed component by component.
     pub(super) fn recompute(&mut self) {
-        if self.opts.policy == Policy::Stf {
-            // No fast path: a promotion would serve tasks without admitting
-            // them. Admissions change keys, so fill until none is left.
-            let mut dep = std::mem::take(&mut self.instant.dep_dirty);
-            self.instant.dirty.append(&mut dep);
-            self.instant.dep_dirty = dep;
-            self.recompute_component();
+        let filled = self.recompute_changes();
+        if self.opts.policy == Policy::Stf && filled {
+            // STF: a water-fill that served a waiting task admitted it, which
+            // changes keys: fill again until nothing more is admitted. The
+            // fast paths admit no one (a re-level or a start joins tasks
+            // already served; promotion is refused for STF).
             while self.admit_served() {
                 self.recompute_component();
             }
-            return;
         }
+    }
+
+    /// The fast paths, or the component recomputation. Returns whether a
+    /// component was water-filled (its flows are in `scratch.comp_flows`).
+    fn recompute_changes(&mut self) -> bool {
         let g = self.instant.departed.first().copied().unwrap_or(NONE);
         if !self.full_recompute
             && g != NONE
@@ -86,20 +89,23 @@ impl Engine {
             if self.fast_departure() {
                 self.instant.dep_dirty.clear();
                 self.stats.fast_departures += 1;
+                let mut filled = false;
                 if !self.instant.dirty.is_empty() && !self.fast_arrival() {
                     self.recompute_component();
+                    filled = true;
                 }
                 if let Some(mut sh) = shadow {
                     sh.recompute_component();
                     self.compare_rates(&sh);
                 }
-                return;
+                return filled;
             }
         }
         let mut dep = std::mem::take(&mut self.instant.dep_dirty);
         self.instant.dirty.append(&mut dep);
         self.instant.dep_dirty = dep;
         self.recompute_component();
+        true
     }
 
     pub(super) fn next_stamp(&mut self) -> u32 {
