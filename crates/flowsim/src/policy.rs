@@ -4,12 +4,16 @@
 pub enum Policy {
     /// Ideal RCP: max-min fair sharing among all flows.
     Fair,
-    /// pFabric's best case: shortest (remaining) flow first, strict priority,
-    /// no protocol overhead, work-conserving.
+    /// pFabric's best case (§5.2.1: "shortest flow first ... with no
+    /// protocol overhead"): shortest remaining flow first, preemptive strict
+    /// priority, work-conserving; flows, not tasks.
     Pfabric,
     /// Orchestra: a central scheduler serving tasks FIFO by arrival.
     Orchestra,
-    /// Shortest task first with task sizes known up front (centralised).
+    /// Shortest task first (§5.2.1): an idealised centralised scheduler that
+    /// knows every task's total size up front and orders waiting tasks by
+    /// it; non-preemptive, so a task it started keeps its port until done
+    /// (engine/admission.rs says why).
     Stf,
     /// Baraat: FIFO-LM over task ids, enforced by SPC.
     Baraat,

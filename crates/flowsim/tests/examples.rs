@@ -145,6 +145,31 @@ fn fig5_online_fifo() {
     );
 }
 
+/// STF is non-preemptive (§5.2.1's centralised scheduler orders the tasks
+/// it starts by size; it does not stop one it started): A (2 × 250 KB, 4 ms)
+/// starts alone at 0; B (2 × 125 KB, 2 ms) and C (2 × 62.5 KB, 1 ms) arrive
+/// at 1 ms and wait for A, then go smallest first: A 0-4, C 4-5, B 5-7 ms,
+/// so completion times 4, 6 and 4 ms. Preempting A for every smaller
+/// arrival (shortest remaining task first) would give C 1-2, B 2-4, A 4-7:
+/// 7, 3 and 1. pFabric, shortest remaining *flow* first, does preempt.
+#[test]
+fn stf_does_not_preempt_a_started_task() {
+    let t = |arr, id, kb| task(arr, id, vec![flow(1, 0, kb), flow(2, 0, kb)]);
+    let tasks = || vec![t(0, 1, 250_000), t(MS, 2, 125_000), t(MS, 3, 62_500)];
+    assert_close(
+        &run(topo(1.0), Policy::Stf, f64::INFINITY, tasks()),
+        &[4 * MS, 6 * MS, 4 * MS],
+        "stf",
+    );
+    // pFabric: at 1 ms A's flows have 187.5 KB left: C (62.5 KB flows) runs
+    // 1-2 ms, B (125 KB) 2-4 ms, A 4-7 ms.
+    assert_close(
+        &run(topo(1.0), Policy::Pfabric, f64::INFINITY, tasks()),
+        &[7 * MS, 3 * MS, MS],
+        "pfabric",
+    );
+}
+
 /// Work conservation over two hops: task 1's flows h0→h4 and h1→h5 cross
 /// the ToR uplink (1 Gbps at 4:1), where each gets 0.5 Gbps; task 2's flow
 /// h0→h1 (250 KB, lower priority for every task-aware policy and for SFF)

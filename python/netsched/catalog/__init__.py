@@ -9,7 +9,7 @@ import re
 from .base import REGISTRY, SCALES, Claim, Experiment  # noqa: F401
 from . import horus, racksched  # noqa: F401  (registration)
 from . import draconis, comparison  # noqa: F401  (registration)
-from . import baraat  # noqa: F401  (registration)
+from . import baraat, baraat_sweeps  # noqa: F401  (registration)
 
 
 def natural_key(name: str) -> list:

@@ -57,6 +57,21 @@ impl Engine {
     /// the other changes (starts, re-classifications) does not reach the
     /// group; everything else is recomputed component by component.
     pub(super) fn recompute(&mut self) {
+        let filled = self.recompute_changes();
+        if self.opts.policy == Policy::Stf && filled {
+            // STF: a water-fill that served a waiting task admitted it, which
+            // changes keys: fill again until nothing more is admitted. The
+            // fast paths admit no one (a re-level or a start joins tasks
+            // already served; promotion is refused for STF).
+            while self.admit_served() {
+                self.recompute_component();
+            }
+        }
+    }
+
+    /// The fast paths, or the component recomputation. Returns whether a
+    /// component was water-filled (its flows are in `scratch.comp_flows`).
+    fn recompute_changes(&mut self) -> bool {
         let g = self.instant.departed.first().copied().unwrap_or(NONE);
         if !self.full_recompute
             && g != NONE
@@ -74,20 +89,23 @@ impl Engine {
             if self.fast_departure() {
                 self.instant.dep_dirty.clear();
                 self.stats.fast_departures += 1;
+                let mut filled = false;
                 if !self.instant.dirty.is_empty() && !self.fast_arrival() {
                     self.recompute_component();
+                    filled = true;
                 }
                 if let Some(mut sh) = shadow {
                     sh.recompute_component();
                     self.compare_rates(&sh);
                 }
-                return;
+                return filled;
             }
         }
         let mut dep = std::mem::take(&mut self.instant.dep_dirty);
         self.instant.dirty.append(&mut dep);
         self.instant.dep_dirty = dep;
         self.recompute_component();
+        true
     }
 
     pub(super) fn next_stamp(&mut self) -> u32 {
@@ -325,7 +343,7 @@ impl Engine {
             // of each other share.
             Policy::Pfabric => (f.rem.ceil() as u64, 0),
             Policy::Orchestra => (t.index, 0),
-            Policy::Stf => (t.total_bytes, t.index),
+            Policy::Stf => self.stf_key(f.task, f.dst),
             Policy::Baraat => {
                 let lm = self.baraat.ports[f.dst as usize].lm.as_ref();
                 let leader = lm.and_then(|lm| lm.leader(t.task_id)).unwrap_or(t.task_id);

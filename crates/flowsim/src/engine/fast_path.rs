@@ -162,8 +162,9 @@ impl Engine {
         let emptied = grp.live == 0;
         let mut level = 0.0;
         if emptied {
-            // Promotion of the flows behind, if they were kept.
-            if grp.behind.is_none() || !self.follow(bl) {
+            // Promotion of the flows behind, if they were kept. Not for STF:
+            // the promoted would be served without being admitted.
+            if grp.behind.is_none() || !self.follow(bl) || self.opts.policy == Policy::Stf {
                 return false;
             }
         } else {

@@ -28,10 +28,12 @@
 //! - `groups`: rate groups (flows frozen together at one level) with
 //!   their virtual clocks and finish times;
 //! - `fast_path`: departures and starts handled without a recomputation;
+//! - `admission`: STF's non-preemptive admission of tasks at ports;
 //! - `classifier`: Baraat's per-port FIFO-LM classifiers (§3.3, §4.3.1)
 //!   and their per-task byte counters;
 //! - `checks`: the invariants and the from-scratch comparison (tests).
 
+mod admission;
 mod allocation;
 mod checks;
 mod classifier;

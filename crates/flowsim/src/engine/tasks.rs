@@ -26,6 +26,8 @@ pub(super) struct Task {
     pub(super) gate_left: Vec<u32>,
     /// Ports (hosts) where the task has or had flows (Baraat classifier).
     pub(super) ports: Vec<u32>,
+    /// STF: ports where the task was admitted, and when (`admission`).
+    pub(super) admitted: Vec<(u32, u64)>,
 }
 
 /// The live tasks and the finished ones.
@@ -70,6 +72,7 @@ impl Engine {
             specs: spec.flows,
             gate_left,
             ports: Vec::new(),
+            admitted: Vec::new(),
         };
         let slot = self.tasks.insert(task);
         let t = self.tasks.slots[slot as usize].as_ref().expect("just set");
