@@ -551,3 +551,25 @@ fn get_task_step_grows_by_a_recirculation_per_level() {
     let f = one(&small("draconis", ""));
     assert!(f.get_task_by_level[0].count > 1000);
 }
+
+/// The client's timer guards against loss only. A push baseline's copy that
+/// its scheduler has taken (R2P2 and RackSched dispatched it, Sparrow's
+/// scheduler accepted the job) cannot be lost in the simulator, so it must
+/// not be resubmitted however long it queues at its executor or node: with
+/// a timeout of 1.5 × the service time at ρ = 0.9, every queued task would
+/// otherwise be sent again, adding load.
+#[test]
+fn push_baselines_resubmit_only_lost_copies() {
+    for p in ["r2p2", "racksched", "sparrow"] {
+        let s = one(&small(
+            p,
+            "load = 0.9\ntasks = 2000\n[r2p2]\nrecirc_budget = 100000\n[client]\ntimeout_us = 150\nmax_attempts = 2",
+        )
+        .replace("load = 0.8\ntasks = 6000\n", ""));
+        assert_eq!(s.dropped, 0, "{p}: {s:?}");
+        assert_eq!(s.timeouts, 0, "{p}: accepted copies never time out: {s:?}");
+        assert_eq!(s.resubmissions, 0, "{p}: {s:?}");
+        assert_eq!(s.duplicate_executions, 0, "{p}: {s:?}");
+        accounted(&s);
+    }
+}
