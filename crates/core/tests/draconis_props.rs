@@ -1061,6 +1061,48 @@ fn priority_walks_levels_then_noop() {
     assert_eq!(got, vec![(2, 1), (1, 3), (0, 3)]);
 }
 
+/// A request that meets a pending retrieve repair at one priority level
+/// moves on to the next level (RTRV_PRIO + 1, §6.1) rather than taking a
+/// no-op (§4.7.2's no-op is for the last level): an executor must not idle
+/// while a lower level holds a task.
+#[test]
+fn priority_request_passes_a_level_with_a_pending_repair() {
+    let mut dp = Draconis::new(DraconisConfig::priority(8));
+    let at = |id, priority| {
+        let mut t = TaskInfo::new(id);
+        t.priority = priority;
+        t
+    };
+    // Walks a request through the levels; what it finally gets.
+    let walk = |dp: &mut Draconis| {
+        let mut input = PullInput::TaskRequest(exec(0));
+        loop {
+            let a = feed(dp, input);
+            match a
+                .iter()
+                .find(|a| !matches!(a, PullAction::Recirculate(Recirc::Repair(_))))
+            {
+                Some(PullAction::Recirculate(r @ Recirc::Request { .. })) => {
+                    input = PullInput::Resubmit(*r)
+                }
+                Some(other) => return *other,
+                None => panic!("no answer: {a:?}"),
+            }
+        }
+    };
+    feed(&mut dp, job(1, 0, &[at(20, 2)]));
+    feed(&mut dp, job(1, 1, &[at(21, 2)]));
+    // Level 1 is empty: this request overshoots its retrieve_ptr and takes 20.
+    assert!(matches!(walk(&mut dp), PullAction::AssignTask { task, .. } if task.id == 20));
+    // A level-1 submission now needs a retrieve repair, still in flight.
+    let a = feed(&mut dp, job(1, 2, &[at(10, 1)]));
+    assert_eq!(repairs(&a), vec![Repair::Retrieve { level: 0, value: 0 }]);
+    match walk(&mut dp) {
+        PullAction::AssignTask { task, .. } => assert_eq!(task.id, 21),
+        other => panic!("level 2 holds task 21, got {other:?}"),
+    }
+}
+
 #[test]
 fn swap_finds_capable_task_and_keeps_order() {
     let gpu = |id| {

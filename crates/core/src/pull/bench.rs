@@ -6,9 +6,11 @@
 //! request is a decision (an assignment). Both packets' passes are inside a
 //! step, so decisions/s here is "submission + request" pairs per second.
 
+use std::collections::VecDeque;
+
 use super::{
     Draconis, DraconisConfig, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput,
-    PullOutbox, TaskInfo, TaskList,
+    PullOutbox, Recirc, TaskInfo, TaskList,
 };
 
 /// The workload shapes measured.
@@ -29,6 +31,10 @@ pub enum Shape {
 pub struct Steady {
     pub dp: Draconis,
     out: PullOutbox,
+    /// Recirculations not yet fed back: one pass can emit several (a
+    /// retrieve repair and the rest of its job, §4.3 + §4.5), and each must
+    /// run, in the order emitted.
+    pending: VecDeque<Recirc>,
     shape: Shape,
     next: u64,
     pub decisions: u64,
@@ -45,6 +51,7 @@ impl Steady {
         let mut s = Steady {
             dp: Draconis::new(config),
             out: PullOutbox::new(),
+            pending: VecDeque::with_capacity(8),
             shape,
             next: 0,
             decisions: 0,
@@ -55,25 +62,23 @@ impl Steady {
         s
     }
 
+    /// Runs `input` and every recirculation it causes, inline.
     fn run(&mut self, input: PullInput) -> u64 {
-        let mut input = input;
         let mut assigned = 0;
-        loop {
+        let mut next = Some(input);
+        while let Some(input) = next {
             self.out.clear();
             self.dp.handle(0, input, &mut self.out);
-            let mut again = None;
             for a in self.out.as_slice() {
                 match *a {
-                    PullAction::Recirculate(r) => again = Some(PullInput::Resubmit(r)),
+                    PullAction::Recirculate(r) => self.pending.push_back(r),
                     PullAction::AssignTask { .. } => assigned += 1,
                     _ => {}
                 }
             }
-            match again {
-                Some(i) => input = i,
-                None => return assigned,
-            }
+            next = self.pending.pop_front().map(PullInput::Resubmit);
         }
+        assigned
     }
 
     fn submit(&mut self) {
@@ -107,5 +112,34 @@ impl Steady {
             },
         };
         self.decisions += self.run(PullInput::TaskRequest(exec));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pass that emits a retrieve repair *and* the rest of its job must
+    /// have both run: keeping only the last recirculation loses the repair,
+    /// the retrieve flag stays set and every later request gets a no-op.
+    #[test]
+    fn a_repair_and_a_continuation_from_one_pass_both_run() {
+        let mut s = Steady::new(Shape::Fcfs, 0);
+        let exec = PullInput::TaskRequest(ExecInfo::default());
+        // A request on the empty queue: retrieve_ptr overshoots add_ptr.
+        assert_eq!(s.run(exec), 0);
+        // Its first pass inserts, repairs retrieve_ptr and recirculates task 2.
+        let mut tasks = TaskList::new();
+        tasks.push(TaskInfo::new(10));
+        tasks.push(TaskInfo::new(11));
+        s.run(PullInput::JobSubmission(JobSubmission {
+            client: 0,
+            job: 0,
+            tasks,
+        }));
+        assert_eq!(s.dp.stats.retrieve_repairs, 1, "the repair ran");
+        assert_eq!(s.run(exec), 1);
+        assert_eq!(s.run(exec), 1);
+        assert_eq!(s.dp.stats.assigned, 2);
     }
 }

@@ -443,10 +443,11 @@ impl Draconis {
     fn request(&mut self, pass: &Pass, exec: ExecInfo, level: u8, out: &mut PullOutbox) {
         match self.queue.dequeue(pass, level) {
             // §4.7.2: a task request that meets a pending retrieve repair
-            // gets a no-op; with priorities it does not fall through to a
-            // lower level either, since the repair means a task was just
-            // queued at this one.
-            queue::Dequeued::RepairPending => self.noop(exec, out),
+            // cannot take this level's task yet. With priorities it moves on
+            // to the next level (§6.1, RTRV_PRIO + 1), a no-op only past the
+            // last: a task is waiting here, but an executor left idle while a
+            // lower level holds work would cost a whole retry.
+            queue::Dequeued::RepairPending => self.next_level(exec, level, out),
             queue::Dequeued::Empty => self.next_level(exec, level, out),
             queue::Dequeued::Task { slot, pos } => {
                 let next = pos.wrapping_add(1);

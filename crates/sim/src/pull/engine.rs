@@ -433,13 +433,17 @@ impl<'a> Sim<'a> {
     }
 
     fn run(&mut self) {
-        // Executors start pulling at random offsets so that their retries
-        // are not synchronised (§4.6).
+        // Executors start pulling at random offsets over one poll period
+        // (the retry plus the request's round trip) so that their polls are
+        // not synchronised (§4.6). Over the retry alone, a 1 ns retry (the
+        // calibrated one) would start every executor at once and keep them
+        // polling in bursts one round trip apart.
         if self.is_draconis() {
             let mut jitter = Rng::derive(self.cfg.seed, stream::EXEC_JITTER);
+            let round_trip = 2 * self.sched_link;
             for i in 0..self.execs.len() {
-                let retry = self.execs[i].ex.retry_ns;
-                let t = jitter.next_u64() % retry;
+                let period = self.execs[i].ex.retry_ns + round_trip;
+                let t = jitter.next_u64() % period;
                 let req = self.execs[i].ex.request();
                 self.execs[i].request_sent = t;
                 self.send_pull(t + self.sched_link, 0, req);

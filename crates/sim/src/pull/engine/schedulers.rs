@@ -19,6 +19,12 @@ impl Sim<'_> {
         out.clear();
         let plane = &mut self.planes[s as usize];
         let kind = plane.kind();
+        // Sparrow has no acknowledgment: a job its scheduler takes (no
+        // drop) is accepted, see `accepted`.
+        let sparrow_job = match input {
+            PullInput::JobSubmission(job) if kind == PullPlaneKind::Sparrow => Some(job.tasks),
+            _ => None,
+        };
         // The instant the actions leave the scheduler.
         let t = match kind {
             PullPlaneKind::Switch | PullPlaneKind::Jbsq => {
@@ -46,6 +52,17 @@ impl Sim<'_> {
         // A switch is one link from a host, a software scheduler two.
         let at_host = t + self.sched_link;
         let slots = self.cfg.sparrow.max_jobs;
+        if let Some(tasks) = sparrow_job {
+            if !out
+                .as_slice()
+                .iter()
+                .any(|a| matches!(a, PullAction::Drop(_)))
+            {
+                for t in tasks.as_slice() {
+                    self.accepted(t.id, t.fn_par as u32);
+                }
+            }
+        }
         for a in out.drain() {
             match a {
                 PullAction::AssignTask {
@@ -55,6 +72,7 @@ impl Sim<'_> {
                     ..
                 } => {
                     self.check_locality(executor, &task, skips);
+                    self.accepted(task.id, task.fn_par as u32);
                     self.q.at(at_host, Ev::ExecTask(executor, task))
                 }
                 PullAction::NoOp { executor } => {
@@ -103,6 +121,20 @@ impl Sim<'_> {
         }
     }
 
+    /// Copy `attempt` of task `id` is in its scheduler's hands and, nothing
+    /// being lost after that in the simulator, will run: the client's timer
+    /// (which guards against loss, §8.3) stops. Draconis says so with its
+    /// acknowledgment (§4.7 step 6); the push baselines have none, so their
+    /// dispatch (R2P2, RackSched) or the scheduler taking the job (Sparrow)
+    /// stands for it. Without this every copy queued longer than the timeout
+    /// at an executor or node was sent again, adding load.
+    pub(super) fn accepted(&mut self, id: u64, attempt: u32) {
+        let t = &mut self.tasks[id as usize];
+        if t.attempt == attempt {
+            t.acked = true;
+        }
+    }
+
     /// §5.3 limits as the driver sees them: a task runs off its data node
     /// only after more than `rack_start_limit` skips (on its rack) or more
     /// than `global_start_limit` skips (anywhere). Counted, never enforced
@@ -135,10 +167,14 @@ impl Sim<'_> {
         sw.handle(now, input, &mut self.kout);
         for i in 0..self.kout.len() {
             match self.kout.as_slice()[i] {
-                Action::Dispatch { node, task, .. } => self.q.at(
-                    now + self.link + self.cfg.racksched.node_overhead_ns,
-                    Ev::NodeTask(node, task.id),
-                ),
+                Action::Dispatch { node, task, .. } => {
+                    let (id, attempt) = rack_split(task.id);
+                    self.accepted(id, attempt);
+                    self.q.at(
+                        now + self.link + self.cfg.racksched.node_overhead_ns,
+                        Ev::NodeTask(node, task.id),
+                    )
+                }
                 Action::Resubmit(r) => self.q.at(now + self.recirc, Ev::Rack(Input::Resubmit(r))),
                 Action::Drop(reason) => self.m.drop(reason),
                 Action::Notify { .. } | Action::Queued => {}
