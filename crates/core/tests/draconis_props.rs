@@ -1231,7 +1231,7 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
     let mut sw = R2p2Jbsq::new(
         4,
         R2p2Config {
-            k: 3,
+            jbsq_bound: 3,
             recirc_budget: 20,
         },
     );
@@ -1263,11 +1263,11 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
 proptest! {
     #![proptest_config(quick(64))]
 
-    /// JBSQ never exceeds k outstanding tasks at any executor; every request
+    /// JBSQ never exceeds its bound of outstanding tasks at any executor; every request
     /// is dispatched or dropped for budget, nothing else.
     #[test]
-    fn r2p2_bound_never_exceeded(ops in prop::collection::vec((any::<bool>(), 0u32..6), 1..200), k in 1u32..4) {
-        let mut sw = R2p2Jbsq::new(6, R2p2Config { k, recirc_budget: 30 });
+    fn r2p2_bound_never_exceeded(ops in prop::collection::vec((any::<bool>(), 0u32..6), 1..200), bound in 1u32..4) {
+        let mut sw = R2p2Jbsq::new(6, R2p2Config { jbsq_bound: bound, recirc_budget: 30 });
         let mut dispatched = 0u64;
         let mut dropped = 0u64;
         for (i, (is_req, e)) in ops.iter().enumerate() {
@@ -1281,7 +1281,7 @@ proptest! {
                 let mut out = PullOutbox::new();
                 sw.handle(0, PullInput::Completion { executor: *e }, &mut out);
             }
-            prop_assert!(sw.outstanding().iter().all(|&c| c <= k));
+            prop_assert!(sw.outstanding().iter().all(|&c| c <= bound));
         }
         prop_assert_eq!(sw.stats.dispatched, dispatched);
         prop_assert_eq!(sw.stats.dropped, dropped);

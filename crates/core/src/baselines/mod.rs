@@ -51,13 +51,14 @@ pub fn pow2_delayed(nodes: u32, seed: u64) -> RackSched {
     pow_k_delayed(nodes, 2, seed)
 }
 
-/// Power-of-k with delayed (reply-only) updates: RackSched with this `k`.
-pub fn pow_k_delayed(nodes: u32, k: u32, seed: u64) -> RackSched {
+/// Power-of-k with delayed (reply-only) updates: RackSched drawing
+/// `samples` per decision.
+pub fn pow_k_delayed(nodes: u32, samples: u32, seed: u64) -> RackSched {
     RackSched::new(
         nodes,
         seed,
         RackSchedConfig {
-            k,
+            samples,
             ..RackSchedConfig::default()
         },
     )

@@ -275,7 +275,7 @@ impl<'a> Sim<'a> {
                 info,
                 ex: Executor::new(info, retry),
                 running: None,
-                local: VecDeque::with_capacity(cfg.r2p2.k as usize),
+                local: VecDeque::with_capacity(cfg.r2p2.jbsq_bound as usize),
                 busy_since: 0,
                 request_sent: 0,
                 group,
@@ -310,7 +310,7 @@ impl<'a> Sim<'a> {
         // cFCFS queue (the push registry's `racksched` leaf data plane).
         let rack = (policy == PullPolicy::Racksched).then(|| {
             let rack_params = PlaneParams {
-                samples: cfg.racksched.k,
+                samples: cfg.racksched.samples,
                 ..PlaneParams::default()
             };
             Box::new(Plane::build(
