@@ -296,7 +296,7 @@ impl SwitchConfig {
                 "max_routes_per_source must be at least 1".into(),
             ));
         }
-        self.fault.validate().map_err(ConfigError::Invalid)?;
+        self.fault.validate()?;
         if self.controller.is_some() && self.status_ms == 0 {
             return Err(ConfigError::Invalid(
                 "status_ms must be at least 1 with a controller".into(),
@@ -488,7 +488,7 @@ impl WorkerConfig {
                 c.executors
             )));
         }
-        c.fault.validate().map_err(ConfigError::Invalid)?;
+        c.fault.validate()?;
         Ok(c)
     }
 }
@@ -704,7 +704,7 @@ impl ClientConfig {
         if self.threads == 0 || self.threads > 64 {
             return Err(ConfigError::Invalid("threads must be in 1..=64".into()));
         }
-        self.fault.validate().map_err(ConfigError::Invalid)?;
+        self.fault.validate()?;
         if let Some(c) = &self.controller {
             c.token()?;
             if c.poll_ms == 0 {

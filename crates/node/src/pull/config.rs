@@ -156,6 +156,7 @@ impl PullSwitchConfig {
         }
         self.r2p2.validate().map_err(|e| section(e, "r2p2"))?;
         self.sparrow.validate().map_err(|e| section(e, "sparrow"))?;
+        self.fault.validate()?;
         if self.max_clients == 0 {
             return Err(invalid("max_clients", "must be at least 1"));
         }

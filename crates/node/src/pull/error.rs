@@ -86,6 +86,12 @@ mod tests {
             cfg.validate().unwrap_err().to_string(),
             "r2p2.jbsq_bound: must be >= 1, got 0"
         );
+        cfg.r2p2.jbsq_bound = 1;
+        cfg.fault.drop_rate = 1.5;
+        assert_eq!(
+            cfg.validate().unwrap_err().to_string(),
+            "fault.drop_rate: must be in [0, 1], got 1.5"
+        );
         let mut w = PullWorkerConfig::new(
             "127.0.0.1:9".parse().unwrap(),
             PullPolicy::Draconis,
