@@ -86,7 +86,7 @@ policy = "{policy}"
 threads = {threads}
 [topology]
 kind = "fat-tree"
-k = 48
+radix = 48
 [placement]
 pools = {pools}
 [workload]

@@ -109,8 +109,14 @@ fn bad_pull_configs_are_one_line_naming_the_field() {
         ),
         (
             "switch",
-            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2\"\nexecutors = [\"127.0.0.1:9\"]\n[r2p2]\nk = 0\n",
-            "r2p2.k: must be >= 1, got 0",
+            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2\"\nexecutors = [\"127.0.0.1:9\"]\n[r2p2]\njbsq_bound = 0\n",
+            "r2p2.jbsq_bound: must be >= 1, got 0",
+        ),
+        (
+            // `k` meant two things; the old key names its successor.
+            "switch",
+            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2\"\nexecutors = [\"127.0.0.1:9\"]\n[r2p2]\nk = 3\n",
+            "r2p2.k (line 5): `k` is renamed: use `jbsq_bound` (R2P2's JBSQ bound)",
         ),
         (
             "switch",

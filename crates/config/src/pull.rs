@@ -11,6 +11,23 @@ use netsched_core::pull::sparrow::SparrowConfig;
 use netsched_core::pull::{PullParams, PullPlaneKind};
 
 use crate::error::ConfigError;
+use crate::parse::Renamed;
+
+/// `k` meant two things in the pull configs (issue 18): each has its own
+/// key now, and loaders of pull configs (`netsched pull`, the pull runtime)
+/// refuse the old one naming the new.
+pub const RENAMED_KEYS: [Renamed; 2] = [
+    Renamed {
+        table: "r2p2",
+        key: "k",
+        use_instead: "`jbsq_bound` (R2P2's JBSQ bound)",
+    },
+    Renamed {
+        table: "racksched",
+        key: "k",
+        use_instead: "`samples` (samples per power-of-k decision)",
+    },
+];
 
 /// Which scheduler the run drives (all from `netsched_core::pull`, but
 /// `racksched`, a push data plane).
@@ -175,8 +192,8 @@ impl Default for DraconisSection {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct R2p2Section {
-    /// JBSQ bound (§8: 3).
-    pub k: u32,
+    /// JBSQ bound: tasks outstanding per executor, one running (§8: 3).
+    pub jbsq_bound: u32,
     /// Recirculations before a request is dropped; unset (the default, as
     /// in R2P2's own router): none, only the recirculation port drops.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -189,14 +206,14 @@ pub struct R2p2Section {
 impl R2p2Section {
     /// The JBSQ bound the R2P2 switch is built with (R2P2 §3.2).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        ConfigError::limit("k", limits::jbsq_bound(self.k))
+        ConfigError::limit("jbsq_bound", limits::jbsq_bound(self.jbsq_bound))
     }
 }
 
 impl Default for R2p2Section {
     fn default() -> Self {
         R2p2Section {
-            k: 3,
+            jbsq_bound: 3,
             recirc_budget: None,
             search: JbsqSearch::default(),
         }
@@ -251,7 +268,7 @@ pub fn pull_params(
     PullParams {
         draconis: draconis.switch_config(policy, levels, nodes_per_rack),
         r2p2: R2p2Config {
-            k: r2p2.k,
+            jbsq_bound: r2p2.jbsq_bound,
             recirc_budget: r2p2.recirc_budget,
             search: r2p2.search,
         },
@@ -279,12 +296,12 @@ mod tests {
         assert_eq!(e.field, "draconis.capacity");
         assert!(e.msg.contains("power of two"), "{e}");
         let e = R2p2Section {
-            k: 0,
+            jbsq_bound: 0,
             ..R2p2Section::default()
         }
         .validate()
         .unwrap_err();
-        assert_eq!(e.to_string(), "k: must be >= 1, got 0");
+        assert_eq!(e.to_string(), "jbsq_bound: must be >= 1, got 0");
         let e = SparrowSection {
             max_jobs: 0,
             ..SparrowSection::default()

@@ -409,7 +409,8 @@ impl ServiceDist {
                     Some(b) if path.is_relative() => b.join(path),
                     _ => path.clone(),
                 };
-                let trace = load_trace(&full).map_err(|msg| ConfigError::new("path", msg))?;
+                let trace =
+                    load_trace(&full).map_err(|e| ConfigError::new("path", e.to_string()))?;
                 let n = trace.service_ns.len() as f64;
                 // Exact for uniform resampling: the trace's own mean.
                 let mean_ns = trace.service_ns.iter().map(|&v| v as f64).sum::<f64>() / n;
@@ -632,10 +633,32 @@ pub struct Trace {
 /// length, and the mean used for λ = n / s̄ is exactly the trace's mean.
 ///
 /// Errors are one line: `<path>: line <n>: <what>`.
-pub fn load_trace(path: &Path) -> Result<Trace, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    parse_trace(&text).map_err(|e| format!("{}: {e}", path.display()))
+pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TraceError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_trace(&text).map_err(|reason| TraceError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
+/// Why a service-time trace cannot be used; one line naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line that is not a service time (`line <n>: <what>`), or no rows.
+    #[error("{}: {reason}", path.display())]
+    Invalid {
+        path: std::path::PathBuf,
+        reason: String,
+    },
 }
 
 fn split_fields(line: &str) -> Vec<&str> {

@@ -15,6 +15,21 @@
 //! waits `timeout` (the push client); the pull client doubles, because a
 //! fixed timeout below the queueing delay of an overloaded system would
 //! resubmit every task again and again (Draconis §8.3 resubmits on timeout).
+//!
+//! The pull family adds two events the push client does not see (Draconis
+//! §4.3): an *acknowledgment* of the current send (the switch queued it, so
+//! its timeout no longer counts; the simulator's clients wait for
+//! completions only of unacknowledged sends), and a *return* in an error
+//! packet (queue full), after which the task is sent again once a backoff
+//! passed, `backoff << min(returns - 1, max_backoff_doublings)`.
+//!
+//! Timers: by default the tracker keeps the deadlines and backoffs and
+//! [`TaskTracker::expire`] hands out what came due. A discrete-event
+//! simulator keeps its own event queue instead
+//! ([`TaskTracker::with_driver_timers`]): it schedules [`TaskTracker::deadline`]
+//! and the due time [`TaskTracker::on_returned`] gives, and reports each
+//! back when it fires ([`TaskTracker::on_deadline`], [`TaskTracker::retry`]),
+//! so the decisions stay here while event order stays the simulator's.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -28,6 +43,10 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// Doublings of the timeout, one per attempt, at most this many.
     pub max_doublings: u32,
+    /// Wait before a task returned in an error packet is sent again, ns.
+    pub backoff_ns: u64,
+    /// Doublings of the backoff, one per return of the same task.
+    pub max_backoff_doublings: u32,
 }
 
 impl RetryPolicy {
@@ -37,7 +56,15 @@ impl RetryPolicy {
             timeout_ns,
             max_attempts: retries.saturating_add(1),
             max_doublings: 0,
+            backoff_ns: 0,
+            max_backoff_doublings: 0,
         }
+    }
+
+    /// The backoff after a task's `returns`-th return in an error packet.
+    pub fn backoff_after(&self, returns: u32) -> u64 {
+        let doublings = returns.saturating_sub(1).min(self.max_backoff_doublings);
+        self.backoff_ns.checked_shl(doublings).unwrap_or(u64::MAX)
     }
 
     /// The timeout of an attempt sent after `timeouts` earlier ones expired.
@@ -79,6 +106,16 @@ pub enum Expiry {
     Resubmit { seq: u32, attempt: u32 },
     /// Task `seq` used its attempts: it is timed out.
     GaveUp { seq: u32 },
+    /// Task `seq` came back in an error packet and its backoff passed: send
+    /// it again now (pull family); `attempt` as for `Resubmit`.
+    Retry { seq: u32, attempt: u32 },
+}
+
+/// Who keeps the timers (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timers {
+    Tracker,
+    Driver,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +126,12 @@ struct Task {
     /// superseded by a later send (`resend`) is ignored.
     sends: u32,
     timeouts: u32,
+    /// When the current send times out.
+    due: u64,
+    /// The current send was acknowledged: its timeout does not count.
+    acked: bool,
+    /// Returns in error packets so far.
+    returns: u32,
 }
 
 /// Counts of what happened to a client's tasks and replies.
@@ -100,6 +143,8 @@ pub struct Tally {
     pub timed_out: u64,
     /// Resubmissions after a timeout (not extra tasks).
     pub resubmitted: u64,
+    /// Sends again after a return in an error packet.
+    pub retried: u64,
     pub late: u64,
     pub duplicates: u64,
 }
@@ -112,6 +157,9 @@ pub struct TaskTracker {
     /// (deadline, seq, send), earliest first. Entries of answered tasks stay
     /// until they come due.
     deadlines: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// (due, seq): returned tasks waiting out their backoff.
+    backoffs: BinaryHeap<Reverse<(u64, u32)>>,
+    timers: Timers,
     tally: Tally,
 }
 
@@ -122,7 +170,29 @@ impl TaskTracker {
             policy,
             tasks: Vec::with_capacity(expected),
             deadlines: BinaryHeap::with_capacity(expected),
+            backoffs: BinaryHeap::new(),
+            timers: Timers::Tracker,
             tally: Tally::default(),
+        }
+    }
+
+    /// A tracker whose driver keeps the timers (module docs): it queues no
+    /// deadlines, and [`TaskTracker::expire`] finds nothing.
+    pub fn with_driver_timers(policy: RetryPolicy, expected: usize) -> Self {
+        TaskTracker {
+            timers: Timers::Driver,
+            deadlines: BinaryHeap::new(),
+            ..TaskTracker::new(policy, expected)
+        }
+    }
+
+    /// Starts the timeout of task `seq`'s current send, due `at`.
+    fn arm(&mut self, seq: u32, at: u64) {
+        let t = &mut self.tasks[seq as usize];
+        t.due = at;
+        t.acked = false;
+        if self.timers == Timers::Tracker {
+            self.deadlines.push(Reverse((at, seq, t.sends)));
         }
     }
 
@@ -133,24 +203,101 @@ impl TaskTracker {
     pub fn submit(&mut self, intended: u64, sent_at: Option<u64>) -> u32 {
         let seq = self.tasks.len() as u32;
         self.tally.submitted += 1;
-        let state = match sent_at {
-            Some(at) => {
-                self.deadlines
-                    .push(Reverse((at.saturating_add(self.policy.timeout_ns), seq, 1)));
-                TaskState::Pending
-            }
-            None => {
-                self.tally.failed += 1;
-                TaskState::Failed
-            }
+        let state = if sent_at.is_some() {
+            TaskState::Pending
+        } else {
+            self.tally.failed += 1;
+            TaskState::Failed
         };
         self.tasks.push(Task {
             intended,
             state,
             sends: 1,
             timeouts: 0,
+            due: u64::MAX,
+            acked: false,
+            returns: 0,
         });
+        if let Some(at) = sent_at {
+            self.arm(seq, at.saturating_add(self.policy.timeout_ns));
+        }
         seq
+    }
+
+    /// When pending task `seq`'s current send times out, and that send's
+    /// number (for [`TaskTracker::on_deadline`]).
+    pub fn deadline(&self, seq: u32) -> Option<(u64, u32)> {
+        let t = self.tasks.get(seq as usize)?;
+        (t.state == TaskState::Pending).then_some((t.due, t.sends))
+    }
+
+    /// Sends of task `seq` so far (1 after the first).
+    pub fn sends(&self, seq: u32) -> Option<u32> {
+        self.tasks.get(seq as usize).map(|t| t.sends)
+    }
+
+    /// The scheduler acknowledged send `send` of task `seq` (Draconis §4.3):
+    /// it is queued, so its timeout no longer counts. False if that is not
+    /// the pending task's current send.
+    pub fn acknowledge(&mut self, seq: u32, send: u32) -> bool {
+        match self.tasks.get_mut(seq as usize) {
+            Some(t) if t.state == TaskState::Pending && t.sends == send => {
+                t.acked = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Task `seq` came back in an error packet at `now` (queue full, §4.3).
+    /// `send`: the send it belongs to, if the packet tells (a stale copy's
+    /// return is ignored). Returns when to send it again; a tracker that
+    /// keeps the timers hands it out of [`TaskTracker::expire`] then.
+    pub fn on_returned(&mut self, seq: u32, send: Option<u32>, now: u64) -> Option<u64> {
+        let t = self.tasks.get_mut(seq as usize)?;
+        if t.state != TaskState::Pending || send.is_some_and(|s| s != t.sends) {
+            return None;
+        }
+        t.returns = t.returns.saturating_add(1);
+        let due = now.saturating_add(self.policy.backoff_after(t.returns));
+        if self.timers == Timers::Tracker {
+            self.backoffs.push(Reverse((due, seq)));
+        }
+        Some(due)
+    }
+
+    /// A returned task's backoff passed at `now`: it is sent again if
+    /// still pending (true), its timeout restarting.
+    pub fn retry(&mut self, seq: u32, now: u64) -> bool {
+        let resent = self.resend(seq, now);
+        if resent {
+            self.tally.retried += 1;
+        }
+        resent
+    }
+
+    /// Send `send` of task `seq` reached its deadline at `now`: what to do
+    /// about it, `None` if it no longer counts (answered, acknowledged, or
+    /// superseded by a later send).
+    pub fn on_deadline(&mut self, seq: u32, send: u32, now: u64) -> Option<Expiry> {
+        let t = self.tasks.get_mut(seq as usize)?;
+        if t.state != TaskState::Pending || t.sends != send || t.acked {
+            return None;
+        }
+        t.timeouts += 1;
+        if t.timeouts >= self.policy.max_attempts {
+            t.state = TaskState::TimedOut;
+            self.tally.timed_out += 1;
+            return Some(Expiry::GaveUp { seq });
+        }
+        t.sends += 1;
+        self.tally.resubmitted += 1;
+        let timeouts = t.timeouts;
+        self.arm(seq, now.saturating_add(self.policy.timeout_after(timeouts)));
+        Some(Expiry::Resubmit {
+            seq,
+            attempt: send + 1,
+        })
     }
 
     /// A reply to task `seq`: `ok` is its status.
@@ -180,33 +327,29 @@ impl TaskTracker {
         }
     }
 
-    /// The next deadline that passed by `now`, if any, with what to do
-    /// about it; call until `None`. A resubmitted task's next attempt times
-    /// out `timeout_after(timeouts)` from `now`.
+    /// The next backoff or deadline that passed by `now`, if any, with
+    /// what to do about it; call until `None`. Returned tasks come first
+    /// (their backoff passed). A resubmitted task's next attempt times out
+    /// `timeout_after(timeouts)` from `now`.
     pub fn expire(&mut self, now: u64) -> Option<Expiry> {
+        while let Some(&Reverse((due, seq))) = self.backoffs.peek() {
+            if due > now {
+                break;
+            }
+            self.backoffs.pop();
+            if self.retry(seq, now) {
+                let attempt = self.tasks[seq as usize].sends;
+                return Some(Expiry::Retry { seq, attempt });
+            }
+        }
         while let Some(&Reverse((deadline, seq, send))) = self.deadlines.peek() {
             if deadline > now {
                 return None;
             }
             self.deadlines.pop();
-            let t = &mut self.tasks[seq as usize];
-            if t.state != TaskState::Pending || t.sends != send {
-                continue; // answered, or superseded by a later send
+            if let Some(expiry) = self.on_deadline(seq, send, now) {
+                return Some(expiry);
             }
-            t.timeouts += 1;
-            if t.timeouts >= self.policy.max_attempts {
-                t.state = TaskState::TimedOut;
-                self.tally.timed_out += 1;
-                return Some(Expiry::GaveUp { seq });
-            }
-            t.sends += 1;
-            self.tally.resubmitted += 1;
-            let at = now.saturating_add(self.policy.timeout_after(t.timeouts));
-            self.deadlines.push(Reverse((at, seq, t.sends)));
-            return Some(Expiry::Resubmit {
-                seq,
-                attempt: t.sends,
-            });
         }
         None
     }
@@ -223,7 +366,7 @@ impl TaskTracker {
         }
         t.sends += 1;
         let at = now.saturating_add(self.policy.timeout_after(t.timeouts));
-        self.deadlines.push(Reverse((at, seq, t.sends)));
+        self.arm(seq, at);
         true
     }
 
@@ -236,14 +379,35 @@ impl TaskTracker {
         self.tasks.get(seq as usize).map(|t| t.state)
     }
 
-    /// The earliest deadline still queued (possibly of an answered task).
+    /// The earliest deadline or backoff still queued (possibly of an
+    /// answered task).
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadlines.peek().map(|r| r.0 .0)
+        let deadline = self.deadlines.peek().map(|r| r.0 .0);
+        let backoff = self.backoffs.peek().map(|r| r.0 .0);
+        deadline.into_iter().chain(backoff).min()
     }
 
     /// Deadlines are still queued: the run is not over before they pass.
     pub fn has_deadlines(&self) -> bool {
-        !self.deadlines.is_empty()
+        !self.deadlines.is_empty() || !self.backoffs.is_empty()
+    }
+
+    /// Tasks not yet completed, failed or timed out.
+    pub fn unresolved(&self) -> u64 {
+        let t = &self.tally;
+        t.submitted - t.completed - t.failed - t.timed_out
+    }
+
+    /// Every pending task times out now (a driver that stops waiting).
+    pub fn give_up_all(&mut self) {
+        for t in self
+            .tasks
+            .iter_mut()
+            .filter(|t| t.state == TaskState::Pending)
+        {
+            t.state = TaskState::TimedOut;
+            self.tally.timed_out += 1;
+        }
     }
 
     /// Tasks submitted so far.
@@ -337,6 +501,7 @@ mod tests {
             timeout_ns: 10 * MS,
             max_attempts: 10,
             max_doublings: 2,
+            ..RetryPolicy::fixed(0, 0)
         };
         assert_eq!(
             (0..5)
@@ -357,6 +522,80 @@ mod tests {
         assert_eq!(t.next_deadline(), Some(34 * MS), "doubled");
         t.on_reply(0, true);
         assert!(!t.resend(0, 40 * MS), "only a pending task is resent");
+    }
+
+    #[test]
+    fn an_acknowledged_send_does_not_time_out_but_a_resend_does() {
+        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 3), 1);
+        t.submit(0, Some(0));
+        assert!(!t.acknowledge(0, 2), "not the current send");
+        assert!(t.acknowledge(0, 1));
+        assert!(drain(&mut t, 10 * MS).is_empty(), "queued: no timeout");
+        // Returned from the queue and sent again: the new send times out.
+        assert!(t.resend(0, 12 * MS));
+        assert_eq!(
+            drain(&mut t, 22 * MS),
+            vec![Expiry::Resubmit { seq: 0, attempt: 3 }]
+        );
+    }
+
+    #[test]
+    fn a_returned_task_is_retried_after_a_doubling_backoff() {
+        let policy = RetryPolicy {
+            backoff_ns: MS,
+            max_backoff_doublings: 1,
+            ..RetryPolicy::fixed(100 * MS, 0)
+        };
+        assert_eq!(
+            (1..4)
+                .map(|r| policy.backoff_after(r) / MS)
+                .collect::<Vec<_>>(),
+            vec![1, 2, 2]
+        );
+        let mut t = TaskTracker::new(policy, 1);
+        t.submit(0, Some(0));
+        assert_eq!(t.on_returned(0, Some(2), 0), None, "a stale copy's return");
+        assert_eq!(t.on_returned(0, Some(1), 0), Some(MS));
+        assert_eq!(t.next_deadline(), Some(MS));
+        assert_eq!(
+            drain(&mut t, MS),
+            vec![Expiry::Retry { seq: 0, attempt: 2 }]
+        );
+        assert_eq!(t.on_returned(0, None, 5 * MS), Some(7 * MS), "doubled");
+        t.on_reply(0, true);
+        assert!(
+            drain(&mut t, 7 * MS).is_empty(),
+            "answered before its retry"
+        );
+        let tally = t.tally();
+        assert_eq!(
+            (tally.retried, tally.resubmitted, tally.completed),
+            (1, 0, 1)
+        );
+    }
+
+    #[test]
+    fn driver_timers_take_the_same_decisions_as_the_trackers_own() {
+        let policy = RetryPolicy {
+            max_doublings: 1,
+            ..RetryPolicy::fixed(10 * MS, 2)
+        };
+        let mut own = TaskTracker::new(policy, 1);
+        let mut driven = TaskTracker::with_driver_timers(policy, 1);
+        own.submit(0, Some(0));
+        driven.submit(0, Some(0));
+        assert!(!driven.has_deadlines());
+        let mut now = 0;
+        while let Some((at, send)) = driven.deadline(0) {
+            assert_eq!(own.next_deadline(), Some(at));
+            now = at;
+            assert_eq!(driven.on_deadline(0, send, now), own.expire(now));
+            assert_eq!(driven.on_deadline(0, send, now), None, "fired once");
+        }
+        assert_eq!(now, 50 * MS, "10, then 20 twice");
+        assert_eq!(driven.state(0), Some(TaskState::TimedOut));
+        assert_eq!(driven.tally(), own.tally());
+        assert_eq!(driven.unresolved(), 0);
     }
 
     proptest! {

@@ -18,7 +18,7 @@ pub const MAX_QUEUE_CAPACITY: u32 = 1 << 30;
 pub const MAX_CLASSES: u32 = 256;
 
 /// Why a value was refused; the message reads after the field's name
-/// (`schedulers.k: must be in 1..=16, got 17`).
+/// (`schedulers.samples: must be in 1..=16, got 17`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     #[error("must be >= {min}, got {got}")]
@@ -115,7 +115,7 @@ mod tests {
                     4,
                     1,
                     RackSchedConfig {
-                        k: count,
+                        samples: count,
                         ..RackSchedConfig::default()
                     },
                 )

@@ -264,7 +264,7 @@ impl PlaneParams {
     pub fn validate(&self) -> Result<(), ParamError> {
         let err = |field, msg: String| Err(ParamError { field, msg });
         let checks = [
-            ("k", crate::limits::samples(self.samples)),
+            ("samples", crate::limits::samples(self.samples)),
             ("jbsq_bound", crate::limits::jbsq_bound(self.jbsq_bound)),
             ("classes", crate::limits::classes(self.classes)),
         ];
@@ -281,7 +281,7 @@ impl PlaneParams {
 
     fn racksched(&self, report_load: bool) -> RackSchedConfig {
         RackSchedConfig {
-            k: self.samples,
+            samples: self.samples,
             classes: self.classes,
             req_table: self.req_table,
             report_load,
@@ -493,9 +493,9 @@ mod tests {
             p.validate().unwrap_err()
         };
         let e = bad(|p| p.samples = 17);
-        assert_eq!(e.field, "k");
+        assert_eq!(e.field, "samples");
         assert!(e.to_string().contains("1..=16"), "{e}");
-        assert_eq!(bad(|p| p.samples = 0).field, "k");
+        assert_eq!(bad(|p| p.samples = 0).field, "samples");
         assert_eq!(bad(|p| p.jbsq_bound = 0).field, "jbsq_bound");
         assert_eq!(bad(|p| p.classes = 257).field, "classes");
         assert!(PlaneParams::default().validate().is_ok());

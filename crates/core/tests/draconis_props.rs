@@ -1273,7 +1273,7 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
     let mut sw = R2p2Jbsq::new(
         4,
         R2p2Config {
-            k: 3,
+            jbsq_bound: 3,
             recirc_budget: Some(20),
             search: JbsqSearch::ShortestFirst,
         },
@@ -1306,17 +1306,17 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
 proptest! {
     #![proptest_config(quick(64))]
 
-    /// JBSQ never exceeds k outstanding tasks at any executor by the
+    /// JBSQ never exceeds its bound of outstanding tasks at any executor by the
     /// switch's counters, whichever search; every request is dispatched or
     /// dropped for budget, nothing else.
     #[test]
     fn r2p2_bound_never_exceeded(
         ops in prop::collection::vec((any::<bool>(), 0u32..6), 1..200),
-        k in 1u32..4,
+        bound in 1u32..4,
         first_fit in any::<bool>(),
     ) {
         let search = if first_fit { JbsqSearch::FirstFit } else { JbsqSearch::ShortestFirst };
-        let mut sw = R2p2Jbsq::new(6, R2p2Config { k, recirc_budget: Some(30), search });
+        let mut sw = R2p2Jbsq::new(6, R2p2Config { jbsq_bound: bound, recirc_budget: Some(30), search });
         let mut dispatched = 0u64;
         let mut dropped = 0u64;
         for (i, (is_req, e)) in ops.iter().enumerate() {
@@ -1330,7 +1330,7 @@ proptest! {
                 let mut out = PullOutbox::new();
                 sw.handle(0, PullInput::Completion { executor: *e }, &mut out);
             }
-            prop_assert!(sw.outstanding().iter().all(|&c| c <= k));
+            prop_assert!(sw.outstanding().iter().all(|&c| c <= bound));
         }
         prop_assert_eq!(sw.stats.dispatched, dispatched);
         prop_assert_eq!(sw.stats.dropped, dropped);

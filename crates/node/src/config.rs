@@ -26,7 +26,8 @@ pub enum ConfigError {
         #[source]
         source: netsched_core::registry::ParamError,
     },
-    /// The workload (service-time distribution) settings.
+    /// Refused by the shared config crate: the workload (service-time
+    /// distribution) settings, or a key that was renamed.
     #[error(transparent)]
     Workload(#[from] netsched_config::ConfigError),
     /// A key or token that cannot be read.
@@ -104,20 +105,27 @@ pub struct PoolConfig {
     /// Samples per power-of-k decision (RackSched §3.3; `rs-h`, `rs-lb`,
     /// `racksched`, `pow2-instant`, `pow2-delayed`; Horus's power-of-2 is
     /// the paper's k = 2), 1..=16.
-    #[serde(default = "default_k")]
-    pub k: u32,
+    #[serde(default = "default_samples")]
+    pub samples: u32,
     /// `r2p2`: JBSQ's bound on tasks outstanding per node (RackSched §4.5).
     #[serde(default = "default_jbsq_bound")]
     pub jbsq_bound: u32,
 }
 
-fn default_k() -> u32 {
+fn default_samples() -> u32 {
     PlaneParams::default().samples
 }
 
 fn default_jbsq_bound() -> u32 {
     PlaneParams::default().jbsq_bound
 }
+
+/// `k` was an instance's sample count (issue 18 split `k` by meaning).
+const RENAMED_KEYS: [netsched_config::parse::Renamed; 1] = [netsched_config::parse::Renamed {
+    table: "instance",
+    key: "k",
+    use_instead: "`samples` (samples per power-of-k decision)",
+}];
 
 /// Default `max_routes`: far more applications than one pool serves.
 pub const DEFAULT_MAX_ROUTES: usize = 4096;
@@ -140,7 +148,7 @@ impl PoolConfig {
             heartbeat_timeout_ms: 0,
             clients: Vec::new(),
             max_routes: default_max_routes(),
-            k: default_k(),
+            samples: default_samples(),
             jbsq_bound: default_jbsq_bound(),
         }
     }
@@ -149,7 +157,7 @@ impl PoolConfig {
     /// registry's defaults (`netsched_core::registry::PlaneParams`).
     pub fn plane_params(&self) -> PlaneParams {
         PlaneParams {
-            samples: self.k,
+            samples: self.samples,
             jbsq_bound: self.jbsq_bound,
             ..PlaneParams::default()
         }
@@ -274,7 +282,7 @@ impl SwitchConfig {
     }
 
     pub fn from_toml(s: &str) -> Result<Self, ConfigError> {
-        let c: SwitchConfig = toml::from_str(s)?;
+        let c: SwitchConfig = netsched_config::parse::from_toml_renamed(s, &RENAMED_KEYS)?;
         c.validate()?;
         Ok(c)
     }
@@ -288,7 +296,7 @@ impl SwitchConfig {
                 "max_routes_per_source must be at least 1".into(),
             ));
         }
-        self.fault.validate().map_err(ConfigError::Invalid)?;
+        self.fault.validate()?;
         if self.controller.is_some() && self.status_ms == 0 {
             return Err(ConfigError::Invalid(
                 "status_ms must be at least 1 with a controller".into(),
@@ -480,7 +488,7 @@ impl WorkerConfig {
                 c.executors
             )));
         }
-        c.fault.validate().map_err(ConfigError::Invalid)?;
+        c.fault.validate()?;
         Ok(c)
     }
 }
@@ -696,7 +704,7 @@ impl ClientConfig {
         if self.threads == 0 || self.threads > 64 {
             return Err(ConfigError::Invalid("threads must be in 1..=64".into()));
         }
-        self.fault.validate().map_err(ConfigError::Invalid)?;
+        self.fault.validate()?;
         if let Some(c) = &self.controller {
             c.token()?;
             if c.poll_ms == 0 {

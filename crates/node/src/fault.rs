@@ -111,11 +111,13 @@ impl FaultConfig {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    /// Refuses what no loss process can be; fields are named as the
+    /// daemons' configs name them (`fault.drop_rate`).
+    pub fn validate(&self) -> Result<(), netsched_config::ConfigError> {
         if !(0.0..=1.0).contains(&self.drop_rate) {
-            return Err(format!(
-                "fault.drop_rate must be in [0, 1], got {}",
-                self.drop_rate
+            return Err(netsched_config::ConfigError::new(
+                "fault.drop_rate",
+                format!("must be in [0, 1], got {}", self.drop_rate),
             ));
         }
         Ok(())

@@ -47,8 +47,12 @@ fn invalid_configs_are_rejected_with_a_message() {
         // The registry's limits (netsched_core::registry::PlaneParams), the
         // simulator's too: refused here, not by a panic in the data plane.
         (
-            "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"rs-h\"\nk = 17\ndownstream = [\"127.0.0.1:1\"]",
-            "pool 1: k: must be in 1..=16, got 17",
+            "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"rs-h\"\nsamples = 17\ndownstream = [\"127.0.0.1:1\"]",
+            "pool 1: samples: must be in 1..=16, got 17",
+        ),
+        (
+            "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\nk = 2\ndownstream = [\"127.0.0.1:1\"]",
+            "instance.k (line 5): `k` is renamed: use `samples` (samples per power-of-k decision)",
         ),
         (
             "listen = \"x\"\n[[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"r2p2\"\njbsq_bound = 0\ndownstream = [\"127.0.0.1:1\"]",

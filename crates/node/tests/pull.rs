@@ -400,12 +400,12 @@ fn malformed_spoofed_and_misdirected_datagrams_are_counted_drops() {
 }
 
 #[test]
-fn r2p2_keeps_at_most_k_tasks_at_an_executor() {
+fn r2p2_keeps_at_most_its_bound_of_tasks_at_an_executor() {
     let _g = serial();
-    // One executor, k = 2, tasks of 5 ms at 600/s: far above capacity, so
+    // One executor, bound 2, tasks of 5 ms at 600/s: far above capacity, so
     // the switch holds tasks by recirculation and the budget returns some.
     let s = Setup::start(PullPolicy::R2p2, 1, |sc, _| {
-        sc.r2p2.k = 2;
+        sc.r2p2.jbsq_bound = 2;
         sc.r2p2.recirc_budget = Some(64);
     });
     let mut c = s.client(600.0, 100, 5_000.0, 1);

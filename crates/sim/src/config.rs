@@ -634,9 +634,8 @@ impl SimConfig {
             return Err(err("network.failure_detection_us", "must be >= 0"));
         }
         // The registry's limits, the runtime's too (a data plane would
-        // otherwise panic inside a simulation thread). Samples first, under
-        // this file's key: the registry still names them `k`, the runtime
-        // daemons' key.
+        // otherwise panic inside a simulation thread), under this file's
+        // keys (`schedulers.samples`).
         ConfigError::limit(
             "schedulers.samples",
             netsched_core::limits::samples(self.schedulers.samples),

@@ -248,7 +248,7 @@ fn accounted(s: &PullSummary) {
 fn r2p2_drops_are_counted_and_resubmitted() {
     let s = one(&small(
         "r2p2",
-        "[r2p2]\nk = 1\nrecirc_budget = 4\n[client]\ntimeout_us = 200\nmax_attempts = 1000",
+        "[r2p2]\njbsq_bound = 1\nrecirc_budget = 4\n[client]\ntimeout_us = 200\nmax_attempts = 1000",
     ));
     assert!(s.dropped > 0, "{s:?}");
     assert_eq!(
@@ -268,7 +268,7 @@ fn r2p2_drops_are_counted_and_resubmitted() {
 fn r2p2_single_attempt_gives_up_dropped_tasks() {
     let s = one(&small(
         "r2p2",
-        "[r2p2]\nk = 1\nrecirc_budget = 2\n[client]\ntimeout_us = 1000\nmax_attempts = 1",
+        "[r2p2]\njbsq_bound = 1\nrecirc_budget = 2\n[client]\ntimeout_us = 1000\nmax_attempts = 1",
     ));
     assert!(s.gave_up > 0, "{s:?}");
     assert!(s.gave_up <= s.dropped, "{s:?}");
@@ -485,13 +485,27 @@ fn config_errors_name_the_field() {
     assert_eq!(e.field, "workload.resource_phases");
     // What the data planes refuse at build time is refused here, with the
     // data plane's own limits (netsched_core::limits).
-    let e = PullConfig::from_toml("[racksched]\nk = 17").unwrap_err();
-    assert_eq!(e.to_string(), "racksched.k: must be in 1..=16, got 17");
-    assert!(PullConfig::from_toml("[racksched]\nk = 16").is_ok());
+    let e = PullConfig::from_toml("[racksched]\nsamples = 17").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "racksched.samples: must be in 1..=16, got 17"
+    );
+    assert!(PullConfig::from_toml("[racksched]\nsamples = 16").is_ok());
     let e = PullConfig::from_toml("[draconis]\ncapacity = 2147483648").unwrap_err();
     assert_eq!(e.field, "draconis.capacity");
-    let e = PullConfig::from_toml("[r2p2]\nk = 0").unwrap_err();
-    assert_eq!(e.to_string(), "r2p2.k: must be >= 1, got 0");
+    let e = PullConfig::from_toml("[r2p2]\njbsq_bound = 0").unwrap_err();
+    assert_eq!(e.to_string(), "r2p2.jbsq_bound: must be >= 1, got 0");
+    // `k` meant two things: the old key is refused naming its successor.
+    let e = PullConfig::from_toml("[racksched]\nk = 2").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "racksched.k (line 2): `k` is renamed: use `samples` (samples per power-of-k decision)"
+    );
+    let e = PullConfig::from_toml("[r2p2]\nk = 3").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "r2p2.k (line 2): `k` is renamed: use `jbsq_bound` (R2P2's JBSQ bound)"
+    );
 }
 
 /// `completion` (arrival at the switch to completion at the executor, the

@@ -80,7 +80,7 @@ def pull_config(policy, load, racks, scale):
         "network": {"link_ns": int(2 * HOP_US * 1000)},
         "workload": {"service": dict(SERVICE), "load": load,
                      "tasks": tasks_per_core(scale, racks) * cores},
-        "r2p2": {"k": 3},
+        "r2p2": {"jbsq_bound": 3},
         # Sparrow is distributed: one scheduler host per rack.
         "sparrow": {"schedulers": racks, "probe_ratio": 2},
     }

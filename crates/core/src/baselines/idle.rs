@@ -156,10 +156,6 @@ impl Jiq {
         }
     }
 
-    pub fn control_sweep(&mut self, now: u64) -> u64 {
-        self.affinity.control_sweep(now)
-    }
-
     pub fn idle_queue(&self) -> &IdleFifo {
         &self.idle
     }
@@ -289,14 +285,12 @@ impl IdleOnly {
         }
     }
 
-    pub fn control_sweep(&mut self, now: u64) -> u64 {
-        self.affinity.control_sweep(now)
-    }
-
     pub fn idle_nodes(&self) -> &IdleNodes {
         &self.idle
     }
 }
+
+affinity_sweep!(Jiq, IdleOnly);
 
 impl DataPlane for IdleOnly {
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {

@@ -192,10 +192,6 @@ impl Jbsq {
         self.affinity.control_forget_node(node);
     }
 
-    pub fn control_sweep(&mut self, now: u64) -> u64 {
-        self.affinity.control_sweep(now)
-    }
-
     /// The bound k.
     pub fn bound(&self) -> u32 {
         self.bound
@@ -228,6 +224,8 @@ impl Jbsq {
         self.nodes
     }
 }
+
+affinity_sweep!(Jbsq);
 
 impl DataPlane for Jbsq {
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {

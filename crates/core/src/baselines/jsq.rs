@@ -260,25 +260,13 @@ impl Jsq {
         }
     }
 
-    /// A node joins with an empty queue.
-    pub fn control_add_node(&mut self, node: NodeId) {
-        self.view.add(node);
-    }
-
-    pub fn control_remove_node(&mut self, node: NodeId) {
-        if self.view.remove(node) {
-            self.affinity.control_forget_node(node);
-        }
-    }
-
-    pub fn control_sweep(&mut self, now: u64) -> u64 {
-        self.affinity.control_sweep(now)
-    }
-
     pub fn view(&self) -> &MinBuckets {
         &self.view
     }
 }
+
+membership_with_affinity!(Jsq, view, add, remove);
+affinity_sweep!(Jsq);
 
 impl DataPlane for Jsq {
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {

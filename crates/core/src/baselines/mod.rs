@@ -25,6 +25,41 @@
 //!   [`AffinityTable`] freed by the last packet (Horus §A.4); a miss is
 //!   `Drop(NoAffinity)`. Stateless dispatchers hash the task id instead.
 
+/// The control plane of a baseline whose node set (`$set`) reports
+/// whether `$add` / `$remove` changed it, and which keeps continuations in
+/// an `affinity` table (Horus §A.4): a removed node's entries are forgotten.
+/// One body for every such baseline.
+macro_rules! membership_with_affinity {
+    ($plane:ty, $set:ident, $add:ident, $remove:ident) => {
+        impl $plane {
+            /// A node joins with an empty queue.
+            pub fn control_add_node(&mut self, node: NodeId) {
+                self.$set.$add(node);
+            }
+
+            pub fn control_remove_node(&mut self, node: NodeId) {
+                if self.$set.$remove(node) {
+                    self.affinity.control_forget_node(node);
+                }
+            }
+        }
+    };
+}
+
+/// The switch CPU's sweep of expired `affinity` entries (continuations
+/// whose last packet never came), the same for every baseline keeping one.
+macro_rules! affinity_sweep {
+    ($($plane:ty),* $(,)?) => {$(
+        impl $plane {
+            /// Frees entries idle since before `now` less the table's
+            /// timeout; returns how many.
+            pub fn control_sweep(&mut self, now: u64) -> u64 {
+                self.affinity.control_sweep(now)
+            }
+        }
+    )*};
+}
+
 mod central;
 mod idle;
 mod jbsq;
@@ -51,13 +86,14 @@ pub fn pow2_delayed(nodes: u32, seed: u64) -> RackSched {
     pow_k_delayed(nodes, 2, seed)
 }
 
-/// Power-of-k with delayed (reply-only) updates: RackSched with this `k`.
-pub fn pow_k_delayed(nodes: u32, k: u32, seed: u64) -> RackSched {
+/// Power-of-k with delayed (reply-only) updates: RackSched drawing
+/// `samples` per decision.
+pub fn pow_k_delayed(nodes: u32, samples: u32, seed: u64) -> RackSched {
     RackSched::new(
         nodes,
         seed,
         RackSchedConfig {
-            k,
+            samples,
             ..RackSchedConfig::default()
         },
     )
@@ -336,24 +372,13 @@ impl RoundRobin {
         }
     }
 
-    pub fn control_add_node(&mut self, node: NodeId) {
-        self.nodes.control_add(node);
-    }
-
-    pub fn control_remove_node(&mut self, node: NodeId) {
-        if self.nodes.control_remove(node) {
-            self.affinity.control_forget_node(node);
-        }
-    }
-
-    pub fn control_sweep(&mut self, now: u64) -> u64 {
-        self.affinity.control_sweep(now)
-    }
-
     pub fn nodes(&self) -> &NodeSlots {
         &self.nodes
     }
 }
+
+membership_with_affinity!(RoundRobin, nodes, control_add, control_remove);
+affinity_sweep!(RoundRobin);
 
 impl DataPlane for RoundRobin {
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {

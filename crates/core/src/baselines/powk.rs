@@ -38,24 +38,13 @@ impl PowKInstant {
         }
     }
 
-    pub fn control_add_node(&mut self, node: NodeId) {
-        self.loads.control_add(node);
-    }
-
-    pub fn control_remove_node(&mut self, node: NodeId) {
-        if self.loads.control_remove(node) {
-            self.affinity.control_forget_node(node);
-        }
-    }
-
-    pub fn control_sweep(&mut self, now: u64) -> u64 {
-        self.affinity.control_sweep(now)
-    }
-
     pub fn load_table(&self) -> &LoadTable {
         &self.loads
     }
 }
+
+membership_with_affinity!(PowKInstant, loads, control_add, control_remove);
+affinity_sweep!(PowKInstant);
 
 impl DataPlane for PowKInstant {
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {

@@ -41,8 +41,9 @@ use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
 /// R2P2 configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct R2p2Config {
-    /// JBSQ bound: at most `k` tasks at an executor, one running (§8: k = 3).
-    pub k: u32,
+    /// JBSQ bound: at most this many tasks at an executor, one running
+    /// (§8: 3).
+    pub jbsq_bound: u32,
     /// Recirculations a request may use before it is dropped. `None` (the
     /// default, as in the authors' router): it recirculates until a slot
     /// frees, and only the recirculation port's capacity can lose it.
@@ -54,7 +55,7 @@ pub struct R2p2Config {
 impl Default for R2p2Config {
     fn default() -> Self {
         R2p2Config {
-            k: 3,
+            jbsq_bound: 3,
             recirc_budget: None,
             search: JbsqSearch::default(),
         }
@@ -115,7 +116,7 @@ pub struct R2p2Jbsq {
 impl R2p2Jbsq {
     pub fn new(executors: u32, config: R2p2Config) -> Self {
         assert!(executors > 0, "R2P2 needs at least one executor");
-        if let Err(e) = crate::limits::jbsq_bound(config.k) {
+        if let Err(e) = crate::limits::jbsq_bound(config.jbsq_bound) {
             panic!("JBSQ bound: {e}");
         }
         // Stages: the probe cursor, then the counter of the executor it names.
@@ -165,7 +166,7 @@ impl R2p2Jbsq {
                     JbsqSearch::FirstFit => {
                         let key =
                             task.id ^ task.fn_par.rotate_left(40) ^ (client as u64).rotate_left(56);
-                        (Rng::new(key).below(n), self.config.k)
+                        (Rng::new(key).below(n), self.config.jbsq_bound)
                     }
                 };
                 let probe = JbsqProbe {
@@ -241,7 +242,7 @@ impl R2p2Jbsq {
             // A full sweep found nobody under the bound: raise it. At k every
             // queue is full; keep sweeping at k until a slot frees (§2.2).
             p.probed = 0;
-            p.bound = (p.bound + 1).min(self.config.k);
+            p.bound = (p.bound + 1).min(self.config.jbsq_bound);
         }
         self.stats.recirculations += 1;
         out.push(PullAction::Reprobe(p));
@@ -317,7 +318,7 @@ mod tests {
         let mut sw = R2p2Jbsq::new(
             2,
             R2p2Config {
-                k: 1,
+                jbsq_bound: 1,
                 ..R2p2Config::default()
             },
         );

@@ -48,7 +48,7 @@ impl PullParams {
                 "priority_levels",
                 limits::priority_levels(self.draconis.levels.into()),
             ),
-            ("r2p2.k", limits::jbsq_bound(self.r2p2.k)),
+            ("r2p2.jbsq_bound", limits::jbsq_bound(self.r2p2.jbsq_bound)),
             (
                 "sparrow.probe_ratio",
                 limits::sparrow_probe_ratio(self.sparrow.probe_ratio),
@@ -189,7 +189,7 @@ mod tests {
         assert!(PullParams::default().validate().is_ok());
         assert_eq!(bad(|p| p.draconis.capacity = 3), "draconis.capacity");
         assert_eq!(bad(|p| p.draconis.levels = 0), "priority_levels");
-        assert_eq!(bad(|p| p.r2p2.k = 0), "r2p2.k");
+        assert_eq!(bad(|p| p.r2p2.jbsq_bound = 0), "r2p2.jbsq_bound");
         assert_eq!(bad(|p| p.sparrow.probe_ratio = 0), "sparrow.probe_ratio");
         assert_eq!(bad(|p| p.sparrow.max_jobs = 0), "sparrow.max_jobs");
     }

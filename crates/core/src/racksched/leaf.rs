@@ -46,7 +46,7 @@ impl RackSched {
         // follows the LoadTable's `slot_of` verdict, and a REQF reads it
         // before the ReqTable insert), the ReqTable, the LoadTable's `servers`.
         let (pipeline, rng, loads, (minimum, req)) =
-            pipeline_with_load_table(servers, seed, config.k, config.classes, |layout| {
+            pipeline_with_load_table(servers, seed, config.samples, config.classes, |layout| {
                 let stage = layout.stage();
                 // No reply seen yet: any first report replaces the entry (the
                 // artifact starts at load 9999).

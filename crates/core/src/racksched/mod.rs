@@ -83,7 +83,7 @@ impl ReqTableConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RackSchedConfig {
     /// Samples per decision (power-of-k, §3.3), `1..=MAX_SAMPLES`.
-    pub k: u32,
+    pub samples: u32,
     /// Request types with their own load counters (§3.6 multi-queue), `1..=256`.
     /// With 1, a reply's LOAD is the server's total queue length.
     pub classes: u32,
@@ -97,7 +97,7 @@ pub struct RackSchedConfig {
 impl Default for RackSchedConfig {
     fn default() -> Self {
         RackSchedConfig {
-            k: 2,
+            samples: 2,
             classes: 1,
             req_table: ReqTableConfig::default(),
             report_load: false,

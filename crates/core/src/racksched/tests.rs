@@ -45,7 +45,7 @@ fn reply(node: NodeId, qlen: u32, task: u64) -> Input {
 
 fn cfg(samples: u32) -> RackSchedConfig {
     RackSchedConfig {
-        k: samples,
+        samples,
         ..RackSchedConfig::default()
     }
 }
@@ -163,7 +163,7 @@ proptest! {
     ) {
         let n = 5;
         let mut rs = RackSched::new(n, seed, RackSchedConfig {
-            k: 2,
+            samples: 2,
             classes: 1,
             req_table: ReqTableConfig { stages: 2, slots_per_stage: 2, timeout_ns: u64::MAX / 2 },
             report_load: false,
@@ -308,7 +308,7 @@ fn multi_queue_uses_the_counters_of_the_request_type() {
         2,
         1,
         RackSchedConfig {
-            k: 2,
+            samples: 2,
             classes: 2,
             ..RackSchedConfig::default()
         },
@@ -500,7 +500,7 @@ fn tracking(n: u32, samples: u32, tracking: LoadTracking) -> RackSched {
         n,
         11,
         RackSchedConfig {
-            k: samples,
+            samples,
             tracking,
             ..RackSchedConfig::default()
         },
@@ -598,7 +598,7 @@ fn proactive_counts_per_request_type_with_multi_queue() {
         3,
         5,
         RackSchedConfig {
-            k: 3,
+            samples: 3,
             classes: 2,
             tracking: LoadTracking::Proactive,
             ..RackSchedConfig::default()
@@ -762,7 +762,7 @@ fn many_classes_and_max_k_respect_the_switch_model() {
         40,
         3,
         RackSchedConfig {
-            k: MAX_SAMPLES as u32,
+            samples: MAX_SAMPLES as u32,
             classes: 4,
             ..RackSchedConfig::default()
         },

@@ -20,14 +20,19 @@
 //!
 //! Completions after a resubmission can arrive twice; the first counts, the
 //! rest are `duplicates`.
+//!
+//! Every one of those decisions is `netsched_core::client::TaskTracker`'s,
+//! the state machine the pull simulator's clients drive too; this loop owns
+//! the socket and the clock. (The runtime's acknowledgments count a job's
+//! queued tasks but name none, so they do not stop a timeout here.)
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use netsched_config::workload::ServiceSampler;
+use netsched_core::client::{Expiry, ReplyOutcome, RetryPolicy, TaskTracker};
 use netsched_core::rng::Rng;
 use netsched_proto::{
     task_id, CompletionStatus, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM,
@@ -40,26 +45,9 @@ use super::executor::{FN_ROCKS_GET, FN_ROCKS_SCAN, FN_SYNTHETIC};
 use crate::client::exp_gap;
 use crate::net;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Pending,
-    Completed,
-    Failed,
-    TimedOut,
-}
-
-/// One task of the run.
-#[derive(Clone, Copy)]
-struct Task {
-    spec: WireTask,
-    intended: u64,
-    state: State,
-    /// Sends so far; a deadline names the send it belongs to.
-    sends: u16,
-    timeouts: u16,
-    /// Times the task came back in an error packet.
-    returns: u16,
-}
+/// Doublings of the timeout per attempt and of the error backoff per
+/// return, at most (64×).
+const MAX_DOUBLINGS: u32 = 6;
 
 /// What a pull client run measured.
 #[derive(Debug)]
@@ -236,13 +224,16 @@ impl PullClient {
         let room = |unresolved: u64| {
             !closed || unresolved + cfg.job_tasks as u64 <= cfg.max_outstanding as u64
         };
-        let mut tasks: Vec<Task> = Vec::with_capacity(expected);
-        // (deadline, task, send number), earliest first.
-        let mut deadlines: BinaryHeap<Reverse<(u64, u32, u16)>> =
-            BinaryHeap::with_capacity(expected);
-        let backoff_timeout = |timeouts: u16| timeout << timeouts.min(6);
-        // (due, task): tasks returned in error packets.
-        let mut retries: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+        let policy = RetryPolicy {
+            timeout_ns: timeout,
+            max_attempts: cfg.max_attempts,
+            max_doublings: MAX_DOUBLINGS,
+            backoff_ns: backoff,
+            max_backoff_doublings: MAX_DOUBLINGS,
+        };
+        let mut tracker = TaskTracker::new(policy, expected);
+        // What each task's packets carry, by sequence number.
+        let mut specs: Vec<WireTask> = Vec::with_capacity(expected);
         let hist = || {
             Histogram::<u64>::new_with_bounds(1_000, 100_000_000_000, 3)
                 .expect("valid histogram bounds")
@@ -250,10 +241,7 @@ impl PullClient {
         let mut response = hist();
         let mut scheduling = hist();
         let mut failed: BTreeMap<String, u64> = BTreeMap::new();
-        let (mut completed, mut timed_out, mut late, mut dup, mut unknown) = (0u64, 0u64, 0, 0, 0);
-        let (mut to_resub, mut err_resub, mut err_pkts, mut acks, mut acked) =
-            (0u64, 0u64, 0, 0, 0);
-        let mut unresolved = 0u64;
+        let (mut unknown, mut err_pkts, mut acks, mut acked) = (0u64, 0u64, 0u64, 0u64);
         let mut rx = [0u8; MAX_DATAGRAM];
         let mut tx = [0u8; MAX_DATAGRAM];
         let mut next_job_at = exp_gap(&mut arrivals, mean_job_gap_ns);
@@ -263,8 +251,8 @@ impl PullClient {
         let ns = || start.elapsed().as_nanos() as u64;
         // A hard end, so a dead scheduler cannot hang the client.
         let hard_end = window
-            + (0..cfg.max_attempts.min(64) as u16 + 2)
-                .map(backoff_timeout)
+            + (0..cfg.max_attempts.min(64) + 2)
+                .map(|k| policy.timeout_after(k))
                 .sum::<u64>()
             + 1_000_000_000;
         let app = cfg.app_id;
@@ -287,7 +275,7 @@ impl PullClient {
         loop {
             let now = ns();
             // New jobs whose intended time has come.
-            while next_job_at < window && next_job_at <= now && room(unresolved) {
+            while next_job_at < window && next_job_at <= now && room(tracker.unresolved()) {
                 // Closed loop: the job goes now, when room freed, so its
                 // latency does not include the wait for room.
                 let intended = if closed { now } else { next_job_at };
@@ -298,7 +286,7 @@ impl PullClient {
                     job,
                 };
                 for _ in 0..cfg.job_tasks {
-                    let seq = tasks.len() as u32;
+                    let seq = tracker.len() as u32;
                     let (service_ns, class) = self.sampler.sample(&mut service_rng);
                     let (fn_id, fn_par) = if cfg.rocksdb_keys > 0 {
                         let key = (key_rng.unit() * cfg.rocksdb_keys as f64) as u64;
@@ -330,16 +318,8 @@ impl PullClient {
                         fn_par,
                         props: cfg.props,
                     };
-                    tasks.push(Task {
-                        spec,
-                        intended,
-                        state: State::Pending,
-                        sends: 1,
-                        timeouts: 0,
-                        returns: 0,
-                    });
-                    unresolved += 1;
-                    deadlines.push(Reverse((now + timeout, seq, 1)));
+                    tracker.submit(intended, Some(now));
+                    specs.push(spec);
                     out.tasks.push(spec);
                     if out.tasks.len() == MAX_PULL_TASKS {
                         send_packet(&mut out, &mut tx);
@@ -365,28 +345,23 @@ impl PullClient {
                         status,
                         ..
                     })) => {
-                        let seq = task_id::seq(id) as usize;
-                        let Some(t) = tasks.get_mut(seq).filter(|_| task_id::app_id(id) == app)
-                        else {
+                        let seq = task_id::seq(id);
+                        if task_id::app_id(id) != app {
                             unknown += 1;
                             continue;
-                        };
-                        match t.state {
-                            State::Pending => {
-                                unresolved -= 1;
-                                if status == CompletionStatus::Ok {
-                                    t.state = State::Completed;
-                                    completed += 1;
-                                    let r = at.saturating_sub(t.intended).max(1_000);
-                                    let _ = response.record(r);
-                                    let _ = scheduling.record(r.saturating_sub(exec_ns).max(1_000));
-                                } else {
-                                    t.state = State::Failed;
-                                    *failed.entry("executor_failed".into()).or_default() += 1;
-                                }
+                        }
+                        match tracker.on_reply(seq, status == CompletionStatus::Ok) {
+                            ReplyOutcome::Completed => {
+                                let intended = tracker.intended(seq).expect("a known task");
+                                let r = at.saturating_sub(intended).max(1_000);
+                                let _ = response.record(r);
+                                let _ = scheduling.record(r.saturating_sub(exec_ns).max(1_000));
                             }
-                            State::TimedOut => late += 1,
-                            State::Completed | State::Failed => dup += 1,
+                            ReplyOutcome::Failed => {
+                                *failed.entry("executor_failed".into()).or_default() += 1;
+                            }
+                            ReplyOutcome::Unknown => unknown += 1,
+                            ReplyOutcome::Late | ReplyOutcome::Duplicate => {}
                         }
                     }
                     Ok(Message::Draconis(DraconisMessage::Ack { accepted, .. })) => {
@@ -397,20 +372,14 @@ impl PullClient {
                         err_pkts += 1;
                         for t in back.as_slice() {
                             let seq = task_id::seq(t.id);
-                            match tasks.get_mut(seq as usize) {
-                                Some(x)
-                                    if x.state == State::Pending
-                                        && task_id::app_id(t.id) == app =>
-                                {
-                                    // Doubling backoff: a scheduler that keeps
-                                    // refusing is full, and an immediate
-                                    // resubmission only fills it again.
-                                    x.returns = x.returns.saturating_add(1);
-                                    let wait = backoff << (x.returns - 1).min(6);
-                                    retries.push(Reverse((at + wait, seq)))
-                                }
-                                Some(_) => {}
-                                None => unknown += 1,
+                            if seq as usize >= tracker.len() {
+                                unknown += 1;
+                            } else if task_id::app_id(t.id) == app {
+                                // Doubling backoff: a scheduler that keeps
+                                // refusing is full, and an immediate
+                                // resubmission only fills it again. The
+                                // packet does not say which send came back.
+                                tracker.on_returned(seq, None, at);
                             }
                         }
                     }
@@ -425,44 +394,11 @@ impl PullClient {
                 job: task_id::new(app, job_seq),
             };
             let mut resent = false;
-            while let Some(&Reverse((due, seq))) = retries.peek() {
-                if due > now {
-                    break;
-                }
-                retries.pop();
-                let t = &mut tasks[seq as usize];
-                if t.state != State::Pending {
-                    continue;
-                }
-                err_resub += 1;
-                t.sends += 1;
-                deadlines.push(Reverse((now + backoff_timeout(t.timeouts), seq, t.sends)));
-                out.tasks.push(t.spec);
-                resent = true;
-                if out.tasks.len() == MAX_PULL_TASKS {
-                    send_packet(&mut out, &mut tx);
-                }
-            }
-            while let Some(&Reverse((due, seq, send))) = deadlines.peek() {
-                if due > now {
-                    break;
-                }
-                deadlines.pop();
-                let t = &mut tasks[seq as usize];
-                if t.state != State::Pending || t.sends != send {
-                    continue; // answered, or superseded by a later send
-                }
-                t.timeouts += 1;
-                if t.timeouts as u32 >= cfg.max_attempts {
-                    t.state = State::TimedOut;
-                    timed_out += 1;
-                    unresolved -= 1;
-                    continue;
-                }
-                to_resub += 1;
-                t.sends += 1;
-                deadlines.push(Reverse((now + backoff_timeout(t.timeouts), seq, t.sends)));
-                out.tasks.push(t.spec);
+            while let Some(expiry) = tracker.expire(now) {
+                let (Expiry::Retry { seq, .. } | Expiry::Resubmit { seq, .. }) = expiry else {
+                    continue; // timed out for good
+                };
+                out.tasks.push(specs[seq as usize]);
                 resent = true;
                 if out.tasks.len() == MAX_PULL_TASKS {
                     send_packet(&mut out, &mut tx);
@@ -473,23 +409,19 @@ impl PullClient {
                 job_seq = job_seq.wrapping_add(1);
             }
             let now = ns();
-            if next_job_at >= window && unresolved == 0 {
+            if next_job_at >= window && tracker.unresolved() == 0 {
                 break;
             }
             if now >= hard_end {
                 // Cannot happen while timeouts work; kept so a bug cannot
                 // hang a test. Whatever is left counts as timed out.
-                for t in tasks.iter_mut().filter(|t| t.state == State::Pending) {
-                    t.state = State::TimedOut;
-                    timed_out += 1;
-                }
+                tracker.give_up_all();
                 break;
             }
             let next_due = [
                 // A closed-loop client without room waits for an answer.
-                (next_job_at < window && room(unresolved)).then_some(next_job_at),
-                retries.peek().map(|r| r.0 .0),
-                deadlines.peek().map(|d| d.0 .0),
+                (next_job_at < window && room(tracker.unresolved())).then_some(next_job_at),
+                tracker.next_deadline(),
             ]
             .into_iter()
             .flatten()
@@ -502,18 +434,19 @@ impl PullClient {
                 std::hint::spin_loop();
             }
         }
+        let tally = tracker.tally();
         PullReport {
-            submitted: tasks.len() as u64,
-            completed,
+            submitted: tally.submitted,
+            completed: tally.completed,
             failed,
-            timed_out,
-            timeout_resubmissions: to_resub,
-            error_resubmissions: err_resub,
+            timed_out: tally.timed_out,
+            timeout_resubmissions: tally.resubmitted,
+            error_resubmissions: tally.retried,
             error_packets: err_pkts,
             acks,
             acked_tasks: acked,
-            duplicates: dup,
-            late,
+            duplicates: tally.duplicates,
+            late: tally.late,
             unknown,
             response,
             scheduling,

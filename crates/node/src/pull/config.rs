@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use netsched_config::parse::toml_error;
+use netsched_config::parse::{from_toml_renamed, toml_error};
 use netsched_config::pull::PullPolicy;
 use netsched_config::pull::{DraconisSection, R2p2Section, SparrowSection};
 use netsched_config::workload::ServiceDist;
@@ -116,7 +116,7 @@ impl PullSwitchConfig {
     }
 
     pub fn from_toml(s: &str) -> Result<Self, PullError> {
-        let c: PullSwitchConfig = toml::from_str(s).map_err(|e| toml_error(s, &e))?;
+        let c: PullSwitchConfig = from_toml_renamed(s, &netsched_config::pull::RENAMED_KEYS)?;
         c.validate()?;
         Ok(c)
     }
@@ -156,6 +156,7 @@ impl PullSwitchConfig {
         }
         self.r2p2.validate().map_err(|e| section(e, "r2p2"))?;
         self.sparrow.validate().map_err(|e| section(e, "sparrow"))?;
+        self.fault.validate()?;
         if self.max_clients == 0 {
             return Err(invalid("max_clients", "must be at least 1"));
         }

@@ -81,10 +81,16 @@ mod tests {
             PullPolicy::R2p2,
             vec!["127.0.0.1:9".parse().unwrap()],
         );
-        cfg.r2p2.k = 0;
+        cfg.r2p2.jbsq_bound = 0;
         assert_eq!(
             cfg.validate().unwrap_err().to_string(),
-            "r2p2.k: must be >= 1, got 0"
+            "r2p2.jbsq_bound: must be >= 1, got 0"
+        );
+        cfg.r2p2.jbsq_bound = 1;
+        cfg.fault.drop_rate = 1.5;
+        assert_eq!(
+            cfg.validate().unwrap_err().to_string(),
+            "fault.drop_rate: must be in [0, 1], got 1.5"
         );
         let mut w = PullWorkerConfig::new(
             "127.0.0.1:9".parse().unwrap(),

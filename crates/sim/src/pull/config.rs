@@ -225,7 +225,7 @@ impl Default for ServerSection {
 #[serde(deny_unknown_fields, default)]
 pub struct RackschedSection {
     /// Servers sampled per decision (power-of-k; RackSched's default 2).
-    pub k: u32,
+    pub samples: u32,
     /// Intra-node scheduling overhead added to every task at its node, ns
     /// (§8.1: "a small additional overhead (3–4 µs)").
     pub node_overhead_ns: u64,
@@ -234,7 +234,7 @@ pub struct RackschedSection {
 impl Default for RackschedSection {
     fn default() -> Self {
         RackschedSection {
-            k: 2,
+            samples: 2,
             node_overhead_ns: 3_500,
         }
     }
@@ -335,7 +335,8 @@ fn check_load(field: &str, v: f64) -> Result<(), ConfigError> {
 
 impl PullConfig {
     pub fn from_toml(text: &str) -> Result<PullConfig, ConfigError> {
-        let cfg: PullConfig = netsched_config::parse::from_toml(text)?;
+        let cfg: PullConfig =
+            netsched_config::parse::from_toml_renamed(text, &netsched_config::pull::RENAMED_KEYS)?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -477,7 +478,7 @@ impl PullConfig {
             return Err(ConfigError::new("client.max_attempts", "must be >= 1"));
         }
         self.draconis.validate().map_err(|e| e.within("draconis"))?;
-        ConfigError::limit("racksched.k", limits::samples(self.racksched.k))?;
+        ConfigError::limit("racksched.samples", limits::samples(self.racksched.samples))?;
         self.r2p2.validate().map_err(|e| e.within("r2p2"))?;
         self.sparrow.validate().map_err(|e| e.within("sparrow"))?;
         // Sparrow schedulers number their jobs in one 32-bit space.

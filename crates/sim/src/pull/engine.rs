@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use netsched_config::pull::pull_params;
+use netsched_core::client::{Expiry, ReplyOutcome, RetryPolicy, TaskState, TaskTracker};
 use netsched_core::dataplane::{Action, DataPlane, Input, Outbox, TaskMeta};
 use netsched_core::pull::sparrow::SparrowWorker;
 use netsched_core::pull::{
@@ -53,13 +54,6 @@ mod stream {
 
 const NONE: u64 = u64::MAX;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Pending,
-    Completed,
-    GaveUp,
-}
-
 #[derive(Clone, Copy, Debug)]
 struct Task {
     /// First submission by the client.
@@ -71,14 +65,6 @@ struct Task {
     /// A copy has completed at an executor (the `completion` metric counts
     /// the first one only).
     done_at_executor: bool,
-    /// The current copy; carried in TASK_INFO's FN_PAR so stale copies,
-    /// acknowledgments and timeouts are recognised.
-    attempt: u32,
-    /// Timeouts so far.
-    tries: u32,
-    /// The current copy was acknowledged by the Draconis scheduler.
-    acked: bool,
-    state: State,
     priority: u8,
     data_node: u16,
     props: u64,
@@ -109,6 +95,7 @@ enum Ev {
     /// Index into `epkts`.
     ErrorPacket(u32),
     Done(u64),
+    /// Send `.1` (from 1) of task `.0` reached its timeout.
     Timeout(u64, u32),
     Resubmit(u64),
 }
@@ -186,9 +173,18 @@ struct Sim<'a> {
     /// Host → scheduler delay: a switch is one link away, a server two.
     sched_link: u64,
     recirc: u64,
-    timeout: u64,
-    backoff: u64,
+    /// Every task's sends, timeouts and returns: the client state machine
+    /// the runtime's pull client drives too; this event queue keeps its
+    /// timers, so events fire in the order they always did.
+    tracker: TaskTracker,
     nodes_per_rack: u32,
+}
+
+/// The send of a task a copy belongs to: TASK_INFO's FN_PAR carries the
+/// copy's attempt (from 0), so stale copies, acknowledgments and returns
+/// are recognised.
+fn send_of(task: &TaskInfo) -> u32 {
+    task.fn_par as u32 + 1
 }
 
 /// RackSched's TaskMeta carries only an id: the copy's attempt rides in its
@@ -278,7 +274,7 @@ impl<'a> Sim<'a> {
                 info,
                 ex: Executor::new(info, retry),
                 running: None,
-                local: VecDeque::with_capacity(cfg.r2p2.k as usize),
+                local: VecDeque::with_capacity(cfg.r2p2.jbsq_bound as usize),
                 busy_since: 0,
                 request_sent: 0,
                 group,
@@ -313,7 +309,7 @@ impl<'a> Sim<'a> {
         // cFCFS queue (the push registry's `racksched` leaf data plane).
         let rack = (policy == PullPolicy::Racksched).then(|| {
             let rack_params = PlaneParams {
-                samples: cfg.racksched.k,
+                samples: cfg.racksched.samples,
                 ..PlaneParams::default()
             };
             Box::new(Plane::build(
@@ -422,8 +418,16 @@ impl<'a> Sim<'a> {
             link,
             sched_link,
             recirc: cfg.network.recirc_ns,
-            timeout,
-            backoff: (cfg.client.error_backoff_us * 1e3).round() as u64,
+            tracker: TaskTracker::with_driver_timers(
+                RetryPolicy {
+                    timeout_ns: timeout,
+                    max_attempts: cfg.client.max_attempts,
+                    max_doublings: 0,
+                    backoff_ns: (cfg.client.error_backoff_us * 1e3).round() as u64,
+                    max_backoff_doublings: 0,
+                },
+                cfg.workload.tasks.min(1 << 24) as usize,
+            ),
             nodes_per_rack,
         })
     }
@@ -545,51 +549,43 @@ impl<'a> Sim<'a> {
             }
             Ev::Ack(job) => {
                 for t in self.packets[job as usize].as_slice() {
-                    let task = &mut self.tasks[t.id as usize];
-                    if task.attempt as u64 == t.fn_par {
-                        task.acked = true;
-                    }
+                    self.tracker.acknowledge(t.id as u32, send_of(t));
                 }
             }
             Ev::ErrorPacket(i) => {
                 let list = self.epkts.take(i);
                 for t in list.as_slice() {
                     self.m.error_tasks += 1;
-                    let task = &self.tasks[t.id as usize];
-                    if task.state == State::Pending && task.attempt as u64 == t.fn_par {
-                        self.q.at(now + self.backoff, Ev::Resubmit(t.id));
+                    if let Some(due) = self.tracker.on_returned(t.id as u32, Some(send_of(t)), now)
+                    {
+                        self.q.at(due, Ev::Resubmit(t.id));
                     }
                 }
             }
             Ev::Resubmit(id) => {
-                if self.tasks[id as usize].state == State::Pending {
+                if self.tracker.retry(id as u32, now) {
                     self.resubmit(now, id);
                 }
             }
-            Ev::Timeout(id, attempt) => {
-                let t = &mut self.tasks[id as usize];
-                if t.state != State::Pending || t.attempt != attempt || t.acked {
-                    return;
-                }
-                self.m.timeouts += 1;
-                t.tries += 1;
-                if t.tries >= self.cfg.client.max_attempts {
-                    t.state = State::GaveUp;
+            Ev::Timeout(id, send) => match self.tracker.on_deadline(id as u32, send, now) {
+                None => {}
+                Some(Expiry::GaveUp { .. }) => {
+                    self.m.timeouts += 1;
                     if id >= self.warmup {
                         self.m.gave_up += 1;
                     }
                     self.on_resolved(now);
-                } else {
+                }
+                Some(_) => {
+                    self.m.timeouts += 1;
                     self.resubmit(now, id);
                 }
-            }
+            },
             Ev::Done(id) => {
-                let t = &mut self.tasks[id as usize];
-                if t.state == State::Pending {
-                    t.state = State::Completed;
+                if self.tracker.on_reply(id as u32, true) == ReplyOutcome::Completed {
                     if id >= self.warmup {
                         self.m.completed += 1;
-                        self.m.response.record(now - t.submit);
+                        self.m.response.record(now - self.tasks[id as usize].submit);
                     }
                     self.on_resolved(now);
                 }

@@ -72,15 +72,12 @@ impl Sim<'_> {
                 service,
                 first_start: NONE,
                 done_at_executor: false,
-                attempt: 0,
-                tries: 0,
-                acked: false,
-                state: State::Pending,
                 priority,
                 data_node,
                 props,
                 phase,
             });
+            self.tracker.submit(now, Some(now));
             if idx >= self.warmup {
                 self.m.submitted += 1;
             }
@@ -100,7 +97,7 @@ impl Sim<'_> {
             id,
             fn_id: 0,
             priority: t.priority,
-            fn_par: t.attempt as u64,
+            fn_par: self.attempt(id) as u64,
             props: t.props,
         }
     }
@@ -109,8 +106,8 @@ impl Sim<'_> {
     pub(super) fn submit(&mut self, now: u64, lo: u64, hi: u64) {
         let client = (self.jobs % self.cfg.client.clients as u64) as u32;
         for id in lo..hi {
-            let attempt = self.tasks[id as usize].attempt;
-            self.q.at(now + self.timeout, Ev::Timeout(id, attempt));
+            let (at, send) = self.tracker.deadline(id as u32).expect("a pending task");
+            self.q.at(at, Ev::Timeout(id, send));
         }
         match self.policy {
             PullPolicy::R2p2 => {
@@ -122,7 +119,7 @@ impl Sim<'_> {
             PullPolicy::Racksched => {
                 for id in lo..hi {
                     let meta = TaskMeta {
-                        id: rack_id(id, self.tasks[id as usize].attempt),
+                        id: rack_id(id, self.attempt(id)),
                         first: true,
                         last: true,
                         idle_selected: false,
@@ -176,10 +173,14 @@ impl Sim<'_> {
         }
     }
 
+    /// The copy of task `id` in flight, from 0 (FN_PAR, `send_of`).
+    fn attempt(&self, id: u64) -> u32 {
+        self.tracker.sends(id as u32).expect("a submitted task") - 1
+    }
+
+    /// Sends task `id` again: the tracker counted the new send (a timeout
+    /// or a return's backoff passed).
     pub(super) fn resubmit(&mut self, now: u64, id: u64) {
-        let t = &mut self.tasks[id as usize];
-        t.attempt += 1;
-        t.acked = false;
         self.m.resubmissions += 1;
         self.submit(now, id, id + 1);
     }

@@ -76,8 +76,9 @@ impl Sim<'_> {
         let x = &mut self.execs[e as usize];
         let task = x.running.take().expect("a running task completes");
         self.m.busy_ns += now - x.busy_since;
+        let gave_up = self.tracker.state(task.id as u32) == Some(TaskState::TimedOut);
         let t = &mut self.tasks[task.id as usize];
-        if !t.done_at_executor && t.state != State::GaveUp {
+        if !t.done_at_executor && !gave_up {
             t.done_at_executor = true;
             if task.id >= self.warmup {
                 // From the task's arrival at the switch (one client link after
