@@ -64,6 +64,7 @@ enum counter {
 	C_DROP_UNKNOWN_NODE,
 	C_PASSED,
 	C_REPLIES,
+	C_NOTICES_LOST,
 	C_COUNTERS,
 };
 
@@ -179,7 +180,10 @@ static __always_inline void count(enum counter c, __u64 n)
 static __always_inline void notify(__u32 kind, __u32 value)
 {
 	struct notice n = { .kind = kind, .value = value };
-	bpf_map_push_elem(&notices, &n, 0);
+	// A full queue (the loader fell behind) loses the notice, as a lost
+	// datagram would; the spine's view recovers with the next one (§A.3).
+	if (bpf_map_push_elem(&notices, &n, 0))
+		count(C_NOTICES_LOST, 1);
 }
 
 // xoshiro256++, crates/core/src/rng.rs (Rng::next_u64).

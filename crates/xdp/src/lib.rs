@@ -94,6 +94,8 @@ pub struct XdpCounters {
     /// Packets handed to the kernel's stack: not Horus, multi-packet tasks.
     pub passed: u64,
     pub replies: u64,
+    /// Notices the full `notices` queue could not take.
+    pub notices_lost: u64,
 }
 
 /// Map names of the switch model's arrays (docs/xdp.md): `.` becomes `_`,
@@ -322,6 +324,7 @@ impl XdpLeaf {
             drop_unknown_node: c(8)?,
             passed: c(9)?,
             replies: c(10)?,
+            notices_lost: c(11)?,
         })
     }
 

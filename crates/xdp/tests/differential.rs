@@ -9,7 +9,9 @@
 use std::net::Ipv4Addr;
 
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};
-use netsched_core::{Action, DataPlane, DropReason, Input, NodeId, Notice, Outbox, TaskMeta};
+use netsched_core::{
+    Action, DataPlane, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
+};
 use netsched_proto::{
     HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
 };
@@ -142,8 +144,25 @@ fn packet(event: Event, seq: u16) -> Vec<u8> {
     }
 }
 
+/// What a sequence exercised, to show that a test reached each path.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    pow2_resubmissions: u64,
+    retries: u64,
+    relists: u64,
+    idle_adds: u64,
+    idle_removes: u64,
+    load_updates: u64,
+}
+
 /// The sans-IO leaf, resubmissions run at once as the drivers run them.
-fn reference(leaf: &mut HorusLeaf, now: u64, event: Event, seq: u16) -> (Outcome, Vec<Notice>) {
+fn reference(
+    leaf: &mut HorusLeaf,
+    now: u64,
+    event: Event,
+    seq: u16,
+    tally: &mut Tally,
+) -> (Outcome, Vec<Notice>) {
     let input = match event {
         Event::Task { idle_selected } => Input::Task(TaskMeta {
             id: u64::from(seq),
@@ -172,8 +191,24 @@ fn reference(leaf: &mut HorusLeaf, now: u64, event: Event, seq: u16) -> (Outcome
         for action in out.drain() {
             match action {
                 Action::Dispatch { node, .. } => outcome = Outcome::Dispatched(node),
-                Action::Notify { notice, .. } => notices.push(notice),
-                Action::Resubmit(r) => pending.insert(0, Input::Resubmit(r)),
+                Action::Notify { notice, .. } => {
+                    match notice {
+                        Notice::IdleAdd => tally.idle_adds += 1,
+                        Notice::IdleRemove => tally.idle_removes += 1,
+                        Notice::LoadUpdate(_) => tally.load_updates += 1,
+                        Notice::SlotAdd => unreachable!("no slot tokens"),
+                    }
+                    notices.push(notice)
+                }
+                Action::Resubmit(r) => {
+                    match r {
+                        Resubmit::Pow2 { .. } => tally.pow2_resubmissions += 1,
+                        Resubmit::Retry { .. } => tally.retries += 1,
+                        Resubmit::Relist { .. } => tally.relists += 1,
+                        other => unreachable!("a leaf never resubmits {other:?}"),
+                    }
+                    pending.insert(0, Input::Resubmit(r))
+                }
                 // A full idle list drops the listing, not the reply.
                 Action::Drop(DropReason::Overflow) => {}
                 Action::Drop(_) => outcome = Outcome::Dropped,
@@ -235,7 +270,7 @@ fn assert_same_state(leaf: &HorusLeaf, xdp: &mut XdpLeaf, step: usize) {
 
 /// Runs `events` (with the clock gaps) through both leaves and compares
 /// after every packet.
-fn differential(xdp: &mut XdpLeaf, workers: u32, events: &[(u64, Event)]) {
+fn differential(xdp: &mut XdpLeaf, workers: u32, events: &[(u64, Event)]) -> Tally {
     let mut leaf = HorusLeaf::with_options(
         workers,
         SEED,
@@ -248,10 +283,11 @@ fn differential(xdp: &mut XdpLeaf, workers: u32, events: &[(u64, Event)]) {
     assert_same_state(&leaf, xdp, 0);
     let start = xdp.counters().expect("counters");
     let mut now = 1_000;
+    let mut tally = Tally::default();
     for (step, &(gap, event)) in events.iter().enumerate() {
         now += gap;
         let seq = step as u16;
-        let expected = reference(&mut leaf, now, event, seq);
+        let expected = reference(&mut leaf, now, event, seq, &mut tally);
         let got = through_xdp(xdp, now, event, seq);
         assert_eq!(got, expected, "packet {step}: {event:?}");
         assert_same_state(&leaf, xdp, step + 1);
@@ -270,6 +306,7 @@ fn differential(xdp: &mut XdpLeaf, workers: u32, events: &[(u64, Event)]) {
         end.forgotten_lost - start.forgotten_lost,
         reference.forgotten_lost
     );
+    tally
 }
 
 #[test]
@@ -324,6 +361,85 @@ fn unknown_workers_replies_are_dropped_and_lost_tasks_forgotten() {
     events.push((20_000_000, Event::Reply { node: 0, qlen: 0 }));
     differential(&mut xdp, 2, &events);
     assert!(xdp.counters().expect("counters").drop_unknown_node >= 1);
+}
+
+#[test]
+fn a_long_random_sequence_reaches_every_path() {
+    let Some(mut xdp) = bpf_leaf("a_long_random_sequence_reaches_every_path") else {
+        return;
+    };
+    // Replies outnumber what a worker owes and cross tasks, as reordered
+    // and duplicated reports do on a real network.
+    let mut rng = netsched_core::rng::Rng::new(42);
+    let events: Vec<(u64, Event)> = (0..3_000)
+        .map(|_| {
+            let gap = if rng.below(50) == 0 {
+                20_000_000
+            } else {
+                1 + u64::from(rng.below(1_000))
+            };
+            let event = if rng.below(2) == 0 {
+                Event::Task {
+                    idle_selected: rng.below(4) == 0,
+                }
+            } else {
+                Event::Reply {
+                    node: rng.below(7),
+                    qlen: rng.below(6) as u16,
+                }
+            };
+            (gap, event)
+        })
+        .collect();
+    let tally = differential(&mut xdp, 6, &events);
+    let c = xdp.counters().expect("counters");
+    assert!(tally.pow2_resubmissions > 0, "{tally:?}");
+    assert!(
+        tally.retries > 0 && c.stale_idle_entries > 0,
+        "{tally:?} {c:?}"
+    );
+    assert!(
+        tally.relists > 0 && c.relisted_after_reorder > 0,
+        "{tally:?}"
+    );
+    assert!(tally.idle_adds > 0 && tally.idle_removes > 0 && tally.load_updates > 0);
+    assert!(c.forgotten_lost > 0 && c.drop_unknown_node > 0, "{c:?}");
+}
+
+/// The busy path's decision rate (issue 19: >= 1M decisions per second
+/// per core): BPF_PROG_TEST_RUN repeats one task packet, each run a lazy
+/// power-of-2 decision over 8 busy workers. Run with
+/// `cargo test -p netsched-xdp --test differential decision_rate -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn decision_rate() {
+    let Some(mut xdp) = bpf_leaf("decision_rate") else {
+        return;
+    };
+    let leaf = HorusLeaf::new(8, SEED, ConnTableConfig::default());
+    let addrs: Vec<WorkerAddr> = (0..8).map(worker_addr).collect();
+    xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
+    let task = packet(
+        Event::Task {
+            idle_selected: false,
+        },
+        1,
+    );
+    // The first 8 tasks empty the idle list.
+    xdp.test_run(&task, 8).expect("test run");
+    let runs = 1_000_000;
+    let busy = xdp.test_run(&task, runs).expect("test run");
+    let reply = packet(Event::Reply { node: 3, qlen: 2 }, 1);
+    let replies = xdp.test_run(&reply, runs).expect("test run");
+    let c = xdp.counters().expect("counters");
+    assert_eq!(c.dispatch_sampled + c.dispatch_idle, u64::from(runs) + 8);
+    println!(
+        "busy-path decisions: {} ns each, {:.2} M/s per core; replies: {} ns each, {:.2} M/s",
+        busy.mean_ns,
+        1e3 / f64::from(busy.mean_ns.max(1)),
+        replies.mean_ns,
+        1e3 / f64::from(replies.mean_ns.max(1)),
+    );
 }
 
 fn event() -> impl Strategy<Value = (u64, Event)> {
