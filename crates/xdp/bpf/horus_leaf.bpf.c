@@ -612,7 +612,8 @@ static __always_inline int on_reply(__u32 node, __u32 qlen, __u64 now,
 		if (slot_of(node) != NO_SLOT)
 			list_idle(node, cfg);
 	}
-	// The reply goes on to its client through the kernel's stack.
+	// The reply goes on to its client by the user-space daemon's reply
+	// routes (per application id), which stay out of XDP (docs/xdp.md).
 	return XDP_PASS;
 }
 
