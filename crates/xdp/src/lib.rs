@@ -54,6 +54,10 @@ pub enum XdpError {
     UnknownArray(&'static str),
     #[error("BPF_PROG_TEST_RUN: {0}")]
     TestRun(std::io::Error),
+    #[error(
+        "the XDP leaf implements the paper's mechanism, not idle or slot tokens (horus-tokens)"
+    )]
+    IdleTokens,
     #[error("notice of unknown kind {0} on the notices queue")]
     UnknownNotice(u32),
 }
@@ -194,7 +198,8 @@ impl XdpLeaf {
 
     /// The control plane installs `leaf`'s state: its options, every
     /// register array, its random stream, and the workers' addresses.
-    /// Only the paper's mechanism runs in XDP (no idle or slot tokens).
+    /// Only the paper's mechanism runs in XDP: a leaf with idle tokens is
+    /// refused ([`XdpError::IdleTokens`]).
     pub fn install(
         &mut self,
         leaf: &HorusLeaf,
@@ -202,10 +207,9 @@ impl XdpLeaf {
         workers: &[WorkerAddr],
     ) -> Result<(), XdpError> {
         let options = leaf.options();
-        assert!(
-            !options.idle_tokens,
-            "the XDP leaf implements the paper's mechanism, not idle tokens"
-        );
+        if options.idle_tokens {
+            return Err(XdpError::IdleTokens);
+        }
         if leaf.workers() > MAX_WORKERS || workers.len() > MAX_WORKERS as usize {
             return Err(XdpError::TooManyWorkers {
                 workers: leaf.workers().max(workers.len() as u32),

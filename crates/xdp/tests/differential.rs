@@ -442,6 +442,24 @@ fn decision_rate() {
     );
 }
 
+#[test]
+fn a_leaf_with_idle_tokens_is_refused() {
+    let Some(mut xdp) = bpf_leaf("a_leaf_with_idle_tokens_is_refused") else {
+        return;
+    };
+    let leaf = HorusLeaf::with_options(
+        2,
+        SEED,
+        ConnTableConfig::default(),
+        HorusOptions::idle_tokens(),
+    );
+    let addrs = [worker_addr(0), worker_addr(1)];
+    assert!(matches!(
+        xdp.install(&leaf, LEAF_MAC, &addrs),
+        Err(XdpError::IdleTokens)
+    ));
+}
+
 fn event() -> impl Strategy<Value = (u64, Event)> {
     let gap = prop_oneof![8 => 1u64..5_000, 1 => 10_000_000u64..30_000_000];
     let task = any::<bool>().prop_map(|idle_selected| Event::Task { idle_selected });
