@@ -8,10 +8,14 @@
 #   nginx, libnginx-mod-stream
 #                   nginx's UDP stream proxy: the `netsched bench nginx`
 #                   baseline (docs/benchmarks.md)
+#   clang, llvm, libbpf-dev, bpftool
+#                   the XDP Horus leaf: clang's BPF target builds
+#                   crates/xdp/bpf/horus_leaf.bpf.c against libbpf's headers
+#                   (docs/xdp.md); bpftool to inspect loaded maps
 #   chromium        headless browser for the report's layout test
 #                   (python/tests/test_report_browser.py)
 set -euo pipefail
-DEB_PKGS="librocksdb-dev libclang-dev nginx libnginx-mod-stream chromium"
+DEB_PKGS="librocksdb-dev libclang-dev nginx libnginx-mod-stream clang llvm libbpf-dev bpftool chromium"
 # shellcheck disable=SC2086  # word splitting of the list is intended
 if dpkg -s $DEB_PKGS >/dev/null 2>&1; then
   exit 0

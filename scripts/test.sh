@@ -7,7 +7,12 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # As root, network-namespace tests must run: a skip is a failure
 # (crates/node/src/netns.rs, REQUIRE_NETNS_ENV).
-if [ "$(id -u)" = 0 ]; then export NETSCHED_REQUIRE_NETNS="${NETSCHED_REQUIRE_NETNS:-1}"; fi
+# Likewise the XDP leaf's differential tests, which load BPF programs
+# (crates/xdp/tests/differential.rs).
+if [ "$(id -u)" = 0 ]; then
+  export NETSCHED_REQUIRE_NETNS="${NETSCHED_REQUIRE_NETNS:-1}"
+  export NETSCHED_REQUIRE_BPF="${NETSCHED_REQUIRE_BPF:-1}"
+fi
 cargo test --workspace --quiet
 python3 scripts/ensure-python-deps.py
 # The netsched Python package (docs/experiments.md): maturin builds crates/py

@@ -30,7 +30,7 @@
 //! retrieve could not clear the bit, whose stage comes before `idle_list`.
 
 use crate::dataplane::NodeId;
-use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
+use crate::switch::{Layout, Pass, Pipeline, RegisterArray, RegisterDump};
 
 /// Result of the first pass of a remove.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,6 +308,21 @@ impl IdleNodes {
         }
         let i = self.idle_index.peek(node as usize);
         i < self.len() && self.idle_list.peek(i as usize) == node
+    }
+
+    /// Every array's cells, for installing and checking another
+    /// implementation of the list (crates/xdp). The member bit is a spine's.
+    pub fn registers(&self) -> Vec<RegisterDump> {
+        let mut dumps = vec![
+            RegisterDump::of(&self.lock, u64::from),
+            RegisterDump::of(&self.p, u64::from),
+            RegisterDump::of(&self.idle_list, u64::from),
+            RegisterDump::of(&self.idle_index, u64::from),
+        ];
+        if let Some(member) = &self.member {
+            dumps.push(RegisterDump::of(member, u64::from));
+        }
+        dumps
     }
 
     /// Checks the paper's invariant: idle nodes are contiguous at the top of

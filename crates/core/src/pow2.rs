@@ -35,7 +35,7 @@
 
 use crate::dataplane::{NodeId, Pow2Samples, Resubmit, TaskMeta};
 use crate::rng::Rng;
-use crate::switch::{Layout, Pass, RegisterArray, RegisterCell};
+use crate::switch::{Layout, Pass, RegisterArray, RegisterCell, RegisterDump};
 
 const NO_SLOT: u32 = u32::MAX;
 
@@ -267,6 +267,25 @@ impl LazyPow2 {
     }
 
     // ---- control plane ----
+
+    /// Every array's cells, for installing and checking another
+    /// implementation (crates/xdp). A load cell widens to
+    /// `load | epoch << 32`, the layout of crates/xdp's `struct load_cell`.
+    pub fn registers(&self) -> Vec<RegisterDump> {
+        let cell = |c: LoadCell| u64::from(c.load) | u64::from(c.epoch) << 32;
+        vec![
+            RegisterDump::of(&self.slot_of, u64::from),
+            RegisterDump::of(&self.count, u64::from),
+            RegisterDump::of(&self.factor_pre, u64::from),
+            RegisterDump::of(&self.node1, u64::from),
+            RegisterDump::of(&self.load1, cell),
+            RegisterDump::of(&self.node2, u64::from),
+            RegisterDump::of(&self.load2, cell),
+            RegisterDump::of(&self.factor, u64::from),
+            RegisterDump::of(&self.drift1, u64::from),
+            RegisterDump::of(&self.drift2, u64::from),
+        ]
+    }
 
     /// Make `node` live with increment `factor`.
     pub fn control_add(&mut self, node: NodeId, factor: u32) {

@@ -29,6 +29,12 @@ impl Rng {
         Rng { s }
     }
 
+    /// The generator's state, read-only: a copy of this leaf's stream for
+    /// another implementation of the same data plane (crates/xdp).
+    pub fn state(&self) -> [u64; 4] {
+        self.s
+    }
+
     /// An independent stream for a named sub-component (pool, scheduler, worker...).
     pub fn derive(seed: u64, stream: u64) -> Self {
         let mut st = seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03);

@@ -371,6 +371,24 @@ impl Pipeline {
     }
 }
 
+/// One register array's cells widened to u64, read by the control plane
+/// (`HorusLeaf::registers`): how another implementation of a data plane
+/// (crates/xdp) is installed with, and checked against, this one's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterDump {
+    pub name: &'static str,
+    pub cells: Vec<u64>,
+}
+
+impl RegisterDump {
+    pub fn of<T: Copy>(array: &RegisterArray<T>, widen: impl Fn(T) -> u64) -> Self {
+        RegisterDump {
+            name: array.name(),
+            cells: array.as_slice().iter().map(|&c| widen(c)).collect(),
+        }
+    }
+}
+
 /// A register array: `len` cells of `T` in one pipeline stage. Created by
 /// [`Layout::array`].
 #[derive(Clone, Debug)]

@@ -27,7 +27,7 @@ use crate::fixed;
 use crate::idle::{AddOutcome, IdleNodes, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
 use crate::rng::Rng;
-use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
+use crate::switch::{Layout, Pass, Pipeline, RegisterArray, RegisterDump};
 
 use super::{follow_affinity, ConnTableConfig, HorusOptions};
 
@@ -597,6 +597,30 @@ impl HorusLeaf {
         let avg = self.avg.peek(0);
         self.spine_view.control_write(0, avg);
         (self.announces_idle(), avg)
+    }
+
+    /// Every register array of the paper's mechanism, in stage order, read
+    /// by the control plane: crates/xdp installs these in its maps and checks
+    /// them after every packet. The slot list and connection table are not
+    /// included (crates/xdp implements neither).
+    pub fn registers(&self) -> Vec<RegisterDump> {
+        let mut dumps = self.idle.registers();
+        dumps.push(RegisterDump::of(&self.listed, u64::from));
+        dumps.extend(self.pow2.registers());
+        dumps.extend([
+            RegisterDump::of(&self.outstanding, u64::from),
+            RegisterDump::of(&self.last_sent, |t| t),
+            RegisterDump::of(&self.factor, u64::from),
+            RegisterDump::of(&self.avg, u64::from),
+            RegisterDump::of(&self.spine_view, u64::from),
+        ]);
+        dumps
+    }
+
+    /// The state of the leaf's random stream (read-only), so another
+    /// implementation can draw the same samples.
+    pub fn rng_state(&self) -> [u64; 4] {
+        self.rng.state()
     }
 
     pub fn idle_nodes(&self) -> &IdleNodes {

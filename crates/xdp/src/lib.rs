@@ -1,0 +1,363 @@
+//! The Horus leaf (NSDI'24 §3.3, §3.4, §A.2, §A.3) as an XDP program: the
+//! clang-built object of `bpf/horus_leaf.bpf.c`, its loader (aya), and runs
+//! through `BPF_PROG_TEST_RUN` for the differential tests against the sans-IO
+//! [`HorusLeaf`]. docs/xdp.md describes the map layout and the differences
+//! from a switch pipeline.
+//!
+//! The control plane installs the XDP leaf's state from a sans-IO leaf
+//! ([`XdpLeaf::install`]): every register array into the map of the same
+//! name, and the random stream's state, so both draw the same samples.
+
+mod test_run;
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use aya::maps::{Array, MapData, Queue};
+use aya::programs::{Xdp, XdpFlags};
+use aya::Ebpf;
+use netsched_core::horus::HorusLeaf;
+use netsched_core::{NodeId, Notice};
+
+pub use test_run::{TestRun, XdpAction};
+
+/// The BPF object built by build.rs (empty when clang was missing).
+// Aligned: the ELF parser reads the object in place.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/horus_leaf.bpf.o"));
+
+/// The program's name in the object.
+const PROGRAM: &str = "horus_leaf";
+
+/// Workers one XDP leaf can hold: the size of its per-worker maps
+/// (`MAX_WORKERS` in the C source).
+pub const MAX_WORKERS: u32 = 64;
+
+/// `NO_SLOT` of crates/core/src/pow2.rs: `pow2.slot_of` of a node that is not live.
+const NO_SLOT: u32 = u32::MAX;
+
+#[derive(Debug, thiserror::Error)]
+pub enum XdpError {
+    #[error("the BPF object was not built (clang missing when netsched-xdp was compiled)")]
+    ObjectMissing,
+    #[error("loading the BPF object: {0}")]
+    Load(#[from] aya::EbpfError),
+    #[error("BPF program: {0}")]
+    Program(#[from] aya::programs::ProgramError),
+    #[error("BPF map: {0}")]
+    Map(#[from] aya::maps::MapError),
+    #[error("the BPF object has no map `{0}`")]
+    NoMap(&'static str),
+    #[error("the BPF object has no program `{PROGRAM}`")]
+    NoProgram,
+    #[error("{workers} workers exceed the XDP leaf's {MAX_WORKERS}")]
+    TooManyWorkers { workers: u32 },
+    #[error("register array `{0}` has no map in the XDP leaf")]
+    UnknownArray(&'static str),
+    #[error("BPF_PROG_TEST_RUN: {0}")]
+    TestRun(std::io::Error),
+    #[error(
+        "the XDP leaf implements the paper's mechanism, not idle or slot tokens (horus-tokens)"
+    )]
+    IdleTokens,
+    #[error("notice of unknown kind {0} on the notices queue")]
+    UnknownNotice(u32),
+}
+
+/// Where the leaf sends a worker's tasks: the rewritten destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkerAddr {
+    pub mac: [u8; 6],
+    pub ip: std::net::Ipv4Addr,
+    pub port: u16,
+}
+
+impl WorkerAddr {
+    /// `struct worker_addr` of the C source: mac, port and IPv4 address in
+    /// network order.
+    fn to_bytes(self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[..6].copy_from_slice(&self.mac);
+        b[6..8].copy_from_slice(&self.port.to_be_bytes());
+        b[8..].copy_from_slice(&self.ip.octets());
+        b
+    }
+}
+
+/// The counters the program keeps (`enum counter` of the C source).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XdpCounters {
+    pub dispatch_idle: u64,
+    pub dispatch_sampled: u64,
+    /// Passes after the first (power-of-2 resubmissions, retries, relists).
+    pub resubmissions: u64,
+    pub stale_idle_entries: u64,
+    pub relisted_after_reorder: u64,
+    pub forgotten_lost: u64,
+    pub drop_no_nodes: u64,
+    pub drop_overflow: u64,
+    pub drop_unknown_node: u64,
+    /// Packets handed to the kernel's stack: not Horus, multi-packet tasks.
+    pub passed: u64,
+    pub replies: u64,
+    /// Notices the full `notices` queue could not take.
+    pub notices_lost: u64,
+}
+
+/// Map names of the switch model's arrays (docs/xdp.md): `.` becomes `_`,
+/// and `leaf.outstanding` is shortened to fit BPF's 15-character names.
+pub fn map_name(array: &str) -> Option<&'static str> {
+    Some(match array {
+        "idle.lock" => "idle_lock",
+        "idle.p" => "idle_p",
+        "idle.list" => "idle_list",
+        "idle.index" => "idle_index",
+        "leaf.listed" => "leaf_listed",
+        "pow2.slot_of" => "pow2_slot_of",
+        "pow2.count" => "pow2_count",
+        "pow2.factor.pre" => "pow2_factor_pre",
+        "pow2.node1" => "pow2_node1",
+        "pow2.load1" => "pow2_load1",
+        "pow2.node2" => "pow2_node2",
+        "pow2.load2" => "pow2_load2",
+        "pow2.factor" => "pow2_factor",
+        "pow2.drift1" => "pow2_drift1",
+        "pow2.drift2" => "pow2_drift2",
+        "leaf.outstanding" => "leaf_outstand",
+        "leaf.last_sent" => "leaf_last_sent",
+        "leaf.factor" => "leaf_factor",
+        "leaf.avg" => "leaf_avg",
+        "leaf.spine_view" => "leaf_spine_view",
+        _ => return None,
+    })
+}
+
+/// Cell width in bytes of each map (the switch model's cell, rounded up to
+/// what a BPF array stores: a 1-bit cell takes a byte, the 48-bit
+/// load/epoch pair 8 bytes).
+fn cell_bytes(map: &str) -> usize {
+    match map {
+        "idle_lock" => 1,
+        "pow2_load1" | "pow2_load2" | "leaf_last_sent" => 8,
+        _ => 4,
+    }
+}
+
+/// The leaf's options the program reads (`struct leaf_config`).
+#[derive(Clone, Copy, Debug)]
+struct LeafConfig {
+    threshold: u32,
+    idle_capacity: u32,
+    announce_on_reply: bool,
+    loss_resync_ns: u64,
+    fixed_now: u64,
+    leaf_mac: [u8; 6],
+}
+
+impl LeafConfig {
+    fn to_bytes(self) -> [u8; 40] {
+        let mut b = [0u8; 40];
+        b[0..4].copy_from_slice(&self.threshold.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.idle_capacity.to_ne_bytes());
+        b[8..12].copy_from_slice(&u32::from(self.announce_on_reply).to_ne_bytes());
+        b[16..24].copy_from_slice(&self.loss_resync_ns.to_ne_bytes());
+        b[24..32].copy_from_slice(&self.fixed_now.to_ne_bytes());
+        b[32..38].copy_from_slice(&self.leaf_mac);
+        b
+    }
+}
+
+/// A loaded (not necessarily attached) XDP Horus leaf.
+pub struct XdpLeaf {
+    ebpf: Ebpf,
+    config: LeafConfig,
+}
+
+impl XdpLeaf {
+    /// Loads the program (the verifier runs here) with zeroed maps.
+    pub fn load() -> Result<Self, XdpError> {
+        if OBJECT.is_empty() {
+            return Err(XdpError::ObjectMissing);
+        }
+        let mut ebpf = Ebpf::load(OBJECT)?;
+        let program: &mut Xdp = ebpf
+            .program_mut(PROGRAM)
+            .ok_or(XdpError::NoProgram)?
+            .try_into()?;
+        program.load()?;
+        Ok(XdpLeaf {
+            ebpf,
+            config: LeafConfig {
+                threshold: 0,
+                idle_capacity: 0,
+                announce_on_reply: true,
+                loss_resync_ns: 0,
+                fixed_now: 0,
+                leaf_mac: [0; 6],
+            },
+        })
+    }
+
+    /// The control plane installs `leaf`'s state: its options, every
+    /// register array, its random stream, and the workers' addresses.
+    /// Only the paper's mechanism runs in XDP: a leaf with idle tokens is
+    /// refused ([`XdpError::IdleTokens`]).
+    pub fn install(
+        &mut self,
+        leaf: &HorusLeaf,
+        leaf_mac: [u8; 6],
+        workers: &[WorkerAddr],
+    ) -> Result<(), XdpError> {
+        let options = leaf.options();
+        if options.idle_tokens {
+            return Err(XdpError::IdleTokens);
+        }
+        if leaf.workers() > MAX_WORKERS || workers.len() > MAX_WORKERS as usize {
+            return Err(XdpError::TooManyWorkers {
+                workers: leaf.workers().max(workers.len() as u32),
+            });
+        }
+        self.config = LeafConfig {
+            threshold: options.leaf_idle_threshold,
+            idle_capacity: leaf.idle_nodes().capacity() as u32,
+            announce_on_reply: options.announce_on_reply,
+            loss_resync_ns: options.loss_resync_ns,
+            fixed_now: self.config.fixed_now,
+            leaf_mac,
+        };
+        self.write_config()?;
+        // Nodes beyond the sans-IO arrays are not live.
+        let mut slot_of = self.array::<u32>("pow2_slot_of")?;
+        for node in 0..MAX_WORKERS {
+            slot_of.set(node, NO_SLOT, 0)?;
+        }
+        for dump in leaf.registers() {
+            let map = map_name(dump.name).ok_or(XdpError::UnknownArray(dump.name))?;
+            self.write_cells(map, &dump.cells)?;
+        }
+        let mut rng = self.array::<[u64; 4]>("leaf_rng")?;
+        rng.set(0, leaf.rng_state(), 0)?;
+        let mut addrs = self.array::<[u8; 12]>("worker_addr")?;
+        for (node, addr) in workers.iter().enumerate() {
+            addrs.set(node as u32, addr.to_bytes(), 0)?;
+        }
+        Ok(())
+    }
+
+    /// Fixes the program's clock at `now_ns` (0: the kernel's monotonic clock).
+    pub fn set_clock(&mut self, now_ns: u64) -> Result<(), XdpError> {
+        self.config.fixed_now = now_ns;
+        self.write_config()
+    }
+
+    fn write_config(&mut self) -> Result<(), XdpError> {
+        let bytes = self.config.to_bytes();
+        self.array::<[u8; 40]>("leaf_config")?.set(0, bytes, 0)?;
+        Ok(())
+    }
+
+    fn array<V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<Array<&mut MapData, V>, XdpError> {
+        let map = self.ebpf.map_mut(name).ok_or(XdpError::NoMap(name))?;
+        Ok(Array::try_from(map)?)
+    }
+
+    fn write_cells(&mut self, map: &'static str, cells: &[u64]) -> Result<(), XdpError> {
+        for (i, &cell) in cells.iter().enumerate() {
+            let i = i as u32;
+            match cell_bytes(map) {
+                1 => self.array::<u8>(map)?.set(i, cell as u8, 0)?,
+                4 => self.array::<u32>(map)?.set(i, cell as u32, 0)?,
+                _ => self.array::<u64>(map)?.set(i, cell, 0)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The first `len` cells of the map holding the switch model's `array`.
+    pub fn read_array(&mut self, array: &'static str, len: usize) -> Result<Vec<u64>, XdpError> {
+        let map = map_name(array).ok_or(XdpError::UnknownArray(array))?;
+        (0..len as u32)
+            .map(|i| {
+                Ok(match cell_bytes(map) {
+                    1 => u64::from(self.array::<u8>(map)?.get(&i, 0)?),
+                    4 => u64::from(self.array::<u32>(map)?.get(&i, 0)?),
+                    _ => self.array::<u64>(map)?.get(&i, 0)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The random stream's state after the packets run so far.
+    pub fn rng_state(&mut self) -> Result<[u64; 4], XdpError> {
+        Ok(self.array::<[u64; 4]>("leaf_rng")?.get(&0, 0)?)
+    }
+
+    /// Pops the notices the program queued, in the order it queued them.
+    pub fn drain_notices(&mut self) -> Result<Vec<Notice>, XdpError> {
+        let map = self
+            .ebpf
+            .map_mut("notices")
+            .ok_or(XdpError::NoMap("notices"))?;
+        let mut queue: Queue<&mut MapData, [u32; 2]> = Queue::try_from(map)?;
+        let mut notices = Vec::new();
+        // An empty queue answers the pop with ENOENT.
+        while let Ok([kind, value]) = queue.pop(0) {
+            notices.push(match kind {
+                1 => Notice::IdleAdd,
+                2 => Notice::IdleRemove,
+                3 => Notice::LoadUpdate(value),
+                other => return Err(XdpError::UnknownNotice(other)),
+            });
+        }
+        Ok(notices)
+    }
+
+    pub fn counters(&mut self) -> Result<XdpCounters, XdpError> {
+        let counters = self.array::<u64>("counters")?;
+        let c = |i: u32| counters.get(&i, 0);
+        Ok(XdpCounters {
+            dispatch_idle: c(0)?,
+            dispatch_sampled: c(1)?,
+            resubmissions: c(2)?,
+            stale_idle_entries: c(3)?,
+            relisted_after_reorder: c(4)?,
+            forgotten_lost: c(5)?,
+            drop_no_nodes: c(6)?,
+            drop_overflow: c(7)?,
+            drop_unknown_node: c(8)?,
+            passed: c(9)?,
+            replies: c(10)?,
+            notices_lost: c(11)?,
+        })
+    }
+
+    fn program(&mut self) -> Result<&mut Xdp, XdpError> {
+        Ok(self
+            .ebpf
+            .program_mut(PROGRAM)
+            .ok_or(XdpError::NoProgram)?
+            .try_into()?)
+    }
+
+    /// Runs the program once on `packet` (an Ethernet frame) without
+    /// attaching it, `repeat` times (>= 1; state changes every time).
+    pub fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
+        let fd = self.program()?.fd()?.as_fd().as_raw_fd();
+        test_run::run(fd, packet, repeat).map_err(XdpError::TestRun)
+    }
+
+    /// Attaches the program to `interface` (`XdpFlags::SKB_MODE` for
+    /// generic XDP, e.g. inside a network namespace).
+    pub fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
+        self.program()?.attach(interface, flags)?;
+        Ok(())
+    }
+}
+
+/// The worker a forwarded task was sent to: `dst_id` of its netsched header.
+pub fn forwarded_to(frame: &[u8]) -> Option<NodeId> {
+    // Ethernet 14 + IPv4 20 + UDP 8, then dst_id at offset 6.
+    let header = frame.get(42..54)?;
+    Some(NodeId::from(u16::from_be_bytes([header[6], header[7]])))
+}

@@ -1,0 +1,222 @@
+//! End to end in network namespaces: a client, a leaf with the XDP program
+//! attached (generic mode) to its veth, and three workers, on one bridge.
+//! Tasks leave the leaf by XDP_TX toward the worker it chose; replies pass
+//! up to a user-space helper on the leaf that sends them on to the client.
+//! Every task must complete. Needs root (skips without it, fails under
+//! NETSCHED_REQUIRE_NETNS=1).
+
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aya::programs::XdpFlags;
+use netsched_core::horus::{ConnTableConfig, HorusLeaf};
+use netsched_node::netns::{skip, Host, Lab, LabError};
+use netsched_proto::{
+    decode, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
+};
+use netsched_xdp::{WorkerAddr, XdpLeaf};
+
+const LEAF_PORT: u16 = 7000;
+const WORKER_PORT: u16 = 9000;
+const CLIENT_PORT: u16 = 5000;
+const WORKERS: usize = 3;
+const TASKS: u64 = 300;
+
+/// eth0's MAC in `host`'s namespace. (Not from /sys: sysfs shows the
+/// devices of the namespace it was mounted in, whatever a thread entered.)
+fn mac_of(host: &Host) -> [u8; 6] {
+    let out = std::process::Command::new("ip")
+        .args(["-n", &host.name, "link", "show", "eth0"])
+        .output()
+        .expect("ip link show");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let hex = text
+        .split("link/ether ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("eth0 has a MAC");
+    let mut mac = [0u8; 6];
+    for (byte, part) in mac.iter_mut().zip(hex.split(':')) {
+        *byte = u8::from_str_radix(part, 16).expect("hex MAC");
+    }
+    mac
+}
+
+fn encode(message: HorusMessage) -> Vec<u8> {
+    Message::Horus(message).to_vec().expect("encode")
+}
+
+/// A worker: answers every task at once, reporting an empty queue.
+fn worker(node: u16, leaf: SocketAddr, stop: Arc<AtomicBool>) -> u64 {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, WORKER_PORT)).expect("bind worker");
+    socket
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("timeout");
+    let mut buf = [0u8; 2048];
+    let mut served = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(n) = socket.recv(&mut buf) else {
+            continue;
+        };
+        let Ok(Message::Horus(m)) = decode(&buf[..n]) else {
+            continue;
+        };
+        let HorusBody::TaskFirst(task) = m.body else {
+            continue;
+        };
+        assert_eq!(m.header.dst_id, node, "the leaf's dst_id names this worker");
+        served += 1;
+        let reply = encode(HorusMessage {
+            header: HorusHeader {
+                src_id: node,
+                qlen: 0,
+                seq: m.header.seq,
+                ..m.header
+            },
+            body: HorusBody::Reply(HorusReply {
+                task_id: task.task_id,
+                status: ReplyStatus::Ok,
+                payload: b"done",
+            }),
+        });
+        socket.send_to(&reply, leaf).expect("reply");
+    }
+    served
+}
+
+#[test]
+fn every_task_completes_through_the_xdp_leaf() {
+    let test = "every_task_completes_through_the_xdp_leaf";
+    let mut lab = match Lab::new("xdp") {
+        Ok(lab) => lab,
+        Err(LabError::Skip(why)) => return skip(test, &why),
+        Err(e) => panic!("{test}: {e}"),
+    };
+    let client = lab.host("cli").expect("client");
+    let leaf = lab.host("leaf").expect("leaf");
+    let workers: Vec<Host> = (0..WORKERS)
+        .map(|_| lab.host("wrk").expect("worker"))
+        .collect();
+    let leaf_at: SocketAddr = leaf.at(LEAF_PORT).parse().expect("leaf address");
+    let client_at: SocketAddr = client.at(CLIENT_PORT).parse().expect("client address");
+    let addrs: Vec<WorkerAddr> = workers
+        .iter()
+        .map(|w| WorkerAddr {
+            mac: mac_of(w),
+            ip: w.addr,
+            port: WORKER_PORT,
+        })
+        .collect();
+    let leaf_mac = mac_of(&leaf);
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let served: Vec<_> = workers
+        .iter()
+        .enumerate()
+        .map(|(node, w)| {
+            let stop = stop.clone();
+            w.spawn(move || worker(node as u16, leaf_at, stop))
+        })
+        .collect();
+
+    // The leaf: XDP schedules the tasks; the helper forwards the replies
+    // XDP passed up, and drains the notices a spine would get.
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let leaf_stop = stop.clone();
+    let leaf_thread = leaf.spawn(move || {
+        let sans_io = HorusLeaf::new(WORKERS as u32, 7, ConnTableConfig::default());
+        let mut xdp = XdpLeaf::load().expect("load the XDP leaf");
+        xdp.install(&sans_io, leaf_mac, &addrs).expect("install");
+        xdp.attach("eth0", XdpFlags::SKB_MODE).expect("attach");
+        let socket = UdpSocket::bind(leaf_at).expect("bind leaf");
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        ready_tx.send(()).expect("ready");
+        let mut buf = [0u8; 2048];
+        let mut forwarded = 0u64;
+        let mut notices = 0usize;
+        while !leaf_stop.load(Ordering::Relaxed) {
+            notices += xdp.drain_notices().expect("notices").len();
+            let Ok(n) = socket.recv(&mut buf) else {
+                continue;
+            };
+            if let Ok(Message::Horus(m)) = decode(&buf[..n]) {
+                if matches!(m.body, HorusBody::Reply(_)) {
+                    socket.send_to(&buf[..n], client_at).expect("forward");
+                    forwarded += 1;
+                }
+            }
+        }
+        (forwarded, notices, xdp.counters().expect("counters"))
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the leaf attached its program");
+
+    // The client keeps a few tasks in flight and waits for every reply.
+    let completed = client
+        .run(move || {
+            let socket = UdpSocket::bind(client_at).expect("bind client");
+            socket
+                .set_read_timeout(Some(Duration::from_millis(20)))
+                .expect("timeout");
+            let mut done = vec![false; TASKS as usize];
+            let (mut sent, mut completed) = (0u64, 0u64);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut buf = [0u8; 2048];
+            while completed < TASKS && Instant::now() < deadline {
+                while sent < TASKS && sent - completed < 4 {
+                    let task = encode(HorusMessage {
+                        header: HorusHeader {
+                            pool_id: 1,
+                            seq: sent as u16,
+                            ..HorusHeader::default()
+                        },
+                        body: HorusBody::TaskFirst(HorusTask {
+                            task_id: sent,
+                            is_last: true,
+                            payload: b"key",
+                            ..HorusTask::default()
+                        }),
+                    });
+                    socket.send_to(&task, leaf_at).expect("send task");
+                    sent += 1;
+                }
+                let Ok(n) = socket.recv(&mut buf) else {
+                    continue;
+                };
+                if let Ok(Message::Horus(HorusMessage {
+                    body: HorusBody::Reply(r),
+                    ..
+                })) = decode(&buf[..n])
+                {
+                    let slot = &mut done[r.task_id as usize];
+                    if !*slot {
+                        *slot = true;
+                        completed += 1;
+                    }
+                }
+            }
+            completed
+        })
+        .expect("client");
+    stop.store(true, Ordering::Relaxed);
+    let (forwarded, _notices, counters) = leaf_thread.join().expect("leaf").expect("leaf netns");
+    let served: Vec<u64> = served
+        .into_iter()
+        .map(|h| h.join().expect("worker").expect("worker netns"))
+        .collect();
+    assert_eq!(completed, TASKS, "served {served:?}, counters {counters:?}");
+    assert_eq!(served.iter().sum::<u64>(), TASKS, "{served:?}");
+    assert_eq!(forwarded, TASKS);
+    assert_eq!(
+        counters.dispatch_idle + counters.dispatch_sampled,
+        TASKS,
+        "{counters:?}"
+    );
+    assert_eq!(counters.replies, TASKS, "{counters:?}");
+    drop(lab);
+}
