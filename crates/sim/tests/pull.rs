@@ -283,12 +283,12 @@ fn r2p2_single_attempt_gives_up_dropped_tasks() {
 /// drops nothing either: the drops are the port's bandwidth, not a budget.
 #[test]
 fn r2p2_1_drops_at_the_recirculation_port_r2p2_3_does_not() {
-    let run = |k: u32, gbps: f64| {
+    let run = |bound: u32, gbps: f64| {
         one(&small(
             "r2p2",
             &format!(
                 "[network]\nrecirc_gbps = {gbps}\nrecirc_buffer = 4\n\
-                 [client]\ntimeout_us = 1000\nmax_attempts = 1000\n[r2p2]\nk = {k}"
+                 [client]\ntimeout_us = 1000\nmax_attempts = 1000\n[r2p2]\njbsq_bound = {bound}"
             ),
         ))
     };

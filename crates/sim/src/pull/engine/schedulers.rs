@@ -129,10 +129,8 @@ impl Sim<'_> {
     /// stands for it. Without this every copy queued longer than the timeout
     /// at an executor or node was sent again, adding load.
     pub(super) fn accepted(&mut self, id: u64, attempt: u32) {
-        let t = &mut self.tasks[id as usize];
-        if t.attempt == attempt {
-            t.acked = true;
-        }
+        // The tracker numbers sends from 1 (`send_of`).
+        self.tracker.acknowledge(id as u32, attempt + 1);
     }
 
     /// §5.3 limits as the driver sees them: a task runs off its data node
