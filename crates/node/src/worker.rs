@@ -105,8 +105,9 @@ struct Task {
 #[derive(Clone, Copy)]
 struct NodeSlots {
     completed: Slot,
-    busy_ns: Slot,
-    qlen: Slot,
+    busy: Slot,
+    run_time: Slot,
+    queue_length: Slot,
     invalid: Slot,
     stranger: Slot,
     queue_full: Slot,
@@ -177,15 +178,21 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
     let c = Kind::Counter;
     NodeSlots {
         completed: reg.register("netsched_worker_tasks_total", "Tasks completed", c, l),
-        busy_ns: reg.register(
-            "netsched_worker_busy_ns_total",
-            "Time spent running tasks, ns",
-            c,
+        busy: reg.register(
+            "netsched_worker_busy_seconds_total",
+            "Time spent running tasks",
+            Kind::SecondsCounter,
             l,
         ),
-        qlen: reg.register(
-            "netsched_worker_qlen",
-            "Tasks waiting in the node's queue",
+        run_time: reg.register(
+            "netsched_worker_run_seconds",
+            "Time of one run of a task on an executor (a preempted task runs more than once)",
+            Kind::Histogram,
+            l,
+        ),
+        queue_length: reg.register(
+            "netsched_worker_queue_length",
+            "Tasks waiting in the executor's own queue",
             Kind::Gauge,
             l,
         ),
@@ -401,8 +408,9 @@ fn executor(node: &Node, stop: &AtomicBool) {
         drop(st);
         let start = Instant::now();
         let outcome = node.run(&mut t, stop);
-        node.registry
-            .add(node.slots.busy_ns, start.elapsed().as_nanos() as u64);
+        let ran = start.elapsed();
+        node.registry.add_time(node.slots.busy, ran);
+        node.registry.observe(node.slots.run_time, ran);
         st = node.state.lock().unwrap();
         st.running -= 1;
         // Tasks that arrived meanwhile are queued before the load is reported.
@@ -528,7 +536,8 @@ impl Node {
         if !st.queue.is_empty() {
             self.cv.notify_all();
         }
-        self.registry.set(self.slots.qlen, st.queue.len() as u64);
+        self.registry
+            .set(self.slots.queue_length, st.queue.len() as u64);
     }
 
     fn reply(&self, t: &Task, load: usize, status: ReplyStatus, payload: &[u8], tx: &mut [u8]) {

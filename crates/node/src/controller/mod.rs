@@ -61,6 +61,8 @@ struct Slots {
     recoveries: [Slot; 3],
     live: [Slot; 3],
     admin: Vec<(u16, Slot)>,
+    /// How long admin requests took to answer.
+    admin_time: Slot,
 }
 
 /// Why the controller refused a control datagram or an admin request
@@ -230,7 +232,7 @@ impl Controller {
             ),
             live: kinds(
                 &mut reg,
-                "netsched_controller_live",
+                "netsched_controller_live_nodes",
                 "Live nodes by kind",
                 Kind::Gauge,
             ),
@@ -248,6 +250,12 @@ impl Controller {
                     )
                 })
                 .collect(),
+            admin_time: reg.register(
+                "netsched_controller_admin_request_seconds",
+                "Time to answer one admin API request (state changes include their fsync)",
+                Kind::Histogram,
+                &[],
+            ),
         };
         let registry = Arc::new(reg);
         let metrics_addr = match &cfg.metrics {

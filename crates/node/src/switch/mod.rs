@@ -276,11 +276,13 @@ impl SwitchDaemon {
                 self.registry.set(inst.idle_gauge, n as u64);
             }
             if let Plane::HorusLeaf(l) = &inst.plane {
-                self.registry.set(inst.load_gauge, l.average_load() as u64);
+                // The leaf keeps it in 16.16 fixed point (Horus A.2).
+                let tasks = l.average_load() as f64 / 65536.0;
+                self.registry.set_f64(inst.load_gauge, tasks);
             }
             let (f, r) = inst.plane.passes();
-            self.registry.set(inst.passes_gauge[0], f);
-            self.registry.set(inst.passes_gauge[1], r);
+            self.registry.set(inst.passes[0], f);
+            self.registry.set(inst.passes[1], r);
         }
     }
 
