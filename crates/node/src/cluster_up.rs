@@ -626,11 +626,11 @@ fn check_nice(pid: u32, nice: i32) {
     // answer, compared below).
     let got = unsafe { libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t) };
     if got != nice && !WARNED.swap(true, Ordering::Relaxed) {
-        crate::metrics::log(
-            "warn",
-            "cluster",
-            "could not set nice (needs root or CAP_SYS_NICE); running at default priority",
-            &[("wanted", &nice), ("got", &got)],
+        tracing::warn!(
+            target: "cluster",
+            wanted = nice,
+            got,
+            "could not set nice (needs root or CAP_SYS_NICE); running at default priority"
         );
     }
 }
@@ -816,13 +816,13 @@ fn calibration_client(main_client: &str, cfg: &ClusterUpConfig) -> String {
 }
 
 /// Medians of GET 60 and SCAN 5000 the worker agents measured on their
-/// RocksDB at start (`msg="rocksdb ready" get60_us=… scan5000_us=…`),
+/// RocksDB at start (`worker: rocksdb ready … get60_us=… scan5000_us=…`),
 /// averaged over the agents, µs.
 pub fn rocksdb_medians(dir: &Path, racks: usize) -> Option<(f64, f64)> {
     let (mut get, mut scan, mut n) = (0.0, 0.0, 0.0);
     for r in 0..racks {
         let text = std::fs::read_to_string(dir.join(format!("worker{r}.log"))).ok()?;
-        let line = text.lines().find(|l| l.contains("msg=\"rocksdb ready\""))?;
+        let line = text.lines().find(|l| l.contains("worker: rocksdb ready"))?;
         let field = |k: &str| -> Option<f64> {
             line.split_whitespace()
                 .find_map(|f| f.strip_prefix(k))?
@@ -1040,7 +1040,7 @@ mod tests {
             std::fs::write(
                 dir.join(format!("worker{r}.log")),
                 format!(
-                    "ts=1.0 level=info comp=worker msg=\"rocksdb ready\" keys=10 get60_us={g} scan5000_us={s}\n"
+                    "2026-11-26T11:00:00.000000Z  INFO worker: rocksdb ready keys=10 get60_us={g} scan5000_us={s}\n"
                 ),
             )
             .unwrap();

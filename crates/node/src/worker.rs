@@ -262,27 +262,17 @@ impl Worker {
         let rocks = match &cfg.rocksdb {
             Some(rc) => {
                 let s = Arc::new(RocksStore::open(rc)?);
-                crate::metrics::log(
-                    "info",
-                    "worker",
-                    "rocksdb ready",
-                    &[
-                        ("keys", &s.keys()),
-                        (
-                            "get60_us",
-                            &(s.time_median(TaskKind::Get { key: 0, count: 60 }, 21) / 1000),
-                        ),
-                        (
-                            "scan5000_us",
-                            &(s.time_median(
-                                TaskKind::Scan {
-                                    key: 0,
-                                    count: 5000,
-                                },
-                                5,
-                            ) / 1000),
-                        ),
-                    ],
+                let get60 = TaskKind::Get { key: 0, count: 60 };
+                let scan5000 = TaskKind::Scan {
+                    key: 0,
+                    count: 5000,
+                };
+                tracing::info!(
+                    target: "worker",
+                    keys = s.keys(),
+                    get60_us = s.time_median(get60, 21) / 1000,
+                    scan5000_us = s.time_median(scan5000, 5) / 1000,
+                    "rocksdb ready"
                 );
                 Some(s)
             }

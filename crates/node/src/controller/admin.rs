@@ -28,7 +28,7 @@ use serde_json::json;
 
 use super::topology::{RackEntry, WorkerEntry};
 use super::{topology_json, Rejected, Slots, State};
-use crate::metrics::{self, Registry};
+use crate::metrics::Registry;
 
 /// Time for a body to arrive once the head was accepted.
 pub const BODY_DEADLINE: Duration = Duration::from_secs(2);
@@ -85,12 +85,7 @@ pub(super) fn admin_loop(
         handle(req, ctx.clone())
     });
     if let Err(e) = served {
-        metrics::log(
-            "error",
-            "controller",
-            "admin API not started",
-            &[("error", &e)],
-        );
+        tracing::error!(target: "controller", error = %e, "admin API not started");
     }
 }
 
@@ -184,26 +179,24 @@ pub(super) fn apply(st: &mut State, req: &AdminRequest) -> (u16, serde_json::Val
     }
     if let Err(e) = st.save() {
         (st.topo, st.daemon_up, st.heard) = before;
-        metrics::log(
-            "error",
-            "controller",
-            "state not saved; admin change rolled back",
-            &[("method", &req.method), ("path", &req.path), ("error", &e)],
+        tracing::error!(
+            target: "controller",
+            method = %req.method,
+            path = %req.path,
+            error = %e,
+            "state not saved; admin change rolled back"
         );
         return (
             500,
             json!({"error": format!("state not saved, change rolled back: {e}")}),
         );
     }
-    metrics::log(
-        "info",
-        "controller",
-        "admin change",
-        &[
-            ("method", &req.method),
-            ("path", &req.path),
-            ("result", &r.1),
-        ],
+    tracing::info!(
+        target: "controller",
+        method = %req.method,
+        path = %req.path,
+        result = %r.1,
+        "admin change"
     );
     r
 }

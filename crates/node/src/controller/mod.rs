@@ -277,19 +277,13 @@ impl Controller {
         if !from_state {
             state.save()?;
         }
-        metrics::log(
-            "info",
-            "controller",
-            "started",
-            &[
-                ("control", &control_addr),
-                ("admin", &admin_addr),
-                (
-                    "topology",
-                    &if from_state { "state file" } else { "config" },
-                ),
-                ("daemons", &state.topo.daemons().len()),
-            ],
+        tracing::info!(
+            target: "controller",
+            control = %control_addr,
+            admin = %admin_addr,
+            topology = %if from_state { "state file" } else { "config" },
+            daemons = state.topo.daemons().len(),
+            "started"
         );
         let state = Arc::new(Mutex::new(state));
         let slots = Arc::new(slots);
@@ -421,20 +415,10 @@ fn send_round(
     for Transition { kind, up, what } in round.transitions {
         if up {
             reg.inc(slots.recoveries[kind]);
-            metrics::log(
-                "info",
-                "controller",
-                &format!("{} back", KINDS[kind]),
-                &[("node", &what)],
-            );
+            tracing::info!(target: "controller", kind = %KINDS[kind], node = %what, "node back");
         } else {
             reg.inc(slots.failures[kind]);
-            metrics::log(
-                "warn",
-                "controller",
-                &format!("{} failed", KINDS[kind]),
-                &[("node", &what)],
-            );
+            tracing::warn!(target: "controller", kind = %KINDS[kind], node = %what, "node failed");
         }
     }
     for (dst, msg) in round.pushes {
@@ -550,7 +534,7 @@ pub fn http(
 pub fn run_config(cfg: &ControllerConfig, stop: Arc<AtomicBool>) -> Result<(), Error> {
     let c = Controller::start(cfg, stop)?;
     c.join();
-    metrics::log("info", "controller", "stopped", &[]);
+    tracing::info!(target: "controller", "stopped");
     Ok(())
 }
 

@@ -1,12 +1,11 @@
 //! Every daemon's metrics on prometheus-client, served at `/metrics` by the
-//! daemons' shared hyper server ([`crate::http`]), and structured log lines.
+//! daemons' shared hyper server ([`crate::http`]).
 //!
 //! A daemon registers its series once at start and keeps a [`Slot`] per
 //! series, so the hot loops only do relaxed atomic adds (histograms take an
 //! uncontended lock): no allocation and no map lookup per packet.
 //! docs/metrics.md lists every series.
 
-mod log;
 mod text;
 
 use std::net::{SocketAddr, TcpListener};
@@ -26,7 +25,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry as PromRegistry;
 
-pub use log::log;
 pub use text::openmetrics_to_prometheus;
 
 /// What a series measures, which fixes its Prometheus type and value type.
@@ -386,12 +384,7 @@ pub fn serve(
                     async move { reply }
                 });
             if let Err(e) = served {
-                log(
-                    "error",
-                    "metrics",
-                    "metrics endpoint stopped",
-                    &[("error", &e)],
-                );
+                tracing::error!(target: "metrics", error = %e, "metrics endpoint stopped");
             }
         })?;
     Ok((local, h))

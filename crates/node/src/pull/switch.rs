@@ -812,27 +812,18 @@ pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), P
         ),
         None => None,
     };
-    crate::metrics::log(
-        "info",
-        "pull-switch",
-        "started",
-        &[
-            ("listen", &d.local_addr()),
-            ("policy", &d.policy().name()),
-            ("executors", &cfg.executors.len()),
-            (
-                "metrics",
-                &metrics
-                    .as_ref()
-                    .map(|m| m.0.to_string())
-                    .unwrap_or_else(|| "-".into()),
-            ),
-        ],
+    tracing::info!(
+        target: "pull-switch",
+        listen = %d.local_addr(),
+        policy = %d.policy().name(),
+        executors = cfg.executors.len(),
+        metrics = %metrics.as_ref().map_or_else(|| "off".to_string(), |m| m.0.to_string()),
+        "started"
     );
     d.run(&stop)?;
     if let Some((_, h)) = metrics {
         let _ = h.join();
     }
-    crate::metrics::log("info", "pull-switch", "stopped", &[]);
+    tracing::info!(target: "pull-switch", "stopped");
     Ok(())
 }
