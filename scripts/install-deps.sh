@@ -14,8 +14,10 @@
 #                   (docs/xdp.md); bpftool to inspect loaded maps
 #   chromium        headless browser for the report's layout test
 #                   (python/tests/test_report_browser.py)
+#   prometheus      ships promtool, which checks every daemon's /metrics
+#                   (crates/node/tests/promtool.rs)
 set -euo pipefail
-DEB_PKGS="librocksdb-dev libclang-dev nginx libnginx-mod-stream clang llvm libbpf-dev bpftool chromium"
+DEB_PKGS="librocksdb-dev libclang-dev nginx libnginx-mod-stream clang llvm libbpf-dev bpftool chromium prometheus"
 # shellcheck disable=SC2086  # word splitting of the list is intended
 if dpkg -s $DEB_PKGS >/dev/null 2>&1; then
   exit 0

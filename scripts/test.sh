@@ -13,6 +13,9 @@ if [ "$(id -u)" = 0 ]; then
   export NETSCHED_REQUIRE_NETNS="${NETSCHED_REQUIRE_NETNS:-1}"
   export NETSCHED_REQUIRE_BPF="${NETSCHED_REQUIRE_BPF:-1}"
 fi
+# promtool (Debian's prometheus package, scripts/install-deps.sh) checks
+# every daemon's /metrics; missing, it fails the test rather than skipping.
+export NETSCHED_REQUIRE_PROMTOOL="${NETSCHED_REQUIRE_PROMTOOL:-1}"
 cargo test --workspace --quiet
 python3 scripts/ensure-python-deps.py
 # The netsched Python package (docs/experiments.md): maturin builds crates/py

@@ -22,3 +22,10 @@ def placement(toml: str, label: str | None = None) -> str:
 def json_to_toml(json: str) -> str: ...
 def build_info() -> tuple[str, str]:
     """(version, git commit) the module was built from"""
+
+
+
+def source_tree() -> str:
+    """`clean`, or a digest of the uncommitted changes under crates/ this
+    module was built with."""
+    ...

@@ -5,10 +5,11 @@ A *point* is one run: labels (the sweep coordinates, e.g. ``{"policy":
 "horus", "load": 0.9, "service": "bimodal", "seed": 1}``) and a full config
 dict that runs exactly one (policy, load). Its cache key is the SHA-256 of
 the canonical config (every default filled in by the simulator's own parser,
-minus `threads`, which does not change results) and of the compiled
-simulator, so an equivalent config written differently hits the same entry,
-a rerun computes only what is missing, and a rebuilt simulator never reuses
-stale results.
+minus `threads`, which does not change results) and of netsched's version and
+git commit (plus a digest of uncommitted changes under crates/ when the tree
+was dirty), so an equivalent config written differently hits the same entry,
+a rerun computes only what is missing, a rebuild of the same commit keeps its
+results, and changed code never reuses stale ones.
 """
 from __future__ import annotations
 
@@ -57,15 +58,17 @@ class SweepResult:
 
 @functools.lru_cache(maxsize=1)
 def build_id() -> str:
-    """A digest of the compiled simulator: a rebuilt simulator (any change to
-    the Rust code) gets fresh cache keys, so stale results are never reused."""
+    """The code the simulator was built from: `<version>+<commit>`, and
+    `+dirty.<digest>` when the tree had uncommitted changes under crates/
+    (crates/py/build.rs). Rebuilding the same commit keeps the key, so its
+    cached results stay valid; a new commit or an edit gets fresh keys."""
     from . import _native
 
-    h = hashlib.sha256()
-    with open(_native.__file__, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()[:16]
+    version, commit = _native.build_info()
+    # Modules built before source_tree existed cannot say; treat as clean.
+    tree = getattr(_native, "source_tree", lambda: "clean")()
+    bid = f"{version}+{commit[:12]}"
+    return bid if tree == "clean" else f"{bid}+dirty.{tree[:12]}"
 
 
 def config_hash(config: dict, kind: str = "sim") -> str:
@@ -334,8 +337,9 @@ def _size(d: Path) -> int:
 def prune_cache(cache_dir: Optional[os.PathLike] = None, everything: bool = False,
                 dry_run: bool = False) -> CacheStats:
     """Removes the cache entries no run can hit again: those written by
-    another simulator build (keys name the build, so a rebuild orphans every
-    earlier entry), unfinished ones, and with `everything` all of them.
+    another netsched version, commit or uncommitted tree (`build_id`; a
+    rebuild of the same clean commit keeps its entries), unfinished ones,
+    and with `everything` all of them.
     Returns what is left and what went."""
     root = Path(cache_dir or DEFAULT_CACHE)
     current = build_id()

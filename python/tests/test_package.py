@@ -85,3 +85,31 @@ def test_experiment_list_is_aligned_in_natural_order_with_paper_scale_times(caps
     col = lines[0].index("paper-scale wall")
     assert all(ln[col - 2:col] == "  " for ln in lines)  # one column edge for every row
     assert any("1 h 37 min 25 s" in ln for ln in lines if ln.startswith("horus-fig12a"))
+
+
+def test_a_rebuild_at_the_same_commit_hits_the_cache(monkeypatch, tmp_path, pull_tiny):
+    """Issue 20 item 5: the cache key names netsched's version and commit
+    (and uncommitted changes under crates/), not the library's bytes."""
+    from netsched import _native, sweep
+
+    version, commit = _native.build_info()
+    point = sweep.Point({}, pull_tiny, "pull")
+    sweep.build_id.cache_clear()
+    key = point.key()
+    assert sweep.build_id().startswith(f"{version}+{commit[:12]}")
+    # A rebuild of the same commit: another library file, same key.
+    rebuilt = tmp_path / "_native.abi3.so"
+    rebuilt.write_bytes(b"another build of the same commit")
+    monkeypatch.setattr(_native, "__file__", str(rebuilt))
+    sweep.build_id.cache_clear()
+    assert point.key() == key
+    # An uncommitted edit under crates/, then another commit: fresh keys.
+    monkeypatch.setattr(_native, "source_tree", lambda: "0123456789abcdef", raising=False)
+    sweep.build_id.cache_clear()
+    dirty = point.key()
+    assert dirty != key and "+dirty.0123456789ab" in sweep.build_id()
+    monkeypatch.setattr(_native, "source_tree", lambda: "clean", raising=False)
+    monkeypatch.setattr(_native, "build_info", lambda: (version, "f" * 40))
+    sweep.build_id.cache_clear()
+    assert point.key() not in (key, dirty)
+    sweep.build_id.cache_clear()

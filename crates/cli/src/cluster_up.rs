@@ -7,8 +7,8 @@ use std::path::Path;
 
 use netsched_config::workload::{ServiceDist, ROCKSDB_SIGMA};
 use netsched_node::cluster_up::{
-    install_signal_handlers, rocksdb_medians, run_fleet, Calibration, ClusterUpConfig, ServerModel,
-    CALIBRATION_SERVICE_US,
+    install_signal_handlers, rocksdb_medians, run_fleet, within_tolerance, Calibration,
+    ClusterUpConfig, ServerModel, CALIBRATION_SERVICE_US, P50_TOLERANCE, P99_TOLERANCE,
 };
 
 use crate::stdout::outln;
@@ -88,6 +88,9 @@ impl UpResult {
         if let Some((a, b)) = self.ratios() {
             v["p50_ratio"] = a.into();
             v["p99_ratio"] = b.into();
+            v["p50_tolerance"] = P50_TOLERANCE.into();
+            v["p99_tolerance"] = P99_TOLERANCE.into();
+            v["within_tolerance"] = within_tolerance(a, b).into();
         }
         v
     }
@@ -307,6 +310,43 @@ pub fn note_line(r: &UpResult) -> Option<String> {
     ))
 }
 
+/// The runtime-against-simulator verdict of one policy, with the tolerance
+/// it is held to.
+pub fn verdict_line(r: &UpResult) -> Option<String> {
+    let (a, b) = r.ratios()?;
+    let verdict = if within_tolerance(a, b) {
+        "within tolerance"
+    } else {
+        "OUTSIDE tolerance"
+    };
+    Some(format!(
+        "  {}: runtime/sim p50 x{a:.2} (tolerance x{:.2}..x{P50_TOLERANCE:.2}), p99 x{b:.2} \
+         (tolerance x{:.2}..x{P99_TOLERANCE:.2}): {verdict}",
+        r.policy,
+        1.0 / P50_TOLERANCE,
+        1.0 / P99_TOLERANCE,
+    ))
+}
+
+/// How the first policy's runtime p50/p99 compare with each other
+/// policy's: the difference the run is there to show.
+pub fn difference_line(out: &[UpResult]) -> Option<String> {
+    let (first, rest) = out.split_first()?;
+    let q = |r: &UpResult, k: &str| r.client[k].as_f64().filter(|v| *v > 0.0);
+    let parts: Vec<String> = rest
+        .iter()
+        .filter_map(|r| {
+            Some(format!(
+                "{} p50 x{:.2}, p99 x{:.2}",
+                r.policy,
+                q(r, "p50_us")? / q(first, "p50_us")?,
+                q(r, "p99_us")? / q(first, "p99_us")?
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("runtime against {}: {}", first.policy, parts.join("; ")))
+}
+
 /// `cluster up`: every policy in turn; prints the table as it goes.
 pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, String> {
     install_signal_handlers();
@@ -341,6 +381,14 @@ pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, String> {
                 outln!("{l}");
             }
         }
+        for r in &out {
+            if let Some(l) = verdict_line(r) {
+                outln!("{l}");
+            }
+        }
+    }
+    if let Some(l) = difference_line(&out) {
+        outln!("{l}");
     }
     Ok(out)
 }

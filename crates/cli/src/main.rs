@@ -185,6 +185,7 @@ fn check(path: &PathBuf) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    netsched_node::log::init();
     let result = match cli.cmd {
         Cmd::Sim(a) => sim(a),
         Cmd::Check { config } => check(&config),

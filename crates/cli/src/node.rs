@@ -153,20 +153,18 @@ fn pull_worker(cfg: &pull::PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<()
     let w = pull::PullWorker::bind(cfg, stop.clone())?;
     let metrics = serve_metrics(&cfg.metrics, w.registry(), &stop)?;
     let addrs: Vec<String> = w.addrs().iter().map(|a| a.to_string()).collect();
-    netsched_node::metrics::log(
-        "info",
-        "pull-worker",
-        "started",
-        &[
-            ("executors", &addrs.join(",")),
-            ("scheduler", &cfg.scheduler),
-            ("policy", &cfg.policy.name()),
-        ],
+    tracing::info!(
+        target: "pull-worker",
+        executors = %addrs.join(","),
+        scheduler = %cfg.scheduler,
+        policy = %cfg.policy.name(),
+        "started"
     );
     w.join();
     if let Some((_, h)) = metrics {
         let _ = h.join();
     }
+    tracing::info!(target: "pull-worker", "stopped");
     Ok(())
 }
 
@@ -298,6 +296,19 @@ fn stop_after(duration_s: Option<f64>) -> Arc<AtomicBool> {
     stop
 }
 
+/// The stop flag of a daemon: set after `duration_s` if given, and on
+/// SIGTERM or SIGINT (logged), after which the daemon logs `stopped` and the
+/// process exits 0.
+fn stop_on_signals(
+    daemon: &'static str,
+    duration_s: Option<f64>,
+) -> Result<Arc<AtomicBool>, String> {
+    let stop = stop_after(duration_s);
+    netsched_node::log::stop_on_signals(daemon, stop.clone())
+        .map_err(|e| format!("signal handlers: {e}"))?;
+    Ok(stop)
+}
+
 pub fn run(cmd: NodeCmd) -> Result<(), String> {
     match cmd {
         NodeCmd::Cluster(a) => cluster(a),
@@ -307,7 +318,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             inline_secret(&config, cfg.token.is_some() || cfg.key.is_some())?;
             Ok(netsched_node::controller::run_config(
                 &cfg,
-                stop_after(duration_s),
+                stop_on_signals("controller", duration_s)?,
             )?)
         }
         NodeCmd::Switch { config, duration_s } => {
@@ -315,7 +326,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             if pull::config::is_pull_config(&text, "policy") {
                 let cfg = pull::PullSwitchConfig::from_toml(&text)
                     .map_err(|e| format!("{}: {e}", config.display()))?;
-                return pull::switch::run_config(&cfg, stop_after(duration_s))
+                return pull::switch::run_config(&cfg, stop_on_signals("pull-switch", duration_s)?)
                     .map_err(String::from);
             }
             let cfg =
@@ -323,23 +334,14 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             inline_secret(&config, cfg.key.is_some())?;
             Ok(netsched_node::switch::run_config(
                 &cfg,
-                stop_after(duration_s),
+                stop_on_signals("switch", duration_s)?,
             )?)
         }
         NodeCmd::Worker { config, duration_s } => {
             let text = read(&config)?;
-            let stop = stop_after(duration_s);
             // SIGTERM / Ctrl-C stop the executors, so that the worker's
             // RocksDB directory (in /dev/shm) is removed on the way out.
-            netsched_node::cluster_up::install_signal_handlers();
-            let st = stop.clone();
-            std::thread::spawn(move || loop {
-                if netsched_node::cluster_up::interrupted() {
-                    st.store(true, Ordering::Relaxed);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            });
+            let stop = stop_on_signals("worker", duration_s)?;
             if pull::config::is_pull_config(&text, "scheduler") {
                 let cfg = pull::PullWorkerConfig::from_toml(&text)
                     .map_err(|e| format!("{}: {e}", config.display()))?;
@@ -350,19 +352,17 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             let w = Worker::bind(&cfg, stop.clone())?;
             let metrics = serve_metrics(&cfg.metrics, w.registry(), &stop)?;
             let addrs: Vec<String> = w.addrs().iter().map(|a| a.to_string()).collect();
-            netsched_node::metrics::log(
-                "info",
-                "worker",
-                "started",
-                &[
-                    ("executors", &addrs.join(",")),
-                    ("leaf", &format!("{:?}", cfg.leaf)),
-                ],
+            tracing::info!(
+                target: "worker",
+                executors = %addrs.join(","),
+                leaf = %cfg.leaf.map_or_else(|| "any".to_string(), |a| a.to_string()),
+                "started"
             );
             w.join();
             if let Some((_, h)) = metrics {
                 let _ = h.join();
             }
+            tracing::info!(target: "worker", "stopped");
             Ok(())
         }
         NodeCmd::Client {

@@ -303,8 +303,8 @@ impl Cluster {
                 .ok()?
                 .ok()
         };
-        // A live daemon's endpoint may miss one attempt on a loaded machine
-        // (it serves one connection at a time); a dead one never answers.
+        // A live daemon's endpoint may miss one attempt on a loaded machine;
+        // a dead one never answers.
         let (code, body) = (0..3).find_map(|_| {
             get().or_else(|| {
                 std::thread::sleep(Duration::from_millis(100));

@@ -68,6 +68,29 @@ pub struct ClientReport {
     pub topology_updates: u64,
 }
 
+/// [`ClientReport::to_json`]'s fields, in the order scripts see them.
+#[derive(serde::Serialize)]
+struct JsonReport<'a> {
+    submitted: u64,
+    completed: u64,
+    failed: &'a BTreeMap<String, u64>,
+    timed_out: u64,
+    resubmitted: u64,
+    late_replies: u64,
+    duplicate_replies: u64,
+    unknown_replies: u64,
+    p50_us: f64,
+    p99_us: f64,
+    p999_us: f64,
+    max_us: f64,
+    mean_us: f64,
+    send_window_ns: u64,
+    max_send_lag_ns: u64,
+    fault_dropped: u64,
+    topology_updates: u64,
+    histogram: &'static str,
+}
+
 impl ClientReport {
     pub fn failed_total(&self) -> u64 {
         self.failed.values().sum()
@@ -103,38 +126,31 @@ impl ClientReport {
         self.latency.value_at_quantile(q) as f64 / 1e3
     }
 
-    /// JSON summary (latencies in µs), for scripts and result files.
+    /// JSON summary (latencies in µs, to the ns), for scripts and result
+    /// files.
     pub fn to_json(&self) -> String {
-        let failed: Vec<String> = self
-            .failed
-            .iter()
-            .map(|(k, v)| format!("\"{}\": {v}", k.replace(['"', '\\'], "_")))
-            .collect();
-        format!(
-            "{{\"submitted\": {}, \"completed\": {}, \"failed\": {{{}}}, \"timed_out\": {}, \
-             \"resubmitted\": {}, \"late_replies\": {}, \"duplicate_replies\": {}, \"unknown_replies\": {}, \
-             \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"p999_us\": {:.3}, \"max_us\": {:.3}, \
-             \"mean_us\": {:.3}, \"send_window_ns\": {}, \"max_send_lag_ns\": {}, \
-             \"fault_dropped\": {}, \"topology_updates\": {}, \
-             \"histogram\": \"hdr, 3 significant digits\"}}",
-            self.submitted,
-            self.completed,
-            failed.join(", "),
-            self.timed_out,
-            self.resubmitted,
-            self.late_replies,
-            self.duplicate_replies,
-            self.unknown_replies,
-            self.percentile_us(0.5),
-            self.percentile_us(0.99),
-            self.percentile_us(0.999),
-            self.latency.max() as f64 / 1e3,
-            self.latency.mean() / 1e3,
-            self.send_window_ns,
-            self.max_send_lag_ns,
-            self.fault_dropped,
-            self.topology_updates,
-        )
+        let us = |v: f64| (v * 1e3).round() / 1e3;
+        serde_json::to_string_pretty(&JsonReport {
+            submitted: self.submitted,
+            completed: self.completed,
+            failed: &self.failed,
+            timed_out: self.timed_out,
+            resubmitted: self.resubmitted,
+            late_replies: self.late_replies,
+            duplicate_replies: self.duplicate_replies,
+            unknown_replies: self.unknown_replies,
+            p50_us: us(self.percentile_us(0.5)),
+            p99_us: us(self.percentile_us(0.99)),
+            p999_us: us(self.percentile_us(0.999)),
+            max_us: us(self.latency.max() as f64 / 1e3),
+            mean_us: us(self.latency.mean() / 1e3),
+            send_window_ns: self.send_window_ns,
+            max_send_lag_ns: self.max_send_lag_ns,
+            fault_dropped: self.fault_dropped,
+            topology_updates: self.topology_updates,
+            histogram: "hdr, 3 significant digits",
+        })
+        .expect("a report of numbers and strings serializes")
     }
 
     /// Human-readable summary, one `key=value` line.
@@ -357,7 +373,7 @@ impl Client {
             Some(link) => match SpineWatch::start(link, cfg.pool) {
                 Ok(w) => Some(w),
                 Err(e) => {
-                    crate::metrics::log("warn", "client", "no spine watch", &[("error", &e)]);
+                    tracing::warn!(target: "client", error = %e, "no spine watch");
                     None
                 }
             },

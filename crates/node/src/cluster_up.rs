@@ -626,11 +626,11 @@ fn check_nice(pid: u32, nice: i32) {
     // answer, compared below).
     let got = unsafe { libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t) };
     if got != nice && !WARNED.swap(true, Ordering::Relaxed) {
-        crate::metrics::log(
-            "warn",
-            "cluster",
-            "could not set nice (needs root or CAP_SYS_NICE); running at default priority",
-            &[("wanted", &nice), ("got", &got)],
+        tracing::warn!(
+            target: "cluster",
+            wanted = nice,
+            got,
+            "could not set nice (needs root or CAP_SYS_NICE); running at default priority"
         );
     }
 }
@@ -702,6 +702,26 @@ impl Drop for Fleet {
 /// enough that the executor sleeps and spins as for real tasks, short enough
 /// that the calibration run stays at a load of ~0.5 %.
 pub const CALIBRATION_SERVICE_US: f64 = 50.0;
+
+/// Tolerances of the simulator-against-runtime agreement
+/// (docs/benchmarks.md, "Simulator against runtime"): the runtime's p50 and
+/// p99 must lie within these factors of the simulator's client-side
+/// quantiles. Sampling noise alone (the runtime's one seed of ≈ 4,000
+/// tasks; the simulator's 10x longer run) has a relative s.d. of ≈ 4 % at
+/// p50 and 5-9 % at p99 (20 seeds of the simulator at the runtime's length;
+/// worst of 20: x1.10 at p50, x1.22 at p99). On top, the round-trip overhead
+/// drifts between calibration and run and hop delays vary under contention:
+/// 6 runs x 2 policies on this loaded machine gave x0.96-x1.12 at p50 and
+/// x0.89-x1.06 at p99. `cluster up` prints its verdict against them; the
+/// agreement test (crates/cli/tests/cluster_up.rs) holds it to them.
+pub const P50_TOLERANCE: f64 = 1.20;
+pub const P99_TOLERANCE: f64 = 1.30;
+
+/// Whether runtime/simulator ratios (p50, p99) lie within the tolerances.
+pub fn within_tolerance(p50_ratio: f64, p99_ratio: f64) -> bool {
+    (1.0 / P50_TOLERANCE..=P50_TOLERANCE).contains(&p50_ratio)
+        && (1.0 / P99_TOLERANCE..=P99_TOLERANCE).contains(&p99_ratio)
+}
 const CALIBRATION_RATE: f64 = 400.0;
 const CALIBRATION_MS: u64 = 500;
 
@@ -816,13 +836,13 @@ fn calibration_client(main_client: &str, cfg: &ClusterUpConfig) -> String {
 }
 
 /// Medians of GET 60 and SCAN 5000 the worker agents measured on their
-/// RocksDB at start (`msg="rocksdb ready" get60_us=… scan5000_us=…`),
+/// RocksDB at start (`worker: rocksdb ready … get60_us=… scan5000_us=…`),
 /// averaged over the agents, µs.
 pub fn rocksdb_medians(dir: &Path, racks: usize) -> Option<(f64, f64)> {
     let (mut get, mut scan, mut n) = (0.0, 0.0, 0.0);
     for r in 0..racks {
         let text = std::fs::read_to_string(dir.join(format!("worker{r}.log"))).ok()?;
-        let line = text.lines().find(|l| l.contains("msg=\"rocksdb ready\""))?;
+        let line = text.lines().find(|l| l.contains("worker: rocksdb ready"))?;
         let field = |k: &str| -> Option<f64> {
             line.split_whitespace()
                 .find_map(|f| f.strip_prefix(k))?
@@ -1040,7 +1060,7 @@ mod tests {
             std::fs::write(
                 dir.join(format!("worker{r}.log")),
                 format!(
-                    "ts=1.0 level=info comp=worker msg=\"rocksdb ready\" keys=10 get60_us={g} scan5000_us={s}\n"
+                    "2026-11-26T11:00:00.000000Z  INFO worker: rocksdb ready keys=10 get60_us={g} scan5000_us={s}\n"
                 ),
             )
             .unwrap();

@@ -10,7 +10,8 @@
 //! * [`client`]: an open-loop Poisson load generator whose latencies are
 //!   measured from each task's intended send time.
 //! * [`cluster`]: all of the above as threads of one process, on loopback.
-//! * [`metrics`]: Prometheus text endpoint and structured log lines.
+//! * [`metrics`]: the Prometheus endpoint (prometheus-client on [`http`]);
+//!   [`log`]: tracing setup and signal-driven shutdown.
 //!
 //! docs/runtime.md describes configs and how to run a local cluster.
 
@@ -22,6 +23,8 @@ pub mod config;
 pub mod controller;
 pub mod error;
 pub mod fault;
+pub mod http;
+pub mod log;
 pub mod metrics;
 pub mod net;
 pub mod netns;

@@ -105,8 +105,9 @@ struct Task {
 #[derive(Clone, Copy)]
 struct NodeSlots {
     completed: Slot,
-    busy_ns: Slot,
-    qlen: Slot,
+    busy: Slot,
+    run_time: Slot,
+    queue_length: Slot,
     invalid: Slot,
     stranger: Slot,
     queue_full: Slot,
@@ -177,15 +178,21 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
     let c = Kind::Counter;
     NodeSlots {
         completed: reg.register("netsched_worker_tasks_total", "Tasks completed", c, l),
-        busy_ns: reg.register(
-            "netsched_worker_busy_ns_total",
-            "Time spent running tasks, ns",
-            c,
+        busy: reg.register(
+            "netsched_worker_busy_seconds_total",
+            "Time spent running tasks",
+            Kind::SecondsCounter,
             l,
         ),
-        qlen: reg.register(
-            "netsched_worker_qlen",
-            "Tasks waiting in the node's queue",
+        run_time: reg.register(
+            "netsched_worker_run_seconds",
+            "Time of one run of a task on an executor (a preempted task runs more than once)",
+            Kind::Histogram,
+            l,
+        ),
+        queue_length: reg.register(
+            "netsched_worker_queue_length",
+            "Tasks waiting in the executor's own queue",
             Kind::Gauge,
             l,
         ),
@@ -255,27 +262,17 @@ impl Worker {
         let rocks = match &cfg.rocksdb {
             Some(rc) => {
                 let s = Arc::new(RocksStore::open(rc)?);
-                crate::metrics::log(
-                    "info",
-                    "worker",
-                    "rocksdb ready",
-                    &[
-                        ("keys", &s.keys()),
-                        (
-                            "get60_us",
-                            &(s.time_median(TaskKind::Get { key: 0, count: 60 }, 21) / 1000),
-                        ),
-                        (
-                            "scan5000_us",
-                            &(s.time_median(
-                                TaskKind::Scan {
-                                    key: 0,
-                                    count: 5000,
-                                },
-                                5,
-                            ) / 1000),
-                        ),
-                    ],
+                let get60 = TaskKind::Get { key: 0, count: 60 };
+                let scan5000 = TaskKind::Scan {
+                    key: 0,
+                    count: 5000,
+                };
+                tracing::info!(
+                    target: "worker",
+                    keys = s.keys(),
+                    get60_us = s.time_median(get60, 21) / 1000,
+                    scan5000_us = s.time_median(scan5000, 5) / 1000,
+                    "rocksdb ready"
                 );
                 Some(s)
             }
@@ -401,8 +398,9 @@ fn executor(node: &Node, stop: &AtomicBool) {
         drop(st);
         let start = Instant::now();
         let outcome = node.run(&mut t, stop);
-        node.registry
-            .add(node.slots.busy_ns, start.elapsed().as_nanos() as u64);
+        let ran = start.elapsed();
+        node.registry.add_time(node.slots.busy, ran);
+        node.registry.observe(node.slots.run_time, ran);
         st = node.state.lock().unwrap();
         st.running -= 1;
         // Tasks that arrived meanwhile are queued before the load is reported.
@@ -528,7 +526,8 @@ impl Node {
         if !st.queue.is_empty() {
             self.cv.notify_all();
         }
-        self.registry.set(self.slots.qlen, st.queue.len() as u64);
+        self.registry
+            .set(self.slots.queue_length, st.queue.len() as u64);
     }
 
     fn reply(&self, t: &Task, load: usize, status: ReplyStatus, payload: &[u8], tx: &mut [u8]) {

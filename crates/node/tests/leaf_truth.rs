@@ -81,7 +81,8 @@ fn state(d: &mut SwitchDaemon, reg: &Registry) -> (u64, u64) {
     d.publish_gauges();
     (
         reg.sum("netsched_idle_nodes"),
-        reg.sum("netsched_rack_load_fixed16"),
+        // The gauge is in tasks; the leaf keeps 16.16 (Horus A.2).
+        (reg.sum_f64("netsched_rack_load") * 65536.0).round() as u64,
     )
 }
 

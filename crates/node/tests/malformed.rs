@@ -334,7 +334,7 @@ fn racksched_wire_is_placed_by_source_or_dropped() {
     for pool in ["1", "2"] {
         assert_eq!(
             reg.value(
-                "netsched_worker_qlen",
+                "netsched_reported_queue_length",
                 &format!("{{pool=\"{pool}\",node=\"0\"}}")
             ),
             Some(0)
@@ -359,7 +359,7 @@ fn racksched_wire_is_placed_by_source_or_dropped() {
     assert_eq!(runtime_drop(&reg, "unregistered_source"), 2);
     // Nothing reached a data plane, nothing was sent.
     assert_eq!(reg.sum("netsched_decisions_total"), 0);
-    assert_eq!(reg.sum("netsched_pipeline_passes"), 0);
+    assert_eq!(reg.sum("netsched_pipeline_passes_total"), 0);
     assert_eq!(reg.sum("netsched_tx_packets_total"), 0);
     assert!(try_recv(&client, 50).is_none());
     assert_eq!(reg.sum("netsched_drops_total"), 5);

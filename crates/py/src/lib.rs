@@ -267,6 +267,13 @@ fn build_info() -> (&'static str, &'static str) {
     (b.version, b.commit)
 }
 
+/// `clean`, or a digest of the uncommitted changes under `crates/` this
+/// module was built with (crates/py/build.rs): part of the result cache key.
+#[pyfunction]
+fn source_tree() -> &'static str {
+    env!("NETSCHED_SOURCE_TREE")
+}
+
 /// JSON text of a table → TOML text, so a config given as a Python dict goes
 /// through the same TOML parser (and error messages) as a file.
 #[pyfunction]
@@ -279,6 +286,7 @@ fn json_to_toml(json: &str) -> PyResult<String> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(source_tree, m)?)?;
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
     m.add_function(wrap_pyfunction!(run_flowsim, m)?)?;
     m.add_function(wrap_pyfunction!(run_pull, m)?)?;

@@ -1,15 +1,12 @@
-//! The controller's admin API (HTTP/JSON, bearer token) on hyper, in a small
-//! tokio runtime of its own inside the controller (docs/runtime.md).
+//! The controller's admin API (HTTP/JSON, bearer token) on the daemons'
+//! shared hyper server ([`crate::http`]: concurrent connections, header and
+//! connection deadlines, bounded heads).
 //!
-//! What the hand-written server it replaces could not do (issue 16 item 3):
+//! What this module adds on top:
 //!
-//! * **Concurrent connections.** Each connection is its own task, up to
-//!   [`MAX_CONNECTIONS`]; a slow client holds one task, not the API.
-//! * **Deadlines.** The request head must arrive within [`HEADER_DEADLINE`]
-//!   (hyper's `header_read_timeout`), the body within [`BODY_DEADLINE`], and
-//!   the whole connection is dropped after [`CONNECTION_DEADLINE`].
-//! * **Limits.** Heads are capped by hyper's buffer ([`MAX_HEAD`]), bodies at
-//!   [`MAX_BODY`] (413), whatever `Content-Length` claims.
+//! * **Body deadline and limit.** The body must arrive within
+//!   [`BODY_DEADLINE`] and is capped at [`MAX_BODY`] (413), whatever
+//!   `Content-Length` claims.
 //! * **Token first.** The bearer token is checked on the head; a request
 //!   without it is answered 401 before one byte of its body is read.
 //! * **Durable changes.** A change is saved (file and directory fsynced)
@@ -17,9 +14,8 @@
 //!   answered 500, so what the API acknowledged is what a restarted
 //!   controller reloads.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,24 +23,15 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::topology::{RackEntry, WorkerEntry};
 use super::{topology_json, Rejected, Slots, State};
-use crate::metrics::{self, Registry};
+use crate::metrics::Registry;
 
-/// Connections served at once; more wait in the listen backlog.
-pub const MAX_CONNECTIONS: usize = 64;
-/// Time for a request line and headers to arrive.
-pub const HEADER_DEADLINE: Duration = Duration::from_secs(2);
 /// Time for a body to arrive once the head was accepted.
 pub const BODY_DEADLINE: Duration = Duration::from_secs(2);
-/// Time a connection may live in all.
-pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
-/// hyper's read buffer, which bounds a request head (its minimum is 8 KiB).
-pub const MAX_HEAD: usize = 16 * 1024;
 /// Largest request body (the API's bodies are a few hundred bytes).
 pub const MAX_BODY: usize = 64 * 1024;
 
@@ -78,7 +65,7 @@ pub(super) struct AdminRequest {
 }
 
 /// Serves the admin API on `listener` until `stop`; blocks the calling
-/// thread, which the tokio runtime's threads are added to.
+/// thread.
 pub(super) fn admin_loop(
     listener: std::net::TcpListener,
     token: String,
@@ -87,83 +74,18 @@ pub(super) fn admin_loop(
     slots: Arc<Slots>,
     stop: Arc<AtomicBool>,
 ) {
-    // Two threads: the API is rare traffic; concurrency comes from tasks.
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        // State changes run here one at a time (they share one lock).
-        .max_blocking_threads(2)
-        .thread_name("admin-http")
-        .enable_io()
-        .enable_time()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            return metrics::log(
-                "error",
-                "controller",
-                "admin API not started",
-                &[("error", &e)],
-            )
-        }
-    };
     let ctx = Arc::new(Ctx {
         expected: format!("Bearer {token}"),
         state,
         reg,
         slots,
     });
-    rt.block_on(serve(listener, ctx, stop));
-    // Connections still open get no more than their deadlines anyway.
-    rt.shutdown_timeout(Duration::from_millis(200));
-}
-
-async fn serve(listener: std::net::TcpListener, ctx: Arc<Ctx>, stop: Arc<AtomicBool>) {
-    let _ = listener.set_nonblocking(true);
-    let listener = match tokio::net::TcpListener::from_std(listener) {
-        Ok(l) => l,
-        Err(e) => {
-            return metrics::log(
-                "error",
-                "controller",
-                "admin API not started",
-                &[("error", &e)],
-            )
-        }
-    };
-    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    while !stop.load(Ordering::Relaxed) {
-        // Wake up now and then to see `stop`.
-        let Ok(permit) =
-            tokio::time::timeout(Duration::from_millis(100), permits.clone().acquire_owned()).await
-        else {
-            continue;
-        };
-        let permit = permit.expect("the semaphore is never closed");
-        let Ok(accepted) =
-            tokio::time::timeout(Duration::from_millis(100), listener.accept()).await
-        else {
-            continue;
-        };
-        let Ok((stream, _)) = accepted else {
-            // EMFILE and the like: back off instead of spinning.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| handle(req, ctx.clone()));
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_DEADLINE)
-                .max_buf_size(MAX_HEAD)
-                // One request per connection: no idle keep-alive to bound.
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), svc);
-            let _ = tokio::time::timeout(CONNECTION_DEADLINE, conn).await;
-            drop(permit);
-        });
+    // Two threads: the API is rare traffic; concurrency comes from tasks.
+    let served = crate::http::serve_blocking(listener, "admin-http", 2, stop, move |req| {
+        handle(req, ctx.clone())
+    });
+    if let Err(e) = served {
+        tracing::error!(target: "controller", error = %e, "admin API not started");
     }
 }
 
@@ -179,18 +101,17 @@ fn reply(code: u16, body: &serde_json::Value) -> Response<Full<Bytes>> {
     r
 }
 
-async fn handle(
-    req: Request<Incoming>,
-    ctx: Arc<Ctx>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Response<Full<Bytes>> {
+    let started = Instant::now();
     let (code, body) = answer(req, &ctx).await;
+    ctx.reg.observe(ctx.slots.admin_time, started.elapsed());
     if let Some((_, slot)) = ctx.slots.admin.iter().find(|(c, _)| *c == code) {
         ctx.reg.inc(*slot);
     }
     if let Some(why) = Rejected::of_status(code) {
         ctx.slots.reject(&ctx.reg, why);
     }
-    Ok(reply(code, &body))
+    reply(code, &body)
 }
 
 async fn answer(req: Request<Incoming>, ctx: &Ctx) -> (u16, serde_json::Value) {
@@ -258,26 +179,24 @@ pub(super) fn apply(st: &mut State, req: &AdminRequest) -> (u16, serde_json::Val
     }
     if let Err(e) = st.save() {
         (st.topo, st.daemon_up, st.heard) = before;
-        metrics::log(
-            "error",
-            "controller",
-            "state not saved; admin change rolled back",
-            &[("method", &req.method), ("path", &req.path), ("error", &e)],
+        tracing::error!(
+            target: "controller",
+            method = %req.method,
+            path = %req.path,
+            error = %e,
+            "state not saved; admin change rolled back"
         );
         return (
             500,
             json!({"error": format!("state not saved, change rolled back: {e}")}),
         );
     }
-    metrics::log(
-        "info",
-        "controller",
-        "admin change",
-        &[
-            ("method", &req.method),
-            ("path", &req.path),
-            ("result", &r.1),
-        ],
+    tracing::info!(
+        target: "controller",
+        method = %req.method,
+        path = %req.path,
+        result = %r.1,
+        "admin change"
     );
     r
 }

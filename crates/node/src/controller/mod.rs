@@ -61,6 +61,8 @@ struct Slots {
     recoveries: [Slot; 3],
     live: [Slot; 3],
     admin: Vec<(u16, Slot)>,
+    /// How long admin requests took to answer.
+    admin_time: Slot,
 }
 
 /// Why the controller refused a control datagram or an admin request
@@ -230,7 +232,7 @@ impl Controller {
             ),
             live: kinds(
                 &mut reg,
-                "netsched_controller_live",
+                "netsched_controller_live_nodes",
                 "Live nodes by kind",
                 Kind::Gauge,
             ),
@@ -248,6 +250,12 @@ impl Controller {
                     )
                 })
                 .collect(),
+            admin_time: reg.register(
+                "netsched_controller_admin_request_seconds",
+                "Time to answer one admin API request (state changes include their fsync)",
+                Kind::Histogram,
+                &[],
+            ),
         };
         let registry = Arc::new(reg);
         let metrics_addr = match &cfg.metrics {
@@ -269,19 +277,13 @@ impl Controller {
         if !from_state {
             state.save()?;
         }
-        metrics::log(
-            "info",
-            "controller",
-            "started",
-            &[
-                ("control", &control_addr),
-                ("admin", &admin_addr),
-                (
-                    "topology",
-                    &if from_state { "state file" } else { "config" },
-                ),
-                ("daemons", &state.topo.daemons().len()),
-            ],
+        tracing::info!(
+            target: "controller",
+            control = %control_addr,
+            admin = %admin_addr,
+            topology = %if from_state { "state file" } else { "config" },
+            daemons = state.topo.daemons().len(),
+            "started"
         );
         let state = Arc::new(Mutex::new(state));
         let slots = Arc::new(slots);
@@ -413,20 +415,10 @@ fn send_round(
     for Transition { kind, up, what } in round.transitions {
         if up {
             reg.inc(slots.recoveries[kind]);
-            metrics::log(
-                "info",
-                "controller",
-                &format!("{} back", KINDS[kind]),
-                &[("node", &what)],
-            );
+            tracing::info!(target: "controller", kind = %KINDS[kind], node = %what, "node back");
         } else {
             reg.inc(slots.failures[kind]);
-            metrics::log(
-                "warn",
-                "controller",
-                &format!("{} failed", KINDS[kind]),
-                &[("node", &what)],
-            );
+            tracing::warn!(target: "controller", kind = %KINDS[kind], node = %what, "node failed");
         }
     }
     for (dst, msg) in round.pushes {
@@ -542,7 +534,7 @@ pub fn http(
 pub fn run_config(cfg: &ControllerConfig, stop: Arc<AtomicBool>) -> Result<(), Error> {
     let c = Controller::start(cfg, stop)?;
     c.join();
-    metrics::log("info", "controller", "stopped", &[]);
+    tracing::info!(target: "controller", "stopped");
     Ok(())
 }
 

@@ -66,7 +66,8 @@ impl Mode {
 struct ExecSlots {
     tasks: Slot,
     failed: Slot,
-    busy_ns: Slot,
+    busy: Slot,
+    run_time: Slot,
     requests: Slot,
     noops: Slot,
     retries: Slot,
@@ -85,10 +86,16 @@ fn register(reg: &mut Registry, id: u32) -> ExecSlots {
             c,
             l,
         ),
-        busy_ns: reg.register(
-            "netsched_executor_busy_ns_total",
-            "Time spent running tasks, ns",
-            c,
+        busy: reg.register(
+            "netsched_executor_busy_seconds_total",
+            "Time spent running tasks",
+            Kind::SecondsCounter,
+            l,
+        ),
+        run_time: reg.register(
+            "netsched_executor_run_seconds",
+            "Time to run one task",
+            Kind::Histogram,
             l,
         ),
         requests: reg.register(
@@ -361,8 +368,10 @@ impl Exec {
     fn execute(&self, client: SocketAddrV4, task: &WireTask, tx: &mut [u8]) {
         let start = Instant::now();
         let status = self.run_task(task);
-        let exec_ns = start.elapsed().as_nanos() as u64;
-        self.registry.add(self.slots.busy_ns, exec_ns);
+        let ran = start.elapsed();
+        let exec_ns = ran.as_nanos() as u64;
+        self.registry.add_time(self.slots.busy, ran);
+        self.registry.observe(self.slots.run_time, ran);
         match status {
             CompletionStatus::Ok => self.registry.inc(self.slots.tasks),
             CompletionStatus::Failed => self.registry.inc(self.slots.failed),

@@ -39,7 +39,7 @@ use std::io;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use netsched_config::pull::{pull_params, PullPolicy};
 use netsched_config::ConfigError;
@@ -157,9 +157,9 @@ struct Slots {
     noops: Slot,
     recirculations: Slot,
     fault_drops: Slot,
-    queue_len: Slot,
-    first_passes: Slot,
-    resubmissions: Slot,
+    queue_length: Slot,
+    passes: [Slot; 2],
+    decision_time: Slot,
     clients: Slot,
 }
 
@@ -229,23 +229,25 @@ fn register(reg: &mut Registry) -> Slots {
             c,
             &[],
         ),
-        queue_len: reg.register(
-            "netsched_pull_queue_len",
+        queue_length: reg.register(
+            "netsched_pull_queue_length",
             "Tasks in the central queue (Draconis)",
             g,
             &[],
         ),
-        first_passes: reg.register(
-            "netsched_pull_passes",
-            "Pipeline passes of the switch model",
-            g,
-            &[("kind", "first")],
-        ),
-        resubmissions: reg.register(
-            "netsched_pull_passes",
-            "Pipeline passes of the switch model",
-            g,
-            &[("kind", "resubmit")],
+        passes: ["first", "resubmit"].map(|pass| {
+            reg.register(
+                "netsched_pipeline_passes_total",
+                "Pipeline passes of the switch model, first or resubmission (recirculation)",
+                c,
+                &[("pass", pass)],
+            )
+        }),
+        decision_time: reg.register(
+            "netsched_dispatch_decision_seconds",
+            "Time of one scheduler pass (a job submission or an executor's request)",
+            Kind::Histogram,
+            &[],
         ),
         clients: reg.register(
             "netsched_pull_clients",
@@ -470,9 +472,9 @@ impl PullDaemon {
     pub fn publish_gauges(&mut self) {
         let (first, resub) = self.sched.passes();
         self.registry
-            .set(self.slots.queue_len, self.sched.backlog());
-        self.registry.set(self.slots.first_passes, first);
-        self.registry.set(self.slots.resubmissions, resub);
+            .set(self.slots.queue_length, self.sched.backlog());
+        self.registry.set(self.slots.passes[0], first);
+        self.registry.set(self.slots.passes[1], resub);
         self.registry
             .set(self.slots.clients, self.client_index.len() as u64);
     }
@@ -639,7 +641,10 @@ impl PullDaemon {
     fn pass(&mut self, input: PullInput, now: u64) {
         let mut out = std::mem::replace(&mut self.out, PullOutbox::with_capacity(0));
         out.clear();
+        let started = Instant::now();
         self.sched.handle(now, input, &mut out);
+        self.registry
+            .observe(self.slots.decision_time, started.elapsed());
         let mut overflowed = false;
         for a in out.drain() {
             match a {
@@ -807,27 +812,18 @@ pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), P
         ),
         None => None,
     };
-    crate::metrics::log(
-        "info",
-        "pull-switch",
-        "started",
-        &[
-            ("listen", &d.local_addr()),
-            ("policy", &d.policy().name()),
-            ("executors", &cfg.executors.len()),
-            (
-                "metrics",
-                &metrics
-                    .as_ref()
-                    .map(|m| m.0.to_string())
-                    .unwrap_or_else(|| "-".into()),
-            ),
-        ],
+    tracing::info!(
+        target: "pull-switch",
+        listen = %d.local_addr(),
+        policy = %d.policy().name(),
+        executors = cfg.executors.len(),
+        metrics = %metrics.as_ref().map_or_else(|| "off".to_string(), |m| m.0.to_string()),
+        "started"
     );
     d.run(&stop)?;
     if let Some((_, h)) = metrics {
         let _ = h.join();
     }
-    crate::metrics::log("info", "pull-switch", "stopped", &[]);
+    tracing::info!(target: "pull-switch", "stopped");
     Ok(())
 }

@@ -182,12 +182,7 @@ impl SwitchDaemon {
             ControlMsg::Configure(d) => {
                 if let Err(e) = self.apply(d, now) {
                     self.reject(Rejected::Inapplicable);
-                    crate::metrics::log(
-                        "warn",
-                        "switch",
-                        "configuration rejected",
-                        &[("error", &e)],
-                    );
+                    tracing::warn!(target: "switch", error = %e, "configuration rejected");
                 }
             }
             // Only a leaf resyncs its spine.
@@ -309,15 +304,12 @@ impl SwitchDaemon {
             if *up != inst.cfg.upstream {
                 let relinked = up.first() != inst.cfg.upstream.first();
                 let pool = inst.cfg.pool;
-                crate::metrics::log(
-                    "info",
-                    "switch",
-                    "upstream changed",
-                    &[
-                        ("pool", &pool),
-                        ("from", &format!("{:?}", inst.cfg.upstream)),
-                        ("to", &format!("{up:?}")),
-                    ],
+                tracing::info!(
+                    target: "switch",
+                    pool,
+                    from = %addr_list(&inst.cfg.upstream),
+                    to = %addr_list(up),
+                    "upstream changed"
                 );
                 inst.cfg.upstream = up.clone();
                 self.changed();
@@ -344,12 +336,7 @@ impl SwitchDaemon {
                 let mut out = Outbox::new();
                 inst.plane.add_node(r as u32, w, now, &mut out);
                 if !inst.alive[r] {
-                    crate::metrics::log(
-                        "info",
-                        "switch",
-                        "rack admitted",
-                        &[("pool", &pool), ("rack", &r), ("workers", &w)],
-                    );
+                    tracing::info!(target: "switch", pool, rack = r, workers = w, "rack admitted");
                 }
                 inst.alive[r] = true;
                 inst.rack_w[r] = w;
@@ -361,12 +348,7 @@ impl SwitchDaemon {
                 let mut out = Outbox::new();
                 inst.plane.remove_node(r as u32, now, &mut out);
                 inst.alive[r] = false;
-                crate::metrics::log(
-                    "warn",
-                    "switch",
-                    "rack dropped",
-                    &[("pool", &pool), ("rack", &r)],
-                );
+                tracing::warn!(target: "switch", pool, rack = r, "rack dropped");
                 self.changed();
                 self.execute(i, &mut out, false, None);
             }
@@ -419,4 +401,13 @@ fn status_of(inst: &Instance) -> InstanceStatus {
         },
         idle: inst.plane.idle_len(),
     }
+}
+
+/// Addresses for a log line: `a,b` (empty for none), not Debug's `[a, b]`.
+fn addr_list(addrs: &[SocketAddr]) -> String {
+    addrs
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }

@@ -18,7 +18,10 @@ pub(super) struct Instance {
     pub(super) qlen_gauges: Vec<Slot>,
     pub(super) idle_gauge: Slot,
     pub(super) load_gauge: Slot,
-    pub(super) passes_gauge: [Slot; 2],
+    /// Pipeline passes (first, resubmit), copied from the data plane.
+    pub(super) passes: [Slot; 2],
+    /// How long the data plane took per task.
+    pub(super) decision_time: Slot,
     pub(super) live_gauge: Slot,
     /// Leaf: when each worker was last heard from (ns), and whether the data
     /// plane currently has it.
@@ -113,21 +116,23 @@ impl Instance {
             l.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
             l
         };
-        let reg_gauge = |reg: &mut Registry,
-                         name: &'static str,
-                         help: &'static str,
-                         extra: &[(&'static str, &str)]| {
+        let reg_metric = |reg: &mut Registry,
+                          name: &'static str,
+                          help: &'static str,
+                          kind: Kind,
+                          extra: &[(&'static str, &str)]| {
             let l = labels(extra);
             let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            reg.register(name, help, Kind::Gauge, &l)
+            reg.register(name, help, kind, &l)
         };
         let qlen_gauges = if pc.role == Role::Leaf {
             (0..n)
                 .map(|node| {
-                    reg_gauge(
+                    reg_metric(
                         reg,
-                        "netsched_worker_qlen",
-                        "Queue length a worker last reported (reply or keep-alive)",
+                        "netsched_reported_queue_length",
+                        "Leaf: queue length a worker last reported (reply or keep-alive)",
+                        Kind::Gauge,
                         &[("node", &node.to_string())],
                     )
                 })
@@ -135,30 +140,41 @@ impl Instance {
         } else {
             Vec::new()
         };
-        let idle_gauge = reg_gauge(
+        let idle_gauge = reg_metric(
             reg,
             "netsched_idle_nodes",
             "Length of the data plane's idle list (Horus idleNodes)",
+            Kind::Gauge,
             &[],
         );
-        let load_gauge = reg_gauge(
+        let load_gauge = reg_metric(
             reg,
-            "netsched_rack_load_fixed16",
-            "Leaf: rack average queue length, 16.16 fixed point (Horus A.2)",
+            "netsched_rack_load",
+            "Leaf: rack average queue length, tasks (Horus A.2)",
+            Kind::FloatGauge,
             &[],
         );
-        let passes_gauge = ["first", "resubmit"].map(|k| {
-            reg_gauge(
+        let passes = ["first", "resubmit"].map(|k| {
+            reg_metric(
                 reg,
-                "netsched_pipeline_passes",
-                "Pipeline passes the data plane ran",
+                "netsched_pipeline_passes_total",
+                "Pipeline passes the data plane ran, first or resubmission (Horus Alg. 1/2)",
+                Kind::Counter,
                 &[("pass", k)],
             )
         });
-        let live_gauge = reg_gauge(
+        let decision_time = reg_metric(
+            reg,
+            "netsched_dispatch_decision_seconds",
+            "Time the data plane took to handle one task (its dispatch decision)",
+            Kind::Histogram,
+            &[],
+        );
+        let live_gauge = reg_metric(
             reg,
             "netsched_live_nodes",
             "Downstream nodes the data plane schedules over",
+            Kind::Gauge,
             &[],
         );
         reg.set(live_gauge, n as u64);
@@ -168,7 +184,8 @@ impl Instance {
             qlen_gauges,
             idle_gauge,
             load_gauge,
-            passes_gauge,
+            passes,
+            decision_time,
             live_gauge,
             last_seen: vec![0; n as usize],
             alive: vec![true; n as usize],

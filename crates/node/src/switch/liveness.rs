@@ -21,12 +21,7 @@ impl SwitchDaemon {
             self.registry.set(inst.live_gauge, live);
             self.registry.inc(self.slots.recovered_workers);
             let pool = inst.cfg.pool;
-            crate::metrics::log(
-                "info",
-                "switch",
-                "worker back",
-                &[("pool", &pool), ("node", &node)],
-            );
+            tracing::info!(target: "switch", pool, node, "worker back");
             self.execute(i, &mut out, false, None);
             self.flush_resubmits(i, now);
         }
@@ -58,12 +53,7 @@ impl SwitchDaemon {
                     self.registry.set(inst.live_gauge, live);
                     self.registry.inc(self.slots.failed_workers);
                     let pool = inst.cfg.pool;
-                    crate::metrics::log(
-                        "warn",
-                        "switch",
-                        "worker failed: heartbeat timeout",
-                        &[("pool", &pool), ("node", &node)],
-                    );
+                    tracing::warn!(target: "switch", pool, node, "worker failed: heartbeat timeout");
                     self.execute(i, &mut out, false, None);
                     self.flush_resubmits(i, now);
                 }

@@ -276,11 +276,13 @@ impl SwitchDaemon {
                 self.registry.set(inst.idle_gauge, n as u64);
             }
             if let Plane::HorusLeaf(l) = &inst.plane {
-                self.registry.set(inst.load_gauge, l.average_load() as u64);
+                // The leaf keeps it in 16.16 fixed point (Horus A.2).
+                let tasks = l.average_load() as f64 / 65536.0;
+                self.registry.set_f64(inst.load_gauge, tasks);
             }
             let (f, r) = inst.plane.passes();
-            self.registry.set(inst.passes_gauge[0], f);
-            self.registry.set(inst.passes_gauge[1], r);
+            self.registry.set(inst.passes[0], f);
+            self.registry.set(inst.passes[1], r);
         }
     }
 
@@ -311,36 +313,24 @@ pub fn run_config(cfg: &SwitchConfig, stop: Arc<AtomicBool>) -> Result<(), Error
         None => None,
     };
     let listen = d.local_addr();
-    crate::metrics::log(
-        "info",
-        "switch",
-        "started",
-        &[
-            ("listen", &listen),
-            ("instances", &cfg.instances.len()),
-            (
-                "metrics",
-                &metrics
-                    .as_ref()
-                    .map(|(a, _)| a.to_string())
-                    .unwrap_or_else(|| "off".into()),
-            ),
-        ],
+    tracing::info!(
+        target: "switch",
+        %listen,
+        instances = cfg.instances.len(),
+        metrics = %metrics.as_ref().map_or_else(|| "off".to_string(), |(a, _)| a.to_string()),
+        "started"
     );
     d.run(&stop)?;
     let r = d.registry();
-    crate::metrics::log(
-        "info",
-        "switch",
-        "stopped",
-        &[
-            ("listen", &listen),
-            ("rx", &r.sum("netsched_rx_packets_total")),
-            ("tx", &r.sum("netsched_tx_packets_total")),
-            ("decisions", &r.sum("netsched_decisions_total")),
-            ("resubmissions", &r.sum("netsched_resubmissions_total")),
-            ("drops", &r.sum("netsched_drops_total")),
-        ],
+    tracing::info!(
+        target: "switch",
+        %listen,
+        rx = r.sum("netsched_rx_packets_total"),
+        tx = r.sum("netsched_tx_packets_total"),
+        decisions = r.sum("netsched_decisions_total"),
+        resubmissions = r.sum("netsched_resubmissions_total"),
+        drops = r.sum("netsched_drops_total"),
+        "stopped"
     );
     if let Some((_, h)) = metrics {
         let _ = h.join();

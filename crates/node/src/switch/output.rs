@@ -2,6 +2,7 @@
 //! notices, failed replies and the send path.
 
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use netsched_core::{
     Action, DataPlane, Decision, DropReason, Input, Notice, Outbox, Resubmit, TaskMeta, Upstream,
@@ -21,6 +22,10 @@ impl SwitchDaemon {
     pub(super) fn run_passes(&mut self, i: usize, now: u64, input: Input, task: Option<Pkt<'_>>) {
         let mut input = input;
         let mut out = Outbox::new();
+        // A task's decision time: its data-plane passes (first and any
+        // resubmissions), not the sends that carry it out.
+        let new_task = matches!(input, Input::Task(_));
+        let mut decision_time = Duration::ZERO;
         loop {
             let carries_task = matches!(
                 input,
@@ -28,12 +33,20 @@ impl SwitchDaemon {
                     | Input::Resubmit(Resubmit::Retry { .. })
                     | Input::Resubmit(Resubmit::Pow2 { .. })
             );
+            let started = Instant::now();
             self.instances[i].plane.handle(now, input, &mut out);
+            if carries_task {
+                decision_time += started.elapsed();
+            }
             self.execute(i, &mut out, carries_task, task);
             match self.resubmits.pop_front() {
                 Some(r) => input = Input::Resubmit(r),
                 None => break,
             }
+        }
+        if new_task {
+            self.registry
+                .observe(self.instances[i].decision_time, decision_time);
         }
     }
 
