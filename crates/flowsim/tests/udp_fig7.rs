@@ -35,27 +35,37 @@ fn fig7_fifo_lm_finishes_first_task_before_fair_sharing() {
         timeout: Duration::from_secs(20),
         ..Fig7Opts::default()
     };
-    let fair = lab.fig7(Fig7Mode::Fair, &o).expect("fair run");
-    let fifo = lab.fig7(Fig7Mode::FifoLm, &o).expect("fifo-lm run");
-    for r in [&fair, &fifo] {
-        assert_eq!(r.bytes, vec![600_000; 2], "{:?}: bytes lost", r.mode);
-    }
-    eprintln!(
-        "fair {:?} ns, fifo-lm {:?} ns",
-        fair.completion_ns, fifo.completion_ns
-    );
     // One task alone needs 600 KB / 100 Mbps = 48 ms; two share for 96 ms.
     // FIFO-LM serves task 1 first (ideally at half of fair sharing's time),
-    // fair sharing finishes both near the end. The margin leaves room for
-    // the control loop's start-up on a loaded machine.
-    let (f1, s1) = (fair.completion_ns[0], fifo.completion_ns[0]);
+    // fair sharing finishes both near the end. A software switch and its
+    // senders on a CPU-starved machine (other test binaries on 2 cores) can
+    // stall either run by tens of ms, so the runs are compared in pairs:
+    // FIFO-LM must finish task 1 before 0.9x fair's in two of at most three
+    // rounds (a FIFO-LM that shared fairly fails every round).
+    let mut won = 0;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let fair = lab.fig7(Fig7Mode::Fair, &o).expect("fair run");
+        let fifo = lab.fig7(Fig7Mode::FifoLm, &o).expect("fifo-lm run");
+        for r in [&fair, &fifo] {
+            assert_eq!(r.bytes, vec![600_000; 2], "{:?}: bytes lost", r.mode);
+            // Neither beats the link: both tasks' bytes need 96 ms at 100 Mbps.
+            assert!(*r.completion_ns.iter().max().unwrap() >= 94_000_000);
+        }
+        let (f1, s1) = (fair.completion_ns[0], fifo.completion_ns[0]);
+        seen.push((s1, f1));
+        if (s1 as f64) < 0.9 * f1 as f64 {
+            won += 1;
+        }
+        if won == 2 {
+            break;
+        }
+    }
+    eprintln!("first task (fifo-lm ns, fair ns) per round: {seen:?}");
     assert!(
-        (s1 as f64) < 0.9 * f1 as f64,
-        "first task: fifo-lm {s1} ns not earlier than fair {f1} ns"
+        won >= 2,
+        "FIFO-LM did not finish task 1 before 0.9x fair sharing's in 2 of 3 rounds: {seen:?}"
     );
-    // Neither beats the link: both tasks' bytes need 96 ms at 100 Mbps.
-    let last = |r: &netsched_flowsim::udp::Fig7Run| *r.completion_ns.iter().max().unwrap();
-    assert!(last(&fair) >= 94_000_000 && last(&fifo) >= 94_000_000);
 }
 
 /// Issue 15: a dropped request packet and a lost feedback ACK must leave
