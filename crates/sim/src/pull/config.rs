@@ -558,3 +558,26 @@ impl PullConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind costs its own first step; every further inline step (the
+    /// next task of a job, a repair) costs `step_ns`; an unset kind costs
+    /// `step_ns`.
+    #[test]
+    fn a_server_message_costs_its_kind_plus_its_further_steps() {
+        let server = ServerSection {
+            step_ns: 100,
+            poll_ns: Some(7),
+            submit_ns: Some(300),
+            assign_ns: None,
+            cores: 1,
+        };
+        assert_eq!(server.cost_ns(ServerMessage::Poll, 1), 7);
+        assert_eq!(server.cost_ns(ServerMessage::Submit, 3), 300 + 2 * 100);
+        assert_eq!(server.cost_ns(ServerMessage::Assign, 2), 100 + 100);
+        assert_eq!(server.cost_ns(ServerMessage::Other, 1), 100);
+    }
+}
