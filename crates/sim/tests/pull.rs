@@ -60,6 +60,13 @@ retry_us = 1
 /// executor is idle waits up to one retry interval (never more: with zero
 /// RTT, a queued task is taken the instant an executor completes, since the
 /// completion carries the next request).
+/// One replication's realized arrival rate and service mean (sampled, so
+/// off the nominal ones by a few standard errors) and its mean wait.
+struct Realized {
+    lambda_per_us: f64,
+    service_us: f64,
+}
+
 struct MmcPoint {
     c: u32,
     rho: f64,
@@ -70,6 +77,10 @@ struct MmcPoint {
     rel_q: f64,
     /// Relative tolerance of the mean wait (plus one retry interval).
     rel_mean: f64,
+    /// Relative tolerance of the mean wait against Erlang C at the realized
+    /// load: the retry gap's share (+1.3 %) plus two standard errors of the
+    /// pooled mean, no retry interval added.
+    rel_realized: f64,
 }
 
 fn check_mmc(points: &[MmcPoint]) {
@@ -77,37 +88,49 @@ fn check_mmc(points: &[MmcPoint]) {
     const S_US: f64 = 100.0;
     // Every replication on its own thread: the runs are independent and
     // each is a function of its seed alone.
-    let pooled: Vec<netsched_sim::metrics::LatencyHist> = std::thread::scope(|scope| {
-        let handles: Vec<Vec<_>> = points
-            .iter()
-            .map(|p| {
-                p.seeds
-                    .clone()
-                    .map(|seed| {
-                        scope.spawn(move || {
-                            let cfg = PullConfig::from_toml(&mmc_config(p.c, p.rho, p.tasks, seed))
-                                .unwrap();
-                            let runs = pull::run_config(&cfg, Path::new(".")).unwrap();
-                            let m = &runs[0].metrics;
-                            assert_eq!(m.completed, m.submitted, "seed {seed}");
-                            m.sched.clone()
+    let pooled: Vec<(netsched_sim::metrics::LatencyHist, Vec<Realized>)> =
+        std::thread::scope(|scope| {
+            let handles: Vec<Vec<_>> = points
+                .iter()
+                .map(|p| {
+                    p.seeds
+                        .clone()
+                        .map(|seed| {
+                            scope.spawn(move || {
+                                let cfg =
+                                    PullConfig::from_toml(&mmc_config(p.c, p.rho, p.tasks, seed))
+                                        .unwrap();
+                                let runs = pull::run_config(&cfg, Path::new(".")).unwrap();
+                                let m = &runs[0].metrics;
+                                assert_eq!(m.completed, m.submitted, "seed {seed}");
+                                let arrivals = (m.last_arrival_ns - m.first_arrival_ns) as f64;
+                                // Over every task: `submitted` and `completed`
+                                // count the measured ones (after the warm-up).
+                                let realized = Realized {
+                                    lambda_per_us: (p.tasks - 1) as f64 / arrivals * 1e3,
+                                    service_us: m.busy_ns as f64 / p.tasks as f64 / 1e3,
+                                };
+                                (m.sched.clone(), realized)
+                            })
                         })
-                    })
-                    .collect()
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|hs| {
-                let mut pooled = netsched_sim::metrics::LatencyHist::new();
-                for h in hs {
-                    pooled.merge(&h.join().unwrap());
-                }
-                pooled
-            })
-            .collect()
-    });
-    for (p, h) in points.iter().zip(&pooled) {
+                        .collect()
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|hs| {
+                    let mut pooled = netsched_sim::metrics::LatencyHist::new();
+                    let mut realized = Vec::new();
+                    for h in hs {
+                        let (h, r) = h.join().unwrap();
+                        pooled.merge(&h);
+                        realized.push(r);
+                    }
+                    (pooled, realized)
+                })
+                .collect()
+        });
+    for (p, (h, realized)) in points.iter().zip(&pooled) {
         let (c, rho) = (p.c, p.rho);
         let a = rho * c as f64;
         let pw = erlang_c(c, a);
@@ -128,12 +151,34 @@ fn check_mmc(points: &[MmcPoint]) {
         let mean = h.mean() / 1e3;
         let theory = pw / drain;
         eprintln!(
-            "c={c} ρ={rho} n={n}: P(W > 1 µs) {p_got:.4} vs {p_theory:.4}, mean {mean:.2} vs \
+            "c={c} ρ={rho} n={n}: P(W > 1 µs) {p_got:.6} vs {p_theory:.4}, mean {mean:.2} vs \
              {theory:.2} µs, p90 {:.1} vs {:.1}, p99 {:.1} vs {:.1}",
             h.quantile(0.9) as f64 / 1e3,
             (pw / 0.1).ln() / drain,
             h.quantile(0.99) as f64 / 1e3,
             (pw / 0.01).ln() / drain,
+        );
+        // Erlang C at the realized load: the replications' mean arrival
+        // rate and service mean, which sampling puts off the nominal ones
+        // (docs/draconis.md, "the M/M/c excess").
+        let reps = realized.len() as f64;
+        let lambda = realized.iter().map(|r| r.lambda_per_us).sum::<f64>() / reps;
+        let service = realized.iter().map(|r| r.service_us).sum::<f64>() / reps;
+        let a_realized = lambda * service;
+        let theory_realized = erlang_c(c, a_realized) * service / (c as f64 - a_realized);
+        eprintln!(
+            "c={c} ρ={rho}: realized ρ {:.4}, mean wait {mean:.2} µs vs Erlang C {theory_realized:.2} \
+             at the realized load ({:+.1} %), {theory:.2} at the nominal ({:+.1} %)",
+            a_realized / c as f64,
+            (mean / theory_realized - 1.0) * 100.0,
+            (mean / theory - 1.0) * 100.0,
+        );
+        assert!(
+            (mean - theory_realized).abs() <= p.rel_realized * theory_realized,
+            "c={c} ρ={rho}: mean wait {mean:.2} µs, Erlang C at the realized load ρ = {:.4}: \
+             {theory_realized:.2} µs (±{:.1} %)",
+            a_realized / c as f64,
+            p.rel_realized * 100.0
         );
         let tol = p.rel_mean * theory + t_us;
         assert!(
@@ -176,6 +221,7 @@ fn zero_rtt_draconis_fcfs_is_mmc() {
             rel_p: 0.07,
             rel_q: 0.1,
             rel_mean: 0.15,
+            rel_realized: 0.08,
         },
         MmcPoint {
             c: 4,
@@ -185,6 +231,7 @@ fn zero_rtt_draconis_fcfs_is_mmc() {
             rel_p: 0.04,
             rel_q: 0.06,
             rel_mean: 0.08,
+            rel_realized: 0.05,
         },
     ]);
 }
@@ -195,8 +242,10 @@ fn zero_rtt_draconis_fcfs_is_mmc() {
 /// P(W > 1 µs) 0.4368 vs 0.4229, mean 19.45 vs 18.05 µs, p90 64.6 vs 61.1,
 /// p99 164.9 vs 157.0; ρ = 0.9: 0.5965 vs 0.5820, 39.89 vs 36.96, 118.3 vs
 /// 111.1, 270.8 vs 255.0; c = 4, ρ = 0.7: 0.4297 vs 0.4235, 36.90 vs 35.72,
-/// 124.2 vs 121.3, 319.5 vs 313.2. The excess is systematic (it does not
-/// shrink with more tasks); the tolerances bound it.
+/// 124.2 vs 121.3, 319.5 vs 313.2. Against Erlang C at the realized load
+/// (2026-11-26: ρ 0.8528 / 0.9030 / 0.7023) the mean is +3.7 % / +2.8 % /
+/// +1.6 %, against +7.9 % / +8.0 % / +3.4 % at the nominal: most of the
+/// excess is the load the replications realized (docs/draconis.md).
 #[test]
 #[ignore]
 fn zero_rtt_draconis_fcfs_is_mmc_long() {
@@ -208,6 +257,7 @@ fn zero_rtt_draconis_fcfs_is_mmc_long() {
         rel_p,
         rel_q,
         rel_mean,
+        rel_realized: rel_mean,
     };
     check_mmc(&[
         long(16, 0.85, 0.05, 0.08, 0.1),

@@ -166,4 +166,50 @@ fn closed_loop_config_errors_name_the_field() {
     assert!(err(&base.replace("timeout_us = 1000000\n", "")).contains("client.timeout_us"));
     assert!(err(&base.replace("arrival = \"closed-loop\"\n", "")).contains("workload.outstanding"));
     assert!(err(&with_pps(&base, 0)).contains("network.switch_pps"));
+    assert!(err(&format!("{base}[server]\ncores = 0\n")).contains("server.cores"));
+}
+
+/// Fig. 5b's server row as experiments/draconis-throughput.toml measures it:
+/// 208 no-op executors, 0 ns links, so the server's cores are the only
+/// limit. Its tasks/s come from running the server model and follow what
+/// each message kind costs and how many cores serve them: a one-task job is
+/// a submission and an assignment on one core, 1 / (submit + assign), and
+/// cores multiply it. With only 8 tasks outstanding most of the 208
+/// executors find the queue empty, so their polls take the core too and the
+/// poll cost moves the figure.
+#[test]
+fn server_capacity_is_measured_and_follows_its_costs_and_cores() {
+    let zero_links = |server: &str, outstanding: u32| {
+        noop("draconis-server", 208, 1, &format!("[server]\n{server}"))
+            .replace(&format!("link_ns = {LINK_NS}"), "link_ns = 0")
+            .replace(
+                "outstanding = 1024",
+                &format!("outstanding = {outstanding}"),
+            )
+    };
+    for (server, want) in [
+        ("step_ns = 450", 1e9 / 900.0),
+        ("step_ns = 450\nassign_ns = 150", 1e9 / 600.0),
+        (
+            "step_ns = 450\nsubmit_ns = 3125\nassign_ns = 3125",
+            1e9 / 6250.0,
+        ),
+        ("step_ns = 450\ncores = 2", 2e9 / 900.0),
+        ("step_ns = 450\ncores = 4", 4e9 / 900.0),
+    ] {
+        let s = one(&zero_links(server, 4096));
+        clean(&s);
+        eprintln!("{server}: {:.0} tasks/s", s.steady_decisions_per_s);
+        assert_close(s.steady_decisions_per_s, want, 0.005, server, &s);
+    }
+    // Polls share the core: cheaper polls, more tasks per second.
+    let polled = |poll_ns: u64| {
+        let s = one(&zero_links(&format!("poll_ns = {poll_ns}"), 8));
+        clean(&s);
+        assert!(s.noops > s.decisions, "poll_ns {poll_ns}: {s:?}");
+        s.steady_decisions_per_s
+    };
+    let (dear, cheap) = (polled(900), polled(45));
+    eprintln!("8 outstanding: {dear:.0} tasks/s at 900 ns per poll, {cheap:.0} at 45 ns");
+    assert!(cheap > 1.5 * dear, "{cheap:.0} vs {dear:.0}");
 }

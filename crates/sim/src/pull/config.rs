@@ -206,18 +206,70 @@ impl Default for ClientConfig {
     }
 }
 
+/// Draconis-Server's cost model (docs/draconis.md, "Calibration"): every
+/// message is one receive, one scheduling step and one reply on a core that
+/// runs it to completion, so what a message costs depends on its kind. The
+/// per-kind costs default to `step_ns`, which the derivation from §8.2
+/// supports for DPDK (receive and transmit dominate, the queue operation is
+/// a few register accesses), so `step_ns` alone stays a complete model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
-    /// Service time per state-machine step (one switch pass run inline), ns.
-    /// A task costs two steps (enqueue, dequeue): 450 ns/step ≈ §8.2's
-    /// 1.1 M tasks/s for Draconis-DPDK-Server.
+    /// Cost of every inline step beyond a message's first (the next task of
+    /// a multi-task job, a retrieve repair, a priority level walked), and
+    /// the default of the per-kind costs below, ns. A one-task job costs a
+    /// submission and an assignment: 450 ns each ≈ §8.2's 1.1 M tasks/s for
+    /// Draconis-DPDK-Server.
     pub step_ns: u64,
+    /// An idle executor's task_request on an empty queue: receive, the
+    /// empty check, a no-op reply, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poll_ns: Option<u64>,
+    /// A job_submission: receive, enqueue its first task, acknowledge, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submit_ns: Option<u64>,
+    /// A task_request that gets a task: receive, dequeue, send it, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assign_ns: Option<u64>,
+    /// Cores serving messages, each run to completion; a message takes the
+    /// core that frees first (one shared queue, as the state machine is).
+    pub cores: u32,
 }
 
 impl Default for ServerSection {
     fn default() -> Self {
-        ServerSection { step_ns: 450 }
+        ServerSection {
+            step_ns: 450,
+            poll_ns: None,
+            submit_ns: None,
+            assign_ns: None,
+            cores: 1,
+        }
+    }
+}
+
+/// What kind of message a Draconis-Server core handled, by its input and
+/// its reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerMessage {
+    Poll,
+    Submit,
+    Assign,
+    /// Anything else (a completion, an error packet's resubmission): one step.
+    Other,
+}
+
+impl ServerSection {
+    /// Service time of one message that ran `steps` inline steps.
+    pub fn cost_ns(&self, kind: ServerMessage, steps: u64) -> u64 {
+        let first = match kind {
+            ServerMessage::Poll => self.poll_ns,
+            ServerMessage::Submit => self.submit_ns,
+            ServerMessage::Assign => self.assign_ns,
+            ServerMessage::Other => None,
+        }
+        .unwrap_or(self.step_ns);
+        first + steps.saturating_sub(1) * self.step_ns
     }
 }
 
@@ -477,6 +529,9 @@ impl PullConfig {
         if cl.max_attempts == 0 {
             return Err(ConfigError::new("client.max_attempts", "must be >= 1"));
         }
+        if self.server.cores == 0 {
+            return Err(ConfigError::new("server.cores", "must be >= 1"));
+        }
         self.draconis.validate().map_err(|e| e.within("draconis"))?;
         ConfigError::limit("racksched.samples", limits::samples(self.racksched.samples))?;
         self.r2p2.validate().map_err(|e| e.within("r2p2"))?;
@@ -501,5 +556,28 @@ impl PullConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind costs its own first step; every further inline step (the
+    /// next task of a job, a repair) costs `step_ns`; an unset kind costs
+    /// `step_ns`.
+    #[test]
+    fn a_server_message_costs_its_kind_plus_its_further_steps() {
+        let server = ServerSection {
+            step_ns: 100,
+            poll_ns: Some(7),
+            submit_ns: Some(300),
+            assign_ns: None,
+            cores: 1,
+        };
+        assert_eq!(server.cost_ns(ServerMessage::Poll, 1), 7);
+        assert_eq!(server.cost_ns(ServerMessage::Submit, 3), 300 + 2 * 100);
+        assert_eq!(server.cost_ns(ServerMessage::Assign, 2), 100 + 100);
+        assert_eq!(server.cost_ns(ServerMessage::Other, 1), 100);
     }
 }

@@ -135,9 +135,9 @@ struct Sim<'a> {
     execs: Vec<Exec>,
     /// The pull scheduler, or Sparrow's scheduler hosts (empty for racksched).
     planes: Vec<PullPlane>,
-    /// Software schedulers (Draconis-Server, Sparrow): per plane, when it
-    /// finishes the messages it has taken.
-    free_at: Vec<u64>,
+    /// Software schedulers (Draconis-Server, Sparrow): per plane, per core,
+    /// when it finishes the messages it has taken.
+    free_at: Vec<Vec<u64>>,
     /// `racksched`: the push family's RackSched ToR data plane.
     rack: Option<Box<Plane>>,
     /// `network.switch_pps` of a switch-resident scheduler.
@@ -385,7 +385,13 @@ impl<'a> Sim<'a> {
             packets: Vec::new(),
             sparrow_jobs: 0,
             execs,
-            free_at: vec![0; planes.len()],
+            free_at: planes
+                .iter()
+                .map(|p| match p.kind() {
+                    PullPlaneKind::Server => vec![0; cfg.server.cores as usize],
+                    _ => vec![0],
+                })
+                .collect(),
             planes,
             rack,
             pipeline,

@@ -7,6 +7,24 @@ use super::pipeline::{PROBE_FRAME_BYTES, RECIRC_FRAME_BYTES};
 use super::*;
 use netsched_core::dataplane::DropReason;
 
+use crate::pull::config::ServerMessage;
+
+/// A Draconis-Server message's kind: a task_request is an assignment if
+/// it got a task and a poll otherwise.
+fn server_message(request: bool, submission: bool, out: &PullOutbox) -> ServerMessage {
+    let assigned = || {
+        out.as_slice()
+            .iter()
+            .any(|a| matches!(a, PullAction::AssignTask { .. }))
+    };
+    match (request, submission) {
+        (true, _) if assigned() => ServerMessage::Assign,
+        (true, _) => ServerMessage::Poll,
+        (_, true) => ServerMessage::Submit,
+        _ => ServerMessage::Other,
+    }
+}
+
 impl Sim<'_> {
     pub(super) fn send_pull(&mut self, at: u64, plane: u32, input: PullInput) {
         let i = self.pkts.put(input);
@@ -32,20 +50,32 @@ impl Sim<'_> {
                 plane.handle(pass, input, &mut out);
                 pass
             }
-            // A single-threaded software scheduler: FIFO, one step_ns per
-            // switch pass a Draconis-Server runs inline, msg_ns per Sparrow
-            // message. Handling now and releasing the output at `finish` is
-            // exact because messages are served in arrival order.
+            // A software scheduler: cores that run each message to
+            // completion, taken in arrival order by the core that frees
+            // first. A Draconis-Server message costs what its kind costs
+            // (docs/draconis.md, "Calibration"), a Sparrow message msg_ns.
+            // Handling at `start` and releasing the output at `finish` is
+            // exact for one core (messages are served in arrival order);
+            // with several, the queue is updated in start order, as a lock
+            // taken when a core picks a message up would.
             PullPlaneKind::Server | PullPlaneKind::Sparrow => {
-                let free_at = &mut self.free_at[s as usize];
-                let start = now.max(*free_at);
+                let cores = &mut self.free_at[s as usize];
+                let core = (0..cores.len())
+                    .min_by_key(|&i| cores[i])
+                    .expect("a software scheduler has a core");
+                let start = now.max(cores[core]);
                 let before = plane.server_steps().unwrap_or(0);
+                let request = matches!(input, PullInput::TaskRequest(_));
+                let submission = matches!(input, PullInput::JobSubmission(_));
                 plane.handle(start, input, &mut out);
                 let finish = match plane.server_steps() {
-                    Some(after) => start + (after - before) * self.cfg.server.step_ns,
+                    Some(after) => {
+                        let kind = server_message(request, submission, &out);
+                        start + self.cfg.server.cost_ns(kind, after - before)
+                    }
                     None => start + self.cfg.sparrow.msg_ns,
                 };
-                *free_at = finish;
+                cores[core] = finish;
                 finish
             }
         };
