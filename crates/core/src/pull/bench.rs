@@ -6,11 +6,9 @@
 //! request is a decision (an assignment). Both packets' passes are inside a
 //! step, so decisions/s here is "submission + request" pairs per second.
 
-use std::collections::VecDeque;
-
 use super::{
     Draconis, DraconisConfig, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput,
-    PullOutbox, Recirc, TaskInfo, TaskList,
+    PullOutbox, TaskInfo, TaskList,
 };
 
 /// The workload shapes measured.
@@ -31,16 +29,21 @@ pub enum Shape {
 pub struct Steady {
     pub dp: Draconis,
     out: PullOutbox,
-    /// Recirculations not yet fed back: one pass can emit several (a
-    /// retrieve repair and the rest of its job, §4.3 + §4.5), and each must
-    /// run, in the order emitted.
-    pending: VecDeque<Recirc>,
+    /// What the passes fed from `out`'s recirculations emit: one pass can
+    /// emit several recirculations (a retrieve repair and the rest of its
+    /// job, §4.3 + §4.5), and each must run, in the order emitted.
+    next_out: PullOutbox,
     shape: Shape,
     next: u64,
     pub decisions: u64,
 }
 
 impl Steady {
+    /// Capacity of both outboxes (they swap roles): the actions of all the
+    /// passes of one generation, each of at most [`PullOutbox::CAPACITY`]
+    /// recirculations emitting at most as many actions.
+    const GENERATION_CAPACITY: usize = PullOutbox::CAPACITY * PullOutbox::CAPACITY;
+
     /// A switch whose queue(s) hold `backlog` tasks.
     pub fn new(shape: Shape, backlog: u32) -> Self {
         let config = match shape {
@@ -50,8 +53,8 @@ impl Steady {
         };
         let mut s = Steady {
             dp: Draconis::new(config),
-            out: PullOutbox::new(),
-            pending: VecDeque::with_capacity(8),
+            out: PullOutbox::with_capacity(Self::GENERATION_CAPACITY),
+            next_out: PullOutbox::with_capacity(Self::GENERATION_CAPACITY),
             shape,
             next: 0,
             decisions: 0,
@@ -62,23 +65,32 @@ impl Steady {
         s
     }
 
-    /// Runs `input` and every recirculation it causes, inline.
+    /// Runs `input` and every recirculation it causes, inline, in the order
+    /// emitted: generation by generation (what the passes of one generation
+    /// emit is the next one), which is a FIFO queue of recirculations without
+    /// copying each one into and out of a queue (a `Recirc` can hold a whole
+    /// job_submission, and every copy is a `memcpy`).
     fn run(&mut self, input: PullInput) -> u64 {
+        self.out.clear();
+        self.dp.handle(0, input, &mut self.out);
         let mut assigned = 0;
-        let mut next = Some(input);
-        while let Some(input) = next {
-            self.out.clear();
-            self.dp.handle(0, input, &mut self.out);
-            for a in self.out.as_slice() {
-                match *a {
-                    PullAction::Recirculate(r) => self.pending.push_back(r),
+        loop {
+            self.next_out.clear();
+            for action in self.out.as_slice() {
+                match action {
+                    PullAction::Recirculate(recirc) => {
+                        self.dp
+                            .handle(0, PullInput::Resubmit(*recirc), &mut self.next_out)
+                    }
                     PullAction::AssignTask { .. } => assigned += 1,
                     _ => {}
                 }
             }
-            next = self.pending.pop_front().map(PullInput::Resubmit);
+            if self.next_out.is_empty() {
+                return assigned;
+            }
+            std::mem::swap(&mut self.out, &mut self.next_out);
         }
-        assigned
     }
 
     fn submit(&mut self) {
