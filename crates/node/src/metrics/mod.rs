@@ -25,7 +25,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry as PromRegistry;
 
-pub use text::openmetrics_to_prometheus;
+pub use text::{openmetrics_to_prometheus, sort_series};
 
 /// What a series measures, which fixes its Prometheus type and value type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -296,11 +296,11 @@ impl Registry {
             .sum()
     }
 
-    /// OpenMetrics 1.0 text.
+    /// OpenMetrics 1.0 text, each family's series in label-set order.
     pub fn render_openmetrics(&self) -> String {
         let mut out = String::with_capacity(self.entries.len() * 64);
         encode(&mut out, &self.prom).expect("writing to a String cannot fail");
-        out
+        sort_series(&out)
     }
 
     /// Prometheus text exposition format 0.0.4.

@@ -112,3 +112,57 @@ fn idle_and_slow_clients_do_not_stall_a_scrape() {
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
 }
+
+/// prometheus-client's families are hash maps: without sorting, two
+/// registries built alike listed their series in different orders.
+#[test]
+fn scrapes_list_series_in_the_same_sorted_order() {
+    let build = || {
+        let mut r = Registry::new();
+        for pool in 0..6 {
+            for node in 0..6 {
+                let (p, n) = (pool.to_string(), node.to_string());
+                let labels = [("pool", p.as_str()), ("node", n.as_str())];
+                let q = r.register("queue_length", "q", Kind::Gauge, &labels);
+                r.set(q, pool * 10 + node);
+                let lat = r.register("lat_seconds", "l", Kind::Histogram, &labels);
+                r.observe(lat, Duration::from_micros(node + 1));
+            }
+        }
+        r
+    };
+    let (a, b) = (build(), build());
+    let first = a.render();
+    assert_eq!(first, a.render());
+    assert_eq!(first, b.render());
+    let queue: Vec<&str> = first
+        .lines()
+        .filter(|l| l.starts_with("queue_length{"))
+        .collect();
+    let mut sorted = queue.clone();
+    sorted.sort();
+    assert_eq!(queue.len(), 36);
+    assert_eq!(queue, sorted);
+    let sums: Vec<&str> = first
+        .lines()
+        .filter(|l| l.starts_with("lat_seconds_sum{"))
+        .collect();
+    let mut sorted = sums.clone();
+    sorted.sort();
+    assert_eq!(sums.len(), 36);
+    assert_eq!(sums, sorted);
+    // Each histogram's buckets follow its own _sum and _count.
+    let after_first_sum: Vec<&str> = first
+        .lines()
+        .skip_while(|l| !l.starts_with("lat_seconds_sum{"))
+        .take(3)
+        .collect();
+    assert!(
+        after_first_sum[1].starts_with("lat_seconds_count{pool=\"0\",node=\"0\"}"),
+        "{after_first_sum:?}"
+    );
+    assert!(
+        after_first_sum[2].ends_with("pool=\"0\",node=\"0\"} 0"),
+        "{after_first_sum:?}"
+    );
+}
