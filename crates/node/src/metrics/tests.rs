@@ -131,10 +131,16 @@ fn scrapes_list_series_in_the_same_sorted_order() {
         }
         r
     };
+    // The process series' values change between scrapes; their places do not.
+    let series = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.rsplit_once(' ').map_or(l, |(s, _)| s).to_string())
+            .collect()
+    };
     let (a, b) = (build(), build());
     let first = a.render();
-    assert_eq!(first, a.render());
-    assert_eq!(first, b.render());
+    assert_eq!(series(&first), series(&a.render()));
+    assert_eq!(series(&first), series(&b.render()));
     let queue: Vec<&str> = first
         .lines()
         .filter(|l| l.starts_with("queue_length{"))
@@ -165,4 +171,45 @@ fn scrapes_list_series_in_the_same_sorted_order() {
         after_first_sum[2].ends_with("pool=\"0\",node=\"0\"} 0"),
         "{after_first_sum:?}"
     );
+}
+
+fn sample(text: &str, name: &str) -> f64 {
+    let prefix = format!("{name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn every_registry_serves_process_series_read_at_scrape_time() {
+    let r = Registry::new();
+    let before = r.render();
+    let rss = sample(&before, "process_resident_memory_bytes");
+    assert!(rss > 0.0, "{before}");
+    assert!(sample(&before, "process_virtual_memory_bytes") >= rss);
+    assert!(sample(&before, "process_open_fds") >= 3.0);
+    let started = sample(&before, "process_start_time_seconds");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        started <= now + 1.0 && started > now - 86_400.0,
+        "{started}"
+    );
+    assert!(before.contains("# TYPE process_cpu_seconds_total counter\n"));
+    // Burn CPU until the kernel's tick-granular count moves.
+    let cpu0 = sample(&before, "process_cpu_seconds_total");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut spin = 0u64;
+    let mut cpu = cpu0;
+    while cpu <= cpu0 && Instant::now() < deadline {
+        for i in 0..2_000_000u64 {
+            spin = std::hint::black_box(spin.wrapping_mul(31).wrapping_add(i));
+        }
+        cpu = sample(&r.render(), "process_cpu_seconds_total");
+    }
+    assert!(cpu > cpu0, "CPU time stayed at {cpu0} s after 5 s of work");
 }
