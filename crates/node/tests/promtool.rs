@@ -199,8 +199,8 @@ fn pull_scheduler_and_executor_metrics_pass_promtool() {
         "executor",
         exec_reg,
         &[
-            "netsched_executor_busy_seconds_total{",
-            "netsched_executor_run_seconds_bucket{",
+            "netsched_worker_busy_seconds_total{",
+            "netsched_worker_run_seconds_bucket{",
         ],
     );
 }
