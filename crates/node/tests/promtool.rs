@@ -231,7 +231,7 @@ fn controller_metrics_pass_promtool() {
         reg,
         &[
             "netsched_controller_admin_request_seconds_count 1",
-            "netsched_controller_live_nodes{",
+            "netsched_live_nodes{",
         ],
     );
 }
