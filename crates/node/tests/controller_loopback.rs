@@ -188,7 +188,7 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
     // then goes to rack 0.
     ls[1].kill();
     wait_for("rack 1 dropped", || admitted(&c) == vec![true, false]);
-    assert!(reg.value("netsched_controller_failures_total", "{kind=\"leaf\"}") >= Some(1));
+    assert!(reg.value("netsched_node_failures_total", "{kind=\"leaf\"}") >= Some(1));
     let ccfg = ClientConfig::from_toml(&format!(
         "targets = [{{ addr = \"{spine}\" }}]\npool = 1\napp_id = 9\nrate = 2000\nduration_ms = 300\n\
          service = {{ kind = \"exp\", mean_us = 50 }}\ntimeout_ms = 300\n"

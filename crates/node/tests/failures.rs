@@ -70,7 +70,7 @@ fn silent_worker_is_removed_and_readmitted() {
     };
     let wa = Worker::start(&wcfg(0), vec![a], stop.clone()).unwrap();
     // Worker 1 (socket b) stays silent: after 100 ms the leaf drops it.
-    wait_for(&reg, "netsched_worker_failures_total", "", 1);
+    wait_for(&reg, "netsched_node_failures_total", "{kind=\"worker\"}", 1);
     wait_for(&reg, "netsched_live_nodes", "{pool=\"2\"}", 1);
 
     // Every task now goes to worker 0 and completes.
@@ -100,7 +100,12 @@ fn silent_worker_is_removed_and_readmitted() {
 
     // Worker 1 starts heartbeating: it is schedulable again.
     let wb = Worker::start(&wcfg(1), vec![b], stop.clone()).unwrap();
-    wait_for(&reg, "netsched_worker_recoveries_total", "", 1);
+    wait_for(
+        &reg,
+        "netsched_node_recoveries_total",
+        "{kind=\"worker\"}",
+        1,
+    );
     wait_for(&reg, "netsched_live_nodes", "{pool=\"2\"}", 2);
 
     stop.store(true, Ordering::Relaxed);

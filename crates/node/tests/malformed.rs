@@ -533,7 +533,7 @@ fn the_controller_counts_what_it_rejects_by_reason() {
     let reg = c.registry();
     let rejected = |why: &str| {
         reg.value(
-            "netsched_controller_rejected_total",
+            "netsched_control_rejected_total",
             &format!("{{reason=\"{why}\"}}"),
         )
         .unwrap()

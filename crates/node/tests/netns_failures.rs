@@ -523,12 +523,12 @@ fn worker_and_leaf_failures_are_survived() {
     check_copies(&dc, &r);
     let reg = dc.ctl.get().registry();
     assert!(
-        reg.value("netsched_controller_failures_total", "{kind=\"worker\"}")
+        reg.value("netsched_node_failures_total", "{kind=\"worker\"}")
             .unwrap()
             >= 1
     );
     assert!(
-        reg.value("netsched_controller_failures_total", "{kind=\"leaf\"}")
+        reg.value("netsched_node_failures_total", "{kind=\"leaf\"}")
             .unwrap()
             >= 1
     );
@@ -610,7 +610,7 @@ fn cut_link_and_controller_restart() {
     check_copies(&dc, &r);
     let reg = dc.ctl.get().registry();
     assert_eq!(
-        reg.value("netsched_controller_failures_total", "{kind=\"leaf\"}")
+        reg.value("netsched_node_failures_total", "{kind=\"leaf\"}")
             .unwrap(),
         0
     );

@@ -173,7 +173,7 @@ impl Dc {
     }
 
     fn rack_tasks(&self, r: usize) -> u64 {
-        self.racks[r].registry.sum("netsched_executor_tasks_total")
+        self.racks[r].registry.sum("netsched_worker_tasks_total")
     }
 }
 
@@ -210,7 +210,7 @@ fn draconis_across_namespaces_survives_a_scheduler_restart() {
     // Both racks served, through the bridge.
     assert!(dc.rack_tasks(0) > 0 && dc.rack_tasks(1) > 0);
     // The restarted scheduler assigned work: executors found it again.
-    assert!(dc.scheduler.registry.sum("netsched_pull_decisions_total") > 0);
+    assert!(dc.scheduler.registry.sum("netsched_decisions_total") > 0);
     drop(dc.racks.drain(..));
     drop(dc.lab);
 }

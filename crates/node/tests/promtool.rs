@@ -61,9 +61,19 @@ fn scrape(registry: Arc<Registry>) -> String {
     body.to_string()
 }
 
+/// Series every daemon serves: its build and the standard process series.
+const EVERY_DAEMON: [&str; 6] = [
+    "netsched_build_info{",
+    "\nprocess_cpu_seconds_total ",
+    "\nprocess_resident_memory_bytes ",
+    "\nprocess_virtual_memory_bytes ",
+    "\nprocess_open_fds ",
+    "\nprocess_start_time_seconds ",
+];
+
 fn check(daemon: &str, registry: Arc<Registry>, must_have: &[&str]) {
     let body = scrape(registry);
-    for name in must_have {
+    for name in EVERY_DAEMON.iter().chain(must_have) {
         assert!(body.contains(name), "{daemon}: no {name} in\n{body}");
     }
     let mut child = Command::new("promtool")
@@ -189,8 +199,8 @@ fn pull_scheduler_and_executor_metrics_pass_promtool() {
         "executor",
         exec_reg,
         &[
-            "netsched_executor_busy_seconds_total{",
-            "netsched_executor_run_seconds_bucket{",
+            "netsched_worker_busy_seconds_total{",
+            "netsched_worker_run_seconds_bucket{",
         ],
     );
 }
@@ -221,7 +231,7 @@ fn controller_metrics_pass_promtool() {
         reg,
         &[
             "netsched_controller_admin_request_seconds_count 1",
-            "netsched_controller_live_nodes{",
+            "netsched_live_nodes{",
         ],
     );
 }

@@ -64,10 +64,7 @@ impl Daemon {
     }
 
     fn pull_drop(&self, reason: &str) -> u64 {
-        self.metric(
-            "netsched_pull_drops_total",
-            &format!("{{reason=\"{reason}\"}}"),
-        )
+        self.metric("netsched_drops_total", &format!("{{reason=\"{reason}\"}}"))
     }
 }
 
@@ -171,13 +168,13 @@ fn every_pull_policy_completes_every_task_on_loopback() {
         let name = policy.name();
         assert_all_completed(&r, name);
         let d = &s.daemon;
-        let decided = d.metric("netsched_pull_decisions_total", "");
+        let decided = d.metric("netsched_decisions_total", "");
         assert!(
             decided >= r.submitted,
             "{name}: {decided} decisions for {} tasks",
             r.submitted
         );
-        let jobs = d.metric("netsched_pull_rx_total", "{type=\"job_submission\"}");
+        let jobs = d.metric("netsched_rx_packets_total", "{type=\"job_submission\"}");
         assert!(jobs > 0, "{name}: no job_submission received");
         match policy {
             PullPolicy::R2p2 | PullPolicy::Sparrow => assert_eq!(r.acks, 0, "{name}"),
@@ -195,7 +192,7 @@ fn every_pull_policy_completes_every_task_on_loopback() {
         }
         if policy == PullPolicy::Sparrow {
             // d = 2 probes per task, batch-sampled over 4 executors.
-            let probes = d.metric("netsched_pull_tx_total", "{type=\"probe\"}");
+            let probes = d.metric("netsched_tx_packets_total", "{type=\"probe\"}");
             assert!(
                 probes > r.submitted,
                 "{probes} probes for {} tasks",
@@ -211,7 +208,7 @@ fn every_pull_policy_completes_every_task_on_loopback() {
             );
         }
         let reg = s.stop();
-        assert_eq!(reg.sum("netsched_executor_tasks_total"), decided, "{name}");
+        assert_eq!(reg.sum("netsched_worker_tasks_total"), decided, "{name}");
     }
 }
 
@@ -227,7 +224,7 @@ fn draconis_server_runs_recirculations_inline() {
     let jobs = r.submitted / 20;
     assert_eq!(
         s.daemon
-            .metric("netsched_pull_rx_total", "{type=\"job_submission\"}"),
+            .metric("netsched_rx_packets_total", "{type=\"job_submission\"}"),
         3 * jobs
     );
     assert_eq!(r.acks, 3 * jobs, "{}", r.summary());
@@ -323,7 +320,7 @@ fn scheduler_restart_is_survived_by_timeout_and_resubmission() {
         r.summary()
     );
     let reg = s.stop();
-    assert!(reg.sum("netsched_executor_request_timeouts_total") > 0);
+    assert!(reg.sum("netsched_worker_request_timeouts_total") > 0);
 }
 
 #[test]

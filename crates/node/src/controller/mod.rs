@@ -66,7 +66,7 @@ struct Slots {
 }
 
 /// Why the controller refused a control datagram or an admin request
-/// (`netsched_controller_rejected_total{reason}`).
+/// (`netsched_control_rejected_total{reason}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rejected {
     /// A status report from an address that is no daemon of the topology.
@@ -200,7 +200,7 @@ impl Controller {
             ),
             rejected: Rejected::ALL.map(|r| {
                 reg.register(
-                    "netsched_controller_rejected_total",
+                    "netsched_control_rejected_total",
                     "Control datagrams and admin requests refused, by reason",
                     Kind::Counter,
                     &[("reason", r.name())],
@@ -220,19 +220,19 @@ impl Controller {
             ),
             failures: kinds(
                 &mut reg,
-                "netsched_controller_failures_total",
+                "netsched_node_failures_total",
                 "Failures detected (daemon timeout; workers as reported by their leaf)",
                 Kind::Counter,
             ),
             recoveries: kinds(
                 &mut reg,
-                "netsched_controller_recoveries_total",
+                "netsched_node_recoveries_total",
                 "Failed nodes heard from again",
                 Kind::Counter,
             ),
             live: kinds(
                 &mut reg,
-                "netsched_controller_live_nodes",
+                "netsched_live_nodes",
                 "Live nodes by kind",
                 Kind::Gauge,
             ),

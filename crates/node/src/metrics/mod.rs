@@ -6,11 +6,12 @@
 //! uncontended lock): no allocation and no map lookup per packet.
 //! docs/metrics.md lists every series.
 
+mod process;
 mod text;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -25,7 +26,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry as PromRegistry;
 
-pub use text::openmetrics_to_prometheus;
+pub use process::ProcessStats;
+pub use text::{openmetrics_to_prometheus, sort_series};
 
 /// What a series measures, which fixes its Prometheus type and value type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +83,18 @@ pub struct Registry {
     prom: PromRegistry,
     families: Vec<(&'static str, Kind, FamilyOf)>,
     entries: Vec<Entry>,
+    process: ProcessSlots,
+    /// Two scrapes at once would both raise the CPU counter by one delta.
+    process_refresh: Mutex<()>,
+}
+
+/// The `process_*` series, refreshed from /proc/self at each scrape.
+struct ProcessSlots {
+    cpu: Slot,
+    resident: Slot,
+    virtual_memory: Slot,
+    open_fds: Slot,
+    start_time: Slot,
 }
 
 /// Index of a registered series.
@@ -94,12 +108,22 @@ impl Default for Registry {
 }
 
 impl Registry {
-    /// An empty registry but for `netsched_build_info{version,commit} 1`.
+    /// An empty registry but for `netsched_build_info{version,commit} 1`
+    /// and the standard `process_*` series.
     pub fn new() -> Self {
+        let unset = Slot(usize::MAX);
         let mut r = Registry {
             prom: PromRegistry::default(),
             families: Vec::new(),
             entries: Vec::new(),
+            process: ProcessSlots {
+                cpu: unset,
+                resident: unset,
+                virtual_memory: unset,
+                open_fds: unset,
+                start_time: unset,
+            },
+            process_refresh: Mutex::new(()),
         };
         let build = netsched_config::build_info::BUILD_INFO;
         let info = r.register(
@@ -109,7 +133,67 @@ impl Registry {
             &[("version", build.version), ("commit", build.commit)],
         );
         r.set(info, 1);
+        r.process = ProcessSlots {
+            cpu: r.register(
+                "process_cpu_seconds_total",
+                "Total user and system CPU time spent in seconds",
+                Kind::SecondsCounter,
+                &[],
+            ),
+            resident: r.register(
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes",
+                Kind::Gauge,
+                &[],
+            ),
+            virtual_memory: r.register(
+                "process_virtual_memory_bytes",
+                "Virtual memory size in bytes",
+                Kind::Gauge,
+                &[],
+            ),
+            open_fds: r.register(
+                "process_open_fds",
+                "Number of open file descriptors",
+                Kind::Gauge,
+                &[],
+            ),
+            start_time: r.register(
+                "process_start_time_seconds",
+                "Start time of the process since unix epoch in seconds",
+                Kind::FloatGauge,
+                &[],
+            ),
+        };
+        r.refresh_process();
         r
+    }
+
+    /// Copies a fresh /proc/self reading into the `process_*` series; on a
+    /// read error they keep their last values (and the error is logged).
+    fn refresh_process(&self) {
+        let _one_at_a_time = self
+            .process_refresh
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let stats = match ProcessStats::read() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(target: "metrics", error = %e, "cannot read /proc/self");
+                return;
+            }
+        };
+        let p = &self.process;
+        if let Series::Seconds(c) = &self.entries[p.cpu.0].series {
+            let delta = stats.cpu_seconds - c.get();
+            if delta > 0.0 {
+                c.inc_by(delta);
+            }
+        }
+        self.set(p.resident, stats.resident_bytes);
+        self.set(p.virtual_memory, stats.virtual_bytes);
+        self.set(p.open_fds, stats.open_fds);
+        self.set_f64(p.start_time, stats.start_time_seconds);
     }
 
     /// Registers one series of family `name` (its full exposed name, suffix
@@ -296,11 +380,12 @@ impl Registry {
             .sum()
     }
 
-    /// OpenMetrics 1.0 text.
+    /// OpenMetrics 1.0 text, each family's series in label-set order.
     pub fn render_openmetrics(&self) -> String {
+        self.refresh_process();
         let mut out = String::with_capacity(self.entries.len() * 64);
         encode(&mut out, &self.prom).expect("writing to a String cannot fail");
-        out
+        sort_series(&out)
     }
 
     /// Prometheus text exposition format 0.0.4.

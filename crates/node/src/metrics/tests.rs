@@ -112,3 +112,104 @@ fn idle_and_slow_clients_do_not_stall_a_scrape() {
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
 }
+
+/// prometheus-client's families are hash maps: without sorting, two
+/// registries built alike listed their series in different orders.
+#[test]
+fn scrapes_list_series_in_the_same_sorted_order() {
+    let build = || {
+        let mut r = Registry::new();
+        for pool in 0..6 {
+            for node in 0..6 {
+                let (p, n) = (pool.to_string(), node.to_string());
+                let labels = [("pool", p.as_str()), ("node", n.as_str())];
+                let q = r.register("queue_length", "q", Kind::Gauge, &labels);
+                r.set(q, pool * 10 + node);
+                let lat = r.register("lat_seconds", "l", Kind::Histogram, &labels);
+                r.observe(lat, Duration::from_micros(node + 1));
+            }
+        }
+        r
+    };
+    // The process series' values change between scrapes; their places do not.
+    let series = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.rsplit_once(' ').map_or(l, |(s, _)| s).to_string())
+            .collect()
+    };
+    let (a, b) = (build(), build());
+    let first = a.render();
+    assert_eq!(series(&first), series(&a.render()));
+    assert_eq!(series(&first), series(&b.render()));
+    let queue: Vec<&str> = first
+        .lines()
+        .filter(|l| l.starts_with("queue_length{"))
+        .collect();
+    let mut sorted = queue.clone();
+    sorted.sort();
+    assert_eq!(queue.len(), 36);
+    assert_eq!(queue, sorted);
+    let sums: Vec<&str> = first
+        .lines()
+        .filter(|l| l.starts_with("lat_seconds_sum{"))
+        .collect();
+    let mut sorted = sums.clone();
+    sorted.sort();
+    assert_eq!(sums.len(), 36);
+    assert_eq!(sums, sorted);
+    // Each histogram's buckets follow its own _sum and _count.
+    let after_first_sum: Vec<&str> = first
+        .lines()
+        .skip_while(|l| !l.starts_with("lat_seconds_sum{"))
+        .take(3)
+        .collect();
+    assert!(
+        after_first_sum[1].starts_with("lat_seconds_count{pool=\"0\",node=\"0\"}"),
+        "{after_first_sum:?}"
+    );
+    assert!(
+        after_first_sum[2].ends_with("pool=\"0\",node=\"0\"} 0"),
+        "{after_first_sum:?}"
+    );
+}
+
+fn sample(text: &str, name: &str) -> f64 {
+    let prefix = format!("{name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn every_registry_serves_process_series_read_at_scrape_time() {
+    let r = Registry::new();
+    let before = r.render();
+    let rss = sample(&before, "process_resident_memory_bytes");
+    assert!(rss > 0.0, "{before}");
+    assert!(sample(&before, "process_virtual_memory_bytes") >= rss);
+    assert!(sample(&before, "process_open_fds") >= 3.0);
+    let started = sample(&before, "process_start_time_seconds");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        started <= now + 1.0 && started > now - 86_400.0,
+        "{started}"
+    );
+    assert!(before.contains("# TYPE process_cpu_seconds_total counter\n"));
+    // Burn CPU until the kernel's tick-granular count moves.
+    let cpu0 = sample(&before, "process_cpu_seconds_total");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut spin = 0u64;
+    let mut cpu = cpu0;
+    while cpu <= cpu0 && Instant::now() < deadline {
+        for i in 0..2_000_000u64 {
+            spin = std::hint::black_box(spin.wrapping_mul(31).wrapping_add(i));
+        }
+        cpu = sample(&r.render(), "process_cpu_seconds_total");
+    }
+    assert!(cpu > cpu0, "CPU time stayed at {cpu0} s after 5 s of work");
+}

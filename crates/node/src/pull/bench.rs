@@ -131,7 +131,7 @@ fn run_once(
     workers.join();
     stop.store(true, Ordering::Relaxed);
     daemon.join().map_err(|_| PullError::DaemonPanicked)??;
-    let decisions = registry.sum("netsched_pull_decisions_total");
+    let decisions = registry.sum("netsched_decisions_total");
     Ok((
         report,
         decisions,

@@ -79,40 +79,40 @@ fn register(reg: &mut Registry, id: u32) -> ExecSlots {
     let l: &[(&str, &str)] = &[("executor", &id)];
     let c = Kind::Counter;
     ExecSlots {
-        tasks: reg.register("netsched_executor_tasks_total", "Tasks run", c, l),
+        tasks: reg.register("netsched_worker_tasks_total", "Tasks run", c, l),
         failed: reg.register(
-            "netsched_executor_failed_total",
+            "netsched_worker_failed_total",
             "Tasks reported failed (unknown fn_id, no RocksDB, RocksDB error)",
             c,
             l,
         ),
         busy: reg.register(
-            "netsched_executor_busy_seconds_total",
+            "netsched_worker_busy_seconds_total",
             "Time spent running tasks",
             Kind::SecondsCounter,
             l,
         ),
         run_time: reg.register(
-            "netsched_executor_run_seconds",
+            "netsched_worker_run_seconds",
             "Time to run one task",
             Kind::Histogram,
             l,
         ),
         requests: reg.register(
-            "netsched_executor_requests_total",
+            "netsched_worker_requests_total",
             "Task requests and get-tasks sent",
             c,
             l,
         ),
-        noops: reg.register("netsched_executor_noops_total", "No-ops received", c, l),
+        noops: reg.register("netsched_worker_noops_total", "No-ops received", c, l),
         retries: reg.register(
-            "netsched_executor_request_timeouts_total",
+            "netsched_worker_request_timeouts_total",
             "Requests sent again after request_timeout_ms without an answer",
             c,
             l,
         ),
         invalid: reg.register(
-            "netsched_executor_invalid_total",
+            "netsched_worker_invalid_total",
             "Datagrams dropped: undecodable, not for an executor, or not from the scheduler",
             c,
             l,

@@ -171,23 +171,23 @@ fn register(reg: &mut Registry) -> Slots {
     Slots {
         rx: by_type(
             reg,
-            "netsched_pull_rx_total",
+            "netsched_rx_packets_total",
             "Datagrams received, by message type",
         ),
         rx_invalid: reg.register(
-            "netsched_pull_rx_total",
+            "netsched_rx_packets_total",
             "Datagrams received, by message type",
             c,
             &[("type", "invalid")],
         ),
         tx: by_type(
             reg,
-            "netsched_pull_tx_total",
+            "netsched_tx_packets_total",
             "Datagrams sent, by message type",
         ),
         drops: PullDrop::ALL.map(|d| {
             reg.register(
-                "netsched_pull_drops_total",
+                "netsched_drops_total",
                 "Datagrams dropped or tasks returned to their client, by reason",
                 c,
                 &[("reason", d.name())],
@@ -206,7 +206,7 @@ fn register(reg: &mut Registry) -> Slots {
             &[],
         ),
         assigned: reg.register(
-            "netsched_pull_decisions_total",
+            "netsched_decisions_total",
             "Tasks assigned to executors",
             c,
             &[],

@@ -82,16 +82,16 @@ impl Slots {
             &[],
         );
         let failed_workers = reg.register(
-            "netsched_worker_failures_total",
+            "netsched_node_failures_total",
             "Workers removed after the heartbeat timeout (Horus A.3)",
             Kind::Counter,
-            &[],
+            &[("kind", "worker")],
         );
         let recovered_workers = reg.register(
-            "netsched_worker_recoveries_total",
+            "netsched_node_recoveries_total",
             "Removed workers re-added when heard from again",
             Kind::Counter,
-            &[],
+            &[("kind", "worker")],
         );
         let stale_replies = reg.register(
             "netsched_stale_replies_total",
