@@ -206,16 +206,20 @@ register(Experiment(
     table=lambda runs, pools: base_table(runs, pools),
     plot=lambda t, png: throughput_plot(t, png, title="Fig. 5a: 500 µs tasks"),
     claims=fig5a_claims,
-    differences="Our R2P2 matches or beats Draconis at low load: the simulated switch sees every "
-                "completion at once, so it has none of the herding that §8.1 blames for R2P2's "
-                "tail, and its dispatch skips the pull round trip (R2P2's model is being rebuilt "
-                "in another branch). Draconis' floor is two links (4 µs) plus the wait for the "
+    differences="R2P2 is modelled from its authors' router (docs/draconis.md \"R2P2 as its "
+                "authors built it\"): counters that learn of a completion from the executor's "
+                "feedback, one link late, and a first-fit search from a hashed start that "
+                "dispatches to any executor under JBSQ's bound, busy or not, so a task queues "
+                "behind a running 500 µs one from the lowest load (p99 ≈ 700 µs at 0.2, the "
+                "paper's ≈ 560 µs). Draconis' floor is two links (4 µs) plus the wait for the "
                 "next poll, which arrives within a fraction of a µs while executors poll once "
                 "per round trip. Draconis-DPDK-Server's latency at low load is the queue of polls "
                 "from idle executors in front of each submission (docs/draconis.md "
-                "\"Calibration\"), so it falls at the median as load rises. Server and Sparrow "
-                "costs are per-message service times calibrated to §8.2's throughputs, not "
-                "measured software.",
+                "\"Calibration\"), so it falls at the median as load rises. RackSched's low-load "
+                "p99 is two links plus the 3.5 µs intra-node overhead, 1.6× Draconis' where the "
+                "paper has 3×; §8.1 names nothing that adds the missing ≈ 5 µs. Server and "
+                "Sparrow costs are per-message service times calibrated to §8.2's throughputs, "
+                "not measured software.",
 ))
 
 
@@ -386,12 +390,12 @@ register(Experiment(
     plot=lambda t, png: throughput_plot(t, png, panel="service"),
     claims=fig6_claims,
     differences="Draconis' tail up to load 0.8 is 7-17 µs, inside the paper's 4.7-20 µs, but "
-                "RackSched's and R2P2's are often lower here: RackSched's p99 at low load is two "
+                "RackSched's is often lower here: its p99 at low load is two "
                 "links plus the 3.5 µs intra-node overhead (7.5 µs), while a Draconis task that "
                 "arrives when executors are idle waits two links and a fraction of a µs for the "
-                "next poll. R2P2 in the simulator has exact, immediate completion counts, so it has no "
-                "herding and no node-level blocking until its bound k = 3 is reached; its tail "
-                "reaches the service time only at high load (paper: from 30-40 %). Draconis-DPDK-"
+                "next poll. R2P2's first-fit search queues a task behind a running one whenever its "
+                "hashed start is busy, so its tail reaches the service time from low load "
+                "(paper: from 30-40 %). Draconis-DPDK-"
                 "Server saturates where the offered rate passes ≈1.1 M tasks/s (fixed 100 µs "
                 "above load ≈0.7), where the paper stopped running it.",
 ))
@@ -599,10 +603,10 @@ register(Experiment(
                 "model reproduces its batches, not its exact arrival pattern, and the paper does "
                 "not state the trace's load; we run 0.5. Batches of hundreds of tasks queue "
                 "behind each other, so the switch systems' medians are 7-16 µs rather than "
-                "4-6 µs. Among R2P2 variants the smallest queue that does not drop (JBSQ 3) is "
-                "best here: the simulated switch learns of completions at once, so a deeper "
-                "executor queue only adds node-level blocking; on the testbed R2P2-3 still "
-                "recirculated enough to lose to R2P2-5. Draconis-DPDK-Server is not overloaded "
+                "4-6 µs. Among R2P2 variants a deeper executor queue adds node-level blocking "
+                "behind running tasks (first-fit JBSQ), while a shallow one recirculates and, "
+                "at JBSQ 1, drops at the recirculation port in bursts; which variant wins "
+                "depends on the bursts' size (the paper: R2P2-5). Draconis-DPDK-Server is not overloaded "
                 "at 0.5 here (≈160 K tasks/s against its 1.1 M), so its median is ~0.2 ms, not "
                 "the 2.1 s of a server behind a trace it cannot keep up with.",
 ))
