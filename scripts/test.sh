@@ -17,6 +17,9 @@ fi
 # every daemon's /metrics; missing, it fails the test rather than skipping.
 export NETSCHED_REQUIRE_PROMTOOL="${NETSCHED_REQUIRE_PROMTOOL:-1}"
 cargo test --workspace --quiet
+# The config crate alone: a workspace build unifies features across crates
+# and once hid that netsched-config needed core's `serde` feature.
+cargo check --quiet -p netsched-config
 python3 scripts/ensure-python-deps.py
 # The netsched Python package (docs/experiments.md): maturin builds crates/py
 # (a release build of only the sim and flowsim crates it needs) into a wheel.
