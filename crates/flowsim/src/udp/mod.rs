@@ -397,7 +397,7 @@ fn switch_loop(
                     let task = get_u64(pkt, 4);
                     spc.on_flow_end(task, get_f64(pkt, 13), get_f64(pkt, 21));
                     if task_ends.on_fin(task) {
-                        spc.on_task_end(task);
+                        spc.on_task_retired(task);
                     }
                 }
                 // The client saw the task's last byte; its servers' FINs
@@ -406,7 +406,7 @@ fn switch_loop(
                 Some(T_DONE) if n >= 16 => {
                     let task = get_u64(pkt, 4);
                     if task_ends.on_done(task, get_u32(pkt, 12)) {
-                        spc.on_task_end(task);
+                        spc.on_task_retired(task);
                     }
                 }
                 Some(T_REQ) | Some(T_ACK) if n >= 3 => {

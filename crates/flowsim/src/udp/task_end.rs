@@ -1,5 +1,6 @@
-//! When the lab's switch may drop a finished task's SPC counters
-//! ([`SpcSwitch::on_task_end`](crate::spc::SpcSwitch::on_task_end)).
+//! When the lab's switch may drop a finished task's SPC counters and the
+//! allocation still booked to it
+//! ([`SpcSwitch::on_task_retired`](crate::spc::SpcSwitch::on_task_retired)).
 //!
 //! The client's DONE says the task's bytes are in, but its servers' FINs
 //! (which return the flows' last demand and allocation) may still be on
@@ -12,7 +13,9 @@
 //! retry new again and F_k counts the flow twice. Waiting for F_k to reach
 //! zero then waits for a FIN that never comes, and the task's leftover
 //! demand (the lost request's, counted at a higher priority) keeps every
-//! later task's class at NR = 0 for good (issue 15's starved task).
+//! later task's class at NR = 0 for good (issue 15's starved task). The
+//! same loss of a request that was given a rate leaves that rate in the
+//! port's A; retiring the task takes it back.
 
 /// Per-task FIN counts of the tasks whose end is not settled yet.
 #[derive(Clone, Debug, Default)]
@@ -137,7 +140,7 @@ mod tests {
             assert!(!ends.on_fin(1));
         }
         assert!(ends.on_done(1, 3));
-        sw.on_task_end(1);
+        sw.on_task_retired(1);
         // Task 2 is served and ends likewise.
         for h in &mut t2 {
             assert!(answered(&mut sw, 2, 800e6, h, false) > 0.0);
@@ -152,11 +155,32 @@ mod tests {
         // gate on F_k = 0 would never open.
         assert_eq!(flows_of(&sw, 2), 1);
         assert!(forget, "three FINs of three flows end task 2");
-        sw.on_task_end(2);
+        sw.on_task_retired(2);
         assert_eq!(ends.open(), 0);
         let mut t3 = Held::default();
         let ar = answered(&mut sw, 3, 800e6, &mut t3, true);
         assert!(ar > 0.0, "task 3 starved: AR {ar}");
+    }
+
+    /// The same loss when the lost request was given a rate: the port's
+    /// A keeps it (the sender's retry names nothing held) until the task
+    /// is retired.
+    #[test]
+    fn a_lost_allocation_is_taken_back_when_the_task_retires() {
+        let mut sw = SpcSwitch::new(C, RTT_NS, f64::INFINITY);
+        let mut ends = TaskEnds::default();
+        let lost = request(&mut sw, 1, 40e6, Held::default(), true);
+        assert_eq!(lost.ar, 40e6);
+        let mut held = Held::default();
+        answered(&mut sw, 1, 40e6, &mut held, true);
+        assert_eq!(sw.allocated(), 80e6, "the lost 40 Mbit/s is still booked");
+        sw.on_flow_end(1, held.demand, held.alloc);
+        assert!(!ends.on_fin(1));
+        assert!(ends.on_done(1, 1));
+        assert!((sw.allocated() - 40e6).abs() < 1.0);
+        sw.on_task_retired(1);
+        assert_eq!(sw.allocated(), 0.0);
+        assert!(sw.classifier().tasks().is_empty());
     }
 
     #[test]
