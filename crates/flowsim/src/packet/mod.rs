@@ -99,6 +99,13 @@ pub struct PacketStats {
     pub switch_saturated_ticks: u64,
     /// The same for host links.
     pub host_saturated_ticks: u64,
+    /// Switch-link capacity (bits) over the control intervals in which
+    /// the link carried flows.
+    pub switch_active_bits: f64,
+    /// Of that, capacity left unused in intervals when the port had handed
+    /// out its whole virtual capacity (A ≥ 95 % of it): idle, yet every new
+    /// request is told AR ≈ 0 (Alg. 1 line 10) until allocations come back.
+    pub switch_booked_idle_bits: f64,
 }
 
 /// A flow from its start to its last byte's delivery.
