@@ -40,9 +40,11 @@ fn main() {
         let (packet, stats) = run_packet(&cfg, &gen, policy, timing).expect("fair or baraat");
         report(policy, rtt_ns, &fluid, &packet.tasks);
         println!(
-            "  switch capacity idle while fully booked: {:.2} % of {:.3e} bits",
+            "  switch capacity idle while fully booked: {:.2} % of {:.3e} bits; demand re-raised to the NIC rate in {:.2} % of {} requests",
             100.0 * stats.switch_booked_idle_bits / stats.switch_active_bits.max(1.0),
-            stats.switch_active_bits
+            stats.switch_active_bits,
+            100.0 * stats.demand_reraises as f64 / stats.requests.max(1) as f64,
+            stats.requests
         );
     }
 }

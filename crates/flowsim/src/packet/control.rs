@@ -53,7 +53,17 @@ impl PacketEngine {
                 }
             }
             if f.pending.is_none() && f.unsent > EPS_BYTES {
+                let lowered = f.counted && f.held_demand < f.sender.nic_bps;
                 let fb = request(f, &mut self.ports);
+                if lowered
+                    && f.held_demand
+                        >= f.sender
+                            .nic_bps
+                            .min(f.unsent * 8e9 / self.opts.rtt_ns as f64)
+                            * 0.999
+                {
+                    self.stats.demand_reraises += 1;
+                }
                 f.pending = Some((tick + k, fb));
                 self.stats.requests += 1;
             }

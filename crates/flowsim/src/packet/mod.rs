@@ -89,6 +89,12 @@ pub struct PacketStats {
     pub flows: u64,
     /// SPC requests sent (each visits every port on its flow's path).
     pub requests: u64,
+    /// Requests whose demand went back up to the NIC (or data) rate after
+    /// Alg. 2 had lowered it to NR + δ (line 3 false: the smallest NR grew
+    /// to at least the last demand). For one RTT such a flow's demand
+    /// counts in full at every port on its path against the classes behind
+    /// it.
+    pub demand_reraises: u64,
     /// The largest standing queue seen at any link (bytes).
     pub max_queue_bytes: f64,
     /// Sum over ticks and links of the standing queue (byte-ticks): with
