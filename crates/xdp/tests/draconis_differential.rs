@@ -593,3 +593,46 @@ proptest! {
         differential(config, &mut xdp, &events);
     }
 }
+
+/// The XDP queue's time per packet, from the kernel's own timing of each
+/// BPF_PROG_TEST_RUN (one run each: the program answers in place, so a
+/// repeated run would see its own answer). Run with
+/// `cargo test -p netsched-xdp --test draconis_differential decision_rate -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn decision_rate() {
+    let config = DraconisConfig::fcfs(1 << 17);
+    let Some(mut xdp) = load("decision_rate", &config) else {
+        return;
+    };
+    xdp.install(&Draconis::new(config), &clients(), &executors())
+        .expect("install");
+    let runs = 50_000u64;
+    let mut median = |packet: &[u8], expect: XdpAction, n: u64| {
+        let mut ns: Vec<u32> = (0..n)
+            .map(|_| {
+                let run = xdp.test_run(packet, 1).expect("test run");
+                assert_eq!(run.action, expect);
+                run.mean_ns
+            })
+            .collect();
+        ns.sort_unstable();
+        ns[ns.len() / 2]
+    };
+    let one = packet(&job(0, 1, &[task(1, 0)]));
+    let eight = packet(&job(0, 2, &(1..=8).map(|i| task(i, 0)).collect::<Vec<_>>()));
+    let submit_one = median(&one, XdpAction::Tx, runs);
+    let submit_eight = median(&eight, XdpAction::Tx, runs / 8);
+    let assign = median(&packet(&REQUEST), XdpAction::Tx, 2 * runs);
+    let noop = median(&packet(&REQUEST), XdpAction::Tx, runs / 5);
+    let c = xdp.counters().expect("counters");
+    assert_eq!(c.assigned, 2 * runs);
+    assert_eq!(c.noops, runs / 5);
+    let per_s = |ns: u32| 1e3 / f64::from(ns.max(1));
+    println!(
+        "median ns per packet: 1-task submission {submit_one} ({:.2} M/s), 8-task submission {submit_eight} ({:.2} M tasks/s), assignment {assign} ({:.2} M/s), no-op {noop}",
+        per_s(submit_one),
+        8.0 * per_s(submit_eight),
+        per_s(assign),
+    );
+}
