@@ -488,8 +488,6 @@ static __always_inline int answer_request(struct xdp_md *ctx, struct run *run)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u8 *body = data + HEADERS_LEN;
-	if ((void *)(body + ASSIGNMENT_LEN) > data_end && run->assigned)
-		return XDP_DROP;
 	if ((void *)(body + NOOP_LEN) > data_end)
 		return XDP_DROP;
 	body[0] = WIRE_PULL;
