@@ -247,14 +247,17 @@ impl Outbox {
         self.len = 0;
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    #[inline]
     pub fn as_slice(&self) -> &[Action] {
         &self.items[..self.len]
     }

@@ -149,6 +149,7 @@ impl IdleNodes {
     }
 
     /// Alg. 1 ADD.
+    #[inline]
     pub fn add(&mut self, pass: &Pass, node: NodeId) -> AddOutcome {
         if let Some(member) = &mut self.member {
             let was = member.update(pass, node as usize, |m| std::mem::replace(m, true));
@@ -173,6 +174,7 @@ impl IdleNodes {
     }
 
     /// Alg. 1 SCHEDULETASKIDLE at a leaf: take the top idle node out.
+    #[inline]
     pub fn retrieve(&mut self, pass: &Pass) -> Retrieved {
         if self.lock.read(pass, 0) {
             return Retrieved::Locked;
@@ -195,6 +197,7 @@ impl IdleNodes {
     }
 
     /// Alg. 1 SCHEDULETASKIDLE at a spine: read the top idle node, keep it.
+    #[inline]
     pub fn peek(&mut self, pass: &Pass) -> Option<NodeId> {
         self.peek_slot(pass, |p| p - 1)
     }
@@ -204,6 +207,7 @@ impl IdleNodes {
     /// holds the removed node and `p` already excludes the moved one, so a
     /// peek that sees the lock held reports no idle node, as a leaf's
     /// retrieve does.
+    #[inline]
     pub fn peek_slot(&mut self, pass: &Pass, choose: impl FnOnce(u32) -> u32) -> Option<NodeId> {
         if self.lock.read(pass, 0) {
             return None;

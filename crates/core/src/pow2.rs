@@ -110,11 +110,16 @@ impl LazyPow2 {
         if count == 1 {
             return (a, a);
         }
-        let b = (a + 1 + rng.below(count - 1)) % count;
+        // a + 1 + r < 2 * count, so one subtraction is the `% count` of
+        // the original draw without a division (it was 13 % of a busy
+        // decision's sampling).
+        let b = a + 1 + rng.below(count - 1);
+        let b = if b >= count { b - count } else { b };
         (a, b)
     }
 
     /// Alg. 2 SCHEDULETASKBUSY, first path.
+    #[inline]
     pub fn schedule(&mut self, pass: &Pass, rng: &mut Rng, task: TaskMeta) -> Pow2First {
         let count = self.count.read(pass, 0);
         if count == 0 {
@@ -174,6 +179,7 @@ impl LazyPow2 {
     /// The node the resubmit path will choose: the lighter of the carried
     /// actual loads, ties to the first sample. Known before any stage, from
     /// the packet's metadata alone.
+    #[inline]
     pub fn resubmit_choice(r: &Pow2Samples) -> NodeId {
         let q1 = r.first_load.saturating_add(r.first_drift);
         let q2 = r.second_load.saturating_add(r.second_drift);
@@ -188,6 +194,7 @@ impl LazyPow2 {
     /// the chosen node's drift into its load, unless a report replaced both
     /// since the first pass (its epoch moved on): then only this task is
     /// added, as drift.
+    #[inline]
     pub fn schedule_resubmitted(&mut self, pass: &Pass, r: &Pow2Samples) -> Option<NodeId> {
         let node = Self::resubmit_choice(r);
         let (carried, epoch) = if node == r.first {
@@ -228,6 +235,7 @@ impl LazyPow2 {
 
     /// Alg. 2 UPDATE: a reply or loadUpdate reports `node`'s load.
     /// Returns false if the node is unknown.
+    #[inline]
     pub fn update(&mut self, pass: &Pass, node: NodeId, load: u32) -> bool {
         if node as usize >= self.slot_of.len() {
             return false;
@@ -252,6 +260,7 @@ impl LazyPow2 {
     /// node's drift grows by its increment. Uses `slot_of`, `factor`, `drift1`,
     /// `drift2` only, so it composes with idleNodes in the same pass.
     /// Returns whether `node` is live.
+    #[inline]
     pub fn add_drift(&mut self, pass: &Pass, node: NodeId) -> bool {
         let slot = self.slot_of.read(pass, node as usize);
         if slot == NO_SLOT {
@@ -348,6 +357,7 @@ impl LazyPow2 {
         self.count.control_write(0, last as u32);
     }
 
+    #[inline]
     pub fn contains(&self, node: NodeId) -> bool {
         (node as usize) < self.slot_of.len() && self.slot_of.peek(node as usize) != NO_SLOT
     }

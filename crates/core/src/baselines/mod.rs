@@ -225,6 +225,7 @@ impl NodeSlots {
 
 /// Continuation packets follow the first packet (Horus §A.4). Returns true if
 /// `task` was a continuation and has been handled.
+#[inline]
 pub(crate) fn follow(
     table: &mut AffinityTable,
     pass: &Pass,

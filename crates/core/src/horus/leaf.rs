@@ -161,6 +161,7 @@ impl HorusLeaf {
     /// Dispatch bookkeeping shared by every path: the worker owes one more
     /// reply, and the rack average grows by 1/w and may trigger a loadUpdate.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn commit(
         &mut self,
         pass: &Pass,
@@ -206,6 +207,7 @@ impl HorusLeaf {
     /// loaded rack forever. Mirroring the spine's drift keeps its view within
     /// one task per worker of the truth, at about one report per w tasks
     /// (Horus App. B Fig. 16: < 0.15 load updates per task).
+    #[inline]
     fn maybe_load_update(&mut self, pass: &Pass, avg: u32, spine_drift: u32, out: &mut Outbox) {
         let send = self.spine_view.update(pass, 0, |view| {
             *view = view.saturating_add(spine_drift);
@@ -224,6 +226,7 @@ impl HorusLeaf {
         }
     }
 
+    #[inline]
     fn notify(out: &mut Outbox, notice: Notice) {
         out.push(Action::Notify {
             to: Upstream::Linked,
@@ -231,6 +234,7 @@ impl HorusLeaf {
         });
     }
 
+    #[inline]
     fn on_task(&mut self, now: u64, task: TaskMeta, out: &mut Outbox) {
         let pass = self.pipeline.begin();
         if follow_affinity(&mut self.conn, &pass, now, task, out) {
@@ -245,6 +249,7 @@ impl HorusLeaf {
     /// are idle (T = 0 in the paper). A popped worker that still owes replies
     /// is a stale entry (see the module docs): it stays popped and the task
     /// is resubmitted to try again.
+    #[inline]
     fn schedule(
         &mut self,
         pass: &Pass,
@@ -320,6 +325,7 @@ impl HorusLeaf {
         }
     }
 
+    #[inline]
     fn dispatch_retrieved(
         &mut self,
         pass: &Pass,
@@ -362,6 +368,7 @@ impl HorusLeaf {
         }
     }
 
+    #[inline]
     fn list_idle(&mut self, pass: &Pass, node: NodeId, out: &mut Outbox) {
         let added = self.idle.add(pass, node);
         if let AddOutcome::Added { .. } = added {
@@ -386,6 +393,7 @@ impl HorusLeaf {
         }
     }
 
+    #[inline]
     fn on_reply(&mut self, now: u64, node: NodeId, qlen: u32, out: &mut Outbox) {
         if !self.pow2.contains(node) {
             out.push(Action::Drop(DropReason::UnknownNode));
@@ -637,6 +645,7 @@ impl HorusLeaf {
 }
 
 impl DataPlane for HorusLeaf {
+    #[inline]
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
         match input {
             Input::Task(t) => self.on_task(now, t, out),

@@ -111,6 +111,7 @@ impl HorusSpine {
         &self.options
     }
 
+    #[inline]
     fn known(&self, node: NodeId) -> bool {
         self.pow2.contains(node) || self.idle_only.get(node as usize).copied().unwrap_or(false)
     }
@@ -143,6 +144,7 @@ impl HorusSpine {
         spine
     }
 
+    #[inline]
     fn on_task(&mut self, now: u64, mut task: TaskMeta, out: &mut Outbox) {
         let pass = self.pipeline.begin();
         if follow_affinity(&mut self.conn, &pass, now, task, out) {
@@ -169,6 +171,7 @@ impl HorusSpine {
     }
 
     /// Alg. 2 SCHEDULETASKBUSY over the racks.
+    #[inline]
     fn busy_path(&mut self, pass: &Pass, now: u64, task: TaskMeta, out: &mut Outbox) {
         match self.pow2.schedule(pass, &mut self.rng, task) {
             Pow2First::Chosen(rack) => self.dispatch(pass, now, rack, task, Decision::Sampled, out),
@@ -214,6 +217,7 @@ impl HorusSpine {
         self.busy_path(pass, now, task, out);
     }
 
+    #[inline]
     fn dispatch(
         &mut self,
         pass: &Pass,
@@ -305,6 +309,7 @@ impl HorusSpine {
 }
 
 impl DataPlane for HorusSpine {
+    #[inline]
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
         match input {
             Input::Task(t) => self.on_task(now, t, out),
