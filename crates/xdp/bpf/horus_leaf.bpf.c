@@ -96,6 +96,22 @@ struct leaf_config {
 	__u64 fixed_now;
 	__u8 leaf_mac[6];
 	__u16 pad;
+	// Nonzero (netsched switch): a forwarded task leaves from the leaf's own
+	// address, as the socket daemon sends it, and its source is kept in
+	// `reply_route`. Zero (differential tests): the client's source is kept.
+	__be32 leaf_ip;
+	__be16 leaf_port;
+	__u16 pad2;
+};
+
+// Where an application's tasks came from (the socket daemon's reply
+// routes, crates/node/src/switch/reply_routes.rs): the daemon sends the
+// replies XDP passes up there. Keyed by the application id as it is on the
+// wire (task_id's upper half, big endian).
+struct reply_route {
+	__be32 ip;
+	__be16 port;
+	__u16 pad;
 };
 
 struct rng_state {
@@ -144,6 +160,13 @@ struct {
 	__uint(max_entries, 4096);
 	__type(value, struct notice);
 } notices SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct reply_route);
+} reply_routes SEC(".maps");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -636,11 +659,22 @@ static __always_inline int forward(struct ethhdr *eth, struct iphdr *ip, struct 
 		return XDP_DROP;
 	__builtin_memcpy(eth->h_source, cfg->leaf_mac, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, to->mac, ETH_ALEN);
+	if ((void *)(horus + 16) > data_end)
+		return XDP_DROP;
+	if (cfg->leaf_ip) {
+		__u32 app;
+		__builtin_memcpy(&app, horus + 12, sizeof(app));
+		struct reply_route from = { .ip = ip->saddr, .port = udp->source };
+		struct reply_route *known = bpf_map_lookup_elem(&reply_routes, &app);
+		// Written only when it changed: a hash update costs more than a lookup.
+		if (!known || known->ip != from.ip || known->port != from.port)
+			bpf_map_update_elem(&reply_routes, &app, &from, BPF_ANY);
+		ip->saddr = cfg->leaf_ip;
+		udp->source = cfg->leaf_port;
+	}
 	ip->daddr = to->ip;
 	udp->dest = to->port;
 	udp->check = 0;
-	if ((void *)(horus + 8) > data_end)
-		return XDP_DROP;
 	horus[6] = (__u8)(node >> 8);
 	horus[7] = (__u8)node;
 	ip->check = 0;

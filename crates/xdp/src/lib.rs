@@ -8,16 +8,19 @@
 //! ([`XdpLeaf::install`]): every register array into the map of the same
 //! name, and the random stream's state, so both draw the same samples.
 
+mod daemon;
 mod test_run;
 
 use std::os::fd::{AsFd, AsRawFd};
 
 use aya::maps::{Array, MapData, Queue};
-use aya::programs::{Xdp, XdpFlags};
+use aya::programs::Xdp;
 use aya::Ebpf;
 use netsched_core::horus::HorusLeaf;
 use netsched_core::{NodeId, Notice};
 
+pub use aya::programs::XdpFlags;
+pub use daemon::{interface_mac, neighbour_mac};
 pub use test_run::{TestRun, XdpAction};
 
 /// The BPF object built by build.rs (empty when clang was missing).
@@ -150,17 +153,27 @@ struct LeafConfig {
     loss_resync_ns: u64,
     fixed_now: u64,
     leaf_mac: [u8; 6],
+    /// Where forwarded tasks leave from (`netsched switch`); none: the
+    /// client's source is kept (the differential tests).
+    source: Option<std::net::SocketAddrV4>,
 }
 
+/// Bytes of `struct leaf_config`.
+const LEAF_CONFIG_BYTES: usize = 48;
+
 impl LeafConfig {
-    fn to_bytes(self) -> [u8; 40] {
-        let mut b = [0u8; 40];
+    fn to_bytes(self) -> [u8; LEAF_CONFIG_BYTES] {
+        let mut b = [0u8; LEAF_CONFIG_BYTES];
         b[0..4].copy_from_slice(&self.threshold.to_ne_bytes());
         b[4..8].copy_from_slice(&self.idle_capacity.to_ne_bytes());
         b[8..12].copy_from_slice(&u32::from(self.announce_on_reply).to_ne_bytes());
         b[16..24].copy_from_slice(&self.loss_resync_ns.to_ne_bytes());
         b[24..32].copy_from_slice(&self.fixed_now.to_ne_bytes());
         b[32..38].copy_from_slice(&self.leaf_mac);
+        if let Some(source) = self.source {
+            b[40..44].copy_from_slice(&source.ip().octets());
+            b[44..46].copy_from_slice(&source.port().to_be_bytes());
+        }
         b
     }
 }
@@ -192,6 +205,7 @@ impl XdpLeaf {
                 loss_resync_ns: 0,
                 fixed_now: 0,
                 leaf_mac: [0; 6],
+                source: None,
             },
         })
     }
@@ -222,6 +236,7 @@ impl XdpLeaf {
             loss_resync_ns: options.loss_resync_ns,
             fixed_now: self.config.fixed_now,
             leaf_mac,
+            source: self.config.source,
         };
         self.write_config()?;
         // Nodes beyond the sans-IO arrays are not live.
@@ -250,7 +265,8 @@ impl XdpLeaf {
 
     fn write_config(&mut self) -> Result<(), XdpError> {
         let bytes = self.config.to_bytes();
-        self.array::<[u8; 40]>("leaf_config")?.set(0, bytes, 0)?;
+        self.array::<[u8; LEAF_CONFIG_BYTES]>("leaf_config")?
+            .set(0, bytes, 0)?;
         Ok(())
     }
 
