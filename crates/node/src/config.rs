@@ -247,6 +247,11 @@ pub struct XdpConfig {
     pub interface: String,
     #[serde(default)]
     pub mode: XdpMode,
+    /// The CPU that runs the leaf: every packet is redirected to it
+    /// (cpumap), so the program's unsynchronised state sees one packet at
+    /// a time whatever CPU received it (docs/xdp.md).
+    #[serde(default)]
+    pub cpu: u32,
 }
 
 /// How the program is attached: `native` in the driver (default), or
@@ -262,6 +267,8 @@ pub enum XdpMode {
 
 /// Workers one XDP leaf holds (`netsched_xdp::MAX_WORKERS`).
 pub const XDP_MAX_WORKERS: usize = 64;
+/// CPUs the XDP leaf's cpumap covers (`netsched_xdp::MAX_CPUS`).
+pub const XDP_MAX_CPUS: u32 = 64;
 
 /// Default `max_routes_per_source`: a client process uses one application
 /// id per thread (docs/runtime.md, client `threads`).
@@ -439,8 +446,14 @@ impl SwitchConfig {
             }
             return Ok(());
         }
-        if self.xdp.is_none() {
+        let Some(xdp) = &self.xdp else {
             return invalid("needs [xdp] interface".into());
+        };
+        if xdp.cpu >= XDP_MAX_CPUS {
+            return invalid(format!(
+                "xdp.cpu = {} is beyond the cpumap's {XDP_MAX_CPUS} CPUs",
+                xdp.cpu
+            ));
         }
         match self.listen.parse::<SocketAddr>() {
             Ok(SocketAddr::V4(a)) if !a.ip().is_unspecified() && a.port() != 0 => {}

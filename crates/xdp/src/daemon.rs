@@ -5,10 +5,22 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use aya::maps::{HashMap, MapData};
+use aya::maps::{Array, CpuMap, HashMap, MapData};
+use aya::programs::{Xdp, XdpFlags};
 use netsched_core::horus::HorusLeaf;
 
 use crate::{WorkerAddr, XdpError, XdpLeaf};
+
+/// The steering program and the leaf as a cpumap program (the C source's
+/// "Serialising the leaf").
+const STEER: &str = "horus_steer";
+const LEAF_ON_CPU: &str = "horus_leaf_cpu";
+
+/// Packets the cpumap queues toward the leaf's CPU before dropping.
+const CPU_QUEUE: u32 = 4096;
+
+/// CPUs `leaf_runs_on` and `leaf_cpu` cover.
+pub const MAX_CPUS: u32 = 64;
 
 impl XdpLeaf {
     /// Forwarded tasks leave from `source` (the daemon's address, as the
@@ -54,6 +66,68 @@ impl XdpLeaf {
         self.array::<[u64; 4]>("leaf_rng")?.set(0, rng, 0)?;
         Ok(())
     }
+}
+
+impl XdpLeaf {
+    /// Attaches the leaf so that one CPU runs it whatever CPU took the
+    /// packet: `horus_steer` on `interface` redirects every packet into the
+    /// cpumap entry of `cpu`, whose program is the leaf (`horus_leaf_cpu`,
+    /// kernel >= 5.9), and that CPU's cpumap thread runs it one packet at a
+    /// time. The maps are the same as [`XdpLeaf::attach`]'s.
+    pub fn attach_serialised(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+        cpu: u32,
+    ) -> Result<(), XdpError> {
+        if cpu >= MAX_CPUS {
+            return Err(XdpError::CpuOutOfRange { cpu });
+        }
+        let leaf: &mut Xdp = self
+            .ebpf
+            .program_mut(LEAF_ON_CPU)
+            .ok_or(XdpError::NoProgram)?
+            .try_into()?;
+        leaf.load()?;
+        let leaf_fd = leaf.fd()?.try_clone().map_err(XdpError::Fd)?;
+        let map = self
+            .ebpf
+            .map_mut("leaf_cpu")
+            .ok_or(XdpError::NoMap("leaf_cpu"))?;
+        CpuMap::try_from(map)?.set(cpu, CPU_QUEUE, Some(&leaf_fd), 0)?;
+        self.array::<u32>("steer_cpu")?.set(0, cpu, 0)?;
+        let steer: &mut Xdp = self
+            .ebpf
+            .program_mut(STEER)
+            .ok_or(XdpError::NoProgram)?
+            .try_into()?;
+        steer.load()?;
+        steer.attach(interface, flags)?;
+        Ok(())
+    }
+
+    /// Packets per CPU since [`XdpLeaf::attach_serialised`]: the ones the
+    /// steering program took, and the ones the leaf ran.
+    pub fn runs_on(&mut self) -> Result<CpuRuns, XdpError> {
+        let map = self.ebpf.map("runs_on").ok_or(XdpError::NoMap("runs_on"))?;
+        let runs: Array<&MapData, u64> = Array::try_from(map)?;
+        let per_cpu = |offset: u32| -> Result<Vec<u64>, XdpError> {
+            (0..MAX_CPUS)
+                .map(|cpu| Ok(runs.get(&(offset + cpu), 0)?))
+                .collect()
+        };
+        Ok(CpuRuns {
+            steered: per_cpu(0)?,
+            leaf: per_cpu(MAX_CPUS)?,
+        })
+    }
+}
+
+/// [`XdpLeaf::runs_on`], indexed by CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuRuns {
+    pub steered: Vec<u64>,
+    pub leaf: Vec<u64>,
 }
 
 /// `interface`'s MAC, from sysfs (of the namespace sysfs was mounted in:

@@ -20,7 +20,7 @@ use netsched_core::horus::HorusLeaf;
 use netsched_core::{NodeId, Notice};
 
 pub use aya::programs::XdpFlags;
-pub use daemon::{interface_mac, neighbour_mac};
+pub use daemon::{interface_mac, neighbour_mac, CpuRuns, MAX_CPUS};
 pub use test_run::{TestRun, XdpAction};
 
 /// The BPF object built by build.rs (empty when clang was missing).
@@ -63,6 +63,12 @@ pub enum XdpError {
     IdleTokens,
     #[error("notice of unknown kind {0} on the notices queue")]
     UnknownNotice(u32),
+    #[error("the leaf's CPU {cpu} is beyond the cpumap's {}", daemon::MAX_CPUS)]
+    CpuOutOfRange { cpu: u32 },
+    #[error("duplicating the leaf program's fd: {0}")]
+    Fd(std::io::Error),
+    #[error("cpumap: {0}")]
+    CpuMap(#[from] aya::maps::xdp::XdpMapError),
 }
 
 /// Where the leaf sends a worker's tasks: the rewritten destination.

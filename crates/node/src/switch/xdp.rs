@@ -80,6 +80,8 @@ pub(super) struct XdpPath {
     installed_alive: Vec<bool>,
     events: [Slot; 12],
     reinstalls: Slot,
+    /// Per CPU: packets the steering program took, packets the leaf ran.
+    cpu_packets: Vec<[Slot; 2]>,
     /// Passed-up tasks refused so far (the log says the first and then
     /// every 1000th, not one line per datagram).
     refused: u64,
@@ -112,7 +114,7 @@ impl XdpPath {
             XdpMode::Native => XdpFlags::DRV_MODE,
             XdpMode::Generic => XdpFlags::SKB_MODE,
         };
-        leaf.attach(&interface, flags)?;
+        leaf.attach_serialised(&interface, flags, xcfg.cpu)?;
         let events = EVENTS.map(|e| {
             reg.register(
                 "netsched_xdp_events_total",
@@ -127,10 +129,27 @@ impl XdpPath {
             Kind::Counter,
             &[],
         );
+        let cpus = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(netsched_xdp::MAX_CPUS as usize);
+        let cpu_packets = (0..cpus)
+            .map(|cpu| {
+                let cpu = cpu.to_string();
+                ["steer", "leaf"].map(|program| {
+                    reg.register(
+                        "netsched_xdp_cpu_packets_total",
+                        "datapath xdp: packets per CPU the steering program took and the leaf ran (one CPU runs the leaf)",
+                        Kind::Counter,
+                        &[("program", program), ("cpu", &cpu)],
+                    )
+                })
+            })
+            .collect();
         tracing::info!(
             target: "switch",
             interface = %interface,
             mode = ?xcfg.mode,
+            cpu = xcfg.cpu,
             workers = workers.len(),
             "xdp leaf attached"
         );
@@ -142,6 +161,7 @@ impl XdpPath {
             installed_alive: alive.to_vec(),
             events,
             reinstalls,
+            cpu_packets,
             refused: 0,
         })
     }
@@ -314,6 +334,12 @@ impl SwitchDaemon {
                 }
             }
             Err(e) => tracing::warn!(target: "switch", error = %e, "xdp: reading counters"),
+        }
+        if let Ok(runs) = x.leaf.runs_on() {
+            for (cpu, [steer, leaf]) in x.cpu_packets.iter().enumerate() {
+                self.registry.set(*steer, runs.steered[cpu]);
+                self.registry.set(*leaf, runs.leaf[cpu]);
+            }
         }
         // The rack average lives in the program (Horus A.2, 16.16 fixed point).
         if let Ok(avg) = x.leaf.read_array("leaf.avg", 1) {
