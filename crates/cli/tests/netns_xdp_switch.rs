@@ -369,7 +369,7 @@ fn xdp_beside_socket_tasks_per_second() {
         format!(
             "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = 7\nthreads = 2\n\
              rate = {rate}\nduration_ms = 2000\ntimeout_ms = 200\nseed = 5\n\
-             bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 0 }}\n",
+             bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 1 }}\n",
             cli.addr
         ),
     );
