@@ -219,7 +219,56 @@ pub struct SwitchConfig {
     /// `max_service_ms`, so a route is not forgotten under a running task.
     #[serde(default = "default_route_idle_ms")]
     pub route_idle_ms: u64,
+    /// Where tasks are scheduled: `socket` (default), the data plane in this
+    /// process behind its UDP socket; `xdp`, the Horus leaf as an XDP
+    /// program on `[xdp] interface` (docs/xdp.md, `netsched switch`).
+    #[serde(default)]
+    pub datapath: Datapath,
+    /// With `datapath = "xdp"`: the interface and attach mode.
+    #[serde(default)]
+    pub xdp: Option<XdpConfig>,
 }
+
+/// [`SwitchConfig::datapath`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Datapath {
+    #[default]
+    Socket,
+    Xdp,
+}
+
+/// `[xdp]` of a switch config.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XdpConfig {
+    /// The interface tasks and replies arrive on (the one `listen`'s
+    /// address is on).
+    pub interface: String,
+    #[serde(default)]
+    pub mode: XdpMode,
+    /// The CPU that runs the leaf: every packet is redirected to it
+    /// (cpumap), so the program's unsynchronised state sees one packet at
+    /// a time whatever CPU received it (docs/xdp.md).
+    #[serde(default)]
+    pub cpu: u32,
+}
+
+/// How the program is attached: `native` in the driver (default), or
+/// `generic` after the kernel built its socket buffer (any interface, e.g.
+/// a veth inside a network namespace).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum XdpMode {
+    #[default]
+    Native,
+    Generic,
+}
+
+/// Workers one XDP leaf holds (`netsched_xdp::MAX_WORKERS`).
+pub const XDP_MAX_WORKERS: usize = 64;
+/// CPUs the XDP leaf's cpumap covers (`netsched_xdp::MAX_CPUS`).
+pub const XDP_MAX_CPUS: u32 = 64;
 
 /// Default `max_routes_per_source`: a client process uses one application
 /// id per thread (docs/runtime.md, client `threads`).
@@ -257,6 +306,8 @@ impl Default for SwitchConfig {
             fault: Default::default(),
             max_routes_per_source: DEFAULT_MAX_ROUTES_PER_SOURCE,
             route_idle_ms: DEFAULT_ROUTE_IDLE_MS,
+            datapath: Datapath::Socket,
+            xdp: None,
         }
     }
 }
@@ -302,6 +353,7 @@ impl SwitchConfig {
                 "status_ms must be at least 1 with a controller".into(),
             ));
         }
+        self.validate_datapath()?;
         // A daemon may host a spine and a leaf of the same pool (Horus §3.5:
         // software schedulers at either layer), but one of each.
         let mut slots: Vec<(u16, bool)> = self
@@ -376,6 +428,68 @@ impl SwitchConfig {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl SwitchConfig {
+    /// What the XDP leaf cannot run is refused here, one line naming the
+    /// key, rather than half-run (docs/xdp.md).
+    fn validate_datapath(&self) -> Result<(), ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(format!("datapath = \"xdp\": {m}")));
+        if self.datapath == Datapath::Socket {
+            if self.xdp.is_some() {
+                return Err(ConfigError::Invalid(
+                    "[xdp] is for datapath = \"xdp\"".into(),
+                ));
+            }
+            return Ok(());
+        }
+        let Some(xdp) = &self.xdp else {
+            return invalid("needs [xdp] interface".into());
+        };
+        if xdp.cpu >= XDP_MAX_CPUS {
+            return invalid(format!(
+                "xdp.cpu = {} is beyond the cpumap's {XDP_MAX_CPUS} CPUs",
+                xdp.cpu
+            ));
+        }
+        match self.listen.parse::<SocketAddr>() {
+            Ok(SocketAddr::V4(a)) if !a.ip().is_unspecified() && a.port() != 0 => {}
+            _ => {
+                return invalid(format!(
+                    "listen = {:?} must be the leaf's IPv4 address and port (forwarded tasks leave from it)",
+                    self.listen
+                ))
+            }
+        }
+        let [i] = &self.instances[..] else {
+            return invalid("instance: exactly one (a Horus leaf)".into());
+        };
+        if i.role != Role::Leaf {
+            return invalid("instance.role: XDP runs a leaf".into());
+        }
+        if i.policy != Policy::Horus {
+            return invalid(format!(
+                "instance.policy: XDP runs `horus` (the paper's mechanism, no tokens), not `{}`",
+                i.policy.name()
+            ));
+        }
+        if i.downstream.len() > XDP_MAX_WORKERS {
+            return invalid(format!(
+                "instance.downstream: {} workers exceed the XDP leaf's {XDP_MAX_WORKERS}",
+                i.downstream.len()
+            ));
+        }
+        if i.downstream.iter().any(|a| !a.is_ipv4()) {
+            return invalid("instance.downstream: workers need IPv4 addresses".into());
+        }
+        if !i.clients.is_empty() {
+            return invalid(
+                "instance.clients: the program takes tasks from any source (no closed instances)"
+                    .into(),
+            );
         }
         Ok(())
     }

@@ -51,6 +51,9 @@ pub enum Error {
     /// crate cannot use.
     #[error("{0}")]
     Protocol(String),
+    /// The XDP data path (`datapath = "xdp"`) could not be set up.
+    #[error("xdp: {0}")]
+    Xdp(#[from] netsched_xdp::XdpError),
 }
 
 impl Error {

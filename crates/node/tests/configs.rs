@@ -72,3 +72,62 @@ fn invalid_configs_are_rejected_with_a_message() {
         .to_string()
         .contains("no targets"));
 }
+
+/// `datapath = "xdp"` refuses what the XDP leaf cannot run, naming the key.
+#[test]
+fn xdp_datapath_configs_the_program_cannot_run_are_refused() {
+    let leaf = |extra: &str, instance: &str| {
+        format!(
+            "listen = \"10.0.0.2:7101\"\ndatapath = \"xdp\"\n{extra}\n\
+             [[instance]]\npool = 1\nrole = \"leaf\"\n{instance}"
+        )
+    };
+    let xdp = "[xdp]\ninterface = \"eth0\"\nmode = \"generic\"\n";
+    let ok = leaf(xdp, "downstream = [\"10.0.0.3:9000\"]");
+    let c = SwitchConfig::from_toml(&ok).unwrap();
+    assert_eq!(c.datapath, netsched_node::config::Datapath::Xdp);
+    let x = c.xdp.unwrap();
+    assert_eq!(
+        (x.interface.as_str(), x.mode),
+        ("eth0", netsched_node::config::XdpMode::Generic)
+    );
+    let sixty_five = (0..65)
+        .map(|i| format!("\"10.0.1.{i}:9000\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    for (bad, why) in [
+        (leaf("", "downstream = [\"10.0.0.3:9000\"]"), "needs [xdp] interface"),
+        (
+            leaf(xdp, "policy = \"horus-tokens\"\ndownstream = [\"10.0.0.3:9000\"]"),
+            "instance.policy",
+        ),
+        (
+            leaf(xdp, &format!("downstream = [{sixty_five}]")),
+            "instance.downstream: 65 workers exceed the XDP leaf's 64",
+        ),
+        (
+            leaf(xdp, "downstream = [\"10.0.0.3:9000\"]\nclients = [\"10.0.0.9:1\"]"),
+            "instance.clients",
+        ),
+        (
+            leaf(xdp, "downstream = [\"10.0.0.3:9000\"]").replace("10.0.0.2:7101", "0.0.0.0:7101"),
+            "listen",
+        ),
+        (
+            leaf(xdp, "downstream = [\"10.0.0.3:9000\"]").replace("role = \"leaf\"", "role = \"spine\""),
+            "instance.role",
+        ),
+        (
+            format!("{ok}\n[[instance]]\npool = 2\nrole = \"leaf\"\ndownstream = [\"10.0.0.3:9000\"]"),
+            "instance: exactly one",
+        ),
+        (
+            format!("listen = \"x\"\n{xdp}\n[[instance]]\npool = 1\nrole = \"leaf\"\ndownstream = [\"10.0.0.3:9000\"]"),
+            "[xdp] is for datapath = \"xdp\"",
+        ),
+    ] {
+        let e = SwitchConfig::from_toml(&bad).unwrap_err().to_string();
+        assert!(e.contains(why), "{e:?} should say {why:?}");
+        assert!(!e.contains('\n'), "one line: {e:?}");
+    }
+}

@@ -107,6 +107,22 @@ struct leaf_config {
 	__u64 fixed_now;
 	__u8 leaf_mac[6];
 	__u16 pad;
+	// Nonzero (netsched switch): a forwarded task leaves from the leaf's own
+	// address, as the socket daemon sends it, and its source is kept in
+	// `reply_route`. Zero (differential tests): the client's source is kept.
+	__be32 leaf_ip;
+	__be16 leaf_port;
+	__u16 pad2;
+};
+
+// Where an application's tasks came from (the socket daemon's reply
+// routes, crates/node/src/switch/reply_routes.rs): the daemon sends the
+// replies XDP passes up there. Keyed by the application id as it is on the
+// wire (task_id's upper half, big endian).
+struct reply_route {
+	__be32 ip;
+	__be16 port;
+	__u16 pad;
 };
 
 struct rng_state {
@@ -155,6 +171,13 @@ struct {
 	__uint(max_entries, 4096);
 	__type(value, struct notice);
 } notices SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct reply_route);
+} reply_routes SEC(".maps");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -623,8 +646,8 @@ static __always_inline int on_reply(__u32 node, __u32 qlen, __u64 now,
 		if (slot_of(node) != NO_SLOT)
 			list_idle(node, cfg);
 	}
-	// The reply goes on to its client by the user-space daemon's reply
-	// routes (per application id), which stay out of XDP (docs/xdp.md).
+	// The reply goes on to its client from user space, by the route
+	// `forward` recorded for its application (`reply_routes`, docs/xdp.md).
 	return XDP_PASS;
 }
 
@@ -647,11 +670,22 @@ static __always_inline int forward(struct ethhdr *eth, struct iphdr *ip, struct 
 		return XDP_DROP;
 	__builtin_memcpy(eth->h_source, cfg->leaf_mac, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, to->mac, ETH_ALEN);
+	if ((void *)(horus + 16) > data_end)
+		return XDP_DROP;
+	if (cfg->leaf_ip) {
+		__u32 app;
+		__builtin_memcpy(&app, horus + 12, sizeof(app));
+		struct reply_route from = { .ip = ip->saddr, .port = udp->source };
+		struct reply_route *known = bpf_map_lookup_elem(&reply_routes, &app);
+		// Written only when it changed: a hash update costs more than a lookup.
+		if (!known || known->ip != from.ip || known->port != from.port)
+			bpf_map_update_elem(&reply_routes, &app, &from, BPF_ANY);
+		ip->saddr = cfg->leaf_ip;
+		udp->source = cfg->leaf_port;
+	}
 	ip->daddr = to->ip;
 	udp->dest = to->port;
 	udp->check = 0;
-	if ((void *)(horus + 8) > data_end)
-		return XDP_DROP;
 	horus[6] = (__u8)(node >> 8);
 	horus[7] = (__u8)node;
 	ip->check = 0;
@@ -664,8 +698,10 @@ static __always_inline int forward(struct ethhdr *eth, struct iphdr *ip, struct 
 	return XDP_TX;
 }
 
-SEC("xdp")
-int horus_leaf(struct xdp_md *ctx)
+// The leaf on one packet. `on_leaf_cpu`: run from the cpumap entry on the
+// one CPU the steering program sends every packet to, where XDP_TX does not
+// exist: the task leaves by a redirect to the interface it came in on.
+static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -738,8 +774,61 @@ int horus_leaf(struct xdp_md *ctx)
 	}
 	if (run.verdict != XDP_TX)
 		return run.verdict;
-	return forward(eth, ip, udp, horus, data_end, run.chosen, cfg);
+	int verdict = forward(eth, ip, udp, horus, data_end, run.chosen, cfg);
+	if (on_leaf_cpu && verdict == XDP_TX)
+		return bpf_redirect(ctx->ingress_ifindex, 0);
+	return verdict;
 pass:
 	count(C_PASSED, 1);
 	return XDP_PASS;
+}
+
+SEC("xdp")
+int horus_leaf(struct xdp_md *ctx)
+{
+	return leaf_run(ctx, 0);
+}
+
+// Serialising the leaf (docs/xdp.md, "Resubmission and concurrency"): the
+// maps are updated without atomics, so one CPU at a time may run the leaf.
+// `horus_steer` is what the daemon attaches to the interface: on whichever
+// CPU took the packet it only redirects it into `leaf_cpu`, whose one entry
+// (the daemon's chosen CPU) runs `horus_leaf_cpu` from that CPU's cpumap
+// thread, one packet after the other.
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} leaf_cpu SEC(".maps");
+// The CPU (the key into `leaf_cpu`) that runs the leaf.
+ARRAY(steer_cpu, __u32, 1);
+
+// Packets per CPU: [cpu] the steering program took, [64 + cpu] the leaf ran
+// (the test's proof that packets came in on several CPUs and one ran them).
+ARRAY(runs_on, __u64, 2 * 64);
+
+static __always_inline void count_run(__u32 offset)
+{
+	__u32 cpu = bpf_get_smp_processor_id() + offset;
+	__u64 *runs = bpf_map_lookup_elem(&runs_on, &cpu);
+	if (runs)
+		__sync_fetch_and_add(runs, 1);
+}
+
+SEC("xdp")
+int horus_steer(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	__u32 *cpu = bpf_map_lookup_elem(&steer_cpu, &zero);
+	count_run(0);
+	// Not a cpumap entry: nothing runs the leaf, and the packet goes up.
+	return bpf_redirect_map(&leaf_cpu, cpu ? *cpu : 0, XDP_PASS);
+}
+
+SEC("xdp/cpumap")
+int horus_leaf_cpu(struct xdp_md *ctx)
+{
+	count_run(64);
+	return leaf_run(ctx, 1);
 }

@@ -8,17 +8,20 @@
 //! ([`XdpLeaf::install`]): every register array into the map of the same
 //! name, and the random stream's state, so both draw the same samples.
 
+mod daemon;
 mod draconis;
 mod test_run;
 
 use std::os::fd::{AsFd, AsRawFd};
 
 use aya::maps::{Array, MapData, Queue};
-use aya::programs::{Xdp, XdpFlags};
+use aya::programs::Xdp;
 use aya::Ebpf;
 use netsched_core::horus::HorusLeaf;
 use netsched_core::{NodeId, Notice};
 
+pub use aya::programs::XdpFlags;
+pub use daemon::{interface_mac, neighbour_mac, CpuRuns, MAX_CPUS};
 pub use draconis::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpSlot, MAX_LEVELS};
 pub use test_run::{TestRun, XdpAction};
 
@@ -84,6 +87,12 @@ pub enum XdpError {
     TooManyExecutors { executors: usize },
     #[error("a queued task names client {0}, which has no address")]
     UnknownClient(u32),
+    #[error("the leaf's CPU {cpu} is beyond the cpumap's {}", daemon::MAX_CPUS)]
+    CpuOutOfRange { cpu: u32 },
+    #[error("duplicating the leaf program's fd: {0}")]
+    Fd(std::io::Error),
+    #[error("cpumap: {0}")]
+    CpuMap(#[from] aya::maps::xdp::XdpMapError),
 }
 
 /// Where the leaf sends a worker's tasks: the rewritten destination.
@@ -174,17 +183,27 @@ struct LeafConfig {
     loss_resync_ns: u64,
     fixed_now: u64,
     leaf_mac: [u8; 6],
+    /// Where forwarded tasks leave from (`netsched switch`); none: the
+    /// client's source is kept (the differential tests).
+    source: Option<std::net::SocketAddrV4>,
 }
 
+/// Bytes of `struct leaf_config`.
+const LEAF_CONFIG_BYTES: usize = 48;
+
 impl LeafConfig {
-    fn to_bytes(self) -> [u8; 40] {
-        let mut b = [0u8; 40];
+    fn to_bytes(self) -> [u8; LEAF_CONFIG_BYTES] {
+        let mut b = [0u8; LEAF_CONFIG_BYTES];
         b[0..4].copy_from_slice(&self.threshold.to_ne_bytes());
         b[4..8].copy_from_slice(&self.idle_capacity.to_ne_bytes());
         b[8..12].copy_from_slice(&u32::from(self.announce_on_reply).to_ne_bytes());
         b[16..24].copy_from_slice(&self.loss_resync_ns.to_ne_bytes());
         b[24..32].copy_from_slice(&self.fixed_now.to_ne_bytes());
         b[32..38].copy_from_slice(&self.leaf_mac);
+        if let Some(source) = self.source {
+            b[40..44].copy_from_slice(&source.ip().octets());
+            b[44..46].copy_from_slice(&source.port().to_be_bytes());
+        }
         b
     }
 }
@@ -216,6 +235,7 @@ impl XdpLeaf {
                 loss_resync_ns: 0,
                 fixed_now: 0,
                 leaf_mac: [0; 6],
+                source: None,
             },
         })
     }
@@ -246,6 +266,7 @@ impl XdpLeaf {
             loss_resync_ns: options.loss_resync_ns,
             fixed_now: self.config.fixed_now,
             leaf_mac,
+            source: self.config.source,
         };
         self.write_config()?;
         // Nodes beyond the sans-IO arrays are not live.
@@ -274,7 +295,8 @@ impl XdpLeaf {
 
     fn write_config(&mut self) -> Result<(), XdpError> {
         let bytes = self.config.to_bytes();
-        self.array::<[u8; 40]>("leaf_config")?.set(0, bytes, 0)?;
+        self.array::<[u8; LEAF_CONFIG_BYTES]>("leaf_config")?
+            .set(0, bytes, 0)?;
         Ok(())
     }
 

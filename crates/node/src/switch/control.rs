@@ -361,7 +361,7 @@ impl SwitchDaemon {
     /// Leaf: tells the linked spine the rack's idle state and average load,
     /// so a spine that just (re)admitted it, or a new spine after a relink,
     /// starts from the truth rather than waiting for §A.3's lazy repair.
-    fn resync(&mut self, i: usize) {
+    pub(super) fn resync(&mut self, i: usize) {
         let inst = &mut self.instances[i];
         if inst.cfg.role != Role::Leaf {
             return;

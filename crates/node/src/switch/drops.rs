@@ -46,10 +46,13 @@ pub enum RuntimeDrop {
     Encode,
     /// The kernel refused the send (buffer full, unreachable).
     Send,
+    /// `datapath = "xdp"`: a task the XDP program passed up instead of
+    /// scheduling it (a multi-packet task; switch/xdp.rs), refused.
+    XdpPassedTask,
 }
 
 impl RuntimeDrop {
-    pub const ALL: [RuntimeDrop; 16] = [
+    pub const ALL: [RuntimeDrop; 17] = [
         RuntimeDrop::Truncated,
         RuntimeDrop::UnknownType,
         RuntimeDrop::Inconsistent,
@@ -66,6 +69,7 @@ impl RuntimeDrop {
         RuntimeDrop::NoPacket,
         RuntimeDrop::Encode,
         RuntimeDrop::Send,
+        RuntimeDrop::XdpPassedTask,
     ];
 
     pub fn name(self) -> &'static str {
@@ -86,6 +90,7 @@ impl RuntimeDrop {
             RuntimeDrop::NoPacket => "no_packet",
             RuntimeDrop::Encode => "encode",
             RuntimeDrop::Send => "send",
+            RuntimeDrop::XdpPassedTask => "xdp_passed_task",
         }
     }
 }

@@ -71,6 +71,8 @@ mod output;
 mod racksched_wire;
 mod reply_routes;
 mod slots;
+// datapath = "xdp": the Horus leaf in the kernel, what it passes up here.
+mod xdp;
 
 pub use drops::RuntimeDrop;
 use instance::{role_slot, Instance};
@@ -119,6 +121,8 @@ pub struct SwitchDaemon {
     parked: HashMap<u64, Vec<u8>>,
     spare: Vec<Vec<u8>>,
     rs_slots: racksched_wire::RsSlots,
+    /// `datapath = "xdp"`: the attached program (xdp.rs).
+    xdp: Option<xdp::XdpPath>,
 }
 
 impl SwitchDaemon {
@@ -136,6 +140,15 @@ impl SwitchDaemon {
             instances.push(Instance::build(cfg, pc, &mut reg));
         }
         let rs_slots = racksched_wire::register_rs(&mut reg);
+        let xdp = match cfg.datapath {
+            crate::config::Datapath::Socket => None,
+            crate::config::Datapath::Xdp => Some(xdp::XdpPath::start(
+                cfg,
+                &instances[0].plane,
+                &instances[0].alive,
+                &mut reg,
+            )?),
+        };
         let control_slots = control::ControlSlots::register(&mut reg);
         let control_auth = match cfg.controller {
             Some(_) => {
@@ -165,6 +178,7 @@ impl SwitchDaemon {
             parked: HashMap::new(),
             spare: Vec::new(),
             rs_slots,
+            xdp,
         })
     }
 
@@ -200,6 +214,10 @@ impl SwitchDaemon {
                 net::wait_readable(&self.sock, Duration::from_millis(10));
             }
             let now = self.clock.now_ns();
+            if self.xdp.is_some() {
+                let publish = now.saturating_sub(last_gauges) >= 100_000_000;
+                self.xdp_tick(publish);
+            }
             if now.saturating_sub(last_check) >= 5_000_000 {
                 last_check = now;
                 self.check_liveness(now);
@@ -240,7 +258,7 @@ impl SwitchDaemon {
                     (data, Some(_)) if self.fault.drop_now(now) => {
                         self.control_slots.fault_drops.count(&self.registry, data)
                     }
-                    (data, Some(src)) => self.handle_datagram(data, src, now),
+                    (data, Some(src)) => self.datagram(data, src, now),
                     (_, None) => self.drop_rt(RuntimeDrop::Inconsistent),
                 }
             }
@@ -271,6 +289,10 @@ impl SwitchDaemon {
     /// Copies data-plane state into the gauges (the metrics thread must not
     /// touch the data planes).
     pub fn publish_gauges(&mut self) {
+        // The state is the program's; the data plane here is the control view.
+        if self.xdp.is_some() {
+            return self.xdp_publish();
+        }
         for inst in &mut self.instances {
             if let Some(n) = inst.plane.idle_len() {
                 self.registry.set(inst.idle_gauge, n as u64);
@@ -298,8 +320,17 @@ impl SwitchDaemon {
             self.on_control(data, src, now);
             return self.flush();
         }
-        self.handle_datagram(data, src, now);
+        self.datagram(data, src, now);
         self.flush();
+    }
+
+    /// A data datagram: the data plane's, or what the XDP program passed up.
+    fn datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
+        if self.xdp.is_some() {
+            self.on_xdp_passed(data, src, now);
+        } else {
+            self.handle_datagram(data, src, now);
+        }
     }
 }
 

@@ -1,0 +1,351 @@
+//! `datapath = "xdp"`: the Horus leaf runs as an XDP program on the leaf's
+//! interface (crates/xdp, docs/xdp.md) and this daemon keeps what the
+//! program leaves to user space:
+//! * **Replies** the program passed up after updating its state go on to
+//!   their clients by the reply routes the program recorded per application
+//!   id, without a second scheduling pass.
+//! * **Tasks** that reach the socket (multi-packet tasks need the connection
+//!   table, §A.4, which XDP does not hold; or any task while the program is
+//!   not attached) are refused with a failed reply, counted as the runtime
+//!   drop `xdp_passed_task` and logged: never scheduled beside the program,
+//!   whose state would then be wrong.
+//! * **Notices** the program queued go to the linked spine as the datagrams
+//!   the socket daemon sends (§3.4).
+//! * **Control**: the sans-IO leaf of the instance is the control plane's
+//!   view. Worker add/remove (the controller's pushes, the heartbeat
+//!   failure detector) changes it as in the socket daemon; the change is then
+//!   installed into the maps and the spine resynchronised (§A.3).
+//! * **Metrics**: the program's `counters` map as
+//!   `netsched_xdp_events_total{event}` beside the daemon's own series.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::time::{Duration, Instant};
+
+use netsched_core::{Plane, Upstream};
+use netsched_proto::{task_id, HorusBody, Message};
+use netsched_xdp::{WorkerAddr, XdpCounters, XdpFlags, XdpLeaf};
+
+use super::slots::TX_REPLY;
+use super::{Pkt, RuntimeDrop, SwitchDaemon};
+use crate::config::{SwitchConfig, XdpMode};
+use crate::error::Error;
+use crate::metrics::{Kind, Registry, Slot};
+
+/// How long start-up waits for a worker's MAC to resolve.
+const NEIGHBOUR_WAIT: Duration = Duration::from_secs(3);
+
+/// The leaf is always the daemon's one instance (config validation).
+const LEAF: usize = 0;
+
+/// `XdpCounters`' fields in the order of `netsched_xdp_events_total`.
+const EVENTS: [&str; 12] = [
+    "dispatch_idle",
+    "dispatch_sampled",
+    "resubmissions",
+    "stale_idle_entries",
+    "relisted_after_reorder",
+    "forgotten_lost",
+    "drop_no_nodes",
+    "drop_overflow",
+    "drop_unknown_node",
+    "passed",
+    "replies",
+    "notices_lost",
+];
+
+fn event_values(c: &XdpCounters) -> [u64; 12] {
+    [
+        c.dispatch_idle,
+        c.dispatch_sampled,
+        c.resubmissions,
+        c.stale_idle_entries,
+        c.relisted_after_reorder,
+        c.forgotten_lost,
+        c.drop_no_nodes,
+        c.drop_overflow,
+        c.drop_unknown_node,
+        c.passed,
+        c.replies,
+        c.notices_lost,
+    ]
+}
+
+/// The loaded, attached program and what the daemon keeps beside it.
+pub(super) struct XdpPath {
+    leaf: XdpLeaf,
+    interface: String,
+    leaf_mac: [u8; 6],
+    workers: Vec<WorkerAddr>,
+    /// The control view's live workers when it was last installed.
+    installed_alive: Vec<bool>,
+    events: [Slot; 12],
+    reinstalls: Slot,
+    /// Per CPU: packets the steering program took, packets the leaf ran.
+    cpu_packets: Vec<[Slot; 2]>,
+    /// Passed-up tasks refused so far (the log says the first and then
+    /// every 1000th, not one line per datagram).
+    refused: u64,
+}
+
+impl XdpPath {
+    /// Loads the program, installs the instance's (fresh) leaf, attaches it.
+    pub(super) fn start(
+        cfg: &SwitchConfig,
+        plane: &Plane,
+        alive: &[bool],
+        reg: &mut Registry,
+    ) -> Result<Self, Error> {
+        let xcfg = cfg.xdp.as_ref().expect("validated: datapath xdp has [xdp]");
+        let Ok(SocketAddr::V4(listen)) = cfg.listen.parse::<SocketAddr>() else {
+            unreachable!("validated: an IPv4 listen address");
+        };
+        let interface = xcfg.interface.clone();
+        let leaf_mac =
+            netsched_xdp::interface_mac(&interface).map_err(|e| Error::io(&interface, e))?;
+        let downstream = &cfg.instances[LEAF].downstream;
+        let workers = resolve_workers(&interface, downstream)?;
+        let Plane::HorusLeaf(sans_io) = plane else {
+            unreachable!("validated: a Horus leaf");
+        };
+        let mut leaf = XdpLeaf::load()?;
+        leaf.set_source(listen)?;
+        leaf.install(sans_io, leaf_mac, &workers)?;
+        let flags = match xcfg.mode {
+            XdpMode::Native => XdpFlags::DRV_MODE,
+            XdpMode::Generic => XdpFlags::SKB_MODE,
+        };
+        leaf.attach_serialised(&interface, flags, xcfg.cpu)?;
+        let events = EVENTS.map(|e| {
+            reg.register(
+                "netsched_xdp_events_total",
+                "datapath xdp: the program's counters map (dispatches by path, passes, drops, notices lost)",
+                Kind::Counter,
+                &[("event", e)],
+            )
+        });
+        let reinstalls = reg.register(
+            "netsched_xdp_reinstalls_total",
+            "datapath xdp: control-plane changes installed into the program's maps",
+            Kind::Counter,
+            &[],
+        );
+        let cpus = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(netsched_xdp::MAX_CPUS as usize);
+        let cpu_packets = (0..cpus)
+            .map(|cpu| {
+                let cpu = cpu.to_string();
+                ["steer", "leaf"].map(|program| {
+                    reg.register(
+                        "netsched_xdp_cpu_packets_total",
+                        "datapath xdp: packets per CPU the steering program took and the leaf ran (one CPU runs the leaf)",
+                        Kind::Counter,
+                        &[("program", program), ("cpu", &cpu)],
+                    )
+                })
+            })
+            .collect();
+        tracing::info!(
+            target: "switch",
+            interface = %interface,
+            mode = ?xcfg.mode,
+            cpu = xcfg.cpu,
+            workers = workers.len(),
+            "xdp leaf attached"
+        );
+        Ok(XdpPath {
+            leaf,
+            interface,
+            leaf_mac,
+            workers,
+            installed_alive: alive.to_vec(),
+            events,
+            reinstalls,
+            cpu_packets,
+            refused: 0,
+        })
+    }
+}
+
+/// Each worker's MAC from the neighbour table, resolved by sending it a
+/// datagram to the discard port when not there yet.
+fn resolve_workers(interface: &str, downstream: &[SocketAddr]) -> Result<Vec<WorkerAddr>, Error> {
+    let probe = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+    let mut workers = Vec::with_capacity(downstream.len());
+    for (node, addr) in downstream.iter().enumerate() {
+        let SocketAddr::V4(a) = *addr else {
+            unreachable!("validated: IPv4 workers");
+        };
+        let deadline = Instant::now() + NEIGHBOUR_WAIT;
+        let mac = loop {
+            if let Some(mac) = netsched_xdp::neighbour_mac(interface, *a.ip())
+                .map_err(|e| Error::io("/proc/net/arp", e))?
+            {
+                break mac;
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Protocol(format!(
+                    "xdp: no MAC for worker {a} (downstream[{node}]) on {interface}: not a neighbour on that link?"
+                )));
+            }
+            let _ = probe.send_to(&[], SocketAddrV4::new(*a.ip(), 9));
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        workers.push(WorkerAddr {
+            mac,
+            ip: *a.ip(),
+            port: a.port(),
+        });
+    }
+    Ok(workers)
+}
+
+impl SwitchDaemon {
+    /// A datagram the program passed up (module docs).
+    pub(super) fn on_xdp_passed(&mut self, data: &[u8], src: SocketAddr, now: u64) {
+        let Ok(Message::Horus(m)) = Message::decode(data) else {
+            return self.handle_datagram(data, src, now);
+        };
+        let h = m.header;
+        let inst = &self.instances[LEAF];
+        if inst.cfg.pool != h.pool_id {
+            return self.handle_datagram(data, src, now);
+        }
+        match m.body {
+            HorusBody::Reply(r) => {
+                self.registry.inc(self.slots.rx[2]);
+                if !inst.is_node(h.src_id, src) {
+                    return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                }
+                if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
+                    self.registry.set(g, h.qlen as u64);
+                }
+                self.heard_from(LEAF, h.src_id as usize, now);
+                let app = task_id::app_id(r.task_id);
+                let route = self.xdp.as_mut().map(|x| x.leaf.reply_route(app));
+                match route {
+                    Some(Ok(Some(to))) => self.send_raw(data, SocketAddr::V4(to), TX_REPLY),
+                    Some(Err(e)) => {
+                        tracing::warn!(target: "switch", error = %e, "xdp: reading reply_routes");
+                        self.drop_rt(RuntimeDrop::NoRoute)
+                    }
+                    _ => self.drop_rt(RuntimeDrop::NoRoute),
+                }
+            }
+            HorusBody::TaskFirst(_) | HorusBody::TaskContinuation(_) => {
+                let first = matches!(m.body, HorusBody::TaskFirst(_));
+                self.registry.inc(self.slots.rx[if first { 0 } else { 1 }]);
+                self.refuse_passed_task(Pkt::Horus(&m), src);
+            }
+            HorusBody::KeepAlive => {
+                self.registry.inc(self.slots.rx[6]);
+                if !inst.is_node(h.src_id, src) {
+                    return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                }
+                if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
+                    self.registry.set(g, h.qlen as u64);
+                }
+                // The failure detector only: the heartbeat reconciliation
+                // of the socket daemon would change the control view, not
+                // the program's counts (the program forgets lost tasks
+                // after loss_resync_ns on its own).
+                self.heard_from(LEAF, h.src_id as usize, now);
+            }
+            _ => self.handle_datagram(data, src, now),
+        }
+    }
+
+    fn refuse_passed_task(&mut self, p: Pkt<'_>, src: SocketAddr) {
+        let Some(x) = self.xdp.as_mut() else { return };
+        x.refused += 1;
+        if x.refused % 1000 == 1 {
+            tracing::warn!(
+                target: "switch",
+                %src,
+                refused = x.refused,
+                "xdp: task passed up (multi-packet tasks need the connection table, not in XDP); refused"
+            );
+        }
+        self.refuse_task(p, src, RuntimeDrop::XdpPassedTask);
+    }
+
+    /// Between batches: sends the notices the program queued, installs a
+    /// changed control view, and copies the counters into the metrics
+    /// (`publish`: every 100 ms).
+    pub(super) fn xdp_tick(&mut self, publish: bool) {
+        let Some(x) = self.xdp.as_mut() else { return };
+        let notices = match x.leaf.drain_notices() {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(target: "switch", error = %e, "xdp: draining notices");
+                Vec::new()
+            }
+        };
+        for notice in notices {
+            self.notify(LEAF, Upstream::Linked, notice);
+        }
+        if self.instances[LEAF].alive != self.xdp.as_ref().expect("xdp").installed_alive {
+            self.xdp_reinstall();
+        }
+        if publish {
+            self.xdp_publish();
+        }
+        self.flush();
+    }
+
+    /// The control view changed (a worker added or removed): install it.
+    /// Soft state restarts from the view (every live worker idle, loads and
+    /// outstanding tasks zero, as after a leaf controller's restart) and the
+    /// spine is told the rack's state again; replies re-teach the loads.
+    fn xdp_reinstall(&mut self) {
+        let inst = &self.instances[LEAF];
+        let x = self.xdp.as_mut().expect("xdp");
+        let Plane::HorusLeaf(sans_io) = &inst.plane else {
+            return;
+        };
+        let known = x.workers.len();
+        if inst.cfg.downstream.len() > known {
+            match resolve_workers(&x.interface, &inst.cfg.downstream[known..]) {
+                Ok(more) => x.workers.extend(more),
+                Err(e) => {
+                    // Retried at the next tick.
+                    tracing::warn!(target: "switch", error = %e, "xdp: new worker not installed");
+                    return;
+                }
+            }
+        }
+        if let Err(e) = x.leaf.reinstall(sans_io, x.leaf_mac, &x.workers) {
+            tracing::error!(target: "switch", error = %e, "xdp: installing the control view");
+            return;
+        }
+        x.installed_alive = inst.alive.clone();
+        self.registry.inc(x.reinstalls);
+        let live = inst.alive.iter().filter(|a| **a).count();
+        tracing::info!(target: "switch", live, "xdp: control view installed");
+        self.resync(LEAF);
+    }
+
+    pub(super) fn xdp_publish(&mut self) {
+        let Some(x) = self.xdp.as_mut() else { return };
+        match x.leaf.counters() {
+            Ok(c) => {
+                for (slot, v) in x.events.iter().zip(event_values(&c)) {
+                    self.registry.set(*slot, v);
+                }
+            }
+            Err(e) => tracing::warn!(target: "switch", error = %e, "xdp: reading counters"),
+        }
+        if let Ok(runs) = x.leaf.runs_on() {
+            for (cpu, [steer, leaf]) in x.cpu_packets.iter().enumerate() {
+                self.registry.set(*steer, runs.steered[cpu]);
+                self.registry.set(*leaf, runs.leaf[cpu]);
+            }
+        }
+        // The rack average lives in the program (Horus A.2, 16.16 fixed point).
+        if let Ok(avg) = x.leaf.read_array("leaf.avg", 1) {
+            let tasks = avg[0] as f64 / 65536.0;
+            self.registry
+                .set_f64(self.instances[LEAF].load_gauge, tasks);
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! What `netsched switch` with `datapath = "xdp"` needs of the loader
+//! beyond the differential tests: the leaf's own address on forwarded tasks,
+//! the reply routes the program learns, re-installing the control plane's
+//! state, and the MACs of the interface and its neighbours.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use aya::maps::{Array, CpuMap, HashMap, MapData};
+use aya::programs::{Xdp, XdpFlags};
+use netsched_core::horus::HorusLeaf;
+
+use crate::{WorkerAddr, XdpError, XdpLeaf};
+
+/// The steering program and the leaf as a cpumap program (the C source's
+/// "Serialising the leaf").
+const STEER: &str = "horus_steer";
+const LEAF_ON_CPU: &str = "horus_leaf_cpu";
+
+/// Packets the cpumap queues toward the leaf's CPU before dropping.
+const CPU_QUEUE: u32 = 4096;
+
+/// CPUs `leaf_runs_on` and `leaf_cpu` cover.
+pub const MAX_CPUS: u32 = 64;
+
+impl XdpLeaf {
+    /// Forwarded tasks leave from `source` (the daemon's address, as the
+    /// socket daemon sends them, so workers that accept tasks only from
+    /// their leaf take them), and the program records each application's
+    /// source in `reply_routes`.
+    pub fn set_source(&mut self, source: SocketAddrV4) -> Result<(), XdpError> {
+        self.config.source = Some(source);
+        self.write_config()
+    }
+
+    /// Where application `app_id`'s tasks last came from, as the program
+    /// recorded it (after [`XdpLeaf::set_source`]).
+    pub fn reply_route(&mut self, app_id: u32) -> Result<Option<SocketAddrV4>, XdpError> {
+        let map = self
+            .ebpf
+            .map("reply_routes")
+            .ok_or(XdpError::NoMap("reply_routes"))?;
+        let routes: HashMap<&MapData, u32, [u8; 8]> = HashMap::try_from(map)?;
+        // The program keys by the id's bytes as they are on the wire.
+        let key = u32::from_ne_bytes(app_id.to_be_bytes());
+        match routes.get(&key, 0) {
+            Ok(v) => Ok(Some(SocketAddrV4::new(
+                Ipv4Addr::new(v[0], v[1], v[2], v[3]),
+                u16::from_be_bytes([v[4], v[5]]),
+            ))),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Installs `leaf`'s state again (a control-plane change: a worker added
+    /// or removed) but keeps the program's random stream, so the samples do
+    /// not repeat the ones drawn since the first install.
+    pub fn reinstall(
+        &mut self,
+        leaf: &HorusLeaf,
+        leaf_mac: [u8; 6],
+        workers: &[WorkerAddr],
+    ) -> Result<(), XdpError> {
+        let rng = self.rng_state()?;
+        self.install(leaf, leaf_mac, workers)?;
+        self.array::<[u64; 4]>("leaf_rng")?.set(0, rng, 0)?;
+        Ok(())
+    }
+}
+
+impl XdpLeaf {
+    /// Attaches the leaf so that one CPU runs it whatever CPU took the
+    /// packet: `horus_steer` on `interface` redirects every packet into the
+    /// cpumap entry of `cpu`, whose program is the leaf (`horus_leaf_cpu`,
+    /// kernel >= 5.9), and that CPU's cpumap thread runs it one packet at a
+    /// time. The maps are the same as [`XdpLeaf::attach`]'s.
+    pub fn attach_serialised(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+        cpu: u32,
+    ) -> Result<(), XdpError> {
+        if cpu >= MAX_CPUS {
+            return Err(XdpError::CpuOutOfRange { cpu });
+        }
+        let leaf: &mut Xdp = self
+            .ebpf
+            .program_mut(LEAF_ON_CPU)
+            .ok_or(XdpError::NoProgram)?
+            .try_into()?;
+        leaf.load()?;
+        let leaf_fd = leaf.fd()?.try_clone().map_err(XdpError::Fd)?;
+        let map = self
+            .ebpf
+            .map_mut("leaf_cpu")
+            .ok_or(XdpError::NoMap("leaf_cpu"))?;
+        CpuMap::try_from(map)?.set(cpu, CPU_QUEUE, Some(&leaf_fd), 0)?;
+        self.array::<u32>("steer_cpu")?.set(0, cpu, 0)?;
+        let steer: &mut Xdp = self
+            .ebpf
+            .program_mut(STEER)
+            .ok_or(XdpError::NoProgram)?
+            .try_into()?;
+        steer.load()?;
+        steer.attach(interface, flags)?;
+        Ok(())
+    }
+
+    /// Packets per CPU since [`XdpLeaf::attach_serialised`]: the ones the
+    /// steering program took, and the ones the leaf ran.
+    pub fn runs_on(&mut self) -> Result<CpuRuns, XdpError> {
+        let map = self.ebpf.map("runs_on").ok_or(XdpError::NoMap("runs_on"))?;
+        let runs: Array<&MapData, u64> = Array::try_from(map)?;
+        let per_cpu = |offset: u32| -> Result<Vec<u64>, XdpError> {
+            (0..MAX_CPUS)
+                .map(|cpu| Ok(runs.get(&(offset + cpu), 0)?))
+                .collect()
+        };
+        Ok(CpuRuns {
+            steered: per_cpu(0)?,
+            leaf: per_cpu(MAX_CPUS)?,
+        })
+    }
+}
+
+/// [`XdpLeaf::runs_on`], indexed by CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuRuns {
+    pub steered: Vec<u64>,
+    pub leaf: Vec<u64>,
+}
+
+/// `interface`'s MAC, from sysfs (of the namespace sysfs was mounted in:
+/// `ip netns exec` mounts the namespace's own).
+pub fn interface_mac(interface: &str) -> std::io::Result<[u8; 6]> {
+    let text = std::fs::read_to_string(format!("/sys/class/net/{interface}/address"))?;
+    parse_mac(text.trim()).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{interface}: no Ethernet address ({})", text.trim()),
+        )
+    })
+}
+
+/// The MAC the kernel's neighbour table (`/proc/net/arp`, this thread's
+/// network namespace) holds for `ip` on `interface`, if resolved.
+pub fn neighbour_mac(interface: &str, ip: Ipv4Addr) -> std::io::Result<Option<[u8; 6]>> {
+    let table = std::fs::read_to_string("/proc/net/arp")?;
+    Ok(parse_arp(&table, interface, ip))
+}
+
+/// `/proc/net/arp`: IP address, HW type, Flags, HW address, Mask, Device.
+fn parse_arp(table: &str, interface: &str, ip: Ipv4Addr) -> Option<[u8; 6]> {
+    const COMPLETE: u32 = 0x2;
+    table.lines().skip(1).find_map(|line| {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let [addr, _, flags, mac, _, dev] = cols[..] else {
+            return None;
+        };
+        let flags = u32::from_str_radix(flags.trim_start_matches("0x"), 16).ok()?;
+        (addr.parse() == Ok(ip) && dev == interface && flags & COMPLETE != 0)
+            .then(|| parse_mac(mac))
+            .flatten()
+    })
+}
+
+fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = text.split(':');
+    for byte in &mut mac {
+        *byte = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ARP: &str =
+        "IP address       HW type     Flags       HW address            Mask     Device
+10.0.0.3         0x1         0x2         aa:bb:cc:00:11:22     *        eth0
+10.0.0.4         0x1         0x0         00:00:00:00:00:00     *        eth0
+10.0.0.5         0x1         0x2         aa:bb:cc:00:11:55     *        eth1
+";
+
+    #[test]
+    fn arp_entries_resolve_only_when_complete_and_on_the_interface() {
+        let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        assert_eq!(
+            parse_arp(ARP, "eth0", ip("10.0.0.3")),
+            Some([0xaa, 0xbb, 0xcc, 0x00, 0x11, 0x22])
+        );
+        assert_eq!(parse_arp(ARP, "eth0", ip("10.0.0.4")), None, "incomplete");
+        assert_eq!(parse_arp(ARP, "eth0", ip("10.0.0.5")), None, "other device");
+        assert_eq!(parse_arp(ARP, "eth0", ip("10.0.0.9")), None);
+    }
+
+    #[test]
+    fn macs_need_six_hex_bytes() {
+        assert_eq!(parse_mac("01:02:03:0a:0b:ff"), Some([1, 2, 3, 10, 11, 255]));
+        assert_eq!(parse_mac("01:02:03:0a:0b"), None);
+        assert_eq!(parse_mac("01:02:03:0a:0b:ff:00"), None);
+        assert_eq!(parse_mac("01:02:03:0a:0b:zz"), None);
+    }
+}
