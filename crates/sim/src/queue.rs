@@ -9,21 +9,33 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// What the heap orders: an event's key and where its payload waits. The
-/// payloads stay put in a slab, so a sift moves 24 bytes per level instead
-/// of the whole event (the pool's events are ~56 bytes).
+/// Bits of [`Key::order`] that hold the payload's slot: up to 16.7M pending
+/// events per pool (a pool keeps about one per worker), and 2^40 events per
+/// pool run (days of CPU) for the insertion sequence above them.
+const SLOT_BITS: u32 = 24;
+const MAX_SEQ: u64 = 1 << (64 - SLOT_BITS);
+
+/// What the heap orders: an event's time, then its insertion sequence with
+/// the slot of its payload below it. Sequence numbers are unique, so the
+/// slot never decides an order, and the payloads stay put in a slab: a sift
+/// moves 16 bytes per level instead of the whole event (the pool's events
+/// are ~56 bytes).
+#[derive(PartialEq, Eq)]
 struct Key {
     time: u64,
-    seq: u64,
-    slot: u32,
+    order: u64,
 }
 
-impl PartialEq for Key {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+impl Key {
+    fn seq(&self) -> u64 {
+        self.order >> SLOT_BITS
+    }
+
+    fn slot(&self) -> usize {
+        (self.order & ((1 << SLOT_BITS) - 1)) as usize
     }
 }
-impl Eq for Key {}
+
 impl PartialOrd for Key {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -32,7 +44,7 @@ impl PartialOrd for Key {
 impl Ord for Key {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap and we want the earliest event.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        (other.time, other.order).cmp(&(self.time, self.order))
     }
 }
 
@@ -72,20 +84,24 @@ impl<E: Copy> EventQueue<E> {
     pub fn at(&mut self, time: u64, event: E) {
         debug_assert!(time >= self.now, "event scheduled in the past");
         self.seq += 1;
+        assert!(self.seq < MAX_SEQ, "more than 2^40 events in one queue");
         let slot = match self.free_slots.pop() {
             Some(slot) => {
                 self.events[slot as usize] = event;
                 slot
             }
             None => {
+                assert!(
+                    self.events.len() < 1 << SLOT_BITS,
+                    "more than 2^24 pending events in one queue"
+                );
                 self.events.push(event);
                 (self.events.len() - 1) as u32
             }
         };
         self.heap.push(Key {
             time: time.max(self.now),
-            seq: self.seq,
-            slot,
+            order: self.seq << SLOT_BITS | slot as u64,
         });
     }
 
@@ -99,10 +115,10 @@ impl<E: Copy> EventQueue<E> {
     pub fn pop(&mut self) -> Option<(u64, E)> {
         let key = self.heap.pop()?;
         self.now = key.time;
-        self.current_seq = key.seq;
+        self.current_seq = key.seq();
         self.processed += 1;
-        self.free_slots.push(key.slot);
-        Some((key.time, self.events[key.slot as usize]))
+        self.free_slots.push(key.slot() as u32);
+        Some((key.time, self.events[key.slot()]))
     }
 
     /// The key, `(time, seq)`, an event scheduled `delay` ns from now would
