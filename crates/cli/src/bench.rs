@@ -29,6 +29,11 @@ pub enum BenchCmd {
         /// Worker threads (0 = all cores).
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// Events of the floor loop run after the simulation: the pool's
+        /// event queue alone, with a pool's mean number of pending events
+        /// (0 skips it).
+        #[arg(long, default_value_t = 30_000_000)]
+        floor_events: u64,
     },
     /// Decisions per second of the Horus leaf and spine data planes alone, on one core.
     Dataplane {
@@ -57,7 +62,8 @@ pub fn run(cmd: BenchCmd) -> Result<(), String> {
             pools,
             policy,
             threads,
-        } => bench_sim(tasks_per_worker, pools, &policy, threads),
+            floor_events,
+        } => bench_sim(tasks_per_worker, pools, &policy, threads, floor_events),
         BenchCmd::Dataplane { seconds } => {
             bench_dataplane(seconds);
             Ok(())
@@ -78,6 +84,7 @@ fn bench_sim(
     pools: u32,
     policy: &str,
     threads: usize,
+    floor_events: u64,
 ) -> Result<(), String> {
     let text = format!(
         r#"
@@ -97,6 +104,7 @@ tasks_per_worker = {tasks_per_worker}
     );
     let cfg = SimConfig::from_toml(&text).map_err(|e| e.to_string())?;
     let _ = Policy::parse(policy).map_err(|e| e.to_string())?;
+    let cpu_before = process_cpu_s()?;
     let start = Instant::now();
     let runs = run_config(
         &cfg,
@@ -108,6 +116,7 @@ tasks_per_worker = {tasks_per_worker}
     )
     .map_err(|e| e.to_string())?;
     let wall = start.elapsed().as_secs_f64();
+    let cpu = process_cpu_s()? - cpu_before;
     crate::stdout::write(&report::table(&runs));
     let r = &runs[0];
     outln!(
@@ -124,7 +133,36 @@ tasks_per_worker = {tasks_per_worker}
         r.events as f64 / wall / 1e6,
         peak_rss_bytes().unwrap_or(0) as f64 / (1u64 << 30) as f64
     );
+    let sim_ns_per_event = cpu * 1e9 / r.events.max(1) as f64;
+    outln!(
+        "bench sim: CPU {cpu:.1} s, {:.2} M tasks per CPU-second, {:.2} events per task, {sim_ns_per_event:.1} ns of CPU per event",
+        r.tasks as f64 / cpu / 1e6,
+        r.events as f64 / r.tasks.max(1) as f64,
+    );
+    if floor_events > 0 {
+        let pending = (r.workers as f64 / pools.max(1) as f64).round() as usize;
+        // Successors a mean service time ahead, as a worker's completion is.
+        let mean_delay_ns = 275_000;
+        let t0 = netsched_node::net::thread_cpu_ns();
+        std::hint::black_box(netsched_sim::pool::floor_loop(
+            pending,
+            floor_events,
+            mean_delay_ns,
+        ));
+        let floor_ns = (netsched_node::net::thread_cpu_ns() - t0) as f64 / floor_events as f64;
+        outln!(
+            "bench sim: floor loop (pool event queue alone, {pending} pending, {floor_events} events): {floor_ns:.1} ns of CPU per event; simulator / floor = {:.2}x",
+            sim_ns_per_event / floor_ns
+        );
+    }
     Ok(())
+}
+
+/// User plus system CPU time of this process so far, seconds.
+fn process_cpu_s() -> Result<f64, String> {
+    netsched_node::metrics::ProcessStats::read()
+        .map(|s| s.cpu_seconds)
+        .map_err(|e| format!("reading /proc/self/stat: {e}"))
 }
 
 /// Runs `step` until `seconds` elapse; returns decisions per second.

@@ -4,6 +4,7 @@
 
 mod build;
 pub mod config;
+pub mod floor;
 pub mod nodes;
 mod plan;
 pub mod pool;

@@ -9,32 +9,50 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-struct Entry<E> {
+/// Bits of [`Key::order`] that hold the payload's slot: up to 16.7M pending
+/// events per pool (a pool keeps about one per worker), and 2^40 events per
+/// pool run (days of CPU) for the insertion sequence above them.
+const SLOT_BITS: u32 = 24;
+const MAX_SEQ: u64 = 1 << (64 - SLOT_BITS);
+
+/// What the heap orders: an event's time, then its insertion sequence with
+/// the slot of its payload below it. Sequence numbers are unique, so the
+/// slot never decides an order, and the payloads stay put in a slab: a sift
+/// moves 16 bytes per level instead of the whole event (the pool's events
+/// are ~56 bytes).
+#[derive(PartialEq, Eq)]
+struct Key {
     time: u64,
-    seq: u64,
-    event: E,
+    order: u64,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+impl Key {
+    fn seq(&self) -> u64 {
+        self.order >> SLOT_BITS
+    }
+
+    fn slot(&self) -> usize {
+        (self.order & ((1 << SLOT_BITS) - 1)) as usize
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
+
+impl PartialOrd for Key {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<E> Ord for Entry<E> {
+impl Ord for Key {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap and we want the earliest event.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        (other.time, other.order).cmp(&(self.time, self.order))
     }
 }
 
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    heap: BinaryHeap<Key>,
+    /// Payloads by slot; a slot is reused once its event is popped.
+    events: Vec<E>,
+    free_slots: Vec<u32>,
     seq: u64,
     now: u64,
     /// Sequence number of the event being processed (of the last `pop`).
@@ -42,16 +60,18 @@ pub struct EventQueue<E> {
     pub processed: u64,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(1024),
+            events: Vec::with_capacity(1024),
+            free_slots: Vec::with_capacity(1024),
             seq: 0,
             now: 0,
             current_seq: 0,
@@ -64,10 +84,24 @@ impl<E> EventQueue<E> {
     pub fn at(&mut self, time: u64, event: E) {
         debug_assert!(time >= self.now, "event scheduled in the past");
         self.seq += 1;
-        self.heap.push(Entry {
+        assert!(self.seq < MAX_SEQ, "more than 2^40 events in one queue");
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.events[slot as usize] = event;
+                slot
+            }
+            None => {
+                assert!(
+                    self.events.len() < 1 << SLOT_BITS,
+                    "more than 2^24 pending events in one queue"
+                );
+                self.events.push(event);
+                (self.events.len() - 1) as u32
+            }
+        };
+        self.heap.push(Key {
             time: time.max(self.now),
-            seq: self.seq,
-            event,
+            order: self.seq << SLOT_BITS | slot as u64,
         });
     }
 
@@ -79,11 +113,12 @@ impl<E> EventQueue<E> {
 
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        let e = self.heap.pop()?;
-        self.now = e.time;
-        self.current_seq = e.seq;
+        let key = self.heap.pop()?;
+        self.now = key.time;
+        self.current_seq = key.seq();
         self.processed += 1;
-        Some((e.time, e.event))
+        self.free_slots.push(key.slot() as u32);
+        Some((key.time, self.events[key.slot()]))
     }
 
     /// The key, `(time, seq)`, an event scheduled `delay` ns from now would
@@ -174,6 +209,33 @@ mod tests {
         let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, vec!['b', 'd', 'a', 'c']);
         assert_eq!(q.now(), 10);
+    }
+
+    /// The slab of payloads changes nothing in the order: against a plain
+    /// sort by (time, insertion order), over interleaved pushes and pops
+    /// with many equal times and reused slots.
+    #[test]
+    fn pops_in_time_then_insertion_order_with_reused_slots() {
+        let mut rng = netsched_core::rng::Rng::new(3);
+        let mut q = EventQueue::new();
+        let mut reference = std::collections::BTreeSet::new();
+        let mut pushed = 0u64;
+        let mut popped = Vec::new();
+        let mut expected = Vec::new();
+        for _ in 0..20_000 {
+            if rng.below(3) > 0 || q.is_empty() {
+                // Few distinct times, so ties are common.
+                let t = q.now() + rng.below(4) as u64 * 10;
+                pushed += 1;
+                q.at(t, pushed);
+                reference.insert((t, pushed));
+            } else {
+                expected.push(reference.pop_first().unwrap());
+                popped.push(q.pop().unwrap());
+            }
+        }
+        assert_eq!(popped, expected);
+        assert!(popped.len() > 5_000);
     }
 
     /// Inputs held in an inbox come out in the order the queue would have

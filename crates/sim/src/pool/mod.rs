@@ -351,6 +351,11 @@ impl<'a> PoolSim<'a> {
     }
 }
 
+/// [`crate::floor::floor_loop`] on this simulator's own event type.
+pub fn floor_loop(pending: usize, events: u64, mean_delay_ns: u64) -> u64 {
+    crate::floor::floor_loop(pending, events, mean_delay_ns, Ev::Arrival, 1)
+}
+
 /// The task-table slot a task id carries (its low 32 bits, see `PoolSim::meta`).
 #[inline]
 fn slot(id: u64) -> u32 {
