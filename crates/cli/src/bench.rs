@@ -109,6 +109,10 @@ pub struct CapacityArgs {
     /// Datagrams per recvmmsg of the daemon (its `batch`).
     #[arg(long, default_value_t = 32)]
     batch: usize,
+    /// The daemon's `coalesce_us`: sleep this long after a batch that did
+    /// not fill (0: off, the default).
+    #[arg(long, default_value_t = 0)]
+    coalesce_us: u64,
     /// Run the daemon as a thread of this process instead of its own
     /// `netsched switch` process.
     #[arg(long)]
@@ -142,6 +146,7 @@ fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
         repeats: a.repeats,
         setups: a.setups,
         batch: a.batch,
+        coalesce_us: a.coalesce_us,
         daemon,
         nginx: a.nginx,
         seed: a.seed,
@@ -157,11 +162,13 @@ fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
     );
     let outcomes = capacity::run(&opts, |line| eprintln!("{line}"))?;
     outln!(
-        "p99 bound {:.0} µs, >= {:.1} % answered; {} workers; service {}",
+        "p99 bound {:.0} µs, >= {:.1} % answered; {} workers; service {}; daemon batch {}, coalesce {} µs",
         opts.p99_bound_us,
         opts.min_completed * 100.0,
         opts.workers,
-        a.service
+        a.service,
+        opts.batch,
+        opts.coalesce_us
     );
     outln!("| round | setup | highest passing rate (tasks/s) | p99 µs | scheduler CPU share | tasks per scheduler CPU-s | probes |");
     outln!("|---|---|---|---|---|---|---|");

@@ -66,6 +66,8 @@ pub struct CapacityOpts {
     pub setups: Vec<String>,
     /// Datagrams per `recvmmsg` of the daemon (its config's `batch`).
     pub batch: usize,
+    /// The daemon's `coalesce_us` (0: off, its default).
+    pub coalesce_us: u64,
     pub daemon: DaemonHost,
     pub nginx: PathBuf,
     pub stream_module: PathBuf,
@@ -87,6 +89,7 @@ impl Default for CapacityOpts {
             repeats: 3,
             setups: vec!["horus".into(), "nginx".into()],
             batch: crate::config::SwitchConfig::default().batch,
+            coalesce_us: 0,
             daemon: DaemonHost::Thread,
             nginx: crate::nginx::DEFAULT_NGINX.into(),
             stream_module: crate::nginx::DEFAULT_STREAM_MODULE.into(),
@@ -306,7 +309,7 @@ impl Scheduler {
             )?));
         }
         let listen = free_port()?;
-        let toml = crate::nginx::leaf_toml(setup, workers, listen, opts.batch);
+        let toml = crate::nginx::leaf_toml(setup, workers, listen, opts.batch, opts.coalesce_us);
         match &opts.daemon {
             DaemonHost::Thread => {
                 let cfg = SwitchConfig::from_toml(&toml)?;

@@ -219,6 +219,13 @@ pub struct SwitchConfig {
     /// `max_service_ms`, so a route is not forgotten under a running task.
     #[serde(default = "default_route_idle_ms")]
     pub route_idle_ms: u64,
+    /// After a batch that did not fill, sleep this long (µs) before the
+    /// next receive, so the next system call finds several datagrams
+    /// instead of one wake-up per datagram (0: off, read again at once).
+    /// An empty socket still parks in `poll`, so an idle daemon costs
+    /// nothing; a datagram waits at most this long more.
+    #[serde(default)]
+    pub coalesce_us: u64,
 }
 
 /// Default `max_routes_per_source`: a client process uses one application
@@ -257,6 +264,7 @@ impl Default for SwitchConfig {
             fault: Default::default(),
             max_routes_per_source: DEFAULT_MAX_ROUTES_PER_SOURCE,
             route_idle_ms: DEFAULT_ROUTE_IDLE_MS,
+            coalesce_us: 0,
         }
     }
 }

@@ -302,10 +302,11 @@ pub(crate) fn leaf_toml(
     workers: &[SocketAddr],
     listen: SocketAddr,
     batch: usize,
+    coalesce_us: u64,
 ) -> String {
     let list: Vec<String> = workers.iter().map(|a| format!("\"{a}\"")).collect();
     format!(
-        "listen = \"{listen}\"\nbatch = {batch}\n[[instance]]\npool = 1\nrole = \"leaf\"\n\
+        "listen = \"{listen}\"\nbatch = {batch}\ncoalesce_us = {coalesce_us}\n[[instance]]\npool = 1\nrole = \"leaf\"\n\
          policy = \"{policy}\"\ndownstream = [{}]\n",
         list.join(", ")
     )
@@ -319,7 +320,7 @@ fn leaf(
 ) -> Result<(SocketAddr, std::thread::JoinHandle<()>), Error> {
     let listen: SocketAddr = "127.0.0.1:0".parse().expect("literal address");
     let batch = SwitchConfig::default().batch;
-    let cfg = SwitchConfig::from_toml(&leaf_toml(policy, workers, listen, batch))?;
+    let cfg = SwitchConfig::from_toml(&leaf_toml(policy, workers, listen, batch, 0))?;
     let mut d = SwitchDaemon::new(&cfg, loopback()?)?;
     let addr = d.local_addr();
     let s = stop.clone();
