@@ -96,7 +96,8 @@ pub struct CapacityArgs {
     /// Rounds (searches per setup); the summary shows medians.
     #[arg(long, default_value_t = 3)]
     repeats: usize,
-    /// Setups in run order within a round: a daemon policy and/or nginx.
+    /// Setups in run order within a round: nginx and/or a daemon policy,
+    /// optionally with its own coalesce_us (`horus@200`).
     #[arg(long, default_value = "horus,nginx", value_delimiter = ',')]
     setups: Vec<String>,
     /// Single-executor workers shared by every setup.
@@ -200,19 +201,15 @@ fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
     for (setup, rate, per_cpu, n) in &med {
         outln!("| {setup} | {rate:.0} | {per_cpu:.0} | {n} |");
     }
-    let of = |s: &str| med.iter().find(|m| m.0 == s).map(|m| (m.1, m.2));
-    if let (Some((hr, hc)), Some((nr, nc))) = (
-        med.iter().find(|m| m.0 != "nginx").map(|m| (m.1, m.2)),
-        of("nginx"),
-    ) {
-        outln!(
-            "ratio {} / nginx: {:.2}x tasks per scheduler CPU-second, {:.2}x highest passing rate",
-            med.iter()
-                .find(|m| m.0 != "nginx")
-                .map_or("", |m| m.0.as_str()),
-            hc / nc,
-            hr / nr
-        );
+    let nginx = med.iter().find(|m| m.0 == "nginx");
+    for (setup, hr, hc, _) in med.iter().filter(|m| m.0 != "nginx") {
+        if let Some((_, nr, nc, _)) = nginx {
+            outln!(
+                "ratio {setup} / nginx: {:.2}x tasks per scheduler CPU-second, {:.2}x highest passing rate",
+                hc / nc,
+                hr / nr
+            );
+        }
     }
     Ok(())
 }

@@ -62,7 +62,9 @@ pub struct CapacityOpts {
     pub fail_retries: usize,
     pub probe_ms: u64,
     pub repeats: usize,
-    /// `horus` (or another daemon policy) and/or `nginx`, in run order.
+    /// `horus` (or another daemon policy) and/or `nginx`, in run order; a
+    /// daemon setup may name its own `coalesce_us` as `horus@200`, so
+    /// settings compare side by side in one run.
     pub setups: Vec<String>,
     /// Datagrams per `recvmmsg` of the daemon (its config's `batch`).
     pub batch: usize,
@@ -117,12 +119,25 @@ impl CapacityOpts {
         }
         for s in &self.setups {
             if s != "nginx" {
-                crate::bench::parse_policy(s).map_err(|_| {
-                    ConfigError::Invalid(format!("unknown setup '{s}': nginx or a daemon policy"))
-                })?;
+                self.daemon_setup(s)?;
             }
         }
         Ok(())
+    }
+
+    /// A daemon setup's policy and `coalesce_us` (`policy[@coalesce_us]`).
+    pub fn daemon_setup<'a>(&self, setup: &'a str) -> Result<(&'a str, u64), ConfigError> {
+        let bad = || {
+            ConfigError::Invalid(format!(
+                "unknown setup '{setup}': nginx or a daemon policy[@coalesce_us]"
+            ))
+        };
+        let (policy, coalesce) = match setup.split_once('@') {
+            Some((p, c)) => (p, c.parse().map_err(|_| bad())?),
+            None => (setup, self.coalesce_us),
+        };
+        crate::bench::parse_policy(policy).map_err(|_| bad())?;
+        Ok((policy, coalesce))
     }
 
     /// Most probes one search makes: doublings up to `max_rate`, plus the
@@ -308,8 +323,9 @@ impl Scheduler {
                 workers,
             )?));
         }
+        let (policy, coalesce_us) = opts.daemon_setup(setup)?;
         let listen = free_port()?;
-        let toml = crate::nginx::leaf_toml(setup, workers, listen, opts.batch, opts.coalesce_us);
+        let toml = crate::nginx::leaf_toml(policy, workers, listen, opts.batch, coalesce_us);
         match &opts.daemon {
             DaemonHost::Thread => {
                 let cfg = SwitchConfig::from_toml(&toml)?;
@@ -648,6 +664,18 @@ mod tests {
         assert_eq!(calls, vec![1000.0, 2000.0, 2000.0, 4000.0, 4000.0]);
         assert_eq!(best.unwrap().rate, 2000.0);
         assert!(calls.len() <= opts.max_probes());
+    }
+
+    #[test]
+    fn a_setup_may_name_its_own_coalescing() {
+        let opts = CapacityOpts {
+            coalesce_us: 7,
+            ..Default::default()
+        };
+        assert_eq!(opts.daemon_setup("horus").unwrap(), ("horus", 7));
+        assert_eq!(opts.daemon_setup("horus@200").unwrap(), ("horus", 200));
+        assert!(opts.daemon_setup("horus@x").is_err());
+        assert!(opts.daemon_setup("nope@5").is_err());
     }
 
     #[test]
