@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::rng::Rng;
 use netsched_core::{Action, DataPlane, Input, Outbox, TaskMeta};
@@ -46,6 +46,10 @@ pub enum BenchCmd {
     /// p99 against offered load: Horus and RackSched leaves vs nginx's UDP
     /// proxy (random two least_conn) over the same workers, same client.
     Nginx(crate::node::BenchNginxArgs),
+    /// Highest rate with p99 under a bound, and tasks per scheduler
+    /// CPU-second at it: the Horus leaf daemon vs nginx (random two
+    /// least_conn, UDP) over the same workers, same client, one run.
+    Capacity(CapacityArgs),
     /// Pull runtime on loopback (Draconis, Draconis-Server, R2P2, Sparrow):
     /// assignments per daemon CPU-second, then scheduling latency against
     /// load, every policy in one run.
@@ -57,6 +61,7 @@ pub fn run(cmd: BenchCmd) -> Result<(), String> {
         BenchCmd::Switch(a) => crate::node::bench_switch(a),
         BenchCmd::Nginx(a) => crate::node::bench_nginx(a),
         BenchCmd::Pull(a) => crate::node::bench_pull(a),
+        BenchCmd::Capacity(a) => bench_capacity(a),
         BenchCmd::Sim {
             tasks_per_worker,
             pools,
@@ -69,6 +74,150 @@ pub fn run(cmd: BenchCmd) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+#[derive(Args)]
+pub struct CapacityArgs {
+    /// A probe passes with p99 (from intended send time) at most this, µs.
+    #[arg(long, default_value_t = 1000.0)]
+    p99_bound_us: f64,
+    /// ... and at least this fraction of its tasks answered.
+    #[arg(long, default_value_t = 0.999)]
+    min_completed: f64,
+    /// First rate of each search (tasks/s); doubled while probes pass.
+    #[arg(long, default_value_t = 5000.0)]
+    start_rate: f64,
+    /// The search never offers more (tasks/s).
+    #[arg(long, default_value_t = 320_000.0)]
+    max_rate: f64,
+    /// Bisections between the last passing and first failing rate.
+    #[arg(long, default_value_t = 3)]
+    refine_steps: usize,
+    /// A failing rate is tried this many more times before it counts.
+    #[arg(long, default_value_t = 1)]
+    fail_retries: usize,
+    /// How long each probe's client sends (ms).
+    #[arg(long, default_value_t = 1500)]
+    probe_ms: u64,
+    /// Rounds (searches per setup); the summary shows medians.
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Setups in run order within a round: nginx and/or a daemon policy,
+    /// optionally with its own coalesce_us (`horus@200`).
+    #[arg(long, default_value = "horus,nginx", value_delimiter = ',')]
+    setups: Vec<String>,
+    /// Single-executor workers shared by every setup.
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// Service-time distribution as a TOML inline table (µs); short, so the
+    /// scheduler is the bottleneck.
+    #[arg(long, default_value = "{ kind = \"fixed\", value_us = 1 }")]
+    service: String,
+    /// Datagrams per recvmmsg of the daemon (its `batch`).
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
+    /// The daemon's `coalesce_us`: sleep this long after a batch that did
+    /// not fill (0: off, the default).
+    #[arg(long, default_value_t = 0)]
+    coalesce_us: u64,
+    /// Run the daemon as a thread of this process instead of its own
+    /// `netsched switch` process.
+    #[arg(long)]
+    daemon_thread: bool,
+    /// The nginx binary (Debian's by default).
+    #[arg(long, default_value = netsched_node::nginx::DEFAULT_NGINX)]
+    nginx: std::path::PathBuf,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
+    use netsched_node::capacity::{self, CapacityOpts, DaemonHost};
+    let service =
+        netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
+    let daemon = if a.daemon_thread {
+        DaemonHost::Thread
+    } else {
+        DaemonHost::Process(std::env::current_exe().map_err(|e| format!("own binary: {e}"))?)
+    };
+    let opts = CapacityOpts {
+        workers: a.workers,
+        service,
+        p99_bound_us: a.p99_bound_us,
+        min_completed: a.min_completed,
+        start_rate: a.start_rate,
+        max_rate: a.max_rate,
+        refine_steps: a.refine_steps,
+        fail_retries: a.fail_retries,
+        probe_ms: a.probe_ms,
+        repeats: a.repeats,
+        setups: a.setups,
+        batch: a.batch,
+        coalesce_us: a.coalesce_us,
+        daemon,
+        nginx: a.nginx,
+        seed: a.seed,
+        ..Default::default()
+    };
+    opts.validate().map_err(|e| e.to_string())?;
+    eprintln!(
+        "bench capacity: {} setup(s) x {} round(s), at most {} probes of {} ms each per search",
+        opts.setups.len(),
+        opts.repeats,
+        opts.max_probes(),
+        opts.probe_ms
+    );
+    let outcomes = capacity::run(&opts, |line| eprintln!("{line}"))?;
+    outln!(
+        "p99 bound {:.0} µs, >= {:.1} % answered; {} workers; service {}; daemon batch {}, coalesce {} µs",
+        opts.p99_bound_us,
+        opts.min_completed * 100.0,
+        opts.workers,
+        a.service,
+        opts.batch,
+        opts.coalesce_us
+    );
+    outln!("| round | setup | highest passing rate (tasks/s) | p99 µs | scheduler CPU share | tasks per scheduler CPU-s | probes |");
+    outln!("|---|---|---|---|---|---|---|");
+    for o in &outcomes {
+        match &o.best {
+            Some(p) => outln!(
+                "| {} | {} | {:.0} | {:.0} | {:.0} % | {:.0} | {} |",
+                o.round + 1,
+                o.setup,
+                p.rate,
+                p.p99_us,
+                p.cpu_share() * 100.0,
+                p.tasks_per_cpu_s(),
+                o.probes
+            ),
+            None => outln!(
+                "| {} | {} | none passed | | | | {} |",
+                o.round + 1,
+                o.setup,
+                o.probes
+            ),
+        }
+    }
+    let med = capacity::medians(&outcomes);
+    outln!(
+        "\nmedians over {} round(s)\n| setup | highest passing rate | tasks per scheduler CPU-s | rounds passing |\n|---|---|---|---|",
+        opts.repeats
+    );
+    for (setup, rate, per_cpu, n) in &med {
+        outln!("| {setup} | {rate:.0} | {per_cpu:.0} | {n} |");
+    }
+    let nginx = med.iter().find(|m| m.0 == "nginx");
+    for (setup, hr, hc, _) in med.iter().filter(|m| m.0 != "nginx") {
+        if let Some((_, nr, nc, _)) = nginx {
+            outln!(
+                "ratio {setup} / nginx: {:.2}x tasks per scheduler CPU-second, {:.2}x highest passing rate",
+                hc / nc,
+                hr / nr
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Peak resident set size of this process (VmHWM), in bytes.

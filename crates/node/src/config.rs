@@ -227,6 +227,13 @@ pub struct SwitchConfig {
     /// With `datapath = "xdp"`: the interface and attach mode.
     #[serde(default)]
     pub xdp: Option<XdpConfig>,
+    /// After a batch that did not fill, sleep this long (µs) before the
+    /// next receive, so the next system call finds several datagrams
+    /// instead of one wake-up per datagram (0: off, read again at once).
+    /// An empty socket still parks in `poll`, so an idle daemon costs
+    /// nothing; a datagram waits at most this long more.
+    #[serde(default)]
+    pub coalesce_us: u64,
 }
 
 /// [`SwitchConfig::datapath`].
@@ -308,6 +315,7 @@ impl Default for SwitchConfig {
             route_idle_ms: DEFAULT_ROUTE_IDLE_MS,
             datapath: Datapath::Socket,
             xdp: None,
+            coalesce_us: 0,
         }
     }
 }

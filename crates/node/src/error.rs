@@ -43,6 +43,8 @@ pub enum Error {
     #[error(transparent)]
     Nginx(#[from] crate::nginx::NginxError),
     #[error(transparent)]
+    Capacity(#[from] crate::capacity::CapacityError),
+    #[error(transparent)]
     Fleet(#[from] crate::cluster_up::FleetError),
     /// A thread of ours panicked (`what` names it).
     #[error("{what} panicked")]

@@ -16,6 +16,7 @@
 //! docs/runtime.md describes configs and how to run a local cluster.
 
 pub mod bench;
+pub mod capacity;
 pub mod client;
 pub mod cluster;
 pub mod cluster_up;

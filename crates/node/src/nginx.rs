@@ -277,6 +277,13 @@ impl Nginx {
     }
 }
 
+impl Nginx {
+    /// The nginx process (one worker, no master: it does all the proxying).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Nginx {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -289,18 +296,31 @@ fn loopback() -> Result<UdpSocket, Error> {
     Ok(UdpSocket::bind("127.0.0.1:0")?)
 }
 
+/// The config of a standalone leaf of `policy` over `workers` (pool 1).
+pub(crate) fn leaf_toml(
+    policy: &str,
+    workers: &[SocketAddr],
+    listen: SocketAddr,
+    batch: usize,
+    coalesce_us: u64,
+) -> String {
+    let list: Vec<String> = workers.iter().map(|a| format!("\"{a}\"")).collect();
+    format!(
+        "listen = \"{listen}\"\nbatch = {batch}\ncoalesce_us = {coalesce_us}\n[[instance]]\npool = 1\nrole = \"leaf\"\n\
+         policy = \"{policy}\"\ndownstream = [{}]\n",
+        list.join(", ")
+    )
+}
+
 /// A standalone leaf daemon of `policy` over `workers`, on its own thread.
 fn leaf(
     policy: &str,
     workers: &[SocketAddr],
     stop: &Arc<AtomicBool>,
 ) -> Result<(SocketAddr, std::thread::JoinHandle<()>), Error> {
-    let list: Vec<String> = workers.iter().map(|a| format!("\"{a}\"")).collect();
-    let cfg = SwitchConfig::from_toml(&format!(
-        "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 1\nrole = \"leaf\"\n\
-         policy = \"{policy}\"\ndownstream = [{}]\n",
-        list.join(", ")
-    ))?;
+    let listen: SocketAddr = "127.0.0.1:0".parse().expect("literal address");
+    let batch = SwitchConfig::default().batch;
+    let cfg = SwitchConfig::from_toml(&leaf_toml(policy, workers, listen, batch, 0))?;
     let mut d = SwitchDaemon::new(&cfg, loopback()?)?;
     let addr = d.local_addr();
     let s = stop.clone();

@@ -115,6 +115,8 @@ pub struct SwitchDaemon {
     control_auth: Option<control::ControlAuth>,
     control_slots: control::ControlSlots,
     status_ns: u64,
+    /// `SwitchConfig::coalesce_us`.
+    coalesce: Duration,
     fault: Fault,
     /// Task packets a queueing data plane (central, r2p2) buffered, by task id,
     /// until it dispatches them; `spare` recycles their buffers.
@@ -174,6 +176,7 @@ impl SwitchDaemon {
             control_auth,
             control_slots,
             status_ns: cfg.status_ms.saturating_mul(1_000_000),
+            coalesce: Duration::from_micros(cfg.coalesce_us),
             fault: Fault::new(&cfg.fault),
             parked: HashMap::new(),
             spare: Vec::new(),
@@ -212,6 +215,10 @@ impl SwitchDaemon {
             let got = self.poll_batch()?;
             if got == 0 {
                 net::wait_readable(&self.sock, Duration::from_millis(10));
+            } else if got < self.rxb.capacity() && !self.coalesce.is_zero() {
+                // A wake-up costs more CPU than the datagram it brings
+                // (docs/benchmarks.md, bench capacity): let a few queue.
+                std::thread::sleep(self.coalesce);
             }
             let now = self.clock.now_ns();
             if self.xdp.is_some() {
