@@ -167,6 +167,17 @@ fn get_f64(b: &[u8], at: usize) -> f64 {
     f64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
+/// No NIC is faster: a rate field above it is hostile, not a demand.
+const MAX_RATE_BPS: f64 = 1e13;
+
+/// A rate field from the network (bit/s), or `None` when it is none: NaN,
+/// infinite, negative or above any NIC. Alg. 1 adds demands into the port's
+/// counters, so one NaN would poison every later allocation there.
+fn get_rate(b: &[u8], at: usize) -> Option<f64> {
+    let v = get_f64(b, at);
+    (v.is_finite() && (0.0..=MAX_RATE_BPS).contains(&v)).then_some(v)
+}
+
 /// Data packet header fields.
 #[derive(Clone, Copy, Debug, Default)]
 struct Data {
@@ -214,11 +225,11 @@ impl Data {
             flow: get_u32(b, 12),
             seq: get_u32(b, 16),
             len: get_u32(b, 20),
-            demand: get_f64(b, 24),
-            prev_demand: get_f64(b, 32),
-            prev_alloc: get_f64(b, 40),
-            ar: get_f64(b, 48),
-            nr: get_f64(b, 56),
+            demand: get_rate(b, 24)?,
+            prev_demand: get_rate(b, 32)?,
+            prev_alloc: get_rate(b, 40)?,
+            ar: get_rate(b, 48)?,
+            nr: get_rate(b, 56)?,
             req: get_u32(b, 64),
         })
     }
@@ -391,11 +402,14 @@ fn switch_loop(
                     queue.push_back(pkt.to_vec());
                 }
                 Some(T_FIN) if n >= 29 => {
+                    // The flow's last demand and allocation come back (FIN).
+                    let (Some(demand), Some(alloc)) = (get_rate(pkt, 13), get_rate(pkt, 21)) else {
+                        continue;
+                    };
                     fins.fetch_add(1, Ordering::Relaxed);
                     active = active.saturating_sub(1);
-                    // The flow's last demand and allocation come back (FIN).
                     let task = get_u64(pkt, 4);
-                    spc.on_flow_end(task, get_f64(pkt, 13), get_f64(pkt, 21));
+                    spc.on_flow_end(task, demand, alloc);
                     if task_ends.on_fin(task) {
                         spc.on_task_retired(task);
                     }
@@ -593,11 +607,9 @@ fn server_loop(
                     let answered = f
                         .req_out
                         .filter(|r| p[1] & F_FB != 0 && get_u32(p, 28) == r.req);
-                    if let Some(pending) = answered {
-                        let fb = SpcFeedback {
-                            ar: get_f64(p, 12),
-                            nr: get_f64(p, 20),
-                        };
+                    let feedback = get_rate(p, 12).zip(get_rate(p, 20));
+                    if let (Some(pending), Some((ar, nr))) = (answered, feedback) {
+                        let fb = SpcFeedback { ar, nr };
                         // Under 1 kbit/s is no rate: a packet would be due
                         // in hours, after the flow got a real share.
                         let r = f.sender.on_feedback(&[fb]);
@@ -860,4 +872,74 @@ pub fn fig7_table(
 
 pub fn mean_ms(r: &Fig7Run) -> f64 {
     r.completion_ns.iter().sum::<u64>() as f64 / r.completion_ns.len().max(1) as f64 / 1e6
+}
+
+#[cfg(test)]
+mod wire_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn header(demand: f64) -> Data {
+        Data {
+            flags: F_REQ,
+            server: 1,
+            task_id: 7,
+            flow: 2,
+            seq: 3,
+            len: 0,
+            demand,
+            prev_demand: 1e6,
+            prev_alloc: 5e5,
+            ar: 0.0,
+            nr: 0.0,
+            req: 9,
+        }
+    }
+
+    #[test]
+    fn a_header_round_trips() {
+        let mut b = Vec::new();
+        header(8e7).encode(&mut b);
+        let d = Data::decode(&b).expect("a valid header decodes");
+        assert_eq!((d.task_id, d.flow, d.seq, d.req), (7, 2, 3, 9));
+        assert_eq!((d.demand, d.prev_demand, d.prev_alloc), (8e7, 1e6, 5e5));
+    }
+
+    /// A rate Alg. 1 would add into a port's counters must be a rate: one NaN
+    /// demand would make every later allocation at that port NaN.
+    #[test]
+    fn rates_that_are_not_rates_are_refused_in_every_field() {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, 1e300] {
+            for field in 0..5 {
+                let mut b = Vec::new();
+                header(8e7).encode(&mut b);
+                let at = 24 + 8 * field;
+                b[at..at + 8].copy_from_slice(&bad.to_le_bytes());
+                assert!(
+                    Data::decode(&b).is_none(),
+                    "{bad} in rate field {field} was accepted"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        /// Arbitrary datagrams never panic the decoder, and whatever it
+        /// accepts carries rates Alg. 1 can add.
+        #[test]
+        fn arbitrary_bytes_decode_to_rates_or_nothing(
+            tail in prop::collection::vec(any::<u8>(), 0..DATA_HDR + 16),
+            typed in any::<bool>(),
+        ) {
+            let mut b = tail;
+            if typed && !b.is_empty() {
+                b[0] = T_DATA;
+            }
+            if let Some(d) = Data::decode(&b) {
+                for v in [d.demand, d.prev_demand, d.prev_alloc, d.ar, d.nr] {
+                    prop_assert!(v.is_finite() && (0.0..=MAX_RATE_BPS).contains(&v));
+                }
+            }
+        }
+    }
 }
