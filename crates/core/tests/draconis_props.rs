@@ -1724,3 +1724,42 @@ fn literal_swap_rule_loses_the_hand_after_a_retrieve_repair() {
         Some(1)
     );
 }
+
+/// `CircularQueue::entries` is the level's cells as they are: a queued task
+/// in the cell its position maps to, a taken one left behind with its valid
+/// bit cleared (what the XDP queue is compared against, crates/xdp).
+#[test]
+fn entries_show_each_level_cell_by_cell() {
+    let mut d = Draconis::new(DraconisConfig::priority(4));
+    let mut out = PullOutbox::new();
+    // Four tasks at level 1 (priority 2); a request takes the first after two.
+    for i in 0..4u64 {
+        let mut t = TaskInfo::new(i + 1);
+        t.priority = 2;
+        d.handle(0, job(0, i, &[t]), &mut out);
+        out.clear();
+        if i == 1 {
+            d.handle(0, PullInput::TaskRequest(exec(0)), &mut out);
+            let mut pending: Vec<Recirc> = out
+                .drain()
+                .filter_map(|a| match a {
+                    PullAction::Recirculate(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            // Level 0 is empty: the request walks on to level 1.
+            while let Some(r) = pending.pop() {
+                d.handle(0, PullInput::Resubmit(r), &mut out);
+                out.clear();
+            }
+        }
+    }
+    let cells = d.queue().entries(1);
+    assert_eq!(cells.len(), 4);
+    let ids: Vec<(u64, u32, bool)> = cells.iter().map(|s| (s.task.id, s.pos, s.valid)).collect();
+    assert_eq!(
+        ids,
+        [(1, 0, false), (2, 1, true), (3, 2, true), (4, 3, true)]
+    );
+    assert!(d.queue().entries(0).iter().all(|s| !s.valid));
+}

@@ -52,6 +52,9 @@ pub struct TaskCounters {
     pub demand: f64,
     /// Number of the task's flows currently registered.
     pub flows: u32,
+    /// Sum of the task's flows' current allocations AR (bits/s): what is
+    /// still booked to the task in the port's A.
+    pub allocated: f64,
     /// Marked once `bytes_reserved` exceeds the threshold; sticky.
     pub heavy: bool,
 }
@@ -96,6 +99,7 @@ impl FifoLm {
                         bytes_reserved: 0.0,
                         demand: 0.0,
                         flows: 0,
+                        allocated: 0.0,
                         heavy: false,
                     },
                 );
@@ -272,6 +276,7 @@ impl SpcSwitch {
         {
             let t = self.classifier.entry(req.task_id);
             t.demand = (t.demand - req.prev_demand).max(0.0);
+            t.allocated = (t.allocated - req.prev_alloc).max(0.0);
         }
         // Line 2: k = Classifier(TaskID). Sum demands of higher classes (D_i,
         // i < k) and of the flow's own class without the flow (D_k), and the
@@ -312,7 +317,9 @@ impl SpcSwitch {
         // Line 12: update counters and A; the reservation for one RTT adds to
         // the task's bytes reserved (heavy detection, §4.3.1).
         self.allocated += ar;
-        self.classifier.entry(req.task_id).demand += req.demand;
+        let t = self.classifier.entry(req.task_id);
+        t.demand += req.demand;
+        t.allocated += ar;
         let bytes = ar * self.rtt_ns as f64 / 8e9;
         self.classifier.reserve(req.task_id, bytes);
         SpcFeedback { ar, nr }
@@ -326,12 +333,27 @@ impl SpcSwitch {
         if let Ok(i) = self.classifier.find(task_id) {
             let t = &mut self.classifier.tasks[i];
             t.demand = (t.demand - last_demand).max(0.0);
+            t.allocated = (t.allocated - last_alloc).max(0.0);
             t.flows = t.flows.saturating_sub(1);
         }
     }
 
     /// The task is over: forget its counters.
     pub fn on_task_end(&mut self, task_id: u64) {
+        self.classifier.forget(task_id);
+    }
+
+    /// Every flow of the task has sent its FIN: forget its counters and
+    /// take back whatever allocation is still booked to it. Only a request
+    /// the port answered whose feedback never reached the sender leaves
+    /// one (the sender cannot return what it never heard of; issue 15):
+    /// without this, A would keep it for good and C − A would shrink.
+    /// [`SpcSwitch::on_task_end`] keeps it instead, for a driver whose
+    /// FINs may come after the task's end.
+    pub fn on_task_retired(&mut self, task_id: u64) {
+        if let Some(t) = self.classifier.counters(task_id) {
+            self.allocated = (self.allocated - t.allocated).max(0.0);
+        }
         self.classifier.forget(task_id);
     }
 

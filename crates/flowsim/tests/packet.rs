@@ -186,3 +186,68 @@ fn spc_state_is_returned_and_runs_are_deterministic() {
     }
     assert_eq!(first, packet(Policy::Baraat, 250_000.0, &tasks));
 }
+
+/// Where a switch link binds (docs/flowsim.md, "Packet against flow"):
+/// task 1's three flows from rack 1 converge on host 0 (its downlink
+/// binds: 333 Mbit/s each) and cross the 2 Gbps ToR links with task 2's
+/// one flow, 7 to 1. The fluid answer is closed-form: task 1 uses 1 Gbps
+/// of the ToR links, task 2 gets the other 1 Gbps, its NIC rate, and needs
+/// bytes / 1 Gbps = 1 ms whatever the ToR's capacity. Through Alg. 1 and 2
+/// task 1's first requests ask for the NIC rate (Alg. 2 line 2), 3 Gbps at
+/// a 2 Gbps port, so task 2's class gets NR = 0 there, and its sender then
+/// lowers its demand to NR + δ; it takes the free half of the ToR only
+/// after task 1's demands come down to NR + δ at their next request, and
+/// its own demand back up at the one after. With 4 Gbps ToR links (no
+/// oversubscription) task 1's 3 Gbps fit and task 2 pays its setup only.
+#[test]
+fn a_binding_switch_link_costs_the_lower_class_rtts_the_fluid_model_does_not() {
+    let tasks = [
+        task(
+            0,
+            1,
+            vec![
+                flow(4, 0, 125_000),
+                flow(5, 0, 125_000),
+                flow(6, 0, 125_000),
+            ],
+        ),
+        task(0, 2, vec![flow(7, 1, 125_000)]),
+    ];
+    let run = |oversub: f64| {
+        let opts = PacketOpts {
+            policy: Policy::Baraat,
+            heavy_threshold: f64::INFINITY,
+            rtt_ns: RTT,
+            ticks_per_rtt: 4,
+            delta_fraction: 0.01,
+        };
+        let packet = by_index(PacketEngine::new(topo(oversub), opts).run(tasks.iter().cloned()));
+        let mut e = Engine::new(
+            topo(oversub),
+            EngineOpts {
+                policy: Policy::Baraat,
+                heavy_threshold: f64::INFINITY,
+            },
+        );
+        (by_index(e.run(tasks.iter().cloned())), packet)
+    };
+    let (fluid_free, packet_free) = run(1.0);
+    let (fluid_bound, packet_bound) = run(2.0);
+    eprintln!("ToR 4 Gbps: fluid {fluid_free:?} packet {packet_free:?}");
+    eprintln!("ToR 2 Gbps: fluid {fluid_bound:?} packet {packet_bound:?}");
+    assert_eq!(fluid_free, vec![3 * MS, MS]);
+    assert_eq!(fluid_bound, fluid_free, "the fluid answer ignores the ToR");
+    // Task 1 is ahead everywhere: the same few RTTs of setup and of its
+    // three flows converging on host 0 (3.5 RTTs) either way.
+    for p in [&packet_free, &packet_bound] {
+        assert!(p[0] <= 3 * MS + 5 * RTT, "{p:?}");
+    }
+    assert!(packet_bound[0].abs_diff(packet_free[0]) <= RTT / 2);
+    assert!(packet_free[1] <= MS + 2 * RTT, "{packet_free:?}");
+    let lost = packet_bound[1] as f64 - packet_free[1] as f64;
+    eprintln!(
+        "task 2 loses {:.1} RTTs at the binding ToR",
+        lost / RTT as f64
+    );
+    assert!(lost >= 2.0 * RTT as f64, "{packet_bound:?} {packet_free:?}");
+}

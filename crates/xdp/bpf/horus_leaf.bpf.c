@@ -45,6 +45,17 @@
 #define FLAG_IDLE_SELECTED 0x02
 #define HORUS_HEADER_LEN 12
 #define TASK_FLAGS_OFFSET 20
+#define FLAGS_KNOWN (FLAG_LAST | FLAG_IDLE_SELECTED)
+// Fixed parts before the payload, whose u16 length ends them
+// (docs/protocol.md): header, task_id, flags, class, service time; header,
+// task_id, status.
+#define TASK_FIXED 32
+#define REPLY_FIXED 23
+#define REPLY_STATUS_OFFSET 20
+#define REPLY_STATUS_MAX 1
+#define MAX_DATAGRAM 1472
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1fff
 
 // Notice kinds on the `notices` queue (crates/xdp/src/lib.rs NoticeKind).
 #define NOTICE_IDLE_ADD 1
@@ -698,13 +709,24 @@ static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
 		return XDP_PASS;
 	struct iphdr *ip = (void *)(eth + 1);
-	// Options would move the UDP header; the daemons never send them.
-	if ((void *)(ip + 1) > data_end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP)
+	// Options would move the UDP header, a fragment has none or only part
+	// of the datagram; the daemons send neither.
+	if ((void *)(ip + 1) > data_end || ip->version != 4 || ip->ihl != 5 ||
+	    ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
 		return XDP_PASS;
 	struct udphdr *udp = (void *)(ip + 1);
 	__u8 *horus = (void *)(udp + 1);
 	if ((void *)(horus + HORUS_HEADER_LEN) > data_end || horus[0] != WIRE_HORUS)
 		return XDP_PASS;
+	// Only a datagram the decoder (crates/proto) accepts may change state or
+	// be sent on: its length is the UDP length (Ethernet may pad the frame
+	// beyond it), which the payload length field must end exactly.
+	__u32 udp_len = bpf_ntohs(udp->len);
+	if (udp_len < sizeof(struct udphdr) + HORUS_HEADER_LEN ||
+	    bpf_ntohs(ip->tot_len) != sizeof(struct iphdr) + udp_len ||
+	    (void *)udp + udp_len > data_end || udp_len - sizeof(struct udphdr) > MAX_DATAGRAM)
+		goto pass;
+	__u32 len = udp_len - sizeof(struct udphdr);
 
 	__u32 zero = 0;
 	const struct leaf_config *cfg = bpf_map_lookup_elem(&leaf_config, &zero);
@@ -715,15 +737,23 @@ static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 	__u8 type = horus[1];
 
 	if (type == TYPE_REPLY) {
+		if (len < REPLY_FIXED || (void *)(horus + REPLY_FIXED) > data_end ||
+		    horus[REPLY_STATUS_OFFSET] > REPLY_STATUS_MAX ||
+		    (((__u32)horus[REPLY_FIXED - 2] << 8) | horus[REPLY_FIXED - 1]) !=
+			    len - REPLY_FIXED)
+			goto pass;
 		__u32 node = ((__u32)horus[4] << 8) | horus[5];
 		__u32 qlen = ((__u32)horus[8] << 8) | horus[9];
 		return on_reply(node, qlen, now, cfg);
 	}
 	if (type != TYPE_TASK_FIRST)
 		goto pass;
-	if ((void *)(horus + TASK_FLAGS_OFFSET + 1) > data_end)
+	if (len < TASK_FIXED || (void *)(horus + TASK_FIXED) > data_end ||
+	    (((__u32)horus[TASK_FIXED - 2] << 8) | horus[TASK_FIXED - 1]) != len - TASK_FIXED)
 		goto pass;
 	__u8 flags = horus[TASK_FLAGS_OFFSET];
+	if (flags & ~FLAGS_KNOWN)
+		goto pass;
 	// A multi-packet task needs the connection table (§A.4), which stays in
 	// user space: its first packet and continuations are passed up.
 	if (!(flags & FLAG_LAST))

@@ -9,6 +9,7 @@
 //! name, and the random stream's state, so both draw the same samples.
 
 mod daemon;
+mod draconis;
 mod test_run;
 
 use std::os::fd::{AsFd, AsRawFd};
@@ -21,6 +22,7 @@ use netsched_core::{NodeId, Notice};
 
 pub use aya::programs::XdpFlags;
 pub use daemon::{interface_mac, neighbour_mac, CpuRuns, MAX_CPUS};
+pub use draconis::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpSlot, MAX_LEVELS};
 pub use test_run::{TestRun, XdpAction};
 
 /// The BPF object built by build.rs (empty when clang was missing).
@@ -69,6 +71,28 @@ pub enum XdpError {
     Fd(std::io::Error),
     #[error("cpumap: {0}")]
     CpuMap(#[from] aya::maps::xdp::XdpMapError),
+    #[error("the BPF object has no program `{0}`")]
+    NoNamedProgram(&'static str),
+    #[error("the XDP Draconis queue runs cFCFS and priorities, not the swap policies (resource, locality)")]
+    SwapPolicy,
+    #[error(
+        "{levels} priority levels exceed the XDP Draconis queue's {}",
+        draconis::MAX_LEVELS
+    )]
+    TooManyLevels { levels: u8 },
+    #[error("levels × capacity exceeds a BPF array's 2^32 entries")]
+    QueueTooLarge,
+    #[error(
+        "the switch's queue ({capacity} entries × {levels} levels) is not the loaded program's"
+    )]
+    QueueMismatch { capacity: u32, levels: u8 },
+    #[error(
+        "{executors} executors exceed the XDP Draconis queue's {}",
+        draconis::MAX_EXECUTORS
+    )]
+    TooManyExecutors { executors: usize },
+    #[error("a queued task names client {0}, which has no address")]
+    UnknownClient(u32),
 }
 
 /// Where the leaf sends a worker's tasks: the rewritten destination.

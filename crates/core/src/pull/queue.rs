@@ -481,6 +481,17 @@ impl CircularQueue {
         )
     }
 
+    /// The register cells of `level`'s entries as they are, valid or not,
+    /// in slot order (position `p` is cell `p & (capacity - 1)`): a
+    /// read-only control-plane view, so another implementation (the XDP
+    /// queue, crates/xdp) can start from the same state and be compared
+    /// cell by cell.
+    pub fn entries(&self, level: u8) -> &[Slot] {
+        assert!(level < self.levels, "no level {level}");
+        let base = level as usize * self.capacity as usize;
+        &self.slots.as_slice()[base..base + self.capacity as usize]
+    }
+
     /// The position of the oldest queued entry of `level`, as the pointers
     /// will say once pending repairs land.
     fn head_tail(&self, level: u8) -> (u32, u32) {

@@ -19,6 +19,14 @@ impl PacketEngine {
                 let l = l as usize;
                 if !self.link_flows[l].is_empty() {
                     let input_bps = self.rx[l] * 8.0 / rtt_s;
+                    if !self.topo.is_host_link(l as u32) {
+                        let port = &self.ports[l];
+                        self.stats.switch_active_bits += port.capacity * rtt_s;
+                        if port.allocated() >= 0.95 * port.virtual_capacity {
+                            self.stats.switch_booked_idle_bits +=
+                                (port.capacity - input_bps).max(0.0) * rtt_s;
+                        }
+                    }
                     self.ports[l].on_interval(input_bps, self.queue[l]);
                 }
                 self.rx[l] = 0.0;
@@ -45,7 +53,17 @@ impl PacketEngine {
                 }
             }
             if f.pending.is_none() && f.unsent > EPS_BYTES {
+                let lowered = f.counted && f.held_demand < f.sender.nic_bps;
                 let fb = request(f, &mut self.ports);
+                if lowered
+                    && f.held_demand
+                        >= f.sender
+                            .nic_bps
+                            .min(f.unsent * 8e9 / self.opts.rtt_ns as f64)
+                            * 0.999
+                {
+                    self.stats.demand_reraises += 1;
+                }
                 f.pending = Some((tick + k, fb));
                 self.stats.requests += 1;
             }

@@ -89,6 +89,12 @@ pub struct PacketStats {
     pub flows: u64,
     /// SPC requests sent (each visits every port on its flow's path).
     pub requests: u64,
+    /// Requests whose demand went back up to the NIC (or data) rate after
+    /// Alg. 2 had lowered it to NR + δ (line 3 false: the smallest NR grew
+    /// to at least the last demand). For one RTT such a flow's demand
+    /// counts in full at every port on its path against the classes behind
+    /// it.
+    pub demand_reraises: u64,
     /// The largest standing queue seen at any link (bytes).
     pub max_queue_bytes: f64,
     /// Sum over ticks and links of the standing queue (byte-ticks): with
@@ -99,6 +105,13 @@ pub struct PacketStats {
     pub switch_saturated_ticks: u64,
     /// The same for host links.
     pub host_saturated_ticks: u64,
+    /// Switch-link capacity (bits) over the control intervals in which
+    /// the link carried flows.
+    pub switch_active_bits: f64,
+    /// Of that, capacity left unused in intervals when the port had handed
+    /// out its whole virtual capacity (A ≥ 95 % of it): idle, yet every new
+    /// request is told AR ≈ 0 (Alg. 1 line 10) until allocations come back.
+    pub switch_booked_idle_bits: f64,
 }
 
 /// A flow from its start to its last byte's delivery.

@@ -30,8 +30,10 @@ use std::time::{Duration, Instant};
 use crate::spc::{SpcFeedback, SpcRequest, SpcSender, SpcSwitch};
 
 mod lab;
+mod task_end;
 use lab::{bind_port, client_addr, enter, server_addr, sw_addr};
 pub use lab::{Lab, LabError};
+pub use task_end::TaskEnds;
 
 const SERVERS: usize = 3;
 const PORT_SW: u16 = 9000;
@@ -338,7 +340,7 @@ fn switch_loop(
     const BUFFER: usize = 1 << 20;
     let mut drops = 0u64;
     let mut active = 0u32;
-    let mut done_pending: Vec<u64> = Vec::new();
+    let mut task_ends = TaskEnds::default();
     let mut sent = 0u64;
     let start = Instant::now();
     let mut next_tx = 0f64; // seconds since start
@@ -394,22 +396,17 @@ fn switch_loop(
                     // The flow's last demand and allocation come back (FIN).
                     let task = get_u64(pkt, 4);
                     spc.on_flow_end(task, get_f64(pkt, 13), get_f64(pkt, 21));
-                    if let Some(i) = done_pending.iter().position(|&t| t == task) {
-                        if flows_of(&spc, task) == 0 {
-                            done_pending.swap_remove(i);
-                            spc.on_task_end(task);
-                        }
+                    if task_ends.on_fin(task) {
+                        spc.on_task_retired(task);
                     }
                 }
                 // The client saw the task's last byte; its servers' FINs
                 // (which return the flows' allocations) may still be on the
                 // way: forget the task's counters after the last one.
-                Some(T_DONE) if n >= 12 => {
+                Some(T_DONE) if n >= 16 => {
                     let task = get_u64(pkt, 4);
-                    if flows_of(&spc, task) == 0 {
-                        spc.on_task_end(task);
-                    } else {
-                        done_pending.push(task);
+                    if task_ends.on_done(task, get_u32(pkt, 12)) {
+                        spc.on_task_retired(task);
                     }
                 }
                 Some(T_REQ) | Some(T_ACK) if n >= 3 => {
@@ -486,10 +483,6 @@ fn switch_loop(
 /// The `count`-th packet of a kind is the `every`-th (0: never).
 fn nth(every: u32, count: u32) -> bool {
     every != 0 && count.is_multiple_of(every)
-}
-
-fn flows_of(spc: &SpcSwitch, task: u64) -> u32 {
-    spc.classifier().counters(task).map_or(0, |c| c.flows)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -837,6 +830,7 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
             if mode == Fig7Mode::FifoLm {
                 let mut m = vec![T_DONE, 0, 0, 0];
                 m.extend_from_slice(&(t as u64 + 1).to_le_bytes());
+                m.extend_from_slice(&(SERVERS as u32).to_le_bytes());
                 sock.send_to(&m, sw)?;
             }
         }

@@ -40,8 +40,9 @@ use crate::workload::ServiceSampler;
 
 /// Seeded streams, one per purpose, so that the task sequence (arrival
 /// times, sizes, service times, priorities, data nodes) is identical for
-/// every policy at a given seed and load.
-mod stream {
+/// every policy at a given seed and load. Public so that a test can replay a
+/// run's draws (`Rng::derive(seed, stream::ARRIVAL)`).
+pub mod stream {
     pub const ARRIVAL: u64 = 1;
     pub const JOB_SIZE: u64 = 2;
     pub const SERVICE: u64 = 3;

@@ -19,7 +19,7 @@ use std::path::Path;
 use rayon::prelude::*;
 
 pub use config::{PullConfig, PullPolicy, PullSweep};
-pub use engine::{mean_job_tasks, run_one, PullRun};
+pub use engine::{mean_job_tasks, run_one, stream, PullRun};
 pub use metrics::{PullMetrics, PullSummary};
 
 use crate::error::ConfigError;

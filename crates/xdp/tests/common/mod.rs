@@ -1,0 +1,117 @@
+//! Frames and loading shared by the Draconis differential tests and the
+//! parser fuzzing: Ethernet + IPv4 + UDP around a netsched datagram, and the
+//! root / NETSCHED_REQUIRE_BPF=1 rule of every BPF test.
+
+#![allow(dead_code)]
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+pub const SWITCH_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xfe];
+pub const SWITCH: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 254), 7000);
+
+/// Whether BPF tests may run here: root loads BPF; otherwise skip, or
+/// fail under NETSCHED_REQUIRE_BPF=1 (scripts/test.sh, CI).
+pub fn bpf_allowed(test: &str) -> bool {
+    let required = bpf_required();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(!required, "{test}: NETSCHED_REQUIRE_BPF=1 but not root");
+        eprintln!("{test}: skipped, loading BPF programs needs root");
+        return false;
+    }
+    true
+}
+
+pub fn bpf_required() -> bool {
+    std::env::var("NETSCHED_REQUIRE_BPF").is_ok_and(|v| v == "1")
+}
+
+/// The MAC a test gives the host at `addr`.
+pub fn mac_of(addr: SocketAddrV4) -> [u8; 6] {
+    let [_, _, c, d] = addr.ip().octets();
+    [0x02, 0, 0, 1, c, d]
+}
+
+pub fn ipv4_checksum(header: &[u8]) -> u16 {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// The frame `from` sends to the switch carrying `payload`.
+pub fn frame(from: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    frame_to(from, SWITCH, payload)
+}
+
+pub fn frame_to(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(42 + payload.len());
+    f.extend_from_slice(&SWITCH_MAC);
+    f.extend_from_slice(&mac_of(from));
+    f.extend_from_slice(&0x0800u16.to_be_bytes());
+    let total = (20 + 8 + payload.len()) as u16;
+    let mut ip = [0u8; 20];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&from.ip().octets());
+    ip[16..20].copy_from_slice(&to.ip().octets());
+    let check = ipv4_checksum(&ip);
+    ip[10..12].copy_from_slice(&check.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&from.port().to_be_bytes());
+    f.extend_from_slice(&to.port().to_be_bytes());
+    f.extend_from_slice(&(8 + payload.len() as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A frame a program sent: its addresses and the UDP payload, after
+/// checking that the headers are consistent (IPv4 checksum, lengths).
+#[derive(Debug)]
+pub struct Sent<'a> {
+    pub dst_mac: [u8; 6],
+    pub src_mac: [u8; 6],
+    pub from: SocketAddrV4,
+    pub to: SocketAddrV4,
+    pub payload: &'a [u8],
+}
+
+pub fn sent(frame: &[u8]) -> Result<Sent<'_>, String> {
+    if frame.len() < 42 {
+        return Err(format!("{} bytes, shorter than the headers", frame.len()));
+    }
+    if frame[12..14] != [0x08, 0x00] || frame[14] != 0x45 || frame[23] != 17 {
+        return Err("not IPv4/UDP without options".into());
+    }
+    if ipv4_checksum(&frame[14..34]) != 0 {
+        return Err("bad IPv4 checksum".into());
+    }
+    let tot = usize::from(u16::from_be_bytes([frame[16], frame[17]]));
+    let udp = usize::from(u16::from_be_bytes([frame[38], frame[39]]));
+    if tot != 20 + udp || 14 + tot > frame.len() || udp < 8 {
+        return Err(format!(
+            "lengths: IPv4 {tot}, UDP {udp}, frame {}",
+            frame.len()
+        ));
+    }
+    let addr = |at: usize, port_at: usize| {
+        SocketAddrV4::new(
+            Ipv4Addr::new(frame[at], frame[at + 1], frame[at + 2], frame[at + 3]),
+            u16::from_be_bytes([frame[port_at], frame[port_at + 1]]),
+        )
+    };
+    Ok(Sent {
+        dst_mac: frame[0..6].try_into().expect("6 bytes"),
+        src_mac: frame[6..12].try_into().expect("6 bytes"),
+        from: addr(26, 34),
+        to: addr(30, 36),
+        payload: &frame[42..42 + udp - 8],
+    })
+}
