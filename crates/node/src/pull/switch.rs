@@ -123,7 +123,7 @@ impl PullDrop {
         }
     }
 
-    fn of_decode(e: DecodeError) -> PullDrop {
+    pub(super) fn of_decode(e: DecodeError) -> PullDrop {
         match e {
             DecodeError::Truncated { .. } => PullDrop::Truncated,
             DecodeError::UnknownType(_) => PullDrop::UnknownType,
@@ -134,7 +134,7 @@ impl PullDrop {
 }
 
 /// Message type names by type code - 1, for the rx/tx counters.
-const TYPES: [&str; 9] = [
+pub(super) const TYPES: [&str; 9] = [
     "job_submission",
     "task_request",
     "task_assignment",
@@ -788,7 +788,7 @@ fn to_core(t: &WireTask) -> TaskInfo {
     }
 }
 
-fn to_wire(t: &TaskInfo) -> WireTask {
+pub(super) fn to_wire(t: &TaskInfo) -> WireTask {
     WireTask {
         id: t.id,
         fn_id: t.fn_id,
@@ -798,8 +798,13 @@ fn to_wire(t: &TaskInfo) -> WireTask {
     }
 }
 
-/// Runs a pull scheduler until `stop` is set, with its metrics endpoint.
+/// Runs a pull scheduler until `stop` is set, with its metrics endpoint:
+/// in this process, or with `datapath = "xdp"` as the XDP Draconis queue
+/// ([`super::xdp`]).
 pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), PullError> {
+    if cfg.datapath == crate::config::Datapath::Xdp {
+        return super::xdp::run_config(cfg, stop);
+    }
     let mut d = PullDaemon::bind(cfg)?;
     let metrics = match &cfg.metrics {
         Some(a) => Some(
