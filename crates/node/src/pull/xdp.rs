@@ -38,7 +38,7 @@ use netsched_xdp::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpFlags};
 
 use super::config::PullSwitchConfig;
 use super::error::PullError;
-use super::switch::{to_wire, PullDrop, TYPES};
+use super::switch::{register_traffic, to_wire, PullDrop, Traffic};
 use crate::config::XdpMode;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
@@ -103,50 +103,22 @@ impl Answer {
 }
 
 struct Slots {
+    traffic: Traffic,
     events: [Slot; 11],
-    rx: [Slot; 9],
-    rx_invalid: Slot,
-    tx: [Slot; 9],
-    drops: [Slot; 13],
     answered: [Slot; 2],
     tasks_returned: Slot,
 }
 
 fn register(reg: &mut Registry) -> Slots {
     let c = Kind::Counter;
-    let by_type =
-        |reg: &mut Registry, name, help| TYPES.map(|t| reg.register(name, help, c, &[("type", t)]));
     Slots {
+        traffic: register_traffic(reg),
         events: EVENTS.map(|e| {
             reg.register(
                 "netsched_xdp_events_total",
                 "datapath xdp: the program's counters map (Draconis: tasks queued and rejected, assignments, no-ops, repairs, passes, drops)",
                 c,
                 &[("event", e)],
-            )
-        }),
-        rx: by_type(
-            reg,
-            "netsched_rx_packets_total",
-            "Datagrams received, by message type",
-        ),
-        rx_invalid: reg.register(
-            "netsched_rx_packets_total",
-            "Datagrams received, by message type",
-            c,
-            &[("type", "invalid")],
-        ),
-        tx: by_type(
-            reg,
-            "netsched_tx_packets_total",
-            "Datagrams sent, by message type",
-        ),
-        drops: PullDrop::ALL.map(|d| {
-            reg.register(
-                "netsched_drops_total",
-                "Datagrams dropped or tasks returned to their client, by reason",
-                c,
-                &[("reason", d.name())],
             )
         }),
         answered: Answer::ALL.map(|a| {
@@ -300,16 +272,16 @@ impl PullXdpDaemon {
         let msg = match Message::decode(data) {
             Ok(Message::Draconis(m)) => m,
             Ok(_) => {
-                self.registry.inc(self.slots.rx_invalid);
+                self.registry.inc(self.slots.traffic.rx_invalid);
                 return self.drop(PullDrop::UnsupportedFamily);
             }
             Err(e) => {
-                self.registry.inc(self.slots.rx_invalid);
+                self.registry.inc(self.slots.traffic.rx_invalid);
                 return self.drop(PullDrop::of_decode(e));
             }
         };
         self.registry
-            .inc(self.slots.rx[msg.draconis_type() as usize - 1]);
+            .inc(self.slots.traffic.rx[msg.draconis_type() as usize - 1]);
         match msg {
             DraconisMessage::TaskRequest { .. } => {
                 if !self.executors.contains(&src) {
@@ -374,14 +346,14 @@ impl PullXdpDaemon {
             .ok()
             .is_some_and(|bytes| self.sock.send_to(&bytes, dst).is_ok());
         if sent {
-            self.registry.inc(self.slots.tx[tag]);
+            self.registry.inc(self.slots.traffic.tx[tag]);
         } else {
             self.drop(PullDrop::Send);
         }
     }
 
     fn drop(&self, d: PullDrop) {
-        self.registry.inc(self.slots.drops[d as usize]);
+        self.registry.inc(self.slots.traffic.drops[d as usize]);
     }
 }
 
