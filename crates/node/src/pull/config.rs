@@ -15,6 +15,7 @@ use netsched_config::ConfigError;
 use serde::Deserialize;
 
 use super::error::PullError;
+use crate::config::{Datapath, XdpConfig};
 use crate::fault::FaultConfig;
 use crate::tasks::RocksConfig;
 
@@ -69,7 +70,23 @@ pub struct PullSwitchConfig {
     pub batch: usize,
     #[serde(default)]
     pub fault: FaultConfig,
+    /// `socket` (default): the scheduler runs in this process behind its
+    /// UDP socket; `xdp`: the Draconis queue runs as an XDP program on
+    /// `[xdp] interface` and the daemon keeps what the program leaves to
+    /// user space (docs/xdp.md, "The pull daemon").
+    #[serde(default)]
+    pub datapath: Datapath,
+    /// With `datapath = "xdp"`: the interface and attach mode (the push
+    /// leaf's `[xdp]` table).
+    #[serde(default)]
+    pub xdp: Option<XdpConfig>,
 }
+
+/// Executors the XDP Draconis queue knows (`netsched_xdp`'s
+/// `drac_executors` map).
+pub const XDP_MAX_EXECUTORS: usize = 4096;
+/// Priority levels the XDP Draconis queue holds (`netsched_xdp::MAX_LEVELS`).
+pub const XDP_MAX_LEVELS: u8 = 8;
 
 fn one() -> u32 {
     1
@@ -112,6 +129,8 @@ impl PullSwitchConfig {
             seed: default_seed(),
             batch: default_batch(),
             fault: FaultConfig::default(),
+            datapath: Datapath::Socket,
+            xdp: None,
         }
     }
 
@@ -168,7 +187,95 @@ impl PullSwitchConfig {
         }
         self.fault
             .validate()
-            .map_err(|e| PullError::Fault(e.to_string()))
+            .map_err(|e| PullError::Fault(e.to_string()))?;
+        self.validate_datapath()
+    }
+
+    /// The levels the scheduler's queue has: `priority_levels` for
+    /// `draconis-priority`, one otherwise.
+    pub fn levels(&self) -> u8 {
+        if self.policy == PullPolicy::DraconisPriority {
+            self.priority_levels
+        } else {
+            1
+        }
+    }
+
+    /// What the XDP Draconis queue cannot run is refused here, one line
+    /// naming the key, rather than half-run (docs/xdp.md).
+    fn validate_datapath(&self) -> Result<(), PullError> {
+        if self.datapath == Datapath::Socket {
+            if self.xdp.is_some() {
+                return Err(invalid("xdp", "[xdp] is for datapath = \"xdp\""));
+            }
+            return Ok(());
+        }
+        let xdp_invalid =
+            |field: &str, msg: String| Err(invalid(field, format!("datapath = \"xdp\": {msg}")));
+        let Some(xdp) = &self.xdp else {
+            return xdp_invalid("xdp", "needs [xdp] interface".into());
+        };
+        if xdp.cpu != 0 {
+            // Refused rather than ignored: the setting would promise what
+            // the program does not do.
+            return xdp_invalid(
+                "xdp.cpu",
+                "the Draconis program has no cpumap steering; keep the interface's receive path on one CPU instead (docs/xdp.md)".into(),
+            );
+        }
+        if !matches!(
+            self.policy,
+            PullPolicy::Draconis | PullPolicy::DraconisPriority
+        ) {
+            return xdp_invalid(
+                "policy",
+                format!(
+                    "the XDP queue runs `draconis` (cFCFS) and `draconis-priority`, not `{}`",
+                    self.policy.name()
+                ),
+            );
+        }
+        if self.levels() > XDP_MAX_LEVELS {
+            return xdp_invalid(
+                "priority_levels",
+                format!(
+                    "{} levels exceed the XDP queue's {XDP_MAX_LEVELS}",
+                    self.priority_levels
+                ),
+            );
+        }
+        if self.executors.len() > XDP_MAX_EXECUTORS {
+            return xdp_invalid(
+                "executors",
+                format!(
+                    "{} executors exceed the XDP queue's {XDP_MAX_EXECUTORS}",
+                    self.executors.len()
+                ),
+            );
+        }
+        if self.executors.iter().any(|a| !a.is_ipv4()) {
+            return xdp_invalid("executors", "executors need IPv4 addresses".into());
+        }
+        match self.listen.parse::<SocketAddr>() {
+            Ok(SocketAddr::V4(a)) if !a.ip().is_unspecified() && a.port() != 0 => {}
+            _ => {
+                return xdp_invalid(
+                    "listen",
+                    format!(
+                        "{:?} must be the scheduler's IPv4 address and port on the interface",
+                        self.listen
+                    ),
+                )
+            }
+        }
+        if self.fault.drop_rate > 0.0 {
+            return xdp_invalid(
+                "fault.drop_rate",
+                "the program's datagrams never reach the daemon; inject loss at the executors"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 }
 

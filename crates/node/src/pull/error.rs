@@ -41,6 +41,10 @@ pub enum PullError {
     /// `netsched bench pull`: the daemon thread panicked.
     #[error("pull daemon panicked")]
     DaemonPanicked,
+    /// `datapath = "xdp"`: the Draconis program could not be loaded,
+    /// installed or attached, or its maps read.
+    #[error("xdp: {0}")]
+    Xdp(#[from] netsched_xdp::XdpError),
 }
 
 impl PullError {

@@ -4,6 +4,8 @@
 //!
 //! * [`switch`]: the scheduler daemon (`netsched switch` with a pull policy).
 //! * [`executor`]: executors that pull (`netsched worker` with a policy).
+//! * [`xdp`]: the same daemon with `datapath = "xdp"`: the Draconis queue
+//!   as an XDP program, the daemon sending what it leaves to user space.
 //! * [`client`]: an open-loop client that submits jobs of many tasks, with
 //!   per-task timeouts and resubmission.
 //!
@@ -15,6 +17,7 @@ pub mod config;
 pub mod error;
 pub mod executor;
 pub mod switch;
+pub mod xdp;
 
 pub use client::{PullClient, PullReport};
 pub use config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};

@@ -123,7 +123,7 @@ impl PullDrop {
         }
     }
 
-    fn of_decode(e: DecodeError) -> PullDrop {
+    pub(super) fn of_decode(e: DecodeError) -> PullDrop {
         match e {
             DecodeError::Truncated { .. } => PullDrop::Truncated,
             DecodeError::UnknownType(_) => PullDrop::UnknownType,
@@ -147,10 +147,7 @@ const TYPES: [&str; 9] = [
 ];
 
 struct Slots {
-    rx: [Slot; 9],
-    rx_invalid: Slot,
-    tx: [Slot; 9],
-    drops: [Slot; 13],
+    traffic: Traffic,
     tasks_accepted: Slot,
     tasks_returned: Slot,
     assigned: Slot,
@@ -163,12 +160,20 @@ struct Slots {
     clients: Slot,
 }
 
-fn register(reg: &mut Registry) -> Slots {
+/// The datagram counters of every pull scheduler daemon (this one and the
+/// XDP one, [`super::xdp`]), so both export the same series.
+pub(super) struct Traffic {
+    pub(super) rx: [Slot; 9],
+    pub(super) rx_invalid: Slot,
+    pub(super) tx: [Slot; 9],
+    pub(super) drops: [Slot; 13],
+}
+
+pub(super) fn register_traffic(reg: &mut Registry) -> Traffic {
     let c = Kind::Counter;
-    let g = Kind::Gauge;
     let by_type =
         |reg: &mut Registry, name, help| TYPES.map(|t| reg.register(name, help, c, &[("type", t)]));
-    Slots {
+    Traffic {
         rx: by_type(
             reg,
             "netsched_rx_packets_total",
@@ -193,6 +198,14 @@ fn register(reg: &mut Registry) -> Slots {
                 &[("reason", d.name())],
             )
         }),
+    }
+}
+
+fn register(reg: &mut Registry) -> Slots {
+    let c = Kind::Counter;
+    let g = Kind::Gauge;
+    Slots {
+        traffic: register_traffic(reg),
         tasks_accepted: reg.register(
             "netsched_pull_tasks_accepted_total",
             "Tasks taken into the scheduler (queued, dispatched or tracked)",
@@ -462,9 +475,9 @@ impl PullDaemon {
         } = self;
         txb.flush(sock, |tag, ok| {
             if ok {
-                registry.inc(slots.tx[tag as usize]);
+                registry.inc(slots.traffic.tx[tag as usize]);
             } else {
-                registry.inc(slots.drops[PullDrop::Send as usize]);
+                registry.inc(slots.traffic.drops[PullDrop::Send as usize]);
             }
         });
     }
@@ -481,7 +494,7 @@ impl PullDaemon {
 
     #[inline]
     fn drop(&self, d: PullDrop) {
-        self.registry.inc(self.slots.drops[d as usize]);
+        self.registry.inc(self.slots.traffic.drops[d as usize]);
     }
 
     /// One datagram.
@@ -489,16 +502,16 @@ impl PullDaemon {
         let msg = match Message::decode(data) {
             Ok(Message::Draconis(m)) => m,
             Ok(_) => {
-                self.registry.inc(self.slots.rx_invalid);
+                self.registry.inc(self.slots.traffic.rx_invalid);
                 return self.drop(PullDrop::UnsupportedFamily);
             }
             Err(e) => {
-                self.registry.inc(self.slots.rx_invalid);
+                self.registry.inc(self.slots.traffic.rx_invalid);
                 return self.drop(PullDrop::of_decode(e));
             }
         };
         self.registry
-            .inc(self.slots.rx[msg.draconis_type() as usize - 1]);
+            .inc(self.slots.traffic.rx[msg.draconis_type() as usize - 1]);
         match msg {
             DraconisMessage::JobSubmission { job, tasks } => self.on_job(job, tasks, src, now),
             DraconisMessage::TaskRequest { node, resources } => {
@@ -788,7 +801,7 @@ fn to_core(t: &WireTask) -> TaskInfo {
     }
 }
 
-fn to_wire(t: &TaskInfo) -> WireTask {
+pub(super) fn to_wire(t: &TaskInfo) -> WireTask {
     WireTask {
         id: t.id,
         fn_id: t.fn_id,
@@ -798,8 +811,13 @@ fn to_wire(t: &TaskInfo) -> WireTask {
     }
 }
 
-/// Runs a pull scheduler until `stop` is set, with its metrics endpoint.
+/// Runs a pull scheduler until `stop` is set, with its metrics endpoint:
+/// in this process, or with `datapath = "xdp"` as the XDP Draconis queue
+/// ([`super::xdp`]).
 pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), PullError> {
+    if cfg.datapath == crate::config::Datapath::Xdp {
+        return super::xdp::run_config(cfg, stop);
+    }
     let mut d = PullDaemon::bind(cfg)?;
     let metrics = match &cfg.metrics {
         Some(a) => Some(
