@@ -5,8 +5,10 @@
 //! (`netsched worker`) and its pull client (`netsched client`). The queue is
 //! small and the jobs large, so the program rejects tasks (§4.3) and the
 //! daemon must send them back for the client to resubmit. Every task must
-//! complete and the counters must add up. Every process is pinned to one
-//! CPU (see `PIN`). Needs root and BPF; skipped
+//! complete and the counters must add up. The executors send from CPU 0 and
+//! the client from CPU 1, while the daemon's steering runs the queue on CPU 1
+//! alone: without it two senders' packets could interleave inside a pass.
+//! Needs root and BPF; skipped
 //! loudly without (failed under NETSCHED_REQUIRE_NETNS=1).
 
 use std::path::{Path, PathBuf};
@@ -21,11 +23,12 @@ const EXECS_PER_RACK: u16 = 2;
 const SCHED_METRICS: u16 = 7600;
 const WORKER_METRICS: u16 = 7601;
 
-/// Every process sends from CPU 0: on a veth the generic XDP hook runs on
-/// the sender's CPU, and the queue's maps assume one CPU at a time
-/// (docs/xdp.md, "The pull daemon": the Draconis object has no cpumap
-/// steering).
-const PIN: [&str; 3] = ["taskset", "-c", "0"];
+/// On a veth the generic XDP hook runs on the sender's CPU: the executors
+/// and the daemon send from CPU 0, the client from CPU 1, so packets reach
+/// the hook on both and only the steering (`[xdp] cpu = 1`) serialises the
+/// queue (docs/xdp.md, "One CPU").
+const EXECUTORS_CPU: &str = "0";
+const CLIENT_CPU: &str = "1";
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_netsched")
@@ -39,7 +42,7 @@ impl Procs {
         let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
         let child = Command::new("ip")
             .args(["netns", "exec", &host.name])
-            .args(PIN)
+            .args(["taskset", "-c", EXECUTORS_CPU])
             .arg(bin())
             .args(args)
             .stdin(Stdio::null())
@@ -148,7 +151,7 @@ fn every_task_completes_through_the_xdp_pull_switch() {
         format!(
             "listen = \"{sched_at}\"\npolicy = \"draconis\"\nexecutors = [{}]\n\
              metrics = \"{}\"\ndatapath = \"xdp\"\n\n\
-             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\n\n\
+             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpu = 1\n\n\
              [draconis]\ncapacity = 16\n",
             executors.join(", "),
             sched.at(SCHED_METRICS)
@@ -199,7 +202,7 @@ fn every_task_completes_through_the_xdp_pull_switch() {
     let json = dir.join("client.json");
     let out = Command::new("ip")
         .args(["netns", "exec", &cli.name])
-        .args(PIN)
+        .args(["taskset", "-c", CLIENT_CPU])
         .arg(bin())
         .args(["client", "-c", &cfg, "--json"])
         .arg(&json)

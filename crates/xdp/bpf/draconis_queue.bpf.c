@@ -18,7 +18,8 @@
 // execution model, server.rs), so a repair lands before the next packet and
 // a request never meets a pending repair unless the loader installed one.
 // The repair flags are kept and checked anyway: the program is the paper's.
-// Like the Horus leaf, it assumes one CPU runs it at a time (docs/xdp.md).
+// Like the Horus leaf, one CPU runs it at a time: the daemon attaches
+// draconis_steer, which hands every packet to one CPU (end of this file).
 //
 // A job_submission is answered in place: the frame becomes the Ack and goes
 // back to the client (XDP_TX). Tasks that did not fit (§4.3) are pushed onto
@@ -524,8 +525,7 @@ static __always_inline void read_task(const __u8 *p, struct task_info *t)
 	t->pad[0] = t->pad[1] = t->pad[2] = 0;
 }
 
-SEC("xdp")
-int draconis_queue(struct xdp_md *ctx)
+static __always_inline int queue_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -616,4 +616,60 @@ int draconis_queue(struct xdp_md *ctx)
 pass:
 	count(C_PASSED, 1);
 	return XDP_PASS;
+}
+
+SEC("xdp")
+int draconis_queue(struct xdp_md *ctx)
+{
+	return queue_run(ctx);
+}
+
+// Serialising the queue, as the Horus leaf is (docs/xdp.md): the pointers,
+// the slots and `drac_scratch` are updated without atomics, so one CPU at a
+// time may run a pass. `draconis_steer` is what the daemon attaches to the
+// interface: on whichever CPU took the packet it only redirects it into
+// `queue_cpu`, whose one entry (the daemon's `[xdp] cpu`) runs
+// `draconis_queue_cpu` from that CPU's cpumap thread, one packet after the
+// other. Two submissions on two CPUs could otherwise both read one add_ptr
+// and write one slot (seen: a job enqueued and never assigned).
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} queue_cpu SEC(".maps");
+// The CPU (the key into `queue_cpu`) that runs the queue.
+ARRAY(steer_cpu, __u32, 1);
+
+// Packets per CPU: [cpu] the steering program took, [64 + cpu] the queue ran.
+ARRAY(runs_on, __u64, 2 * 64);
+
+static __always_inline void count_run(__u32 offset)
+{
+	__u32 cpu = bpf_get_smp_processor_id() + offset;
+	__u64 *runs = bpf_map_lookup_elem(&runs_on, &cpu);
+	if (runs)
+		__sync_fetch_and_add(runs, 1);
+}
+
+SEC("xdp")
+int draconis_steer(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	__u32 *cpu = bpf_map_lookup_elem(&steer_cpu, &zero);
+	count_run(0);
+	// Not a cpumap entry: nothing runs the queue, and the packet goes up.
+	return bpf_redirect_map(&queue_cpu, cpu ? *cpu : 0, XDP_PASS);
+}
+
+// A cpumap program has no XDP_TX: the answer leaves by a redirect to the
+// interface the request came in on.
+SEC("xdp/cpumap")
+int draconis_queue_cpu(struct xdp_md *ctx)
+{
+	count_run(64);
+	int verdict = queue_run(ctx);
+	if (verdict == XDP_TX)
+		return bpf_redirect(ctx->ingress_ifindex, 0);
+	return verdict;
 }

@@ -7,6 +7,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 use aya::maps::{Array, CpuMap, HashMap, MapData};
 use aya::programs::{Xdp, XdpFlags};
+use aya::Ebpf;
 use netsched_core::horus::HorusLeaf;
 
 use crate::{WorkerAddr, XdpError, XdpLeaf};
@@ -80,54 +81,99 @@ impl XdpLeaf {
         flags: XdpFlags,
         cpu: u32,
     ) -> Result<(), XdpError> {
-        if cpu >= MAX_CPUS {
-            return Err(XdpError::CpuOutOfRange { cpu });
-        }
-        let leaf: &mut Xdp = self
-            .ebpf
-            .program_mut(LEAF_ON_CPU)
-            .ok_or(XdpError::NoProgram)?
-            .try_into()?;
-        leaf.load()?;
-        let leaf_fd = leaf.fd()?.try_clone().map_err(XdpError::Fd)?;
-        let map = self
-            .ebpf
-            .map_mut("leaf_cpu")
-            .ok_or(XdpError::NoMap("leaf_cpu"))?;
-        CpuMap::try_from(map)?.set(cpu, CPU_QUEUE, Some(&leaf_fd), 0)?;
-        self.array::<u32>("steer_cpu")?.set(0, cpu, 0)?;
-        let steer: &mut Xdp = self
-            .ebpf
-            .program_mut(STEER)
-            .ok_or(XdpError::NoProgram)?
-            .try_into()?;
-        steer.load()?;
-        steer.attach(interface, flags)?;
-        Ok(())
+        attach_steered(&mut self.ebpf, Steering::LEAF, interface, flags, cpu)
     }
 
     /// Packets per CPU since [`XdpLeaf::attach_serialised`]: the ones the
     /// steering program took, and the ones the leaf ran.
     pub fn runs_on(&mut self) -> Result<CpuRuns, XdpError> {
-        let map = self.ebpf.map("runs_on").ok_or(XdpError::NoMap("runs_on"))?;
-        let runs: Array<&MapData, u64> = Array::try_from(map)?;
-        let per_cpu = |offset: u32| -> Result<Vec<u64>, XdpError> {
-            (0..MAX_CPUS)
-                .map(|cpu| Ok(runs.get(&(offset + cpu), 0)?))
-                .collect()
-        };
-        Ok(CpuRuns {
-            steered: per_cpu(0)?,
-            leaf: per_cpu(MAX_CPUS)?,
-        })
+        runs_on(&self.ebpf)
     }
+}
+
+/// The names of a program's steering pieces in its object.
+pub(crate) struct Steering {
+    /// The program attached to the interface: it redirects every packet.
+    pub steer: &'static str,
+    /// The scheduler as a cpumap program, run on the one chosen CPU.
+    pub on_cpu: &'static str,
+    /// The cpumap whose one entry runs `on_cpu`.
+    pub cpumap: &'static str,
+}
+
+impl Steering {
+    const LEAF: Steering = Steering {
+        steer: STEER,
+        on_cpu: LEAF_ON_CPU,
+        cpumap: "leaf_cpu",
+    };
+    /// The Draconis queue's (draconis_queue.bpf.c, "Serialising the queue").
+    pub(crate) const QUEUE: Steering = Steering {
+        steer: "draconis_steer",
+        on_cpu: "draconis_queue_cpu",
+        cpumap: "queue_cpu",
+    };
+}
+
+/// Attaches `steering.steer` to `interface` and installs `steering.on_cpu`
+/// as the program of `cpu`'s cpumap entry: whatever CPU takes a packet, the
+/// scheduler runs on `cpu`'s cpumap thread, one packet at a time (kernel >=
+/// 5.9). Each object keeps its steering CPU in `steer_cpu` and its counts in
+/// `runs_on`.
+pub(crate) fn attach_steered(
+    ebpf: &mut Ebpf,
+    steering: Steering,
+    interface: &str,
+    flags: XdpFlags,
+    cpu: u32,
+) -> Result<(), XdpError> {
+    if cpu >= MAX_CPUS {
+        return Err(XdpError::CpuOutOfRange { cpu });
+    }
+    let on_cpu: &mut Xdp = ebpf
+        .program_mut(steering.on_cpu)
+        .ok_or(XdpError::NoNamedProgram(steering.on_cpu))?
+        .try_into()?;
+    on_cpu.load()?;
+    let on_cpu_fd = on_cpu.fd()?.try_clone().map_err(XdpError::Fd)?;
+    let map = ebpf
+        .map_mut(steering.cpumap)
+        .ok_or(XdpError::NoMap(steering.cpumap))?;
+    CpuMap::try_from(map)?.set(cpu, CPU_QUEUE, Some(&on_cpu_fd), 0)?;
+    let map = ebpf
+        .map_mut("steer_cpu")
+        .ok_or(XdpError::NoMap("steer_cpu"))?;
+    Array::<&mut MapData, u32>::try_from(map)?.set(0, cpu, 0)?;
+    let steer: &mut Xdp = ebpf
+        .program_mut(steering.steer)
+        .ok_or(XdpError::NoNamedProgram(steering.steer))?
+        .try_into()?;
+    steer.load()?;
+    steer.attach(interface, flags)?;
+    Ok(())
+}
+
+/// The `runs_on` map of an object attached by [`attach_steered`].
+pub(crate) fn runs_on(ebpf: &Ebpf) -> Result<CpuRuns, XdpError> {
+    let map = ebpf.map("runs_on").ok_or(XdpError::NoMap("runs_on"))?;
+    let runs: Array<&MapData, u64> = Array::try_from(map)?;
+    let per_cpu = |offset: u32| -> Result<Vec<u64>, XdpError> {
+        (0..MAX_CPUS)
+            .map(|cpu| Ok(runs.get(&(offset + cpu), 0)?))
+            .collect()
+    };
+    Ok(CpuRuns {
+        steered: per_cpu(0)?,
+        scheduler: per_cpu(MAX_CPUS)?,
+    })
 }
 
 /// [`XdpLeaf::runs_on`], indexed by CPU.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CpuRuns {
     pub steered: Vec<u64>,
-    pub leaf: Vec<u64>,
+    /// Packets the scheduler (the leaf or the queue) ran, per CPU.
+    pub scheduler: Vec<u64>,
 }
 
 /// `interface`'s MAC, from sysfs (of the namespace sysfs was mounted in:

@@ -384,4 +384,29 @@ impl XdpDraconis {
         self.program()?.attach(interface, flags)?;
         Ok(())
     }
+
+    /// Attaches the queue so that one CPU runs it whatever CPU took the
+    /// packet, as [`crate::XdpLeaf::attach_serialised`] does for the leaf:
+    /// `draconis_steer` on `interface` redirects every packet into the
+    /// cpumap entry of `cpu`, whose program is the queue. Without it two
+    /// CPUs can interleave inside a pass (docs/xdp.md, "One CPU").
+    pub fn attach_serialised(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+        cpu: u32,
+    ) -> Result<(), XdpError> {
+        crate::daemon::attach_steered(
+            &mut self.ebpf,
+            crate::daemon::Steering::QUEUE,
+            interface,
+            flags,
+            cpu,
+        )
+    }
+
+    /// Packets per CPU since [`XdpDraconis::attach_serialised`].
+    pub fn runs_on(&self) -> Result<crate::CpuRuns, XdpError> {
+        crate::daemon::runs_on(&self.ebpf)
+    }
 }

@@ -215,12 +215,14 @@ impl PullSwitchConfig {
         let Some(xdp) = &self.xdp else {
             return xdp_invalid("xdp", "needs [xdp] interface".into());
         };
-        if xdp.cpu != 0 {
-            // Refused rather than ignored: the setting would promise what
-            // the program does not do.
+        if xdp.cpu >= crate::config::XDP_MAX_CPUS {
             return xdp_invalid(
                 "xdp.cpu",
-                "the Draconis program has no cpumap steering; keep the interface's receive path on one CPU instead (docs/xdp.md)".into(),
+                format!(
+                    "{} is beyond the cpumap's {} CPUs",
+                    xdp.cpu,
+                    crate::config::XDP_MAX_CPUS
+                ),
             );
         }
         if !matches!(

@@ -22,9 +22,10 @@
 //! assigns, acknowledges and answers no-ops by turning the frame around
 //! (XDP_TX), so it needs no neighbour's MAC.
 //!
-//! One CPU: like the Horus leaf, the program's state is unsynchronised; the
-//! Draconis object has no cpumap steering, so the interface's receive path
-//! must run on one CPU (docs/xdp.md).
+//! One CPU: like the Horus leaf, the program's state is unsynchronised, so
+//! the daemon attaches it behind its steering program: every packet is
+//! redirected to `[xdp] cpu`, whose cpumap thread runs the queue one packet
+//! at a time (docs/xdp.md, "One CPU").
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
@@ -164,11 +165,13 @@ impl PullXdpDaemon {
             XdpMode::Native => XdpFlags::DRV_MODE,
             XdpMode::Generic => XdpFlags::SKB_MODE,
         };
-        d.queue.attach(&xcfg.interface, flags)?;
+        d.queue
+            .attach_serialised(&xcfg.interface, flags, xcfg.cpu)?;
         tracing::info!(
             target: "pull-switch",
             interface = %xcfg.interface,
             mode = ?xcfg.mode,
+            cpu = xcfg.cpu,
             capacity = d.queue.capacity(),
             levels = d.queue.levels(),
             executors = cfg.executors.len(),
@@ -441,7 +444,7 @@ mod tests {
                 format!("priority_levels = 9\n{priority}"),
                 "priority_levels: ",
             ),
-            (format!("{}cpu = 1\n", sched(XDP)), "xdp.cpu: "),
+            (format!("{}cpu = 64\n", sched(XDP)), "xdp.cpu: "),
             (
                 format!("{}[fault]\ndrop_rate = 0.1\n", sched(XDP)),
                 "fault.drop_rate: ",

@@ -338,7 +338,7 @@ impl SwitchDaemon {
         if let Ok(runs) = x.leaf.runs_on() {
             for (cpu, [steer, leaf]) in x.cpu_packets.iter().enumerate() {
                 self.registry.set(*steer, runs.steered[cpu]);
-                self.registry.set(*leaf, runs.leaf[cpu]);
+                self.registry.set(*leaf, runs.scheduler[cpu]);
             }
         }
         // The rack average lives in the program (Horus A.2, 16.16 fixed point).
