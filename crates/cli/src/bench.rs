@@ -127,6 +127,8 @@ pub struct CapacityArgs {
     /// The nginx binary (Debian's by default).
     #[arg(long, default_value = netsched_node::nginx::DEFAULT_NGINX)]
     nginx: std::path::PathBuf,
+    /// Seed of the open-loop client's streams (each probe adds its
+    /// application id, so probes draw different sequences).
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }
