@@ -7,6 +7,9 @@ use std::path::Path;
 
 use netsched_sim::pull::{self, report, PullConfig, PullSummary};
 
+mod common;
+use common::zero_rtt_draconis as mmc_config;
+
 fn run(text: &str) -> Vec<PullSummary> {
     let cfg = PullConfig::from_toml(text).unwrap_or_else(|e| panic!("config: {e}"));
     let runs = pull::run_config(&cfg, Path::new(".")).unwrap();
@@ -29,27 +32,6 @@ fn erlang_c(c: u32, a: f64) -> f64 {
     }
     let last = term * a / c as f64 / (1.0 - a / c as f64);
     last / (sum + last)
-}
-
-fn mmc_config(c: u32, rho: f64, tasks: u64, seed: u64) -> String {
-    format!(
-        r#"
-seed = {seed}
-policy = "draconis"
-[cluster]
-nodes = 1
-executors_per_node = {c}
-[network]
-link_ns = 0
-recirc_ns = 0
-[workload]
-service = {{ kind = "exp", mean_us = 100 }}
-load = {rho}
-tasks = {tasks}
-[draconis]
-retry_us = 1
-"#
-    )
 }
 
 /// One M/M/c point: `c` executors at load `rho`, `seeds.len()` independent

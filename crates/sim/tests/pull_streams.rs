@@ -11,28 +11,10 @@ use netsched_core::rng::Rng;
 use netsched_sim::ns::round_ns;
 use netsched_sim::pull::{self, stream, PullConfig};
 
-const SERVICE_MEAN_NS: f64 = 100_000.0;
+mod common;
+use common::zero_rtt_draconis;
 
-fn zero_rtt_config(executors: u32, load: f64, tasks: u64, seed: u64) -> String {
-    format!(
-        r#"
-seed = {seed}
-policy = "draconis"
-[cluster]
-nodes = 1
-executors_per_node = {executors}
-[network]
-link_ns = 0
-recirc_ns = 0
-[workload]
-service = {{ kind = "exp", mean_us = 100 }}
-load = {load}
-tasks = {tasks}
-[draconis]
-retry_us = 1
-"#
-    )
-}
+const SERVICE_MEAN_NS: f64 = 100_000.0;
 
 /// A run's arrival span (first to last arrival) is the sum of interarrival
 /// draws 2..=n of its arrival stream, and its executors' busy time the sum of
@@ -45,7 +27,7 @@ fn realized_load_is_exactly_the_seeded_draws() {
     const LOAD: f64 = 0.85;
     const TASKS: u64 = 50_000;
     for seed in 1..=4 {
-        let cfg = PullConfig::from_toml(&zero_rtt_config(EXECUTORS, LOAD, TASKS, seed)).unwrap();
+        let cfg = PullConfig::from_toml(&zero_rtt_draconis(EXECUTORS, LOAD, TASKS, seed)).unwrap();
         let runs = pull::run_config(&cfg, Path::new(".")).unwrap();
         let m = &runs[0].metrics;
         assert_eq!(m.duplicate_executions, 0, "seed {seed}");

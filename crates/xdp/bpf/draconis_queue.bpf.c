@@ -38,6 +38,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "steer.h"
+
 // Priority levels one program holds (the loader refuses more).
 #define MAX_LEVELS 8
 #define MAX_TASKS 8
@@ -624,43 +626,12 @@ int draconis_queue(struct xdp_md *ctx)
 	return queue_run(ctx);
 }
 
-// Serialising the queue, as the Horus leaf is (docs/xdp.md): the pointers,
-// the slots and `drac_scratch` are updated without atomics, so one CPU at a
-// time may run a pass. `draconis_steer` is what the daemon attaches to the
-// interface: on whichever CPU took the packet it only redirects it into
-// `queue_cpu`, whose one entry (the daemon's `[xdp] cpu`) runs
-// `draconis_queue_cpu` from that CPU's cpumap thread, one packet after the
-// other. Two submissions on two CPUs could otherwise both read one add_ptr
-// and write one slot (seen: a job enqueued and never assigned).
-struct {
-	__uint(type, BPF_MAP_TYPE_CPUMAP);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, struct bpf_cpumap_val);
-} queue_cpu SEC(".maps");
-// The CPU (the key into `queue_cpu`) that runs the queue.
-ARRAY(steer_cpu, __u32, 1);
-
-// Packets per CPU: [cpu] the steering program took, [64 + cpu] the queue ran.
-ARRAY(runs_on, __u64, 2 * 64);
-
-static __always_inline void count_run(__u32 offset)
-{
-	__u32 cpu = bpf_get_smp_processor_id() + offset;
-	__u64 *runs = bpf_map_lookup_elem(&runs_on, &cpu);
-	if (runs)
-		__sync_fetch_and_add(runs, 1);
-}
-
-SEC("xdp")
-int draconis_steer(struct xdp_md *ctx)
-{
-	__u32 zero = 0;
-	__u32 *cpu = bpf_map_lookup_elem(&steer_cpu, &zero);
-	count_run(0);
-	// Not a cpumap entry: nothing runs the queue, and the packet goes up.
-	return bpf_redirect_map(&queue_cpu, cpu ? *cpu : 0, XDP_PASS);
-}
+// Serialising the queue, as the Horus leaf is (steer.h): the pointers, the
+// slots and `drac_scratch` are updated without atomics, and two submissions
+// on two CPUs could otherwise both read one add_ptr and write one slot
+// (seen: a job enqueued and never assigned). `draconis_steer` hands every
+// packet to `queue_cpu`'s one entry, whose program is `draconis_queue_cpu`.
+DEFINE_STEERING(queue_cpu, draconis_steer)
 
 // A cpumap program has no XDP_TX: the answer leaves by a redirect to the
 // interface the request came in on.

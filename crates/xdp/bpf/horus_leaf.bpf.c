@@ -29,6 +29,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "steer.h"
+
 #define MAX_WORKERS 64
 // Twice the workers: a report crossing a task lists a busy worker (leaf.rs).
 #define IDLE_CAPACITY (2 * MAX_WORKERS)
@@ -789,42 +791,10 @@ int horus_leaf(struct xdp_md *ctx)
 	return leaf_run(ctx, 0);
 }
 
-// Serialising the leaf (docs/xdp.md, "Resubmission and concurrency"): the
-// maps are updated without atomics, so one CPU at a time may run the leaf.
-// `horus_steer` is what the daemon attaches to the interface: on whichever
-// CPU took the packet it only redirects it into `leaf_cpu`, whose one entry
-// (the daemon's chosen CPU) runs `horus_leaf_cpu` from that CPU's cpumap
-// thread, one packet after the other.
-struct {
-	__uint(type, BPF_MAP_TYPE_CPUMAP);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, struct bpf_cpumap_val);
-} leaf_cpu SEC(".maps");
-// The CPU (the key into `leaf_cpu`) that runs the leaf.
-ARRAY(steer_cpu, __u32, 1);
-
-// Packets per CPU: [cpu] the steering program took, [64 + cpu] the leaf ran
-// (the test's proof that packets came in on several CPUs and one ran them).
-ARRAY(runs_on, __u64, 2 * 64);
-
-static __always_inline void count_run(__u32 offset)
-{
-	__u32 cpu = bpf_get_smp_processor_id() + offset;
-	__u64 *runs = bpf_map_lookup_elem(&runs_on, &cpu);
-	if (runs)
-		__sync_fetch_and_add(runs, 1);
-}
-
-SEC("xdp")
-int horus_steer(struct xdp_md *ctx)
-{
-	__u32 zero = 0;
-	__u32 *cpu = bpf_map_lookup_elem(&steer_cpu, &zero);
-	count_run(0);
-	// Not a cpumap entry: nothing runs the leaf, and the packet goes up.
-	return bpf_redirect_map(&leaf_cpu, cpu ? *cpu : 0, XDP_PASS);
-}
+// Serialising the leaf (docs/xdp.md, "Resubmission and concurrency"):
+// `horus_steer` hands every packet to `leaf_cpu`'s one entry, whose program
+// is `horus_leaf_cpu` (steer.h).
+DEFINE_STEERING(leaf_cpu, horus_steer)
 
 SEC("xdp/cpumap")
 int horus_leaf_cpu(struct xdp_md *ctx)
