@@ -64,8 +64,23 @@ fn wait_gone(pids: &[i32], limit: Duration) -> Vec<i32> {
     }
 }
 
+/// The agreement test measures latency, so it runs with no other cluster
+/// of this binary alive: the tests that start clusters share this lock,
+/// the agreement test takes it alone (cargo runs a binary's tests in
+/// parallel threads, and three concurrent clusters on 2 cores were a load
+/// the agreement's own client could not see).
+fn cluster_lock(exclusive: bool) -> Box<dyn std::any::Any> {
+    static LOCK: std::sync::RwLock<()> = std::sync::RwLock::new(());
+    if exclusive {
+        Box::new(LOCK.write().unwrap_or_else(|e| e.into_inner()))
+    } else {
+        Box::new(LOCK.read().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 #[test]
 fn runs_horus_and_rs_h_and_prints_both_beside_the_simulator() {
+    let _shared = cluster_lock(false);
     let d = tmp("ok");
     let cfg = config(&d, 21000, 400, "\"horus\", \"rs-h\"");
     let out = Command::new(bin())
@@ -122,6 +137,7 @@ fn start_long(tag: &str, port: u16) -> (PathBuf, std::process::Child) {
 
 #[test]
 fn ctrl_c_tears_everything_down() {
+    let _shared = cluster_lock(false);
     let (d, mut child) = start_long("int", 24000);
     let started = pids(&d.join("run"));
     assert_eq!(started.len(), 6, "controller, spine, 2 leaves, 2 workers");
@@ -150,6 +166,7 @@ fn ctrl_c_tears_everything_down() {
 
 #[test]
 fn killing_cluster_up_leaves_no_orphans() {
+    let _shared = cluster_lock(false);
     let (d, mut child) = start_long("kill", 27000);
     let started = pids(&d.join("run"));
     assert_eq!(started.len(), 6);
@@ -218,6 +235,7 @@ const DISTURBED_LAG_US: f64 = 10_000.0;
 
 #[test]
 fn simulator_and_runtime_agree_at_moderate_load() {
+    let _alone = cluster_lock(true);
     // experiments/cluster-agree.toml: moderate load (0.5) on few workers
     // (2 racks x 2) with long timer tasks (Exp, mean 5 ms): hop and daemon
     // overheads (tens of µs) and the machine's ms-scale stalls are small
