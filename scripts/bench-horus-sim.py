@@ -2,7 +2,7 @@
 """Tasks per CPU-second of netsched and of the Horus authors' simulator, on one configuration (issue 17 goal 4).
 
     cargo build --release -p netsched
-    python3 scripts/bench-horus-sim.py --horus-sim DIR [--pools 50,1000] [--tasks 20000] [--repeat 3]
+    python3 scripts/bench-horus-sim.py --horus-sim DIR [--pools 50,1000] [--tasks 40000] [--repeat 3]
 
 DIR is the `horus-sim/` directory of a checkout of horus-scheduler/horus-sim
 (the one holding simulator.py), whose Python needs numpy, pandas, loguru and
@@ -17,8 +17,12 @@ load, policy and number of tasks, each pinned to one CPU (netsched with one
 thread). netsched runs with `preset = "horus-sim"`, horus-sim's own Horus.
 Each run's CPU time (user + system) is that of the whole child process, read
 with getrusage, so start-up, set-up and result writing count on both sides.
-The two alternate run by run, and the medians over --repeat runs are
-reported, with their ratio.
+Each long run is paired with a short one (a tenth of the tasks per worker)
+whose CPU is that fixed cost, so the rate net of it (the extra tasks over
+the extra CPU) is reported too: Python's imports alone cost horus-sim about
+a second, netsched's start-up and output a few milliseconds. The two
+simulators alternate, and the medians over --repeat runs are reported, with
+the ratios.
 
 horus-sim has no option for the number of tasks (utils.NUM_TASK_PER_WORKER
 = 160 per worker); this script sets that module constant before running
@@ -46,6 +50,10 @@ POOL_CONFIGS = {pool: ROOT / f"experiments/fidelity/horus-sim-pool{pool}.toml" f
 DATASET = "result-dir/summary_system.log.small_dataset"
 RTT_TABLE = "rtt_results.txt"
 HORUS_SIM_MODULES = ("numpy", "pandas", "loguru", "docopt")
+# Each long run is paired with a short one of a tenth of its tasks per
+# worker, whose CPU is the fixed cost (start-up, set-up, result writing).
+SHORT_DIVISOR = 10
+MIN_TASKS_PER_WORKER = 20
 
 # netsched policy -> (horus-sim policy, extra horus-sim flags). docs/fidelity.md:
 # Horus = adaptive, RS-H = pow_of_k, RS-LB = random_pow_of_k (with --du, which
@@ -80,6 +88,7 @@ class Run:
     tasks: int
     cpu_s: float
     p99_us: float
+    short: bool = False  # a run of SHORT_FRACTION of the tasks, for the fixed cost
 
     @property
     def tasks_per_cpu_s(self):
@@ -121,6 +130,33 @@ def tasks_per_worker(tasks, pool):
     """Whole tasks per worker closest to `tasks` per pool: horus-sim draws
     NUM_TASK_PER_WORKER * workers service times, so it must be an integer."""
     return max(1, round(tasks / pool))
+
+
+def short_tasks_per_worker(per_worker):
+    """The short run's length, a tenth of the long one's but at least 2 per
+    worker: horus-sim drops the first pool-size tasks as warm-up and needs
+    some left to take percentiles of."""
+    return max(2, per_worker // SHORT_DIVISOR)
+
+
+def schedule(pools, repeat, tasks):
+    """The runs in order, as (repetition, pool, simulator, tasks per worker,
+    short). Per repetition and pool each simulator runs short then long; the
+    simulator that goes first alternates, so a drift in the machine's load
+    falls on both."""
+    order = []
+    for repetition in range(repeat):
+        sims = ("horus-sim", "netsched") if repetition % 2 == 0 else ("netsched", "horus-sim")
+        for pool in pools:
+            per_worker = tasks_per_worker(tasks, pool)
+            if per_worker < MIN_TASKS_PER_WORKER:
+                raise BenchError(
+                    f"--tasks {tasks} gives pool {pool} {per_worker} tasks per worker; "
+                    f"at least {MIN_TASKS_PER_WORKER} are needed to measure the fixed cost apart")
+            for sim in sims:
+                order.append((repetition, pool, sim, short_tasks_per_worker(per_worker), True))
+                order.append((repetition, pool, sim, per_worker, False))
+    return order
 
 
 def cut_pool(dataset_text, pool):
@@ -209,54 +245,93 @@ def run_horus_sim(python, directory, pool, policy, load, per_worker, cpu, scratc
     return Run("horus-sim", pool, per_worker * pool, cpu_s, parse_horus_sim_p99(p99_files[0].read_text()))
 
 
+def median_rate(tasks, cpu_s):
+    return statistics.median(t / c for t, c in zip(tasks, cpu_s))
+
+
+def marginal_rate(long_runs, short_runs):
+    """Tasks per CPU-second net of the fixed cost (start-up, set-up, result
+    writing): the extra tasks of the long runs over their extra CPU, from the
+    medians of each length. NaN when the machine's noise hides the difference."""
+    extra_cpu = statistics.median(r.cpu_s for r in long_runs) - statistics.median(r.cpu_s for r in short_runs)
+    extra_tasks = statistics.median(r.tasks for r in long_runs) - statistics.median(r.tasks for r in short_runs)
+    return extra_tasks / extra_cpu if extra_cpu > 0 and extra_tasks > 0 else float("nan")
+
+
+@dataclass
+class SimulatorSummary:
+    tasks: int  # tasks of a long run (median)
+    cpu_s: list  # CPU seconds of the long runs, in run order
+    rate: float  # median tasks per CPU-second of the long runs, whole process
+    net_rate: float  # tasks per CPU-second net of the fixed cost (marginal_rate)
+    fixed_cpu_s: float  # median CPU seconds of the short runs
+    p99_us: float  # median p99 response time of the long runs
+
+
 @dataclass
 class PoolSummary:
     pool: int
-    tasks: dict  # simulator -> tasks per run (median)
-    rates: dict  # simulator -> median tasks per CPU-second
-    cpu: dict  # simulator -> list of CPU seconds, in run order
-    p99_us: dict  # simulator -> median p99 µs
+    sims: dict  # "horus-sim" / "netsched" -> SimulatorSummary
 
     @property
     def ratio(self):
-        return self.rates["netsched"] / self.rates["horus-sim"]
+        return self.sims["netsched"].rate / self.sims["horus-sim"].rate
+
+    @property
+    def net_ratio(self):
+        return self.sims["netsched"].net_rate / self.sims["horus-sim"].net_rate
 
 
 def summarize(runs):
-    """Per pool: the median tasks per CPU-second of each simulator over its
-    runs, and netsched's median over horus-sim's."""
+    """Per pool and simulator: the median tasks per CPU-second of the long
+    runs, whole process, and the rate net of the fixed cost that the short
+    runs measure; the ratios are netsched's over horus-sim's."""
     summaries = []
     for pool in sorted({r.pool for r in runs}):
-        of_pool = [r for r in runs if r.pool == pool]
-        by_sim = {sim: [r for r in of_pool if r.simulator == sim] for sim in ("horus-sim", "netsched")}
-        for sim, sim_runs in by_sim.items():
-            if not sim_runs:
-                raise BenchError(f"pool {pool} has no {sim} run")
-        summaries.append(PoolSummary(
-            pool=pool,
-            tasks={s: int(statistics.median(r.tasks for r in rs)) for s, rs in by_sim.items()},
-            rates={s: statistics.median(r.tasks_per_cpu_s for r in rs) for s, rs in by_sim.items()},
-            cpu={s: [r.cpu_s for r in rs] for s, rs in by_sim.items()},
-            p99_us={s: statistics.median(r.p99_us for r in rs) for s, rs in by_sim.items()},
-        ))
+        sims = {}
+        for sim in ("horus-sim", "netsched"):
+            long_runs = [r for r in runs if r.pool == pool and r.simulator == sim and not r.short]
+            short_runs = [r for r in runs if r.pool == pool and r.simulator == sim and r.short]
+            if not long_runs or not short_runs:
+                raise BenchError(f"pool {pool} lacks a long or a short {sim} run")
+            sims[sim] = SimulatorSummary(
+                tasks=int(statistics.median(r.tasks for r in long_runs)),
+                cpu_s=[r.cpu_s for r in long_runs],
+                rate=median_rate([r.tasks for r in long_runs], [r.cpu_s for r in long_runs]),
+                net_rate=marginal_rate(long_runs, short_runs),
+                fixed_cpu_s=statistics.median(r.cpu_s for r in short_runs),
+                p99_us=statistics.median(r.p99_us for r in long_runs),
+            )
+        summaries.append(PoolSummary(pool, sims))
     return summaries
+
+
+def figure(value, suffix=""):
+    return "n/a" if value != value else f"{value:,.0f}{suffix}"
+
+
+def verdict(ratio, target):
+    if ratio != ratio:  # NaN
+        return "unmeasured: the short and long runs' CPU did not differ"
+    return "met" if ratio >= target else "not met"
 
 
 def format_report(summaries, target):
     lines = [
-        "| pool | tasks per run (horus-sim / netsched) | horus-sim CPU s per run | netsched CPU s per run "
-        "| horus-sim tasks/CPU-s | netsched tasks/CPU-s | ratio | p99 µs (horus-sim / netsched) |",
+        "| pool | simulator | tasks per run | CPU s per run | tasks/CPU-s | short run CPU s | tasks/CPU-s net of it | p99 µs |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
-        cpu = {sim: ", ".join(f"{c:.3f}" for c in s.cpu[sim]) for sim in s.cpu}
-        lines.append(
-            f"| {s.pool} | {s.tasks['horus-sim']:,} / {s.tasks['netsched']:,} | {cpu['horus-sim']} | {cpu['netsched']} "
-            f"| {s.rates['horus-sim']:,.0f} | {s.rates['netsched']:,.0f} | {s.ratio:,.0f}x "
-            f"| {s.p99_us['horus-sim']:.0f} / {s.p99_us['netsched']:.0f} |")
+        for name, sim in s.sims.items():
+            cpu = ", ".join(f"{c:.3f}" for c in sim.cpu_s)
+            lines.append(
+                f"| {s.pool} | {name} | {sim.tasks:,} | {cpu} | {sim.rate:,.0f} | {sim.fixed_cpu_s:.3f} "
+                f"| {figure(sim.net_rate)} | {sim.p99_us:.0f} |")
     for s in summaries:
-        verdict = "met" if s.ratio >= target else "not met"
-        lines.append(f"pool {s.pool}: netsched / horus-sim = {s.ratio:,.0f}x per CPU-second (target >= {target:,.0f}x: {verdict})")
+        lines.append(
+            f"pool {s.pool}: netsched / horus-sim = {s.ratio:,.0f}x per CPU-second whole process "
+            f"(target >= {target:,.0f}x: {verdict(s.ratio, target)}), "
+            f"{figure(s.net_ratio, 'x')} net of start-up ({verdict(s.net_ratio, target)})")
     return "\n".join(lines)
 
 
@@ -294,8 +369,8 @@ def parse_args(argv):
     ap.add_argument("--netsched", default=str(DEFAULT_NETSCHED), help="netsched binary (default: target/release/netsched)")
     ap.add_argument("--pools", type=parse_pools, default=[50, 1000],
                     help="pool sizes of the small dataset, comma-separated, among 50, 250, 1000 (default: 50,1000)")
-    ap.add_argument("--tasks", type=positive_int, default=20000,
-                    help="tasks per run, the same for both simulators: tasks / pool per worker, rounded (default: 20000)")
+    ap.add_argument("--tasks", type=positive_int, default=40000,
+                    help="tasks per long run, the same for both simulators: tasks / pool per worker, rounded (default: 40000)")
     ap.add_argument("--repeat", type=positive_int, default=3, help="runs of each simulator per pool (default: 3)")
     ap.add_argument("--policy", choices=sorted(POLICIES), default="horus")
     ap.add_argument("--load", type=load_fraction, default=0.9)
@@ -309,6 +384,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     try:
+        order = schedule(args.pools, args.repeat, args.tasks)
         directory = find_horus_sim(args.horus_sim)
         netsched = find_netsched(args.netsched)
         check_horus_sim_python(args.python)
@@ -316,25 +392,23 @@ def main(argv=None):
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
         runs = []
         with tempfile.TemporaryDirectory(prefix="bench-horus-sim-") as scratch:
-            for repetition in range(args.repeat):
-                for pool in args.pools:
-                    per_worker = tasks_per_worker(args.tasks, pool)
-                    sides = [
-                        lambda: run_horus_sim(args.python, directory, pool, args.policy, args.load, per_worker, cpu, Path(scratch)),
-                        lambda: run_netsched(netsched, pool, args.policy, args.load, per_worker, args.seed, cpu, Path(scratch)),
-                    ]
-                    # Alternate which goes first, so a drift in the machine's load falls on both.
-                    for side in sides if repetition % 2 == 0 else sides[::-1]:
-                        run = side()
-                        runs.append(run)
-                        print(f"run {repetition + 1}/{args.repeat} pool {pool} {run.simulator}: {run.tasks:,} tasks, "
-                              f"{run.cpu_s:.3f} CPU s, {run.tasks_per_cpu_s:,.0f} tasks/CPU-s", file=sys.stderr)
+            for repetition, pool, sim, per_worker, short in order:
+                if sim == "horus-sim":
+                    run = run_horus_sim(args.python, directory, pool, args.policy, args.load, per_worker, cpu, Path(scratch))
+                else:
+                    run = run_netsched(netsched, pool, args.policy, args.load, per_worker, args.seed, cpu, Path(scratch))
+                run.short = short
+                runs.append(run)
+                print(f"run {repetition + 1}/{args.repeat} pool {pool} {sim} {'short' if short else 'long'}: "
+                      f"{run.tasks:,} tasks, {run.cpu_s:.3f} CPU s, {run.tasks_per_cpu_s:,.0f} tasks/CPU-s",
+                      file=sys.stderr)
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
+        report = format_report(summarize(runs), args.target)
     except BenchError as error:
         print(f"bench-horus-sim: {error}", file=sys.stderr)
         return 2
     print(f"{args.policy}, load {args.load}, medians of {args.repeat} runs, one CPU each (CPU {cpu}):")
-    print(format_report(summarize(runs), args.target))
+    print(report)
     return 0
 
 
