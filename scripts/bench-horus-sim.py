@@ -112,7 +112,10 @@ def find_horus_sim(directory):
 def check_horus_sim_python(python):
     missing = []
     for module in HORUS_SIM_MODULES:
-        probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True)
+        try:
+            probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True)
+        except OSError as error:
+            raise BenchError(f"cannot run --python {python}: {error.strerror}")
         if probe.returncode != 0:
             missing.append(module)
     if missing:
@@ -124,6 +127,17 @@ def find_netsched(binary):
     if not os.access(path, os.X_OK):
         raise BenchError(f"{path} not found: build it with `cargo build --release -p netsched`")
     return path
+
+
+def pinned_cpu(requested):
+    """The CPU both simulators run on: the one asked for, if this process
+    may use it, else the lowest it may use."""
+    allowed = os.sched_getaffinity(0)
+    if requested is None:
+        return min(allowed)
+    if requested not in allowed:
+        raise BenchError(f"--cpu {requested} is not among the CPUs this process may use: {sorted(allowed)}")
+    return requested
 
 
 def tasks_per_worker(tasks, pool):
@@ -388,7 +402,7 @@ def main(argv=None):
         directory = find_horus_sim(args.horus_sim)
         netsched = find_netsched(args.netsched)
         check_horus_sim_python(args.python)
-        cpu = min(os.sched_getaffinity(0)) if args.cpu is None else args.cpu
+        cpu = pinned_cpu(args.cpu)
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
         runs = []
         with tempfile.TemporaryDirectory(prefix="bench-horus-sim-") as scratch:

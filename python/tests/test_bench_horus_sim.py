@@ -2,9 +2,11 @@
 and missing-simulator errors, the dataset cut, the parsing of each
 simulator's output, the median and ratio arithmetic on canned runs, and one
 whole run against stand-ins for both simulators."""
+import ast
 import importlib.util
 import json
 import math
+import os
 import stat
 import sys
 import textwrap
@@ -124,6 +126,19 @@ def test_python_without_horus_sims_modules_is_refused(bench, tmp_path):
         bench.check_horus_sim_python(str(no_modules))
 
 
+def test_a_python_that_cannot_run_is_named(bench, tmp_path):
+    with pytest.raises(bench.BenchError, match="cannot run --python"):
+        bench.check_horus_sim_python(str(tmp_path / "no-python"))
+
+
+def test_cpu_outside_the_affinity_is_refused(bench):
+    allowed = os.sched_getaffinity(0)
+    assert bench.pinned_cpu(None) == min(allowed)
+    assert bench.pinned_cpu(max(allowed)) == max(allowed)
+    with pytest.raises(bench.BenchError, match="--cpu 4096 is not among"):
+        bench.pinned_cpu(4096)
+
+
 @pytest.mark.parametrize("argv", [
     ["--pools", "7"], ["--pools", "50,x"], ["--repeat", "0"], ["--tasks", "-5"], ["--load", "1.5"], ["--policy", "jsq"],
 ])
@@ -140,7 +155,6 @@ def test_too_few_tasks_is_refused_before_looking_for_horus_sim(bench, capsys):
 
 
 def test_cut_pool_keeps_the_one_pool(bench):
-    import ast
     lines = bench.cut_pool(dataset_text(50, 250, 1000), 250).splitlines()
     assert lines[:3] == dataset_text(50, 250, 1000).splitlines()[:3]
     tenants = ast.literal_eval(lines[3])["tenants"]
@@ -212,11 +226,11 @@ def test_a_pool_without_both_run_lengths_is_an_error(bench):
 
 def test_child_cpu_is_the_childs_and_failures_name_their_last_line(bench):
     burn = [sys.executable, "-c", "import time\nend = time.process_time() + 0.2\nwhile time.process_time() < end: pass"]
-    cpu_s, _ = bench.child_cpu_seconds(burn, min(__import__("os").sched_getaffinity(0)))
+    cpu_s, _ = bench.child_cpu_seconds(burn, min(os.sched_getaffinity(0)))
     assert 0.15 < cpu_s < 2.0
     fail = [sys.executable, "-c", "import sys; sys.exit('first\\nsimulator broke')"]
     with pytest.raises(bench.BenchError, match="exited 1: simulator broke"):
-        bench.child_cpu_seconds(fail, min(__import__("os").sched_getaffinity(0)))
+        bench.child_cpu_seconds(fail, min(os.sched_getaffinity(0)))
 
 
 def test_whole_run_against_stand_ins(bench, tmp_path, monkeypatch, capsys):
