@@ -88,7 +88,7 @@ class Run:
     tasks: int
     cpu_s: float
     p99_us: float
-    short: bool = False  # a run of SHORT_FRACTION of the tasks, for the fixed cost
+    short: bool = False  # a run of 1/SHORT_DIVISOR of the tasks, for the fixed cost
 
     @property
     def tasks_per_cpu_s(self):
@@ -130,8 +130,8 @@ def find_netsched(binary):
 
 
 def pinned_cpu(requested):
-    """The CPU both simulators run on: the one asked for, if this process
-    may use it, else the lowest it may use."""
+    """The CPU both simulators run on: the one asked for, which this
+    process must be allowed to use, or by default the lowest it may use."""
     allowed = os.sched_getaffinity(0)
     if requested is None:
         return min(allowed)
