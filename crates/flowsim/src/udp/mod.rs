@@ -866,7 +866,7 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
             Err(e) => return Err(e),
         };
         let p = &buf[..len];
-        if p[0] == T_FIN && len >= FIN_LEN {
+        if p.first() == Some(&T_FIN) && len >= FIN_LEN {
             let flow = get_u32(p, 29);
             if let Some(fb) = feedback.get_mut(flow as usize) {
                 fb.on_fin();
