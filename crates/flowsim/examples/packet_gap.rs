@@ -1,11 +1,14 @@
 //! Where the packet-level engine's extra task completion time goes, per
 //! task, against the fluid engine (docs/flowsim.md, "Packet against flow",
 //! switch links binding):
-//! `cargo run --profile test -p netsched-flowsim --example packet_gap -- CONFIG TASKS RTT_NS [TOR_OVERSUB] [THRESHOLD_BYTES]`.
+//! `cargo run --profile test -p netsched-flowsim --example packet_gap -- CONFIG TASKS RTT_NS [TOR_OVERSUB] [THRESHOLD_BYTES] [DELTA_FRACTION]`.
 //! Prints, per policy (fair, baraat), the excess packet − fluid per task
 //! (mean and percentiles), the share of it the worst 10 % of tasks carry,
 //! the light (85 % smallest) and heavy tasks' means, and the switch
-//! capacity left idle while its port had booked its whole virtual capacity.
+//! capacity left idle while its port had booked its whole virtual capacity,
+//! how often Alg. 2 put a demand back up to the NIC rate, the hand-overs
+//! per task (a port's top class changing between control intervals) and
+//! the mean standing queue.
 
 use netsched_flowsim::compare::{run_packet, PacketTiming};
 use netsched_flowsim::engine::TaskResult;
@@ -16,24 +19,30 @@ use netsched_flowsim::{FlowConfig, Policy};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: packet_gap CONFIG TASKS RTT_NS [TOR_OVERSUB] [THRESHOLD_BYTES]");
+        eprintln!(
+            "usage: packet_gap CONFIG TASKS RTT_NS [TOR_OVERSUB] [THRESHOLD_BYTES] [DELTA_FRACTION]"
+        );
         std::process::exit(2);
     }
     let text = std::fs::read_to_string(&args[1]).expect("config");
     let mut cfg = FlowConfig::from_toml(&text).expect("valid config");
     cfg.workload.tasks = args[2].parse().expect("task count");
     let rtt_ns: u64 = args[3].parse().expect("RTT in ns");
-    if let Some(v) = args.get(4) {
+    // "-" leaves an optional argument at the config's value.
+    if let Some(v) = args.get(4).filter(|v| *v != "-") {
         cfg.topology.tor_oversub = v.parse().expect("ToR oversubscription");
     }
-    if let Some(v) = args.get(5) {
+    if let Some(v) = args.get(5).filter(|v| *v != "-") {
         cfg.baraat.threshold_bytes = Some(v.parse().expect("threshold bytes"));
     }
     let gen = Generator::new(&cfg);
-    let timing = PacketTiming {
+    let mut timing = PacketTiming {
         rtt_ns,
         ..PacketTiming::default()
     };
+    if let Some(v) = args.get(6) {
+        timing.delta_fraction = v.parse().expect("δ as a fraction of the NIC rate");
+    }
     for policy in [Policy::Fair, Policy::Baraat] {
         let mut fluid = run_one(&cfg, &gen, policy, None).tasks;
         fluid.sort_by_key(|t| t.index);
@@ -45,6 +54,13 @@ fn main() {
             stats.switch_active_bits,
             100.0 * stats.demand_reraises as f64 / stats.requests.max(1) as f64,
             stats.requests
+        );
+        let n = cfg.workload.tasks.max(1) as f64;
+        println!(
+            "  hand-overs per task: {:.2} at switch ports, {:.2} at host ports; mean queue {:.0} bytes over all links",
+            stats.switch_handovers as f64 / n,
+            stats.host_handovers as f64 / n,
+            stats.queue_byte_ticks / stats.ticks.max(1) as f64
         );
     }
 }

@@ -28,6 +28,15 @@ impl PacketEngine {
                         }
                     }
                     self.ports[l].on_interval(input_bps, self.queue[l]);
+                    let top = top_class(&self.ports[l]);
+                    if top.is_some() && self.top_class[l].is_some() && top != self.top_class[l] {
+                        if self.topo.is_host_link(l as u32) {
+                            self.stats.host_handovers += 1;
+                        } else {
+                            self.stats.switch_handovers += 1;
+                        }
+                    }
+                    self.top_class[l] = top;
                 }
                 self.rx[l] = 0.0;
             }
@@ -81,6 +90,16 @@ impl PacketEngine {
         f.pending = None;
         f.rate = 0.0;
     }
+}
+
+/// The leader of the first class with a flow at the port: who the port
+/// serves first.
+fn top_class(port: &SpcSwitch) -> Option<u64> {
+    let c = port.classifier();
+    c.classes()
+        .zip(c.tasks())
+        .find(|(_, t)| t.flows > 0)
+        .map(|((_, _, leader), _)| leader)
 }
 
 /// One request of flow `f` through its path: the demand for the next RTT

@@ -112,6 +112,13 @@ pub struct PacketStats {
     /// out its whole virtual capacity (A ≥ 95 % of it): idle, yet every new
     /// request is told AR ≈ 0 (Alg. 1 line 10) until allocations come back.
     pub switch_booked_idle_bits: f64,
+    /// Hand-overs at switch ports: control intervals in which the port's
+    /// top class (the leader of the first task with flows there) differs
+    /// from the last interval's. Under fair sharing (one class) none.
+    pub switch_handovers: u64,
+    /// The same at host ports (under Baraat, a client's downlink passing
+    /// from one task to the next in FIFO).
+    pub host_handovers: u64,
 }
 
 /// A flow from its start to its last byte's delivery.
@@ -180,6 +187,8 @@ pub struct PacketEngine {
     /// Links with flows, per stage (path order), and membership.
     active: [Vec<LinkId>; MAX_HOPS],
     in_active: Vec<bool>,
+    /// Each port's top class at its last control interval.
+    top_class: Vec<Option<u64>>,
     flows: Vec<Flow>,
     free_flows: Vec<u32>,
     live_flows: usize,
@@ -214,6 +223,7 @@ impl PacketEngine {
             rx: vec![0.0; nl],
             active: Default::default(),
             in_active: vec![false; nl],
+            top_class: vec![None; nl],
             flows: Vec::new(),
             free_flows: Vec::new(),
             live_flows: 0,

@@ -29,11 +29,15 @@ use std::time::{Duration, Instant};
 
 use crate::spc::{SpcFeedback, SpcRequest, SpcSender, SpcSwitch};
 
+mod feedback;
+mod fin;
 mod lab;
 mod task_end;
+use feedback::{FeedbackEcho, FEEDBACK_REPEAT_S};
+use fin::FinOut;
 use lab::{bind_port, client_addr, enter, server_addr, sw_addr};
 pub use lab::{Lab, LabError};
-pub use task_end::TaskEnds;
+pub use task_end::{Fin, TaskEnds};
 
 const SERVERS: usize = 3;
 const PORT_SW: u16 = 9000;
@@ -47,6 +51,7 @@ const T_DATA: u8 = 2;
 const T_ACK: u8 = 3;
 const T_FIN: u8 = 4;
 const T_DONE: u8 = 5;
+const T_FIN_ACK: u8 = 6;
 
 /// Data header: type, flags, server, pad, task id, flow, seq, len, then the
 /// SPC request (demand, prev demand, prev alloc) and feedback (AR, NR), and
@@ -55,9 +60,12 @@ const DATA_HDR: usize = 1 + 1 + 1 + 1 + 8 + 4 + 4 + 4 + 5 * 8 + 4;
 /// ACK: type, flags, server, pad, flow, cumulative ACK, then the flow's
 /// latest feedback: AR, NR and the request number it answers.
 const ACK_LEN: usize = 4 + 4 + 4 + 8 + 8 + 4;
-/// The client repeats a flow's latest feedback at least this often (s), so
-/// that a lost ACK costs one repeat, not the allocation it carried.
-const FEEDBACK_REPEAT_S: f64 = 0.02;
+/// FIN: type, pad, server, pad, task id, pad, the flow's last demand and
+/// allocation (what the switch holds for it), flow.
+const FIN_LEN: usize = 4 + 8 + 1 + 8 + 8 + 4;
+/// FIN-ACK (client to server, through the switch): type, pad, server, pad,
+/// flow.
+const FIN_ACK_LEN: usize = 4 + 4;
 /// A request whose feedback has not come back after this long (s) was lost
 /// before the switch ran Alg. 1 on it: with feedback repeated every 20 ms,
 /// an applied request is heard of long before.
@@ -104,11 +112,15 @@ pub struct Fig7Opts {
 /// Deterministic losses injected at the software switch: every `n`-th
 /// packet of a kind is dropped (0 = none). A request-carrying data packet
 /// is dropped before Alg. 1 sees it, as the drop-tail queue drops it; a
-/// feedback ACK is dropped on its way from the client to the server.
+/// feedback ACK is dropped on its way from the client to the server; a
+/// FIN before the switch applies it; a FIN-ACK on its way to the server
+/// (whose FIN the switch has then applied).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fig7Faults {
     pub drop_every_nth_request: u32,
     pub drop_every_nth_feedback_ack: u32,
+    pub drop_every_nth_fin: u32,
+    pub drop_every_nth_fin_ack: u32,
 }
 
 /// What the switch's SPC state holds after the run, once every flow's FIN
@@ -122,7 +134,7 @@ pub struct SwitchResidual {
     pub tasks: usize,
     pub flows: u32,
     pub demand_bps: f64,
-    /// FINs seen (one per flow).
+    /// FINs applied (one per flow; repeats not counted).
     pub fins: u32,
     pub injected_drops: u64,
 }
@@ -154,6 +166,9 @@ pub struct Fig7Run {
     /// Bytes the switch sent to the client over (last completion × link
     /// rate): how much of the bottleneck the control loop used.
     pub utilisation: f64,
+    /// Feedback ACKs the client repeated (no data packet asked for them)
+    /// for flows whose task had finished.
+    pub feedback_repeats_after_task_end: u64,
     pub residual: SwitchResidual,
 }
 
@@ -289,7 +304,7 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
     let client = {
         let o = o.clone();
         let ready = ready.clone();
-        thread::spawn(move || -> Result<(Vec<u64>, Vec<u64>), String> {
+        thread::spawn(move || -> Result<ClientResult, String> {
             let r = enter(&c_ns).map_err(|e| format!("setns {c_ns}: {e}"));
             let sock = r.and_then(|_| bind_port(PORT_CLIENT).map_err(|e| format!("client: {e}")));
             ready.wait();
@@ -319,11 +334,16 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
     let (drops, sent, residual) = switch
         .join()
         .map_err(|_| "switch thread panicked".to_string())??;
-    let (completion_ns, bytes) = client??;
+    let ClientResult {
+        completion_ns,
+        bytes,
+        repeats_after_task_end,
+    } = client??;
     let last = completion_ns.iter().copied().max().unwrap_or(0).max(1);
     Ok(Fig7Run {
         mode,
         utilisation: sent as f64 * 8.0 / (last as f64 / 1e9 * o.link_bps),
+        feedback_repeats_after_task_end: repeats_after_task_end,
         completion_ns,
         bytes,
         switch_drops: drops,
@@ -344,6 +364,7 @@ fn switch_loop(
 ) -> io::Result<(u64, u64, SwitchResidual)> {
     let faults = o.faults;
     let (mut requests_seen, mut feedback_acks_seen, mut injected) = (0u32, 0u32, 0u64);
+    let (mut fins_seen, mut fin_acks_seen) = (0u32, 0u32);
     let mut spc = SpcSwitch::new(o.link_bps, o.rtt_ns, o.heavy_threshold);
     let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
     let mut queued_bytes = 0usize;
@@ -401,18 +422,28 @@ fn switch_loop(
                     queued_bytes += n;
                     queue.push_back(pkt.to_vec());
                 }
-                Some(T_FIN) if n >= 29 => {
-                    // The flow's last demand and allocation come back (FIN).
+                Some(T_FIN) if n >= FIN_LEN => {
+                    fins_seen += 1;
+                    if nth(faults.drop_every_nth_fin, fins_seen) {
+                        injected += 1;
+                        continue;
+                    }
+                    // The flow's last demand and allocation come back (FIN),
+                    // once per flow however often the sender repeats it.
                     let (Some(demand), Some(alloc)) = (get_rate(pkt, 13), get_rate(pkt, 21)) else {
                         continue;
                     };
-                    fins.fetch_add(1, Ordering::Relaxed);
-                    active = active.saturating_sub(1);
                     let task = get_u64(pkt, 4);
-                    spc.on_flow_end(task, demand, alloc);
-                    if task_ends.on_fin(task) {
-                        spc.on_task_retired(task);
+                    if let Fin::First { retire } = task_ends.on_fin(task, get_u32(pkt, 29)) {
+                        fins.fetch_add(1, Ordering::Relaxed);
+                        active = active.saturating_sub(1);
+                        spc.on_flow_end(task, demand, alloc);
+                        if retire {
+                            spc.on_task_retired(task);
+                        }
                     }
+                    // On to the receiver, which acknowledges it.
+                    sock.send_to(pkt, client)?;
                 }
                 // The client saw the task's last byte; its servers' FINs
                 // (which return the flows' allocations) may still be on the
@@ -423,10 +454,17 @@ fn switch_loop(
                         spc.on_task_retired(task);
                     }
                 }
-                Some(T_REQ) | Some(T_ACK) if n >= 3 => {
+                Some(T_REQ) | Some(T_ACK) | Some(T_FIN_ACK) if n >= 3 => {
                     if pkt[0] == T_ACK && pkt[1] & F_FB != 0 {
                         feedback_acks_seen += 1;
                         if nth(faults.drop_every_nth_feedback_ack, feedback_acks_seen) {
+                            injected += 1;
+                            continue;
+                        }
+                    }
+                    if pkt[0] == T_FIN_ACK {
+                        fin_acks_seen += 1;
+                        if nth(faults.drop_every_nth_fin_ack, fin_acks_seen) {
                             injected += 1;
                             continue;
                         }
@@ -534,7 +572,8 @@ struct SFlow {
     /// make the FIN remove another flow of the task.
     new_flow: bool,
     last_progress: f64,
-    fin_sent: bool,
+    /// Once the last byte is acknowledged and the last request answered.
+    fin: Option<FinOut>,
 }
 
 /// One server: answers each request with one flow, paced at its AR; one
@@ -589,8 +628,18 @@ fn server_loop(
                         last_req: f64::NEG_INFINITY,
                         new_flow: true,
                         last_progress: now,
-                        fin_sent: false,
+                        fin: None,
                     });
+                }
+                T_FIN_ACK if n >= FIN_ACK_LEN => {
+                    let flow = get_u32(p, 4);
+                    if let Some(fin) = flows
+                        .iter_mut()
+                        .find(|f| f.flow == flow)
+                        .and_then(|f| f.fin.as_mut())
+                    {
+                        fin.on_ack();
+                    }
                 }
                 T_ACK if n >= ACK_LEN => {
                     let flow = get_u32(p, 4);
@@ -628,19 +677,25 @@ fn server_loop(
                 _ => {}
             }
         }
-        for f in flows.iter_mut().filter(|f| !f.fin_sent) {
+        for f in flows.iter_mut() {
             // FIN only once the last request's feedback is back: it must
-            // return the allocation the switch actually holds.
-            if f.acked >= f.npk && f.req_out.is_none() {
-                // FIN returns what the switch holds for the flow.
-                let mut m = vec![T_FIN, 0, me as u8, 0];
-                m.extend_from_slice(&f.task_id.to_le_bytes());
-                m.push(0);
-                m.extend_from_slice(&f.held_demand.to_le_bytes());
-                m.extend_from_slice(&f.held_alloc.to_le_bytes());
-                sock.send_to(&m, sw)?;
-                f.fin_sent = true;
-                busy = true;
+            // return the allocation the switch actually holds. Repeated
+            // until the client acknowledges it (a lost FIN would leave
+            // that allocation, demand and flow count at the switch).
+            if f.fin.is_none() && f.acked >= f.npk && f.req_out.is_none() {
+                f.fin = Some(FinOut::new(now));
+            }
+            if let Some(fin) = f.fin.as_mut() {
+                if fin.due(now) {
+                    let mut m = vec![T_FIN, 0, me as u8, 0];
+                    m.extend_from_slice(&f.task_id.to_le_bytes());
+                    m.push(0);
+                    m.extend_from_slice(&f.held_demand.to_le_bytes());
+                    m.extend_from_slice(&f.held_alloc.to_le_bytes());
+                    m.extend_from_slice(&f.flow.to_le_bytes());
+                    sock.send_to(&m, sw)?;
+                    busy = true;
+                }
                 continue;
             }
             // Go-back-N after a silent spell (a drop at the switch); longer
@@ -703,7 +758,7 @@ fn server_loop(
                 f.next_send = f.next_send.max(now - 1e-3) + (out.len() * 8) as f64 / f.rate;
             }
         }
-        flows.retain(|f| !f.fin_sent);
+        flows.retain(|f| !f.fin.is_some_and(|fin| fin.acked()));
         if !busy {
             thread::sleep(Duration::from_micros(20));
         }
@@ -720,44 +775,37 @@ fn server_loop(
     Ok((retx, 0))
 }
 
-/// A flow's latest switch feedback at the client: (request number, AR, NR).
-#[derive(Clone, Copy, Debug, Default)]
-struct Feedback {
-    latest: Option<(u32, f64, f64)>,
-    acked_at: f64,
-}
-
-impl Feedback {
-    fn send_ack(
-        &mut self,
-        sock: &UdpSocket,
-        sw: SocketAddr,
-        flow: u32,
-        cumulative: u32,
-        now: f64,
-    ) -> io::Result<()> {
-        let (req, ar, nr) = self.latest.unwrap_or((0, 0.0, 0.0));
-        let flags = if self.latest.is_some() { F_FB } else { 0 };
-        let server = (flow as usize % SERVERS) as u8;
-        let mut ack = Vec::with_capacity(ACK_LEN);
-        ack.extend_from_slice(&[T_ACK, flags, server, 0]);
-        ack.extend_from_slice(&flow.to_le_bytes());
-        ack.extend_from_slice(&cumulative.to_le_bytes());
-        ack.extend_from_slice(&ar.to_le_bytes());
-        ack.extend_from_slice(&nr.to_le_bytes());
-        ack.extend_from_slice(&req.to_le_bytes());
-        sock.send_to(&ack, sw)?;
-        self.acked_at = now;
-        Ok(())
-    }
+/// Send `flow`'s cumulative ACK with its latest feedback.
+fn send_ack(
+    sock: &UdpSocket,
+    sw: SocketAddr,
+    echo: &mut FeedbackEcho,
+    flow: u32,
+    cumulative: u32,
+    now: f64,
+) -> io::Result<()> {
+    let latest = echo.latest();
+    let (req, ar, nr) = latest.unwrap_or((0, 0.0, 0.0));
+    let flags = if latest.is_some() { F_FB } else { 0 };
+    let server = (flow as usize % SERVERS) as u8;
+    let mut ack = Vec::with_capacity(ACK_LEN);
+    ack.extend_from_slice(&[T_ACK, flags, server, 0]);
+    ack.extend_from_slice(&flow.to_le_bytes());
+    ack.extend_from_slice(&cumulative.to_le_bytes());
+    ack.extend_from_slice(&ar.to_le_bytes());
+    ack.extend_from_slice(&nr.to_le_bytes());
+    ack.extend_from_slice(&req.to_le_bytes());
+    sock.send_to(&ack, sw)?;
+    echo.on_ack_sent(now);
+    Ok(())
 }
 
 /// The client: requests every task at once, receives in order, ACKs every
 /// data packet with the flow's latest switch feedback, and records
 /// completion times. Feedback is soft state: each flow's latest is repeated
-/// every [`FEEDBACK_REPEAT_S`] (also for a while after the last task ends),
-/// so a lost ACK delays it rather than losing it.
-fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Vec<u64>, Vec<u64>)> {
+/// every [`FEEDBACK_REPEAT_S`] until the flow's FIN arrives, so a lost ACK
+/// delays it rather than losing it; the client acknowledges every FIN.
+fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<ClientResult> {
     let sw = sw_addr(None);
     let n = o.tasks as usize;
     let nflows = n * SERVERS;
@@ -781,7 +829,8 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
         }
     }
     let mut buf = vec![0u8; 65536];
-    let mut feedback = vec![Feedback::default(); nflows];
+    let mut feedback = vec![FeedbackEcho::default(); nflows];
+    let mut repeats_after_task_end = 0u64;
     let mut left = n;
     let mut all_done_at = None;
     loop {
@@ -804,8 +853,11 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
             Ok((len, _)) => len,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 for (fl, fb) in feedback.iter_mut().enumerate() {
-                    if fb.latest.is_some() && now - fb.acked_at >= FEEDBACK_REPEAT_S {
-                        fb.send_ack(sock, sw, fl as u32, expected[fl], now)?;
+                    if fb.repeat_due(now) {
+                        send_ack(sock, sw, fb, fl as u32, expected[fl], now)?;
+                        if done[fl / SERVERS].is_some() {
+                            repeats_after_task_end += 1;
+                        }
                     }
                 }
                 thread::sleep(Duration::from_micros(20));
@@ -814,6 +866,16 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
             Err(e) => return Err(e),
         };
         let p = &buf[..len];
+        if p.first() == Some(&T_FIN) && len >= FIN_LEN {
+            let flow = get_u32(p, 29);
+            if let Some(fb) = feedback.get_mut(flow as usize) {
+                fb.on_fin();
+                let mut m = vec![T_FIN_ACK, 0, p[2], 0];
+                m.extend_from_slice(&flow.to_le_bytes());
+                sock.send_to(&m, sw)?;
+            }
+            continue;
+        }
         let Some(d) = Data::decode(p) else { continue };
         let fl = d.flow as usize;
         if fl >= nflows {
@@ -831,10 +893,10 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
             }
         }
         let fb = &mut feedback[fl];
-        if d.flags & F_FB != 0 && fb.latest.is_none_or(|(req, ..)| d.req >= req) {
-            fb.latest = Some((d.req, d.ar, d.nr));
+        if d.flags & F_FB != 0 {
+            fb.on_feedback(d.req, d.ar, d.nr);
         }
-        fb.send_ack(sock, sw, d.flow, expected[fl], now)?;
+        send_ack(sock, sw, fb, d.flow, expected[fl], now)?;
         let t = fl / SERVERS;
         if done[t].is_none() && (0..SERVERS).all(|s| expected[t * SERVERS + s] >= npk) {
             done[t] = Some(start.elapsed().as_nanos() as u64);
@@ -847,7 +909,18 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<(Ve
             }
         }
     }
-    Ok((done.into_iter().map(|d| d.unwrap_or(0)).collect(), got))
+    Ok(ClientResult {
+        completion_ns: done.into_iter().map(|d| d.unwrap_or(0)).collect(),
+        bytes: got,
+        repeats_after_task_end,
+    })
+}
+
+/// What the client measured.
+struct ClientResult {
+    completion_ns: Vec<u64>,
+    bytes: Vec<u64>,
+    repeats_after_task_end: u64,
 }
 
 /// The Fig. 7 table: for each number of concurrent tasks, each mode's

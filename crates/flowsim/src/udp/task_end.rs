@@ -16,32 +16,82 @@
 //! later task's class at NR = 0 for good (issue 15's starved task). The
 //! same loss of a request that was given a rate leaves that rate in the
 //! port's A; retiring the task takes it back.
+//!
+//! A lost FIN would leave the task open for good (its flow count never
+//! reached) with the flow's demand and allocation in the port's counters:
+//! the same starved next task. Baraat §4.3.3 makes its transport reliable
+//! "similar to TCP" (sequence numbers, acknowledgements, timers and
+//! retransmission) and says nothing else about FINs, so the FIN is one
+//! more reliable message: the sender repeats it until the receiver
+//! acknowledges it ([`FinOut`](super::fin::FinOut)). A repeat whose
+//! original reached the switch (the FIN or its acknowledgement was lost
+//! after it) must not return the flow's allocation twice, so each open
+//! task keeps the ids of the flows whose FIN it has applied, and a retired
+//! task's FINs are all repeats ([`Fin`]).
 
-/// Per-task FIN counts of the tasks whose end is not settled yet.
+use std::collections::VecDeque;
+
+/// Retired tasks remembered so that a repeated FIN of theirs (its
+/// acknowledgement was lost) is not applied to a port that has already
+/// taken the task's allocation back. A sender repeats its FIN every
+/// [`FIN_REPEAT_S`](super::fin::FIN_REPEAT_S) until acknowledged, so a
+/// task is repeated for at most a few repeat intervals after it retires;
+/// thousands of tasks retire in that time only on a far larger switch.
+const RETIRED_REMEMBERED: usize = 4096;
+
+/// Per-task FINs of the tasks whose end is not settled yet.
 #[derive(Clone, Debug, Default)]
 pub struct TaskEnds {
     open: Vec<OpenTask>,
+    /// Most recently retired last.
+    retired: VecDeque<u64>,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct OpenTask {
     task: u64,
-    fins: u32,
+    /// Flows whose FIN has been applied: a repeat of one must not count
+    /// (or return its allocation) twice. Per-flow, but only for the
+    /// flows that have ended, and only until their task retires.
+    finned: Vec<u32>,
     /// Known from the client's DONE.
     flows: Option<u32>,
 }
 
+/// What the switch does with a FIN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fin {
+    /// The flow's first FIN: return its demand and allocation
+    /// ([`SpcSwitch::on_flow_end`](crate::spc::SpcSwitch::on_flow_end));
+    /// `retire` when it was the task's last.
+    First { retire: bool },
+    /// A FIN already applied, sent again because its acknowledgement was
+    /// lost: acknowledge it again, apply nothing.
+    Repeat,
+}
+
 impl TaskEnds {
-    /// A FIN of `task` arrived. True when the task's counters can go now.
-    pub fn on_fin(&mut self, task: u64) -> bool {
+    /// A FIN of `flow` of `task` arrived.
+    pub fn on_fin(&mut self, task: u64, flow: u32) -> Fin {
+        if self.retired.contains(&task) {
+            return Fin::Repeat;
+        }
         let i = self.open_index(task);
-        self.open[i].fins += 1;
-        self.settle(i)
+        if self.open[i].finned.contains(&flow) {
+            return Fin::Repeat;
+        }
+        self.open[i].finned.push(flow);
+        Fin::First {
+            retire: self.settle(i),
+        }
     }
 
     /// The client has every byte of `task`, which had `flows` flows. True
     /// when the task's counters can go now.
     pub fn on_done(&mut self, task: u64, flows: u32) -> bool {
+        if self.retired.contains(&task) {
+            return false;
+        }
         let i = self.open_index(task);
         self.open[i].flows = Some(flows);
         self.settle(i)
@@ -58,7 +108,7 @@ impl TaskEnds {
             None => {
                 self.open.push(OpenTask {
                     task,
-                    fins: 0,
+                    finned: Vec::new(),
                     flows: None,
                 });
                 self.open.len() - 1
@@ -67,10 +117,14 @@ impl TaskEnds {
     }
 
     fn settle(&mut self, i: usize) -> bool {
-        let t = self.open[i];
-        let done = t.flows.is_some_and(|n| t.fins >= n);
+        let t = &self.open[i];
+        let done = t.flows.is_some_and(|n| t.finned.len() >= n as usize);
         if done {
-            self.open.swap_remove(i);
+            let t = self.open.swap_remove(i);
+            if self.retired.len() == RETIRED_REMEMBERED {
+                self.retired.pop_front();
+            }
+            self.retired.push_back(t.task);
         }
         done
     }
@@ -80,6 +134,7 @@ impl TaskEnds {
 mod tests {
     use super::*;
     use crate::spc::{SpcFeedback, SpcRequest, SpcSwitch};
+    use crate::udp::fin::{FinOut, FIN_REPEAT_S};
 
     const C: f64 = 100e6;
     const RTT_NS: u64 = 1_000_000;
@@ -135,9 +190,9 @@ mod tests {
         let flows_of = |sw: &SpcSwitch, t| sw.classifier().counters(t).map_or(0, |c| c.flows);
         assert_eq!(flows_of(&sw, 2), 4, "the retried flow is counted twice");
         // Task 1 ends: FINs return its flows' demand and allocation.
-        for h in t1 {
+        for (flow, h) in t1.into_iter().enumerate() {
             sw.on_flow_end(1, h.demand, h.alloc);
-            assert!(!ends.on_fin(1));
+            assert_eq!(ends.on_fin(1, flow as u32), Fin::First { retire: false });
         }
         assert!(ends.on_done(1, 3));
         sw.on_task_retired(1);
@@ -146,15 +201,19 @@ mod tests {
             assert!(answered(&mut sw, 2, 800e6, h, false) > 0.0);
         }
         assert!(!ends.on_done(2, 3), "no FIN yet");
-        let mut forget = false;
-        for h in t2 {
+        let mut forget = Fin::Repeat;
+        for (flow, h) in t2.into_iter().enumerate() {
             sw.on_flow_end(2, h.demand, h.alloc);
-            forget = ends.on_fin(2);
+            forget = ends.on_fin(2, flow as u32);
         }
         // F_k still counts the phantom flow and its 800 Mbit/s demand: a
         // gate on F_k = 0 would never open.
         assert_eq!(flows_of(&sw, 2), 1);
-        assert!(forget, "three FINs of three flows end task 2");
+        assert_eq!(
+            forget,
+            Fin::First { retire: true },
+            "three FINs of three flows end task 2"
+        );
         sw.on_task_retired(2);
         assert_eq!(ends.open(), 0);
         let mut t3 = Held::default();
@@ -175,7 +234,7 @@ mod tests {
         answered(&mut sw, 1, 40e6, &mut held, true);
         assert_eq!(sw.allocated(), 80e6, "the lost 40 Mbit/s is still booked");
         sw.on_flow_end(1, held.demand, held.alloc);
-        assert!(!ends.on_fin(1));
+        assert_eq!(ends.on_fin(1, 0), Fin::First { retire: false });
         assert!(ends.on_done(1, 1));
         assert!((sw.allocated() - 40e6).abs() < 1.0);
         sw.on_task_retired(1);
@@ -187,9 +246,75 @@ mod tests {
     fn a_done_before_the_fins_waits_for_all_of_them() {
         let mut ends = TaskEnds::default();
         assert!(!ends.on_done(7, 2));
-        assert!(!ends.on_fin(7));
-        assert!(!ends.on_fin(8), "another task's FIN");
-        assert!(ends.on_fin(7));
+        assert_eq!(ends.on_fin(7, 0), Fin::First { retire: false });
+        assert_eq!(ends.on_fin(8, 2), Fin::First { retire: false });
+        assert_eq!(ends.on_fin(7, 0), Fin::Repeat, "the same flow's FIN again");
+        assert_eq!(ends.on_fin(7, 1), Fin::First { retire: true });
         assert_eq!(ends.open(), 1, "task 8 still waits for its DONE");
+        assert_eq!(ends.on_fin(7, 1), Fin::Repeat, "task 7 has retired");
+        assert!(!ends.on_done(7, 2), "a retired task does not reopen");
+        assert_eq!(ends.open(), 1);
+    }
+
+    /// Issue 15's lost FIN. Task 1's first flow holds the link and its FIN
+    /// is lost on the way to the switch: without a repeat, task 1 never
+    /// retires, its 800 Mbit/s demand stays ahead of task 2 and task 2 is
+    /// told NR = 0 for good. The sender repeats the FIN until it is
+    /// acknowledged; the repeat retires task 1 and task 2 gets the link.
+    /// The repeat's acknowledgement is lost too, and the FIN sent once
+    /// more must not return the allocation a second time (A would then
+    /// hand task 2's 100 Mbit/s out again).
+    #[test]
+    fn a_lost_fin_is_repeated_until_acknowledged_and_applied_once() {
+        let mut sw = SpcSwitch::new(C, RTT_NS, f64::INFINITY);
+        let mut ends = TaskEnds::default();
+        let mut t1 = [Held::default(); 3];
+        for h in &mut t1 {
+            answered(&mut sw, 1, 800e6, h, true);
+        }
+        assert_eq!(t1[0].alloc, C, "the first flow holds the link");
+        let now = 1.0;
+        let mut fins: Vec<FinOut> = (0..3).map(|_| FinOut::new(now)).collect();
+        let deliver = |sw: &mut SpcSwitch, ends: &mut TaskEnds, flow: usize| {
+            let h = t1[flow];
+            match ends.on_fin(1, flow as u32) {
+                Fin::First { retire } => {
+                    sw.on_flow_end(1, h.demand, h.alloc);
+                    if retire {
+                        sw.on_task_retired(1);
+                    }
+                }
+                Fin::Repeat => {}
+            }
+        };
+        // Flow 0's FIN is lost; flows 1 and 2's arrive and are acknowledged.
+        for (flow, fin) in fins.iter_mut().enumerate() {
+            assert!(fin.due(now));
+            if flow != 0 {
+                deliver(&mut sw, &mut ends, flow);
+                fin.on_ack();
+            }
+        }
+        assert!(!ends.on_done(1, 3), "one FIN is missing");
+        let mut t2 = Held::default();
+        assert_eq!(
+            answered(&mut sw, 2, 800e6, &mut t2, true),
+            0.0,
+            "task 1's leftover demand starves task 2"
+        );
+        assert!(!fins[0].due(now + FIN_REPEAT_S / 2.0));
+        // The repeat gets through and retires task 1.
+        assert!(fins[0].due(now + FIN_REPEAT_S));
+        deliver(&mut sw, &mut ends, 0);
+        assert_eq!(ends.open(), 0);
+        assert!(sw.classifier().counters(1).is_none());
+        assert_eq!(answered(&mut sw, 2, 800e6, &mut t2, false), C);
+        // Its acknowledgement is lost: the FIN goes once more, and is
+        // acknowledged but not applied.
+        assert!(fins[0].due(now + 2.0 * FIN_REPEAT_S));
+        deliver(&mut sw, &mut ends, 0);
+        fins[0].on_ack();
+        assert_eq!(sw.allocated(), C, "task 2's allocation still booked");
+        assert!(fins.iter_mut().all(|f| !f.due(now + 1.0)));
     }
 }
