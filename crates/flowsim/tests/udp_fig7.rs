@@ -81,15 +81,15 @@ fn fig7_fifo_lm_finishes_first_task_before_fair_sharing() {
     );
 }
 
-/// Issue 15: a dropped request packet, a lost feedback ACK, a lost FIN and
-/// a lost FIN-ACK must leave the switch's SPC counters exactly as a
+/// Issue 15: a dropped request packet, a lost feedback ACK, a lost FIN, a
+/// lost FIN-ACK and a lost DONE must leave the switch's SPC counters exactly as a
 /// loss-free run does: every allocation and demand returned, every flow
 /// counted once and removed once, every task forgotten at its end.
 #[test]
-fn lost_requests_feedback_and_fins_leave_no_spc_state_behind() {
+fn lost_requests_feedback_fins_and_dones_leave_no_spc_state_behind() {
     let _one = one_lab();
     let Some(lab) = lab_or_skip(
-        "lost_requests_feedback_and_fins_leave_no_spc_state_behind",
+        "lost_requests_feedback_fins_and_dones_leave_no_spc_state_behind",
         "fsl",
     ) else {
         return;
@@ -112,6 +112,12 @@ fn lost_requests_feedback_and_fins_leave_no_spc_state_behind() {
         // The switch applied these FINs; the repeats must not count.
         Fig7Faults {
             drop_every_nth_fin_ack: 2,
+            ..Fig7Faults::default()
+        },
+        // Before the DONE was repeated, a dropped one left its task's
+        // counters at the switch for good (the task never retired).
+        Fig7Faults {
+            drop_every_nth_done: 2,
             ..Fig7Faults::default()
         },
     ] {

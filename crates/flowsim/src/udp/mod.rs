@@ -30,14 +30,14 @@ use std::time::{Duration, Instant};
 use crate::spc::{SpcFeedback, SpcRequest, SpcSender, SpcSwitch};
 
 mod feedback;
-mod fin;
 mod lab;
 mod task_end;
+mod until_acked;
 use feedback::{FeedbackEcho, FEEDBACK_REPEAT_S};
-use fin::FinOut;
 use lab::{bind_port, client_addr, enter, server_addr, sw_addr};
 pub use lab::{Lab, LabError};
 pub use task_end::{Fin, TaskEnds};
+use until_acked::UntilAcked;
 
 const SERVERS: usize = 3;
 const PORT_SW: u16 = 9000;
@@ -52,6 +52,7 @@ const T_ACK: u8 = 3;
 const T_FIN: u8 = 4;
 const T_DONE: u8 = 5;
 const T_FIN_ACK: u8 = 6;
+const T_DONE_ACK: u8 = 7;
 
 /// Data header: type, flags, server, pad, task id, flow, seq, len, then the
 /// SPC request (demand, prev demand, prev alloc) and feedback (AR, NR), and
@@ -114,13 +115,15 @@ pub struct Fig7Opts {
 /// is dropped before Alg. 1 sees it, as the drop-tail queue drops it; a
 /// feedback ACK is dropped on its way from the client to the server; a
 /// FIN before the switch applies it; a FIN-ACK on its way to the server
-/// (whose FIN the switch has then applied).
+/// (whose FIN the switch has then applied); a DONE before the switch reads
+/// it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fig7Faults {
     pub drop_every_nth_request: u32,
     pub drop_every_nth_feedback_ack: u32,
     pub drop_every_nth_fin: u32,
     pub drop_every_nth_fin_ack: u32,
+    pub drop_every_nth_done: u32,
 }
 
 /// What the switch's SPC state holds after the run, once every flow's FIN
@@ -364,7 +367,7 @@ fn switch_loop(
 ) -> io::Result<(u64, u64, SwitchResidual)> {
     let faults = o.faults;
     let (mut requests_seen, mut feedback_acks_seen, mut injected) = (0u32, 0u32, 0u64);
-    let (mut fins_seen, mut fin_acks_seen) = (0u32, 0u32);
+    let (mut fins_seen, mut fin_acks_seen, mut dones_seen) = (0u32, 0u32, 0u32);
     let mut spc = SpcSwitch::new(o.link_bps, o.rtt_ns, o.heavy_threshold);
     let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
     let mut queued_bytes = 0usize;
@@ -448,11 +451,21 @@ fn switch_loop(
                 // The client saw the task's last byte; its servers' FINs
                 // (which return the flows' allocations) may still be on the
                 // way: forget the task's counters after the last one.
+                // Repeated by the client until acknowledged; a repeat changes
+                // nothing.
                 Some(T_DONE) if n >= 16 => {
+                    dones_seen += 1;
+                    if nth(faults.drop_every_nth_done, dones_seen) {
+                        injected += 1;
+                        continue;
+                    }
                     let task = get_u64(pkt, 4);
                     if task_ends.on_done(task, get_u32(pkt, 12)) {
                         spc.on_task_retired(task);
                     }
+                    let mut ack = vec![T_DONE_ACK, 0, 0, 0];
+                    ack.extend_from_slice(&task.to_le_bytes());
+                    sock.send_to(&ack, client)?;
                 }
                 Some(T_REQ) | Some(T_ACK) | Some(T_FIN_ACK) if n >= 3 => {
                     if pkt[0] == T_ACK && pkt[1] & F_FB != 0 {
@@ -573,7 +586,7 @@ struct SFlow {
     new_flow: bool,
     last_progress: f64,
     /// Once the last byte is acknowledged and the last request answered.
-    fin: Option<FinOut>,
+    fin: Option<UntilAcked>,
 }
 
 /// One server: answers each request with one flow, paced at its AR; one
@@ -683,7 +696,7 @@ fn server_loop(
             // until the client acknowledges it (a lost FIN would leave
             // that allocation, demand and flow count at the switch).
             if f.fin.is_none() && f.acked >= f.npk && f.req_out.is_none() {
-                f.fin = Some(FinOut::new(now));
+                f.fin = Some(UntilAcked::new(now));
             }
             if let Some(fin) = f.fin.as_mut() {
                 if fin.due(now) {
@@ -804,7 +817,8 @@ fn send_ack(
 /// data packet with the flow's latest switch feedback, and records
 /// completion times. Feedback is soft state: each flow's latest is repeated
 /// every [`FEEDBACK_REPEAT_S`] until the flow's FIN arrives, so a lost ACK
-/// delays it rather than losing it; the client acknowledges every FIN.
+/// delays it rather than losing it; the client acknowledges every FIN, and
+/// repeats each task's DONE (FIFO-LM) until the switch acknowledges it.
 fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<ClientResult> {
     let sw = sw_addr(None);
     let n = o.tasks as usize;
@@ -813,6 +827,7 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
     let mut expected = vec![0u32; nflows];
     let mut got = vec![0u64; n];
     let mut done: Vec<Option<u64>> = vec![None; n];
+    let mut done_out: Vec<Option<UntilAcked>> = vec![None; n];
     let start = Instant::now();
     // Batched request (Fig. 7): all tasks at once, in task order.
     for t in 0..n {
@@ -835,10 +850,19 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
     let mut all_done_at = None;
     loop {
         let now = start.elapsed().as_secs_f64();
+        let dones_acked = done_out.iter().flatten().all(UntilAcked::acked);
         match all_done_at {
-            Some(t) if now - t > 5.0 * FEEDBACK_REPEAT_S => break,
+            Some(t) if now - t > 5.0 * FEEDBACK_REPEAT_S && dones_acked => break,
             None if left == 0 => all_done_at = Some(now),
             _ => {}
+        }
+        for (t, out) in done_out.iter_mut().enumerate() {
+            if out.as_mut().is_some_and(|o| o.due(now)) {
+                let mut m = vec![T_DONE, 0, 0, 0];
+                m.extend_from_slice(&(t as u64 + 1).to_le_bytes());
+                m.extend_from_slice(&(SERVERS as u32).to_le_bytes());
+                sock.send_to(&m, sw)?;
+            }
         }
         if start.elapsed() > o.timeout {
             return Err(io::Error::new(
@@ -866,6 +890,17 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
             Err(e) => return Err(e),
         };
         let p = &buf[..len];
+        if p.first() == Some(&T_DONE_ACK) && len >= 12 {
+            let task = get_u64(p, 4);
+            let out = (task as usize)
+                .checked_sub(1)
+                .and_then(|t| done_out.get_mut(t))
+                .and_then(Option::as_mut);
+            if let Some(out) = out {
+                out.on_ack();
+            }
+            continue;
+        }
         if p.first() == Some(&T_FIN) && len >= FIN_LEN {
             let flow = get_u32(p, 29);
             if let Some(fb) = feedback.get_mut(flow as usize) {
@@ -901,11 +936,9 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
         if done[t].is_none() && (0..SERVERS).all(|s| expected[t * SERVERS + s] >= npk) {
             done[t] = Some(start.elapsed().as_nanos() as u64);
             left -= 1;
+            // Sent at the loop's next turn and repeated until acknowledged.
             if mode == Fig7Mode::FifoLm {
-                let mut m = vec![T_DONE, 0, 0, 0];
-                m.extend_from_slice(&(t as u64 + 1).to_le_bytes());
-                m.extend_from_slice(&(SERVERS as u32).to_le_bytes());
-                sock.send_to(&m, sw)?;
+                done_out[t] = Some(UntilAcked::new(now));
             }
         }
     }

@@ -23,7 +23,7 @@
 //! "similar to TCP" (sequence numbers, acknowledgements, timers and
 //! retransmission) and says nothing else about FINs, so the FIN is one
 //! more reliable message: the sender repeats it until the receiver
-//! acknowledges it ([`FinOut`](super::fin::FinOut)). A repeat whose
+//! acknowledges it ([`UntilAcked`](super::until_acked::UntilAcked)). A repeat whose
 //! original reached the switch (the FIN or its acknowledgement was lost
 //! after it) must not return the flow's allocation twice, so each open
 //! task keeps the ids of the flows whose FIN it has applied, and a retired
@@ -34,7 +34,7 @@ use std::collections::VecDeque;
 /// Retired tasks remembered so that a repeated FIN of theirs (its
 /// acknowledgement was lost) is not applied to a port that has already
 /// taken the task's allocation back. A sender repeats its FIN every
-/// [`FIN_REPEAT_S`](super::fin::FIN_REPEAT_S) until acknowledged, so a
+/// [`REPEAT_S`](super::until_acked::REPEAT_S) until acknowledged, so a
 /// task is repeated for at most a few repeat intervals after it retires;
 /// thousands of tasks retire in that time only on a far larger switch.
 const RETIRED_REMEMBERED: usize = 4096;
@@ -134,7 +134,7 @@ impl TaskEnds {
 mod tests {
     use super::*;
     use crate::spc::{SpcFeedback, SpcRequest, SpcSwitch};
-    use crate::udp::fin::{FinOut, FIN_REPEAT_S};
+    use crate::udp::until_acked::{UntilAcked, REPEAT_S};
 
     const C: f64 = 100e6;
     const RTT_NS: u64 = 1_000_000;
@@ -274,7 +274,7 @@ mod tests {
         }
         assert_eq!(t1[0].alloc, C, "the first flow holds the link");
         let now = 1.0;
-        let mut fins: Vec<FinOut> = (0..3).map(|_| FinOut::new(now)).collect();
+        let mut fins: Vec<UntilAcked> = (0..3).map(|_| UntilAcked::new(now)).collect();
         let deliver = |sw: &mut SpcSwitch, ends: &mut TaskEnds, flow: usize| {
             let h = t1[flow];
             match ends.on_fin(1, flow as u32) {
@@ -302,16 +302,16 @@ mod tests {
             0.0,
             "task 1's leftover demand starves task 2"
         );
-        assert!(!fins[0].due(now + FIN_REPEAT_S / 2.0));
+        assert!(!fins[0].due(now + REPEAT_S / 2.0));
         // The repeat gets through and retires task 1.
-        assert!(fins[0].due(now + FIN_REPEAT_S));
+        assert!(fins[0].due(now + REPEAT_S));
         deliver(&mut sw, &mut ends, 0);
         assert_eq!(ends.open(), 0);
         assert!(sw.classifier().counters(1).is_none());
         assert_eq!(answered(&mut sw, 2, 800e6, &mut t2, false), C);
         // Its acknowledgement is lost: the FIN goes once more, and is
         // acknowledged but not applied.
-        assert!(fins[0].due(now + 2.0 * FIN_REPEAT_S));
+        assert!(fins[0].due(now + 2.0 * REPEAT_S));
         deliver(&mut sw, &mut ends, 0);
         fins[0].on_ack();
         assert_eq!(sw.allocated(), C, "task 2's allocation still booked");
