@@ -186,7 +186,12 @@ pub enum Action {
 }
 
 /// What a driver feeds a data plane.
+///
+/// A full-word tag (see [`Action`] for the copy it avoids): with a one-byte
+/// tag a driver's `Some(Input::Resubmit(r))` copied bytes 1..56 through a
+/// temporary, misaligned against the stores that filled it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
 pub enum Input {
     /// A task packet from a client or an upstream scheduler.
     Task(TaskMeta),

@@ -243,7 +243,8 @@ impl Layout {
         });
         RegisterArray {
             name,
-            cells: vec![init; len],
+            len,
+            cells: RegisterArray::storage(Vec::new(), len, init),
             #[cfg(debug_assertions)]
             stage: unordered_because.map_or(Some(stage.0), |_| None),
             #[cfg(debug_assertions)]
@@ -391,9 +392,24 @@ impl RegisterDump {
 
 /// A register array: `len` cells of `T` in one pipeline stage. Created by
 /// [`Layout::array`].
+///
+/// The cells are stored in a power-of-two number of slots (at least one),
+/// the `len` cells first, so a data-plane access (`read`, `write`,
+/// `update`) masks its index instead of bounds-checking it: about 25 accesses make a busy Horus decision, and
+/// each check was a compare and a branch to a panic that kept the compiler
+/// from merging the accesses around it. An index is below `len` by the data
+/// plane's own construction (a node it checked with `contains`, a slot below
+/// `count`, cell 0 of a one-cell array); checked builds assert it, so every
+/// test still catches an index out of range, while a release build would
+/// touch a spare slot or wrap instead of panicking. Control-plane accesses
+/// stay bounds-checked.
 #[derive(Clone, Debug)]
 pub struct RegisterArray<T: Copy> {
     name: &'static str,
+    /// Cells the program declared; `cells` holds at least this many.
+    len: usize,
+    /// `cells.len()` is a power of two, so `index & (cells.len() - 1)` is
+    /// always a slot.
     cells: Vec<T>,
     /// `None`: outside the stage order ([`Layout::unordered_array`]).
     #[cfg(debug_assertions)]
@@ -408,11 +424,47 @@ impl<T: Copy> RegisterArray<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.cells.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.len == 0
+    }
+
+    /// `cells` holding `len` cells of which the first ones are kept, the
+    /// rest `init`, padded with `init` to a power of two.
+    fn storage(mut cells: Vec<T>, len: usize, init: T) -> Vec<T> {
+        cells.truncate(len);
+        cells.resize(len, init);
+        cells.resize(len.max(1).next_power_of_two(), init);
+        cells
+    }
+
+    /// The slot of cell `index`. Checked builds assert `index < len`.
+    #[inline(always)]
+    fn slot(&self, index: usize) -> usize {
+        debug_assert!(
+            index < self.len,
+            "register array `{}`: cell {index} of {}",
+            self.name,
+            self.len
+        );
+        index & (self.cells.len() - 1)
+    }
+
+    #[inline(always)]
+    fn cell(&self, index: usize) -> &T {
+        let slot = self.slot(index);
+        // SAFETY: `cells.len()` is a power of two (see `storage`), so
+        // `slot = index & (cells.len() - 1) < cells.len()`.
+        unsafe { self.cells.get_unchecked(slot) }
+    }
+
+    #[inline(always)]
+    fn cell_mut(&mut self, index: usize) -> &mut T {
+        let slot = self.slot(index);
+        // SAFETY: as in `cell`.
+        unsafe { self.cells.get_unchecked_mut(slot) }
     }
 
     /// Checked wherever debug assertions are on; release builds skip it
@@ -446,14 +498,14 @@ impl<T: Copy> RegisterArray<T> {
     #[inline]
     pub fn read(&mut self, pass: &Pass, index: usize) -> T {
         self.touch(pass);
-        self.cells[index]
+        *self.cell(index)
     }
 
     /// The data plane writes one cell.
     #[inline]
     pub fn write(&mut self, pass: &Pass, index: usize, value: T) {
         self.touch(pass);
-        self.cells[index] = value;
+        *self.cell_mut(index) = value;
     }
 
     /// One atomic read-modify-write of one cell (a stateful ALU). Returns what
@@ -461,28 +513,29 @@ impl<T: Copy> RegisterArray<T> {
     #[inline]
     pub fn update<R>(&mut self, pass: &Pass, index: usize, f: impl FnOnce(&mut T) -> R) -> R {
         self.touch(pass);
-        f(&mut self.cells[index])
+        f(self.cell_mut(index))
     }
 
     /// Control-plane read: not a data-plane access (the switch CPU reading
     /// registers, tests inspecting state, metrics).
     #[inline]
     pub fn peek(&self, index: usize) -> T {
-        self.cells[index]
+        self.as_slice()[index]
     }
 
     /// Control-plane write (the switch controller configuring state).
     pub fn control_write(&mut self, index: usize, value: T) {
-        self.cells[index] = value;
+        self.cells[..self.len][index] = value;
     }
 
     /// Control plane grows the array, for workers or racks added at run time.
     pub fn control_resize(&mut self, len: usize, init: T) {
-        self.cells.resize(len, init);
+        self.cells = Self::storage(std::mem::take(&mut self.cells), len, init);
+        self.len = len;
     }
 
     pub fn as_slice(&self) -> &[T] {
-        &self.cells
+        &self.cells[..self.len]
     }
 }
 
