@@ -244,6 +244,7 @@ impl Layout {
         RegisterArray {
             name,
             len,
+            mask: len.max(1).next_power_of_two() - 1,
             cells: RegisterArray::storage(Vec::new(), len, init),
             #[cfg(debug_assertions)]
             stage: unordered_because.map_or(Some(stage.0), |_| None),
@@ -408,8 +409,9 @@ pub struct RegisterArray<T: Copy> {
     name: &'static str,
     /// Cells the program declared; `cells` holds at least this many.
     len: usize,
-    /// `cells.len()` is a power of two, so `index & (cells.len() - 1)` is
-    /// always a slot.
+    /// `cells.len() - 1`, with `cells.len()` a power of two, so
+    /// `index & mask` is always a slot.
+    mask: usize,
     cells: Vec<T>,
     /// `None`: outside the stage order ([`Layout::unordered_array`]).
     #[cfg(debug_assertions)]
@@ -449,14 +451,14 @@ impl<T: Copy> RegisterArray<T> {
             self.name,
             self.len
         );
-        index & (self.cells.len() - 1)
+        index & self.mask
     }
 
     #[inline(always)]
     fn cell(&self, index: usize) -> &T {
         let slot = self.slot(index);
-        // SAFETY: `cells.len()` is a power of two (see `storage`), so
-        // `slot = index & (cells.len() - 1) < cells.len()`.
+        // SAFETY: `mask == cells.len() - 1` (set with `cells` in `place`
+        // and `control_resize`), so `slot = index & mask < cells.len()`.
         unsafe { self.cells.get_unchecked(slot) }
     }
 
@@ -532,6 +534,7 @@ impl<T: Copy> RegisterArray<T> {
     pub fn control_resize(&mut self, len: usize, init: T) {
         self.cells = Self::storage(std::mem::take(&mut self.cells), len, init);
         self.len = len;
+        self.mask = self.cells.len() - 1;
     }
 
     pub fn as_slice(&self) -> &[T] {
@@ -652,6 +655,42 @@ mod tests {
         late.write(&p, 0, 1);
         early.write(&p, 0, 1);
         assert_eq!(pipe.layout().arrays()[0].unordered_because, Some("test"));
+    }
+
+    /// Cells live in a power-of-two number of slots; the spare ones must
+    /// never show, and cells dropped by a shrink come back as `init`.
+    #[test]
+    fn resizing_keeps_cells_and_hides_the_spare_slots() {
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let mut a = layout.array(s, "a", 5, 7u32);
+        let mut pipe = Pipeline::with_layout(layout);
+        assert_eq!(a.as_slice(), &[7; 5]);
+        for i in 0..5 {
+            a.write(&pipe.begin(), i, i as u32);
+        }
+        a.control_resize(2, 9);
+        assert_eq!(a.as_slice(), &[0, 1]);
+        a.control_resize(9, 9);
+        assert_eq!(a.len(), 9);
+        assert_eq!(a.as_slice(), &[0, 1, 9, 9, 9, 9, 9, 9, 9]);
+        assert_eq!(a.read(&pipe.begin(), 8), 9);
+        let mut empty = Layout::new();
+        let s = empty.stage();
+        let e = empty.array(s, "empty", 0, 0u8);
+        assert!(e.is_empty() && e.as_slice().is_empty());
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "register array `a`: cell 5 of 5")]
+    fn a_data_plane_access_past_the_end_panics_in_checked_builds() {
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let mut a = layout.array(s, "a", 5, 0u32);
+        let mut pipe = Pipeline::with_layout(layout);
+        // Slot 5 exists (8 slots), cell 5 does not.
+        let _ = a.read(&pipe.begin(), 5);
     }
 
     #[test]
