@@ -119,7 +119,7 @@ impl LazyPow2 {
     }
 
     /// Alg. 2 SCHEDULETASKBUSY, first path.
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&mut self, pass: &Pass, rng: &mut Rng, task: TaskMeta) -> Pow2First {
         let count = self.count.read(pass, 0);
         if count == 0 {

@@ -243,7 +243,9 @@ impl Layout {
         });
         RegisterArray {
             name,
-            cells: vec![init; len],
+            len,
+            mask: len.max(1).next_power_of_two() - 1,
+            cells: RegisterArray::storage(Vec::new(), len, init),
             #[cfg(debug_assertions)]
             stage: unordered_because.map_or(Some(stage.0), |_| None),
             #[cfg(debug_assertions)]
@@ -391,9 +393,25 @@ impl RegisterDump {
 
 /// A register array: `len` cells of `T` in one pipeline stage. Created by
 /// [`Layout::array`].
+///
+/// The cells are stored in a power-of-two number of slots (at least one),
+/// the `len` cells first, so a data-plane access (`read`, `write`,
+/// `update`) masks its index instead of bounds-checking it: about 25 accesses make a busy Horus decision, and
+/// each check was a compare and a branch to a panic that kept the compiler
+/// from merging the accesses around it. An index is below `len` by the data
+/// plane's own construction (a node it checked with `contains`, a slot below
+/// `count`, cell 0 of a one-cell array); checked builds assert it, so every
+/// test still catches an index out of range, while a release build would
+/// touch a spare slot or wrap instead of panicking. Control-plane accesses
+/// stay bounds-checked.
 #[derive(Clone, Debug)]
 pub struct RegisterArray<T: Copy> {
     name: &'static str,
+    /// Cells the program declared; `cells` holds at least this many.
+    len: usize,
+    /// `cells.len() - 1`, with `cells.len()` a power of two, so
+    /// `index & mask` is always a slot.
+    mask: usize,
     cells: Vec<T>,
     /// `None`: outside the stage order ([`Layout::unordered_array`]).
     #[cfg(debug_assertions)]
@@ -408,11 +426,47 @@ impl<T: Copy> RegisterArray<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.cells.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.len == 0
+    }
+
+    /// `cells` holding `len` cells of which the first ones are kept, the
+    /// rest `init`, padded with `init` to a power of two.
+    fn storage(mut cells: Vec<T>, len: usize, init: T) -> Vec<T> {
+        cells.truncate(len);
+        cells.resize(len, init);
+        cells.resize(len.max(1).next_power_of_two(), init);
+        cells
+    }
+
+    /// The slot of cell `index`. Checked builds assert `index < len`.
+    #[inline(always)]
+    fn slot(&self, index: usize) -> usize {
+        debug_assert!(
+            index < self.len,
+            "register array `{}`: cell {index} of {}",
+            self.name,
+            self.len
+        );
+        index & self.mask
+    }
+
+    #[inline(always)]
+    fn cell(&self, index: usize) -> &T {
+        let slot = self.slot(index);
+        // SAFETY: `mask == cells.len() - 1` (set with `cells` in `place`
+        // and `control_resize`), so `slot = index & mask < cells.len()`.
+        unsafe { self.cells.get_unchecked(slot) }
+    }
+
+    #[inline(always)]
+    fn cell_mut(&mut self, index: usize) -> &mut T {
+        let slot = self.slot(index);
+        // SAFETY: as in `cell`.
+        unsafe { self.cells.get_unchecked_mut(slot) }
     }
 
     /// Checked wherever debug assertions are on; release builds skip it
@@ -446,14 +500,14 @@ impl<T: Copy> RegisterArray<T> {
     #[inline]
     pub fn read(&mut self, pass: &Pass, index: usize) -> T {
         self.touch(pass);
-        self.cells[index]
+        *self.cell(index)
     }
 
     /// The data plane writes one cell.
     #[inline]
     pub fn write(&mut self, pass: &Pass, index: usize, value: T) {
         self.touch(pass);
-        self.cells[index] = value;
+        *self.cell_mut(index) = value;
     }
 
     /// One atomic read-modify-write of one cell (a stateful ALU). Returns what
@@ -461,28 +515,30 @@ impl<T: Copy> RegisterArray<T> {
     #[inline]
     pub fn update<R>(&mut self, pass: &Pass, index: usize, f: impl FnOnce(&mut T) -> R) -> R {
         self.touch(pass);
-        f(&mut self.cells[index])
+        f(self.cell_mut(index))
     }
 
     /// Control-plane read: not a data-plane access (the switch CPU reading
     /// registers, tests inspecting state, metrics).
     #[inline]
     pub fn peek(&self, index: usize) -> T {
-        self.cells[index]
+        self.as_slice()[index]
     }
 
     /// Control-plane write (the switch controller configuring state).
     pub fn control_write(&mut self, index: usize, value: T) {
-        self.cells[index] = value;
+        self.cells[..self.len][index] = value;
     }
 
     /// Control plane grows the array, for workers or racks added at run time.
     pub fn control_resize(&mut self, len: usize, init: T) {
-        self.cells.resize(len, init);
+        self.cells = Self::storage(std::mem::take(&mut self.cells), len, init);
+        self.len = len;
+        self.mask = self.cells.len() - 1;
     }
 
     pub fn as_slice(&self) -> &[T] {
-        &self.cells
+        &self.cells[..self.len]
     }
 }
 
@@ -599,6 +655,42 @@ mod tests {
         late.write(&p, 0, 1);
         early.write(&p, 0, 1);
         assert_eq!(pipe.layout().arrays()[0].unordered_because, Some("test"));
+    }
+
+    /// Cells live in a power-of-two number of slots; the spare ones must
+    /// never show, and cells dropped by a shrink come back as `init`.
+    #[test]
+    fn resizing_keeps_cells_and_hides_the_spare_slots() {
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let mut a = layout.array(s, "a", 5, 7u32);
+        let mut pipe = Pipeline::with_layout(layout);
+        assert_eq!(a.as_slice(), &[7; 5]);
+        for i in 0..5 {
+            a.write(&pipe.begin(), i, i as u32);
+        }
+        a.control_resize(2, 9);
+        assert_eq!(a.as_slice(), &[0, 1]);
+        a.control_resize(9, 9);
+        assert_eq!(a.len(), 9);
+        assert_eq!(a.as_slice(), &[0, 1, 9, 9, 9, 9, 9, 9, 9]);
+        assert_eq!(a.read(&pipe.begin(), 8), 9);
+        let mut empty = Layout::new();
+        let s = empty.stage();
+        let e = empty.array(s, "empty", 0, 0u8);
+        assert!(e.is_empty() && e.as_slice().is_empty());
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "register array `a`: cell 5 of 5")]
+    fn a_data_plane_access_past_the_end_panics_in_checked_builds() {
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let mut a = layout.array(s, "a", 5, 0u32);
+        let mut pipe = Pipeline::with_layout(layout);
+        // Slot 5 exists (8 slots), cell 5 does not.
+        let _ = a.read(&pipe.begin(), 5);
     }
 
     #[test]

@@ -161,7 +161,7 @@ impl HorusLeaf {
     /// Dispatch bookkeeping shared by every path: the worker owes one more
     /// reply, and the rack average grows by 1/w and may trigger a loadUpdate.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn commit(
         &mut self,
         pass: &Pass,
@@ -249,7 +249,7 @@ impl HorusLeaf {
     /// are idle (T = 0 in the paper). A popped worker that still owes replies
     /// is a stale entry (see the module docs): it stays popped and the task
     /// is resubmitted to try again.
-    #[inline]
+    #[inline(always)]
     fn schedule(
         &mut self,
         pass: &Pass,
@@ -325,7 +325,7 @@ impl HorusLeaf {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn dispatch_retrieved(
         &mut self,
         pass: &Pass,

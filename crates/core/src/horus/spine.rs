@@ -171,7 +171,7 @@ impl HorusSpine {
     }
 
     /// Alg. 2 SCHEDULETASKBUSY over the racks.
-    #[inline]
+    #[inline(always)]
     fn busy_path(&mut self, pass: &Pass, now: u64, task: TaskMeta, out: &mut Outbox) {
         match self.pow2.schedule(pass, &mut self.rng, task) {
             Pow2First::Chosen(rack) => self.dispatch(pass, now, rack, task, Decision::Sampled, out),
@@ -217,7 +217,7 @@ impl HorusSpine {
         self.busy_path(pass, now, task, out);
     }
 
-    #[inline]
+    #[inline(always)]
     fn dispatch(
         &mut self,
         pass: &Pass,
