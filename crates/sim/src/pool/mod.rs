@@ -351,9 +351,9 @@ impl<'a> PoolSim<'a> {
     }
 }
 
-/// The pool's calendar bucket width: a 512th of the mean service time
-/// (1 µs for Bimodal's 275 µs), so the ring spans about two service times
-/// and a bucket holds about one of the pool's ~one-per-worker events.
+/// The pool's calendar bucket width: a 512th of the mean service time,
+/// rounded up to a power of two by the queue (1,024 ns for Bimodal's
+/// 275 µs), so a bucket holds about one of the pool's ~one-per-worker events.
 fn bucket_ns(mean_service_ns: f64) -> u64 {
     (mean_service_ns / 512.0).clamp(1.0, (1u64 << 40) as f64) as u64
 }

@@ -15,9 +15,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Buckets in the ring: with the pool's width (about a 512th of a mean
-/// service time) the ring spans two mean service times, past which few
-/// events are scheduled.
+/// Buckets in the ring: with the pool's width (a 512th of a mean service
+/// time, rounded up to a power of two) the ring spans two to four mean
+/// service times, past which few events are scheduled.
 const RING: usize = 1024;
 const WORDS: usize = RING / 64;
 
