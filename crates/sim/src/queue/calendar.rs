@@ -20,6 +20,7 @@ use std::collections::BinaryHeap;
 /// service times, past which few events are scheduled.
 const RING: usize = 1024;
 const WORDS: usize = RING / 64;
+const NIL: u32 = u32::MAX;
 
 /// An event's key: time in the high 64 bits, then an order below it that is
 /// unique per queue (see `super::EventQueue`).
@@ -37,11 +38,17 @@ pub(super) struct CalendarKeys {
     cur: u64,
     /// The current bucket's keys, sorted descending (the next key last).
     current: Vec<Key>,
-    /// Buckets `cur + 1 .. cur + RING`, unsorted, at index `bucket % RING`.
-    ring: Vec<Vec<Key>>,
+    /// Buckets `cur + 1 .. cur + RING`, unsorted, at index `bucket % RING`:
+    /// each a list through `nodes` from its head (`NIL` when empty). One
+    /// node array per queue instead of a vector per bucket: a pool's setup
+    /// allocated and grew 1,024 of those.
+    heads: Box<[u32; RING]>,
+    /// (key, next node) of the ring's keys; free nodes form a list too.
+    nodes: Vec<(Key, u32)>,
+    free: u32,
     /// Non-empty ring buckets, one bit per index.
     occupied: [u64; WORDS],
-    /// Keys in `ring` (not in `current` or `far`).
+    /// Keys in the ring's lists (not in `current` or `far`).
     in_ring: usize,
     /// Keys at or beyond bucket `cur + RING`.
     far: BinaryHeap<Reverse<Key>>,
@@ -54,7 +61,9 @@ impl CalendarKeys {
             shift: width_ns.max(1).next_power_of_two().trailing_zeros(),
             cur: 0,
             current: Vec::with_capacity(16),
-            ring: (0..RING).map(|_| Vec::new()).collect(),
+            heads: Box::new([NIL; RING]),
+            nodes: Vec::new(),
+            free: NIL,
             occupied: [0; WORDS],
             in_ring: 0,
             far: BinaryHeap::new(),
@@ -89,7 +98,17 @@ impl CalendarKeys {
     #[inline]
     fn ring_push(&mut self, b: u64, key: Key) {
         let i = b as usize % RING;
-        self.ring[i].push(key);
+        let next = self.heads[i];
+        let node = if self.free != NIL {
+            let n = self.free;
+            self.free = self.nodes[n as usize].1;
+            self.nodes[n as usize] = (key, next);
+            n
+        } else {
+            self.nodes.push((key, next));
+            (self.nodes.len() - 1) as u32
+        };
+        self.heads[i] = node;
         self.occupied[i / 64] |= 1 << (i % 64);
         self.in_ring += 1;
     }
@@ -126,7 +145,14 @@ impl CalendarKeys {
         }
         let i = next as usize % RING;
         self.occupied[i / 64] &= !(1 << (i % 64));
-        std::mem::swap(&mut self.current, &mut self.ring[i]);
+        let mut n = std::mem::replace(&mut self.heads[i], NIL);
+        while n != NIL {
+            let (key, next) = self.nodes[n as usize];
+            self.current.push(key);
+            self.nodes[n as usize].1 = self.free;
+            self.free = n;
+            n = next;
+        }
         self.in_ring -= self.current.len();
         self.current.sort_unstable_by(|a, b| b.cmp(a));
         true
