@@ -117,29 +117,50 @@ fn a_selected_pool_gets_exactly_its_full_run_results() {
     );
 }
 
-/// RS-H's load updates (one per completion to every spine) are held in each
-/// spine's inbox instead of the event queue; every number of every pool,
-/// `events` included, must be what one event per update gives, with loss,
-/// a spine failure that strands held updates, and a leaf failure.
+/// State-only inputs are held in each spine's inbox instead of the event
+/// queue: RS-H's load updates (one per completion to every spine) and
+/// Horus's idleAdds (and the horus-sim preset's, linked to a random spine of
+/// the pool). Every number of every pool, `events` included, must be what
+/// one event per input gives, with loss, a spine failure that strands held
+/// inputs, and a leaf failure.
 #[test]
 fn held_state_writes_give_the_results_of_one_event_each() {
     let fail = "[[failures]]\nkind = \"spine\"\nat_us = 20000\nid = 0\n\
                 [[failures]]\nkind = \"leaf\"\nat_us = 30000\nid = 3\n";
-    for extra in ["", fail] {
-        let cfg = config("rs-h", extra);
-        let held = run(&cfg);
-        let eager = run_config(
-            &cfg,
-            Path::new("."),
-            &RunOpts {
-                eager_state_writes: true,
-                ..RunOpts::default()
-            },
-        )
-        .unwrap();
-        let updates = Summary::of_pool(&held[0].overall).messages["load_update"];
-        assert!(updates > 10 * held[0].overall.submitted_total, "{updates}");
-        assert_eq!(summaries(&held), summaries(&eager), "{extra}");
+    let horus_sim = "[schedulers.horus]\npreset = \"horus-sim-fixed\"\n\
+                     idle_link = \"random-of-pool\"\n";
+    // The held kind of input, at least this many per 1,000 tasks.
+    for (policy, held_kind, per_1000_tasks, variant) in [
+        ("rs-h", "load_update", 10_000, ""),
+        ("horus", "idle_add", 100, ""),
+        // horus-sim announces idleness less often (threshold 4, no
+        // announcement on a reply).
+        ("horus", "idle_add", 1, horus_sim),
+    ] {
+        for failures in ["", fail] {
+            if variant == horus_sim && !failures.is_empty() {
+                continue; // refused: a random idle link with failures is not modelled
+            }
+            let extra = format!("{failures}{variant}");
+            let cfg = config(policy, &extra);
+            let held = run(&cfg);
+            let eager = run_config(
+                &cfg,
+                Path::new("."),
+                &RunOpts {
+                    eager_state_writes: true,
+                    ..RunOpts::default()
+                },
+            )
+            .unwrap();
+            let sent = Summary::of_pool(&held[0].overall).messages[held_kind];
+            let submitted = held[0].overall.submitted_total;
+            assert!(
+                sent * 1000 > per_1000_tasks * submitted,
+                "{policy} {extra}: {sent} {held_kind} for {submitted} tasks"
+            );
+            assert_eq!(summaries(&held), summaries(&eager), "{policy} {extra}");
+        }
     }
 }
 

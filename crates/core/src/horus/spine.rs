@@ -398,4 +398,15 @@ impl DataPlane for HorusSpine {
     fn pipeline(&self) -> &Pipeline {
         &self.pipeline
     }
+
+    /// A leaf's idleAdd (or slotAdd) writes the idle list, its LOAD report
+    /// one busy-list register (Horus §3.3, Alg. 1-2): nothing is emitted but
+    /// a counted drop (duplicate, full, unknown rack). An idleRemove is not:
+    /// its first pass resubmits.
+    fn writes_state_only(&self, input: &Input) -> bool {
+        matches!(
+            input,
+            Input::IdleAdd { .. } | Input::SlotAdd { .. } | Input::LoadUpdate { .. }
+        )
+    }
 }
