@@ -103,7 +103,9 @@ pub struct CapacityArgs {
     #[arg(long, default_value_t = 3)]
     repeats: usize,
     /// Setups in run order within a round: nginx and/or a daemon policy,
-    /// optionally with its own coalesce_us (`horus@200`).
+    /// optionally with its own settings after `@`s: coalesce_us
+    /// (`horus@200`), `batch=N`, `threads=N` (SO_REUSEPORT receive
+    /// threads), `busy_poll=US` (SO_BUSY_POLL), e.g. `horus@batch=64@threads=2`.
     #[arg(long, default_value = "horus,nginx", value_delimiter = ',')]
     setups: Vec<String>,
     /// Single-executor workers shared by every setup.
