@@ -211,6 +211,29 @@ fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
     for (setup, rate, per_cpu, n) in &med {
         outln!("| {setup} | {rate:.0} | {per_cpu:.0} | {n} |");
     }
+    let cost = capacity::cost_at_rates(&opts, &outcomes);
+    let rates: Vec<f64> = cost
+        .first()
+        .map(|(_, row)| row.iter().map(|c| c.0).collect())
+        .unwrap_or_default();
+    let tried = |i: usize| cost.iter().any(|(_, row)| row[i].2 > 0);
+    let cols: Vec<usize> = (0..rates.len()).filter(|&i| tried(i)).collect();
+    outln!(
+        "\ncost at equal offered rate: median tasks per scheduler CPU-s over every probe (pass or fail) at that rate (probes)"
+    );
+    let head: Vec<String> = cols.iter().map(|&i| format!("{:.0}/s", rates[i])).collect();
+    outln!("| setup | {} |", head.join(" | "));
+    outln!("|---|{}", "---|".repeat(cols.len()));
+    for (setup, row) in &cost {
+        let cells: Vec<String> = cols
+            .iter()
+            .map(|&i| match row[i] {
+                (_, _, 0) => String::new(),
+                (_, v, n) => format!("{v:.0} ({n})"),
+            })
+            .collect();
+        outln!("| {setup} | {} |", cells.join(" | "));
+    }
     let nginx = med.iter().find(|m| m.0 == "nginx");
     for (setup, hr, hc, _) in med.iter().filter(|m| m.0 != "nginx") {
         if let Some((_, nr, nc, _)) = nginx {

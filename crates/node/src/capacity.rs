@@ -525,6 +525,8 @@ pub struct Outcome {
     /// The highest passing probe, if any passed.
     pub best: Option<Probe>,
     pub probes: usize,
+    /// Every probe of the search, in order (retries included).
+    pub tried: Vec<Probe>,
 }
 
 /// Runs every round; `progress` gets a line per probe (for stderr).
@@ -572,10 +574,9 @@ fn rounds(
     let mut out = Vec::new();
     for round in 0..opts.repeats {
         for (setup, s) in opts.setups.iter().zip(&schedulers) {
-            let mut probes = 0;
+            let mut tried = Vec::new();
             let best = search(opts, |rate| {
                 app += 1;
-                probes += 1;
                 let p = probe(opts, s, rate, app)?;
                 progress(&format!(
                     "[{:>5.0} s] round {} {setup}: {}",
@@ -585,42 +586,88 @@ fn rounds(
                 ));
                 // Let stragglers drain before the next probe.
                 std::thread::sleep(Duration::from_millis(100));
+                tried.push(p.clone());
                 Ok(p)
             })?;
             out.push(Outcome {
                 round,
                 setup: setup.clone(),
                 best,
-                probes,
+                probes: tried.len(),
+                tried,
             });
         }
     }
     Ok(out)
 }
 
-/// Per setup (in first-seen order): median over rounds of the highest
-/// passing rate and of its tasks per scheduler CPU-second, and how many
-/// rounds found a passing rate.
-pub fn medians(outcomes: &[Outcome]) -> Vec<(String, f64, f64, usize)> {
+/// (offered rate, median tasks per scheduler CPU-second, probes at it).
+pub type RateCost = (f64, f64, usize);
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn setups_in_order(outcomes: &[Outcome]) -> Vec<&str> {
     let mut setups: Vec<&str> = Vec::new();
     for o in outcomes {
         if !setups.contains(&o.setup.as_str()) {
             setups.push(&o.setup);
         }
     }
-    let median = |mut v: Vec<f64>| {
-        if v.is_empty() {
-            return f64::NAN;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
     setups
+}
+
+/// The cost at equal load: per setup (first-seen order) and per rate of
+/// the doubling ladder (`start_rate`, twice that, …), the median tasks per
+/// scheduler CPU-second over every probe at that rate, passing or not, and
+/// how many. Steadier than the highest passing probe, which is one probe
+/// at the edge; setups that alternate within rounds meet the same load.
+pub fn cost_at_rates(opts: &CapacityOpts, outcomes: &[Outcome]) -> Vec<(String, Vec<RateCost>)> {
+    let mut ladder = Vec::new();
+    let mut r = opts.start_rate;
+    while r <= opts.max_rate {
+        ladder.push(r);
+        r *= 2.0;
+    }
+    setups_in_order(outcomes)
+        .into_iter()
+        .map(|s| {
+            let at = |rate: f64| -> Vec<f64> {
+                outcomes
+                    .iter()
+                    .filter(|o| o.setup == s)
+                    .flat_map(|o| &o.tried)
+                    .filter(|p| p.rate == rate)
+                    .map(Probe::tasks_per_cpu_s)
+                    .collect()
+            };
+            let row = ladder
+                .iter()
+                .map(|&rate| {
+                    let v = at(rate);
+                    (rate, median(v.clone()), v.len())
+                })
+                .collect();
+            (s.to_string(), row)
+        })
+        .collect()
+}
+
+/// Per setup (in first-seen order): median over rounds of the highest
+/// passing rate and of its tasks per scheduler CPU-second, and how many
+/// rounds found a passing rate.
+pub fn medians(outcomes: &[Outcome]) -> Vec<(String, f64, f64, usize)> {
+    setups_in_order(outcomes)
         .into_iter()
         .map(|s| {
             let best: Vec<&Probe> = outcomes
@@ -786,6 +833,7 @@ mod tests {
                 ..fake(rate, 1e9)
             }),
             probes: 1,
+            tried: Vec::new(),
         };
         let o = vec![
             mk(0, "horus", 10_000.0, 0.1),
@@ -798,6 +846,7 @@ mod tests {
                 setup: "nginx".into(),
                 best: None,
                 probes: 1,
+                tried: Vec::new(),
             },
         ];
         let m = medians(&o);
@@ -806,6 +855,49 @@ mod tests {
         assert_eq!(m[1].0, "nginx");
         assert_eq!((m[1].1, m[1].3), (5_500.0, 2));
         assert!((m[1].2 - 2_250.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn cost_at_rates_takes_every_probe_at_a_ladder_rate() {
+        let opts = CapacityOpts {
+            start_rate: 1000.0,
+            max_rate: 4000.0,
+            ..Default::default()
+        };
+        let at = |rate, cpu_s| Probe {
+            cpu_s,
+            ..fake(rate, 1e9)
+        };
+        let o = |setup: &str, tried: Vec<Probe>| Outcome {
+            round: 0,
+            setup: setup.into(),
+            best: None,
+            probes: tried.len(),
+            tried,
+        };
+        // 1,000 completed per probe: cpu 0.1 s -> 10,000 per CPU-s.
+        let outcomes = vec![
+            o(
+                "horus",
+                vec![at(1000.0, 0.1), at(2000.0, 0.05), at(1500.0, 1.0)],
+            ),
+            o(
+                "horus",
+                vec![at(1000.0, 0.2), at(2000.0, 0.04), at(2000.0, 0.02)],
+            ),
+        ];
+        let rows = cost_at_rates(&opts, &outcomes);
+        assert_eq!(rows.len(), 1);
+        let (setup, row) = &rows[0];
+        assert_eq!(setup, "horus");
+        // Ladder 1k, 2k, 4k; the 1.5k bisection probe is not on it.
+        assert_eq!(
+            row.iter().map(|c| (c.0, c.2)).collect::<Vec<_>>(),
+            vec![(1000.0, 2), (2000.0, 3), (4000.0, 0)]
+        );
+        assert!((row[0].1 - 7_500.0).abs() < 1e-6);
+        assert!((row[1].1 - 25_000.0).abs() < 1e-6);
+        assert!(row[2].1.is_nan());
     }
 
     #[test]
