@@ -92,7 +92,14 @@ fn every_task_from_many_senders_is_answered_through_two_receive_threads() {
         .map(|k| decisions(&reg, k))
         .sum();
     assert_eq!(dispatched, all);
-    assert_eq!(reg.sum("netsched_drops_total"), 0);
+    // The runtime dropped nothing. (The leaf's data plane may count
+    // `overflow` drops of idle-list entries under this burst, one thread
+    // or two: a list of 2w full of stale entries, Horus leaf; no task.)
+    let runtime_drops: u64 = netsched_node::switch::RuntimeDrop::ALL
+        .iter()
+        .map(|r| common::runtime_drop(&reg, r.name()))
+        .sum();
+    assert_eq!(runtime_drops, 0, "{}", reg.render());
     assert_eq!(
         reg.value("netsched_tx_packets_total", "{type=\"reply\"}"),
         Some(all)

@@ -116,6 +116,11 @@ fn serve(
     let mut timers = Timers::default();
     while !stop.load(Ordering::Relaxed) {
         let got = rxb.recv(sock)?;
+        if got == 0 && !duties {
+            // Nothing to hand over: park without touching the lock.
+            idle_or_coalesce(sock, got, batch, coalesce);
+            continue;
+        }
         let mut d = lock(shared);
         if got > 0 {
             // The batch's sends queue in this thread's buffer, so they leave
