@@ -103,7 +103,9 @@ pub struct CapacityArgs {
     #[arg(long, default_value_t = 3)]
     repeats: usize,
     /// Setups in run order within a round: nginx and/or a daemon policy,
-    /// optionally with its own coalesce_us (`horus@200`).
+    /// optionally with its own settings after `@`s: coalesce_us
+    /// (`horus@200`), `batch=N`, `threads=N` (SO_REUSEPORT receive
+    /// threads), `busy_poll=US` (SO_BUSY_POLL), e.g. `horus@batch=64@threads=2`.
     #[arg(long, default_value = "horus,nginx", value_delimiter = ',')]
     setups: Vec<String>,
     /// Single-executor workers shared by every setup.
@@ -208,6 +210,29 @@ fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
     );
     for (setup, rate, per_cpu, n) in &med {
         outln!("| {setup} | {rate:.0} | {per_cpu:.0} | {n} |");
+    }
+    let cost = capacity::cost_at_rates(&opts, &outcomes);
+    let rates: Vec<f64> = cost
+        .first()
+        .map(|(_, row)| row.iter().map(|c| c.0).collect())
+        .unwrap_or_default();
+    let tried = |i: usize| cost.iter().any(|(_, row)| row[i].2 > 0);
+    let cols: Vec<usize> = (0..rates.len()).filter(|&i| tried(i)).collect();
+    outln!(
+        "\ncost at equal offered rate: median tasks per scheduler CPU-s over every probe (pass or fail) at that rate (probes)"
+    );
+    let head: Vec<String> = cols.iter().map(|&i| format!("{:.0}/s", rates[i])).collect();
+    outln!("| setup | {} |", head.join(" | "));
+    outln!("|---|{}", "---|".repeat(cols.len()));
+    for (setup, row) in &cost {
+        let cells: Vec<String> = cols
+            .iter()
+            .map(|&i| match row[i] {
+                (_, _, 0) => String::new(),
+                (_, v, n) => format!("{v:.0} ({n})"),
+            })
+            .collect();
+        outln!("| {setup} | {} |", cells.join(" | "));
     }
     let nginx = med.iter().find(|m| m.0 == "nginx");
     for (setup, hr, hc, _) in med.iter().filter(|m| m.0 != "nginx") {

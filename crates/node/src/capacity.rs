@@ -39,7 +39,8 @@ pub enum DaemonHost {
     /// so it is measured exactly as nginx is.
     Process(PathBuf),
     /// A thread of this process, measured by its `/proc/self/task/<tid>/stat`
-    /// (tests, where no binary is at hand).
+    /// (tests, where no binary is at hand; with `threads > 1` only the first
+    /// receive thread's CPU is counted).
     Thread,
 }
 
@@ -63,8 +64,9 @@ pub struct CapacityOpts {
     pub probe_ms: u64,
     pub repeats: usize,
     /// `horus` (or another daemon policy) and/or `nginx`, in run order; a
-    /// daemon setup may name its own `coalesce_us` as `horus@200`, so
-    /// settings compare side by side in one run.
+    /// daemon setup may name its own settings after `@`s (`horus@200` for
+    /// `coalesce_us`, `horus@batch=64@threads=2@busy_poll=50`; see
+    /// [`DaemonSetup::parse`]), so settings compare side by side in one run.
     pub setups: Vec<String>,
     /// Datagrams per `recvmmsg` of the daemon (its config's `batch`).
     pub batch: usize,
@@ -125,19 +127,9 @@ impl CapacityOpts {
         Ok(())
     }
 
-    /// A daemon setup's policy and `coalesce_us` (`policy[@coalesce_us]`).
-    pub fn daemon_setup<'a>(&self, setup: &'a str) -> Result<(&'a str, u64), ConfigError> {
-        let bad = || {
-            ConfigError::Invalid(format!(
-                "unknown setup '{setup}': nginx or a daemon policy[@coalesce_us]"
-            ))
-        };
-        let (policy, coalesce) = match setup.split_once('@') {
-            Some((p, c)) => (p, c.parse().map_err(|_| bad())?),
-            None => (setup, self.coalesce_us),
-        };
-        crate::bench::parse_policy(policy).map_err(|_| bad())?;
-        Ok((policy, coalesce))
+    /// A daemon setup's policy and settings ([`DaemonSetup::parse`]).
+    pub fn daemon_setup<'a>(&self, setup: &'a str) -> Result<DaemonSetup<'a>, ConfigError> {
+        DaemonSetup::parse(setup, self)
     }
 
     /// Most probes one search makes: doublings up to `max_rate`, plus the
@@ -145,6 +137,70 @@ impl CapacityOpts {
     pub fn max_probes(&self) -> usize {
         let doublings = (self.max_rate / self.start_rate).log2().floor() as usize + 1;
         doublings + self.refine_steps * (1 + self.fail_retries) + self.fail_retries
+    }
+}
+
+/// One daemon setup of a run: its policy and the socket-path settings it
+/// is measured with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DaemonSetup<'a> {
+    pub policy: &'a str,
+    pub coalesce_us: u64,
+    pub batch: usize,
+    pub busy_poll_us: u32,
+    pub threads: usize,
+}
+
+impl<'a> DaemonSetup<'a> {
+    /// `policy[@setting]...`: a setting is a bare number (`coalesce_us`, as
+    /// in `horus@200`) or one of `coalesce=`, `batch=`, `busy_poll=` (µs),
+    /// `threads=`; unnamed ones take the run's `coalesce_us` and `batch`,
+    /// no busy polling and one thread.
+    pub fn parse(setup: &'a str, opts: &CapacityOpts) -> Result<Self, ConfigError> {
+        let bad = |why: &str| {
+            ConfigError::Invalid(format!(
+                "setup '{setup}' ({why}): nginx or a daemon policy[@coalesce_us][@batch=N]\
+                 [@threads=N][@busy_poll=US]"
+            ))
+        };
+        let mut parts = setup.split('@');
+        let policy = parts.next().unwrap_or_default();
+        crate::bench::parse_policy(policy).map_err(|_| bad("unknown policy"))?;
+        let mut d = DaemonSetup {
+            policy,
+            coalesce_us: opts.coalesce_us,
+            batch: opts.batch,
+            busy_poll_us: 0,
+            threads: 1,
+        };
+        for part in parts {
+            let (key, value) = part.split_once('=').unwrap_or(("coalesce", part));
+            let n: u64 = value.parse().map_err(|_| bad("not a number"))?;
+            match key {
+                "coalesce" => d.coalesce_us = n,
+                "batch" => d.batch = n as usize,
+                "busy_poll" => d.busy_poll_us = u32::try_from(n).map_err(|_| bad("too big"))?,
+                "threads" => d.threads = n as usize,
+                _ => return Err(bad("unknown setting")),
+            }
+        }
+        if d.batch == 0 || d.threads == 0 || d.threads > 64 {
+            return Err(bad(
+                "batch and threads must be at least 1, threads at most 64",
+            ));
+        }
+        Ok(d)
+    }
+
+    /// The daemon's config: a standalone leaf over `workers` on `listen`.
+    fn toml(&self, workers: &[SocketAddr], listen: SocketAddr) -> String {
+        // Top-level keys before the leaf's [[instance]] table.
+        format!(
+            "busy_poll_us = {}\nthreads = {}\n{}",
+            self.busy_poll_us,
+            self.threads,
+            crate::nginx::leaf_toml(self.policy, workers, listen, self.batch, self.coalesce_us)
+        )
     }
 }
 
@@ -323,13 +379,12 @@ impl Scheduler {
                 workers,
             )?));
         }
-        let (policy, coalesce_us) = opts.daemon_setup(setup)?;
         let listen = free_port()?;
-        let toml = crate::nginx::leaf_toml(policy, workers, listen, opts.batch, coalesce_us);
+        let toml = opts.daemon_setup(setup)?.toml(workers, listen);
         match &opts.daemon {
             DaemonHost::Thread => {
                 let cfg = SwitchConfig::from_toml(&toml)?;
-                let mut d = SwitchDaemon::new(&cfg, UdpSocket::bind(listen)?)?;
+                let (mut d, extra) = SwitchDaemon::bind_threads(&cfg)?;
                 let stop = Arc::new(AtomicBool::new(false));
                 let tid = Arc::new(AtomicI64::new(0));
                 let (s, t) = (stop.clone(), tid.clone());
@@ -339,7 +394,7 @@ impl Scheduler {
                         unsafe { libc::syscall(libc::SYS_gettid) },
                         Ordering::Release,
                     );
-                    let _ = d.run(&s);
+                    let _ = d.run_threaded(extra, &s);
                 });
                 while tid.load(Ordering::Acquire) == 0 {
                     std::thread::yield_now();
@@ -470,6 +525,8 @@ pub struct Outcome {
     /// The highest passing probe, if any passed.
     pub best: Option<Probe>,
     pub probes: usize,
+    /// Every probe of the search, in order (retries included).
+    pub tried: Vec<Probe>,
 }
 
 /// Runs every round; `progress` gets a line per probe (for stderr).
@@ -517,10 +574,9 @@ fn rounds(
     let mut out = Vec::new();
     for round in 0..opts.repeats {
         for (setup, s) in opts.setups.iter().zip(&schedulers) {
-            let mut probes = 0;
+            let mut tried = Vec::new();
             let best = search(opts, |rate| {
                 app += 1;
-                probes += 1;
                 let p = probe(opts, s, rate, app)?;
                 progress(&format!(
                     "[{:>5.0} s] round {} {setup}: {}",
@@ -530,42 +586,88 @@ fn rounds(
                 ));
                 // Let stragglers drain before the next probe.
                 std::thread::sleep(Duration::from_millis(100));
+                tried.push(p.clone());
                 Ok(p)
             })?;
             out.push(Outcome {
                 round,
                 setup: setup.clone(),
                 best,
-                probes,
+                probes: tried.len(),
+                tried,
             });
         }
     }
     Ok(out)
 }
 
-/// Per setup (in first-seen order): median over rounds of the highest
-/// passing rate and of its tasks per scheduler CPU-second, and how many
-/// rounds found a passing rate.
-pub fn medians(outcomes: &[Outcome]) -> Vec<(String, f64, f64, usize)> {
+/// (offered rate, median tasks per scheduler CPU-second, probes at it).
+pub type RateCost = (f64, f64, usize);
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn setups_in_order(outcomes: &[Outcome]) -> Vec<&str> {
     let mut setups: Vec<&str> = Vec::new();
     for o in outcomes {
         if !setups.contains(&o.setup.as_str()) {
             setups.push(&o.setup);
         }
     }
-    let median = |mut v: Vec<f64>| {
-        if v.is_empty() {
-            return f64::NAN;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
     setups
+}
+
+/// The cost at equal load: per setup (first-seen order) and per rate of
+/// the doubling ladder (`start_rate`, twice that, …), the median tasks per
+/// scheduler CPU-second over every probe at that rate, passing or not, and
+/// how many. Steadier than the highest passing probe, which is one probe
+/// at the edge; setups that alternate within rounds meet the same load.
+pub fn cost_at_rates(opts: &CapacityOpts, outcomes: &[Outcome]) -> Vec<(String, Vec<RateCost>)> {
+    let mut ladder = Vec::new();
+    let mut r = opts.start_rate;
+    while r <= opts.max_rate {
+        ladder.push(r);
+        r *= 2.0;
+    }
+    setups_in_order(outcomes)
+        .into_iter()
+        .map(|s| {
+            let at = |rate: f64| -> Vec<f64> {
+                outcomes
+                    .iter()
+                    .filter(|o| o.setup == s)
+                    .flat_map(|o| &o.tried)
+                    .filter(|p| p.rate == rate)
+                    .map(Probe::tasks_per_cpu_s)
+                    .collect()
+            };
+            let row = ladder
+                .iter()
+                .map(|&rate| {
+                    let v = at(rate);
+                    (rate, median(v.clone()), v.len())
+                })
+                .collect();
+            (s.to_string(), row)
+        })
+        .collect()
+}
+
+/// Per setup (in first-seen order): median over rounds of the highest
+/// passing rate and of its tasks per scheduler CPU-second, and how many
+/// rounds found a passing rate.
+pub fn medians(outcomes: &[Outcome]) -> Vec<(String, f64, f64, usize)> {
+    setups_in_order(outcomes)
         .into_iter()
         .map(|s| {
             let best: Vec<&Probe> = outcomes
@@ -672,10 +774,36 @@ mod tests {
             coalesce_us: 7,
             ..Default::default()
         };
-        assert_eq!(opts.daemon_setup("horus").unwrap(), ("horus", 7));
-        assert_eq!(opts.daemon_setup("horus@200").unwrap(), ("horus", 200));
-        assert!(opts.daemon_setup("horus@x").is_err());
-        assert!(opts.daemon_setup("nope@5").is_err());
+        let plain = opts.daemon_setup("horus").unwrap();
+        assert_eq!((plain.policy, plain.coalesce_us), ("horus", 7));
+        assert_eq!((plain.batch, plain.threads, plain.busy_poll_us), (32, 1, 0));
+        assert_eq!(opts.daemon_setup("horus@200").unwrap().coalesce_us, 200);
+        let tuned = opts
+            .daemon_setup("horus@0@batch=64@threads=2@busy_poll=50")
+            .unwrap();
+        assert_eq!(
+            tuned,
+            DaemonSetup {
+                policy: "horus",
+                coalesce_us: 0,
+                batch: 64,
+                busy_poll_us: 50,
+                threads: 2
+            }
+        );
+        let cfg =
+            SwitchConfig::from_toml(&tuned.toml(&[free_port().unwrap()], free_port().unwrap()))
+                .unwrap();
+        assert_eq!((cfg.batch, cfg.threads, cfg.busy_poll_us), (64, 2, 50));
+        for bad in [
+            "horus@x",
+            "nope@5",
+            "horus@threads=0",
+            "horus@batch=0",
+            "horus@spin=3",
+        ] {
+            assert!(opts.daemon_setup(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -705,6 +833,7 @@ mod tests {
                 ..fake(rate, 1e9)
             }),
             probes: 1,
+            tried: Vec::new(),
         };
         let o = vec![
             mk(0, "horus", 10_000.0, 0.1),
@@ -717,6 +846,7 @@ mod tests {
                 setup: "nginx".into(),
                 best: None,
                 probes: 1,
+                tried: Vec::new(),
             },
         ];
         let m = medians(&o);
@@ -725,6 +855,49 @@ mod tests {
         assert_eq!(m[1].0, "nginx");
         assert_eq!((m[1].1, m[1].3), (5_500.0, 2));
         assert!((m[1].2 - 2_250.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn cost_at_rates_takes_every_probe_at_a_ladder_rate() {
+        let opts = CapacityOpts {
+            start_rate: 1000.0,
+            max_rate: 4000.0,
+            ..Default::default()
+        };
+        let at = |rate, cpu_s| Probe {
+            cpu_s,
+            ..fake(rate, 1e9)
+        };
+        let o = |setup: &str, tried: Vec<Probe>| Outcome {
+            round: 0,
+            setup: setup.into(),
+            best: None,
+            probes: tried.len(),
+            tried,
+        };
+        // 1,000 completed per probe: cpu 0.1 s -> 10,000 per CPU-s.
+        let outcomes = vec![
+            o(
+                "horus",
+                vec![at(1000.0, 0.1), at(2000.0, 0.05), at(1500.0, 1.0)],
+            ),
+            o(
+                "horus",
+                vec![at(1000.0, 0.2), at(2000.0, 0.04), at(2000.0, 0.02)],
+            ),
+        ];
+        let rows = cost_at_rates(&opts, &outcomes);
+        assert_eq!(rows.len(), 1);
+        let (setup, row) = &rows[0];
+        assert_eq!(setup, "horus");
+        // Ladder 1k, 2k, 4k; the 1.5k bisection probe is not on it.
+        assert_eq!(
+            row.iter().map(|c| (c.0, c.2)).collect::<Vec<_>>(),
+            vec![(1000.0, 2), (2000.0, 3), (4000.0, 0)]
+        );
+        assert!((row[0].1 - 7_500.0).abs() < 1e-6);
+        assert!((row[1].1 - 25_000.0).abs() < 1e-6);
+        assert!(row[2].1.is_nan());
     }
 
     #[test]
@@ -740,12 +913,13 @@ mod tests {
             min_completed: 0.99,
             // Stalls of a second happen on a shared CI machine.
             fail_retries: 3,
-            // The daemon as it ships, and with coalescing on.
-            setups: vec!["horus".into(), "horus@200".into()],
+            // The daemon as it ships, with coalescing on, and with two
+            // receive threads on SO_REUSEPORT sockets.
+            setups: vec!["horus".into(), "horus@200".into(), "horus@threads=2".into()],
             ..Default::default()
         };
         let out = run(&opts, |_| {}).unwrap();
-        assert_eq!(out.len(), 2);
+        assert_eq!(out.len(), 3);
         for o in &out {
             let best = o
                 .best

@@ -234,6 +234,19 @@ pub struct SwitchConfig {
     /// nothing; a datagram waits at most this long more.
     #[serde(default)]
     pub coalesce_us: u64,
+    /// `SO_BUSY_POLL` on the daemon's socket(s), µs (0: off). It spins in
+    /// the driver's NAPI poll on a blocking receive; the daemon's receives
+    /// are non-blocking and loopback has no NAPI, so there it changes
+    /// nothing measurable (docs/benchmarks.md, `bench capacity`). Needs
+    /// CAP_NET_ADMIN to raise above `net.core.busy_read`.
+    #[serde(default)]
+    pub busy_poll_us: u32,
+    /// Receive threads, each with its own `SO_REUSEPORT` socket on `listen`
+    /// (1: one socket, one thread). The data planes stay one state machine
+    /// per instance behind a mutex, held only to handle a received batch:
+    /// receive and send system calls run outside it (switch/threads.rs).
+    #[serde(default = "default_switch_threads")]
+    pub threads: usize,
 }
 
 /// [`SwitchConfig::datapath`].
@@ -316,6 +329,8 @@ impl Default for SwitchConfig {
             datapath: Datapath::Socket,
             xdp: None,
             coalesce_us: 0,
+            busy_poll_us: 0,
+            threads: 1,
         }
     }
 }
@@ -325,6 +340,9 @@ fn default_seed() -> u64 {
 }
 fn default_batch() -> usize {
     32
+}
+fn default_switch_threads() -> usize {
+    1
 }
 fn default_true() -> bool {
     true
@@ -349,6 +367,14 @@ impl SwitchConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.batch == 0 {
             return Err(ConfigError::Invalid("batch must be at least 1".into()));
+        }
+        if self.threads == 0 || self.threads > 64 {
+            return Err(ConfigError::Invalid("threads must be 1..=64".into()));
+        }
+        if self.threads > 1 && self.datapath != Datapath::Socket {
+            return Err(ConfigError::Invalid(
+                "threads > 1 is for datapath = \"socket\" (the XDP leaf runs on one CPU)".into(),
+            ));
         }
         if self.max_routes_per_source == 0 {
             return Err(ConfigError::Invalid(

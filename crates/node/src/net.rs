@@ -69,6 +69,76 @@ pub fn prepare(s: &UdpSocket) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets `SO_BUSY_POLL` (µs) on `s`: a blocking receive on a socket whose
+/// packets came from a NAPI device queue spins in the driver's poll that
+/// long before sleeping. Loopback packets carry no NAPI id, so there the
+/// option is accepted and inert.
+pub fn set_busy_poll(s: &UdpSocket, us: u32) -> io::Result<()> {
+    let v = us.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: valid fd and a c_int option value of the right size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BUSY_POLL,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `n` UDP sockets bound to `addr` with `SO_REUSEPORT`: the kernel spreads
+/// incoming datagrams over them by a hash of the sender's address, one flow
+/// always to the same socket; any of them sends with `addr` as its source.
+/// A port of 0 is resolved by the first bind and reused by the others.
+pub fn bind_reuseport(addr: std::net::SocketAddr, n: usize) -> io::Result<Vec<UdpSocket>> {
+    use std::os::fd::FromRawFd;
+    let mut addr = addr;
+    let mut socks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let family = match addr {
+            std::net::SocketAddr::V4(_) => libc::AF_INET,
+            std::net::SocketAddr::V6(_) => libc::AF_INET6,
+        };
+        // SAFETY: plain socket(2); the fd is owned by the UdpSocket below.
+        let fd = unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh fd we own.
+        let sock = unsafe { UdpSocket::from_raw_fd(fd) };
+        let one: libc::c_int = 1;
+        // SAFETY: valid fd and c_int option value.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_REUSEPORT,
+                &one as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: all-zero is a valid sockaddr_storage; filled below.
+        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let len = from_socket_addr(&addr, &mut ss);
+        // SAFETY: ss holds a sockaddr of `len` bytes.
+        let r = unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        addr = sock.local_addr()?;
+        socks.push(sock);
+    }
+    Ok(socks)
+}
+
 /// Lets this thread's sleeps end within ~1 µs of their deadline instead of
 /// the default 50 µs timer slack; executors rely on it for accurate
 /// synthetic service times.
@@ -419,5 +489,37 @@ mod tests {
             }
         }
         assert_eq!(got, vec![vec![0, 42], vec![1, 42], vec![2, 42]]);
+    }
+
+    #[test]
+    fn reuseport_sockets_share_one_address_and_serve_every_sender() {
+        let socks = bind_reuseport("127.0.0.1:0".parse().unwrap(), 2).unwrap();
+        let addr = socks[0].local_addr().unwrap();
+        assert_ne!(addr.port(), 0);
+        assert_eq!(socks[1].local_addr().unwrap(), addr);
+        for s in &socks {
+            prepare(s).unwrap();
+            set_busy_poll(s, 0).unwrap();
+        }
+        // Many senders (flows): each datagram lands on exactly one socket.
+        let senders: Vec<_> = (0..16).map(|_| bind("127.0.0.1:0").unwrap()).collect();
+        for (i, s) in senders.iter().enumerate() {
+            s.send_to(&[i as u8], addr).unwrap();
+        }
+        let mut got = Vec::new();
+        let t = Instant::now();
+        let mut buf = [0u8; 8];
+        while got.len() < senders.len() && t.elapsed() < Duration::from_secs(2) {
+            for s in &socks {
+                while let Some((n, _)) = try_recv(s, &mut buf).unwrap() {
+                    got.push(buf[..n].to_vec());
+                }
+            }
+        }
+        got.sort();
+        let want: Vec<Vec<u8>> = (0..16u8).map(|i| vec![i]).collect();
+        assert_eq!(got, want);
+        // A third socket on the address without SO_REUSEPORT is refused.
+        assert!(UdpSocket::bind(addr).is_err());
     }
 }

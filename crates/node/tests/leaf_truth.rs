@@ -214,3 +214,33 @@ fn a_duplicated_racksched_rep_does_not_change_the_load_table() {
     );
     assert_eq!(reg.sum("netsched_stale_replies_total"), 1);
 }
+
+#[test]
+fn a_standalone_leafs_unsent_notices_are_not_drops() {
+    // Horus §3.4: a leaf tells its spine when a worker leaves or rejoins its
+    // idle list. A standalone leaf (no `upstream`, as `bench capacity` runs
+    // it) has no one to tell; that loses no datagram and no task, so it must
+    // not show up as a drop (it did: more drops than decisions).
+    let w = sock();
+    let wa = w.local_addr().unwrap();
+    let client = sock().local_addr().unwrap();
+    let (mut d, reg) = leaf(wa);
+    for seq in 1..=10u32 {
+        d.on_datagram(&task(seq), client, u64::from(2 * seq) * MS);
+        d.on_datagram(&reply(seq, 0), wa, u64::from(2 * seq + 1) * MS);
+    }
+    assert_eq!(reg.sum("netsched_decisions_total"), 10);
+    assert_eq!(reg.sum("netsched_drops_total"), 0, "{}", reg.render());
+    // Each task empties the one-worker idle list and moves the rack load,
+    // its reply refills the list and moves the load back.
+    let unsent = |t: &str| {
+        reg.value(
+            "netsched_notices_unsent_total",
+            &format!("{{type=\"{t}\"}}"),
+        )
+        .unwrap()
+    };
+    assert_eq!(unsent("idle_remove"), 10, "{}", reg.render());
+    assert_eq!(unsent("idle_add"), 10);
+    assert_eq!(unsent("load_update"), 10);
+}

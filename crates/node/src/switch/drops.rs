@@ -37,8 +37,6 @@ pub enum RuntimeDrop {
     WrongRole,
     /// A reply for an application whose tasks never passed here.
     NoRoute,
-    /// A leaf notice with no upstream spine configured (standalone leaf).
-    NoUpstream,
     /// A dispatch not caused by a task packet (queueing baselines are not
     /// hosted); counted rather than invented.
     NoPacket,
@@ -52,7 +50,7 @@ pub enum RuntimeDrop {
 }
 
 impl RuntimeDrop {
-    pub const ALL: [RuntimeDrop; 17] = [
+    pub const ALL: [RuntimeDrop; 16] = [
         RuntimeDrop::Truncated,
         RuntimeDrop::UnknownType,
         RuntimeDrop::Inconsistent,
@@ -65,7 +63,6 @@ impl RuntimeDrop {
         RuntimeDrop::RouteSourceLimit,
         RuntimeDrop::WrongRole,
         RuntimeDrop::NoRoute,
-        RuntimeDrop::NoUpstream,
         RuntimeDrop::NoPacket,
         RuntimeDrop::Encode,
         RuntimeDrop::Send,
@@ -86,7 +83,6 @@ impl RuntimeDrop {
             RuntimeDrop::RouteSourceLimit => "route_source_limit",
             RuntimeDrop::WrongRole => "wrong_role",
             RuntimeDrop::NoRoute => "no_route",
-            RuntimeDrop::NoUpstream => "no_upstream",
             RuntimeDrop::NoPacket => "no_packet",
             RuntimeDrop::Encode => "encode",
             RuntimeDrop::Send => "send",

@@ -71,6 +71,8 @@ mod output;
 mod racksched_wire;
 mod reply_routes;
 mod slots;
+// threads > 1: SO_REUSEPORT sockets, a receive thread each, one daemon.
+mod threads;
 // datapath = "xdp": the Horus leaf in the kernel, what it passes up here.
 mod xdp;
 
@@ -117,6 +119,8 @@ pub struct SwitchDaemon {
     status_ns: u64,
     /// `SwitchConfig::coalesce_us`.
     coalesce: Duration,
+    /// `SwitchConfig::busy_poll_us`, for the sockets of further threads.
+    busy_poll_us: u32,
     fault: Fault,
     /// Task packets a queueing data plane (central, r2p2) buffered, by task id,
     /// until it dispatches them; `spare` recycles their buffers.
@@ -133,6 +137,9 @@ impl SwitchDaemon {
     pub fn new(cfg: &SwitchConfig, sock: UdpSocket) -> Result<Self, Error> {
         cfg.validate()?;
         net::prepare(&sock)?;
+        if cfg.busy_poll_us > 0 {
+            net::set_busy_poll(&sock, cfg.busy_poll_us)?;
+        }
         let mut reg = Registry::new();
         let slots = Slots::register(&mut reg);
         let mut instances = Vec::new();
@@ -177,6 +184,7 @@ impl SwitchDaemon {
             control_slots,
             status_ns: cfg.status_ms.saturating_mul(1_000_000),
             coalesce: Duration::from_micros(cfg.coalesce_us),
+            busy_poll_us: cfg.busy_poll_us,
             fault: Fault::new(&cfg.fault),
             parked: HashMap::new(),
             spare: Vec::new(),
@@ -208,39 +216,37 @@ impl SwitchDaemon {
     /// Runs until `stop` is set: batched non-blocking receive, park in
     /// `poll` when the socket is empty.
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
-        let mut last_gauges = 0u64;
-        let mut last_check = 0u64;
-        let mut last_status = 0u64;
+        let mut timers = Timers::default();
         while !stop.load(Ordering::Relaxed) {
             let got = self.poll_batch()?;
-            if got == 0 {
-                net::wait_readable(&self.sock, Duration::from_millis(10));
-            } else if got < self.rxb.capacity() && !self.coalesce.is_zero() {
-                // A wake-up costs more CPU than the datagram it brings
-                // (docs/benchmarks.md, bench capacity): let a few queue.
-                std::thread::sleep(self.coalesce);
-            }
-            let now = self.clock.now_ns();
-            if self.xdp.is_some() {
-                let publish = now.saturating_sub(last_gauges) >= 100_000_000;
-                self.xdp_tick(publish);
-            }
-            if now.saturating_sub(last_check) >= 5_000_000 {
-                last_check = now;
-                self.check_liveness(now);
-                self.flush();
-            }
-            if self.controller.is_some() && now.saturating_sub(last_status) >= self.status_ns {
-                last_status = now;
-                self.send_status();
-            }
-            if now.saturating_sub(last_gauges) >= 100_000_000 {
-                last_gauges = now;
-                self.publish_gauges();
-            }
+            idle_or_coalesce(&self.sock, got, self.rxb.capacity(), self.coalesce);
+            self.tick(&mut timers);
         }
         self.publish_gauges();
         Ok(())
+    }
+
+    /// The periodic duties between batches: XDP counters, liveness,
+    /// controller status, gauges.
+    fn tick(&mut self, timers: &mut Timers) {
+        let now = self.clock.now_ns();
+        if self.xdp.is_some() {
+            let publish = now.saturating_sub(timers.gauges) >= 100_000_000;
+            self.xdp_tick(publish);
+        }
+        if now.saturating_sub(timers.check) >= 5_000_000 {
+            timers.check = now;
+            self.check_liveness(now);
+            self.flush();
+        }
+        if self.controller.is_some() && now.saturating_sub(timers.status) >= self.status_ns {
+            timers.status = now;
+            self.send_status();
+        }
+        if now.saturating_sub(timers.gauges) >= 100_000_000 {
+            timers.gauges = now;
+            self.publish_gauges();
+        }
     }
 
     /// Parks until a datagram is queued or `timeout` passed.
@@ -255,42 +261,37 @@ impl SwitchDaemon {
         let mut rxb = std::mem::take(&mut self.rxb);
         let r = rxb.recv(&self.sock);
         let n = *r.as_ref().unwrap_or(&0);
-        if n > 0 {
-            let now = self.clock.now_ns();
-            for k in 0..n {
-                match rxb.get(k) {
-                    (data, Some(src)) if crate::controller::proto::is_control(data) => {
-                        self.on_control(data, src, now)
-                    }
-                    (data, Some(_)) if self.fault.drop_now(now) => {
-                        self.control_slots.fault_drops.count(&self.registry, data)
-                    }
-                    (data, Some(src)) => self.datagram(data, src, now),
-                    (_, None) => self.drop_rt(RuntimeDrop::Inconsistent),
-                }
-            }
-        }
+        self.handle_received(&rxb, n);
         self.rxb = rxb;
         self.flush();
         r
     }
 
+    /// Handles the first `n` datagrams of `rxb`; their output stays queued
+    /// in `txb`.
+    fn handle_received(&mut self, rxb: &net::Mmsg, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let now = self.clock.now_ns();
+        for k in 0..n {
+            match rxb.get(k) {
+                (data, Some(src)) if crate::controller::proto::is_control(data) => {
+                    self.on_control(data, src, now)
+                }
+                (data, Some(_)) if self.fault.drop_now(now) => {
+                    self.control_slots.fault_drops.count(&self.registry, data)
+                }
+                (data, Some(src)) => self.datagram(data, src, now),
+                (_, None) => self.drop_rt(RuntimeDrop::Inconsistent),
+            }
+        }
+    }
+
     /// Sends every queued datagram.
     pub fn flush(&mut self) {
-        let SwitchDaemon {
-            txb,
-            sock,
-            registry,
-            slots,
-            ..
-        } = self;
-        txb.flush(sock, |tag, ok| {
-            if ok {
-                registry.inc(slots.tx[tag as usize]);
-            } else {
-                registry.inc(slots.runtime_drops[RuntimeDrop::Send as usize]);
-            }
-        });
+        let slots = SendSlots::of(&self.slots);
+        flush_counted(&mut self.txb, &self.sock, &self.registry, slots);
     }
 
     /// Copies data-plane state into the gauges (the metrics thread must not
@@ -341,9 +342,56 @@ impl SwitchDaemon {
     }
 }
 
+/// When the daemon's periodic duties last ran (ns on its clock).
+#[derive(Default)]
+struct Timers {
+    gauges: u64,
+    check: u64,
+    status: u64,
+}
+
+/// After a receive of `got` datagrams into a batch of `batch`: park in
+/// `poll` if there were none, or sleep `coalesce` if the batch did not fill.
+fn idle_or_coalesce(sock: &UdpSocket, got: usize, batch: usize, coalesce: Duration) {
+    if got == 0 {
+        net::wait_readable(sock, Duration::from_millis(10));
+    } else if got < batch && !coalesce.is_zero() {
+        // A wake-up costs more CPU than the datagram it brings
+        // (docs/benchmarks.md, bench capacity): let a few queue.
+        std::thread::sleep(coalesce);
+    }
+}
+
+/// The counters a send bumps: sent, by tx type, or a `send` drop.
+#[derive(Clone, Copy)]
+struct SendSlots {
+    tx: [crate::metrics::Slot; 6],
+    failed: crate::metrics::Slot,
+}
+
+impl SendSlots {
+    fn of(slots: &Slots) -> Self {
+        SendSlots {
+            tx: slots.tx,
+            failed: slots.runtime_drops[RuntimeDrop::Send as usize],
+        }
+    }
+}
+
+/// Sends every datagram queued in `txb` from `sock`, counting each.
+fn flush_counted(txb: &mut net::Mmsg, sock: &UdpSocket, registry: &Registry, slots: SendSlots) {
+    txb.flush(sock, |tag, ok| {
+        registry.inc(if ok {
+            slots.tx[tag as usize]
+        } else {
+            slots.failed
+        });
+    });
+}
+
 /// Runs a daemon from its config until `stop`: binds, serves metrics, logs.
 pub fn run_config(cfg: &SwitchConfig, stop: Arc<AtomicBool>) -> Result<(), Error> {
-    let mut d = SwitchDaemon::bind(cfg)?;
+    let (mut d, extra) = SwitchDaemon::bind_threads(cfg)?;
     let metrics = match &cfg.metrics {
         Some(a) => Some(
             crate::metrics::serve(a, d.registry(), stop.clone()).map_err(|e| Error::io(a, e))?,
@@ -355,10 +403,11 @@ pub fn run_config(cfg: &SwitchConfig, stop: Arc<AtomicBool>) -> Result<(), Error
         target: "switch",
         %listen,
         instances = cfg.instances.len(),
+        threads = cfg.threads,
         metrics = %metrics.as_ref().map_or_else(|| "off".to_string(), |(a, _)| a.to_string()),
         "started"
     );
-    d.run(&stop)?;
+    d.run_threaded(extra, &stop)?;
     let r = d.registry();
     tracing::info!(
         target: "switch",

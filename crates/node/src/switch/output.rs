@@ -12,7 +12,7 @@ use netsched_proto::{
 };
 
 use super::racksched_wire;
-use super::slots::{TX_FAILED, TX_TASK};
+use super::slots::{TX_FAILED, TX_NOTICE, TX_TASK};
 use super::{Pkt, RuntimeDrop, SwitchDaemon};
 use crate::config::Role;
 
@@ -169,12 +169,17 @@ impl SwitchDaemon {
             Upstream::All => inst.cfg.upstream.len(),
         };
         if n == 0 {
-            return self.drop_rt(RuntimeDrop::NoUpstream);
+            return self.count_unsent_notice(tx);
         }
         for k in 0..n {
             let dst = self.instances[i].cfg.upstream[k];
             self.send(msg, dst, tx);
         }
+    }
+
+    /// A notice of tx type `tx` that a leaf without upstream could not send.
+    pub(super) fn count_unsent_notice(&self, tx: usize) {
+        self.registry.inc(self.slots.unsent_notices[tx - TX_NOTICE]);
     }
 
     /// Answers a task the data plane dropped with a failed reply whose

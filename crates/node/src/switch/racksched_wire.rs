@@ -197,7 +197,7 @@ impl SwitchDaemon {
             Upstream::All => inst.cfg.upstream.len(),
         };
         if n == 0 {
-            return self.drop_rt(RuntimeDrop::NoUpstream);
+            return self.count_unsent_notice(5);
         }
         for k in 0..n {
             let dst = self.instances[i].cfg.upstream[k];

@@ -27,6 +27,8 @@ pub(super) const TX_TYPES: [&str; 6] = [
 pub(super) const TX_TASK: usize = 0;
 pub(super) const TX_REPLY: usize = 1;
 pub(super) const TX_FAILED: usize = 2;
+/// The first notice type in `TX_TYPES` (idle_add, idle_remove, load_update).
+pub(super) const TX_NOTICE: usize = 3;
 
 /// Pre-registered metric slots of a switch daemon.
 pub(super) struct Slots {
@@ -38,6 +40,8 @@ pub(super) struct Slots {
     pub(super) failed_workers: Slot,
     pub(super) recovered_workers: Slot,
     pub(super) stale_replies: Slot,
+    /// Notices with no upstream to go to, by `TX_TYPES[TX_NOTICE..]`.
+    pub(super) unsent_notices: [Slot; 3],
     pub(super) runtime_drops: Vec<Slot>,
     pub(super) dp_drops: Vec<Slot>,
 }
@@ -99,6 +103,22 @@ impl Slots {
             Kind::Counter,
             &[],
         );
+        // A standalone leaf's notices (§3.4) have no spine to go to. Nothing
+        // received is lost, so they are not drops: counted apart, or a
+        // standalone leaf reports ~3 drops per task.
+        let unsent_notices = [
+            TX_TYPES[TX_NOTICE],
+            TX_TYPES[TX_NOTICE + 1],
+            TX_TYPES[TX_NOTICE + 2],
+        ]
+        .map(|t| {
+            reg.register(
+                "netsched_notices_unsent_total",
+                "Notices (idle add/remove, load updates) a leaf with no upstream spine had no one to send to",
+                Kind::Counter,
+                &[("type", t)],
+            )
+        });
         let runtime_drops = RuntimeDrop::ALL
             .iter()
             .map(|r| {
@@ -130,6 +150,7 @@ impl Slots {
             failed_workers,
             recovered_workers,
             stale_replies,
+            unsent_notices,
             runtime_drops,
             dp_drops,
         }
