@@ -4,10 +4,11 @@
 # separate process exchanging UDP datagrams on loopback, serving tasks
 # through Horus and then through RackSched (RS-H). The default is
 # experiments/cluster-agree.toml: timer tasks Exp(5 ms) at load 0.5 on 2
-# racks x 2 workers, where the two systems differ visibly on this 2-core
-# machine (RS-H's p50 and p99 ≈ 1.5x Horus's; docs/benchmarks.md), which
+# racks x 2 workers: long tasks beside this 2-core machine's stalls, which
 # RocksDB tasks cannot reach here (experiments/cluster-rocksdb.toml runs at
-# load 0.05, where they do not differ). Prints p50/p99 of each beside the
+# load 0.05). With RS-H on RackSched's 2-executor servers the two differ
+# little here (RS-H p50 x1.05, p99 x1.08 of Horus's on 2026-11-26; on
+# single-queue workers they differed x1.5, docs/benchmarks.md). Prints p50/p99 of each beside the
 # simulator's result for the same configuration, the ratio, the tolerance
 # it is held to and a verdict, and RS-H against Horus; then tears
 # everything down (also on Ctrl-C). About 30 s after the build.
