@@ -154,6 +154,11 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let attached = scrape(&leaf, LEAF_METRICS, "netsched_xdp_events_total", "");
     procs.check_running(&dir);
     assert!(attached.is_some(), "the leaf's /metrics never answered");
+    assert_eq!(
+        scheduler_thread_policy(&dir.join("leaf.log")),
+        SCHED_FIFO_AT_1,
+        "the leaf's cpumap thread runs real-time by default"
+    );
 
     // Two clients, pinned to CPU 0 and CPU 1, so packets reach the leaf's
     // XDP hook on both CPUs (a veth receives on the sender's CPU). Each:
@@ -288,6 +293,39 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
 }
 
 /// Whether the BPF object was built (its loader refuses an empty one).
+/// (policy, priority) fields of /proc/<pid>/stat for SCHED_FIFO at 1.
+const SCHED_FIFO_AT_1: (u64, u64) = (1, 1);
+
+/// The policy and real-time priority of the kernel thread the daemon's
+/// log names as the one running its program (`thread=cpumap/...`).
+fn scheduler_thread_policy(log: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(log).unwrap();
+    let name = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("thread="))
+        .unwrap_or_else(|| panic!("no thread= in {}: {text}", log.display()));
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(comm) = std::fs::read_to_string(entry.path().join("comm")) else {
+            continue;
+        };
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap();
+        // Fields after the parenthesised name: rt_priority and policy are
+        // the 40th and 41st of the whole line.
+        let rest: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        let field = |n: usize| rest[n - 3].parse::<u64>().unwrap();
+        return (field(41), field(40));
+    }
+    panic!("no kernel thread {name}");
+}
+
 fn netsched_xdp_available() -> bool {
     Command::new("clang")
         .arg("--version")
@@ -549,18 +587,23 @@ fn worker_removal_and_return_reach_the_xdp_maps() {
             std::thread::sleep(Duration::from_millis(100));
         }
     };
-    wait("every worker heard", &|| {
+    // All three live at once (a slow start can time a worker out before
+    // its first heartbeat; it comes back when heard).
+    wait("every worker live", &|| {
         metric("netsched_rx_packets_total", "keep_alive") >= 6
+            && metric("netsched_live_nodes", "") == 3
     });
     procs.check_running(&dir);
 
     // Killed: removed by the failure detector, and the maps follow.
+    let installed = metric("netsched_xdp_reinstalls_total", "");
     let i = procs.0.iter().position(|(n, _)| n == "go").unwrap();
     let (_, mut child) = procs.0.remove(i);
     child.kill().unwrap();
     child.wait().unwrap();
     wait("the removal installed", &|| {
-        metric("netsched_live_nodes", "") == 2 && metric("netsched_xdp_reinstalls_total", "") >= 1
+        metric("netsched_live_nodes", "") == 2
+            && metric("netsched_xdp_reinstalls_total", "") > installed
     });
     let before = metric("netsched_xdp_events_total", "dispatch_");
     let r = run_client(&cli, &dir, "client-without", &leaf_at, "");
@@ -577,9 +620,11 @@ fn worker_removal_and_return_reach_the_xdp_maps() {
     );
 
     // Back: heard from again, added, and scheduled.
+    let installed = metric("netsched_xdp_reinstalls_total", "");
     worker(&mut procs, "go", &go, 2, 1);
     wait("the return installed", &|| {
-        metric("netsched_live_nodes", "") == 3 && metric("netsched_xdp_reinstalls_total", "") >= 2
+        metric("netsched_live_nodes", "") == 3
+            && metric("netsched_xdp_reinstalls_total", "") > installed
     });
     let r = run_client(&cli, &dir, "client-with", &leaf_at, "");
     assert_eq!(n(&r, "completed"), n(&r, "submitted"), "{r}");

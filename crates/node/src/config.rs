@@ -272,6 +272,42 @@ pub struct XdpConfig {
     /// a time whatever CPU received it (docs/xdp.md).
     #[serde(default)]
     pub cpu: u32,
+    /// SCHED_FIFO priority (1-99) of the kernel thread that runs the
+    /// program on `cpu`; 0 leaves it an ordinary thread, which busy
+    /// processes on that CPU can starve for a second (docs/xdp.md, "One
+    /// CPU").
+    #[serde(default = "default_realtime_priority")]
+    pub realtime_priority: u8,
+}
+
+/// Default [`XdpConfig::realtime_priority`]: the lowest real-time priority,
+/// above every ordinary task and below the kernel's own real-time threads.
+pub const DEFAULT_XDP_REALTIME_PRIORITY: u8 = 1;
+
+fn default_realtime_priority() -> u8 {
+    DEFAULT_XDP_REALTIME_PRIORITY
+}
+
+impl XdpConfig {
+    /// What both daemons' `[xdp]` must satisfy: the key and what is wrong.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.cpu >= XDP_MAX_CPUS {
+            return Err((
+                "xdp.cpu",
+                format!("{} is beyond the cpumap's {XDP_MAX_CPUS} CPUs", self.cpu),
+            ));
+        }
+        if self.realtime_priority > 99 {
+            return Err((
+                "xdp.realtime_priority",
+                format!(
+                    "{} is beyond SCHED_FIFO's 1-99 (0: an ordinary thread)",
+                    self.realtime_priority
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// How the program is attached: `native` in the driver (default), or
@@ -483,11 +519,8 @@ impl SwitchConfig {
         let Some(xdp) = &self.xdp else {
             return invalid("needs [xdp] interface".into());
         };
-        if xdp.cpu >= XDP_MAX_CPUS {
-            return invalid(format!(
-                "xdp.cpu = {} is beyond the cpumap's {XDP_MAX_CPUS} CPUs",
-                xdp.cpu
-            ));
+        if let Err((key, why)) = xdp.check() {
+            return invalid(format!("{key}: {why}"));
         }
         match self.listen.parse::<SocketAddr>() {
             Ok(SocketAddr::V4(a)) if !a.ip().is_unspecified() && a.port() != 0 => {}

@@ -5,12 +5,12 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use aya::maps::{Array, CpuMap, HashMap, MapData};
+use aya::maps::{Array, CpuMap, HashMap, Map, MapData};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 use netsched_core::horus::HorusLeaf;
 
-use crate::{WorkerAddr, XdpError, XdpLeaf};
+use crate::{cpu_thread, WorkerAddr, XdpError, XdpLeaf};
 
 /// The steering program and the leaf as a cpumap program (the C source's
 /// "Serialising the leaf").
@@ -74,14 +74,24 @@ impl XdpLeaf {
     /// packet: `horus_steer` on `interface` redirects every packet into the
     /// cpumap entry of `cpu`, whose program is the leaf (`horus_leaf_cpu`,
     /// kernel >= 5.9), and that CPU's cpumap thread runs it one packet at a
-    /// time. The maps are the same as [`XdpLeaf::attach`]'s.
+    /// time. The maps are the same as [`XdpLeaf::attach`]'s. A
+    /// `realtime_priority` above 0 makes that thread SCHED_FIFO at it
+    /// ([`SchedulerThread`]).
     pub fn attach_serialised(
         &mut self,
         interface: &str,
         flags: XdpFlags,
         cpu: u32,
-    ) -> Result<(), XdpError> {
-        attach_steered(&mut self.ebpf, Steering::LEAF, interface, flags, cpu)
+        realtime_priority: u8,
+    ) -> Result<SchedulerThread, XdpError> {
+        attach_steered(
+            &mut self.ebpf,
+            Steering::LEAF,
+            interface,
+            flags,
+            cpu,
+            realtime_priority,
+        )
     }
 
     /// Packets per CPU since [`XdpLeaf::attach_serialised`]: the ones the
@@ -119,14 +129,16 @@ impl Steering {
 /// as the program of `cpu`'s cpumap entry: whatever CPU takes a packet, the
 /// scheduler runs on `cpu`'s cpumap thread, one packet at a time (kernel >=
 /// 5.9). Each object keeps its steering CPU in `steer_cpu` and its counts in
-/// `runs_on`.
+/// `runs_on`. With `realtime_priority` > 0 that thread runs SCHED_FIFO at it
+/// before the first packet is steered (crate::cpu_thread says why).
 pub(crate) fn attach_steered(
     ebpf: &mut Ebpf,
     steering: Steering,
     interface: &str,
     flags: XdpFlags,
     cpu: u32,
-) -> Result<(), XdpError> {
+    realtime_priority: u8,
+) -> Result<SchedulerThread, XdpError> {
     if cpu >= MAX_CPUS {
         return Err(XdpError::CpuOutOfRange { cpu });
     }
@@ -139,7 +151,13 @@ pub(crate) fn attach_steered(
     let map = ebpf
         .map_mut(steering.cpumap)
         .ok_or(XdpError::NoMap(steering.cpumap))?;
+    let Map::CpuMap(data) = &*map else {
+        return Err(XdpError::NoMap(steering.cpumap));
+    };
+    let map_id = data.info()?.id();
     CpuMap::try_from(map)?.set(cpu, CPU_QUEUE, Some(&on_cpu_fd), 0)?;
+    // The entry's thread exists once the update returns.
+    let thread = SchedulerThread::of_entry(cpu, map_id, realtime_priority)?;
     let map = ebpf
         .map_mut("steer_cpu")
         .ok_or(XdpError::NoMap("steer_cpu"))?;
@@ -150,7 +168,51 @@ pub(crate) fn attach_steered(
         .try_into()?;
     steer.load()?;
     steer.attach(interface, flags)?;
-    Ok(())
+    Ok(thread)
+}
+
+/// The kernel thread that runs a serialised scheduler: the cpumap entry's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerThread {
+    /// `cpumap/<cpu>/map:<id>`.
+    pub name: String,
+    /// None if /proc does not show it (only an error when a real-time
+    /// priority was asked for).
+    pub pid: Option<i32>,
+    /// Its SCHED_FIFO priority, or None for an ordinary thread.
+    pub realtime_priority: Option<u8>,
+}
+
+impl SchedulerThread {
+    fn of_entry(cpu: u32, map_id: u32, realtime_priority: u8) -> Result<Self, XdpError> {
+        let name = cpu_thread::name(cpu, map_id);
+        let pid = cpu_thread::find(&name).map_err(XdpError::CpuThread)?;
+        if realtime_priority == 0 {
+            return Ok(SchedulerThread {
+                name,
+                pid,
+                realtime_priority: None,
+            });
+        }
+        let Some(found) = pid else {
+            return Err(XdpError::CpuThreadNotFound(name));
+        };
+        cpu_thread::make_realtime(found, realtime_priority).map_err(XdpError::CpuThread)?;
+        Ok(SchedulerThread {
+            name,
+            pid,
+            realtime_priority: Some(realtime_priority),
+        })
+    }
+
+    /// The thread's scheduling policy and priority as the kernel reports
+    /// them now (SCHED_FIFO is `libc::SCHED_FIFO`).
+    pub fn policy(&self) -> Result<Option<(i32, i32)>, XdpError> {
+        self.pid
+            .map(cpu_thread::policy)
+            .transpose()
+            .map_err(XdpError::CpuThread)
+    }
 }
 
 /// The `runs_on` map of an object attached by [`attach_steered`].

@@ -395,13 +395,15 @@ impl XdpDraconis {
         interface: &str,
         flags: XdpFlags,
         cpu: u32,
-    ) -> Result<(), XdpError> {
+        realtime_priority: u8,
+    ) -> Result<crate::SchedulerThread, XdpError> {
         crate::daemon::attach_steered(
             &mut self.ebpf,
             crate::daemon::Steering::QUEUE,
             interface,
             flags,
             cpu,
+            realtime_priority,
         )
     }
 

@@ -8,6 +8,7 @@
 //! ([`XdpLeaf::install`]): every register array into the map of the same
 //! name, and the random stream's state, so both draw the same samples.
 
+mod cpu_thread;
 mod daemon;
 mod draconis;
 mod test_run;
@@ -21,7 +22,7 @@ use netsched_core::horus::HorusLeaf;
 use netsched_core::{NodeId, Notice};
 
 pub use aya::programs::XdpFlags;
-pub use daemon::{interface_mac, neighbour_mac, CpuRuns, MAX_CPUS};
+pub use daemon::{interface_mac, neighbour_mac, CpuRuns, SchedulerThread, MAX_CPUS};
 pub use draconis::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpSlot, MAX_LEVELS};
 pub use test_run::{TestRun, XdpAction};
 
@@ -93,6 +94,12 @@ pub enum XdpError {
     Fd(std::io::Error),
     #[error("cpumap: {0}")]
     CpuMap(#[from] aya::maps::xdp::XdpMapError),
+    #[error(
+        "no kernel thread `{0}` in /proc: cannot make the scheduler's cpumap thread real-time"
+    )]
+    CpuThreadNotFound(String),
+    #[error("the scheduler's cpumap thread: {0}")]
+    CpuThread(std::io::Error),
 }
 
 /// Where the leaf sends a worker's tasks: the rewritten destination.

@@ -59,8 +59,15 @@ fn every_task_completes_through_the_xdp_queue() {
         // Executors and the client are threads on any CPU: the steering
         // runs the queue on CPU 0 alone (before it, 1 run in ~3 left an
         // enqueued task unassigned).
-        xdp.attach_serialised("eth0", XdpFlags::SKB_MODE, 0)
+        // Its cpumap thread real-time, as the daemon's default makes it.
+        let thread = xdp
+            .attach_serialised("eth0", XdpFlags::SKB_MODE, 0, 1)
             .expect("attach");
+        assert_eq!(
+            thread.policy().expect("policy"),
+            Some((libc::SCHED_FIFO, 1)),
+            "{thread:?}"
+        );
         let socket = UdpSocket::bind(sched_at).expect("bind scheduler");
         socket
             .set_read_timeout(Some(Duration::from_millis(5)))

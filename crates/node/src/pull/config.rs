@@ -215,15 +215,8 @@ impl PullSwitchConfig {
         let Some(xdp) = &self.xdp else {
             return xdp_invalid("xdp", "needs [xdp] interface".into());
         };
-        if xdp.cpu >= crate::config::XDP_MAX_CPUS {
-            return xdp_invalid(
-                "xdp.cpu",
-                format!(
-                    "{} is beyond the cpumap's {} CPUs",
-                    xdp.cpu,
-                    crate::config::XDP_MAX_CPUS
-                ),
-            );
+        if let Err((key, why)) = xdp.check() {
+            return xdp_invalid(key, why);
         }
         if !matches!(
             self.policy,

@@ -165,13 +165,16 @@ impl PullXdpDaemon {
             XdpMode::Native => XdpFlags::DRV_MODE,
             XdpMode::Generic => XdpFlags::SKB_MODE,
         };
-        d.queue
-            .attach_serialised(&xcfg.interface, flags, xcfg.cpu)?;
+        let thread =
+            d.queue
+                .attach_serialised(&xcfg.interface, flags, xcfg.cpu, xcfg.realtime_priority)?;
         tracing::info!(
             target: "pull-switch",
             interface = %xcfg.interface,
             mode = ?xcfg.mode,
             cpu = xcfg.cpu,
+            thread = %thread.name,
+            realtime_priority = ?thread.realtime_priority,
             capacity = d.queue.capacity(),
             levels = d.queue.levels(),
             executors = cfg.executors.len(),
@@ -445,6 +448,10 @@ mod tests {
                 "priority_levels: ",
             ),
             (format!("{}cpu = 64\n", sched(XDP)), "xdp.cpu: "),
+            (
+                format!("{}realtime_priority = 100\n", sched(XDP)),
+                "xdp.realtime_priority: ",
+            ),
             (
                 format!("{}[fault]\ndrop_rate = 0.1\n", sched(XDP)),
                 "fault.drop_rate: ",

@@ -114,7 +114,7 @@ impl XdpPath {
             XdpMode::Native => XdpFlags::DRV_MODE,
             XdpMode::Generic => XdpFlags::SKB_MODE,
         };
-        leaf.attach_serialised(&interface, flags, xcfg.cpu)?;
+        let thread = leaf.attach_serialised(&interface, flags, xcfg.cpu, xcfg.realtime_priority)?;
         let events = EVENTS.map(|e| {
             reg.register(
                 "netsched_xdp_events_total",
@@ -150,6 +150,8 @@ impl XdpPath {
             interface = %interface,
             mode = ?xcfg.mode,
             cpu = xcfg.cpu,
+            thread = %thread.name,
+            realtime_priority = ?thread.realtime_priority,
             workers = workers.len(),
             "xdp leaf attached"
         );
