@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{dp_drop, runtime_drop, sock};
+use common::{dp_drop, runtime_drop, sock, switch_config};
 use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{
@@ -52,27 +52,11 @@ fn recv(s: &std::net::UdpSocket) -> Vec<u8> {
 fn bad_datagrams_are_counted_by_reason_and_never_crash() {
     let leaf0 = sock();
     let leaf1 = sock();
-    let cfg = SwitchConfig {
-        listen: "127.0.0.1:0".into(),
-        metrics: None,
-        seed: 1,
-        batch: 8,
-        fail_replies: true,
-        instances: vec![PoolConfig {
-            pool: 5,
-            role: Role::Spine,
-            policy: Policy::Horus,
-            downstream: vec![leaf0.local_addr().unwrap(), leaf1.local_addr().unwrap()],
-            rack_workers: vec![2, 2],
-            upstream: vec![],
-            rack: 0,
-            heartbeat_timeout_ms: 0,
-            clients: Vec::new(),
-            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
-            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
-        }],
-        ..Default::default()
-    };
+    let leaves = vec![leaf0.local_addr().unwrap(), leaf1.local_addr().unwrap()];
+    let cfg = switch_config(vec![PoolConfig {
+        rack_workers: vec![2, 2],
+        ..PoolConfig::new(5, Role::Spine, Policy::Horus, leaves)
+    }]);
     let mut d = SwitchDaemon::new(&cfg, sock()).unwrap();
     let reg = d.registry();
     let client = sock();
@@ -212,28 +196,9 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
 
 #[test]
 fn random_bytes_never_panic() {
+    let workers = vec!["127.0.0.1:9".parse().unwrap(); 4];
     let mut d = SwitchDaemon::new(
-        &SwitchConfig {
-            listen: "127.0.0.1:0".into(),
-            metrics: None,
-            seed: 1,
-            batch: 8,
-            fail_replies: true,
-            instances: vec![PoolConfig {
-                pool: 1,
-                role: Role::Leaf,
-                policy: Policy::Horus,
-                downstream: vec!["127.0.0.1:9".parse().unwrap(); 4],
-                rack_workers: vec![],
-                upstream: vec![],
-                rack: 0,
-                heartbeat_timeout_ms: 0,
-                clients: Vec::new(),
-                max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
-                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
-            }],
-            ..Default::default()
-        },
+        &switch_config(vec![PoolConfig::new(1, Role::Leaf, Policy::Horus, workers)]),
         sock(),
     )
     .unwrap();

@@ -5,8 +5,9 @@
 use std::net::UdpSocket;
 
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
-use netsched_node::config::Policy;
+use netsched_node::config::{Policy, PoolConfig};
 use netsched_node::metrics::Registry;
+use netsched_node::SwitchConfig;
 
 pub fn sock() -> UdpSocket {
     UdpSocket::bind("127.0.0.1:0").expect("bind loopback")
@@ -27,6 +28,17 @@ pub fn cluster(pool: u16, leaves: usize, execs: usize, policy: Policy) -> LocalC
         spin_us: 20,
     })
     .expect("cluster starts")
+}
+
+/// A daemon on an ephemeral loopback port running `instances`, seed 1,
+/// handling datagrams in batches of 8.
+pub fn switch_config(instances: Vec<PoolConfig>) -> SwitchConfig {
+    SwitchConfig {
+        seed: 1,
+        batch: 8,
+        instances,
+        ..Default::default()
+    }
 }
 
 pub fn decisions(r: &Registry, d: &str) -> u64 {
