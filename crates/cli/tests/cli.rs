@@ -35,17 +35,8 @@ fn write(name: &str, text: &str) -> String {
 
 fn assert_rejected(name: &str, text: &str, field: &str) {
     let p = write(name, text);
-    let (code, _, err) = netsched(&["sim", "-q", "-c", &p, "--out", "/dev/null/x"]);
-    assert_ne!(code, 0, "{name}: accepted");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{name}: not one line: {err}"
-    );
-    assert!(
-        err.contains(field),
-        "{name}: error does not name `{field}`: {err}"
-    );
+    let args = ["sim", "-q", "-c", &p, "--out", "/dev/null/x"];
+    common::assert_one_line_error(name, &args, field);
 }
 
 #[test]

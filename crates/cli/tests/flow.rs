@@ -97,17 +97,7 @@ fn assert_rejected(name: &str, text: &str, extra: &[&str], field: &str) {
     let mut args = vec!["flowsim", "-q", "--config", &p];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--out", "/dev/null/x"]);
-    let (code, _, err) = netsched(&args);
-    assert_ne!(code, 0, "{name}: accepted");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{name}: not one line: {err}"
-    );
-    assert!(
-        err.contains(field),
-        "{name}: error does not name `{field}`: {err}"
-    );
+    common::assert_one_line_error(name, &args, field);
 }
 
 #[test]

@@ -135,6 +135,20 @@ fn worker(
     Worker::start(&cfg, vec![s], stop.clone()).unwrap()
 }
 
+/// Worker agent r at `execs[r]` (socket r) under leaf r.
+fn worker_per_rack(
+    sockets: Vec<UdpSocket>,
+    execs: &[SocketAddr],
+    leaves: &[SocketAddr],
+    stop: &Arc<AtomicBool>,
+) -> Vec<Worker> {
+    sockets
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| worker(execs[r], leaves[r], "", s, stop))
+        .collect()
+}
+
 /// A controller of pool 1 with `spines` and the racks (leaf, workers),
 /// daemons timed out after 200 ms.
 fn controller(
@@ -190,11 +204,7 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
         ls.push(Daemon::start(&cfg, s));
     }
     let wstop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<Worker> = exec_s
-        .into_iter()
-        .enumerate()
-        .map(|(r, s)| worker(execs[r], leaves[r], "", s, &wstop))
-        .collect();
+    let workers = worker_per_rack(exec_s, &execs, &leaves, &wstop);
     let cstop = Arc::new(AtomicBool::new(false));
     let racks = [(leaves[0], &execs[0..1]), (leaves[1], &execs[1..2])];
     let c = controller(ctl, admin, &[spine], &racks, &cstop);
@@ -289,11 +299,7 @@ fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
         ls.push(Daemon::start(&cfg, s));
     }
     let wstop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<Worker> = exec_s
-        .into_iter()
-        .enumerate()
-        .map(|(r, s)| worker(execs[r], leaves[r], "", s, &wstop))
-        .collect();
+    let workers = worker_per_rack(exec_s, &execs, &leaves, &wstop);
     let cstop = Arc::new(AtomicBool::new(false));
     let racks = [(leaves[0], &execs[0..1]), (leaves[1], &execs[1..2])];
     let c = controller(ctl, admin, &spines, &racks, &cstop);

@@ -26,6 +26,22 @@ pub fn netsched(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Runs `netsched args` and checks it refused the input `name`: a non-zero
+/// exit and a one-line error naming `field`.
+pub fn assert_one_line_error(name: &str, args: &[&str], field: &str) {
+    let (code, _, err) = netsched(args);
+    assert_ne!(code, 0, "{name}: accepted");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{name}: not one line: {err}"
+    );
+    assert!(
+        err.contains(field),
+        "{name}: error does not name `{field}`: {err}"
+    );
+}
+
 /// `netsched-{tag}-{pid}` under the temp dir, created if missing (kept
 /// between the tests of one binary, which share it).
 pub fn temp_dir(tag: &str) -> PathBuf {
