@@ -3,12 +3,15 @@
 //! at the spine, the admin API wants its token, and control datagrams from
 //! anyone but the controller are rejected.
 
+mod common;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::{sock, task_datagram};
 use netsched_node::controller::proto::{ControlMsg, InstanceDesired, Sealer};
 use netsched_node::controller::{http, Controller, ControllerConfig};
 use netsched_node::metrics::Registry;
@@ -25,10 +28,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn sock() -> UdpSocket {
-    UdpSocket::bind("127.0.0.1:0").unwrap()
 }
 
 struct Daemon {
@@ -430,24 +429,7 @@ fn racks_are_added_and_removed_through_the_admin_api() {
 // ---- configuration pushes into baseline data planes ----
 
 use netsched_node::controller::proto::RoleName;
-use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
-
-fn horus_task(pool: u16, id: u64) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: pool,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: id,
-            is_last: true,
-            service_time_ns: 1000,
-            ..Default::default()
-        }),
-    })
-    .to_vec()
-    .unwrap()
-}
+use netsched_proto::task_id;
 
 /// Task datagrams waiting at `s` (none arrive later than `ms` after the last).
 fn drain(s: &UdpSocket, ms: u64) -> usize {
@@ -514,7 +496,11 @@ fn zero_delay_baselines_count_tasks_at_a_runtime_added_worker() {
         );
         let client = sock().local_addr().unwrap();
         for seq in 0..10 {
-            d.on_datagram(&horus_task(1, task_id::new(5, seq)), client, 2 + seq as u64);
+            d.on_datagram(
+                &task_datagram(1, task_id::new(5, seq)),
+                client,
+                2 + seq as u64,
+            );
         }
         // No replies: the exact queue view alternates between the two.
         assert_eq!([drain(&ws[0], 100), drain(&ws[1], 100)], [5, 5], "{policy}");
@@ -567,7 +553,11 @@ fn baseline_spines_honour_rack_drops() {
         // (no replies here); the others dispatch each at once.
         let tasks = 16;
         for seq in 0..tasks {
-            d.on_datagram(&horus_task(1, task_id::new(5, seq)), client, 2 + seq as u64);
+            d.on_datagram(
+                &task_datagram(1, task_id::new(5, seq)),
+                client,
+                2 + seq as u64,
+            );
         }
         let (at0, at1) = (drain(&leaves[0], 100), drain(&leaves[1], 100));
         assert_eq!(at1, 0, "{policy}: a task went to the dropped rack");

@@ -9,22 +9,12 @@ use std::time::Duration;
 use common::{sock, switch_config};
 use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
-use netsched_proto::{decode, task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+use netsched_proto::{decode, task_id, HorusBody, HorusMessage, Message};
 
 fn task(pool: u16, seq: u32) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: pool,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: task_id::new(8, seq),
-            is_last: true,
-            ..Default::default()
-        }),
-    })
-    .to_vec()
-    .unwrap()
+    common::task_message(pool, task_id::new(8, seq), 0)
+        .to_vec()
+        .unwrap()
 }
 
 fn recv(s: &UdpSocket) -> Option<HorusMessage<'static>> {

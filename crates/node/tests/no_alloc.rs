@@ -19,8 +19,8 @@ use common::{sock, switch_config};
 use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::SwitchDaemon;
 use netsched_proto::{
-    task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
-    RackSchedMessage, RackSchedPacket, ReplyStatus, ReqId,
+    task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, Message, RackSchedMessage,
+    RackSchedPacket, ReplyStatus, ReqId,
 };
 
 struct Counting;
@@ -61,21 +61,7 @@ fn encode(msg: Message<'_>, buf: &mut [u8]) -> usize {
 }
 
 fn task(pool: u16, id: u64, buf: &mut [u8]) -> usize {
-    encode(
-        Message::Horus(HorusMessage {
-            header: HorusHeader {
-                pool_id: pool,
-                ..Default::default()
-            },
-            body: HorusBody::TaskFirst(HorusTask {
-                task_id: id,
-                is_last: true,
-                service_time_ns: 1_000,
-                ..Default::default()
-            }),
-        }),
-        buf,
-    )
+    encode(common::task_message(pool, id, 1_000), buf)
 }
 
 fn reply(pool: u16, src: u16, qlen: u16, id: u64, buf: &mut [u8]) -> usize {
