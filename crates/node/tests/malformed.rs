@@ -13,6 +13,20 @@ use netsched_proto::{
     RackSchedLoadReport, RackSchedMessage, ReplyStatus,
 };
 
+/// An empty success reply to `task_id` in pool 5 from node 0 (a worker, or
+/// a leaf replying up).
+fn ok_reply(task_id: u64) -> Vec<u8> {
+    horus(
+        5,
+        0,
+        HorusBody::Reply(HorusReply {
+            task_id,
+            status: ReplyStatus::Ok,
+            payload: b"",
+        }),
+    )
+}
+
 fn horus(pool: u16, src: u16, body: HorusBody<'_>) -> Vec<u8> {
     Message::Horus(HorusMessage {
         header: HorusHeader {
@@ -104,15 +118,7 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
     // Heartbeats belong to leaves.
     d.on_datagram(&horus(5, 0, HorusBody::KeepAlive), l0, 11);
     // A reply for an application whose tasks never came here.
-    let orphan = horus(
-        5,
-        0,
-        HorusBody::Reply(HorusReply {
-            task_id: task_id::new(99, 1),
-            status: ReplyStatus::Ok,
-            payload: b"",
-        }),
-    );
+    let orphan = ok_reply(task_id::new(99, 1));
     d.on_datagram(&orphan, l0, 12);
     // A reply from an address that is no leaf of this spine.
     d.on_datagram(&orphan, evil, 13);
@@ -364,15 +370,7 @@ fn a_spoofed_task_cannot_redirect_replies() {
     assert_eq!(runtime_drop(&reg, "unregistered_source"), 1);
     assert!(try_recv(&worker, 50).is_none(), "forged task dispatched");
     // The worker's reply still goes to the client.
-    let reply = horus(
-        5,
-        0,
-        HorusBody::Reply(HorusReply {
-            task_id: task_id::new(app, 1),
-            status: ReplyStatus::Ok,
-            payload: b"",
-        }),
-    );
+    let reply = ok_reply(task_id::new(app, 1));
     d.on_datagram(&reply, w, 3);
     assert_eq!(try_recv(&client, 1000), Some(reply));
     assert!(try_recv(&spoofer, 50).is_none(), "reply stolen");
@@ -398,15 +396,7 @@ fn the_reply_route_table_is_bounded() {
     d.on_datagram(&horus(5, 0, task(task_id::new(2, 1), true, true)), ca[1], 2);
     assert_eq!(runtime_drop(&reg, "route_table_full"), 1);
     assert!(try_recv(&worker, 50).is_none());
-    let reply = horus(
-        5,
-        0,
-        HorusBody::Reply(HorusReply {
-            task_id: task_id::new(1, 1),
-            status: ReplyStatus::Ok,
-            payload: b"",
-        }),
-    );
+    let reply = ok_reply(task_id::new(1, 1));
     d.on_datagram(&reply, w, 3);
     assert_eq!(try_recv(&clients[0], 1000), Some(reply));
 }
