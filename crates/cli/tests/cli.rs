@@ -1,8 +1,12 @@
 //! The `netsched` binary end to end: bad input gets a one-line error naming the
 //! field and a non-zero exit; a small run writes its outputs.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
+
+use common::{bin, netsched};
 
 const BASE: &str = r#"
 seed = 1
@@ -19,46 +23,20 @@ load = 0.7
 tasks_per_worker = 30
 "#;
 
-fn write(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("netsched-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
+/// This test binary's scratch directory.
+fn dir() -> PathBuf {
+    common::temp_dir("cli")
 }
 
-fn netsched(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Writes `text` to `name` in this binary's directory; returns its path.
+fn write(name: &str, text: &str) -> String {
+    common::write_config(&dir(), name, text)
 }
 
 fn assert_rejected(name: &str, text: &str, field: &str) {
     let p = write(name, text);
-    let (code, _, err) = netsched(&[
-        "sim",
-        "-q",
-        "-c",
-        p.to_str().unwrap(),
-        "--out",
-        "/dev/null/x",
-    ]);
-    assert_ne!(code, 0, "{name}: accepted");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{name}: not one line: {err}"
-    );
-    assert!(
-        err.contains(field),
-        "{name}: error does not name `{field}`: {err}"
-    );
+    let args = ["sim", "-q", "-c", &p, "--out", "/dev/null/x"];
+    common::assert_one_line_error(name, &args, field);
 }
 
 #[test]
@@ -115,10 +93,10 @@ fn invalid_configs_are_rejected_with_the_field_named() {
 #[test]
 fn policy_and_load_flags_are_validated_too() {
     let p = write("ok.toml", BASE);
-    let (code, _, err) = netsched(&["sim", "-q", "-c", p.to_str().unwrap(), "--policy", "nope"]);
+    let (code, _, err) = netsched(&["sim", "-q", "-c", &p, "--policy", "nope"]);
     assert_ne!(code, 0);
     assert!(err.contains("unknown policy `nope`"), "{err}");
-    let (code, _, err) = netsched(&["sim", "-q", "-c", p.to_str().unwrap(), "--load", "1.2"]);
+    let (code, _, err) = netsched(&["sim", "-q", "-c", &p, "--load", "1.2"]);
     assert_ne!(code, 0);
     assert!(err.contains("load must be in (0, 1]"), "{err}");
 }
@@ -131,7 +109,7 @@ fn a_small_run_prints_the_table_and_writes_outputs() {
         "sim",
         "-q",
         "-c",
-        p.to_str().unwrap(),
+        &p,
         "--policy",
         "horus,rs-h",
         "--out",
@@ -162,15 +140,8 @@ fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
         BASE.replace("policy = \"horus\"", "policy = \"rs-h\"") + "[schedulers]\nsamples = 17\n";
     let p = write("samples17.toml", &text);
     for args in [
-        vec!["check", p.to_str().unwrap()],
-        vec![
-            "sim",
-            "-q",
-            "-c",
-            p.to_str().unwrap(),
-            "--out",
-            "/dev/null/x",
-        ],
+        vec!["check", &p],
+        vec!["sim", "-q", "-c", &p, "--out", "/dev/null/x"],
     ] {
         let (code, _, err) = netsched(&args);
         assert_eq!(code, 1, "{args:?}: {err}");
@@ -184,7 +155,7 @@ fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
         "samples16.toml",
         &text.replace("samples = 17", "samples = 16"),
     );
-    let (code, out, err) = netsched(&["check", ok.to_str().unwrap()]);
+    let (code, out, err) = netsched(&["check", &ok]);
     assert_eq!((code, out.trim_end().ends_with(": ok")), (0, true), "{err}");
 }
 
@@ -203,13 +174,13 @@ fn check_resolves_the_trace_a_run_would_read() {
         )
     };
     let missing = with_trace("trace-missing.toml", "no-such-trace.csv");
-    let (code, _, err) = netsched(&["check", missing.to_str().unwrap()]);
+    let (code, _, err) = netsched(&["check", &missing]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("no-such-trace.csv"), "{err}");
     write("trace-here.csv", "service_time_us\n10\n20\n30\n");
     let here = with_trace("trace-here.toml", "trace-here.csv");
-    let (code, out, err) = netsched(&["check", here.to_str().unwrap()]);
+    let (code, out, err) = netsched(&["check", &here]);
     assert_eq!((code, out.trim_end().ends_with(": ok")), (0, true), "{err}");
 }
 
@@ -217,7 +188,7 @@ fn check_resolves_the_trace_a_run_would_read() {
 fn with_closed_stdout(args: &[&str]) -> (i32, String) {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
+    let out = Command::new(bin())
         .args(args)
         .stdout(writer)
         .stderr(std::process::Stdio::piped())
@@ -235,18 +206,11 @@ fn with_closed_stdout(args: &[&str]) -> (i32, String) {
 #[test]
 fn a_closed_stdout_ends_quietly_and_files_are_still_written() {
     let p = write("pipe.toml", BASE);
-    let (code, err) = with_closed_stdout(&["check", p.to_str().unwrap()]);
+    let (code, err) = with_closed_stdout(&["check", &p]);
     assert_eq!((code, err.as_str()), (0, ""));
     let out = std::env::temp_dir().join(format!("netsched-cli-pipe-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let (code, err) = with_closed_stdout(&[
-        "sim",
-        "-q",
-        "-c",
-        p.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, err) = with_closed_stdout(&["sim", "-q", "-c", &p, "--out", out.to_str().unwrap()]);
     assert_eq!((code, err.as_str()), (0, ""));
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert_eq!(runs.lines().count(), 2, "header + 1 run");
@@ -265,7 +229,7 @@ fn sim_prints_json_or_csv_for_scripts() {
             "sim",
             "-q",
             "-c",
-            p.to_str().unwrap(),
+            &p,
             "--out",
             out.to_str().unwrap(),
             "--format",

@@ -1,13 +1,13 @@
 //! `netsched cluster up`: real processes on loopback, torn down on exit,
 //! on Ctrl-C and when `cluster up` itself is killed (no orphans).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_netsched")
-}
+use common::bin;
 
 fn config(dir: &Path, port: u16, duration_ms: u64, policies: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();

@@ -2,8 +2,11 @@
 //! and tasks.csv with the documented columns and one row per policy and
 //! task; bad input gets a one-line error naming the field.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::Command;
+
+use common::netsched;
 
 const SMALL: &str = r#"
 seed = 3
@@ -24,28 +27,14 @@ compute_us = 50.0
 thresholds = [0.5, 0.9]
 "#;
 
+/// This test binary's scratch directory.
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("netsched-flowcli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::temp_dir("flowcli")
 }
 
-fn write(name: &str, text: &str) -> PathBuf {
-    let p = dir().join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn netsched(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Writes `text` to `name` in this binary's directory; returns its path.
+fn write(name: &str, text: &str) -> String {
+    common::write_config(&dir(), name, text)
 }
 
 #[test]
@@ -56,7 +45,7 @@ fn small_run_writes_outputs() {
         "flowsim",
         "-q",
         "--config",
-        cfg.to_str().unwrap(),
+        &cfg,
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -105,20 +94,10 @@ fn small_run_writes_outputs() {
 
 fn assert_rejected(name: &str, text: &str, extra: &[&str], field: &str) {
     let p = write(name, text);
-    let mut args = vec!["flowsim", "-q", "--config", p.to_str().unwrap()];
+    let mut args = vec!["flowsim", "-q", "--config", &p];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--out", "/dev/null/x"]);
-    let (code, _, err) = netsched(&args);
-    assert_ne!(code, 0, "{name}: accepted");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{name}: not one line: {err}"
-    );
-    assert!(
-        err.contains(field),
-        "{name}: error does not name `{field}`: {err}"
-    );
+    common::assert_one_line_error(name, &args, field);
 }
 
 #[test]

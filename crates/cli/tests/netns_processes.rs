@@ -14,72 +14,15 @@
 //! skipped with a loud message otherwise, failed with
 //! `NETSCHED_REQUIRE_NETNS=1`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-use netsched_node::netns::{self, Host, Lab, LabError};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{failed, n, quoted, wait_for, write_config, Procs, Scratch};
+use netsched_node::netns::{Host, Lab};
 
 const TOKEN: &str = "netns-process-token";
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_netsched")
-}
-
-/// Children killed (SIGKILL) and reaped on drop, before the lab's
-/// namespaces go.
-struct Procs(Vec<(String, Child)>);
-
-impl Procs {
-    fn start(&mut self, name: &str, host: &Host, args: &[&str], dir: &Path) {
-        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &host.name, bin()])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("ip netns exec");
-        self.0.push((name.to_string(), child));
-    }
-
-    /// SIGKILL: the process gets no chance to say goodbye.
-    fn kill(&mut self, name: &str) {
-        let i = self
-            .0
-            .iter()
-            .position(|(n, _)| n == name)
-            .expect("known process");
-        let (_, mut c) = self.0.remove(i);
-        c.kill().unwrap();
-        c.wait().unwrap();
-    }
-
-    fn all_running(&mut self) -> Result<(), String> {
-        for (n, c) in &mut self.0 {
-            if let Ok(Some(st)) = c.try_wait() {
-                return Err(format!("{n} exited: {st}"));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn write(dir: &Path, name: &str, text: String) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
 
 /// Runs a client process in `host`'s namespace; returns its JSON report.
 fn client(
@@ -91,48 +34,13 @@ fn client(
     timeout_ms: u64,
     extra: &str,
 ) -> serde_json::Value {
-    let cfg = write(
-        dir,
-        &format!("{name}.toml"),
-        format!(
-            "targets = [{spine}]\npool = 1\napp_id = {app}\n\
-             rate = 1000\nduration_ms = 2500\ntimeout_ms = {timeout_ms}\nseed = {app}\n\
-             bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 500 }}\n{extra}",
-            host.addr
-        ),
+    let config = format!(
+        "targets = [{spine}]\npool = 1\napp_id = {app}\n\
+         rate = 1000\nduration_ms = 2500\ntimeout_ms = {timeout_ms}\nseed = {app}\n\
+         bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 500 }}\n{extra}",
+        host.addr
     );
-    let json = dir.join(format!("{name}.json"));
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &host.name,
-            bin(),
-            "client",
-            "-c",
-            &cfg,
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
-}
-
-fn n(v: &serde_json::Value, k: &str) -> u64 {
-    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
-}
-
-fn failed(v: &serde_json::Value) -> u64 {
-    v["failed"]
-        .as_object()
-        .map(|m| m.values().filter_map(|x| x.as_u64()).sum())
-        .unwrap_or(0)
+    common::run_client(host, dir, name, &config)
 }
 
 /// The controller's topology, read from inside its namespace.
@@ -144,14 +52,6 @@ fn topology(ctl: &Host) -> Option<serde_json::Value> {
     .ok()
     .flatten()
     .and_then(|(code, body)| (code == 200).then(|| serde_json::from_str(&body).ok())?)
-}
-
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The clusters of these tests: a controller (+ client) namespace, `spines`
@@ -166,6 +66,8 @@ struct Cluster {
     dir: PathBuf,
     spines: Vec<Host>,
     racks: Vec<Host>,
+    // Removed when the test passes; kept with the logs when it fails.
+    _scratch: Scratch,
 }
 
 /// Where daemons serve /metrics: the spine's or leaf's at `METRICS`, worker
@@ -174,32 +76,17 @@ const METRICS: u16 = 7400;
 
 impl Cluster {
     fn start(test: &str, tag: &str, spines: usize, racks: usize) -> Option<Cluster> {
-        let mut lab = match Lab::new(tag) {
-            Ok(l) => l,
-            Err(LabError::Skip(why)) => {
-                netns::skip(test, &why);
-                return None;
-            }
-            Err(LabError::Failed(e)) => panic!("{e}"),
-        };
+        let mut lab = common::lab(test, tag)?;
         let ctl = lab.host("ctl").unwrap();
         let spine_hosts: Vec<Host> = (0..spines).map(|_| lab.host("spine").unwrap()).collect();
         let rack_hosts: Vec<Host> = (0..racks).map(|_| lab.host("rack").unwrap()).collect();
-        let dir: PathBuf =
-            std::env::temp_dir().join(format!("netsched-netns-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = Scratch::new(tag);
+        let dir = scratch.path().to_path_buf();
         let ctl_udp = ctl.at(7000);
         let spine_addrs: Vec<String> = spine_hosts.iter().map(|h| h.at(7100)).collect();
         let leaves: Vec<String> = rack_hosts.iter().map(|r| r.at(7101)).collect();
         let workers = |r: usize| [rack_hosts[r].at(7201), rack_hosts[r].at(7202)];
-        let quoted = |v: &[String]| {
-            v.iter()
-                .map(|a| format!("\"{a}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let mut procs = Procs(Vec::new());
+        let mut procs = Procs::new(&dir);
 
         // Secrets in mode-0600 files, as `cluster up` writes them (the CLI
         // refuses inline secrets in a config others can read).
@@ -227,12 +114,12 @@ impl Cluster {
             let [a, b] = workers(r);
             c += &format!("\n[[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [\"{a}\", \"{b}\"]\n");
         }
-        let p = write(&dir, "controller.toml", c);
-        procs.start("controller", &ctl, &["controller", "-c", &p], &dir);
+        let p = write_config(&dir, "controller.toml", c);
+        procs.start("controller", &ctl, &["controller", "-c", &p]);
         // Every spine lists every rack (pool-wide rack ids); the controller
         // admits at each only the racks linked to it.
         for (s, host) in spine_hosts.iter().enumerate() {
-            let p = write(
+            let p = write_config(
                 &dir,
                 &format!("spine{s}.toml"),
                 format!(
@@ -247,11 +134,11 @@ impl Cluster {
                     vec!["2"; racks].join(", "),
                 ),
             );
-            procs.start(&format!("spine{s}"), host, &["switch", "-c", &p], &dir);
+            procs.start(&format!("spine{s}"), host, &["switch", "-c", &p]);
         }
         for (r, host) in rack_hosts.iter().enumerate() {
             let [a, b] = workers(r);
-            let p = write(
+            let p = write_config(
                 &dir,
                 &format!("leaf{r}.toml"),
                 format!(
@@ -266,9 +153,9 @@ impl Cluster {
                     spine_addrs[r % spines],
                 ),
             );
-            procs.start(&format!("leaf{r}"), host, &["switch", "-c", &p], &dir);
+            procs.start(&format!("leaf{r}"), host, &["switch", "-c", &p]);
             for (i, w) in [a, b].iter().enumerate() {
-                let p = write(
+                let p = write_config(
                     &dir,
                     &format!("worker{r}{i}.toml"),
                     format!(
@@ -278,7 +165,7 @@ impl Cluster {
                         host.at(METRICS + 1 + i as u16),
                     ),
                 );
-                procs.start(&format!("worker{r}{i}"), host, &["worker", "-c", &p], &dir);
+                procs.start(&format!("worker{r}{i}"), host, &["worker", "-c", &p]);
             }
         }
         let mut c = Cluster {
@@ -288,6 +175,7 @@ impl Cluster {
             dir,
             spines: spine_hosts,
             racks: rack_hosts,
+            _scratch: scratch,
         };
         c.wait_all_live("every daemon up", Duration::from_secs(15));
         Some(c)
@@ -295,32 +183,10 @@ impl Cluster {
 
     /// Sum over label sets of `metric` in the /metrics of the daemon at
     /// `host`:`port`, read from inside its namespace; None if it does not
-    /// answer (a killed daemon).
+    /// answer (a killed daemon). A live daemon's endpoint may miss one
+    /// attempt on a loaded machine; a dead one never answers, so three.
     fn scrape(host: &Host, port: u16, metric: &str) -> Option<u64> {
-        let addr = host.at(port).parse().unwrap();
-        let get = || {
-            host.run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
-                .ok()?
-                .ok()
-        };
-        // A live daemon's endpoint may miss one attempt on a loaded machine;
-        // a dead one never answers.
-        let (code, body) = (0..3).find_map(|_| {
-            get().or_else(|| {
-                std::thread::sleep(Duration::from_millis(100));
-                None
-            })
-        })?;
-        assert_eq!(code, 200, "{body}");
-        Some(
-            body.lines()
-                .filter(|l| {
-                    l.strip_prefix(metric)
-                        .is_some_and(|rest| rest.starts_with(['{', ' ']))
-                })
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-                .sum(),
-        )
+        common::scrape(host, port, metric, "", 3)
     }
 
     /// Tasks run by each worker agent (rack-major), None for a dead one.
@@ -379,12 +245,6 @@ impl Cluster {
             extra.to_string(),
         );
         std::thread::spawn(move || client(&ctl, &dir, &name, &targets, app, timeout_ms, &extra))
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -498,9 +358,9 @@ fn a_sigkilled_controller_process_restarts_from_its_state_file() {
         .join("controller.toml")
         .to_string_lossy()
         .into_owned();
-    let (ctl, dir) = (cl.ctl.clone(), cl.dir.clone());
+    let ctl = cl.ctl.clone();
     cl.procs
-        .start("controller", &ctl, &["controller", "-c", &cfg], &dir);
+        .start("controller", &ctl, &["controller", "-c", &cfg]);
     let r = run.join().unwrap();
     eprintln!("across the controller crash and restart: {r}");
     assert!(n(&r, "submitted") > 2000);

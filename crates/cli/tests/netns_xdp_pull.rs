@@ -11,11 +11,12 @@
 //! Needs root and BPF; skipped
 //! loudly without (failed under NETSCHED_REQUIRE_NETNS=1).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::time::Duration;
 
-use netsched_node::netns::{self, Host, Lab, LabError};
+use common::{n, write_config, ClientRun, Procs, Scratch};
+use netsched_node::netns::Host;
 
 const SCHED_PORT: u16 = 7300;
 const EXEC_PORT: u16 = 7400;
@@ -30,123 +31,39 @@ const WORKER_METRICS: u16 = 7601;
 const EXECUTORS_CPU: &str = "0";
 const CLIENT_CPU: &str = "1";
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_netsched")
-}
+/// Attempts at a daemon's /metrics, 100 ms apart: the first read waits
+/// for the program to attach.
+const SCRAPE_ATTEMPTS: u32 = 30;
 
-/// Daemon processes, killed and reaped on drop before the namespaces go.
-struct Procs(Vec<(String, Child)>);
-
-impl Procs {
-    fn start(&mut self, name: &str, host: &Host, args: &[&str], dir: &Path) {
-        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &host.name])
-            .args(["taskset", "-c", EXECUTORS_CPU])
-            .arg(bin())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("ip netns exec");
-        self.0.push((name.to_string(), child));
-    }
-
-    fn check_running(&mut self, dir: &Path) {
-        for (name, child) in &mut self.0 {
-            if let Ok(Some(status)) = child.try_wait() {
-                let log = std::fs::read_to_string(dir.join(format!("{name}.log")));
-                panic!("{name} exited ({status}): {}", log.unwrap_or_default());
-            }
-        }
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn write(dir: &Path, name: &str, text: String) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
-/// Sum over label sets of the series `metric` (only those whose labels
-/// contain `label`) at `host`:`port`, read inside its namespace.
 fn scrape(host: &Host, port: u16, metric: &str, label: &str) -> Option<u64> {
-    let addr = host.at(port).parse().unwrap();
-    let (code, body) = (0..30).find_map(|_| {
-        let got = host
-            .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
-            .ok()?
-            .ok();
-        if got.is_none() {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        got
-    })?;
-    assert_eq!(code, 200, "{body}");
-    Some(
-        body.lines()
-            .filter(|l| {
-                l.strip_prefix(metric)
-                    .is_some_and(|rest| rest.starts_with(['{', ' ']) && rest.contains(label))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum(),
-    )
-}
-
-fn n(v: &serde_json::Value, k: &str) -> u64 {
-    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
-}
-
-/// Whether the BPF object was built (its loader refuses an empty one).
-fn netsched_xdp_available() -> bool {
-    Command::new("clang")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    common::scrape(host, port, metric, label, SCRAPE_ATTEMPTS)
 }
 
 #[test]
 fn every_task_completes_through_the_xdp_pull_switch() {
     let test = "every_task_completes_through_the_xdp_pull_switch";
-    if std::env::var_os("NETSCHED_REQUIRE_BPF").is_none() && !netsched_xdp_available() {
-        return netns::skip(test, &"no BPF (clang missing when netsched-xdp was built)");
+    if common::bpf_missing(test) {
+        return;
     }
-    let mut lab = match Lab::new("xpl") {
-        Ok(l) => l,
-        Err(LabError::Skip(why)) => return netns::skip(test, &why),
-        Err(LabError::Failed(e)) => panic!("{e}"),
+    let Some(mut lab) = common::lab(test, "xpl") else {
+        return;
     };
     let sched = lab.host("sch").unwrap();
     let cli = lab.host("cli").unwrap();
     let racks: Vec<Host> = (0..2).map(|_| lab.host("rck").unwrap()).collect();
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("netsched-netns-xpl-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new("xpl");
+    let dir = scratch.path();
     let sched_at = sched.at(SCHED_PORT);
     let executors: Vec<String> = racks
         .iter()
         .flat_map(|h| (0..EXECS_PER_RACK).map(|e| format!("\"{}\"", h.at(EXEC_PORT + e))))
         .collect();
-    let mut procs = Procs(Vec::new());
+    let mut procs = Procs::pinned(dir, EXECUTORS_CPU);
 
     // A queue of 16 entries for jobs of 8 tasks: two jobs close together
     // overflow it, so the program queues rejections for the daemon.
-    let p = write(
-        &dir,
+    let p = write_config(
+        dir,
         "sched.toml",
         format!(
             "listen = \"{sched_at}\"\npolicy = \"draconis\"\nexecutors = [{}]\n\
@@ -157,10 +74,10 @@ fn every_task_completes_through_the_xdp_pull_switch() {
             sched.at(SCHED_METRICS)
         ),
     );
-    procs.start("sched", &sched, &["switch", "-c", &p], &dir);
+    procs.start("sched", &sched, &["switch", "-c", &p]);
     // Up: the daemon's metrics answer once the program is attached.
     let attached = scrape(&sched, SCHED_METRICS, "netsched_xdp_events_total", "");
-    procs.check_running(&dir);
+    procs.check_running();
     assert!(
         attached.is_some(),
         "the scheduler's /metrics never answered"
@@ -170,8 +87,8 @@ fn every_task_completes_through_the_xdp_pull_switch() {
         let listen: Vec<String> = (0..EXECS_PER_RACK)
             .map(|e| format!("\"{}\"", host.at(EXEC_PORT + e)))
             .collect();
-        let p = write(
-            &dir,
+        let p = write_config(
+            dir,
             &format!("rack{r}.toml"),
             format!(
                 "scheduler = \"{sched_at}\"\npolicy = \"draconis\"\nlisten = [{}]\n\
@@ -182,15 +99,15 @@ fn every_task_completes_through_the_xdp_pull_switch() {
                 host.at(WORKER_METRICS)
             ),
         );
-        procs.start(&format!("rack{r}"), host, &["worker", "-c", &p], &dir);
+        procs.start(&format!("rack{r}"), host, &["worker", "-c", &p]);
     }
     std::thread::sleep(Duration::from_millis(300));
-    procs.check_running(&dir);
+    procs.check_running();
 
     // 2,000 tasks/s in jobs of 8, 500 µs each, for 1.5 s; a task not
     // completed in 150 ms is sent again, up to 20 times.
-    let cfg = write(
-        &dir,
+    let cfg = write_config(
+        dir,
         "client.toml",
         format!(
             "scheduler = \"{sched_at}\"\nrate = 2000\nduration_ms = 1500\njob_tasks = 8\n\
@@ -199,25 +116,8 @@ fn every_task_completes_through_the_xdp_pull_switch() {
             cli.at(7500)
         ),
     );
-    let json = dir.join("client.json");
-    let out = Command::new("ip")
-        .args(["netns", "exec", &cli.name])
-        .args(["taskset", "-c", CLIENT_CPU])
-        .arg(bin())
-        .args(["client", "-c", &cfg, "--json"])
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    procs.check_running(&dir);
+    let report = ClientRun::start(&cli, Some(CLIENT_CPU), &cfg, dir.join("client.json")).report();
+    procs.check_running();
     let submitted = n(&report, "submitted");
     assert!(submitted > 1_000, "{report}");
     assert_eq!(n(&report, "completed"), submitted, "{report}");
@@ -287,5 +187,4 @@ fn every_task_completes_through_the_xdp_pull_switch() {
     assert_eq!(event("drop_unknown_executor"), 0, "{counts}");
     drop(procs);
     drop(lab);
-    let _ = std::fs::remove_dir_all(&dir);
 }

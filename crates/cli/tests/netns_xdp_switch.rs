@@ -10,11 +10,13 @@
 //! (the cpumap steering of docs/xdp.md). Needs root and
 //! BPF; skipped loudly without (failed under NETSCHED_REQUIRE_NETNS=1).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::path::Path;
 use std::time::Duration;
 
-use netsched_node::netns::{self, Host, Lab, LabError};
+use common::{n, quoted, run_client, wait_for, write_config, ClientRun, Procs, Scratch};
+use netsched_node::netns::Host;
 
 const LEAF_PORT: u16 = 7101;
 const WORKER_PORT: u16 = 7201;
@@ -22,112 +24,42 @@ const WORKERS: u16 = 3;
 const LEAF_METRICS: u16 = 7400;
 const WORKER_METRICS: u16 = 7401;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_netsched")
-}
+/// Attempts at a daemon's /metrics, 100 ms apart: the first read waits
+/// for the program to attach.
+const SCRAPE_ATTEMPTS: u32 = 20;
 
-/// Daemon processes, killed and reaped on drop before the namespaces go.
-struct Procs(Vec<(String, Child)>);
-
-impl Procs {
-    fn start(&mut self, name: &str, host: &Host, args: &[&str], dir: &Path) {
-        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &host.name, bin()])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("ip netns exec");
-        self.0.push((name.to_string(), child));
-    }
-
-    fn check_running(&mut self, dir: &Path) {
-        for (name, child) in &mut self.0 {
-            if let Ok(Some(status)) = child.try_wait() {
-                let log = std::fs::read_to_string(dir.join(format!("{name}.log")));
-                panic!("{name} exited ({status}): {}", log.unwrap_or_default());
-            }
-        }
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn write(dir: &Path, name: &str, text: String) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
-/// Sum over label sets of the series `metric` (optionally only those whose
-/// labels contain `label`) at `host`:`port`, read inside its namespace.
 fn scrape(host: &Host, port: u16, metric: &str, label: &str) -> Option<u64> {
-    let addr = host.at(port).parse().unwrap();
-    let (code, body) = (0..20).find_map(|_| {
-        let got = host
-            .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
-            .ok()?
-            .ok();
-        if got.is_none() {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        got
-    })?;
-    assert_eq!(code, 200, "{body}");
-    Some(
-        body.lines()
-            .filter(|l| {
-                l.strip_prefix(metric)
-                    .is_some_and(|rest| rest.starts_with(['{', ' ']) && rest.contains(label))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum(),
-    )
+    common::scrape(host, port, metric, label, SCRAPE_ATTEMPTS)
 }
 
-fn n(v: &serde_json::Value, k: &str) -> u64 {
-    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
+/// The `WORKERS` executors of the worker agent on `wrk`, as the TOML list
+/// its `listen` and the leaf's `downstream` take.
+fn worker_list(wrk: &Host) -> String {
+    let workers: Vec<String> = (0..WORKERS).map(|i| wrk.at(WORKER_PORT + i)).collect();
+    quoted(&workers)
 }
 
 #[test]
 fn every_task_completes_through_the_xdp_switch_with_loss() {
     let test = "every_task_completes_through_the_xdp_switch_with_loss";
-    if std::env::var_os("NETSCHED_REQUIRE_BPF").is_none() && !netsched_xdp_available() {
-        return netns::skip(test, &"no BPF (clang missing when netsched-xdp was built)");
+    if common::bpf_missing(test) {
+        return;
     }
-    let mut lab = match Lab::new("xsw") {
-        Ok(l) => l,
-        Err(LabError::Skip(why)) => return netns::skip(test, &why),
-        Err(LabError::Failed(e)) => panic!("{e}"),
+    let Some(mut lab) = common::lab(test, "xsw") else {
+        return;
     };
     let cli = lab.host("cli").unwrap();
     let leaf = lab.host("leaf").unwrap();
     let wrk = lab.host("wrk").unwrap();
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("netsched-netns-xsw-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new("xsw");
+    let dir = scratch.path();
     let leaf_at = leaf.at(LEAF_PORT);
-    let workers: Vec<String> = (0..WORKERS).map(|i| wrk.at(WORKER_PORT + i)).collect();
-    let quoted = workers
-        .iter()
-        .map(|a| format!("\"{a}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut procs = Procs(Vec::new());
+    let quoted = worker_list(&wrk);
+    let mut procs = Procs::new(dir);
 
     // Tasks lost on their way into the worker (5 %).
-    let p = write(
-        &dir,
+    let p = write_config(
+        dir,
         "worker.toml",
         format!(
             "listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\n\
@@ -135,10 +67,10 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
             wrk.at(WORKER_METRICS)
         ),
     );
-    procs.start("worker", &wrk, &["worker", "-c", &p], &dir);
+    procs.start("worker", &wrk, &["worker", "-c", &p]);
     // Replies lost after the program counted them (5 %).
-    let p = write(
-        &dir,
+    let p = write_config(
+        dir,
         "leaf.toml",
         format!(
             "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\n\
@@ -149,10 +81,10 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
             leaf.at(LEAF_METRICS)
         ),
     );
-    procs.start("leaf", &leaf, &["switch", "-c", &p], &dir);
+    procs.start("leaf", &leaf, &["switch", "-c", &p]);
     // Up: the leaf's metrics answer once the program is attached.
     let attached = scrape(&leaf, LEAF_METRICS, "netsched_xdp_events_total", "");
-    procs.check_running(&dir);
+    procs.check_running();
     assert!(attached.is_some(), "the leaf's /metrics never answered");
     assert_eq!(
         scheduler_thread_policy(&dir.join("leaf.log")),
@@ -166,8 +98,8 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     // again, up to 20 times.
     let clients: Vec<_> = (0..2u32)
         .map(|c| {
-            let cfg = write(
-                &dir,
+            let cfg = write_config(
+                dir,
                 &format!("client{c}.toml"),
                 format!(
                     "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
@@ -178,42 +110,23 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
                     cli.addr
                 ),
             );
-            let json = dir.join(format!("client{c}.json"));
-            let child = Command::new("ip")
-                .args([
-                    "netns",
-                    "exec",
-                    &cli.name,
-                    "taskset",
-                    "-c",
-                    &c.to_string(),
-                    bin(),
-                ])
-                .args(["client", "-c", &cfg, "--json"])
-                .arg(&json)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            (child, json)
+            ClientRun::start(
+                &cli,
+                Some(&c.to_string()),
+                &cfg,
+                dir.join(format!("client{c}.json")),
+            )
         })
         .collect();
     let mut submitted = 0;
-    for (child, json) in clients {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for client in clients {
+        let report = client.report();
         let mine = n(&report, "submitted");
         assert!(mine > 500, "{report}");
         assert_eq!(n(&report, "completed"), mine, "{report}");
         submitted += mine;
     }
-    procs.check_running(&dir);
+    procs.check_running();
 
     // Counters settle once the last replies are in.
     std::thread::sleep(Duration::from_millis(300));
@@ -289,10 +202,8 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     assert_eq!(refused, 0, "{counts}");
     drop(procs);
     drop(lab);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Whether the BPF object was built (its loader refuses an empty one).
 /// (policy, priority) fields of /proc/<pid>/stat for SCHED_FIFO at 1.
 const SCHED_FIFO_AT_1: (u64, u64) = (1, 1);
 
@@ -324,15 +235,6 @@ fn scheduler_thread_policy(log: &Path) -> (u64, u64) {
         return (field(41), field(40));
     }
     panic!("no kernel thread {name}");
-}
-
-fn netsched_xdp_available() -> bool {
-    Command::new("clang")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// utime + stime of process `pid`, in clock ticks (/proc/PID/stat).
@@ -369,40 +271,31 @@ fn softirq_ticks() -> u64 {
 #[ignore = "benchmark: docs/benchmarks.md"]
 fn xdp_beside_socket_tasks_per_second() {
     let test = "xdp_beside_socket_tasks_per_second";
-    let mut lab = match Lab::new("xbn") {
-        Ok(l) => l,
-        Err(LabError::Skip(why)) => return netns::skip(test, &why),
-        Err(LabError::Failed(e)) => panic!("{e}"),
+    let Some(mut lab) = common::lab(test, "xbn") else {
+        return;
     };
     let cli = lab.host("cli").unwrap();
     let leaf = lab.host("leaf").unwrap();
     let wrk = lab.host("wrk").unwrap();
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("netsched-netns-xbn-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new("xbn");
+    let dir = scratch.path();
     let leaf_at = leaf.at(LEAF_PORT);
-    let workers: Vec<String> = (0..WORKERS).map(|i| wrk.at(WORKER_PORT + i)).collect();
-    let quoted = workers
-        .iter()
-        .map(|a| format!("\"{a}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let quoted = worker_list(&wrk);
     let rate: u64 = std::env::var("XDP_BENCH_RATE")
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(40_000);
-    let mut workers_proc = Procs(Vec::new());
-    let p = write(
-        &dir,
+    let mut workers_proc = Procs::new(dir);
+    let p = write_config(
+        dir,
         "worker.toml",
         format!(
             "listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\nspin_us = 0\n"
         ),
     );
-    workers_proc.start("worker", &wrk, &["worker", "-c", &p], &dir);
-    let client_cfg = write(
-        &dir,
+    workers_proc.start("worker", &wrk, &["worker", "-c", &p]);
+    let client_cfg = write_config(
+        dir,
         "client.toml",
         format!(
             "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = 7\nthreads = 2\n\
@@ -419,8 +312,8 @@ fn xdp_beside_socket_tasks_per_second() {
         } else {
             ""
         };
-        let p = write(
-            &dir,
+        let p = write_config(
+            dir,
             &format!("leaf{round}.toml"),
             format!(
                 "listen = \"{leaf_at}\"\nmetrics = \"{}\"\n{xdp}\n\
@@ -429,36 +322,21 @@ fn xdp_beside_socket_tasks_per_second() {
                 leaf.at(LEAF_METRICS)
             ),
         );
-        let mut procs = Procs(Vec::new());
-        procs.start("leaf", &leaf, &["switch", "-c", &p], &dir);
+        let mut procs = Procs::new(dir);
+        procs.start("leaf", &leaf, &["switch", "-c", &p]);
         assert!(scrape(&leaf, LEAF_METRICS, "netsched_rx_packets_total", "").is_some());
-        let pid = procs.0[0].1.id();
+        let pid = procs.pid("leaf");
         let (cpu0, soft0) = (process_ticks(pid), softirq_ticks());
-        let json = dir.join(format!("client{round}.json"));
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &cli.name,
-                bin(),
-                "client",
-                "-c",
-                &client_cfg,
-                "--json",
-            ])
-            .arg(&json)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let client = ClientRun::start(
+            &cli,
+            None,
+            &client_cfg,
+            dir.join(format!("client{round}.json")),
         );
+        let report = client.report();
         let (cpu1, soft1) = (process_ticks(pid), softirq_ticks());
-        procs.check_running(&dir);
+        procs.check_running();
         drop(procs);
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let completed = n(&report, "completed") as f64;
         let per_s = completed / 2.0;
         // Clock ticks are 10 ms (USER_HZ 100).
@@ -484,43 +362,18 @@ fn xdp_beside_socket_tasks_per_second() {
     }
     drop(workers_proc);
     drop(lab);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs one client process in `cli`'s namespace against `leaf_at`; returns
-/// its JSON report.
-fn run_client(cli: &Host, dir: &Path, name: &str, leaf_at: &str, extra: &str) -> serde_json::Value {
-    let cfg = write(
-        dir,
-        &format!("{name}.toml"),
-        format!(
-            "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = 9\n\
-             rate = 500\nduration_ms = 1000\ntimeout_ms = 200\nseed = 9\n\
-             bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 100 }}\n{extra}",
-            cli.addr
-        ),
+/// A client of 500 tasks/s for 1 s against `leaf_at`, without retries;
+/// returns its report.
+fn client_against(cli: &Host, dir: &Path, name: &str, leaf_at: &str) -> serde_json::Value {
+    let config = format!(
+        "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = 9\n\
+         rate = 500\nduration_ms = 1000\ntimeout_ms = 200\nseed = 9\n\
+         bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 100 }}\n",
+        cli.addr
     );
-    let json = dir.join(format!("{name}.json"));
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &cli.name,
-            bin(),
-            "client",
-            "-c",
-            &cfg,
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    run_client(cli, dir, name, &config)
 }
 
 /// The control plane's worker removal and re-addition reach the program's
@@ -531,28 +384,24 @@ fn run_client(cli: &Host, dir: &Path, name: &str, leaf_at: &str, extra: &str) ->
 #[test]
 fn worker_removal_and_return_reach_the_xdp_maps() {
     let test = "worker_removal_and_return_reach_the_xdp_maps";
-    let mut lab = match Lab::new("xsc") {
-        Ok(l) => l,
-        Err(LabError::Skip(why)) => return netns::skip(test, &why),
-        Err(LabError::Failed(e)) => panic!("{e}"),
+    let Some(mut lab) = common::lab(test, "xsc") else {
+        return;
     };
     let cli = lab.host("cli").unwrap();
     let leaf = lab.host("leaf").unwrap();
     let stay = lab.host("wrk").unwrap();
     let go = lab.host("wrk").unwrap();
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("netsched-netns-xsc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new("xsc");
+    let dir = scratch.path();
     let leaf_at = leaf.at(LEAF_PORT);
-    let mut procs = Procs(Vec::new());
+    let mut procs = Procs::new(dir);
     let worker = |procs: &mut Procs, name: &str, host: &Host, first_id: u16, n: u16| {
         let listen = (0..n)
             .map(|i| format!("\"{}\"", host.at(WORKER_PORT + i)))
             .collect::<Vec<_>>()
             .join(", ");
-        let p = write(
-            &dir,
+        let p = write_config(
+            dir,
             &format!("{name}.toml"),
             format!(
                 "listen = [{listen}]\nfirst_id = {first_id}\nleaf = \"{leaf_at}\"\npool = 1\n\
@@ -560,12 +409,12 @@ fn worker_removal_and_return_reach_the_xdp_maps() {
                 host.at(WORKER_METRICS)
             ),
         );
-        procs.start(name, host, &["worker", "-c", &p], &dir);
+        procs.start(name, host, &["worker", "-c", &p]);
     };
     worker(&mut procs, "stay", &stay, 0, 2);
     worker(&mut procs, "go", &go, 2, 1);
-    let p = write(
-        &dir,
+    let p = write_config(
+        dir,
         "leaf.toml",
         format!(
             "listen = \"{leaf_at}\"\nmetrics = \"{}\"\ndatapath = \"xdp\"\n\n\
@@ -578,35 +427,26 @@ fn worker_removal_and_return_reach_the_xdp_maps() {
             go.at(WORKER_PORT),
         ),
     );
-    procs.start("leaf", &leaf, &["switch", "-c", &p], &dir);
+    procs.start("leaf", &leaf, &["switch", "-c", &p]);
     let metric = |name: &str, label: &str| scrape(&leaf, LEAF_METRICS, name, label).unwrap();
-    let wait = |what: &str, f: &dyn Fn() -> bool| {
-        let t = std::time::Instant::now();
-        while !f() {
-            assert!(t.elapsed() < Duration::from_secs(15), "timed out: {what}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
+    let within = Duration::from_secs(15);
     // All three live at once (a slow start can time a worker out before
     // its first heartbeat; it comes back when heard).
-    wait("every worker live", &|| {
+    wait_for("every worker live", within, || {
         metric("netsched_rx_packets_total", "keep_alive") >= 6
             && metric("netsched_live_nodes", "") == 3
     });
-    procs.check_running(&dir);
+    procs.check_running();
 
     // Killed: removed by the failure detector, and the maps follow.
     let installed = metric("netsched_xdp_reinstalls_total", "");
-    let i = procs.0.iter().position(|(n, _)| n == "go").unwrap();
-    let (_, mut child) = procs.0.remove(i);
-    child.kill().unwrap();
-    child.wait().unwrap();
-    wait("the removal installed", &|| {
+    procs.kill("go");
+    wait_for("the removal installed", within, || {
         metric("netsched_live_nodes", "") == 2
             && metric("netsched_xdp_reinstalls_total", "") > installed
     });
     let before = metric("netsched_xdp_events_total", "dispatch_");
-    let r = run_client(&cli, &dir, "client-without", &leaf_at, "");
+    let r = client_against(&cli, dir, "client-without", &leaf_at);
     assert_eq!(
         n(&r, "completed"),
         n(&r, "submitted"),
@@ -622,16 +462,15 @@ fn worker_removal_and_return_reach_the_xdp_maps() {
     // Back: heard from again, added, and scheduled.
     let installed = metric("netsched_xdp_reinstalls_total", "");
     worker(&mut procs, "go", &go, 2, 1);
-    wait("the return installed", &|| {
+    wait_for("the return installed", within, || {
         metric("netsched_live_nodes", "") == 3
             && metric("netsched_xdp_reinstalls_total", "") > installed
     });
-    let r = run_client(&cli, &dir, "client-with", &leaf_at, "");
+    let r = client_against(&cli, dir, "client-with", &leaf_at);
     assert_eq!(n(&r, "completed"), n(&r, "submitted"), "{r}");
     let ran_on_go = scrape(&go, WORKER_METRICS, "netsched_worker_tasks_total", "").unwrap();
     assert!(ran_on_go > 0, "the returned worker gets tasks");
-    procs.check_running(&dir);
+    procs.check_running();
     drop(procs);
     drop(lab);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,31 +2,25 @@
 //! line and a non-zero exit; daemons start, log and stop by themselves; a
 //! client facing nothing still accounts for every task (as timed out).
 
+mod common;
+
 use std::net::UdpSocket;
 use std::path::PathBuf;
 use std::process::Command;
+
+use common::{bin, netsched};
 use std::time::{Duration, Instant};
 
 use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
 
-fn write(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("netsched-node-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
+/// This test binary's scratch directory.
+fn dir() -> PathBuf {
+    common::temp_dir("node-cli")
 }
 
-fn netsched(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Writes `text` to `name` in this binary's directory; returns its path.
+fn write(name: &str, text: &str) -> String {
+    common::write_config(&dir(), name, text)
 }
 
 #[test]
@@ -35,7 +29,7 @@ fn bad_switch_config_is_one_line_and_exit_1() {
         "bad.toml",
         "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 1\nrole = \"leaf\"\ndownstream = []\n",
     );
-    let (code, _, err) = netsched(&["switch", "-c", p.to_str().unwrap()]);
+    let (code, _, err) = netsched(&["switch", "-c", &p]);
     assert_eq!(code, 1);
     assert!(err.contains("no downstream"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -47,7 +41,7 @@ fn daemons_start_log_and_stop() {
         "leaf.toml",
         "listen = \"127.0.0.1:0\"\n[[instance]]\npool = 1\nrole = \"leaf\"\ndownstream = [\"127.0.0.1:9\"]\n",
     );
-    let (code, _, err) = netsched(&["switch", "-c", s.to_str().unwrap(), "--duration-s", "0.2"]);
+    let (code, _, err) = netsched(&["switch", "-c", &s, "--duration-s", "0.2"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains(" switch: started listen=127.0.0.1:"), "{err}");
     assert!(err.contains(" switch: stopped"), "{err}");
@@ -55,7 +49,7 @@ fn daemons_start_log_and_stop() {
         "worker.toml",
         "listen = [\"127.0.0.1:0\", \"127.0.0.1:0\"]\nheartbeat_ms = 0\n",
     );
-    let (code, _, err) = netsched(&["worker", "-c", w.to_str().unwrap(), "--duration-s", "0.2"]);
+    let (code, _, err) = netsched(&["worker", "-c", &w, "--duration-s", "0.2"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains(" worker: started"), "{err}");
     assert!(err.contains(" worker: stopped"), "{err}");
@@ -80,8 +74,8 @@ fn sigterm_stops_a_daemon_with_a_shutdown_line_and_exit_0() {
         "listen = [\"127.0.0.1:0\"]\nheartbeat_ms = 0\n",
     );
     for (daemon, cfg) in [("switch", leaf), ("worker", worker)] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_netsched"))
-            .args([daemon, "-c", cfg.to_str().unwrap()])
+        let mut child = Command::new(bin())
+            .args([daemon, "-c", &cfg])
             .env("RUST_LOG", "info")
             .stderr(Stdio::piped())
             .spawn()
@@ -142,13 +136,7 @@ fn client_without_a_cluster_times_every_task_out() {
          duration_ms = 200\nservice = { kind = \"fixed\", value_us = 10 }\ntimeout_ms = 100\n",
     );
     let json = write("out.json", "");
-    let (code, out, err) = netsched(&[
-        "client",
-        "-c",
-        c.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let (code, out, err) = netsched(&["client", "-c", &c, "--json", &json]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("tasks completed"), "{err}");
     let field = |k: &str| -> u64 {
@@ -221,8 +209,8 @@ fn sigterm_ends_a_worker_inside_a_long_task_within_a_second() {
         }
     }
     let mut worker = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_netsched"))
-            .args(["worker", "-c", w.to_str().unwrap()])
+        Command::new(bin())
+            .args(["worker", "-c", &w])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()

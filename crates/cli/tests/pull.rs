@@ -1,8 +1,11 @@
 //! `netsched pull` end to end: a small sweep prints its table and writes
 //! runs.csv and summary.json; bad input gets a one-line error and a non-zero exit.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::Command;
+
+use common::netsched;
 
 const SMALL: &str = r#"
 seed = 1
@@ -17,22 +20,9 @@ tasks = 2000
 priority_weights = [1, 1, 1, 1]
 "#;
 
+/// This test binary's scratch directory.
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("netsched-pull-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn netsched(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_netsched"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::temp_dir("pull")
 }
 
 #[test]

@@ -2,19 +2,21 @@
 //! with the pull configs of experiments/pull-runtime/ (ports moved so tests
 //! do not collide with a hand-started cluster), and one-line config errors.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-fn write(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("netsched-pull-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
+use common::bin;
+
+/// This test binary's scratch directory.
+fn dir() -> PathBuf {
+    common::temp_dir("pull-cli")
 }
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_netsched"))
+/// Writes `text` to `name` in this binary's directory; returns its path.
+fn write(name: &str, text: &str) -> String {
+    common::write_config(&dir(), name, text)
 }
 
 /// The example config with its ports shifted by `offset`.
@@ -45,19 +47,19 @@ fn example_configs_run_as_processes_and_every_task_completes() {
             .replace("rate = 10000", "rate = 2000")
             .replace("duration_ms = 3000", "duration_ms = 500"),
     );
-    let mut switch = bin()
-        .args(["switch", "-c", s.to_str().unwrap(), "--duration-s", "8"])
+    let mut switch = Command::new(bin())
+        .args(["switch", "-c", &s, "--duration-s", "8"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut worker = bin()
-        .args(["worker", "-c", w.to_str().unwrap(), "--duration-s", "8"])
+    let mut worker = Command::new(bin())
+        .args(["worker", "-c", &w, "--duration-s", "8"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let out = bin()
-        .args(["client", "-c", c.to_str().unwrap()])
+    let out = Command::new(bin())
+        .args(["client", "-c", &c])
         .output()
         .unwrap();
     let _ = switch.kill();
@@ -136,10 +138,7 @@ fn bad_pull_configs_are_one_line_naming_the_field() {
     ];
     for (i, (cmd, toml, want)) in cases.iter().enumerate() {
         let p = write(&format!("bad{i}.toml"), toml);
-        let out = bin()
-            .args([cmd, "-c", p.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out = Command::new(bin()).args([cmd, "-c", &p]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{cmd} {toml}: {err}");
         assert!(err.contains(want), "{cmd}: want `{want}` in {err}");

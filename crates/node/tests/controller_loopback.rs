@@ -3,12 +3,15 @@
 //! at the spine, the admin API wants its token, and control datagrams from
 //! anyone but the controller are rejected.
 
+mod common;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::{sock, task_datagram};
 use netsched_node::controller::proto::{ControlMsg, InstanceDesired, Sealer};
 use netsched_node::controller::{http, Controller, ControllerConfig};
 use netsched_node::metrics::Registry;
@@ -25,10 +28,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn sock() -> UdpSocket {
-    UdpSocket::bind("127.0.0.1:0").unwrap()
 }
 
 struct Daemon {
@@ -75,63 +74,142 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn controller_drops_a_dead_leaf_and_guards_its_api() {
-    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let spine_s = sock();
-    let spine = spine_s.local_addr().unwrap();
-    let leaf_s = [sock(), sock()];
-    let leaves: Vec<SocketAddr> = leaf_s.iter().map(|s| s.local_addr().unwrap()).collect();
-    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
-    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
-    let sp = Daemon::start(
-        &format!(
-            "listen = \"{spine}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
-             role = \"spine\"\ndownstream = [\"{}\", \"{}\"]\n",
-            leaves[0], leaves[1]
-        ),
-        spine_s,
-    );
-    let mut ls = Vec::new();
-    for (r, s) in leaf_s.into_iter().enumerate() {
-        ls.push(Daemon::start(
-            &format!(
-                "listen = \"{}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
-                 role = \"leaf\"\nrack = {r}\nupstream = [\"{spine}\"]\ndownstream = [\"{}\"]\n\
-                 heartbeat_timeout_ms = 200\n",
-                leaves[r], execs[r]
-            ),
-            s,
-        ));
-    }
-    let wstop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<Worker> = exec_s
-        .into_iter()
-        .enumerate()
-        .map(|(r, s)| {
-            let cfg = WorkerConfig::from_toml(&format!(
-                "listen = [\"{}\"]\nleaf = \"{}\"\npool = 1\nheartbeat_ms = 40\n",
-                execs[r], leaves[r]
-            ))
-            .unwrap();
-            Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
-        })
-        .collect();
-    let cstop = Arc::new(AtomicBool::new(false));
-    let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
-         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{spine}\"]\n\
-         [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n[[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
-        leaves[0], execs[0], leaves[1], execs[1]
+/// A loopback address with a free port, for a service that binds itself.
+fn free_addr() -> SocketAddr {
+    format!("127.0.0.1:{}", free_port()).parse().unwrap()
+}
+
+/// `n` bound loopback sockets and their addresses.
+fn sockets(n: usize) -> (Vec<UdpSocket>, Vec<SocketAddr>) {
+    let s: Vec<UdpSocket> = (0..n).map(|_| sock()).collect();
+    let a = s.iter().map(|s| s.local_addr().unwrap()).collect();
+    (s, a)
+}
+
+/// `"a", "b"`: addresses as the elements of a TOML array.
+fn quoted(addrs: &[SocketAddr]) -> String {
+    addrs
+        .iter()
+        .map(|a| format!("\"{a}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A daemon config's head: where it listens, and its controller and key.
+fn managed(listen: SocketAddr, ctl: SocketAddr) -> String {
+    format!("listen = \"{listen}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n")
+}
+
+/// A Horus spine instance of pool 1 over `leaves`.
+fn spine_instance(leaves: &[SocketAddr]) -> String {
+    format!(
+        "[[instance]]\npool = 1\nrole = \"spine\"\ndownstream = [{}]\n",
+        quoted(leaves)
+    )
+}
+
+/// The Horus leaf instance of rack `rack` of pool 1 under `spine`; `extra`
+/// is more instance TOML.
+fn leaf_instance(rack: usize, spine: SocketAddr, workers: &[SocketAddr], extra: &str) -> String {
+    format!(
+        "[[instance]]\npool = 1\nrole = \"leaf\"\nrack = {rack}\nupstream = [\"{spine}\"]\n\
+         downstream = [{}]\n{extra}",
+        quoted(workers)
+    )
+}
+
+/// A worker agent of one executor at `listen` (socket `s`) heartbeating to
+/// `leaf` every 40 ms; `extra` is more worker TOML.
+fn worker(
+    listen: SocketAddr,
+    leaf: SocketAddr,
+    extra: &str,
+    s: UdpSocket,
+    stop: &Arc<AtomicBool>,
+) -> Worker {
+    let cfg = WorkerConfig::from_toml(&format!(
+        "listen = [\"{listen}\"]\nleaf = \"{leaf}\"\npool = 1\nheartbeat_ms = 40\n{extra}"
     ))
     .unwrap();
-    let c = Controller::start(&cfg, cstop.clone()).unwrap();
-    let admitted = |c: &Controller| -> Vec<bool> {
-        serde_json::from_value(c.topology_json()["pools"][0]["spines"][0]["admitted"].clone())
-            .unwrap_or_default()
-    };
-    wait_for("both racks reported", || admitted(&c) == vec![true, true]);
+    Worker::start(&cfg, vec![s], stop.clone()).unwrap()
+}
+
+/// Worker agent r at `execs[r]` (socket r) under leaf r.
+fn worker_per_rack(
+    sockets: Vec<UdpSocket>,
+    execs: &[SocketAddr],
+    leaves: &[SocketAddr],
+    stop: &Arc<AtomicBool>,
+) -> Vec<Worker> {
+    sockets
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| worker(execs[r], leaves[r], "", s, stop))
+        .collect()
+}
+
+/// A controller of pool 1 with `spines` and the racks (leaf, workers),
+/// daemons timed out after 200 ms.
+fn controller(
+    ctl: SocketAddr,
+    admin: SocketAddr,
+    spines: &[SocketAddr],
+    racks: &[(SocketAddr, &[SocketAddr])],
+    stop: &Arc<AtomicBool>,
+) -> Controller {
+    let mut toml = format!(
+        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
+         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [{}]\n",
+        quoted(spines)
+    );
+    for (leaf, workers) in racks {
+        toml += &format!(
+            "[[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [{}]\n",
+            quoted(workers)
+        );
+    }
+    let cfg = ControllerConfig::from_toml(&toml).unwrap();
+    Controller::start(&cfg, stop.clone()).unwrap()
+}
+
+/// Which racks of pool 1 spine `spine` admits, in the controller's view.
+fn admitted(c: &Controller, spine: usize) -> Vec<bool> {
+    serde_json::from_value(c.topology_json()["pools"][0]["spines"][spine]["admitted"].clone())
+        .unwrap_or_default()
+}
+
+/// Stops the controller, then the workers.
+fn stop(c: Controller, cstop: &AtomicBool, workers: Vec<Worker>, wstop: &AtomicBool) {
+    cstop.store(true, Ordering::Relaxed);
+    c.join();
+    wstop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join();
+    }
+}
+
+#[test]
+fn controller_drops_a_dead_leaf_and_guards_its_api() {
+    let (ctl, admin) = (free_addr(), free_addr());
+    let spine_s = sock();
+    let spine = spine_s.local_addr().unwrap();
+    let (leaf_s, leaves) = sockets(2);
+    let (exec_s, execs) = sockets(2);
+    let sp = Daemon::start(&(managed(spine, ctl) + &spine_instance(&leaves)), spine_s);
+    let mut ls = Vec::new();
+    for (r, s) in leaf_s.into_iter().enumerate() {
+        let cfg = managed(leaves[r], ctl)
+            + &leaf_instance(r, spine, &execs[r..=r], "heartbeat_timeout_ms = 200\n");
+        ls.push(Daemon::start(&cfg, s));
+    }
+    let wstop = Arc::new(AtomicBool::new(false));
+    let workers = worker_per_rack(exec_s, &execs, &leaves, &wstop);
+    let cstop = Arc::new(AtomicBool::new(false));
+    let racks = [(leaves[0], &execs[0..1]), (leaves[1], &execs[1..2])];
+    let c = controller(ctl, admin, &[spine], &racks, &cstop);
+    wait_for("both racks reported", || {
+        admitted(&c, 0) == vec![true, true]
+    });
 
     // The admin API: 401 without or with a wrong token, 200 with it.
     assert_eq!(
@@ -182,12 +260,12 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
             "{reason=\"unregistered_source\"}",
         ) == Some(1)
     });
-    assert_eq!(admitted(&c), vec![true, true]);
+    assert_eq!(admitted(&c, 0), vec![true, true]);
 
     // Kill leaf 1: the controller drops rack 1 at the spine, and every task
     // then goes to rack 0.
     ls[1].kill();
-    wait_for("rack 1 dropped", || admitted(&c) == vec![true, false]);
+    wait_for("rack 1 dropped", || admitted(&c, 0) == vec![true, false]);
     assert!(reg.value("netsched_node_failures_total", "{kind=\"leaf\"}") >= Some(1));
     let ccfg = ClientConfig::from_toml(&format!(
         "targets = [{{ addr = \"{spine}\" }}]\npool = 1\napp_id = 9\nrate = 2000\nduration_ms = 300\n\
@@ -198,77 +276,32 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
     assert_eq!(r.completed, r.submitted, "{}", r.summary());
     assert!(r.submitted > 300);
 
-    cstop.store(true, Ordering::Relaxed);
-    c.join();
-    wstop.store(true, Ordering::Relaxed);
-    for w in workers {
-        w.join();
-    }
+    stop(c, &cstop, workers, &wstop);
 }
 
 #[test]
 fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
-    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let spine_s = [sock(), sock()];
-    let spines: Vec<SocketAddr> = spine_s.iter().map(|s| s.local_addr().unwrap()).collect();
-    let leaf_s = [sock(), sock()];
-    let leaves: Vec<SocketAddr> = leaf_s.iter().map(|s| s.local_addr().unwrap()).collect();
-    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
-    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let (ctl, admin) = (free_addr(), free_addr());
+    let (spine_s, spines) = sockets(2);
+    let (leaf_s, leaves) = sockets(2);
+    let (exec_s, execs) = sockets(2);
     // Both spines list both racks (pool-wide rack ids); the controller admits
     // rack r only at spine r mod 2.
     let mut sp: Vec<Daemon> = spine_s
         .into_iter()
         .enumerate()
-        .map(|(k, s)| {
-            Daemon::start(
-                &format!(
-                    "listen = \"{}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
-                     role = \"spine\"\ndownstream = [\"{}\", \"{}\"]\n",
-                    spines[k], leaves[0], leaves[1]
-                ),
-                s,
-            )
-        })
+        .map(|(k, s)| Daemon::start(&(managed(spines[k], ctl) + &spine_instance(&leaves)), s))
         .collect();
     let mut ls = Vec::new();
     for (r, s) in leaf_s.into_iter().enumerate() {
-        ls.push(Daemon::start(
-            &format!(
-                "listen = \"{}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
-                 role = \"leaf\"\nrack = {r}\nupstream = [\"{}\"]\ndownstream = [\"{}\"]\n",
-                leaves[r], spines[r], execs[r]
-            ),
-            s,
-        ));
+        let cfg = managed(leaves[r], ctl) + &leaf_instance(r, spines[r], &execs[r..=r], "");
+        ls.push(Daemon::start(&cfg, s));
     }
     let wstop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<Worker> = exec_s
-        .into_iter()
-        .enumerate()
-        .map(|(r, s)| {
-            let cfg = WorkerConfig::from_toml(&format!(
-                "listen = [\"{}\"]\nleaf = \"{}\"\npool = 1\nheartbeat_ms = 40\n",
-                execs[r], leaves[r]
-            ))
-            .unwrap();
-            Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
-        })
-        .collect();
+    let workers = worker_per_rack(exec_s, &execs, &leaves, &wstop);
     let cstop = Arc::new(AtomicBool::new(false));
-    let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
-         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{}\", \"{}\"]\n\
-         [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n[[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
-        spines[0], spines[1], leaves[0], execs[0], leaves[1], execs[1]
-    ))
-    .unwrap();
-    let c = Controller::start(&cfg, cstop.clone()).unwrap();
-    let admitted = |c: &Controller, s: usize| -> Vec<bool> {
-        serde_json::from_value(c.topology_json()["pools"][0]["spines"][s]["admitted"].clone())
-            .unwrap_or_default()
-    };
+    let racks = [(leaves[0], &execs[0..1]), (leaves[1], &execs[1..2])];
+    let c = controller(ctl, admin, &spines, &racks, &cstop);
     // Rack r is linked to spine r: each spine schedules over its own rack.
     wait_for("racks split over the spines", || {
         admitted(&c, 0) == vec![true, false] && admitted(&c, 1) == vec![false, true]
@@ -303,71 +336,36 @@ fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
         served(0),
         served(1)
     );
-    cstop.store(true, Ordering::Relaxed);
-    c.join();
-    wstop.store(true, Ordering::Relaxed);
-    for w in workers {
-        w.join();
-    }
+    stop(c, &cstop, workers, &wstop);
 }
 
 #[test]
 fn racks_are_added_and_removed_through_the_admin_api() {
-    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let (ctl, admin) = (free_addr(), free_addr());
     let spine_s = sock();
     let spine = spine_s.local_addr().unwrap();
-    let leaf_s = [sock(), sock()];
-    let leaves: Vec<SocketAddr> = leaf_s.iter().map(|s| s.local_addr().unwrap()).collect();
-    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
-    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
+    let (leaf_s, leaves) = sockets(2);
+    let (exec_s, execs) = sockets(2);
     let _sp = Daemon::start(
-        &format!(
-            "listen = \"{spine}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
-             role = \"spine\"\ndownstream = [\"{}\"]\n",
-            leaves[0]
-        ),
+        &(managed(spine, ctl) + &spine_instance(&leaves[..1])),
         spine_s,
     );
     let leaf_cfg = |r: usize| {
-        format!(
-            "listen = \"{}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n[[instance]]\npool = 1\n\
-             role = \"leaf\"\nrack = {r}\nupstream = [\"{spine}\"]\ndownstream = [\"{}\"]\n\
-             heartbeat_timeout_ms = 200\n",
-            leaves[r], execs[r]
-        )
+        managed(leaves[r], ctl)
+            + &leaf_instance(r, spine, &execs[r..=r], "heartbeat_timeout_ms = 200\n")
     };
-    let [l0, l1] = leaf_s;
-    let _leaf0 = Daemon::start(&leaf_cfg(0), l0);
+    let mut ls = leaf_s.into_iter();
+    let _leaf0 = Daemon::start(&leaf_cfg(0), ls.next().unwrap());
     let wstop = Arc::new(AtomicBool::new(false));
-    let worker = |r: usize, s: UdpSocket| {
-        let cfg = WorkerConfig::from_toml(&format!(
-            "listen = [\"{}\"]\nleaf = \"{}\"\npool = 1\nheartbeat_ms = 40\n",
-            execs[r], leaves[r]
-        ))
-        .unwrap();
-        Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
-    };
     let mut es = exec_s.into_iter();
-    let w0 = worker(0, es.next().unwrap());
+    let w0 = worker(execs[0], leaves[0], "", es.next().unwrap(), &wstop);
     let cstop = Arc::new(AtomicBool::new(false));
-    let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
-         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{spine}\"]\n\
-         [[pool.rack]]\nleaf = \"{}\"\nworkers = [\"{}\"]\n",
-        leaves[0], execs[0]
-    ))
-    .unwrap();
-    let c = Controller::start(&cfg, cstop.clone()).unwrap();
-    let admitted = |c: &Controller| -> Vec<bool> {
-        serde_json::from_value(c.topology_json()["pools"][0]["spines"][0]["admitted"].clone())
-            .unwrap_or_default()
-    };
-    wait_for("rack 0 reported", || admitted(&c) == vec![true]);
+    let c = controller(ctl, admin, &[spine], &[(leaves[0], &execs[0..1])], &cstop);
+    wait_for("rack 0 reported", || admitted(&c, 0) == vec![true]);
     // A new rack: its leaf and worker start, the admin API adds it, and the
     // spine's downstream grows to it (rack id 1).
-    let _leaf1 = Daemon::start(&leaf_cfg(1), l1);
-    let w1 = worker(1, es.next().unwrap());
+    let _leaf1 = Daemon::start(&leaf_cfg(1), ls.next().unwrap());
+    let w1 = worker(execs[1], leaves[1], "", es.next().unwrap(), &wstop);
     let (code, body) = http(
         admin,
         "POST",
@@ -384,7 +382,7 @@ fn racks_are_added_and_removed_through_the_admin_api() {
     assert_eq!(v["rack"], 1);
     let rack_id = v["id"].as_u64().unwrap();
     wait_for("rack 1 admitted at the spine", || {
-        admitted(&c) == vec![true, true]
+        admitted(&c, 0) == vec![true, true]
     });
     let run = |app: u32| {
         let ccfg = ClientConfig::from_toml(&format!(
@@ -408,7 +406,7 @@ fn racks_are_added_and_removed_through_the_admin_api() {
     )
     .unwrap();
     assert_eq!(code, 200, "{body}");
-    wait_for("rack 1 dropped", || admitted(&c) == vec![true, false]);
+    wait_for("rack 1 dropped", || admitted(&c, 0) == vec![true, false]);
     run(2);
     assert_eq!(w1.registry().sum("netsched_worker_tasks_total"), served1);
     assert!(w0.registry().sum("netsched_worker_tasks_total") > 0);
@@ -425,34 +423,13 @@ fn racks_are_added_and_removed_through_the_admin_api() {
         404,
         "already removed"
     );
-    cstop.store(true, Ordering::Relaxed);
-    c.join();
-    wstop.store(true, Ordering::Relaxed);
-    w0.join();
-    w1.join();
+    stop(c, &cstop, vec![w0, w1], &wstop);
 }
 
 // ---- configuration pushes into baseline data planes ----
 
 use netsched_node::controller::proto::RoleName;
-use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
-
-fn horus_task(pool: u16, id: u64) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: pool,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: id,
-            is_last: true,
-            service_time_ns: 1000,
-            ..Default::default()
-        }),
-    })
-    .to_vec()
-    .unwrap()
-}
+use netsched_proto::task_id;
 
 /// Task datagrams waiting at `s` (none arrive later than `ms` after the last).
 fn drain(s: &UdpSocket, ms: u64) -> usize {
@@ -519,7 +496,11 @@ fn zero_delay_baselines_count_tasks_at_a_runtime_added_worker() {
         );
         let client = sock().local_addr().unwrap();
         for seq in 0..10 {
-            d.on_datagram(&horus_task(1, task_id::new(5, seq)), client, 2 + seq as u64);
+            d.on_datagram(
+                &task_datagram(1, task_id::new(5, seq)),
+                client,
+                2 + seq as u64,
+            );
         }
         // No replies: the exact queue view alternates between the two.
         assert_eq!([drain(&ws[0], 100), drain(&ws[1], 100)], [5, 5], "{policy}");
@@ -572,7 +553,11 @@ fn baseline_spines_honour_rack_drops() {
         // (no replies here); the others dispatch each at once.
         let tasks = 16;
         for seq in 0..tasks {
-            d.on_datagram(&horus_task(1, task_id::new(5, seq)), client, 2 + seq as u64);
+            d.on_datagram(
+                &task_datagram(1, task_id::new(5, seq)),
+                client,
+                2 + seq as u64,
+            );
         }
         let (at0, at1) = (drain(&leaves[0], 100), drain(&leaves[1], 100));
         assert_eq!(at1, 0, "{policy}: a task went to the dropped rack");
@@ -594,44 +579,22 @@ fn baseline_spines_honour_rack_drops() {
 /// removed through the admin API leaves the leaf and the spine's 1/w.
 #[test]
 fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
-    let ctl: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let (ctl, admin) = (free_addr(), free_addr());
     let ds = sock();
     let d = ds.local_addr().unwrap();
-    let exec_s: Vec<UdpSocket> = (0..2).map(|_| sock()).collect();
-    let execs: Vec<SocketAddr> = exec_s.iter().map(|s| s.local_addr().unwrap()).collect();
-    let _daemon = Daemon::start(
-        &format!(
-            "listen = \"{d}\"\ncontroller = \"{ctl}\"\nkey = \"{KEY}\"\nstatus_ms = 30\n\
-             [[instance]]\npool = 1\nrole = \"spine\"\ndownstream = [\"{d}\"]\n\
-             [[instance]]\npool = 1\nrole = \"leaf\"\nrack = 0\nupstream = [\"{d}\"]\n\
-             downstream = [\"{}\", \"{}\"]\nheartbeat_timeout_ms = 200\n",
-            execs[0], execs[1]
-        ),
-        ds,
-    );
+    let (exec_s, execs) = sockets(2);
+    let cfg = managed(d, ctl)
+        + &spine_instance(&[d])
+        + &leaf_instance(0, d, &execs, "heartbeat_timeout_ms = 200\n");
+    let _daemon = Daemon::start(&cfg, ds);
     let wstop = Arc::new(AtomicBool::new(false));
     let workers: Vec<Worker> = exec_s
         .into_iter()
         .enumerate()
-        .map(|(j, s)| {
-            let cfg = WorkerConfig::from_toml(&format!(
-                "listen = [\"{}\"]\nfirst_id = {j}\nleaf = \"{d}\"\npool = 1\nheartbeat_ms = 40\n",
-                execs[j]
-            ))
-            .unwrap();
-            Worker::start(&cfg, vec![s], wstop.clone()).unwrap()
-        })
+        .map(|(j, s)| worker(execs[j], d, &format!("first_id = {j}\n"), s, &wstop))
         .collect();
     let cstop = Arc::new(AtomicBool::new(false));
-    let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
-         tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [\"{d}\"]\n\
-         [[pool.rack]]\nleaf = \"{d}\"\nworkers = [\"{}\", \"{}\"]\n",
-        execs[0], execs[1]
-    ))
-    .unwrap();
-    let c = Controller::start(&cfg, cstop.clone()).unwrap();
+    let c = controller(ctl, admin, &[d], &[(d, &execs)], &cstop);
     let spine_view = |c: &Controller, field: &str| -> Vec<serde_json::Value> {
         serde_json::from_value(c.topology_json()["pools"][0]["spines"][0][field].clone())
             .unwrap_or_default()
@@ -673,12 +636,7 @@ fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
         served1,
         "the removed worker got tasks"
     );
-    cstop.store(true, Ordering::Relaxed);
-    c.join();
-    wstop.store(true, Ordering::Relaxed);
-    for w in workers {
-        w.join();
-    }
+    stop(c, &cstop, workers, &wstop);
 }
 
 /// Issue 16 item 2: a control datagram recorded on the wire and sent again

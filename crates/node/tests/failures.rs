@@ -40,17 +40,13 @@ fn silent_worker_is_removed_and_readmitted() {
         batch: 32,
         fail_replies: true,
         instances: vec![PoolConfig {
-            pool: 2,
-            role: Role::Leaf,
-            policy: Policy::Horus,
-            downstream: vec![a.local_addr().unwrap(), b.local_addr().unwrap()],
-            rack_workers: vec![],
-            upstream: vec![],
-            rack: 0,
             heartbeat_timeout_ms: 100,
-            clients: Vec::new(),
-            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
-            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
+            ..PoolConfig::new(
+                2,
+                Role::Leaf,
+                Policy::Horus,
+                vec![a.local_addr().unwrap(), b.local_addr().unwrap()],
+            )
         }],
         ..Default::default()
     };

@@ -5,13 +5,27 @@ mod common;
 
 use std::time::Duration;
 
-use common::{dp_drop, runtime_drop, sock};
+use common::{dp_drop, runtime_drop, sock, switch_config};
 use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::{
     decode, task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
     RackSchedLoadReport, RackSchedMessage, ReplyStatus,
 };
+
+/// An empty success reply to `task_id` in pool 5 from node 0 (a worker, or
+/// a leaf replying up).
+fn ok_reply(task_id: u64) -> Vec<u8> {
+    horus(
+        5,
+        0,
+        HorusBody::Reply(HorusReply {
+            task_id,
+            status: ReplyStatus::Ok,
+            payload: b"",
+        }),
+    )
+}
 
 fn horus(pool: u16, src: u16, body: HorusBody<'_>) -> Vec<u8> {
     Message::Horus(HorusMessage {
@@ -52,27 +66,11 @@ fn recv(s: &std::net::UdpSocket) -> Vec<u8> {
 fn bad_datagrams_are_counted_by_reason_and_never_crash() {
     let leaf0 = sock();
     let leaf1 = sock();
-    let cfg = SwitchConfig {
-        listen: "127.0.0.1:0".into(),
-        metrics: None,
-        seed: 1,
-        batch: 8,
-        fail_replies: true,
-        instances: vec![PoolConfig {
-            pool: 5,
-            role: Role::Spine,
-            policy: Policy::Horus,
-            downstream: vec![leaf0.local_addr().unwrap(), leaf1.local_addr().unwrap()],
-            rack_workers: vec![2, 2],
-            upstream: vec![],
-            rack: 0,
-            heartbeat_timeout_ms: 0,
-            clients: Vec::new(),
-            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
-            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
-        }],
-        ..Default::default()
-    };
+    let leaves = vec![leaf0.local_addr().unwrap(), leaf1.local_addr().unwrap()];
+    let cfg = switch_config(vec![PoolConfig {
+        rack_workers: vec![2, 2],
+        ..PoolConfig::new(5, Role::Spine, Policy::Horus, leaves)
+    }]);
     let mut d = SwitchDaemon::new(&cfg, sock()).unwrap();
     let reg = d.registry();
     let client = sock();
@@ -120,15 +118,7 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
     // Heartbeats belong to leaves.
     d.on_datagram(&horus(5, 0, HorusBody::KeepAlive), l0, 11);
     // A reply for an application whose tasks never came here.
-    let orphan = horus(
-        5,
-        0,
-        HorusBody::Reply(HorusReply {
-            task_id: task_id::new(99, 1),
-            status: ReplyStatus::Ok,
-            payload: b"",
-        }),
-    );
+    let orphan = ok_reply(task_id::new(99, 1));
     d.on_datagram(&orphan, l0, 12);
     // A reply from an address that is no leaf of this spine.
     d.on_datagram(&orphan, evil, 13);
@@ -212,28 +202,9 @@ fn bad_datagrams_are_counted_by_reason_and_never_crash() {
 
 #[test]
 fn random_bytes_never_panic() {
+    let workers = vec!["127.0.0.1:9".parse().unwrap(); 4];
     let mut d = SwitchDaemon::new(
-        &SwitchConfig {
-            listen: "127.0.0.1:0".into(),
-            metrics: None,
-            seed: 1,
-            batch: 8,
-            fail_replies: true,
-            instances: vec![PoolConfig {
-                pool: 1,
-                role: Role::Leaf,
-                policy: Policy::Horus,
-                downstream: vec!["127.0.0.1:9".parse().unwrap(); 4],
-                rack_workers: vec![],
-                upstream: vec![],
-                rack: 0,
-                heartbeat_timeout_ms: 0,
-                clients: Vec::new(),
-                max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
-                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
-            }],
-            ..Default::default()
-        },
+        &switch_config(vec![PoolConfig::new(1, Role::Leaf, Policy::Horus, workers)]),
         sock(),
     )
     .unwrap();
@@ -399,15 +370,7 @@ fn a_spoofed_task_cannot_redirect_replies() {
     assert_eq!(runtime_drop(&reg, "unregistered_source"), 1);
     assert!(try_recv(&worker, 50).is_none(), "forged task dispatched");
     // The worker's reply still goes to the client.
-    let reply = horus(
-        5,
-        0,
-        HorusBody::Reply(HorusReply {
-            task_id: task_id::new(app, 1),
-            status: ReplyStatus::Ok,
-            payload: b"",
-        }),
-    );
+    let reply = ok_reply(task_id::new(app, 1));
     d.on_datagram(&reply, w, 3);
     assert_eq!(try_recv(&client, 1000), Some(reply));
     assert!(try_recv(&spoofer, 50).is_none(), "reply stolen");
@@ -433,15 +396,7 @@ fn the_reply_route_table_is_bounded() {
     d.on_datagram(&horus(5, 0, task(task_id::new(2, 1), true, true)), ca[1], 2);
     assert_eq!(runtime_drop(&reg, "route_table_full"), 1);
     assert!(try_recv(&worker, 50).is_none());
-    let reply = horus(
-        5,
-        0,
-        HorusBody::Reply(HorusReply {
-            task_id: task_id::new(1, 1),
-            status: ReplyStatus::Ok,
-            payload: b"",
-        }),
-    );
+    let reply = ok_reply(task_id::new(1, 1));
     d.on_datagram(&reply, w, 3);
     assert_eq!(try_recv(&clients[0], 1000), Some(reply));
 }

@@ -6,25 +6,15 @@ mod common;
 use std::net::UdpSocket;
 use std::time::Duration;
 
-use common::sock;
+use common::{sock, switch_config};
 use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon};
-use netsched_proto::{decode, task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+use netsched_proto::{decode, task_id, HorusBody, HorusMessage, Message};
 
 fn task(pool: u16, seq: u32) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: pool,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: task_id::new(8, seq),
-            is_last: true,
-            ..Default::default()
-        }),
-    })
-    .to_vec()
-    .unwrap()
+    common::task_message(pool, task_id::new(8, seq), 0)
+        .to_vec()
+        .unwrap()
 }
 
 fn recv(s: &UdpSocket) -> Option<HorusMessage<'static>> {
@@ -44,42 +34,27 @@ fn instances_are_selected_by_pool() {
     let rack = sock();
     let worker = sock();
     let spine_up = sock();
-    let cfg = SwitchConfig {
-        listen: "127.0.0.1:0".into(),
-        metrics: None,
-        seed: 1,
-        batch: 8,
-        fail_replies: true,
-        instances: vec![
-            PoolConfig {
-                pool: 10,
-                role: Role::Spine,
-                policy: Policy::Horus,
-                downstream: vec![rack.local_addr().unwrap()],
-                rack_workers: vec![4],
-                upstream: vec![],
-                rack: 0,
-                heartbeat_timeout_ms: 0,
-                clients: Vec::new(),
-                max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
-                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
-            },
-            PoolConfig {
-                pool: 20,
-                role: Role::Leaf,
-                policy: Policy::Horus,
-                downstream: vec![worker.local_addr().unwrap()],
-                rack_workers: vec![],
-                upstream: vec![spine_up.local_addr().unwrap()],
-                rack: 3,
-                heartbeat_timeout_ms: 0,
-                clients: Vec::new(),
-                max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
-                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
-            },
-        ],
-        ..Default::default()
-    };
+    let cfg = switch_config(vec![
+        PoolConfig {
+            rack_workers: vec![4],
+            ..PoolConfig::new(
+                10,
+                Role::Spine,
+                Policy::Horus,
+                vec![rack.local_addr().unwrap()],
+            )
+        },
+        PoolConfig {
+            upstream: vec![spine_up.local_addr().unwrap()],
+            rack: 3,
+            ..PoolConfig::new(
+                20,
+                Role::Leaf,
+                Policy::Horus,
+                vec![worker.local_addr().unwrap()],
+            )
+        },
+    ]);
     let mut d = SwitchDaemon::new(&cfg, sock()).unwrap();
     let client = sock().local_addr().unwrap();
     d.on_datagram(&task(10, 1), client, 1);

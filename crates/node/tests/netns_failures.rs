@@ -259,6 +259,18 @@ impl Dc {
         Some(dc)
     }
 
+    /// A cluster of one spine, started and waited for until the spine
+    /// admits every rack.
+    fn start_admitted(tag: &str, o: Opts) -> Option<Dc> {
+        assert_eq!(o.spines, 1, "one spine's status");
+        let racks = o.racks;
+        let dc = Dc::start(tag, o)?;
+        wait_for("spine status", Duration::from_secs(3), || {
+            spine_admitted(&dc) == vec![true; racks]
+        });
+        Some(dc)
+    }
+
     fn controller_config(&self) -> ControllerConfig {
         let mut t = format!(
             "listen = \"{}\"\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\nstate = \"{}\"\n\
@@ -411,6 +423,20 @@ fn check_exact(dc: &Dc, before: (u64, u64), r: &ClientReport) {
     );
 }
 
+/// A run with retries: its report adds up, every task completed, and the
+/// copies it sent match what the cluster ran (`check_accounting`,
+/// `check_copies`).
+fn check_every_task_completed(dc: &Dc, r: &ClientReport) {
+    check_accounting(r);
+    assert_eq!(
+        r.completed,
+        r.submitted,
+        "every task completed: {}",
+        r.summary()
+    );
+    check_copies(dc, r);
+}
+
 /// A run with failures and client retries: every task ran at least once
 /// and at most once per copy the client sent, by the workers' and leaves'
 /// own counters.
@@ -461,10 +487,8 @@ fn kills_with_retries_lose_no_task() {
     std::thread::sleep(Duration::from_millis(600));
     dc.spines[0].kill();
     let r = client.join().unwrap().unwrap();
-    check_accounting(&r);
-    assert_eq!(r.completed, r.submitted, "{}", r.summary());
+    check_every_task_completed(&dc, &r);
     assert!(r.submitted > 4000, "{}", r.summary());
-    check_copies(&dc, &r);
     // What survives serves a clean run exactly.
     let before = (executed(&dc), dispatched(&dc));
     let r2 = dc
@@ -477,21 +501,9 @@ fn kills_with_retries_lose_no_task() {
 
 #[test]
 fn worker_and_leaf_failures_are_survived() {
-    let Some(mut dc) = Dc::start(
-        "kill",
-        Opts {
-            spines: 1,
-            racks: 3,
-            execs: 2,
-            drop_rate: 0.0,
-            loss_until_ms: 0,
-        },
-    ) else {
+    let Some(mut dc) = Dc::start_admitted("kill", Opts::default()) else {
         return;
     };
-    wait_for("spine status", Duration::from_secs(3), || {
-        spine_admitted(&dc) == vec![true; 3]
-    });
     // 6 workers of Exp(200 µs): 12,000 tasks/s saturate; run at ~25 %.
     // Retries on: a task in flight at the dead worker or leaf, or sent to
     // rack 2 before the controller noticed, is resubmitted (issue 16 item 5).
@@ -513,14 +525,7 @@ fn worker_and_leaf_failures_are_survived() {
         || spine_admitted(&dc) == vec![true, true, false],
     );
     let r = client.join().unwrap().unwrap();
-    check_accounting(&r);
-    assert_eq!(
-        r.completed,
-        r.submitted,
-        "every task completed: {}",
-        r.summary()
-    );
-    check_copies(&dc, &r);
+    check_every_task_completed(&dc, &r);
     let reg = dc.ctl.get().registry();
     assert!(
         reg.value("netsched_node_failures_total", "{kind=\"worker\"}")
@@ -547,21 +552,9 @@ fn worker_and_leaf_failures_are_survived() {
 
 #[test]
 fn cut_link_and_controller_restart() {
-    let Some(mut dc) = Dc::start(
-        "link",
-        Opts {
-            spines: 1,
-            racks: 3,
-            execs: 2,
-            drop_rate: 0.0,
-            loss_until_ms: 0,
-        },
-    ) else {
+    let Some(mut dc) = Dc::start_admitted("link", Opts::default()) else {
         return;
     };
-    wait_for("spine status", Duration::from_secs(3), || {
-        spine_admitted(&dc) == vec![true; 3]
-    });
     // Retries on: tasks sent to rack 1 while it is cut off time out and are
     // resubmitted elsewhere (issue 16 item 5).
     let client = dc.client_with(3000.0, 2600, 4, "retries = 5\n");
@@ -600,14 +593,7 @@ fn cut_link_and_controller_restart() {
         }) && spine_admitted(&dc) == vec![true; 3]
     });
     let r = client.join().unwrap().unwrap();
-    check_accounting(&r);
-    assert_eq!(
-        r.completed,
-        r.submitted,
-        "every task completed: {}",
-        r.summary()
-    );
-    check_copies(&dc, &r);
+    check_every_task_completed(&dc, &r);
     let reg = dc.ctl.get().registry();
     assert_eq!(
         reg.value("netsched_node_failures_total", "{kind=\"leaf\"}")
@@ -618,21 +604,16 @@ fn cut_link_and_controller_restart() {
 
 #[test]
 fn one_percent_loss_is_survived_and_idle_state_heals() {
-    let Some(dc) = Dc::start(
+    let Some(dc) = Dc::start_admitted(
         "loss",
         Opts {
-            spines: 1,
-            racks: 3,
-            execs: 2,
             drop_rate: 0.01,
             loss_until_ms: 1800,
+            ..Default::default()
         },
     ) else {
         return;
     };
-    wait_for("spine status", Duration::from_secs(3), || {
-        spine_admitted(&dc) == vec![true; 3]
-    });
     // Load ≈ 0.5 so racks keep turning busy and idle: many Idle Add/Remove.
     // 1 % loss on every link: client → spine and leaf → spine (at the
     // spine), spine → leaf and worker → leaf (at the leaves), leaf → worker
@@ -740,21 +721,16 @@ fn one_percent_loss_is_survived_and_idle_state_heals() {
 
 #[test]
 fn admin_api_adds_and_removes_workers_at_runtime() {
-    let Some(mut dc) = Dc::start(
+    let Some(mut dc) = Dc::start_admitted(
         "admn",
         Opts {
-            spines: 1,
             racks: 2,
             execs: 1,
-            drop_rate: 0.0,
-            loss_until_ms: 0,
+            ..Default::default()
         },
     ) else {
         return;
     };
-    wait_for("spine status", Duration::from_secs(3), || {
-        spine_admitted(&dc) == vec![true; 2]
-    });
     let admin: SocketAddr = dc.ctl_host.at(7080).parse().unwrap();
     let call = |m: &str, p: &str, tok: Option<&str>, b: Option<&str>| {
         let (m, p, tok, b) = (

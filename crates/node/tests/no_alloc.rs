@@ -15,12 +15,12 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{SocketAddr, UdpSocket};
 
-use common::sock;
+use common::{sock, switch_config};
 use netsched_node::config::{Policy, PoolConfig, Role};
-use netsched_node::{SwitchConfig, SwitchDaemon};
+use netsched_node::SwitchDaemon;
 use netsched_proto::{
-    task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message,
-    RackSchedMessage, RackSchedPacket, ReplyStatus, ReqId,
+    task_id, HorusBody, HorusHeader, HorusMessage, HorusReply, Message, RackSchedMessage,
+    RackSchedPacket, ReplyStatus, ReqId,
 };
 
 struct Counting;
@@ -61,21 +61,7 @@ fn encode(msg: Message<'_>, buf: &mut [u8]) -> usize {
 }
 
 fn task(pool: u16, id: u64, buf: &mut [u8]) -> usize {
-    encode(
-        Message::Horus(HorusMessage {
-            header: HorusHeader {
-                pool_id: pool,
-                ..Default::default()
-            },
-            body: HorusBody::TaskFirst(HorusTask {
-                task_id: id,
-                is_last: true,
-                service_time_ns: 1_000,
-                ..Default::default()
-            }),
-        }),
-        buf,
-    )
+    encode(common::task_message(pool, id, 1_000), buf)
 }
 
 fn reply(pool: u16, src: u16, qlen: u16, id: u64, buf: &mut [u8]) -> usize {
@@ -260,30 +246,16 @@ fn daemon_with(
     down: &[UdpSocket],
     up: Option<SocketAddr>,
 ) -> SwitchDaemon {
-    let cfg = SwitchConfig {
-        listen: "127.0.0.1:0".into(),
-        metrics: None,
-        seed: 1,
-        batch: 8,
-        instances: vec![PoolConfig {
-            pool: 4,
-            role,
-            policy,
-            downstream: down.iter().map(|s| s.local_addr().unwrap()).collect(),
-            rack_workers: if role == Role::Spine {
-                vec![2; down.len()]
-            } else {
-                vec![]
-            },
-            upstream: up.into_iter().collect(),
-            rack: 0,
-            heartbeat_timeout_ms: 0,
-            clients: Vec::new(),
-            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
-            ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
-        }],
-        ..Default::default()
-    };
+    let downstream = down.iter().map(|s| s.local_addr().unwrap()).collect();
+    let cfg = switch_config(vec![PoolConfig {
+        rack_workers: if role == Role::Spine {
+            vec![2; down.len()]
+        } else {
+            vec![]
+        },
+        upstream: up.into_iter().collect(),
+        ..PoolConfig::new(4, role, policy, downstream)
+    }]);
     SwitchDaemon::new(&cfg, sock()).unwrap()
 }
 

@@ -11,27 +11,12 @@ use common::{cluster, runtime_drop, sock};
 use netsched_config::workload::ServiceDist;
 use netsched_node::config::{ClientConfig, Policy, Target};
 use netsched_node::Client;
-use netsched_proto::{
-    task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
-};
+use netsched_proto::{task_id, HorusBody, HorusMessage, Message, ReplyStatus};
 
 const POOL: u16 = 4;
 
 fn task(app: u32) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: POOL,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: task_id::new(app, 1),
-            is_last: true,
-            service_time_ns: 1_000,
-            ..Default::default()
-        }),
-    })
-    .to_vec()
-    .unwrap()
+    common::task_datagram(POOL, task_id::new(app, 1))
 }
 
 /// Failed replies naming `reason` that reach `s` until it is quiet.

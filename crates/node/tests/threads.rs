@@ -11,25 +11,12 @@ use std::time::{Duration, Instant};
 use common::{decisions, sock};
 use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::{SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
-use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+use netsched_proto::{task_id, HorusBody, Message};
 
 const POOL: u16 = 3;
 
 fn task(app: u32, seq: u32) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: POOL,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: task_id::new(app, seq),
-            is_last: true,
-            service_time_ns: 1_000,
-            ..Default::default()
-        }),
-    })
-    .to_vec()
-    .unwrap()
+    common::task_datagram(POOL, task_id::new(app, seq))
 }
 
 #[test]

@@ -5,8 +5,32 @@
 use std::net::UdpSocket;
 
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
-use netsched_node::config::Policy;
+use netsched_node::config::{Policy, PoolConfig};
 use netsched_node::metrics::Registry;
+use netsched_node::SwitchConfig;
+use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+
+/// Task `id` for pool `pool`, alone in its job, that runs for
+/// `service_time_ns`: what a client sends first.
+pub fn task_message(pool: u16, id: u64, service_time_ns: u64) -> Message<'static> {
+    Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: pool,
+            ..Default::default()
+        },
+        body: HorusBody::TaskFirst(HorusTask {
+            task_id: id,
+            is_last: true,
+            service_time_ns,
+            ..Default::default()
+        }),
+    })
+}
+
+/// The datagram of a 1 µs `task_message`.
+pub fn task_datagram(pool: u16, id: u64) -> Vec<u8> {
+    task_message(pool, id, 1_000).to_vec().unwrap()
+}
 
 pub fn sock() -> UdpSocket {
     UdpSocket::bind("127.0.0.1:0").expect("bind loopback")
@@ -27,6 +51,17 @@ pub fn cluster(pool: u16, leaves: usize, execs: usize, policy: Policy) -> LocalC
         spin_us: 20,
     })
     .expect("cluster starts")
+}
+
+/// A daemon on an ephemeral loopback port running `instances`, seed 1,
+/// handling datagrams in batches of 8.
+pub fn switch_config(instances: Vec<PoolConfig>) -> SwitchConfig {
+    SwitchConfig {
+        seed: 1,
+        batch: 8,
+        instances,
+        ..Default::default()
+    }
 }
 
 pub fn decisions(r: &Registry, d: &str) -> u64 {

@@ -1,0 +1,318 @@
+//! Helpers shared by the CLI crate's integration tests: the `netsched`
+//! binary, scratch directories and config files, and for the
+//! network-namespace tests daemon processes, metrics scraping and client
+//! reports. Each test binary compiles this module and uses part of it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use netsched_node::netns::{self, Host, Lab, LabError};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_netsched")
+}
+
+/// Runs `netsched args` to completion: (exit code, stdout, stderr); -1 for
+/// a process ended by a signal.
+pub fn netsched(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin()).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs `netsched args` and checks it refused the input `name`: a non-zero
+/// exit and a one-line error naming `field`.
+pub fn assert_one_line_error(name: &str, args: &[&str], field: &str) {
+    let (code, _, err) = netsched(args);
+    assert_ne!(code, 0, "{name}: accepted");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{name}: not one line: {err}"
+    );
+    assert!(
+        err.contains(field),
+        "{name}: error does not name `{field}`: {err}"
+    );
+}
+
+/// `netsched-{tag}-{pid}` under the temp dir, created if missing (kept
+/// between the tests of one binary, which share it).
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("netsched-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Writes `text` to `dir/name`; returns the path as the string a command
+/// line takes.
+pub fn write_config(dir: &Path, name: &str, text: impl AsRef<[u8]>) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// `"a", "b"`: addresses as the elements of a TOML array.
+pub fn quoted(addrs: &[String]) -> String {
+    addrs
+        .iter()
+        .map(|a| format!("\"{a}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A JSON report's unsigned field `k`; panics naming it when missing.
+pub fn n(v: &serde_json::Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+/// Tasks a client report counts as failed, over all reasons.
+pub fn failed(v: &serde_json::Value) -> u64 {
+    v["failed"]
+        .as_object()
+        .map(|m| m.values().filter_map(|x| x.as_u64()).sum())
+        .unwrap_or(0)
+}
+
+/// Polls `f` every 50 ms until it holds; fails the test after `limit`.
+pub fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The namespace lab of test `test`, or None when namespaces are
+/// unavailable (skipped loudly; a failure under NETSCHED_REQUIRE_NETNS=1).
+pub fn lab(test: &str, tag: &str) -> Option<Lab> {
+    match Lab::new(tag) {
+        Ok(l) => Some(l),
+        Err(LabError::Skip(why)) => {
+            netns::skip(test, &why);
+            None
+        }
+        Err(LabError::Failed(e)) => panic!("{e}"),
+    }
+}
+
+/// True (after a loud skip) when the BPF object was not built, unless
+/// NETSCHED_REQUIRE_BPF is set: then the test runs and fails without it.
+pub fn bpf_missing(test: &str) -> bool {
+    // The loader refuses the empty object netsched-xdp builds without clang.
+    let clang = Command::new("clang")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if std::env::var_os("NETSCHED_REQUIRE_BPF").is_none() && !clang {
+        netns::skip(test, &"no BPF (clang missing when netsched-xdp was built)");
+        return true;
+    }
+    false
+}
+
+/// A test's scratch directory (`netsched-netns-{tag}-{pid}`, emptied
+/// first): removed when the test passes, kept with the daemons' logs and
+/// configs when it fails.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("netsched-netns-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("logs and configs kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// `ip netns exec <host> [taskset -c <cpu>] netsched`, for `args` to follow.
+pub fn in_netns(host: &Host, cpu: Option<&str>) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &host.name]);
+    if let Some(cpu) = cpu {
+        c.args(["taskset", "-c", cpu]);
+    }
+    c.arg(bin());
+    c
+}
+
+/// Daemon processes in namespaces, each logging to `<dir>/<name>.log`;
+/// SIGKILLed and reaped on drop, before the lab's namespaces go.
+pub struct Procs {
+    pub list: Vec<(String, Child)>,
+    dir: PathBuf,
+    cpu: Option<String>,
+}
+
+impl Procs {
+    pub fn new(dir: &Path) -> Procs {
+        Procs {
+            list: Vec::new(),
+            dir: dir.to_path_buf(),
+            cpu: None,
+        }
+    }
+
+    /// Every daemon started later is pinned to `cpu` (taskset).
+    pub fn pinned(dir: &Path, cpu: &str) -> Procs {
+        Procs {
+            list: Vec::new(),
+            dir: dir.to_path_buf(),
+            cpu: Some(cpu.to_string()),
+        }
+    }
+
+    pub fn start(&mut self, name: &str, host: &Host, args: &[&str]) {
+        let log = std::fs::File::create(self.log(name)).unwrap();
+        let child = in_netns(host, self.cpu.as_deref())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("ip netns exec");
+        self.list.push((name.to_string(), child));
+    }
+
+    pub fn log(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.log"))
+    }
+
+    pub fn pid(&self, name: &str) -> u32 {
+        self.list
+            .iter()
+            .find(|(n, _)| n == name)
+            .expect("known process")
+            .1
+            .id()
+    }
+
+    /// SIGKILL: the process gets no chance to say goodbye.
+    pub fn kill(&mut self, name: &str) {
+        let i = self
+            .list
+            .iter()
+            .position(|(n, _)| n == name)
+            .expect("known process");
+        let (_, mut c) = self.list.remove(i);
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    /// Fails the test, with the log, if any daemon has exited.
+    pub fn check_running(&mut self) {
+        if let Err(e) = self.all_running() {
+            panic!("{e}");
+        }
+    }
+
+    /// The first daemon that has exited, with its status and log.
+    pub fn all_running(&mut self) -> Result<(), String> {
+        for (name, child) in &mut self.list {
+            if let Ok(Some(status)) = child.try_wait() {
+                let log = std::fs::read_to_string(self.dir.join(format!("{name}.log")));
+                return Err(format!(
+                    "{name} exited ({status}): {}",
+                    log.unwrap_or_default()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.list {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A `netsched client -c cfg --json json` process in a namespace.
+pub struct ClientRun {
+    child: Child,
+    json: PathBuf,
+}
+
+impl ClientRun {
+    pub fn start(host: &Host, cpu: Option<&str>, cfg: &str, json: PathBuf) -> ClientRun {
+        let child = in_netns(host, cpu)
+            .args(["client", "-c", cfg, "--json"])
+            .arg(&json)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        ClientRun { child, json }
+    }
+
+    /// Waits for the client; fails the test with its stderr unless it
+    /// exited 0; returns its JSON report.
+    pub fn report(self) -> serde_json::Value {
+        let out = self.child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&self.json).unwrap()).unwrap()
+    }
+}
+
+/// Writes `<dir>/<name>.toml`, runs a client on it in `host`'s namespace
+/// and returns its report (`<dir>/<name>.json`).
+pub fn run_client(host: &Host, dir: &Path, name: &str, config: &str) -> serde_json::Value {
+    let cfg = write_config(dir, &format!("{name}.toml"), config);
+    ClientRun::start(host, None, &cfg, dir.join(format!("{name}.json"))).report()
+}
+
+/// Sum over label sets of the series `metric` whose labels contain `label`
+/// ("" for all) at `host`:`port`, read inside its namespace; the endpoint
+/// is tried `attempts` times 100 ms apart, None if it never answered.
+pub fn scrape(host: &Host, port: u16, metric: &str, label: &str, attempts: u32) -> Option<u64> {
+    let addr = host.at(port).parse().unwrap();
+    let (code, body) = (0..attempts).find_map(|_| {
+        let got = host
+            .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
+            .ok()?
+            .ok();
+        if got.is_none() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        got
+    })?;
+    assert_eq!(code, 200, "{body}");
+    Some(
+        body.lines()
+            .filter(|l| {
+                l.strip_prefix(metric)
+                    .is_some_and(|rest| rest.starts_with(['{', ' ']) && rest.contains(label))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum(),
+    )
+}
