@@ -25,8 +25,11 @@ const LEAF_METRICS: u16 = 7400;
 const WORKER_METRICS: u16 = 7401;
 
 /// Attempts at a daemon's /metrics, 100 ms apart: the first read waits
-/// for the program to attach.
-const SCRAPE_ATTEMPTS: u32 = 20;
+/// for the program to attach, which took 2.2 s from the daemon's start on a
+/// loaded machine (two busy processes and three builds; BPF verification),
+/// past the 2 s this once allowed. Only a daemon that never answers waits
+/// them all out.
+const SCRAPE_ATTEMPTS: u32 = 200;
 
 fn scrape(host: &Host, port: u16, metric: &str, label: &str) -> Option<u64> {
     common::scrape(host, port, metric, label, SCRAPE_ATTEMPTS)
