@@ -122,11 +122,70 @@ struct NodeSlots {
 }
 
 /// A running worker process: its executor threads.
-pub struct Worker {
+pub struct Worker(Executors);
+
+/// What a running worker process holds, whichever way its executors get
+/// tasks (sent by a leaf: [`Worker`]; pulled: [`crate::pull::PullWorker`]):
+/// their threads, the addresses they listen on, the metrics and the RocksDB
+/// store they share.
+pub(crate) struct Executors {
     threads: Vec<JoinHandle<()>>,
     addrs: Vec<SocketAddr>,
     registry: Arc<Registry>,
     rocks: Option<Arc<RocksStore>>,
+}
+
+impl Executors {
+    /// Prepares each bound socket (non-blocking, buffers) and hands it to
+    /// `spawn` with its index, which starts the threads that serve it.
+    pub(crate) fn start(
+        registry: Arc<Registry>,
+        rocks: Option<Arc<RocksStore>>,
+        socks: Vec<UdpSocket>,
+        mut spawn: impl FnMut(usize, UdpSocket, &mut Vec<JoinHandle<()>>) -> std::io::Result<()>,
+    ) -> std::io::Result<Self> {
+        let mut threads = Vec::new();
+        let mut addrs = Vec::new();
+        for (i, sock) in socks.into_iter().enumerate() {
+            net::prepare(&sock)?;
+            addrs.push(sock.local_addr()?);
+            spawn(i, sock, &mut threads)?;
+        }
+        Ok(Executors {
+            threads,
+            addrs,
+            registry,
+            rocks,
+        })
+    }
+
+    /// Binds every address of `listen`; `error` names a failure.
+    pub(crate) fn bind_all<E>(
+        listen: &[String],
+        error: impl Fn(&String, std::io::Error) -> E,
+    ) -> Result<Vec<UdpSocket>, E> {
+        listen
+            .iter()
+            .map(|a| UdpSocket::bind(a).map_err(|e| error(a, e)))
+            .collect()
+    }
+
+    pub(crate) fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    pub(crate) fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    /// Waits for every executor to stop (after `stop` is set), then closes
+    /// and removes the process's RocksDB.
+    pub(crate) fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+        drop(self.rocks);
+    }
 }
 
 /// Bound on each node's queue; beyond it a task is answered with a failed
@@ -285,79 +344,71 @@ impl Worker {
             .map(|i| register_slots(&mut reg, cfg.first_id + i as u16))
             .collect();
         let registry = Arc::new(reg);
-        let mut threads = Vec::new();
-        let mut addrs = Vec::new();
-        for (i, sock) in socks.into_iter().enumerate() {
-            net::prepare(&sock)?;
-            addrs.push(sock.local_addr()?);
-            let node = Arc::new(Node {
-                sock,
-                id: cfg.first_id + i as u16,
-                pool: cfg.pool,
-                leaf: cfg.leaf,
-                max_service_ns: cfg.max_service_ms.saturating_mul(1_000_000),
-                heartbeat: Duration::from_millis(cfg.heartbeat_ms),
-                spin: Duration::from_micros(cfg.spin_us),
-                preempt: (cfg.preempt_us > 0).then(|| Duration::from_micros(cfg.preempt_us)),
-                rocks: rocks.clone(),
-                registry: registry.clone(),
-                slots: slots[i],
-                // Announce ourselves at once: the leaf sees the node alive (§A.3).
-                state: Mutex::new(Shared {
-                    queue: VecDeque::with_capacity(QUEUE_CAPACITY),
-                    running: 0,
-                    poller: false,
-                    next_beat: Instant::now(),
-                    rx: vec![0u8; 2048],
-                    fault: Fault::new(&cfg.fault.for_stream(u64::from(cfg.first_id) + i as u64)),
-                    pending: HashSet::with_capacity(QUEUE_CAPACITY + cfg.executors),
-                }),
-                cv: Condvar::new(),
-                started: Instant::now(),
-            });
-            for e in 0..cfg.executors {
-                let node = node.clone();
-                let stop = stop.clone();
-                threads.push(
-                    std::thread::Builder::new()
-                        .name(format!("exec-{}.{e}", node.id))
-                        .spawn(move || executor(&node, &stop))?,
-                );
-            }
-        }
-        Ok(Worker {
-            threads,
-            addrs,
-            registry,
-            rocks,
-        })
+        let executors = Executors::start(
+            registry.clone(),
+            rocks.clone(),
+            socks,
+            |i, sock, threads| {
+                let node = Arc::new(Node {
+                    sock,
+                    id: cfg.first_id + i as u16,
+                    pool: cfg.pool,
+                    leaf: cfg.leaf,
+                    max_service_ns: cfg.max_service_ms.saturating_mul(1_000_000),
+                    heartbeat: Duration::from_millis(cfg.heartbeat_ms),
+                    spin: Duration::from_micros(cfg.spin_us),
+                    preempt: (cfg.preempt_us > 0).then(|| Duration::from_micros(cfg.preempt_us)),
+                    rocks: rocks.clone(),
+                    registry: registry.clone(),
+                    slots: slots[i],
+                    // Announce ourselves at once: the leaf sees the node alive (§A.3).
+                    state: Mutex::new(Shared {
+                        queue: VecDeque::with_capacity(QUEUE_CAPACITY),
+                        running: 0,
+                        poller: false,
+                        next_beat: Instant::now(),
+                        rx: vec![0u8; 2048],
+                        fault: Fault::new(
+                            &cfg.fault.for_stream(u64::from(cfg.first_id) + i as u64),
+                        ),
+                        pending: HashSet::with_capacity(QUEUE_CAPACITY + cfg.executors),
+                    }),
+                    cv: Condvar::new(),
+                    started: Instant::now(),
+                });
+                for e in 0..cfg.executors {
+                    let node = node.clone();
+                    let stop = stop.clone();
+                    threads.push(
+                        std::thread::Builder::new()
+                            .name(format!("exec-{}.{e}", node.id))
+                            .spawn(move || executor(&node, &stop))?,
+                    );
+                }
+                Ok(())
+            },
+        )?;
+        Ok(Worker(executors))
     }
 
     /// Binds `cfg.listen` and starts.
     pub fn bind(cfg: &WorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, Error> {
-        let socks = cfg
-            .listen
-            .iter()
-            .map(|a| UdpSocket::bind(a).map_err(|e| Error::io(a, e)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let socks = Executors::bind_all(&cfg.listen, |a, e| Error::io(a, e))?;
         Self::start(cfg, socks, stop)
     }
 
     pub fn addrs(&self) -> &[SocketAddr] {
-        &self.addrs
+        self.0.addrs()
     }
 
     pub fn registry(&self) -> Arc<Registry> {
-        self.registry.clone()
+        self.0.registry()
     }
 
     /// Waits for every executor to stop (after `stop` is set), then closes
     /// and removes the process's RocksDB.
     pub fn join(self) {
-        for t in self.threads {
-            let _ = t.join();
-        }
-        drop(self.rocks);
+        self.0.join()
     }
 }
 

@@ -53,6 +53,7 @@ use netsched_proto::{DecodeError, DraconisMessage, Message, TaskVec, WireTask, M
 
 use super::config::PullSwitchConfig;
 use super::error::PullError;
+use super::serve::{run_with_metrics, Started};
 use crate::fault::Fault;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net::{self, Clock, Mmsg};
@@ -819,29 +820,10 @@ pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), P
         return super::xdp::run_config(cfg, stop);
     }
     let mut d = PullDaemon::bind(cfg)?;
-    let metrics = match &cfg.metrics {
-        Some(a) => Some(
-            crate::metrics::serve(a, d.registry(), stop.clone()).map_err(|source| {
-                PullError::Metrics {
-                    addr: a.clone(),
-                    source,
-                }
-            })?,
-        ),
-        None => None,
+    let started = Started {
+        listen: d.local_addr(),
+        policy: d.policy().name(),
+        datapath: "socket",
     };
-    tracing::info!(
-        target: "pull-switch",
-        listen = %d.local_addr(),
-        policy = %d.policy().name(),
-        executors = cfg.executors.len(),
-        metrics = %metrics.as_ref().map_or_else(|| "off".to_string(), |m| m.0.to_string()),
-        "started"
-    );
-    d.run(&stop)?;
-    if let Some((_, h)) = metrics {
-        let _ = h.join();
-    }
-    tracing::info!(target: "pull-switch", "stopped");
-    Ok(())
+    run_with_metrics(cfg, d.registry(), started, &stop, || Ok(d.run(&stop)?))
 }
