@@ -121,7 +121,10 @@ fn register(reg: &mut Registry, id: u32) -> ExecSlots {
 }
 
 /// A running set of pull executors.
-pub struct PullWorker(Executors);
+pub type PullWorker = Executors<Pulled>;
+
+/// [`Executors`] that pull their tasks from the scheduler ([`PullWorker`]).
+pub enum Pulled {}
 
 struct Exec {
     sock: UdpSocket,
@@ -152,59 +155,37 @@ impl PullWorker {
             )),
             None => None,
         };
-        let mut reg = Registry::new();
-        let slots: Vec<ExecSlots> = (0..socks.len())
-            .map(|i| register(&mut reg, cfg.first_id + i as u32))
-            .collect();
-        let registry = Arc::new(reg);
-        let executors = Executors::start(
-            registry.clone(),
-            rocks.clone(),
-            socks,
-            |i, sock, threads| {
-                let ex = Exec {
-                    sock,
-                    id: cfg.first_id + i as u32,
-                    scheduler: cfg.scheduler,
-                    mode: Mode::of(cfg.policy),
-                    node: cfg.node,
-                    resources: cfg.resources,
-                    retry: Duration::from_micros(cfg.retry_us),
-                    request_timeout: Duration::from_millis(cfg.request_timeout_ms),
-                    spin: Duration::from_micros(cfg.spin_us),
-                    rocks: rocks.clone(),
-                    registry: registry.clone(),
-                    slots: slots[i],
-                };
-                let stop = stop.clone();
-                threads.push(
-                    std::thread::Builder::new()
-                        .name(format!("pull-exec-{}", ex.id))
-                        .spawn(move || ex.run(&stop))?,
-                );
-                Ok(())
-            },
-        )?;
-        Ok(PullWorker(executors))
+        let slots_of = |reg: &mut Registry, i: usize| register(reg, cfg.first_id + i as u32);
+        let executors = Self::spawn_per_socket(socks, rocks, slots_of, |s, threads| {
+            let ex = Exec {
+                sock: s.sock,
+                id: cfg.first_id + s.index as u32,
+                scheduler: cfg.scheduler,
+                mode: Mode::of(cfg.policy),
+                node: cfg.node,
+                resources: cfg.resources,
+                retry: Duration::from_micros(cfg.retry_us),
+                request_timeout: Duration::from_millis(cfg.request_timeout_ms),
+                spin: Duration::from_micros(cfg.spin_us),
+                rocks: s.rocks.clone(),
+                registry: s.registry.clone(),
+                slots: s.slots,
+            };
+            let stop = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("pull-exec-{}", ex.id))
+                    .spawn(move || ex.run(&stop))?,
+            );
+            Ok(())
+        })?;
+        Ok(executors)
     }
 
     /// Binds `cfg.listen` and starts.
     pub fn bind(cfg: &PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, PullError> {
-        let socks = Executors::bind_all(&cfg.listen, |a, e| PullError::bind(a, e))?;
+        let socks = Self::bind_all(&cfg.listen, |a, e| PullError::bind(a, e))?;
         Self::start(cfg, socks, stop)
-    }
-
-    pub fn addrs(&self) -> &[SocketAddr] {
-        self.0.addrs()
-    }
-
-    pub fn registry(&self) -> Arc<Registry> {
-        self.0.registry()
-    }
-
-    /// Waits for every executor to stop (after `stop` is set).
-    pub fn join(self) {
-        self.0.join()
     }
 }
 

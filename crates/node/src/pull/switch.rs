@@ -202,6 +202,24 @@ pub(super) fn register_traffic(reg: &mut Registry) -> Traffic {
     }
 }
 
+impl Traffic {
+    /// Decodes a received datagram and counts it: by its Draconis type, or
+    /// as invalid with the reason it was dropped.
+    pub(super) fn decode(&self, registry: &Registry, data: &[u8]) -> Option<DraconisMessage> {
+        let drop = match Message::decode(data) {
+            Ok(Message::Draconis(m)) => {
+                registry.inc(self.rx[m.draconis_type() as usize - 1]);
+                return Some(m);
+            }
+            Ok(_) => PullDrop::UnsupportedFamily,
+            Err(e) => PullDrop::of_decode(e),
+        };
+        registry.inc(self.rx_invalid);
+        registry.inc(self.drops[drop as usize]);
+        None
+    }
+}
+
 fn register(reg: &mut Registry) -> Slots {
     let c = Kind::Counter;
     let g = Kind::Gauge;
@@ -500,19 +518,9 @@ impl PullDaemon {
 
     /// One datagram.
     pub fn on_datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
-        let msg = match Message::decode(data) {
-            Ok(Message::Draconis(m)) => m,
-            Ok(_) => {
-                self.registry.inc(self.slots.traffic.rx_invalid);
-                return self.drop(PullDrop::UnsupportedFamily);
-            }
-            Err(e) => {
-                self.registry.inc(self.slots.traffic.rx_invalid);
-                return self.drop(PullDrop::of_decode(e));
-            }
+        let Some(msg) = self.slots.traffic.decode(&self.registry, data) else {
+            return;
         };
-        self.registry
-            .inc(self.slots.traffic.rx[msg.draconis_type() as usize - 1]);
         match msg {
             DraconisMessage::JobSubmission { job, tasks } => self.on_job(job, tasks, src, now),
             DraconisMessage::TaskRequest { node, resources } => {

@@ -276,19 +276,9 @@ impl PullXdpDaemon {
 
     /// A datagram the program passed up (module docs).
     fn on_passed(&mut self, data: &[u8], src: SocketAddr) {
-        let msg = match Message::decode(data) {
-            Ok(Message::Draconis(m)) => m,
-            Ok(_) => {
-                self.registry.inc(self.slots.traffic.rx_invalid);
-                return self.drop(PullDrop::UnsupportedFamily);
-            }
-            Err(e) => {
-                self.registry.inc(self.slots.traffic.rx_invalid);
-                return self.drop(PullDrop::of_decode(e));
-            }
+        let Some(msg) = self.slots.traffic.decode(&self.registry, data) else {
+            return;
         };
-        self.registry
-            .inc(self.slots.traffic.rx[msg.draconis_type() as usize - 1]);
         match msg {
             DraconisMessage::TaskRequest { .. } => {
                 if !self.executors.contains(&src) {
