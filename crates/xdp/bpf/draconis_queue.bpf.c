@@ -39,6 +39,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "frame.h"
+#include "maps.h"
 #include "steer.h"
 
 // Priority levels one program holds (the loader refuses more).
@@ -157,14 +158,6 @@ struct run {
 	__u32 done;
 };
 
-#define ARRAY(name, value_t, len)                     \
-	struct {                                      \
-		__uint(type, BPF_MAP_TYPE_ARRAY);     \
-		__uint(max_entries, len);             \
-		__type(key, __u32);                   \
-		__type(value, value_t);               \
-	} name SEC(".maps")
-
 // The switch model's arrays, stages 0-3 (queue.rs CircularQueue).
 ARRAY(drac_retrieve, __u32, MAX_LEVELS);
 ARRAY(drac_add, __u32, MAX_LEVELS);
@@ -172,7 +165,7 @@ ARRAY(drac_repair, struct repair_flags, MAX_LEVELS);
 // levels × capacity entries: the loader sets the size before loading.
 ARRAY(drac_queue, struct slot, 1);
 ARRAY(drac_config, struct drac_config, 1);
-ARRAY(drac_counters, __u64, C_COUNTERS);
+DEFINE_COUNTERS(drac_counters, C_COUNTERS)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -195,14 +188,6 @@ struct {
 } drac_scratch SEC(".maps");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-static __always_inline void count(enum counter c, __u64 n)
-{
-	__u32 key = c;
-	__u64 *v = bpf_map_lookup_elem(&drac_counters, &key);
-	if (v)
-		*v += n;
-}
 
 // ---- the circular queue (queue.rs) ----
 

@@ -30,6 +30,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "frame.h"
+#include "maps.h"
 #include "steer.h"
 
 #define MAX_WORKERS 64
@@ -130,14 +131,6 @@ struct rng_state {
 	__u64 s[4];
 };
 
-#define ARRAY(name, value_t, len)                     \
-	struct {                                      \
-		__uint(type, BPF_MAP_TYPE_ARRAY);     \
-		__uint(max_entries, len);             \
-		__type(key, __u32);                   \
-		__type(value, value_t);               \
-	} name SEC(".maps")
-
 // idleNodes (stages 0-2), crates/core/src/idle.rs.
 ARRAY(idle_lock, __u8, 1);
 ARRAY(idle_p, __u32, 1);
@@ -165,7 +158,7 @@ ARRAY(leaf_spine_view, __u32, 1);
 ARRAY(leaf_config, struct leaf_config, 1);
 ARRAY(leaf_rng, struct rng_state, 1);
 ARRAY(worker_addr, struct worker_addr, MAX_WORKERS);
-ARRAY(counters, __u64, C_COUNTERS);
+DEFINE_COUNTERS(counters, C_COUNTERS)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
@@ -202,14 +195,6 @@ static __always_inline __u32 sat_mul(__u32 a, __u32 b)
 {
 	__u64 p = (__u64)a * b;
 	return p > 0xffffffffull ? 0xffffffffu : (__u32)p;
-}
-
-static __always_inline void count(enum counter c, __u64 n)
-{
-	__u32 key = c;
-	__u64 *v = bpf_map_lookup_elem(&counters, &key);
-	if (v)
-		*v += n;
 }
 
 static __always_inline void notify(__u32 kind, __u32 value)
