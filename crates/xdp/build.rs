@@ -10,8 +10,10 @@ const PROGRAMS: [&str; 2] = ["horus_leaf", "draconis_queue"];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CLANG");
-    // Shared by both programs: the one-CPU steering.
+    // Shared by both programs: the one-CPU steering, the framing, the maps.
     println!("cargo:rerun-if-changed=bpf/steer.h");
+    println!("cargo:rerun-if-changed=bpf/frame.h");
+    println!("cargo:rerun-if-changed=bpf/maps.h");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".into());
     for program in PROGRAMS {

@@ -56,6 +56,7 @@
 //! Earlier packets are only counted.
 
 use std::collections::{HashSet, VecDeque};
+use std::marker::PhantomData;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -121,12 +122,98 @@ struct NodeSlots {
     fault_drops: FaultCounters,
 }
 
-/// A running worker process: its executor threads.
-pub struct Worker {
+/// A running worker process: its executor threads, which run the tasks a
+/// leaf sends them.
+pub type Worker = Executors<Sent>;
+
+/// [`Executors`] that run the tasks a leaf sends them ([`Worker`]).
+pub enum Sent {}
+
+/// A running worker process, whichever way its executors get tasks (`K`:
+/// [`Sent`] for a [`Worker`], [`crate::pull::executor::Pulled`] for a
+/// [`crate::pull::PullWorker`]): their threads, the addresses they listen
+/// on, the metrics and the RocksDB store they share.
+pub struct Executors<K> {
     threads: Vec<JoinHandle<()>>,
     addrs: Vec<SocketAddr>,
     registry: Arc<Registry>,
     rocks: Option<Arc<RocksStore>>,
+    kind: PhantomData<K>,
+}
+
+/// One bound socket [`Executors::spawn_per_socket`] hands on, with what
+/// its threads share.
+pub(crate) struct SocketStart<'a, S> {
+    pub index: usize,
+    pub sock: UdpSocket,
+    pub slots: S,
+    pub registry: &'a Arc<Registry>,
+    pub rocks: &'a Option<Arc<RocksStore>>,
+}
+
+impl<K> Executors<K> {
+    /// Registers each socket's metric slots (`register`, before any thread
+    /// starts), prepares each bound socket (non-blocking, buffers) and hands
+    /// it to `spawn`, which starts the threads that serve it.
+    pub(crate) fn spawn_per_socket<S>(
+        socks: Vec<UdpSocket>,
+        rocks: Option<Arc<RocksStore>>,
+        register: impl Fn(&mut Registry, usize) -> S,
+        mut spawn: impl FnMut(SocketStart<'_, S>, &mut Vec<JoinHandle<()>>) -> std::io::Result<()>,
+    ) -> std::io::Result<Self> {
+        let mut reg = Registry::new();
+        let slots: Vec<S> = (0..socks.len()).map(|i| register(&mut reg, i)).collect();
+        let registry = Arc::new(reg);
+        let mut threads = Vec::new();
+        let mut addrs = Vec::new();
+        for ((index, sock), slots) in socks.into_iter().enumerate().zip(slots) {
+            net::prepare(&sock)?;
+            addrs.push(sock.local_addr()?);
+            let start = SocketStart {
+                index,
+                sock,
+                slots,
+                registry: &registry,
+                rocks: &rocks,
+            };
+            spawn(start, &mut threads)?;
+        }
+        Ok(Executors {
+            threads,
+            addrs,
+            registry,
+            rocks,
+            kind: PhantomData,
+        })
+    }
+
+    /// Binds every address of `listen`; `error` names a failure.
+    pub(crate) fn bind_all<E>(
+        listen: &[String],
+        error: impl Fn(&String, std::io::Error) -> E,
+    ) -> Result<Vec<UdpSocket>, E> {
+        listen
+            .iter()
+            .map(|a| UdpSocket::bind(a).map_err(|e| error(a, e)))
+            .collect()
+    }
+
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    /// Waits for every executor to stop (after `stop` is set), then closes
+    /// and removes the process's RocksDB (if it has one).
+    pub fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+        drop(self.rocks);
+    }
 }
 
 /// Bound on each node's queue; beyond it a task is answered with a failed
@@ -280,28 +367,20 @@ impl Worker {
             }
             None => None,
         };
-        let mut reg = Registry::new();
-        let slots: Vec<NodeSlots> = (0..socks.len())
-            .map(|i| register_slots(&mut reg, cfg.first_id + i as u16))
-            .collect();
-        let registry = Arc::new(reg);
-        let mut threads = Vec::new();
-        let mut addrs = Vec::new();
-        for (i, sock) in socks.into_iter().enumerate() {
-            net::prepare(&sock)?;
-            addrs.push(sock.local_addr()?);
+        let slots_of = |reg: &mut Registry, i: usize| register_slots(reg, cfg.first_id + i as u16);
+        let executors = Self::spawn_per_socket(socks, rocks, slots_of, |s, threads| {
             let node = Arc::new(Node {
-                sock,
-                id: cfg.first_id + i as u16,
+                sock: s.sock,
+                id: cfg.first_id + s.index as u16,
                 pool: cfg.pool,
                 leaf: cfg.leaf,
                 max_service_ns: cfg.max_service_ms.saturating_mul(1_000_000),
                 heartbeat: Duration::from_millis(cfg.heartbeat_ms),
                 spin: Duration::from_micros(cfg.spin_us),
                 preempt: (cfg.preempt_us > 0).then(|| Duration::from_micros(cfg.preempt_us)),
-                rocks: rocks.clone(),
-                registry: registry.clone(),
-                slots: slots[i],
+                rocks: s.rocks.clone(),
+                registry: s.registry.clone(),
+                slots: s.slots,
                 // Announce ourselves at once: the leaf sees the node alive (§A.3).
                 state: Mutex::new(Shared {
                     queue: VecDeque::with_capacity(QUEUE_CAPACITY),
@@ -309,7 +388,10 @@ impl Worker {
                     poller: false,
                     next_beat: Instant::now(),
                     rx: vec![0u8; 2048],
-                    fault: Fault::new(&cfg.fault.for_stream(u64::from(cfg.first_id) + i as u64)),
+                    fault: Fault::new(
+                        &cfg.fault
+                            .for_stream(u64::from(cfg.first_id) + s.index as u64),
+                    ),
                     pending: HashSet::with_capacity(QUEUE_CAPACITY + cfg.executors),
                 }),
                 cv: Condvar::new(),
@@ -324,40 +406,15 @@ impl Worker {
                         .spawn(move || executor(&node, &stop))?,
                 );
             }
-        }
-        Ok(Worker {
-            threads,
-            addrs,
-            registry,
-            rocks,
-        })
+            Ok(())
+        })?;
+        Ok(executors)
     }
 
     /// Binds `cfg.listen` and starts.
     pub fn bind(cfg: &WorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, Error> {
-        let socks = cfg
-            .listen
-            .iter()
-            .map(|a| UdpSocket::bind(a).map_err(|e| Error::io(a, e)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let socks = Self::bind_all(&cfg.listen, |a, e| Error::io(a, e))?;
         Self::start(cfg, socks, stop)
-    }
-
-    pub fn addrs(&self) -> &[SocketAddr] {
-        &self.addrs
-    }
-
-    pub fn registry(&self) -> Arc<Registry> {
-        self.registry.clone()
-    }
-
-    /// Waits for every executor to stop (after `stop` is set), then closes
-    /// and removes the process's RocksDB.
-    pub fn join(self) {
-        for t in self.threads {
-            let _ = t.join();
-        }
-        drop(self.rocks);
     }
 }
 

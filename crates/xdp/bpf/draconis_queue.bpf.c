@@ -38,6 +38,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "frame.h"
+#include "maps.h"
 #include "steer.h"
 
 // Priority levels one program holds (the loader refuses more).
@@ -60,8 +62,6 @@
 #define NOOP_LEN 2
 #define ACK_LEN 11
 #define HEADERS_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
-#define IP_MF 0x2000
-#define IP_OFFSET 0x1fff
 
 // Counters (crates/xdp/src/draconis.rs XdpDraconisCounters), indices into
 // `drac_counters`; the first six are DraconisStats of the sans-IO switch.
@@ -158,14 +158,6 @@ struct run {
 	__u32 done;
 };
 
-#define ARRAY(name, value_t, len)                     \
-	struct {                                      \
-		__uint(type, BPF_MAP_TYPE_ARRAY);     \
-		__uint(max_entries, len);             \
-		__type(key, __u32);                   \
-		__type(value, value_t);               \
-	} name SEC(".maps")
-
 // The switch model's arrays, stages 0-3 (queue.rs CircularQueue).
 ARRAY(drac_retrieve, __u32, MAX_LEVELS);
 ARRAY(drac_add, __u32, MAX_LEVELS);
@@ -173,7 +165,7 @@ ARRAY(drac_repair, struct repair_flags, MAX_LEVELS);
 // levels × capacity entries: the loader sets the size before loading.
 ARRAY(drac_queue, struct slot, 1);
 ARRAY(drac_config, struct drac_config, 1);
-ARRAY(drac_counters, __u64, C_COUNTERS);
+DEFINE_COUNTERS(drac_counters, C_COUNTERS)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -196,14 +188,6 @@ struct {
 } drac_scratch SEC(".maps");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-static __always_inline void count(enum counter c, __u64 n)
-{
-	__u32 key = c;
-	__u64 *v = bpf_map_lookup_elem(&drac_counters, &key);
-	if (v)
-		*v += n;
-}
 
 // ---- the circular queue (queue.rs) ----
 
@@ -373,13 +357,6 @@ static long drac_pass(__u32 index, void *ctx)
 
 // ---- the frame ----
 
-static __always_inline __u16 csum_fold(__u32 sum)
-{
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
 static __always_inline __u64 get_be64(const __u8 *p)
 {
 	__u64 v;
@@ -424,13 +401,7 @@ static __always_inline int reply_headers(void *data, void *data_end, __u16 paylo
 	ip->saddr = ip->daddr;
 	ip->daddr = addr;
 	ip->tot_len = bpf_htons(sizeof(struct iphdr) + sizeof(struct udphdr) + payload_len);
-	ip->check = 0;
-	__u32 sum = 0;
-	__u16 *words = (__u16 *)ip;
-#pragma unroll
-	for (int i = 0; i < (int)sizeof(struct iphdr) / 2; i++)
-		sum += words[i];
-	ip->check = csum_fold(sum);
+	ipv4_set_checksum(ip);
 	__be16 port = udp->source;
 	udp->source = udp->dest;
 	udp->dest = port;
@@ -531,31 +502,20 @@ static __always_inline int queue_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
+	struct udp_frame frame;
+	if (parse_udp_frame(data, data_end, &frame))
 		goto pass;
-	struct iphdr *ip = (void *)(eth + 1);
-	// Options would move the UDP header, a fragment has none or only part
-	// of the datagram; the daemons send neither.
-	if ((void *)(ip + 1) > data_end || ip->version != 4 || ip->ihl != 5 ||
-	    ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
-		goto pass;
-	struct udphdr *udp = (void *)(ip + 1);
-	__u8 *body = (void *)(udp + 1);
+	__u8 *body = frame.body;
 	if ((void *)(body + 2) > data_end)
 		goto pass;
-	// The datagram is the UDP length; Ethernet may pad the frame beyond it.
-	__u32 udp_len = bpf_ntohs(udp->len);
-	__u32 tot_len = bpf_ntohs(ip->tot_len);
-	if (udp_len < sizeof(struct udphdr) + 2 || tot_len != sizeof(struct iphdr) + udp_len ||
-	    (void *)udp + udp_len > data_end)
+	__u32 len;
+	if (udp_payload_len(&frame, data_end, 2, &len))
 		goto pass;
-	__u32 len = udp_len - sizeof(struct udphdr);
 	if (body[0] != WIRE_PULL)
 		goto pass;
 	__u8 type = body[1];
-	__be32 src_ip = ip->saddr;
-	__be16 src_port = udp->source;
+	__be32 src_ip = frame.ip->saddr;
+	__be16 src_port = frame.udp->source;
 
 	__u32 zero = 0;
 	struct run *run = bpf_map_lookup_elem(&drac_scratch, &zero);

@@ -29,6 +29,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "frame.h"
+#include "maps.h"
 #include "steer.h"
 
 #define MAX_WORKERS 64
@@ -56,8 +58,6 @@
 #define REPLY_STATUS_OFFSET 20
 #define REPLY_STATUS_MAX 1
 #define MAX_DATAGRAM 1472
-#define IP_MF 0x2000
-#define IP_OFFSET 0x1fff
 
 // Notice kinds on the `notices` queue (crates/xdp/src/lib.rs NoticeKind).
 #define NOTICE_IDLE_ADD 1
@@ -131,14 +131,6 @@ struct rng_state {
 	__u64 s[4];
 };
 
-#define ARRAY(name, value_t, len)                     \
-	struct {                                      \
-		__uint(type, BPF_MAP_TYPE_ARRAY);     \
-		__uint(max_entries, len);             \
-		__type(key, __u32);                   \
-		__type(value, value_t);               \
-	} name SEC(".maps")
-
 // idleNodes (stages 0-2), crates/core/src/idle.rs.
 ARRAY(idle_lock, __u8, 1);
 ARRAY(idle_p, __u32, 1);
@@ -166,7 +158,7 @@ ARRAY(leaf_spine_view, __u32, 1);
 ARRAY(leaf_config, struct leaf_config, 1);
 ARRAY(leaf_rng, struct rng_state, 1);
 ARRAY(worker_addr, struct worker_addr, MAX_WORKERS);
-ARRAY(counters, __u64, C_COUNTERS);
+DEFINE_COUNTERS(counters, C_COUNTERS)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
@@ -203,14 +195,6 @@ static __always_inline __u32 sat_mul(__u32 a, __u32 b)
 {
 	__u64 p = (__u64)a * b;
 	return p > 0xffffffffull ? 0xffffffffu : (__u32)p;
-}
-
-static __always_inline void count(enum counter c, __u64 n)
-{
-	__u32 key = c;
-	__u64 *v = bpf_map_lookup_elem(&counters, &key);
-	if (v)
-		*v += n;
 }
 
 static __always_inline void notify(__u32 kind, __u32 value)
@@ -653,13 +637,6 @@ static __always_inline int on_reply(__u32 node, __u32 qlen, __u64 now,
 	return XDP_PASS;
 }
 
-static __always_inline __u16 csum_fold(__u32 sum)
-{
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
 // Send the task on to `node`: destination MAC, IP and UDP port from the
 // loader's table, dst_id in the netsched header, a fresh IPv4 checksum and
 // no UDP checksum (optional over IPv4).
@@ -690,13 +667,7 @@ static __always_inline int forward(struct ethhdr *eth, struct iphdr *ip, struct 
 	udp->check = 0;
 	horus[6] = (__u8)(node >> 8);
 	horus[7] = (__u8)node;
-	ip->check = 0;
-	__u32 sum = 0;
-	__u16 *words = (__u16 *)ip;
-#pragma unroll
-	for (int i = 0; i < (int)sizeof(struct iphdr) / 2; i++)
-		sum += words[i];
-	ip->check = csum_fold(sum);
+	ipv4_set_checksum(ip);
 	return XDP_TX;
 }
 
@@ -707,28 +678,18 @@ static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
+	// Not a frame for the leaf: passed up uncounted.
+	struct udp_frame frame;
+	if (parse_udp_frame(data, data_end, &frame))
 		return XDP_PASS;
-	struct iphdr *ip = (void *)(eth + 1);
-	// Options would move the UDP header, a fragment has none or only part
-	// of the datagram; the daemons send neither.
-	if ((void *)(ip + 1) > data_end || ip->version != 4 || ip->ihl != 5 ||
-	    ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
-		return XDP_PASS;
-	struct udphdr *udp = (void *)(ip + 1);
-	__u8 *horus = (void *)(udp + 1);
+	__u8 *horus = frame.body;
 	if ((void *)(horus + HORUS_HEADER_LEN) > data_end || horus[0] != WIRE_HORUS)
 		return XDP_PASS;
 	// Only a datagram the decoder (crates/proto) accepts may change state or
-	// be sent on: its length is the UDP length (Ethernet may pad the frame
-	// beyond it), which the payload length field must end exactly.
-	__u32 udp_len = bpf_ntohs(udp->len);
-	if (udp_len < sizeof(struct udphdr) + HORUS_HEADER_LEN ||
-	    bpf_ntohs(ip->tot_len) != sizeof(struct iphdr) + udp_len ||
-	    (void *)udp + udp_len > data_end || udp_len - sizeof(struct udphdr) > MAX_DATAGRAM)
+	// be sent on: the payload length field must end the datagram exactly.
+	__u32 len;
+	if (udp_payload_len(&frame, data_end, HORUS_HEADER_LEN, &len) || len > MAX_DATAGRAM)
 		goto pass;
-	__u32 len = udp_len - sizeof(struct udphdr);
 
 	__u32 zero = 0;
 	const struct leaf_config *cfg = bpf_map_lookup_elem(&leaf_config, &zero);
@@ -776,7 +737,7 @@ static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 	}
 	if (run.verdict != XDP_TX)
 		return run.verdict;
-	int verdict = forward(eth, ip, udp, horus, data_end, run.chosen, cfg);
+	int verdict = forward(frame.eth, frame.ip, frame.udp, horus, data_end, run.chosen, cfg);
 	if (on_leaf_cpu && verdict == XDP_TX)
 		return bpf_redirect(ctx->ingress_ifindex, 0);
 	return verdict;

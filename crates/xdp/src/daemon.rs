@@ -37,6 +37,7 @@ impl XdpLeaf {
     /// recorded it (after [`XdpLeaf::set_source`]).
     pub fn reply_route(&mut self, app_id: u32) -> Result<Option<SocketAddrV4>, XdpError> {
         let map = self
+            .object
             .ebpf
             .map("reply_routes")
             .ok_or(XdpError::NoMap("reply_routes"))?;
@@ -64,7 +65,7 @@ impl XdpLeaf {
     ) -> Result<(), XdpError> {
         let rng = self.rng_state()?;
         self.install(leaf, leaf_mac, workers)?;
-        self.array::<[u64; 4]>("leaf_rng")?.set(0, rng, 0)?;
+        self.object.array::<[u64; 4]>("leaf_rng")?.set(0, rng, 0)?;
         Ok(())
     }
 }
@@ -84,20 +85,14 @@ impl XdpLeaf {
         cpu: u32,
         realtime_priority: u8,
     ) -> Result<SchedulerThread, XdpError> {
-        attach_steered(
-            &mut self.ebpf,
-            Steering::LEAF,
-            interface,
-            flags,
-            cpu,
-            realtime_priority,
-        )
+        self.object
+            .attach_serialised(interface, flags, cpu, realtime_priority)
     }
 
     /// Packets per CPU since [`XdpLeaf::attach_serialised`]: the ones the
     /// steering program took, and the ones the leaf ran.
     pub fn runs_on(&mut self) -> Result<CpuRuns, XdpError> {
-        runs_on(&self.ebpf)
+        self.object.runs_on()
     }
 }
 
@@ -112,7 +107,7 @@ pub(crate) struct Steering {
 }
 
 impl Steering {
-    const LEAF: Steering = Steering {
+    pub(crate) const LEAF: Steering = Steering {
         steer: STEER,
         on_cpu: LEAF_ON_CPU,
         cpumap: "leaf_cpu",
@@ -133,7 +128,7 @@ impl Steering {
 /// before the first packet is steered (crate::cpu_thread says why).
 pub(crate) fn attach_steered(
     ebpf: &mut Ebpf,
-    steering: Steering,
+    steering: &Steering,
     interface: &str,
     flags: XdpFlags,
     cpu: u32,

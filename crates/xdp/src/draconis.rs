@@ -8,15 +8,16 @@
 //! policies (resource §5.2, locality §5.3) are refused at load.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::{AsFd, AsRawFd};
 
-use aya::maps::{Array, HashMap, MapData, Queue};
-use aya::programs::{Xdp, XdpFlags};
-use aya::{Ebpf, EbpfLoader};
+use aya::maps::{HashMap, MapData, Queue};
+use aya::programs::XdpFlags;
+use aya::EbpfLoader;
 use netsched_core::pull::queue::RepairFlags;
 use netsched_core::pull::{Constraint, Draconis, DraconisConfig, Slot, TaskInfo};
 
-use crate::test_run::{self, TestRun};
+use crate::daemon::Steering;
+use crate::object::SchedulerObject;
+use crate::test_run::TestRun;
 use crate::XdpError;
 
 // Aligned: the ELF parser reads the object in place.
@@ -169,7 +170,7 @@ pub struct QueuedError {
 
 /// A loaded (not necessarily attached) XDP Draconis queue.
 pub struct XdpDraconis {
-    ebpf: Ebpf,
+    object: SchedulerObject,
     capacity: u32,
     levels: u8,
 }
@@ -191,23 +192,18 @@ impl XdpDraconis {
         let entries = u32::from(levels)
             .checked_mul(config.capacity)
             .ok_or(XdpError::QueueTooLarge)?;
-        let mut ebpf = EbpfLoader::new()
+        let ebpf = EbpfLoader::new()
             .set_max_entries("drac_queue", entries)
             .load(OBJECT)?;
-        let program: &mut Xdp = ebpf
-            .program_mut(PROGRAM)
-            .ok_or(XdpError::NoNamedProgram(PROGRAM))?
-            .try_into()?;
-        program.load()?;
         let mut xdp = XdpDraconis {
-            ebpf,
+            object: SchedulerObject::load(ebpf, PROGRAM, Steering::QUEUE)?,
             capacity: config.capacity,
             levels,
         };
         let mut cfg = [0u8; 8];
         cfg[..4].copy_from_slice(&config.capacity.to_ne_bytes());
         cfg[4..].copy_from_slice(&u32::from(levels).to_ne_bytes());
-        xdp.array::<[u8; 8]>("drac_config")?.set(0, cfg, 0)?;
+        xdp.object.array::<[u8; 8]>("drac_config")?.set(0, cfg, 0)?;
         Ok(xdp)
     }
 
@@ -245,12 +241,13 @@ impl XdpDraconis {
         for level in 0..self.levels {
             let (r, a, flags) = queue.pointers(level);
             let l = u32::from(level);
-            self.array::<u32>("drac_retrieve")?.set(l, r, 0)?;
-            self.array::<u32>("drac_add")?.set(l, a, 0)?;
-            self.array::<[u8; REPAIR_BYTES]>("drac_repair")?
+            self.object.array::<u32>("drac_retrieve")?.set(l, r, 0)?;
+            self.object.array::<u32>("drac_add")?.set(l, a, 0)?;
+            self.object
+                .array::<[u8; REPAIR_BYTES]>("drac_repair")?
                 .set(l, repair_bytes(flags), 0)?;
             let base = l * self.capacity;
-            let mut cells = self.array::<[u8; SLOT_BYTES]>("drac_queue")?;
+            let mut cells = self.object.array::<[u8; SLOT_BYTES]>("drac_queue")?;
             for (i, slot) in queue.entries(level).iter().enumerate() {
                 if slot.valid && slot.client as usize >= clients.len() {
                     return Err(XdpError::UnknownClient(slot.client));
@@ -260,6 +257,7 @@ impl XdpDraconis {
             }
         }
         let map = self
+            .object
             .ebpf
             .map_mut("drac_executors")
             .ok_or(XdpError::NoMap("drac_executors"))?;
@@ -274,9 +272,10 @@ impl XdpDraconis {
     /// `CircularQueue::pointers` gives them.
     pub fn pointers(&mut self, level: u8) -> Result<(u32, u32, RepairFlags), XdpError> {
         let l = u32::from(level);
-        let r = self.array::<u32>("drac_retrieve")?.get(&l, 0)?;
-        let a = self.array::<u32>("drac_add")?.get(&l, 0)?;
+        let r = self.object.array::<u32>("drac_retrieve")?.get(&l, 0)?;
+        let a = self.object.array::<u32>("drac_add")?.get(&l, 0)?;
         let flags = self
+            .object
             .array::<[u8; REPAIR_BYTES]>("drac_repair")?
             .get(&l, 0)?;
         Ok((r, a, repair_of(&flags)))
@@ -287,7 +286,7 @@ impl XdpDraconis {
     pub fn entries(&mut self, level: u8) -> Result<Vec<XdpSlot>, XdpError> {
         let base = u32::from(level) * self.capacity;
         let end = base + self.capacity;
-        let cells = self.array::<[u8; SLOT_BYTES]>("drac_queue")?;
+        let cells = self.object.array::<[u8; SLOT_BYTES]>("drac_queue")?;
         (base..end)
             .map(|i| Ok(XdpSlot::from_bytes(&cells.get(&i, 0)?)))
             .collect()
@@ -302,13 +301,14 @@ impl XdpDraconis {
             Repair::Retrieve { level, value } => (level, value, "drac_retrieve"),
         };
         let l = u32::from(level);
-        self.array::<u32>(map)?.set(l, value, 0)?;
+        self.object.array::<u32>(map)?.set(l, value, 0)?;
         let (_, _, mut flags) = self.pointers(level)?;
         match repair {
             Repair::Add { .. } => flags.add = None,
             Repair::Retrieve { .. } => flags.retrieve = None,
         }
-        self.array::<[u8; REPAIR_BYTES]>("drac_repair")?
+        self.object
+            .array::<[u8; REPAIR_BYTES]>("drac_repair")?
             .set(l, repair_bytes(flags), 0)?;
         Ok(())
     }
@@ -316,6 +316,7 @@ impl XdpDraconis {
     /// Pops the error_packets the program queued, oldest first.
     pub fn drain_errors(&mut self) -> Result<Vec<QueuedError>, XdpError> {
         let map = self
+            .object
             .ebpf
             .map_mut("drac_errors")
             .ok_or(XdpError::NoMap("drac_errors"))?;
@@ -338,7 +339,7 @@ impl XdpDraconis {
     }
 
     pub fn counters(&mut self) -> Result<XdpDraconisCounters, XdpError> {
-        let counters = self.array::<u64>("drac_counters")?;
+        let counters = self.object.array::<u64>("drac_counters")?;
         let c = |i: u32| counters.get(&i, 0);
         Ok(XdpDraconisCounters {
             tasks_enqueued: c(0)?,
@@ -355,34 +356,16 @@ impl XdpDraconis {
         })
     }
 
-    fn array<V: aya::Pod>(
-        &mut self,
-        name: &'static str,
-    ) -> Result<Array<&mut MapData, V>, XdpError> {
-        let map = self.ebpf.map_mut(name).ok_or(XdpError::NoMap(name))?;
-        Ok(Array::try_from(map)?)
-    }
-
-    fn program(&mut self) -> Result<&mut Xdp, XdpError> {
-        Ok(self
-            .ebpf
-            .program_mut(PROGRAM)
-            .ok_or(XdpError::NoNamedProgram(PROGRAM))?
-            .try_into()?)
-    }
-
     /// Runs the program on `packet` (an Ethernet frame) without attaching
     /// it, `repeat` times (>= 1; state changes every time).
     pub fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
-        let fd = self.program()?.fd()?.as_fd().as_raw_fd();
-        test_run::run(fd, packet, repeat).map_err(XdpError::TestRun)
+        self.object.test_run(packet, repeat)
     }
 
     /// Attaches the program to `interface` (`XdpFlags::SKB_MODE` for
     /// generic XDP, e.g. inside a network namespace).
     pub fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
-        self.program()?.attach(interface, flags)?;
-        Ok(())
+        self.object.attach(interface, flags)
     }
 
     /// Attaches the queue so that one CPU runs it whatever CPU took the
@@ -397,18 +380,12 @@ impl XdpDraconis {
         cpu: u32,
         realtime_priority: u8,
     ) -> Result<crate::SchedulerThread, XdpError> {
-        crate::daemon::attach_steered(
-            &mut self.ebpf,
-            crate::daemon::Steering::QUEUE,
-            interface,
-            flags,
-            cpu,
-            realtime_priority,
-        )
+        self.object
+            .attach_serialised(interface, flags, cpu, realtime_priority)
     }
 
     /// Packets per CPU since [`XdpDraconis::attach_serialised`].
     pub fn runs_on(&self) -> Result<crate::CpuRuns, XdpError> {
-        crate::daemon::runs_on(&self.ebpf)
+        self.object.runs_on()
     }
 }

@@ -11,19 +11,19 @@
 mod cpu_thread;
 mod daemon;
 mod draconis;
+mod object;
 mod test_run;
 
-use std::os::fd::{AsFd, AsRawFd};
-
-use aya::maps::{Array, MapData, Queue};
-use aya::programs::Xdp;
+use aya::maps::{MapData, Queue};
 use aya::Ebpf;
 use netsched_core::horus::HorusLeaf;
 use netsched_core::{NodeId, Notice};
 
 pub use aya::programs::XdpFlags;
+use daemon::Steering;
 pub use daemon::{interface_mac, neighbour_mac, CpuRuns, SchedulerThread, MAX_CPUS};
 pub use draconis::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpSlot, MAX_LEVELS};
+use object::SchedulerObject;
 pub use test_run::{TestRun, XdpAction};
 
 /// The BPF object built by build.rs (empty when clang was missing).
@@ -52,8 +52,6 @@ pub enum XdpError {
     Map(#[from] aya::maps::MapError),
     #[error("the BPF object has no map `{0}`")]
     NoMap(&'static str),
-    #[error("the BPF object has no program `{PROGRAM}`")]
-    NoProgram,
     #[error("{workers} workers exceed the XDP leaf's {MAX_WORKERS}")]
     TooManyWorkers { workers: u32 },
     #[error("register array `{0}` has no map in the XDP leaf")]
@@ -217,7 +215,7 @@ impl LeafConfig {
 
 /// A loaded (not necessarily attached) XDP Horus leaf.
 pub struct XdpLeaf {
-    ebpf: Ebpf,
+    object: SchedulerObject,
     config: LeafConfig,
 }
 
@@ -227,14 +225,9 @@ impl XdpLeaf {
         if OBJECT.is_empty() {
             return Err(XdpError::ObjectMissing);
         }
-        let mut ebpf = Ebpf::load(OBJECT)?;
-        let program: &mut Xdp = ebpf
-            .program_mut(PROGRAM)
-            .ok_or(XdpError::NoProgram)?
-            .try_into()?;
-        program.load()?;
+        let object = SchedulerObject::load(Ebpf::load(OBJECT)?, PROGRAM, Steering::LEAF)?;
         Ok(XdpLeaf {
-            ebpf,
+            object,
             config: LeafConfig {
                 threshold: 0,
                 idle_capacity: 0,
@@ -277,7 +270,7 @@ impl XdpLeaf {
         };
         self.write_config()?;
         // Nodes beyond the sans-IO arrays are not live.
-        let mut slot_of = self.array::<u32>("pow2_slot_of")?;
+        let mut slot_of = self.object.array::<u32>("pow2_slot_of")?;
         for node in 0..MAX_WORKERS {
             slot_of.set(node, NO_SLOT, 0)?;
         }
@@ -285,9 +278,9 @@ impl XdpLeaf {
             let map = map_name(dump.name).ok_or(XdpError::UnknownArray(dump.name))?;
             self.write_cells(map, &dump.cells)?;
         }
-        let mut rng = self.array::<[u64; 4]>("leaf_rng")?;
+        let mut rng = self.object.array::<[u64; 4]>("leaf_rng")?;
         rng.set(0, leaf.rng_state(), 0)?;
-        let mut addrs = self.array::<[u8; 12]>("worker_addr")?;
+        let mut addrs = self.object.array::<[u8; 12]>("worker_addr")?;
         for (node, addr) in workers.iter().enumerate() {
             addrs.set(node as u32, addr.to_bytes(), 0)?;
         }
@@ -302,26 +295,19 @@ impl XdpLeaf {
 
     fn write_config(&mut self) -> Result<(), XdpError> {
         let bytes = self.config.to_bytes();
-        self.array::<[u8; LEAF_CONFIG_BYTES]>("leaf_config")?
+        self.object
+            .array::<[u8; LEAF_CONFIG_BYTES]>("leaf_config")?
             .set(0, bytes, 0)?;
         Ok(())
-    }
-
-    fn array<V: aya::Pod>(
-        &mut self,
-        name: &'static str,
-    ) -> Result<Array<&mut MapData, V>, XdpError> {
-        let map = self.ebpf.map_mut(name).ok_or(XdpError::NoMap(name))?;
-        Ok(Array::try_from(map)?)
     }
 
     fn write_cells(&mut self, map: &'static str, cells: &[u64]) -> Result<(), XdpError> {
         for (i, &cell) in cells.iter().enumerate() {
             let i = i as u32;
             match cell_bytes(map) {
-                1 => self.array::<u8>(map)?.set(i, cell as u8, 0)?,
-                4 => self.array::<u32>(map)?.set(i, cell as u32, 0)?,
-                _ => self.array::<u64>(map)?.set(i, cell, 0)?,
+                1 => self.object.array::<u8>(map)?.set(i, cell as u8, 0)?,
+                4 => self.object.array::<u32>(map)?.set(i, cell as u32, 0)?,
+                _ => self.object.array::<u64>(map)?.set(i, cell, 0)?,
             }
         }
         Ok(())
@@ -333,9 +319,9 @@ impl XdpLeaf {
         (0..len as u32)
             .map(|i| {
                 Ok(match cell_bytes(map) {
-                    1 => u64::from(self.array::<u8>(map)?.get(&i, 0)?),
-                    4 => u64::from(self.array::<u32>(map)?.get(&i, 0)?),
-                    _ => self.array::<u64>(map)?.get(&i, 0)?,
+                    1 => u64::from(self.object.array::<u8>(map)?.get(&i, 0)?),
+                    4 => u64::from(self.object.array::<u32>(map)?.get(&i, 0)?),
+                    _ => self.object.array::<u64>(map)?.get(&i, 0)?,
                 })
             })
             .collect()
@@ -343,12 +329,13 @@ impl XdpLeaf {
 
     /// The random stream's state after the packets run so far.
     pub fn rng_state(&mut self) -> Result<[u64; 4], XdpError> {
-        Ok(self.array::<[u64; 4]>("leaf_rng")?.get(&0, 0)?)
+        Ok(self.object.array::<[u64; 4]>("leaf_rng")?.get(&0, 0)?)
     }
 
     /// Pops the notices the program queued, in the order it queued them.
     pub fn drain_notices(&mut self) -> Result<Vec<Notice>, XdpError> {
         let map = self
+            .object
             .ebpf
             .map_mut("notices")
             .ok_or(XdpError::NoMap("notices"))?;
@@ -367,7 +354,7 @@ impl XdpLeaf {
     }
 
     pub fn counters(&mut self) -> Result<XdpCounters, XdpError> {
-        let counters = self.array::<u64>("counters")?;
+        let counters = self.object.array::<u64>("counters")?;
         let c = |i: u32| counters.get(&i, 0);
         Ok(XdpCounters {
             dispatch_idle: c(0)?,
@@ -385,26 +372,16 @@ impl XdpLeaf {
         })
     }
 
-    fn program(&mut self) -> Result<&mut Xdp, XdpError> {
-        Ok(self
-            .ebpf
-            .program_mut(PROGRAM)
-            .ok_or(XdpError::NoProgram)?
-            .try_into()?)
-    }
-
     /// Runs the program once on `packet` (an Ethernet frame) without
     /// attaching it, `repeat` times (>= 1; state changes every time).
     pub fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
-        let fd = self.program()?.fd()?.as_fd().as_raw_fd();
-        test_run::run(fd, packet, repeat).map_err(XdpError::TestRun)
+        self.object.test_run(packet, repeat)
     }
 
     /// Attaches the program to `interface` (`XdpFlags::SKB_MODE` for
     /// generic XDP, e.g. inside a network namespace).
     pub fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
-        self.program()?.attach(interface, flags)?;
-        Ok(())
+        self.object.attach(interface, flags)
     }
 }
 

@@ -24,7 +24,6 @@ use std::collections::VecDeque;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use netsched_config::pull::PullPolicy;
@@ -37,6 +36,7 @@ use super::error::PullError;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
 use crate::tasks::{RocksStore, TaskKind, GET_OBJECTS, SCAN_OBJECTS};
+use crate::worker::Executors;
 
 /// `fn_id` of a synthetic task: busy for `fn_par` ns.
 pub const FN_SYNTHETIC: u32 = 0;
@@ -121,12 +121,10 @@ fn register(reg: &mut Registry, id: u32) -> ExecSlots {
 }
 
 /// A running set of pull executors.
-pub struct PullWorker {
-    threads: Vec<JoinHandle<()>>,
-    addrs: Vec<SocketAddr>,
-    registry: Arc<Registry>,
-    rocks: Option<Arc<RocksStore>>,
-}
+pub type PullWorker = Executors<Pulled>;
+
+/// [`Executors`] that pull their tasks from the scheduler ([`PullWorker`]).
+pub enum Pulled {}
 
 struct Exec {
     sock: UdpSocket,
@@ -157,19 +155,11 @@ impl PullWorker {
             )),
             None => None,
         };
-        let mut reg = Registry::new();
-        let slots: Vec<ExecSlots> = (0..socks.len())
-            .map(|i| register(&mut reg, cfg.first_id + i as u32))
-            .collect();
-        let registry = Arc::new(reg);
-        let mut threads = Vec::new();
-        let mut addrs = Vec::new();
-        for (i, sock) in socks.into_iter().enumerate() {
-            net::prepare(&sock)?;
-            addrs.push(sock.local_addr()?);
+        let slots_of = |reg: &mut Registry, i: usize| register(reg, cfg.first_id + i as u32);
+        let executors = Self::spawn_per_socket(socks, rocks, slots_of, |s, threads| {
             let ex = Exec {
-                sock,
-                id: cfg.first_id + i as u32,
+                sock: s.sock,
+                id: cfg.first_id + s.index as u32,
                 scheduler: cfg.scheduler,
                 mode: Mode::of(cfg.policy),
                 node: cfg.node,
@@ -177,9 +167,9 @@ impl PullWorker {
                 retry: Duration::from_micros(cfg.retry_us),
                 request_timeout: Duration::from_millis(cfg.request_timeout_ms),
                 spin: Duration::from_micros(cfg.spin_us),
-                rocks: rocks.clone(),
-                registry: registry.clone(),
-                slots: slots[i],
+                rocks: s.rocks.clone(),
+                registry: s.registry.clone(),
+                slots: s.slots,
             };
             let stop = stop.clone();
             threads.push(
@@ -187,39 +177,15 @@ impl PullWorker {
                     .name(format!("pull-exec-{}", ex.id))
                     .spawn(move || ex.run(&stop))?,
             );
-        }
-        Ok(PullWorker {
-            threads,
-            addrs,
-            registry,
-            rocks,
-        })
+            Ok(())
+        })?;
+        Ok(executors)
     }
 
     /// Binds `cfg.listen` and starts.
     pub fn bind(cfg: &PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<Self, PullError> {
-        let socks = cfg
-            .listen
-            .iter()
-            .map(|a| UdpSocket::bind(a).map_err(|e| PullError::bind(a, e)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let socks = Self::bind_all(&cfg.listen, |a, e| PullError::bind(a, e))?;
         Self::start(cfg, socks, stop)
-    }
-
-    pub fn addrs(&self) -> &[SocketAddr] {
-        &self.addrs
-    }
-
-    pub fn registry(&self) -> Arc<Registry> {
-        self.registry.clone()
-    }
-
-    /// Waits for every executor to stop (after `stop` is set).
-    pub fn join(self) {
-        for t in self.threads {
-            let _ = t.join();
-        }
-        drop(self.rocks);
     }
 }
 

@@ -16,6 +16,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod executor;
+mod serve;
 pub mod switch;
 pub mod xdp;
 

@@ -53,6 +53,7 @@ use netsched_proto::{DecodeError, DraconisMessage, Message, TaskVec, WireTask, M
 
 use super::config::PullSwitchConfig;
 use super::error::PullError;
+use super::serve::{run_with_metrics, Started};
 use crate::fault::Fault;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net::{self, Clock, Mmsg};
@@ -198,6 +199,24 @@ pub(super) fn register_traffic(reg: &mut Registry) -> Traffic {
                 &[("reason", d.name())],
             )
         }),
+    }
+}
+
+impl Traffic {
+    /// Decodes a received datagram and counts it: by its Draconis type, or
+    /// as invalid with the reason it was dropped.
+    pub(super) fn decode(&self, registry: &Registry, data: &[u8]) -> Option<DraconisMessage> {
+        let drop = match Message::decode(data) {
+            Ok(Message::Draconis(m)) => {
+                registry.inc(self.rx[m.draconis_type() as usize - 1]);
+                return Some(m);
+            }
+            Ok(_) => PullDrop::UnsupportedFamily,
+            Err(e) => PullDrop::of_decode(e),
+        };
+        registry.inc(self.rx_invalid);
+        registry.inc(self.drops[drop as usize]);
+        None
     }
 }
 
@@ -499,19 +518,9 @@ impl PullDaemon {
 
     /// One datagram.
     pub fn on_datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
-        let msg = match Message::decode(data) {
-            Ok(Message::Draconis(m)) => m,
-            Ok(_) => {
-                self.registry.inc(self.slots.traffic.rx_invalid);
-                return self.drop(PullDrop::UnsupportedFamily);
-            }
-            Err(e) => {
-                self.registry.inc(self.slots.traffic.rx_invalid);
-                return self.drop(PullDrop::of_decode(e));
-            }
+        let Some(msg) = self.slots.traffic.decode(&self.registry, data) else {
+            return;
         };
-        self.registry
-            .inc(self.slots.traffic.rx[msg.draconis_type() as usize - 1]);
         match msg {
             DraconisMessage::JobSubmission { job, tasks } => self.on_job(job, tasks, src, now),
             DraconisMessage::TaskRequest { node, resources } => {
@@ -819,29 +828,10 @@ pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), P
         return super::xdp::run_config(cfg, stop);
     }
     let mut d = PullDaemon::bind(cfg)?;
-    let metrics = match &cfg.metrics {
-        Some(a) => Some(
-            crate::metrics::serve(a, d.registry(), stop.clone()).map_err(|source| {
-                PullError::Metrics {
-                    addr: a.clone(),
-                    source,
-                }
-            })?,
-        ),
-        None => None,
+    let started = Started {
+        listen: d.local_addr(),
+        policy: d.policy().name(),
+        datapath: "socket",
     };
-    tracing::info!(
-        target: "pull-switch",
-        listen = %d.local_addr(),
-        policy = %d.policy().name(),
-        executors = cfg.executors.len(),
-        metrics = %metrics.as_ref().map_or_else(|| "off".to_string(), |m| m.0.to_string()),
-        "started"
-    );
-    d.run(&stop)?;
-    if let Some((_, h)) = metrics {
-        let _ = h.join();
-    }
-    tracing::info!(target: "pull-switch", "stopped");
-    Ok(())
+    run_with_metrics(cfg, d.registry(), started, &stop, || Ok(d.run(&stop)?))
 }

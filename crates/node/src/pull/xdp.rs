@@ -39,6 +39,7 @@ use netsched_xdp::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpFlags};
 
 use super::config::PullSwitchConfig;
 use super::error::PullError;
+use super::serve::{run_with_metrics, Started};
 use super::switch::{register_traffic, to_wire, PullDrop, Traffic};
 use crate::config::XdpMode;
 use crate::metrics::{Kind, Registry, Slot};
@@ -275,19 +276,9 @@ impl PullXdpDaemon {
 
     /// A datagram the program passed up (module docs).
     fn on_passed(&mut self, data: &[u8], src: SocketAddr) {
-        let msg = match Message::decode(data) {
-            Ok(Message::Draconis(m)) => m,
-            Ok(_) => {
-                self.registry.inc(self.slots.traffic.rx_invalid);
-                return self.drop(PullDrop::UnsupportedFamily);
-            }
-            Err(e) => {
-                self.registry.inc(self.slots.traffic.rx_invalid);
-                return self.drop(PullDrop::of_decode(e));
-            }
+        let Some(msg) = self.slots.traffic.decode(&self.registry, data) else {
+            return;
         };
-        self.registry
-            .inc(self.slots.traffic.rx[msg.draconis_type() as usize - 1]);
         match msg {
             DraconisMessage::TaskRequest { .. } => {
                 if !self.executors.contains(&src) {
@@ -366,35 +357,12 @@ impl PullXdpDaemon {
 /// Runs the XDP pull daemon until `stop` is set, with its metrics endpoint.
 pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), PullError> {
     let mut d = PullXdpDaemon::start(cfg)?;
-    let metrics = match &cfg.metrics {
-        Some(a) => Some(
-            crate::metrics::serve(a, d.registry(), stop.clone()).map_err(|source| {
-                PullError::Metrics {
-                    addr: a.clone(),
-                    source,
-                }
-            })?,
-        ),
-        None => None,
+    let started = Started {
+        listen: d.local_addr(),
+        policy: cfg.policy.name(),
+        datapath: "xdp",
     };
-    tracing::info!(
-        target: "pull-switch",
-        listen = %d.local_addr(),
-        policy = %cfg.policy.name(),
-        datapath = "xdp",
-        executors = cfg.executors.len(),
-        metrics = %metrics.as_ref().map_or_else(|| "off".to_string(), |m| m.0.to_string()),
-        "started"
-    );
-    let result = d.run(&stop);
-    // An error ends the run before `stop` does; the endpoint waits on it.
-    stop.store(true, Ordering::Relaxed);
-    if let Some((_, h)) = metrics {
-        let _ = h.join();
-    }
-    result?;
-    tracing::info!(target: "pull-switch", "stopped");
-    Ok(())
+    run_with_metrics(cfg, d.registry(), started, &stop, || d.run(&stop))
 }
 
 #[cfg(test)]

@@ -1,0 +1,88 @@
+//! A loaded scheduler object: the plumbing [`crate::XdpLeaf`] and
+//! [`crate::XdpDraconis`] share. Each object holds one XDP program run on
+//! the interface or by `BPF_PROG_TEST_RUN`, its register maps, and the
+//! steering that serialises it on one CPU (bpf/steer.h).
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use aya::maps::{Array, MapData};
+use aya::programs::{Xdp, XdpFlags};
+use aya::Ebpf;
+
+use crate::daemon::{self, CpuRuns, SchedulerThread, Steering};
+use crate::test_run::{self, TestRun};
+use crate::XdpError;
+
+pub(crate) struct SchedulerObject {
+    pub(crate) ebpf: Ebpf,
+    /// The scheduler's program as the interface's own XDP program.
+    program: &'static str,
+    steering: Steering,
+}
+
+impl SchedulerObject {
+    /// Loads `program` of `ebpf` into the kernel (the verifier runs here).
+    pub(crate) fn load(
+        mut ebpf: Ebpf,
+        program: &'static str,
+        steering: Steering,
+    ) -> Result<Self, XdpError> {
+        let xdp: &mut Xdp = ebpf
+            .program_mut(program)
+            .ok_or(XdpError::NoNamedProgram(program))?
+            .try_into()?;
+        xdp.load()?;
+        Ok(SchedulerObject {
+            ebpf,
+            program,
+            steering,
+        })
+    }
+
+    pub(crate) fn array<V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<Array<&mut MapData, V>, XdpError> {
+        let map = self.ebpf.map_mut(name).ok_or(XdpError::NoMap(name))?;
+        Ok(Array::try_from(map)?)
+    }
+
+    fn program(&mut self) -> Result<&mut Xdp, XdpError> {
+        Ok(self
+            .ebpf
+            .program_mut(self.program)
+            .ok_or(XdpError::NoNamedProgram(self.program))?
+            .try_into()?)
+    }
+
+    pub(crate) fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
+        let fd = self.program()?.fd()?.as_fd().as_raw_fd();
+        test_run::run(fd, packet, repeat).map_err(XdpError::TestRun)
+    }
+
+    pub(crate) fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
+        self.program()?.attach(interface, flags)?;
+        Ok(())
+    }
+
+    pub(crate) fn attach_serialised(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+        cpu: u32,
+        realtime_priority: u8,
+    ) -> Result<SchedulerThread, XdpError> {
+        daemon::attach_steered(
+            &mut self.ebpf,
+            &self.steering,
+            interface,
+            flags,
+            cpu,
+            realtime_priority,
+        )
+    }
+
+    pub(crate) fn runs_on(&self) -> Result<CpuRuns, XdpError> {
+        daemon::runs_on(&self.ebpf)
+    }
+}
