@@ -1,13 +1,13 @@
 //! Idle-list dispatchers: JIQ (Lu et al., Performance 2011) and the
 //! idle-only ablation of Horus (App. C, "Analysis of Horus Components").
 
-use super::{follow, remember, NodeSlots};
+use super::{dispatch_task, NodeSlots};
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::idle::{IdleNodes, RemoveFirst, Retrieved};
 use crate::racksched::ReqTableConfig;
 use crate::rng::Rng;
-use crate::switch::{Layout, Pipeline};
+use crate::switch::{Layout, Pass, Pipeline};
 
 /// A FIFO of idle nodes, each present at most once, in plain memory. The
 /// longest-idle node comes out first.
@@ -161,29 +161,28 @@ impl Jiq {
     }
 }
 
+/// Where both idle-first baselines send a task when no node is idle: a
+/// uniformly random active node, tagged as not an idle decision.
+#[inline]
+fn random_fallback(
+    nodes: &mut NodeSlots,
+    pass: &Pass,
+    rng: &mut Rng,
+) -> Option<(NodeId, Decision)> {
+    nodes.random(pass, rng).map(|n| (n, Decision::Other))
+}
+
 impl DataPlane for Jiq {
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                if follow(&mut self.affinity, &pass, now, task, out) {
-                    return;
-                }
-                let (node, decision) = match self.idle.pop() {
-                    Some(n) => (n, Decision::Idle),
-                    None => match self.nodes.random(&pass, &mut self.rng) {
-                        Some(n) => (n, Decision::Other),
-                        None => {
-                            out.push(Action::Drop(DropReason::NoNodes));
-                            return;
-                        }
-                    },
-                };
-                remember(&mut self.affinity, &pass, now, task, node);
-                out.push(Action::Dispatch {
-                    node,
-                    task,
-                    decision,
+                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| match self
+                    .idle
+                    .pop()
+                {
+                    Some(n) => Some((n, Decision::Idle)),
+                    None => random_fallback(&mut self.nodes, pass, &mut self.rng),
                 });
             }
             Input::Reply { node, qlen, .. } => {
@@ -297,26 +296,14 @@ impl DataPlane for IdleOnly {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                if follow(&mut self.affinity, &pass, now, task, out) {
-                    return;
-                }
-                let (node, decision) = match self.idle.retrieve(&pass) {
-                    Retrieved::Node { node, .. } => (node, Decision::Idle),
+                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| match self
+                    .idle
+                    .retrieve(pass)
+                {
+                    Retrieved::Node { node, .. } => Some((node, Decision::Idle)),
                     Retrieved::Empty | Retrieved::Locked => {
-                        match self.nodes.random(&pass, &mut self.rng) {
-                            Some(n) => (n, Decision::Other),
-                            None => {
-                                out.push(Action::Drop(DropReason::NoNodes));
-                                return;
-                            }
-                        }
+                        random_fallback(&mut self.nodes, pass, &mut self.rng)
                     }
-                };
-                remember(&mut self.affinity, &pass, now, task, node);
-                out.push(Action::Dispatch {
-                    node,
-                    task,
-                    decision,
                 });
             }
             Input::Reply { node, qlen, .. } => {
