@@ -161,15 +161,19 @@ impl Jiq {
     }
 }
 
-/// Where both idle-first baselines send a task when no node is idle: a
-/// uniformly random active node, tagged as not an idle decision.
+/// Both idle-first baselines: the idle node if there is one, else a uniformly
+/// random active node, which is not an idle decision.
 #[inline]
-fn random_fallback(
+fn idle_else_random(
+    idle: Option<NodeId>,
     nodes: &mut NodeSlots,
     pass: &Pass,
     rng: &mut Rng,
 ) -> Option<(NodeId, Decision)> {
-    nodes.random(pass, rng).map(|n| (n, Decision::Other))
+    match idle {
+        Some(n) => Some((n, Decision::Idle)),
+        None => nodes.random(pass, rng).map(|n| (n, Decision::Other)),
+    }
 }
 
 impl DataPlane for Jiq {
@@ -177,12 +181,8 @@ impl DataPlane for Jiq {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| match self
-                    .idle
-                    .pop()
-                {
-                    Some(n) => Some((n, Decision::Idle)),
-                    None => random_fallback(&mut self.nodes, pass, &mut self.rng),
+                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
+                    idle_else_random(self.idle.pop(), &mut self.nodes, pass, &mut self.rng)
                 });
             }
             Input::Reply { node, qlen, .. } => {
@@ -296,14 +296,12 @@ impl DataPlane for IdleOnly {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| match self
-                    .idle
-                    .retrieve(pass)
-                {
-                    Retrieved::Node { node, .. } => Some((node, Decision::Idle)),
-                    Retrieved::Empty | Retrieved::Locked => {
-                        random_fallback(&mut self.nodes, pass, &mut self.rng)
-                    }
+                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
+                    let idle = match self.idle.retrieve(pass) {
+                        Retrieved::Node { node, .. } => Some(node),
+                        Retrieved::Empty | Retrieved::Locked => None,
+                    };
+                    idle_else_random(idle, &mut self.nodes, pass, &mut self.rng)
                 });
             }
             Input::Reply { node, qlen, .. } => {
