@@ -32,12 +32,10 @@ impl<S: ActionSlots> ActionList<S> {
 
     #[inline]
     pub fn push(&mut self, a: S::Action) {
-        assert!(
-            self.len < self.capacity(),
-            "outbox overflow: {} emitted more than {} actions",
-            S::EMITTER,
-            self.capacity()
-        );
+        let capacity = self.capacity();
+        if self.len >= capacity {
+            overflow(S::EMITTER, capacity);
+        }
         self.items.slots_mut()[self.len] = a;
         self.len += 1;
     }
@@ -69,4 +67,12 @@ impl<S: ActionSlots> ActionList<S> {
         self.len = 0;
         self.items.slots()[..n].iter().copied()
     }
+}
+
+/// Out of line and cold: `push` is inlined into every data plane's path and
+/// should carry only the test, not the formatting of the message.
+#[cold]
+#[inline(never)]
+fn overflow(emitter: &str, capacity: usize) -> ! {
+    panic!("outbox overflow: {emitter} emitted more than {capacity} actions")
 }
