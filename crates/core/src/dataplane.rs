@@ -8,6 +8,7 @@
 //! [`Input::Resubmit`], which starts a new pass, so other packets can interleave
 //! between the passes exactly as they can on a switch.
 
+use crate::outbox::{ActionList, ActionSlots};
 use crate::switch::Pipeline;
 
 /// A downstream node of one scheduler instance, numbered locally from 0:
@@ -222,10 +223,23 @@ pub enum Input {
 }
 
 /// A fixed-capacity list of actions: no allocation per input.
-#[derive(Clone, Debug)]
-pub struct Outbox {
-    len: usize,
-    items: [Action; Outbox::CAPACITY],
+pub type Outbox = ActionList<[Action; OUTBOX_CAPACITY]>;
+
+const OUTBOX_CAPACITY: usize = 8;
+
+impl ActionSlots for [Action; OUTBOX_CAPACITY] {
+    type Action = Action;
+    const EMITTER: &'static str = "a data plane";
+
+    #[inline]
+    fn slots(&self) -> &[Action] {
+        self
+    }
+
+    #[inline]
+    fn slots_mut(&mut self) -> &mut [Action] {
+        self
+    }
 }
 
 impl Default for Outbox {
@@ -235,51 +249,10 @@ impl Default for Outbox {
 }
 
 impl Outbox {
-    pub const CAPACITY: usize = 8;
+    pub const CAPACITY: usize = OUTBOX_CAPACITY;
 
     pub fn new() -> Self {
-        Outbox {
-            len: 0,
-            items: [Action::Queued; Outbox::CAPACITY],
-        }
-    }
-
-    #[inline]
-    pub fn push(&mut self, a: Action) {
-        assert!(
-            self.len < Self::CAPACITY,
-            "outbox overflow: a data plane emitted more than {} actions",
-            Self::CAPACITY
-        );
-        self.items[self.len] = a;
-        self.len += 1;
-    }
-
-    #[inline]
-    pub fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline]
-    pub fn as_slice(&self) -> &[Action] {
-        &self.items[..self.len]
-    }
-
-    /// Removes and returns all actions, leaving the outbox empty.
-    pub fn drain(&mut self) -> impl Iterator<Item = Action> + '_ {
-        let n = self.len;
-        self.len = 0;
-        self.items[..n].iter().copied()
+        Self::from_slots([Action::Queued; Outbox::CAPACITY])
     }
 }
 

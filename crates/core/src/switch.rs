@@ -546,6 +546,14 @@ impl<T: Copy> RegisterArray<T> {
 mod tests {
     use super::*;
 
+    /// A pipeline of one stage holding one array `a` of `len` cells.
+    fn one_array<T: RegisterCell>(len: usize, init: T) -> (RegisterArray<T>, Pipeline) {
+        let mut layout = Layout::new();
+        let s = layout.stage();
+        let a = layout.array(s, "a", len, init);
+        (a, Pipeline::with_layout(layout))
+    }
+
     #[test]
     fn one_access_per_pass_in_stage_order_is_allowed_and_counted() {
         let mut layout = Layout::new();
@@ -588,10 +596,7 @@ mod tests {
     #[cfg(debug_assertions)]
     #[should_panic(expected = "accessed twice in one pass")]
     fn second_access_in_one_pass_panics() {
-        let mut layout = Layout::new();
-        let s = layout.stage();
-        let mut a = layout.array(s, "a", 4, 0u32);
-        let mut pipe = Pipeline::with_layout(layout);
+        let (mut a, mut pipe) = one_array(4, 0u32);
         let p = pipe.begin();
         let _ = a.read(&p, 0);
         let _ = a.read(&p, 1);
@@ -661,10 +666,7 @@ mod tests {
     /// never show, and cells dropped by a shrink come back as `init`.
     #[test]
     fn resizing_keeps_cells_and_hides_the_spare_slots() {
-        let mut layout = Layout::new();
-        let s = layout.stage();
-        let mut a = layout.array(s, "a", 5, 7u32);
-        let mut pipe = Pipeline::with_layout(layout);
+        let (mut a, mut pipe) = one_array(5, 7u32);
         assert_eq!(a.as_slice(), &[7; 5]);
         for i in 0..5 {
             a.write(&pipe.begin(), i, i as u32);
@@ -685,10 +687,7 @@ mod tests {
     #[cfg(debug_assertions)]
     #[should_panic(expected = "register array `a`: cell 5 of 5")]
     fn a_data_plane_access_past_the_end_panics_in_checked_builds() {
-        let mut layout = Layout::new();
-        let s = layout.stage();
-        let mut a = layout.array(s, "a", 5, 0u32);
-        let mut pipe = Pipeline::with_layout(layout);
+        let (mut a, mut pipe) = one_array(5, 0u32);
         // Slot 5 exists (8 slots), cell 5 does not.
         let _ = a.read(&pipe.begin(), 5);
     }

@@ -107,14 +107,15 @@ impl TaskVec {
     }
 }
 
-/// Outcome an executor reports in a completion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum CompletionStatus {
-    /// The task ran.
-    Ok = 0,
-    /// The task could not run (unknown function, no database, …).
-    Failed = 1,
+wire_enum! {
+    /// Outcome an executor reports in a completion.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum CompletionStatus {
+        /// The task ran.
+        Ok = 0,
+        /// The task could not run (unknown function, no database, …).
+        Failed = 1,
+    }
 }
 
 /// One pull-scheduling message.
@@ -183,28 +184,29 @@ pub enum DraconisMessage {
     },
 }
 
-/// Pull message type codes. Dense, starting at 1 like the other families.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum DraconisType {
-    /// [`DraconisMessage::JobSubmission`].
-    JobSubmission = 1,
-    /// [`DraconisMessage::TaskRequest`].
-    TaskRequest = 2,
-    /// [`DraconisMessage::TaskAssignment`].
-    TaskAssignment = 3,
-    /// [`DraconisMessage::NoOp`].
-    NoOp = 4,
-    /// [`DraconisMessage::Ack`].
-    Ack = 5,
-    /// [`DraconisMessage::ErrorPacket`].
-    ErrorPacket = 6,
-    /// [`DraconisMessage::Completion`].
-    Completion = 7,
-    /// [`DraconisMessage::Probe`].
-    Probe = 8,
-    /// [`DraconisMessage::GetTask`].
-    GetTask = 9,
+wire_enum! {
+    /// Pull message type codes. Dense, starting at 1 like the other families.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum DraconisType {
+        /// [`DraconisMessage::JobSubmission`].
+        JobSubmission = 1,
+        /// [`DraconisMessage::TaskRequest`].
+        TaskRequest = 2,
+        /// [`DraconisMessage::TaskAssignment`].
+        TaskAssignment = 3,
+        /// [`DraconisMessage::NoOp`].
+        NoOp = 4,
+        /// [`DraconisMessage::Ack`].
+        Ack = 5,
+        /// [`DraconisMessage::ErrorPacket`].
+        ErrorPacket = 6,
+        /// [`DraconisMessage::Completion`].
+        Completion = 7,
+        /// [`DraconisMessage::Probe`].
+        Probe = 8,
+        /// [`DraconisMessage::GetTask`].
+        GetTask = 9,
+    }
 }
 
 const ERR_EMPTY_TASKS: &str = "task count 0";
@@ -363,11 +365,8 @@ impl DraconisMessage {
                 let task_id = r.u64()?;
                 let exec_ns = r.u64()?;
                 let executor = r.u32()?;
-                let status = match r.u8()? {
-                    0 => CompletionStatus::Ok,
-                    1 => CompletionStatus::Failed,
-                    _ => return Err(DecodeError::Inconsistent(ERR_STATUS)),
-                };
+                let status = CompletionStatus::from_code(r.u8()?)
+                    .ok_or(DecodeError::Inconsistent(ERR_STATUS))?;
                 DraconisMessage::Completion {
                     task_id,
                     exec_ns,

@@ -42,50 +42,32 @@ const FLAGS_KNOWN: u8 = FLAG_LAST | FLAG_IDLE_SELECTED;
 pub(crate) const ERR_IDLE_SELECTED_CONTINUATION: &str = "idleSelected set on a taskContinuation";
 const ERR_STATUS: &str = "unknown reply status";
 
-/// Horus message type codes (the header's first byte).
-///
-/// Our own dense numbering starting at 1, so a zeroed buffer is never a valid
-/// type. Correspondence with the Tofino code's `PKT_TYPE_*` is in
-/// docs/protocol.md.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum HorusType {
-    /// First packet of a task (§3.2).
-    TaskFirst = 1,
-    /// Every non-first packet of a multi-packet task (§A.4).
-    TaskContinuation = 2,
-    /// Task completion, worker → leaf → client (§3.4).
-    Reply = 3,
-    /// Leaf → spine: the rack has an idle worker again (§3.4).
-    IdleAdd = 4,
-    /// Leaf → spine: the rack has no idle worker left (§3.4).
-    IdleRemove = 5,
-    /// Leaf → spine: the rack's average load moved by at least one (§3.4, §A.2).
-    LoadUpdate = 6,
-    /// Worker → leaf heartbeat for failure detection (§A.3).
-    KeepAlive = 7,
+wire_enum! {
+    /// Horus message type codes (the header's first byte).
+    ///
+    /// Our own dense numbering starting at 1, so a zeroed buffer is never a valid
+    /// type. Correspondence with the Tofino code's `PKT_TYPE_*` is in
+    /// docs/protocol.md.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum HorusType {
+        /// First packet of a task (§3.2).
+        TaskFirst = 1,
+        /// Every non-first packet of a multi-packet task (§A.4).
+        TaskContinuation = 2,
+        /// Task completion, worker → leaf → client (§3.4).
+        Reply = 3,
+        /// Leaf → spine: the rack has an idle worker again (§3.4).
+        IdleAdd = 4,
+        /// Leaf → spine: the rack has no idle worker left (§3.4).
+        IdleRemove = 5,
+        /// Leaf → spine: the rack's average load moved by at least one (§3.4, §A.2).
+        LoadUpdate = 6,
+        /// Worker → leaf heartbeat for failure detection (§A.3).
+        KeepAlive = 7,
+    }
 }
 
 impl HorusType {
-    /// The wire code.
-    pub const fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The type for a wire code, if it names one.
-    pub const fn from_code(code: u8) -> Option<Self> {
-        Some(match code {
-            1 => HorusType::TaskFirst,
-            2 => HorusType::TaskContinuation,
-            3 => HorusType::Reply,
-            4 => HorusType::IdleAdd,
-            5 => HorusType::IdleRemove,
-            6 => HorusType::LoadUpdate,
-            7 => HorusType::KeepAlive,
-            _ => return None,
-        })
-    }
-
     /// Datagram length without payload.
     const fn fixed_len(self) -> usize {
         match self {
@@ -143,30 +125,15 @@ pub struct HorusTask<'a> {
     pub payload: &'a [u8],
 }
 
-/// Outcome carried by a [`HorusReply`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum ReplyStatus {
-    /// The task ran to completion.
-    #[default]
-    Ok = 0,
-    /// The worker could not run the task.
-    Failed = 1,
-}
-
-impl ReplyStatus {
-    /// The wire code.
-    pub const fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The status for a wire code, if it names one.
-    pub const fn from_code(code: u8) -> Option<Self> {
-        match code {
-            0 => Some(ReplyStatus::Ok),
-            1 => Some(ReplyStatus::Failed),
-            _ => None,
-        }
+wire_enum! {
+    /// Outcome carried by a [`HorusReply`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub enum ReplyStatus {
+        /// The task ran to completion.
+        #[default]
+        Ok = 0,
+        /// The worker could not run the task.
+        Failed = 1,
     }
 }
 

@@ -27,6 +27,39 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// A one-byte wire enumeration: the enum with its codes, `code()`, and
+/// `from_code()`, which names exactly the listed codes, so a decoder that
+/// maps `None` to an error rejects every other byte.
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$variant_meta:meta])* $variant:ident = $code:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(u8)]
+        $vis enum $name {
+            $($(#[$variant_meta])* $variant = $code,)+
+        }
+
+        impl $name {
+            /// The wire code.
+            pub const fn code(self) -> u8 {
+                self as u8
+            }
+
+            /// The value a wire code names, if it names one.
+            pub const fn from_code(code: u8) -> Option<Self> {
+                match code {
+                    $($code => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
 mod draconis;
 mod error;
 mod horus;

@@ -26,37 +26,22 @@ const FLAG_LAST: u8 = 1 << 0;
 /// canonical, so a switch that forgot to clear it is caught.
 pub(crate) const ERR_LOAD_IN_REQUEST: &str = "LOAD set in a request";
 
-/// RackSched message type codes (the TYPE byte).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum RackSchedType {
-    /// REQF: first packet of a request (§3.2).
-    ReqFirst = 1,
-    /// REQR: a remaining packet of a request (§3.2).
-    ReqRest = 2,
-    /// REP: a reply packet (§3.2).
-    Reply = 3,
-    /// LOAD_REPORT: rack load from a leaf to a spine (RS-H).
-    LoadReport = 4,
+wire_enum! {
+    /// RackSched message type codes (the TYPE byte).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum RackSchedType {
+        /// REQF: first packet of a request (§3.2).
+        ReqFirst = 1,
+        /// REQR: a remaining packet of a request (§3.2).
+        ReqRest = 2,
+        /// REP: a reply packet (§3.2).
+        Reply = 3,
+        /// LOAD_REPORT: rack load from a leaf to a spine (RS-H).
+        LoadReport = 4,
+    }
 }
 
 impl RackSchedType {
-    /// The wire code.
-    pub const fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The type for a wire code, if it names one.
-    pub const fn from_code(code: u8) -> Option<Self> {
-        Some(match code {
-            1 => RackSchedType::ReqFirst,
-            2 => RackSchedType::ReqRest,
-            3 => RackSchedType::Reply,
-            4 => RackSchedType::LoadReport,
-            _ => return None,
-        })
-    }
-
     const fn fixed_len(self) -> usize {
         match self {
             RackSchedType::ReqFirst | RackSchedType::ReqRest | RackSchedType::Reply => PACKET_FIXED,

@@ -7,27 +7,18 @@ use netsched_sim::config::SimConfig;
 use netsched_sim::metrics::Summary;
 use netsched_sim::run::{run_config, RunOpts};
 
+#[path = "common/rack.rs"]
+mod rack;
+use rack::rack_of_64;
+
 fn config(policy: &str, schedulers: &str, model: &str) -> String {
     config_with_hop(policy, schedulers, model, 2.0)
 }
 
 fn config_with_hop(policy: &str, schedulers: &str, model: &str, hop_us: f64) -> String {
-    format!(
-        r#"
-seed = 3
-policy = "{policy}"
-[topology]
-kind = "single-rack"
-servers = 8
-cores_per_server = 8
-[placement]
-sizes = [64]
-mode = "colocated"
-[workload]
-service = {{ kind = "preset", name = "rs-bimodal" }}
-load = 0.9
-tasks_per_worker = 300
-[network]
+    rack_of_64(3, policy, "rs-bimodal", 0.9, 300)
+        + &format!(
+            r#"[network]
 hop_delay = {{ kind = "constant", us = {hop_us} }}
 loss = 0
 [workers]
@@ -36,7 +27,7 @@ ps_slice_us = 250
 [schedulers]
 {schedulers}
 "#
-    )
+        )
 }
 
 fn run(text: &str) -> Summary {

@@ -8,29 +8,20 @@ use netsched_sim::config::SimConfig;
 use netsched_sim::metrics::Summary;
 use netsched_sim::run::{run_config, RunOpts};
 
+#[path = "common/rack.rs"]
+mod rack;
+use rack::rack_of_64;
+
 /// One rack of 8 servers × 8 cores behind RackSched, 2 µs hops.
 fn rack(policy: &str, service: &str, load: f64, extra: &str) -> String {
-    format!(
-        r#"
-seed = 3
-policy = "{policy}"
-[topology]
-kind = "single-rack"
-servers = 8
-cores_per_server = 8
-[placement]
-sizes = [64]
-mode = "colocated"
-[workload]
-service = {{ kind = "preset", name = "{service}" }}
-load = {load}
-tasks_per_worker = 300
-[network]
+    rack_of_64(3, policy, service, load, 300)
+        + &format!(
+            r#"[network]
 hop_delay = {{ kind = "constant", us = 2.0 }}
 loss = 0.0
 {extra}
 "#
-    )
+        )
 }
 
 fn summary(text: &str) -> Summary {

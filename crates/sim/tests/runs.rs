@@ -7,6 +7,10 @@ use netsched_sim::config::SimConfig;
 use netsched_sim::metrics::Summary;
 use netsched_sim::run::{run_config, RunOpts, RunResult};
 
+#[path = "common/rack.rs"]
+mod rack;
+use rack::rack_of_64;
+
 fn config(policy: &str, extra: &str) -> SimConfig {
     let text = format!(
         r#"
@@ -310,25 +314,12 @@ fn loss_triggers_idle_message_resends_but_horus_keeps_working() {
 #[test]
 fn processor_sharing_protects_short_tasks_against_cfcfs() {
     let run_model = |model: &str| {
-        let text = format!(
-            r#"
-seed = 2
-policy = "racksched"
-[topology]
-kind = "single-rack"
-servers = 8
-cores_per_server = 8
-[placement]
-sizes = [64]
-mode = "colocated"
-[workload]
-service = {{ kind = "preset", name = "rs-trimodal" }}
-load = 0.8
-tasks_per_worker = 400
-[workers]
+        let text = rack_of_64(2, "racksched", "rs-trimodal", 0.8, 400)
+            + &format!(
+                r#"[workers]
 model = "{model}"
 "#
-        );
+            );
         let cfg = SimConfig::from_toml(&text).unwrap();
         let runs = run(&cfg);
         assert_accounted(&runs);

@@ -1,13 +1,13 @@
 //! Idle-list dispatchers: JIQ (Lu et al., Performance 2011) and the
 //! idle-only ablation of Horus (App. C, "Analysis of Horus Components").
 
-use super::{follow, remember, NodeSlots};
+use super::{dispatch_task, NodeSlots};
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::idle::{IdleNodes, RemoveFirst, Retrieved};
 use crate::racksched::ReqTableConfig;
 use crate::rng::Rng;
-use crate::switch::{Layout, Pipeline};
+use crate::switch::{Layout, Pass, Pipeline};
 
 /// A FIFO of idle nodes, each present at most once, in plain memory. The
 /// longest-idle node comes out first.
@@ -161,29 +161,28 @@ impl Jiq {
     }
 }
 
+/// Both idle-first baselines: the idle node if there is one, else a uniformly
+/// random active node, which is not an idle decision.
+#[inline]
+fn idle_else_random(
+    idle: Option<NodeId>,
+    nodes: &mut NodeSlots,
+    pass: &Pass,
+    rng: &mut Rng,
+) -> Option<(NodeId, Decision)> {
+    match idle {
+        Some(n) => Some((n, Decision::Idle)),
+        None => nodes.random(pass, rng).map(|n| (n, Decision::Other)),
+    }
+}
+
 impl DataPlane for Jiq {
     fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                if follow(&mut self.affinity, &pass, now, task, out) {
-                    return;
-                }
-                let (node, decision) = match self.idle.pop() {
-                    Some(n) => (n, Decision::Idle),
-                    None => match self.nodes.random(&pass, &mut self.rng) {
-                        Some(n) => (n, Decision::Other),
-                        None => {
-                            out.push(Action::Drop(DropReason::NoNodes));
-                            return;
-                        }
-                    },
-                };
-                remember(&mut self.affinity, &pass, now, task, node);
-                out.push(Action::Dispatch {
-                    node,
-                    task,
-                    decision,
+                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
+                    idle_else_random(self.idle.pop(), &mut self.nodes, pass, &mut self.rng)
                 });
             }
             Input::Reply { node, qlen, .. } => {
@@ -297,26 +296,12 @@ impl DataPlane for IdleOnly {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                if follow(&mut self.affinity, &pass, now, task, out) {
-                    return;
-                }
-                let (node, decision) = match self.idle.retrieve(&pass) {
-                    Retrieved::Node { node, .. } => (node, Decision::Idle),
-                    Retrieved::Empty | Retrieved::Locked => {
-                        match self.nodes.random(&pass, &mut self.rng) {
-                            Some(n) => (n, Decision::Other),
-                            None => {
-                                out.push(Action::Drop(DropReason::NoNodes));
-                                return;
-                            }
-                        }
-                    }
-                };
-                remember(&mut self.affinity, &pass, now, task, node);
-                out.push(Action::Dispatch {
-                    node,
-                    task,
-                    decision,
+                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
+                    let idle = match self.idle.retrieve(pass) {
+                        Retrieved::Node { node, .. } => Some(node),
+                        Retrieved::Empty | Retrieved::Locked => None,
+                    };
+                    idle_else_random(idle, &mut self.nodes, pass, &mut self.rng)
                 });
             }
             Input::Reply { node, qlen, .. } => {

@@ -281,6 +281,34 @@ pub(crate) fn remember(
     }
 }
 
+/// The task path of every baseline that keeps continuations in an affinity
+/// table (Horus §A.4): a continuation follows its first packet; a first
+/// packet goes where `choose` says (`None`: no active node, `Drop(NoNodes)`)
+/// and is remembered for its continuations.
+#[inline(always)]
+pub(crate) fn dispatch_task(
+    affinity: &mut AffinityTable,
+    pass: &Pass,
+    now: u64,
+    task: TaskMeta,
+    out: &mut Outbox,
+    choose: impl FnOnce(&Pass) -> Option<(NodeId, Decision)>,
+) {
+    if follow(affinity, pass, now, task, out) {
+        return;
+    }
+    let Some((node, decision)) = choose(pass) else {
+        out.push(Action::Drop(DropReason::NoNodes));
+        return;
+    };
+    remember(affinity, pass, now, task, node);
+    out.push(Action::Dispatch {
+        node,
+        task,
+        decision,
+    });
+}
+
 /// Uniformly random dispatch, stateless: the node is a seeded hash of the
 /// task id over the active nodes, as hash-based load balancers do (RackSched
 /// §3.3 Fig. 6; Horus §2.1). Distinct ids land uniformly, and every packet
@@ -400,25 +428,17 @@ impl DataPlane for RoundRobin {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                if follow(&mut self.affinity, &pass, now, task, out) {
-                    return;
-                }
-                let n = self.nodes.active(&pass);
-                if n == 0 {
-                    out.push(Action::Drop(DropReason::NoNodes));
-                    return;
-                }
-                let slot = self.next.update(&pass, 0, |c| {
-                    let s = *c % n;
-                    *c = (s + 1) % n;
-                    s
-                });
-                let node = self.nodes.node_at(&pass, slot);
-                remember(&mut self.affinity, &pass, now, task, node);
-                out.push(Action::Dispatch {
-                    node,
-                    task,
-                    decision: Decision::Other,
+                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
+                    let n = self.nodes.active(pass);
+                    if n == 0 {
+                        return None;
+                    }
+                    let slot = self.next.update(pass, 0, |c| {
+                        let s = *c % n;
+                        *c = (s + 1) % n;
+                        s
+                    });
+                    Some((self.nodes.node_at(pass, slot), Decision::Other))
                 });
             }
             Input::Reply { .. } => {}

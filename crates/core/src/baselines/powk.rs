@@ -1,7 +1,7 @@
 //! Power-of-k with instant updates: the ideal counterpart of RackSched's
 //! delayed updates (Horus App. C contrasts the two update disciplines).
 
-use super::{follow, remember};
+use super::dispatch_task;
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::racksched::{pipeline_with_load_table, LoadTable, Report, ReqTableConfig};
@@ -51,20 +51,13 @@ impl DataPlane for PowKInstant {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
-                if follow(&mut self.affinity, &pass, now, task, out) {
-                    return;
-                }
-                let active = self.loads.active(&pass);
-                if active == 0 {
-                    out.push(Action::Drop(DropReason::NoNodes));
-                    return;
-                }
-                let (node, _) = self.loads.choose(&pass, &mut self.rng, active, 0);
-                remember(&mut self.affinity, &pass, now, task, node);
-                out.push(Action::Dispatch {
-                    node,
-                    task,
-                    decision: Decision::Sampled,
+                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
+                    let active = self.loads.active(pass);
+                    if active == 0 {
+                        return None;
+                    }
+                    let (node, _) = self.loads.choose(pass, &mut self.rng, active, 0);
+                    Some((node, Decision::Sampled))
                 });
             }
             Input::QueueChanged { node, qlen } => {

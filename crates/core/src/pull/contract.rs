@@ -20,6 +20,7 @@ use super::r2p2::JbsqProbe;
 use super::sparrow::{JobSlot, WorkerId};
 use super::{ClientId, ExecInfo, ExecutorId, JobId, JobSubmission, Recirc, TaskInfo, TaskList};
 use crate::dataplane::DropReason;
+use crate::outbox::{ActionList, ActionSlots};
 use crate::switch::Pipeline;
 
 /// What a driver feeds a pull scheduler.
@@ -84,15 +85,26 @@ pub enum PullAction {
 }
 
 /// A bounded list of actions, allocated once: no allocation per input. The
-/// push family's [`crate::Outbox`] with one difference: its capacity is set
-/// when it is made rather than fixed, because two pull schedulers have no
+/// same [`ActionList`] as the push family's [`crate::Outbox`], but its
+/// capacity is set when it is made rather than fixed, because two pull schedulers have no
 /// small bound (Sparrow emits d·m probes for a job of m tasks; Draconis-Server
 /// returns what all the passes of a message emit). Size it with
 /// [`PullDataPlane::outbox`].
-#[derive(Clone, Debug)]
-pub struct PullOutbox {
-    len: usize,
-    items: Box<[PullAction]>,
+pub type PullOutbox = ActionList<Box<[PullAction]>>;
+
+impl ActionSlots for Box<[PullAction]> {
+    type Action = PullAction;
+    const EMITTER: &'static str = "a pull scheduler";
+
+    #[inline]
+    fn slots(&self) -> &[PullAction] {
+        self
+    }
+
+    #[inline]
+    fn slots_mut(&mut self) -> &mut [PullAction] {
+        self
+    }
 }
 
 impl Default for PullOutbox {
@@ -111,54 +123,9 @@ impl PullOutbox {
     }
 
     pub fn with_capacity(capacity: usize) -> Self {
-        PullOutbox {
-            len: 0,
-            items: vec![PullAction::Drop(DropReason::Unexpected); capacity].into_boxed_slice(),
-        }
-    }
-
-    #[inline]
-    pub fn capacity(&self) -> usize {
-        self.items.len()
-    }
-
-    #[inline]
-    pub fn push(&mut self, a: PullAction) {
-        assert!(
-            self.len < self.items.len(),
-            "outbox overflow: a pull scheduler emitted more than {} actions",
-            self.items.len()
-        );
-        self.items[self.len] = a;
-        self.len += 1;
-    }
-
-    #[inline]
-    pub fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline]
-    pub fn as_slice(&self) -> &[PullAction] {
-        &self.items[..self.len]
-    }
-
-    /// Removes and returns all actions, leaving the outbox empty.
-    #[inline]
-    pub fn drain(&mut self) -> impl Iterator<Item = PullAction> + '_ {
-        let n = self.len;
-        self.len = 0;
-        self.items[..n].iter().copied()
+        Self::from_slots(
+            vec![PullAction::Drop(DropReason::Unexpected); capacity].into_boxed_slice(),
+        )
     }
 }
 
