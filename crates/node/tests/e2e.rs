@@ -31,8 +31,10 @@ fn client(target: std::net::SocketAddr, rate: f64, ms: u64, service: ServiceDist
 /// CI run: client send lag 4.5 ms, p99 9.8 ms, 88 % idle decisions); then
 /// tasks arrive while both of a rack's workers are still off its idle list,
 /// and the premise fails. Beyond these, a run is judged disturbed.
+/// (A quiet run here: p99 0.65-1.9 ms, send lag 0.2-2.2 ms; a lag of a few
+/// ms bunches a handful of tasks, which idle lists absorb.)
 const UNDISTURBED_P99_US: f64 = 2_000.0;
-const UNDISTURBED_SEND_LAG_US: f64 = 1_000.0;
+const UNDISTURBED_SEND_LAG_US: f64 = 5_000.0;
 
 /// Cargo runs this binary's tests in parallel; the busy cluster's 7,000
 /// tasks/s would load the 2-core machine under the low-load run, so the
@@ -54,6 +56,10 @@ fn horus_low_load_every_task_completes_near_service_time() {
         let disturbed = r.percentile_us(0.99) > UNDISTURBED_P99_US
             || r.max_send_lag_ns as f64 / 1e3 > UNDISTURBED_SEND_LAG_US;
         seen.push(format!("{idle_fraction:?} idle, {}", r.summary()));
+        eprintln!(
+            "attempt {attempt}, disturbed: {disturbed}: {}",
+            seen[seen.len() - 1]
+        );
         let (leaf, spine) = idle_fraction;
         if !disturbed {
             assert!(
