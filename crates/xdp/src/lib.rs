@@ -96,7 +96,9 @@ pub enum XdpError {
         "no kernel thread `{0}` in /proc: cannot make the scheduler's cpumap thread real-time"
     )]
     CpuThreadNotFound(String),
-    #[error("the scheduler's cpumap thread: {0}")]
+    /// Making it real-time needs CAP_SYS_NICE, which a daemon given only
+    /// CAP_BPF and CAP_NET_ADMIN lacks: the message names the way out.
+    #[error("the scheduler's cpumap thread: {0} ([xdp] realtime_priority = 0 leaves it an ordinary thread)")]
     CpuThread(std::io::Error),
 }
 
