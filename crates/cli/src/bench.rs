@@ -3,9 +3,10 @@
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use netsched_core::dataplane::handle_resubmitting;
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::rng::Rng;
-use netsched_core::{Action, DataPlane, Input, Outbox, TaskMeta};
+use netsched_core::{DataPlane, Input, Outbox, TaskMeta};
 use netsched_sim::config::{Policy, SimConfig};
 use netsched_sim::report;
 use netsched_sim::run::{run_config, RunOpts};
@@ -366,36 +367,11 @@ fn measure(seconds: f64, mut step: impl FnMut() -> u64) -> f64 {
 /// Executes a data plane's resubmissions inline. Returns how many tasks were
 /// dispatched and the last node chosen.
 fn drive(dp: &mut impl DataPlane, now: u64, input: Input, out: &mut Outbox) -> (u64, u32) {
-    out.clear();
-    dp.handle(now, input, out);
-    let mut decisions = 0;
-    let mut node = 0;
-    let mut pending = None;
-    for a in out.as_slice() {
-        match *a {
-            Action::Dispatch { node: n, .. } => {
-                decisions += 1;
-                node = n;
-            }
-            Action::Resubmit(r) => pending = Some(r),
-            _ => {}
-        }
-    }
-    // A resubmitted pass may itself resubmit (a Horus leaf's stale idle entry).
-    while let Some(r) = pending.take() {
-        out.clear();
-        dp.handle(now, Input::Resubmit(r), out);
-        for a in out.as_slice() {
-            match *a {
-                Action::Dispatch { node: n, .. } => {
-                    decisions += 1;
-                    node = n;
-                }
-                Action::Resubmit(r) => pending = Some(r),
-                _ => {}
-            }
-        }
-    }
+    let (mut decisions, mut node) = (0, 0);
+    handle_resubmitting(dp, now, input, out, |n| {
+        decisions += 1;
+        node = n;
+    });
     (decisions, node)
 }
 

@@ -24,7 +24,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use netsched_core::dataplane::{Action, DataPlane, Input, NodeId, Outbox, TaskMeta};
+use netsched_core::dataplane::{handle_resubmitting, DataPlane, Input, NodeId, Outbox, TaskMeta};
 use netsched_core::fixed;
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::rng::Rng;
@@ -38,34 +38,6 @@ fn task(id: u64, idle_selected: bool) -> TaskMeta {
         idle_selected,
         upstream: 0,
         class: 0,
-    }
-}
-
-/// Feeds `input` and every resubmission it causes; calls `on_dispatch` for the
-/// dispatch that ends the decision.
-#[inline]
-fn decide(
-    dp: &mut impl DataPlane,
-    out: &mut Outbox,
-    input: Input,
-    mut on_dispatch: impl FnMut(NodeId),
-) {
-    let mut input = input;
-    loop {
-        out.clear();
-        dp.handle(0, input, out);
-        let mut again = None;
-        for a in out.as_slice() {
-            match *a {
-                Action::Dispatch { node, .. } => on_dispatch(node),
-                Action::Resubmit(r) => again = Some(Input::Resubmit(r)),
-                _ => {}
-            }
-        }
-        match again {
-            Some(next) => input = next,
-            None => return,
-        }
     }
 }
 
@@ -108,10 +80,11 @@ impl LeafBusy {
     #[inline]
     fn task(&mut self) {
         let queue = &mut self.queue;
-        decide(
+        handle_resubmitting(
             &mut self.leaf,
-            &mut self.out,
+            0,
             Input::Task(task(self.next, false)),
+            &mut self.out,
             |w| queue[w as usize] += 1,
         );
         self.next += 1;
@@ -168,10 +141,11 @@ impl LeafIdle {
     fn task(&mut self) {
         let busy = &mut self.busy;
         // The spine picked this rack from its idle list (§A.3 flag set).
-        decide(
+        handle_resubmitting(
             &mut self.leaf,
-            &mut self.out,
+            0,
             Input::Task(task(self.next, true)),
+            &mut self.out,
             |w| busy.push_back(w),
         );
         self.next += 1;
@@ -221,17 +195,19 @@ impl SpineBusy {
             next: 0,
         };
         for r in 0..racks as NodeId {
-            decide(
+            handle_resubmitting(
                 &mut s.spine,
-                &mut s.out,
+                0,
                 Input::IdleRemove { node: r },
+                &mut s.out,
                 |_| {},
             );
             let load = s.outstanding[r as usize] * s.factor;
-            decide(
+            handle_resubmitting(
                 &mut s.spine,
-                &mut s.out,
+                0,
                 Input::LoadUpdate { node: r, load },
+                &mut s.out,
                 |_| {},
             );
         }
@@ -244,10 +220,11 @@ impl SpineBusy {
     fn batch(&mut self) {
         for _ in 0..SPINE_BATCH {
             let outstanding = &mut self.outstanding;
-            decide(
+            handle_resubmitting(
                 &mut self.spine,
-                &mut self.out,
+                0,
                 Input::Task(task(self.next, false)),
+                &mut self.out,
                 |r| outstanding[r as usize] += 1,
             );
             self.next += 1;
@@ -344,9 +321,15 @@ fn spine_idle(c: &mut Criterion) {
     let mut next = 0u64;
     g.bench_function(racks.to_string(), |b| {
         b.iter(|| {
-            decide(&mut spine, &mut out, Input::Task(task(next, false)), |r| {
-                black_box(r);
-            });
+            handle_resubmitting(
+                &mut spine,
+                0,
+                Input::Task(task(next, false)),
+                &mut out,
+                |r| {
+                    black_box(r);
+                },
+            );
             next += 1;
         })
     });

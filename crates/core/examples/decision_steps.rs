@@ -10,7 +10,7 @@
 
 use std::hint::black_box;
 
-use netsched_core::dataplane::{Action, DataPlane, Input, Outbox, TaskMeta};
+use netsched_core::dataplane::{handle_resubmitting, DataPlane, Input, Outbox, TaskMeta};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
 use netsched_core::rng::Rng;
 
@@ -18,21 +18,10 @@ use netsched_core::rng::Rng;
 /// does; returns the dispatches and the last node chosen.
 fn drive(dp: &mut impl DataPlane, input: Input, out: &mut Outbox) -> (u64, u32) {
     let (mut dispatched, mut node) = (0, 0);
-    let mut next = Some(input);
-    while let Some(input) = next.take() {
-        out.clear();
-        dp.handle(0, input, out);
-        for action in out.as_slice() {
-            match *action {
-                Action::Dispatch { node: n, .. } => {
-                    dispatched += 1;
-                    node = n;
-                }
-                Action::Resubmit(r) => next = Some(Input::Resubmit(r)),
-                _ => {}
-            }
-        }
-    }
+    handle_resubmitting(dp, 0, input, out, |n| {
+        dispatched += 1;
+        node = n;
+    });
     (dispatched, node)
 }
 

@@ -273,3 +273,92 @@ pub trait DataPlane {
         false
     }
 }
+
+/// Handles `input` and, at once, every resubmission it causes (a pipeline
+/// without recirculation delay, as the benchmarks drive one), calling
+/// `on_dispatch` with each node a task is dispatched to. The other actions
+/// are left for the caller to read in `out` only for the last pass.
+#[inline]
+pub fn handle_resubmitting(
+    dp: &mut impl DataPlane,
+    now: u64,
+    input: Input,
+    out: &mut Outbox,
+    mut on_dispatch: impl FnMut(NodeId),
+) {
+    let mut input = input;
+    loop {
+        out.clear();
+        dp.handle(now, input, out);
+        let mut again = None;
+        for action in out.as_slice() {
+            match *action {
+                Action::Dispatch { node, .. } => on_dispatch(node),
+                Action::Resubmit(r) => again = Some(Input::Resubmit(r)),
+                _ => {}
+            }
+        }
+        match again {
+            Some(next) => input = next,
+            None => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Resubmits each task until its `passes`-th pass, which dispatches it
+    /// to node `passes` and drops something beside.
+    struct Resubmitting {
+        passes: u32,
+        pass: u32,
+        pipeline: Pipeline,
+    }
+
+    impl DataPlane for Resubmitting {
+        fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+            assert_eq!(now, 7, "every pass at the input's time");
+            let task = match input {
+                Input::Task(t) | Input::Resubmit(Resubmit::Retry { task: t }) => t,
+                other => panic!("unexpected {other:?}"),
+            };
+            self.pass += 1;
+            if self.pass < self.passes {
+                out.push(Action::Resubmit(Resubmit::Retry { task }));
+                return;
+            }
+            out.push(Action::Dispatch {
+                node: self.pass,
+                task,
+                decision: Decision::Other,
+            });
+            out.push(Action::Drop(DropReason::Overflow));
+        }
+        fn pipeline(&self) -> &Pipeline {
+            &self.pipeline
+        }
+    }
+
+    #[test]
+    fn every_resubmission_is_handled_and_the_last_pass_stays_in_the_outbox() {
+        for passes in 1..=4 {
+            let mut dp = Resubmitting {
+                passes,
+                pass: 0,
+                pipeline: Pipeline::new(),
+            };
+            let mut out = Outbox::new();
+            let mut dispatched = Vec::new();
+            let task = TaskMeta::default();
+            handle_resubmitting(&mut dp, 7, Input::Task(task), &mut out, |n| {
+                dispatched.push(n)
+            });
+            assert_eq!(dp.pass, passes);
+            assert_eq!(dispatched, vec![passes]);
+            assert_eq!(out.len(), 2);
+            assert_eq!(out.as_slice()[1], Action::Drop(DropReason::Overflow));
+        }
+    }
+}
