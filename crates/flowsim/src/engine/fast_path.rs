@@ -274,6 +274,19 @@ impl Engine {
         let Some(level) = fp.level(live) else {
             return false;
         };
+        // Flows of `f`'s key on `L` outside `S` keep their rates only if the
+        // water-fill freezes them (at their own bottlenecks) before it
+        // reaches the new level. One frozen with `S` at its old level but
+        // behind another link (a tie split into two groups) would drop to
+        // the new level with `S` and `f`.
+        let tol = level * 1e-12 + 1.0;
+        let outside_above = self.fabric.links[bl as usize].flows.iter().any(|&h| {
+            let x = &self.fabric.flows[h as usize];
+            h != fid && x.group != g && x.key == key && self.rate_of(h) > level + tol
+        });
+        if outside_above {
+            return false;
+        }
         // Baraat: the port's byte counters up to date first; give up if a
         // task turned heavy (now, or at a departure of this instant).
         let port = self.topo.port_of_down(bl).unwrap_or(NONE);
