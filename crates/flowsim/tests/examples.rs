@@ -176,6 +176,33 @@ fn stf_does_not_preempt_a_started_task() {
 /// shares h0's uplink with h0→h4. h0's uplink must not idle: task 2 gets the
 /// 0.5 Gbps task 1 cannot use, so by 2 ms (task 1 done) it has sent 125 KB
 /// and finishes at 3 ms. Without work conservation it would end at 4 ms.
+/// pFabric's order moves between events. Rack uplinks carry 750 Mbps.
+/// At the start, h0's downlink serves `a` (h4->h0, 100 KB, across the
+/// uplink: 750 Mbps) ahead of `b` (h1->h0, 140 KB), which gets the 250 left;
+/// h1's uplink serves `b` ahead of `c` (h1->h2, 150 KB), which gets 750.
+/// `c` drains 500 Mbps faster than `b` and meets it at 10 KB / 500 Mbps =
+/// 160 µs (135 KB left each), nothing starting or ending then: `c` goes
+/// ahead at h1's uplink and takes 1 Gbps (done at 160 + 1080 = 1240 µs),
+/// `b` waits at 0 until then and finishes at 1240 + 1080 = 2320 µs; `a`
+/// finishes at 100 KB / 750 Mbps = 1066.7 µs. Re-keying only at the next
+/// event (`a`'s end) would keep `c` at 750 Mbps until 1066.7 µs and end it
+/// at 1466.7 µs.
+#[test]
+fn pfabric_swaps_order_when_remaining_sizes_meet() {
+    let tasks = vec![
+        task(0, 1, vec![flow(4, 0, 100_000)]),
+        task(0, 2, vec![flow(1, 0, 140_000)]),
+        task(0, 3, vec![flow(1, 2, 150_000)]),
+    ];
+    let got = run(topo(16.0 / 3.0), Policy::Pfabric, 0.0, tasks);
+    assert_within(
+        &got,
+        &[1_066_667, 2_320_000, 1_240_000],
+        2,
+        "pFabric order swap",
+    );
+}
+
 #[test]
 fn work_conservation_two_hops() {
     let tasks = || {

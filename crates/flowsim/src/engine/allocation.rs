@@ -44,6 +44,7 @@ pub(super) struct Scratch {
     pub(super) universal: Vec<u32>,
     pub(super) kgroup: Vec<u32>,
     pub(super) xlinks: Vec<LinkId>,
+    pub(super) order: super::crossings::OrderScratch,
 }
 
 impl Engine {
@@ -328,6 +329,11 @@ impl Engine {
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);
         }
+        if self.opts.policy == Policy::Pfabric {
+            for &l in &comp_links {
+                self.arm_crossing(l);
+            }
+        }
         self.scratch.comp_flows = comp_flows;
         self.scratch.comp_links = comp_links;
     }
@@ -339,9 +345,10 @@ impl Engine {
             .expect("live task");
         match self.opts.policy {
             Policy::Fair => (0, 0),
-            // Remaining size, rounded up to whole bytes: flows within a byte
-            // of each other share.
-            Policy::Pfabric => (f.rem.ceil() as u64, 0),
+            // Remaining size, exactly (a non-negative float's bits order
+            // as integers): only equal remaining sizes share. The order
+            // changes between events are `crossings`.
+            Policy::Pfabric => (f.rem.max(0.0).to_bits(), 0),
             Policy::Orchestra => (t.index, 0),
             Policy::Stf => self.stf_key(f.task, f.dst),
             Policy::Baraat => {

@@ -415,8 +415,13 @@ impl Engine {
             self.fill_key_group(&kgroup, stamp);
         }
         self.scratch.kgroup = kgroup;
-        self.scratch.comp_links = links;
         self.form_groups();
+        if self.opts.policy == Policy::Pfabric {
+            for &l in &links {
+                self.arm_crossing(l);
+            }
+        }
+        self.scratch.comp_links = links;
         if !heap.is_empty() && self.fill.residual[0] < 1.0 {
             self.fill.stop_rest = heap;
             self.fill.stop = Some(bl);

@@ -122,19 +122,24 @@ impl Engine {
     /// are charged per task and port: [`Classifiers::charge`](super::classifier::Classifiers::charge)).
     #[inline]
     pub(super) fn advance(&mut self, id: u32) {
-        let now = self.events.now;
+        let rem = self.rem_now(id);
         let f = &mut self.fabric.flows[id as usize];
-        if f.last == now {
-            return;
-        }
-        f.last = now;
-        if f.group == NONE {
-            // Not moving (a flow with a positive rate is in a group).
-            return;
+        f.last = self.events.now;
+        f.rem = rem;
+    }
+
+    /// A flow's remaining bytes now, without bringing it up to date.
+    #[inline]
+    pub(super) fn rem_now(&self, id: u32) -> f64 {
+        let f = &self.fabric.flows[id as usize];
+        if f.last == self.events.now || f.group == NONE {
+            // Up to date, or not moving (a flow with a positive rate is in
+            // a group).
+            return f.rem;
         }
         let g = &self.groups.all[f.group as usize];
-        let served = g.served + g.rate * (now - g.at) as f64 / 8e9;
-        f.rem = (f.target - served).max(0.0);
+        let served = g.served + g.rate * (self.events.now - g.at) as f64 / 8e9;
+        (f.target - served).max(0.0)
     }
 
     /// A flow's current rate (bits/s): its group's, 0 without one.

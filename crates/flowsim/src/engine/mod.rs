@@ -31,18 +31,22 @@
 //! - `admission`: STF's non-preemptive admission of tasks at ports;
 //! - `classifier`: Baraat's per-port FIFO-LM classifiers (§3.3, §4.3.1)
 //!   and their per-task byte counters;
+//! - `crossings`: pFabric's order changes between events (per-link
+//!   timers);
 //! - `checks`: the invariants and the from-scratch comparison (tests).
 
 mod admission;
 mod allocation;
 mod checks;
 mod classifier;
+mod crossings;
 mod events;
 mod fabric;
 mod fast_path;
 mod groups;
 mod tasks;
 
+use crate::iheap::IndexedHeap;
 use crate::policy::Policy;
 use crate::topology::{LinkId, Topology};
 use crate::workload::TaskSpec;
@@ -89,6 +93,8 @@ pub struct EngineStats {
     pub promotions: u64,
     /// Flow starts joining a rate group without a recomputation.
     pub fast_arrivals: u64,
+    /// pFabric: swaps of two flows' order on a link between other events.
+    pub crossings: u64,
 }
 
 /// One run's simulator: the state of every concern, each in its own
@@ -103,6 +109,9 @@ pub struct Engine {
     groups: RateGroups,
     tasks: TaskTable,
     baraat: Classifiers,
+    /// pFabric: per link, the next time two of its flows swap order
+    /// (`crossings`).
+    crossings: IndexedHeap,
     fill: WaterFill,
     scratch: Scratch,
     /// Check the rate groups' invariants after every recomputation, and
@@ -127,6 +136,7 @@ impl Engine {
             groups: RateGroups::default(),
             tasks: TaskTable::default(),
             baraat: Classifiers::new(hosts),
+            crossings: IndexedHeap::new(),
             fill: WaterFill::default(),
             scratch: Scratch::default(),
             check: false,
@@ -146,7 +156,8 @@ impl Engine {
             let te = self.events.next_time();
             let tf = self.groups.finish.peek().map(|(t, _)| t);
             let tr = self.baraat.reclass.peek().map(|(t, _)| t);
-            let Some(t) = [te, tf, tr].into_iter().flatten().min() else {
+            let tc = self.crossings.peek().map(|(t, _)| t);
+            let Some(t) = [te, tf, tr, tc].into_iter().flatten().min() else {
                 break;
             };
             self.events.now = t;
@@ -186,6 +197,17 @@ impl Engine {
                 self.baraat.reclass.remove(p);
                 self.stats.events += 1;
                 self.instant.dirty.push(self.topo.host_down(p));
+            }
+            // pFabric: two flows of a link swap order; its component is
+            // re-keyed.
+            while let Some((t2, l)) = self.crossings.peek() {
+                if t2 != t {
+                    break;
+                }
+                self.crossings.remove(l);
+                self.stats.events += 1;
+                self.stats.crossings += 1;
+                self.instant.dirty.push(l);
             }
             if !self.instant.dirty.is_empty() || !self.instant.dep_dirty.is_empty() {
                 self.recompute();
