@@ -54,6 +54,24 @@ pub(crate) fn make_realtime(pid: i32, priority: u8) -> io::Result<()> {
     Ok(())
 }
 
+/// The share of each period the kernel lets real-time tasks run
+/// (`sched_rt_runtime_us / sched_rt_period_us`), or None when throttling is
+/// off (runtime -1): then a SCHED_FIFO scheduler under overload holds its
+/// CPU and starves everything else there.
+pub(crate) fn realtime_share() -> io::Result<Option<f64>> {
+    let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{name}"));
+    Ok(parse_realtime_share(
+        &read("sched_rt_runtime_us")?,
+        &read("sched_rt_period_us")?,
+    ))
+}
+
+fn parse_realtime_share(runtime_us: &str, period_us: &str) -> Option<f64> {
+    let runtime: i64 = runtime_us.trim().parse().ok()?;
+    let period: i64 = period_us.trim().parse().ok()?;
+    (runtime >= 0 && period > 0).then(|| runtime as f64 / period as f64)
+}
+
 /// The scheduling policy and priority of `pid` (SCHED_OTHER is 0).
 pub(crate) fn policy(pid: i32) -> io::Result<(i32, i32)> {
     // SAFETY: plain syscalls on a pid; `param` is written by the kernel.
@@ -71,6 +89,14 @@ pub(crate) fn policy(pid: i32) -> io::Result<(i32, i32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn realtime_share_is_runtime_over_period_and_none_when_unthrottled() {
+        assert_eq!(parse_realtime_share("950000\n", "1000000\n"), Some(0.95));
+        assert_eq!(parse_realtime_share("-1\n", "1000000\n"), None);
+        assert_eq!(parse_realtime_share("garbage", "1000000"), None);
+        assert_eq!(parse_realtime_share("1000", "0"), None);
+    }
 
     #[test]
     fn the_name_is_the_kernels() {

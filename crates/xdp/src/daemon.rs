@@ -200,6 +200,29 @@ impl SchedulerThread {
         })
     }
 
+    /// A warning for the operator when the thread is real-time and the
+    /// kernel does not throttle real-time tasks (`sched_rt_runtime_us` is
+    /// -1): an overloaded scheduler would then keep its CPU's other tasks
+    /// (the daemon's own control thread among them) from running at all.
+    pub fn throttling_warning(&self) -> Option<String> {
+        self.realtime_priority?;
+        match cpu_thread::realtime_share() {
+            Ok(Some(_)) => None,
+            Ok(None) => Some(format!(
+                "{} is SCHED_FIFO and real-time throttling is off \
+                 (/proc/sys/kernel/sched_rt_runtime_us = -1): under overload it \
+                 can starve every other task on its CPU; set \
+                 sched_rt_runtime_us (default 950000) or realtime_priority = 0",
+                self.name
+            )),
+            Err(e) => Some(format!(
+                "{} is SCHED_FIFO and the real-time throttling settings are \
+                 unreadable ({e})",
+                self.name
+            )),
+        }
+    }
+
     /// The thread's scheduling policy and priority as the kernel reports
     /// them now (SCHED_FIFO is `libc::SCHED_FIFO`).
     pub fn policy(&self) -> Result<Option<(i32, i32)>, XdpError> {

@@ -181,6 +181,9 @@ impl PullXdpDaemon {
             executors = cfg.executors.len(),
             "xdp draconis queue attached"
         );
+        if let Some(warning) = thread.throttling_warning() {
+            tracing::warn!(target: "pull-switch", "{warning}");
+        }
         Ok(d)
     }
 

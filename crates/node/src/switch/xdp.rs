@@ -155,6 +155,9 @@ impl XdpPath {
             workers = workers.len(),
             "xdp leaf attached"
         );
+        if let Some(warning) = thread.throttling_warning() {
+            tracing::warn!(target: "switch", "{warning}");
+        }
         Ok(XdpPath {
             leaf,
             interface,
