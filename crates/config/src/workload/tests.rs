@@ -1,4 +1,3 @@
-
 use super::*;
 use netsched_core::rng::Rng;
 use proptest::prelude::*;
