@@ -10,6 +10,7 @@ use netsched_flowsim::topology::Topology;
 use netsched_flowsim::workload::{FlowSpec, TaskSpec, NO_GATE};
 use netsched_flowsim::Policy;
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 fn run(topo: &Topology, policy: Policy, full: bool, tasks: &[TaskSpec]) -> Vec<u64> {
     let mut e = Engine::new(
@@ -31,10 +32,17 @@ fn run(topo: &Topology, policy: Policy, full: bool, tasks: &[TaskSpec]) -> Vec<u
 /// (arrival µs, [(src, dst, KB, second stage)]) per task; a second-stage
 /// flow starts once the task's first-stage flows are done (two-stage
 /// partition-aggregate).
-fn tasks_strategy(hosts: u32) -> impl Strategy<Value = Vec<TaskSpec>> {
+/// Up to `max_tasks` tasks of up to `max_flows` flows, arriving within
+/// `window_us`.
+fn tasks_strategy(
+    hosts: u32,
+    max_tasks: usize,
+    max_flows: usize,
+    window_us: u64,
+) -> impl Strategy<Value = Vec<TaskSpec>> {
     let flow = (0..hosts, 0..hosts, 1u64..300, any::<bool>());
-    let task = (0u64..3_000, prop::collection::vec(flow, 1..6));
-    prop::collection::vec(task, 1..8).prop_map(|mut ts| {
+    let task = (0u64..window_us, prop::collection::vec(flow, 1..=max_flows));
+    prop::collection::vec(task, 1..=max_tasks).prop_map(|mut ts| {
         ts.sort_by_key(|t| t.0);
         ts.into_iter()
             .enumerate()
@@ -63,30 +71,61 @@ fn tasks_strategy(hosts: u32) -> impl Strategy<Value = Vec<TaskSpec>> {
     })
 }
 
+/// Completion times of every policy, incremental against from scratch.
+fn check_every_policy(topo: &Topology, tasks: &[TaskSpec]) -> Result<(), TestCaseError> {
+    for p in [
+        Policy::Fair,
+        Policy::Pfabric,
+        Policy::Orchestra,
+        Policy::Stf,
+        Policy::Baraat,
+    ] {
+        let inc = run(topo, p, false, tasks);
+        let full = run(topo, p, true, tasks);
+        prop_assert_eq!(inc.len(), full.len());
+        for (a, b) in inc.iter().zip(&full) {
+            // Float summation order differs between the two: a few ns.
+            prop_assert!(
+                a.abs_diff(*b) <= 1 + b / 1_000_000,
+                "{:?}: {:?} vs {:?}",
+                p,
+                inc,
+                full
+            );
+        }
+    }
+    Ok(())
+}
+
+fn small_tree(servers_per_rack: u32, tor_oversub: f64) -> Topology {
+    Topology::new(&TopologyConfig {
+        pods: 2,
+        racks_per_pod: 2,
+        servers_per_rack,
+        host_gbps: 1.0,
+        tor_oversub,
+        agg_oversub: 2.0,
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
     #[test]
     fn component_recompute_matches_from_scratch(
         oversub in prop::sample::select(vec![1.0, 2.0, 4.0]),
-        tasks in tasks_strategy(12),
+        tasks in tasks_strategy(12, 7, 5, 3_000),
     ) {
-        let topo = Topology::new(&TopologyConfig {
-            pods: 2,
-            racks_per_pod: 2,
-            servers_per_rack: 3,
-            host_gbps: 1.0,
-            tor_oversub: oversub,
-            agg_oversub: 2.0,
-        });
-        for p in [Policy::Fair, Policy::Pfabric, Policy::Orchestra, Policy::Stf, Policy::Baraat] {
-            let inc = run(&topo, p, false, &tasks);
-            let full = run(&topo, p, true, &tasks);
-            prop_assert_eq!(inc.len(), full.len());
-            for (a, b) in inc.iter().zip(&full) {
-                // Float summation order differs between the two: a few ns.
-                prop_assert!(a.abs_diff(*b) <= 1 + b / 1_000_000, "{:?}: {:?} vs {:?}", p, inc, full);
-            }
-        }
+        check_every_policy(&small_tree(3, oversub), &tasks)?;
+    }
+
+    /// Wider: 6-server racks (the fast paths' groups grow), more tasks and
+    /// flows over a longer window.
+    #[test]
+    fn component_recompute_matches_from_scratch_wide(
+        oversub in prop::sample::select(vec![1.0, 2.0, 4.0]),
+        tasks in tasks_strategy(24, 15, 9, 6_000),
+    ) {
+        check_every_policy(&small_tree(6, oversub), &tasks)?;
     }
 }
 
