@@ -39,6 +39,17 @@ impl IndexedHeap {
         self.heap.first().copied()
     }
 
+    /// Remove and return the earliest item if it is due at `time`.
+    pub fn pop_at(&mut self, time: u64) -> Option<u32> {
+        match self.peek() {
+            Some((t, item)) if t == time => {
+                self.remove(item);
+                Some(item)
+            }
+            _ => None,
+        }
+    }
+
     /// Insert `item` at `time`, or move it there if present.
     pub fn set(&mut self, item: u32, time: u64) {
         let i = item as usize;
@@ -131,6 +142,21 @@ impl IndexedHeap {
 mod tests {
     use super::*;
     use netsched_core::rng::Rng;
+
+    #[test]
+    fn pop_at_takes_only_what_is_due_then() {
+        let mut h = IndexedHeap::new();
+        h.set(3, 10);
+        h.set(1, 10);
+        h.set(2, 20);
+        assert_eq!(h.pop_at(5), None);
+        assert_eq!(h.pop_at(10), Some(1));
+        assert_eq!(h.pop_at(10), Some(3));
+        assert_eq!(h.pop_at(10), None);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h.pop_at(20), Some(2));
+        assert!(h.is_empty());
+    }
 
     #[test]
     fn matches_sorted_order_under_updates() {

@@ -329,11 +329,7 @@ impl Engine {
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);
         }
-        if self.opts.policy == Policy::Pfabric {
-            for &l in &comp_links {
-                self.arm_crossing(l);
-            }
-        }
+        self.arm_crossings(&comp_links);
         self.scratch.comp_flows = comp_flows;
         self.scratch.comp_links = comp_links;
     }

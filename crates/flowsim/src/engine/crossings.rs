@@ -16,7 +16,9 @@
 //! leaving makes no new neighbours (a timer it leaves behind at most
 //! triggers a recomputation that changes nothing).
 
+use super::groups::float_then_id;
 use super::Engine;
+use crate::policy::Policy;
 use crate::topology::LinkId;
 
 /// Scratch of [`Engine::arm_crossing`].
@@ -30,22 +32,25 @@ pub(super) struct OrderScratch {
     still_ahead: Vec<Option<u128>>,
 }
 
-/// (remaining size, id) packed so that integer order is the water-fill's
-/// order of pFabric keys (a non-negative float's bits order as integers).
-fn packed(rem: f64, fid: u32) -> u128 {
-    (rem.to_bits() as u128) << 32 | fid as u128
-}
-
 fn rem_of(p: u128) -> f64 {
     f64::from_bits((p >> 32) as u64)
 }
 
 impl Engine {
+    /// Under pFabric, re-arm the timers of `links` (their rates changed).
+    pub(super) fn arm_crossings(&mut self, links: &[LinkId]) {
+        if self.opts.policy == Policy::Pfabric {
+            for &l in links {
+                self.arm_crossing(l);
+            }
+        }
+    }
+
     /// Re-arm `l`'s timer from its flows' current remaining sizes and rates.
     /// Only a full link's order decides rates (on another, every flow is
     /// held back elsewhere), and only a moving flow can catch up with the
     /// one ahead of it.
-    pub(super) fn arm_crossing(&mut self, l: LinkId) {
+    fn arm_crossing(&mut self, l: LinkId) {
         let link = &self.fabric.links[l as usize];
         if link.flows.len() < 2 || !self.follow(l) {
             self.crossings.remove(l);
@@ -59,11 +64,11 @@ impl Engine {
             let f = &self.fabric.flows[fid as usize];
             if f.group == super::NONE {
                 // Not moving (a flow with a positive rate is in a group).
-                s.still.push(packed(f.rem, fid));
+                s.still.push(float_then_id(f.rem, fid));
             } else {
                 let rate = self.groups.all[f.group as usize].rate;
                 load += rate;
-                s.moving.push((packed(self.rem_now(fid), fid), rate));
+                s.moving.push((float_then_id(self.rem_now(fid), fid), rate));
             }
         }
         // Full as the water-fill has it: under 1 bit/s left.

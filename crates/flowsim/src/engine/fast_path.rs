@@ -8,7 +8,7 @@
 use std::collections::BinaryHeap;
 
 use super::allocation::pop_key_group;
-use super::groups::group_task_inc;
+use super::groups::{float_then_id, group_task_inc};
 use super::{Engine, NONE};
 use crate::policy::Policy;
 use crate::topology::LinkId;
@@ -306,13 +306,13 @@ impl Engine {
         for (i, &m) in members.iter().enumerate().skip(head) {
             let x = &self.fabric.flows[m as usize];
             if x.group == g && x.gpos == i as u32 {
-                packed.push(((x.target + 0.0).to_bits() as u128) << 32 | m as u128);
+                packed.push(float_then_id(x.target, m));
             }
         }
         let f = &mut self.fabric.flows[fid as usize];
         f.last = now;
         f.target = served + f.rem;
-        packed.push(((f.target + 0.0).to_bits() as u128) << 32 | fid as u128);
+        packed.push(float_then_id(f.target, fid));
         packed.sort_unstable();
         members.clear();
         members.extend(packed.iter().map(|&p| p as u32));
@@ -416,11 +416,7 @@ impl Engine {
         }
         self.scratch.kgroup = kgroup;
         self.form_groups();
-        if self.opts.policy == Policy::Pfabric {
-            for &l in &links {
-                self.arm_crossing(l);
-            }
-        }
+        self.arm_crossings(&links);
         self.scratch.comp_links = links;
         if !heap.is_empty() && self.fill.residual[0] < 1.0 {
             self.fill.stop_rest = heap;

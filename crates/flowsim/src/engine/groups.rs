@@ -174,7 +174,7 @@ impl Engine {
             for &fid in &members {
                 let f = &mut self.fabric.flows[fid as usize];
                 f.target = f.rem + 0.0;
-                packed.push((f.target.to_bits() as u128) << 32 | fid as u128);
+                packed.push(float_then_id(f.target, fid));
             }
             packed.sort_unstable();
             members.clear();
@@ -277,6 +277,13 @@ impl Engine {
 }
 
 /// Baraat: one more live member of task `tid` in a group's per-task counts.
+/// A non-negative float then an id, packed so that integer order is
+/// (float, id) order: a non-negative float's bits order as integers (`+ 0.0`
+/// folds -0.0 into +0.0).
+pub(super) fn float_then_id(x: f64, id: u32) -> u128 {
+    ((x + 0.0).to_bits() as u128) << 32 | id as u128
+}
+
 pub(super) fn group_task_inc(tasks: &mut Vec<(u64, u32)>, tid: u64) {
     match tasks.iter_mut().find(|t| t.0 == tid) {
         Some(t) => t.1 += 1,

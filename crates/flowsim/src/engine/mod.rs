@@ -190,21 +190,13 @@ impl Engine {
             }
             // Baraat: a task crossed the heavy threshold at a port; the
             // recomputation there charges the counters and re-keys.
-            while let Some((t2, p)) = self.baraat.reclass.peek() {
-                if t2 != t {
-                    break;
-                }
-                self.baraat.reclass.remove(p);
+            while let Some(p) = self.baraat.reclass.pop_at(t) {
                 self.stats.events += 1;
                 self.instant.dirty.push(self.topo.host_down(p));
             }
             // pFabric: two flows of a link swap order; its component is
             // re-keyed.
-            while let Some((t2, l)) = self.crossings.peek() {
-                if t2 != t {
-                    break;
-                }
-                self.crossings.remove(l);
+            while let Some(l) = self.crossings.pop_at(t) {
                 self.stats.events += 1;
                 self.stats.crossings += 1;
                 self.instant.dirty.push(l);
