@@ -23,6 +23,12 @@ cargo test --workspace --quiet
 # The config crate alone: a workspace build unifies features across crates
 # and once hid that netsched-config needed core's `serde` feature.
 cargo check --quiet -p netsched-config
+# A build with nothing changed reruns no build script and compiles nothing
+# (a rerun-if-changed path that does not exist made every build a rebuild).
+if cargo check -v -p netsched-config 2>&1 | grep -E "^ +(Dirty|Compiling|Running) "; then
+  echo "a no-op build rebuilt something (above)" >&2
+  exit 1
+fi
 python3 scripts/ensure-python-deps.py
 # The netsched Python package (docs/experiments.md): maturin builds crates/py
 # (a release build of only the sim and flowsim crates it needs) into a wheel.
