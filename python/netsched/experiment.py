@@ -46,6 +46,7 @@ class ExperimentResult:
 # one-seed runs hit the cache of earlier ones).
 SEED_STRIDE = 1000
 DEFAULT_SEEDS = {"reduced": 2, "paper": 2, "published": 5}
+ABLATION_SEEDS = 2
 
 
 def seeded(p: Point, s: int) -> Point:
@@ -107,9 +108,18 @@ def _per_seed(exp, points: list, seeds: int, sweep_args: dict, desc: str):
         t = exp.table(one.runs, one.pools)
         tables.append(t)
         per_seed.append(exp.claims(t))
-        runs.append(one.runs.assign(replicate=s))
-        pools.append(one.pools.assign(replicate=s))
+        # copy() first: the sweep's frames are built column by column.
+        runs.append(one.runs.copy().assign(replicate=s))
+        pools.append(one.pools.copy().assign(replicate=s))
     return res, tables, per_seed, pd.concat(runs, ignore_index=True), pd.concat(pools, ignore_index=True)
+
+
+def ablation_keys(ab, records: list) -> list:
+    """The claims an ablation names; "*" names every counted numeric or
+    shape claim of the entry."""
+    if list(ab.claims) == ["*"]:
+        return [r["key"] for r in records if r["kind"] in ("numeric", "shape")]
+    return list(ab.claims)
 
 
 def ablation_command(name: str, ab, scale: str, seeds: int) -> str:
@@ -132,12 +142,14 @@ def run_ablation(exp, ab, scale: str, seeds: int, sweep_args: dict, progress: bo
                 p = Point(dict(p.labels), cfg, p.kind)
             changed.append(p)
         pts = changed
-    n = min(seeds, ab.seeds or seeds)
+    # Two seeds by default: an ablation asks where the mean moves, and every
+    # one of them reruns the whole entry.
+    n = min(seeds, ab.seeds or ABLATION_SEEDS)
     _, _, per_seed, _, _ = _per_seed(exp, pts, n, dict(sweep_args, progress=progress),
                                      f"{exp.name} --ablation {ab.id}")
     recs = aggregate(per_seed, entry=exp.name, paper=exp.paper, figure=exp.figure,
                      scale=ab.scale or scale)
-    return [r for r in recs if r["key"] in ab.claims], n
+    return [r for r in recs if r["key"] in ablation_keys(ab, recs)], n
 
 
 def run_experiment(
@@ -172,19 +184,22 @@ def run_experiment(
     _, points = _scale_points(exp, scale)
     res, tables, per_seed, all_runs, all_pools = _per_seed(exp, points, seeds, sweep_args, name)
     note = scale_note(exp, scale, seeds)
+    if ablations == "none" and exp.ablations:
+        note += "; ablations not run (--ablations none), so a difference shows as unexplained"
     records = aggregate(per_seed, entry=name, paper=exp.paper, figure=exp.figure, scale=scale,
                         scale_note=note)
     computed, cached_n = res.computed, res.cached
     for ab in exp.ablations:
-        unknown = set(ab.claims) - {r["key"] for r in records}
+        keys = ablation_keys(ab, records)
+        unknown = set(keys) - {r["key"] for r in records}
         if unknown:
             raise ValueError(f"{name}: ablation {ab.id} names unknown claims {sorted(unknown)}")
         wanted = ablations == "all" or (ablations == "auto" and any(
-            r["key"] in ab.claims and r["verdict"] == "differs" for r in records))
+            r["key"] in keys and r["verdict"] == "differs" for r in records))
         if not wanted:
             continue
         ablated, n = run_ablation(exp, ab, scale, seeds, sweep_args)
-        attribute(records, ablated, keys=ab.claims, changed=ab.changed,
+        attribute(records, ablated, keys=keys, changed=ab.changed,
                   command=ablation_command(name, ab, scale, n))
     finalize(records)
     table = mean_table(tables)

@@ -121,3 +121,17 @@ def test_claims_must_be_the_same_every_seed_and_unique():
     with pytest.raises(ValueError, match="other claims"):
         aggregate([[numeric("a", "s", 1, 1)], [numeric("b", "s", 1, 1)]], entry="e", paper="P",
                   figure="F", scale="reduced")
+
+
+def test_an_ablation_of_every_claim_names_only_counted_kinds():
+    from netsched.catalog.base import Ablation
+    from netsched.experiment import ablation_keys
+
+    recs = finalize(aggregate([[numeric("a", "s", 1, 1), shape("b", "s", 1.0, paper_text="x"),
+                                calibration("c", "s", 1, 1, "fitted")]] * 2,
+                              entry="e", paper="P", figure="F", scale="reduced"))
+    every = Ablation("x", ["*"], "all", apply=lambda cfg: None)
+    assert ablation_keys(every, recs) == ["a", "b"]
+    assert ablation_keys(Ablation("y", ["b"], "one", apply=lambda cfg: None), recs) == ["b"]
+    with pytest.raises(ValueError, match="exactly one"):
+        Ablation("z", ["a"], "neither")

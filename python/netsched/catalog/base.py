@@ -228,7 +228,8 @@ class Ablation:
     """A run that changes one modelling choice and reports where it moves
     the named claims (netsched.claims): `apply(cfg)` edits each point's
     config in place (on the points `where(labels)` selects, default all),
-    or `scale` runs the entry's points at another scale instead."""
+    or `scale` runs the entry's points at another scale instead. `claims`
+    lists claim keys, or ["*"] for every numeric and shape claim."""
 
     id: str
     claims: list
@@ -236,7 +237,7 @@ class Ablation:
     apply: Optional[Callable[[dict], None]] = None
     where: Optional[Callable[[dict], bool]] = None
     scale: Optional[str] = None
-    seeds: Optional[int] = None  # at most this many seeds (default: the main run's)
+    seeds: Optional[int] = None  # seeds of the ablated run (default 2, at most the main run's)
 
     def __post_init__(self) -> None:
         if (self.apply is None) == (self.scale is None):

@@ -168,7 +168,9 @@ def plot(t, png):
 
 
 register(Experiment(
-    name="comparison", published="reduced", published_note="reduced scale (150 / 30 tasks per core): paper scale takes 4 min 23 s per seed here", paper="netsched (no paper)", figure="cross-paper comparison",
+    name="comparison",
+    published="reduced",
+    published_note=("reduced scale (150 / 30 tasks per core): paper scale takes 4 min 23 s per seed here"), paper="netsched (no paper)", figure="cross-paper comparison",
     title="Horus, RS-H, RS-LB, JSQ, JIQ, Draconis, R2P2 and Sparrow on one workload",
     setup="Bimodal(50 % 50 µs, 50 % 500 µs) at the same loads on one rack of 8 × 16 cores and "
           "on 8 such racks (1,024 cores); the scheduling switch two 2-µs hops from every core in "

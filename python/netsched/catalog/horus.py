@@ -278,7 +278,10 @@ def fig2_claims(t):
 
 
 register(Experiment(
-    name="horus-fig2", published="reduced", published_note="reduced scale (k=16 tree, 30 pools): the paper's k=48 datacenter takes 30 min per seed here", paper=PAPER, figure="Fig. 2",
+    name="horus-fig2",
+    published="reduced",
+    published_note=("reduced scale (k=16 tree, 30 pools): the paper's k=48 datacenter takes 30 min per "
+                    "seed here"), paper=PAPER, figure="Fig. 2",
     title="RS-LB against ideal global JSQ across the datacenter",
     setup="p99 response time against load for RackSched behind a uniformly random rack "
           "load balancer (RS-LB) and an ideal zero-delay JSQ over every worker of a pool, "
@@ -378,7 +381,8 @@ def hop_ablation(keys: list, us: float = 1.0) -> Ablation:
 
 
 register(Experiment(
-    name="horus-fig10", published="paper", paper=PAPER, figure="Fig. 10",
+    name="horus-fig10",
+    published="paper", paper=PAPER, figure="Fig. 10",
     title="Horus vs RackSched vs JSQ in a single rack (simulation)",
     setup="Ten applications of 76 workers each inside one rack of 24 × 32-core servers; p99 "
           "against load for Horus, RackSched (power-of-2 at the ToR over reply-updated loads) "
@@ -438,7 +442,8 @@ def fig11_claims(t):
 
 
 register(Experiment(
-    name="horus-fig11", published="paper", paper=PAPER, figure="Fig. 11",
+    name="horus-fig11",
+    published="paper", paper=PAPER, figure="Fig. 11",
     title="Horus vs RS-H vs RS-LB across the datacenter (median-size pool)",
     setup="p99 response time of the median-size pool against load for Horus, RS-H (RackSched at "
           "spines over rack averages, every leaf reporting to every spine after each reply) and "
@@ -498,7 +503,10 @@ def fig12a_claims(t):
 
 
 register(Experiment(
-    name="horus-fig12a", published="reduced", published_note="reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 1 h 37 min per seed here", paper=PAPER, figure="Fig. 12a",
+    name="horus-fig12a",
+    published="reduced",
+    published_note=("reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 1 h 37 min per "
+                    "seed here"), paper=PAPER, figure="Fig. 12a",
     title="Queue imbalance (max/mean queue length per pool, sampled every 50 µs)",
     setup="Horus, RS-H and RS-LB on the datacenter with Bimodal service; the imbalance of §5.2 "
           "sampled every 50 µs in every pool; we plot its 1st-99th percentile range.",
@@ -598,7 +606,10 @@ def fig12b_claims(t):
 
 
 register(Experiment(
-    name="horus-fig12b", published="reduced", published_note="reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 12 min per seed here", paper=PAPER, figure="Fig. 12b",
+    name="horus-fig12b",
+    published="reduced",
+    published_note=("reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 12 min per seed "
+                    "here"), paper=PAPER, figure="Fig. 12b",
     title="Horus p99 against per-hop network delay",
     setup="Horus on the datacenter with Bimodal service at load 0.8; the mean of the exponential "
           "per-hop delay goes from 0 to 100 µs; box = quartiles of the pools' p99.",
@@ -645,7 +656,10 @@ def fig12c_claims(t):
 
 
 register(Experiment(
-    name="horus-fig12c", published="reduced", published_note="reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 6 min per seed here", paper=PAPER, figure="Fig. 12c",
+    name="horus-fig12c",
+    published="reduced",
+    published_note=("reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 6 min per seed "
+                    "here"), paper=PAPER, figure="Fig. 12c",
     title="Horus p99 against packet loss",
     setup="Horus on the datacenter, Bimodal at load 0.8, per-packet loss from 0 to 1%; "
           "box = quartiles of the pools' p99 (lost tasks are aborted, not counted in p99).",

@@ -52,7 +52,8 @@ def fig17_claims(t):
 
 
 register(Experiment(
-    name="horus-fig17", published="paper", paper=PAPER, figure="Fig. 17",
+    name="horus-fig17",
+    published="paper", paper=PAPER, figure="Fig. 17",
     title="Horus's components: lazy power-of-2 and idle selection",
     setup="Mean response time against load for Horus, power-of-2 updated only by replies "
           "(Pow-of-2 DU) and idle-list-only selection (random when none idle), Bimodal, over "
@@ -147,7 +148,10 @@ def fig18_claims(t):
 
 
 register(Experiment(
-    name="horus-fig18", published="reduced", published_note="reduced scale (k=16 tree, 3 failed spines per ratio): the paper's 30 failures per ratio on k=48 take 11 min per seed here", paper=PAPER, figure="Fig. 18",
+    name="horus-fig18",
+    published="reduced",
+    published_note=("reduced scale (k=16 tree, 3 failed spines per ratio): the paper's 30 failures per "
+                    "ratio on k=48 take 11 min per seed here"), paper=PAPER, figure="Fig. 18",
     title="Spine scheduler failures: controller messages and aborted tasks",
     setup="A random spine scheduler fails halfway through the run (Bimodal, load 0.9); leaves "
           "learn of it after the controller's hop-delayed notice. Repeated for leaf:spine ratios "
@@ -220,7 +224,10 @@ def fig19b_claims(t):
 
 
 register(Experiment(
-    name="horus-fig19b", published="reduced", published_note="reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 6 min per seed here", paper=PAPER, figure="Fig. 19b",
+    name="horus-fig19b",
+    published="reduced",
+    published_note=("reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 6 min per seed "
+                    "here"), paper=PAPER, figure="Fig. 19b",
     title="Update messages against packet loss",
     setup="Horus on the datacenter, Bimodal at 0.9: loadUpdate and idleAdd/Remove messages per "
           "task for loss rates 0 to 1% (lost idle messages are re-sent, App. A.3).",
@@ -356,7 +363,10 @@ def fig19a_claims(t):
 
 
 register(Experiment(
-    name="horus-fig19a", published="reduced", published_note="reduced scale (30 pools in 4 groups): it reuses Fig. 12a's runs, 1 h 37 min per seed at paper scale", paper=PAPER, figure="Fig. 19a",
+    name="horus-fig19a",
+    published="reduced",
+    published_note=("reduced scale (30 pools in 4 groups): it reuses Fig. 12a's runs, 1 h 37 min per seed"
+                    " at paper scale"), paper=PAPER, figure="Fig. 19a",
     title="Impact of worker placement: p99 per pool grouped by the variance of its workers per rack",
     setup="Fig. 12a's whole-datacenter Bimodal runs at load 0.9 (Horus, RS-H, RS-LB; shared through "
           "the cache). Each "

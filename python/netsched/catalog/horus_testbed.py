@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from ..sweep import Point, grid
-from .base import (Experiment, PaperPoint, lines, not_reproducible, numeric, register, shape)
-from .horus import PAPER, per_run, provenance
+from .base import (Ablation, Experiment, PaperPoint, lines, not_reproducible, numeric, register,
+                   shape)
+from .horus import PAPER, horus_sim_ablation, provenance
 
 # Horus §4.1: RocksDB GET median 40 µs, SCAN median 650 µs (lognormal, σ =
 # 0.1, crates/config/src/workload.rs), TPC-C's five classes.
@@ -30,6 +31,11 @@ TOPOLOGY = {"single-rack": {"kind": "racks", "racks": [[8, 8, 8, 8]]},
             "uniform": {"kind": "testbed-uniform"}, "skewed": {"kind": "testbed-skewed"}}
 STYLE_TB = {"horus": ("tab:blue", "o", "Horus"), "racksched": ("tab:orange", "s", "RackSched"),
             "rs-h": ("tab:orange", "s", "RS-H"), "rs-lb": ("tab:green", "^", "RS-LB")}
+
+
+# "published": the largest that fits five seeds and the ablations on the
+# project's 2-core machine.
+TASKS_PER_WORKER = {"paper": 2000, "published": 1000, "reduced": 400}
 
 
 def capacity_krps(setup: str, service: str) -> float:
@@ -45,7 +51,7 @@ def testbed_points(setup: str, service: str, policies: list, krps: list, scale: 
                    "placement": {"sizes": [WORKERS[setup]], "mode": "colocated"},
                    "workload": {"service": {"kind": "preset", "name": service},
                                 "load": round(k / cap, 6),
-                                "tasks_per_worker": 2000 if scale == "paper" else 400}}
+                                "tasks_per_worker": TASKS_PER_WORKER[scale]}}
             pts.append(Point({"setup": setup, "service": service, "policy": pol, "krps": k}, cfg))
     return pts
 
@@ -97,6 +103,26 @@ TESTBED_SETUP = ("Simulated like the testbed: one switch plays the spine and eve
                  "count is not stated; we put the 32 workers of the Uniform setup in one rack.")
 
 
+def one_switch_hops(cfg: dict) -> None:
+    cfg.setdefault("network", {})["hop_delay"] = {"kind": "constant", "us": 1.0}
+
+
+def testbed_ablations(keys: list) -> list:
+    """The modelling choices a testbed figure's difference may come from:
+    the hop delay (the testbed is one switch, we use §5.1's 5 µs hops) and
+    Horus's mechanism (the authors' simulator's choices instead of the P4's)."""
+    return [Ablation("hops-1us", keys, "1 µs constant per hop (one switch) instead of §5.1's "
+                     "exponential 5 µs", apply=one_switch_hops),
+            horus_sim_ablation(keys)]
+
+
+def more_workers(cfg: dict) -> None:
+    """48 workers in the rack at the same offered KRPS."""
+    cfg["topology"] = {"kind": "racks", "racks": [[8] * 6]}
+    cfg["placement"]["sizes"] = [48]
+    cfg["workload"]["load"] = round(cfg["workload"]["load"] * 32 / 48, 6)
+
+
 # --- Fig. 6: single rack, Horus against RackSched ---------------------------------
 
 FIG6_SLO_US = 3000.0  # §4.1's example bound for the achievable throughput
@@ -129,7 +155,11 @@ def fig6_claims(t):
 
 
 register(Experiment(
-    name="horus-fig6", published="paper", paper=PAPER, figure="Fig. 6",
+    name="horus-fig6",
+    published="reduced",
+    published_note="400 tasks per worker (paper scale: 2,000), to fit five seeds and the "
+                   "ablations on this shared 2-core machine",
+    paper=PAPER, figure="Fig. 6",
     title="Horus vs RackSched in a single rack (testbed setup, simulated)",
     setup="Horus and RackSched (power-of-2 at the ToR over reply-updated loads) over 32 workers "
           "in one rack (4 servers × 8), RocksDB 50 % and 90 % GET and TPC-C, p99 against "
@@ -138,6 +168,10 @@ register(Experiment(
     table=krps_table,
     plot=lambda t, png: tb_lines(t, png, "Single rack"),
     claims=fig6_claims,
+    ablations=testbed_ablations(["rocksdb-50-50-75pct-lower-at-80krps", "throughput-up-to-1.9x"])
+    + [Ablation("48-workers", ["rocksdb-50-50-75pct-lower-at-80krps", "throughput-up-to-1.9x"],
+                "48 workers in the rack (6 servers × 8) instead of 32, at the same KRPS",
+                apply=more_workers)],
     paper_points=[PaperPoint("horus", 80, None, panel="single-rack / rocksdb-50-50",
                              label="75 % below RackSched at 80 KRPS")],
     sections=provenance("The testbed ran the authors' P4 program: the paper's mechanism, "
@@ -207,7 +241,10 @@ def fig7_claims(t):
 
 
 register(Experiment(
-    name="horus-fig7", published="paper", paper=PAPER, figure="Fig. 7, 9c, 14b",
+    name="horus-fig7",
+    published="reduced",
+    published_note="400 tasks per worker (paper scale: 2,000), to fit five seeds and the "
+                   "ablations on this shared 2-core machine", paper=PAPER, figure="Fig. 7, 9c, 14b",
     title="Horus vs RS-H vs RS-LB on the testbed's racks (simulated)",
     setup="Horus, RS-H and RS-LB on the testbed's Uniform (4 racks × 8 workers) and Skewed "
           "(4, 4, 8, 32 workers) setups: RocksDB 50 % GET on Uniform (Fig. 7a) and Skewed "
@@ -217,6 +254,10 @@ register(Experiment(
     table=krps_table,
     plot=lambda t, png: tb_lines(t, png, "Multi-rack testbed setups"),
     claims=fig7_claims,
+    ablations=testbed_ablations(
+        ["uniform-50pct-below-rs-h-at-80krps", "uniform-2ms-throughput-horus",
+         "uniform-2ms-throughput-rs-lb", "uniform-2ms-throughput-rs-h", "skewed-gains-higher",
+         "skewed-50-50-sustains-125krps", "skewed-50-50-1.6x-rs-h", "skewed-50-50-5x-rs-lb"]),
     paper_points=[PaperPoint(pol, k, None, panel="uniform / rocksdb-50-50",
                              label=f"{k:g} KRPS at 2 ms") for pol, k in FIG7_SLO.items()]
     + [PaperPoint("horus", 125, None, panel="skewed / rocksdb-50-50", label="125 KRPS")],
@@ -284,7 +325,8 @@ def fig15_plot(t, png):
 
 
 register(Experiment(
-    name="horus-fig15-16", published="paper", paper=PAPER, figure="Fig. 15-16",
+    name="horus-fig15-16",
+    published="paper", paper=PAPER, figure="Fig. 15-16",
     title="Resubmitted tasks and state-update messages (testbed setups, simulated)",
     setup="Horus on the testbed's Uniform (4 racks × 8 workers) and Skewed (4, 4, 8, 32) setups "
           "with RocksDB 90/10, 50/50 and TPC-C: fraction of tasks needing a resubmission pass "

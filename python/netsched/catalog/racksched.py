@@ -101,7 +101,9 @@ def plot(t, png):
 
 
 register(Experiment(
-    name="racksched-fig2", paper=PAPER, figure="Fig. 2",
+    name="racksched-fig2",
+    published="reduced",
+    published_note=("reduced scale (1,000 tasks per worker; paper: 5,000), to fit five seeds and the ablations on this shared 2-core machine"), paper=PAPER, figure="Fig. 2",
     title="Inter-server (random, JSQ, global) × intra-server (cFCFS, PS) scheduling in one rack",
     setup="Eight servers of eight cores; requests go to a random server (per-), the server with "
           "the shortest queue (JSQ-) or one central queue over all 64 cores (global-); inside a "
@@ -111,6 +113,8 @@ register(Experiment(
     table=table,
     plot=plot,
     claims=claims,
+    ablations=[Ablation("ps-slice-5us", ["*"], "processor-sharing slice 5 µs instead of 25 µs",
+                        apply=lambda cfg: cfg["workers"].update(ps_slice_us=5.0))],
     paper_points=[PaperPoint(pol, x, None, panel=svc, label=f"knee {x:g}")
                   for svc in ("rs-exp50", "rs-trimodal")
                   for pol, x in (("per-cFCFS", 0.75), ("per-PS", 0.5))],
@@ -171,6 +175,26 @@ def rack_point(labels, system, load, service, cores, scale):
         "schedulers": {"samples": min(samples, servers)},
     }
     return Point({**labels, "system": system, "load": load}, cfg)
+
+
+def no_preemption(cfg: dict) -> None:
+    """Servers as one cFCFS queue with no preemption (not Shinjuku's 250 µs)."""
+    cfg["workers"] = {**cfg.get("workers", {}), "model": "server-cfcfs"}
+    cfg["workers"].pop("ps_slice_us", None)
+
+
+def slower_hops(cfg: dict) -> None:
+    cfg.setdefault("network", {})["hop_delay"] = {"kind": "constant", "us": 10.0}
+
+
+def rack_ablations(keys=("*",)) -> list:
+    """The testbed figures' modelling choices a difference may come from:
+    the servers' preemption (Shinjuku's 250 µs slice as processor sharing)
+    and the 2 µs hops that set how stale the ToR's loads are."""
+    return [Ablation("no-preemption", list(keys), "servers as cFCFS without preemption instead "
+                     "of processor sharing at a 250 µs slice", apply=no_preemption),
+            Ablation("hops-10us", list(keys), "10 µs per hop instead of 2 µs (staler loads at "
+                     "the ToR)", apply=slower_hops)]
 
 
 def rack_table(runs, pools):
@@ -288,7 +312,9 @@ RS_DIFF = ("Servers are modelled as one queue per server with processor sharing 
            "(Shinjuku's per-type latency targets, set proportional to the means).")
 
 register(Experiment(
-    name="racksched-fig10", paper=PAPER, figure="Fig. 10",
+    name="racksched-fig10",
+    published="reduced",
+    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 10",
     title="RackSched vs Shinjuku, synthetic workloads, homogeneous servers",
     setup="Eight servers × 8 workers in one rack; RackSched (power-of-2 over servers at the ToR, "
           "loads from replies) against Shinjuku alone (a uniformly random server); inside a "
@@ -303,7 +329,7 @@ register(Experiment(
         "single-queue", ["trimodal-gain-above-bimodal"],
         "single queue per server instead of a queue per request type (§3.6) for Bimodal(50-50) "
         "and Trimodal",
-        apply=lambda cfg: cfg["workers"].pop("multi_queue", None))],
+        apply=lambda cfg: cfg["workers"].pop("multi_queue", None))] + rack_ablations(),
     differences=RS_DIFF + " Our knees sit closer to capacity than the testbed's (Exp(50): the "
                 "paper's 800 / 950 KRPS are 0.62 / 0.74 of 64 workers' 1.28 M RPS): Shinjuku's "
                 "dispatcher and networking cores, which saturate first on the testbed, are not "
@@ -339,6 +365,7 @@ register(Experiment(
     table=lambda runs, pools: with_krps(rack_table(runs, pools), 44),
     plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig11_claims,
+    ablations=rack_ablations(),
     differences=RS_DIFF,
 ))
 
@@ -395,6 +422,7 @@ register(Experiment(
     table=fig12_table,
     plot=fig12_plot,
     claims=fig12_claims,
+    ablations=rack_ablations(),
     differences=RS_DIFF,
 ))
 
@@ -424,7 +452,9 @@ def fig13_claims(t):
 
 
 register(Experiment(
-    name="racksched-fig13", paper=PAPER, figure="Fig. 13a-b",
+    name="racksched-fig13",
+    published="reduced",
+    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 13a-b",
     title="RocksDB: 90 % and 50 % GET",
     setup="RocksDB service times (GET median 50 µs, SCAN median 740 µs, lognormal σ = 0.1), 90/10 "
           "and 50/50 mixes, RackSched against Shinjuku on 8 × 8 workers.",
@@ -432,6 +462,7 @@ register(Experiment(
     table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
     plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig13_claims,
+    ablations=rack_ablations(),
     paper_points=[PaperPoint(s, k, None, panel="rs-rocksdb-90-10", label=f"low tail until {k}")
                   for s, k in zip(("shinjuku", "racksched"), FIG13_SUSTAINED)],
     differences=RS_DIFF + " Fig. 13c-d (GET and SCAN separately) is racksched-fig13cd.",
@@ -469,7 +500,9 @@ def fig15_claims(t):
 
 
 register(Experiment(
-    name="racksched-fig15", paper=PAPER, figure="Fig. 15",
+    name="racksched-fig15",
+    published="reduced",
+    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 15",
     title="Switch scheduling policies: RR, Shortest, Sampling-2, Sampling-4",
     setup="The ToR policy varied on 8 × 8 workers: round robin over servers, the shortest queue "
           "among all 8 (loads from replies), and power-of-2 / power-of-4 sampling; "
@@ -478,6 +511,7 @@ register(Experiment(
     table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
     plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig15_claims,
+    ablations=rack_ablations(),
     differences=RS_DIFF + " Shortest is power-of-8 over the 8 servers (every server sampled, "
                 "ties broken at random), with the same reply-delayed loads as RackSched.",
 ))
@@ -529,7 +563,9 @@ def fig13cd_plot(t, png):
 
 
 register(Experiment(
-    name="racksched-fig13cd", paper=PAPER, figure="Fig. 13c-d",
+    name="racksched-fig13cd",
+    published="reduced",
+    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 13c-d",
     title="RocksDB 50 % GET / 50 % SCAN, multi-queue: p99 of GET and of SCAN",
     setup="The Fig. 13b runs (RocksDB GET median 50 µs, SCAN median 740 µs, 50/50, RackSched "
           "against Shinjuku on 8 × 8 workers, a queue per request type at every server and a "
@@ -540,6 +576,7 @@ register(Experiment(
     table=fig13cd_table,
     plot=fig13cd_plot,
     claims=fig13cd_claims,
+    ablations=rack_ablations(),
     differences=RS_DIFF + " The per-type percentiles come from the simulator's per-class "
                 "response histograms (3 significant digits).",
 ))
@@ -608,7 +645,9 @@ def fig16_claims(t):
 
 
 register(Experiment(
-    name="racksched-fig16", paper=PAPER, figure="Fig. 16",
+    name="racksched-fig16",
+    published="reduced",
+    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 16",
     title="Server load tracking: INT1, INT2, INT3, Proactive",
     setup="RackSched's ToR on 8 × 8 workers (single queue, preemption every 250 µs), "
           "Bimodal(90-10) and Bimodal(50-50), with four ways to know server loads: INT1 "
@@ -624,6 +663,10 @@ register(Experiment(
     table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
     plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig16_claims,
+    ablations=rack_ablations() + [Ablation(
+        "loss-1e-2", ["rs-bimodal-proactive-worse", "rs-bimodal-50-50-proactive-worse"],
+        "per-packet loss 1e-2 instead of 1e-3 (the paper states no rate)",
+        apply=lambda cfg: cfg["network"].update(loss=1e-2 if cfg["network"]["loss"] else 0.0))],
     differences=RS_DIFF + " The paper states no loss rate; 1e-3 per packet is ours, and lost "
                 "requests are not retransmitted (a retransmission would add a second +1 for the "
                 "same request, a larger error). Proactive's error grows with run length (leaked "
@@ -709,7 +752,9 @@ def fig14_claims(t):
 
 
 register(Experiment(
-    name="racksched-fig14", paper=PAPER, figure="Fig. 14",
+    name="racksched-fig14",
+    published="reduced",
+    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 14",
     title="Comparison with other solutions: R2P2 (JBSQ) and client-based scheduling",
     setup="Eight servers × 8 workers. RackSched (power-of-2 over servers at the ToR, loads "
           "from replies), Shinjuku (a random server), Client(100) (100 equal-rate clients, each "
@@ -720,6 +765,7 @@ register(Experiment(
     table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
     plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig14_claims,
+    ablations=rack_ablations(),
     differences=RS_DIFF + " R2P2's bound is not given in the paper; we use JBSQ(3) as Draconis "
                 "does, with the router's queue in the switch at no recirculation cost and no "
                 "preemption at the cores. Client(100) picks each task's client uniformly at "
