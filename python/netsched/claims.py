@@ -213,6 +213,16 @@ def aggregate(per_seed: list, *, entry: str, paper: str, figure: str, scale: str
     return out
 
 
+def margin(c: dict) -> float:
+    """How far an ablation must move a claim toward the paper to count as
+    "closer": more than the main run's 95 % half-width (in `distance`'s
+    units), so a move inside the noise is "no"."""
+    ci, mean = c["ours"].get("ci95") or 0.0, c["ours"]["mean"]
+    if c.get("factor") and _finite(mean) and mean > 0:
+        return ci / mean
+    return ci + 1e-12
+
+
 def record(main: dict, ablated: dict, *, changed: str, command: str) -> dict:
     """What an ablation did to one claim: ours before and after, and whether
     it moved to agreement, closer to it, or not."""
@@ -224,7 +234,7 @@ def record(main: dict, ablated: dict, *, changed: str, command: str) -> dict:
         d0, d1 = distance(main), distance(ablated)
         if ablated["verdict"] == "agrees":
             moves = "agrees"
-        elif d1 < d0 - 1e-12 * max(1.0, abs(d0) if math.isfinite(d0) else 1.0):
+        elif d1 < d0 - margin(main):
             moves = "closer"
         else:
             moves = "no"
@@ -238,6 +248,8 @@ def attribute(records: list[dict], ablated: list[dict], *, keys: list, changed: 
     """Adds an ablation's record to each claim of `keys` in `records`."""
     by_key = {r["key"]: r for r in ablated}
     for r in records:
+        if r["verdict"] == "agrees":
+            continue  # nothing to attribute
         if r["key"] in keys and r["key"] in by_key:
             r["attribution"].append(record(r, by_key[r["key"]], changed=changed, command=command))
 

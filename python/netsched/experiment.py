@@ -71,6 +71,8 @@ def mean_table(tables: list) -> pd.DataFrame:
     out = t0.copy()
     for c in t0.columns:
         cols = [t[c].reset_index(drop=True) for t in tables]
+        if all(x.equals(cols[0]) for x in cols):
+            continue  # a label column (or a value every seed shares): kept as it is
         if all(pd.api.types.is_numeric_dtype(x) and not pd.api.types.is_bool_dtype(x) for x in cols):
             out[c] = pd.concat(cols, axis=1).mean(axis=1, skipna=True).values
         elif not all(x.equals(cols[0]) for x in cols):

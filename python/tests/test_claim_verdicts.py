@@ -135,3 +135,17 @@ def test_an_ablation_of_every_claim_names_only_counted_kinds():
     assert ablation_keys(Ablation("y", ["b"], "one", apply=lambda cfg: None), recs) == ["b"]
     with pytest.raises(ValueError, match="exactly one"):
         Ablation("z", ["a"], "neither")
+
+
+def test_a_move_inside_the_noise_is_not_closer():
+    main = aggregate([[numeric("a", "s", 100.0, v)] for v in (150.0, 170.0, 160.0)],
+                     entry="e", paper="P", figure="F", scale="reduced")
+    # 160 ± 24.8 -> 155: toward the paper, but by less than the interval.
+    small = aggregate([[numeric("a", "s", 100.0, v)] for v in (154.0, 156.0)],
+                      entry="e", paper="P", figure="F", scale="reduced")
+    big = aggregate([[numeric("a", "s", 100.0, v)] for v in (125.0, 127.0)],
+                    entry="e", paper="P", figure="F", scale="reduced")
+    attribute(main, small, keys=["a"], changed="x", command="c")
+    attribute(main, big, keys=["a"], changed="y", command="c")
+    assert [a["moves_to"] for a in main[0]["attribution"]] == ["no", "closer"]
+    assert finalize(main)[0]["verdict"] == "differs"
