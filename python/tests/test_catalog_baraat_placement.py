@@ -169,7 +169,7 @@ def test_placement_explicit_sizes_and_errors():
 
 
 def test_horus_fig19a_groups_from_placement():
-    from netsched.catalog import horus
+    from netsched.catalog import horus, horus_appendix
 
     s = horus.pool_spread("reduced")
     assert len(s) == 30
@@ -180,7 +180,7 @@ def test_horus_fig19a_groups_from_placement():
     # 0.9, shared in the cache: Horus, RS-H, RS-LB and the three other Horus
     # configurations; Fig. 11 simulates only the median pool.
     f12a = {p.key() for p in horus.fig12a_points("reduced")}
-    f19 = horus.fig19a_points("reduced")
+    f19 = horus_appendix.fig19a_points("reduced")
     assert len(f19) == 6 and {p.key() for p in f19} <= f12a
     assert [p.labels["policy"] for p in f19] == ["horus", "rs-h", "rs-lb", horus.SIM,
                                                  horus.SIM_FIXED, horus.TOKENS]
@@ -188,7 +188,7 @@ def test_horus_fig19a_groups_from_placement():
 
 
 def test_horus_fig11_simulates_the_median_pool_alone_with_its_full_run_results():
-    from netsched.catalog import horus
+    from netsched.catalog import horus, horus_appendix
 
     sizes = netsched.placement(horus.datacenter("reduced")).groupby("pool_id")["workers"].sum()
     pid = horus.median_pool_id("reduced")
@@ -208,11 +208,11 @@ def test_horus_fig11_simulates_the_median_pool_alone_with_its_full_run_results()
 
 
 def test_horus_fig18_simulates_only_the_failed_spines_pools_and_loses_nothing():
-    from netsched.catalog import horus
+    from netsched.catalog import horus, horus_appendix
 
-    pts = horus.fig18_points("reduced")
+    pts = horus_appendix.fig18_points("reduced")
     assert len(pts) == 9
-    by_spine = horus.spine_pools("reduced")
+    by_spine = horus_appendix.spine_pools("reduced")
     for p in pts:
         spine = p.config["failures"][0]["id"]
         assert p.config["only_pools"] == by_spine[p.labels["ratio"]][spine] != []
@@ -234,10 +234,10 @@ def test_horus_fig18_simulates_only_the_failed_spines_pools_and_loses_nothing():
 
 
 def test_horus_fig17_runs_five_pools_across_the_size_range():
-    from netsched.catalog import horus
+    from netsched.catalog import horus, horus_appendix
 
     sizes = horus.pool_sizes("reduced").set_index("pool_id")["workers"]
-    five = horus.sample_pools("reduced")
+    five = horus_appendix.sample_pools("reduced")
     assert len(five) == 5
     assert sizes[five].min() == sizes.min() and sizes[five].max() == sizes.max()
-    assert {tuple(p.config["only_pools"]) for p in horus.fig17_points("reduced")} == {tuple(five)}
+    assert {tuple(p.config["only_pools"]) for p in horus_appendix.fig17_points("reduced")} == {tuple(five)}

@@ -145,16 +145,18 @@ def test_the_configs_section_states_the_ratios_to_horus_sim():
 
 
 def test_a_claim_states_its_tolerance_on_the_page():
-    from netsched.catalog.base import Claim, Experiment
+    from netsched.catalog.base import Experiment, numeric, shape
+    from netsched.claims import aggregate, finalize
     from netsched.experiment import page
 
     e = Experiment(name="t", paper="P", figure="Fig. 0", title="t", setup="s",
                    points=lambda s: [], table=lambda r, p: r, plot=lambda t, p: None,
                    claims=lambda t: [], differences="d",
                    sections=lambda t: "## Which Horus produced the paper's figure\n\nhorus-sim.")
-    md = page(e, "reduced", pd.DataFrame({"a": [1]}),
-              [Claim("x", "3×", "2.9×", ok=True, tolerance="within 10 %"),
-               Claim("y", "flat", "—")], 1.0, 1, 0)
-    assert "| x | 3× | 2.9× | within 10 % | agrees |" in md
-    assert "| y | flat | — | — | qualitative |" in md
+    recs = finalize(aggregate([[numeric("x", "x", 3.0, v, rel=0.1, unit="×"),
+                                shape("y", "y", v - 4, paper_text="flat")] for v in (2.9, 2.92)],
+                              entry="t", paper="P", figure="Fig. 0", scale="reduced"))
+    md = page(e, "reduced", pd.DataFrame({"a": [1]}), recs, 1.0, 1, 0, 2, "reduced")
+    assert "| Fig. 0 | x | numeric | 3× | 2.91× ± 0.127 (n=2) | within 10 % | agrees | — |" in md
+    assert "| Fig. 0 | y | shape | flat |" in md and "**unexplained**" in md
     assert "## Which Horus produced the paper's figure" in md
