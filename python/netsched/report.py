@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from .catalog import natural_key
-from .claims import tally
+from .claims import summary_counts
 
 
 def _inline(text: str) -> str:
@@ -97,7 +97,7 @@ def build_report(results: str, out: str) -> int:
         body.append(f'<section id="{anchor}">{md_to_html(md, p.parent)}</section>')
         run = p.with_suffix(".json")
         if run.exists():
-            ok, checked, qual = tally(json.loads(run.read_text()).get("claims", []))
+            ok, checked, qual = summary_counts(json.loads(run.read_text()).get("claims", []))
             total = [total[0] + ok, total[1] + checked, total[2] + qual]
             summary.append(f'<tr><td><a href="#{anchor}">{html.escape(p.stem)}</a>{where}</td>'
                            f"<td>{ok}</td><td>{checked}</td><td>{qual}</td></tr>")
