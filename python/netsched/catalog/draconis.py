@@ -16,8 +16,8 @@ import copy
 import pandas as pd
 
 from ..sweep import Point
-from .base import (STYLE, Ablation, Experiment, PaperPoint, _plt, bars, calibration, lines,
-                   numeric, register, shape)
+from .base import (STYLE, Ablation, Experiment, PaperPoint, calibration, lines, numeric,
+                   register, shape)
 
 PAPER = "Draconis (EuroSys'24)"
 
@@ -209,7 +209,7 @@ def fig5a_claims(t):
                        "alternative's (the smallest reduction against the closest alternative "
                        "over the measured loads; the talk's slides)", 61.0, min(reds), pp=15,
                        unit=" %", figure="Fig. 5a (slides)", paper_text="≥ 61 %"))
-    sock, s1, s2 = at(t, "draconis-socket-server", lo), at(t, "sparrow", lo), at(t, "sparrow-2", lo)
+    sock, s1 = at(t, "draconis-socket-server", lo), at(t, "sparrow", lo)
     out.append(numeric("fig5a-socket-vs-sparrow", "Draconis-Socket-Server's p99 is 1.7× lower "
                        f"than one Sparrow scheduler's (ours at {lo})", 1.7, s1 / sock,
                        factor=1.5, figure="Fig. 5a", paper_text="1.7×"))
