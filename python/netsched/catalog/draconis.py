@@ -392,6 +392,11 @@ register(Experiment(
                               ylabel="throughput (M scheduling decisions/s)",
                               title="Fig. 5b: no-op executors"),
     claims=fig5b_claims,
+    ablations=[Ablation("recirc-port-unlimited", ["fig5b-priority-no-loss"],
+                        "an unlimited recirculation port instead of one 100 Gb/s port (a "
+                        "priority request recirculates once per empty level above its task)",
+                        apply=setting("network", recirc_gbps=0.0),
+                        where=only("draconis-priority"))],
     paper_points=[PaperPoint("draconis", 208, 58.0, label="58 M/s"),
                   PaperPoint("draconis-server", 208, 1.1, label="1.1 M/s"),
                   PaperPoint("sparrow", 208, 0.5, label="500 K/s"),
