@@ -93,7 +93,7 @@ register(Experiment(
     plot=lambda t, png: red_bars(t, png, "setup", ["mean", "p95", "p99"],
                                  "Table 3: Memcached multi-gets"),
     claims=table3_claims,
-    paper_points=[PaperPoint(k, "memcached", v, label="paper") for k, v in TABLE3.items()],
+    paper_points=[PaperPoint(k, "memcached", v) for k, v in TABLE3.items()],
     published="paper",
     differences="Simulated, not Memcached on a testbed: no Memcached end host, no request "
                 "packets or protocol overhead, ideal RCP. The paper's clients share one rack and "
@@ -143,8 +143,8 @@ register(Experiment(
     table=lambda runs, tasks: red_table(tasks, ["requests"], warmup=0.0),
     plot=lambda t, png: red_bars(t, png, "requests", ["mean"], "Fig. 7: batched requests"),
     claims=fig7_claims,
-    paper_points=[PaperPoint("mean", 1, 0.0, label="paper"),
-                  PaperPoint("mean", 8, 40.0, label="paper")],
+    paper_points=[PaperPoint("mean", 1, 0.0),
+                  PaperPoint("mean", 8, 40.0)],
     published="paper",
     differences="The paper's testbed adds a protocol overhead of 2 RTTs (1 ms each) to every "
                 "task (a single task takes ≈ 12 ms, ours 9.6 ms: 1.2 MB at 1 Gbps); the "
@@ -191,7 +191,7 @@ register(Experiment(
     plot=lambda t, png: red_bars(t, png, "setup", ["mean", "p95", "max"],
                                  "§5.2.2: storage retrieval"),
     claims=storage_claims,
-    paper_points=[PaperPoint(k, "storage", v, label="paper") for k, v in STORAGE.items()],
+    paper_points=[PaperPoint(k, "storage", v) for k, v in STORAGE.items()],
     ablations=[Ablation("load-0.3", [f"storage-{k}" for k in STORAGE],
                         "load 80 % → 30 % on the clients' downlinks (the paper's '80 % load' is "
                         "the average load of bottlenecked links)",

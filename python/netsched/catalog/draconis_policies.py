@@ -7,7 +7,7 @@ import pandas as pd
 
 from .base import (STYLE, Ablation, Experiment, PaperPoint, _plt, bars, not_reproducible,
                    numeric, register, shape)
-from .draconis import (PAPER, PUBLISHED_NOTE, SERVICES, SWAP_RETRY, base_table, merge, only,
+from .draconis import (PAPER, SERVICES, SWAP_RETRY, base_table, merge, only,
                        point, setting, tasks_for)
 
 # --- Fig. 9: bursty trace -------------------------------------------------------------
@@ -108,7 +108,7 @@ register(Experiment(
                  "Poisson arrivals of single tasks instead of the trace model's batches",
                  apply=lambda cfg: cfg["workload"].update(arrival="poisson")),
     ],
-    published="reduced", published_note=PUBLISHED_NOTE,
+    published="paper",
     differences="The trace itself is not used (not public in a usable form here): the bursty "
                 "model reproduces its batches, not its exact arrival pattern, and the paper does "
                 "not state the trace's load; we run 0.5.",
@@ -205,7 +205,7 @@ register(Experiment(
                  "executors re-poll 50 µs after a no-op instead of 10 µs",
                  apply=setting("draconis", retry_us=50.0), where=only("draconis-locality")),
     ],
-    published="reduced", published_note=PUBLISHED_NOTE,
+    published="paper",
     differences="The paper does not state the load; we use 0.5 of compute time. Executors "
                 "re-poll 10 µs after a no-op.",
 ))
@@ -264,7 +264,7 @@ register(Experiment(
     plot=lambda t, png: bars(t, png, "phase", "tasks_per_node_per_s", series="group",
                              ylabel="tasks per node per second"),
     claims=fig11_claims,
-    published="reduced", published_note=PUBLISHED_NOTE,
+    published="paper",
     differences="The phases are cut by task count (equal in time under stationary arrivals), not "
                 "30-second wall-clock windows, and the run is milliseconds long.",
 ))
@@ -349,7 +349,7 @@ register(Experiment(
         Ablation("no-bursts", FIG12_KEYS, "Poisson arrivals instead of the trace model's batches",
                  apply=lambda cfg: cfg["workload"].update(arrival="poisson")),
     ],
-    published="reduced", published_note=PUBLISHED_NOTE,
+    published="paper",
     differences="The paper replays the accelerated Google trace at an unstated rate; we use our "
                 "bursty model of it at load 0.9.",
 ))
@@ -386,7 +386,7 @@ register(Experiment(
                                     var_name="percentile"), png, "level", "value",
                              series="percentile", ylabel="get_task() latency (µs)"),
     claims=fig13_claims,
-    published="reduced", published_note=PUBLISHED_NOTE,
+    published="paper",
     differences="In the simulator the step is deterministic once a request finds a task: two "
                 "2 µs links plus 500 ns per empty level passed; on the testbed the links' "
                 "jitter spreads it. Runs shared with Fig. 12.",
