@@ -115,7 +115,11 @@ def test_draconis_fig5b_points_are_closed_loops_of_noop_executors():
     for scale, counts in (("reduced", [16, 64, 112, 160, 208]),
                           ("paper", list(range(16, 209, 16)))):
         pts = catalog.get("draconis-fig5b").points(scale)
-        assert len(pts) == len(draconis.FIG5B_SYSTEMS) * len(counts)
+        # Plus the priority policy at the most executors (§8.7).
+        assert len(pts) == len(draconis.FIG5B_SYSTEMS) * len(counts) + 1
+        prio = [p for p in pts if p.labels["system"] == "draconis-priority"]
+        assert [p.labels["executors"] for p in prio] == [208]
+        assert prio[0].config["workload"]["priority_weights"] == draconis.PRIORITY_MIX
         for p in pts:
             canon = netsched.canonical_config(p.config, "pull")
             c, w = canon["cluster"], canon["workload"]
