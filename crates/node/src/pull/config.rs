@@ -311,6 +311,15 @@ pub struct PullWorkerConfig {
     /// An embedded RocksDB for `fn_id` 1 (GET) and 2 (SCAN).
     #[serde(default)]
     pub rocksdb: Option<RocksConfig>,
+    /// Longest synthetic task (`fn_par`) an executor runs, ms, as the push
+    /// worker's; a longer one is reported failed at once instead of
+    /// occupying the executor for as long as one datagram says.
+    #[serde(default = "default_max_service_ms")]
+    pub max_service_ms: u64,
+}
+
+fn default_max_service_ms() -> u64 {
+    crate::config::DEFAULT_MAX_SERVICE_MS
 }
 
 fn all_resources() -> u64 {
@@ -340,6 +349,7 @@ impl PullWorkerConfig {
             spin_us: default_spin(),
             metrics: None,
             rocksdb: None,
+            max_service_ms: default_max_service_ms(),
         }
     }
 
