@@ -209,10 +209,10 @@ pub struct SwitchConfig {
     /// Fault injection on the receive path (tests: packet loss without tc).
     #[serde(default)]
     pub fault: crate::fault::FaultConfig,
-    /// Reply routes one unprivileged source (a sender that is neither a
-    /// configured client nor an upstream spine) may hold per instance, so
-    /// one sender's made-up application ids cannot fill the table; beyond
-    /// it a new application is a `route_source_limit` drop, answered.
+    /// Reply routes one client host (IP address, whatever its ports;
+    /// upstream spines are not capped) may hold per instance, so one
+    /// host's made-up application ids cannot fill the table; beyond it a
+    /// new application is a `route_source_limit` drop, answered.
     #[serde(default = "default_max_routes_per_source")]
     pub max_routes_per_source: usize,
     /// A reply route no task refreshed for this long is forgotten, ms (0:
