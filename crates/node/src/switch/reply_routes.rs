@@ -218,9 +218,10 @@ mod tests {
         // ...the same host on a new port (a restarted client) is not...
         assert_eq!(r.learn(1, port(1, 9), true, S), Ok(()));
         assert_eq!(r.get(1), Some(port(1, 9)));
-        // ...nor an upstream spine (uncapped)...
+        // ...nor an upstream spine (uncapped), whose route in use is
+        // then as much its own...
         assert_eq!(r.learn(1, a(3), false, S), Ok(()));
-        assert_eq!(r.learn(1, a(1), true, 2 * S), Ok(()));
+        assert_eq!(r.learn(1, a(1), true, 2 * S), Err(RouteRefused::Owned));
         // ...and once the route went idle, anyone may take it.
         assert_eq!(r.learn(1, a(2), true, 13 * S), Ok(()));
         assert_eq!(r.get(1), Some(a(2)));
