@@ -166,7 +166,9 @@ fn another_hosts_tasks_cannot_take_an_applications_replies() {
     let spine_metrics = c.spine_metrics.clone();
     c.shutdown().unwrap();
     assert_eq!(stolen, 0, "replies the thief received");
-    assert!(owned >= 300, "route_owned answers to the thief: {owned}");
+    // Answered (as many as its socket buffer kept) and counted.
+    assert!(owned > 0, "no route_owned answer reached the thief");
+    assert_eq!(runtime_drop(&spine_metrics, "route_owned"), 400);
     assert_eq!(r.completed, r.submitted, "{}", r.summary());
     assert!(r.submitted > 500, "{}", r.summary());
     assert_eq!(fresh.completed, fresh.submitted, "{}", fresh.summary());
