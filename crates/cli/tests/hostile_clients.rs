@@ -119,7 +119,8 @@ fn replies(s: &UdpSocket, want: usize, limit: Duration) -> (usize, usize) {
     let (mut ok, mut failed) = (0, 0);
     let mut buf = [0u8; 2048];
     while ok + failed < want && Instant::now() < end {
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         if let Ok((n, _)) = s.recv_from(&mut buf) {
             if let Ok(Message::Horus(HorusMessage {
                 body: HorusBody::Reply(r),
@@ -193,7 +194,10 @@ fn a_long_task_does_not_get_its_worker_declared_failed() {
     }
     let (ok, failed) = replies(&c, 21, Duration::from_secs(15));
     assert_eq!((ok, failed), (21, 0), "replies (ok, failed)");
-    assert_eq!(metric(lm, "netsched_node_failures_total{kind=\"worker\"}"), 0);
+    assert_eq!(
+        metric(lm, "netsched_node_failures_total{kind=\"worker\"}"),
+        0
+    );
 }
 
 /// A stranger (127.0.0.2) sends 8 tasks of 4.9 s to a spine and 8 to a
@@ -251,7 +255,10 @@ fn a_strangers_long_tasks_are_dropped_at_ingress() {
              service = {{ kind = \"fixed\", value_us = 100 }}\n"
         ),
     );
-    let out = Command::new(bin()).args(["client", "-c", &c]).output().unwrap();
+    let out = Command::new(bin())
+        .args(["client", "-c", &c])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let field = |k: &str| -> u64 {
         text.split_whitespace()
@@ -313,7 +320,8 @@ fn completion(s: &UdpSocket, id: u64, limit: Duration) -> Option<netsched_proto:
     let end = Instant::now() + limit;
     let mut buf = [0u8; 2048];
     while Instant::now() < end {
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         if let Ok((n, _)) = s.recv_from(&mut buf) {
             if let Ok(Message::Draconis(DraconisMessage::Completion {
                 task_id, status, ..
@@ -337,7 +345,9 @@ fn a_strangers_endless_pull_job_is_refused_by_the_cap() {
     let sched = pull_cluster(&mut p, "cap");
     let stranger = UdpSocket::bind("127.0.0.2:0").unwrap();
     let years31 = 31 * 365 * 86_400 * 1_000_000_000u64;
-    stranger.send_to(&job(task_id::new(9, 0), years31), sched).unwrap();
+    stranger
+        .send_to(&job(task_id::new(9, 0), years31), sched)
+        .unwrap();
     assert_eq!(
         completion(&stranger, task_id::new(9, 0), Duration::from_secs(5)),
         Some(netsched_proto::CompletionStatus::Failed)
@@ -350,7 +360,10 @@ fn a_strangers_endless_pull_job_is_refused_by_the_cap() {
             sched.port()
         ),
     );
-    let out = Command::new(bin()).args(["client", "-c", &c]).output().unwrap();
+    let out = Command::new(bin())
+        .args(["client", "-c", &c])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let field = |k: &str| -> u64 {
         text.split_whitespace()
@@ -373,7 +386,8 @@ fn a_pull_worker_stops_within_2_s_of_sigterm_mid_task() {
     let mut p = Procs(Vec::new());
     let sched = pull_cluster(&mut p, "term");
     let c = UdpSocket::bind("127.0.0.1:0").unwrap();
-    c.send_to(&job(task_id::new(3, 0), 4_000_000_000), sched).unwrap();
+    c.send_to(&job(task_id::new(3, 0), 4_000_000_000), sched)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let worker = p.child("worker");
     assert!(worker.try_wait().unwrap().is_none(), "worker already gone");

@@ -31,6 +31,13 @@
 //! moves them into the queue before it reports a length, so the report
 //! counts them.
 //!
+//! **Liveness** (Horus §A.3): with a `leaf` and `heartbeat_ms > 0`, each
+//! node has a thread of its own (`beat-<id>`) that sends a KeepAlive every
+//! `heartbeat_ms` carrying the node's queued and running tasks, whatever its
+//! executors run: a task of any length up to `max_service_ms` never gets
+//! its worker declared failed at the leaf. The beat also moves waiting
+//! datagrams into the queue, so a busy node's socket does not overflow.
+//!
 //! Only the leaf is obeyed: with `leaf` configured, a datagram from any other
 //! address is dropped before decoding and counted
 //! (`netsched_worker_stranger_total`), as the pull executor checks its
