@@ -217,7 +217,7 @@ fn daemon_config(role: BenchRole, policy: Policy, nodes: u32, echo: SocketAddr) 
             upstream: Vec::new(),
             rack: 0,
             heartbeat_timeout_ms: 0,
-            clients: Vec::new(),
+            clients: None,
             max_routes: crate::config::DEFAULT_MAX_ROUTES,
             ..PoolConfig::new(1, Role::Leaf, Policy::Horus, Vec::new())
         }],

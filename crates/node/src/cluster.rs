@@ -100,7 +100,7 @@ impl LocalCluster {
                 upstream: vec![],
                 rack: 0,
                 heartbeat_timeout_ms: 0,
-                clients: Vec::new(),
+                clients: None,
                 max_routes: crate::config::DEFAULT_MAX_ROUTES,
                 ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             }],
@@ -132,7 +132,7 @@ impl LocalCluster {
                     upstream: vec![spine],
                     rack: r as u16,
                     heartbeat_timeout_ms: spec.heartbeat_ms * 10,
-                    clients: Vec::new(),
+                    clients: None,
                     max_routes: crate::config::DEFAULT_MAX_ROUTES,
                     ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
                 }],

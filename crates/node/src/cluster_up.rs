@@ -128,7 +128,17 @@ pub struct ClusterUpConfig {
     /// so a busy shared machine stretches hops and service times less.
     #[serde(default)]
     pub nice: i32,
+    /// Client networks that may submit tasks to the spines (each spine's
+    /// `clients`); a task from elsewhere is a counted drop. Leaves take
+    /// tasks from their spine only (`clients = []`).
+    #[serde(default = "default_client_networks")]
+    pub client_networks: Vec<crate::client_net::ClientNet>,
     pub workload: UpWorkload,
+}
+
+/// The lab's client runs on loopback's first address.
+fn default_client_networks() -> Vec<crate::client_net::ClientNet> {
+    vec!["127.0.0.1/32".parse().expect("a valid network")]
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -450,11 +460,12 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, Error> 
             "listen = \"{addr}\"\nmetrics = \"{addr}\"\ncontroller = \"{}\"\nkey_file = \"{key_file}\"\n\
              status_ms = 50\nseed = {}\n\n\
              [[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"{spine_pol}\"\n\
-             downstream = [{}]\nrack_workers = [{}]\n",
+             downstream = [{}]\nrack_workers = [{}]\nclients = [{}]\n",
             lo(ports.ctl()),
             cfg.workload.seed + 100 + s as u64,
             quoted(leaves.clone()),
             vec![model.nodes().to_string(); cfg.racks].join(", "),
+            quoted(cfg.client_networks.iter().map(|n| n.to_string())),
         );
         daemons.push((
             format!("spine{s}"),
@@ -468,7 +479,7 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, Error> 
             "listen = \"{0}\"\nmetrics = \"{0}\"\ncontroller = \"{1}\"\nkey_file = \"{key_file}\"\n\
              status_ms = 50\nseed = {2}\n\n\
              [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"{leaf_pol}\"\nrack = {r}\n\
-             upstream = [\"{3}\"]\ndownstream = [{4}]\nheartbeat_timeout_ms = {5}\n",
+             upstream = [\"{3}\"]\ndownstream = [{4}]\nheartbeat_timeout_ms = {5}\nclients = []\n",
             leaves[r],
             lo(ports.ctl()),
             cfg.workload.seed + 200 + r as u64,

@@ -90,13 +90,14 @@ pub struct PoolConfig {
     /// controller's heartbeat timeout, Horus §A.3). 0 disables it.
     #[serde(default)]
     pub heartbeat_timeout_ms: u64,
-    /// Clients allowed to submit tasks to this instance directly (besides
-    /// its `upstream` spines). Non-empty: a task from any other address is a
-    /// counted `unregistered_source` drop, so no forged task can move an
-    /// application's reply route. Empty: an open instance that accepts tasks
-    /// from anyone and learns reply routes from them (docs/runtime.md).
+    /// Client networks allowed to submit tasks to this instance directly
+    /// (besides its `upstream` spines): networks (`"10.0.1.0/24"`), hosts or
+    /// single addresses (crate::client_net). Present: a task from anywhere
+    /// else is a counted `unregistered_source` drop (`clients = []`: only
+    /// the upstream spines submit, a leaf under a spine). Absent: an open
+    /// instance that accepts tasks from anyone (docs/runtime.md).
     #[serde(default)]
-    pub clients: Vec<SocketAddr>,
+    pub clients: Option<Vec<crate::client_net::ClientNet>>,
     /// Reply routes (application ids) this instance remembers at most; a
     /// task of a new application beyond it is a counted `route_table_full`
     /// drop (the table is allocated once, at start).
@@ -146,7 +147,7 @@ impl PoolConfig {
             upstream: Vec::new(),
             rack: 0,
             heartbeat_timeout_ms: 0,
-            clients: Vec::new(),
+            clients: None,
             max_routes: default_max_routes(),
             samples: default_samples(),
             jbsq_bound: default_jbsq_bound(),
@@ -208,10 +209,10 @@ pub struct SwitchConfig {
     /// Fault injection on the receive path (tests: packet loss without tc).
     #[serde(default)]
     pub fault: crate::fault::FaultConfig,
-    /// Reply routes one unprivileged source (a sender that is neither a
-    /// configured client nor an upstream spine) may hold per instance, so
-    /// one sender's made-up application ids cannot fill the table; beyond
-    /// it a new application is a `route_source_limit` drop, answered.
+    /// Reply routes one client host (IP address, whatever its ports;
+    /// upstream spines are not capped) may hold per instance, so one
+    /// host's made-up application ids cannot fill the table; beyond it a
+    /// new application is a `route_source_limit` drop, answered.
     #[serde(default = "default_max_routes_per_source")]
     pub max_routes_per_source: usize,
     /// A reply route no task refreshed for this long is forgotten, ms (0:
@@ -552,7 +553,7 @@ impl SwitchConfig {
         if i.downstream.iter().any(|a| !a.is_ipv4()) {
             return invalid("instance.downstream: workers need IPv4 addresses".into());
         }
-        if !i.clients.is_empty() {
+        if i.clients.is_some() {
             return invalid(
                 "instance.clients: the program takes tasks from any source (no closed instances)"
                     .into(),

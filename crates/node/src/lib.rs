@@ -18,6 +18,7 @@
 pub mod bench;
 pub mod capacity;
 pub mod client;
+pub mod client_net;
 pub mod cluster;
 pub mod cluster_up;
 pub mod config;

@@ -31,6 +31,13 @@
 //! moves them into the queue before it reports a length, so the report
 //! counts them.
 //!
+//! **Liveness** (Horus §A.3): with a `leaf` and `heartbeat_ms > 0`, each
+//! node has a thread of its own (`beat-<id>`) that sends a KeepAlive every
+//! `heartbeat_ms` carrying the node's queued and running tasks, whatever its
+//! executors run: a task of any length up to `max_service_ms` never gets
+//! its worker declared failed at the leaf. The beat also moves waiting
+//! datagrams into the queue, so a busy node's socket does not overflow.
+//!
 //! Only the leaf is obeyed: with `leaf` configured, a datagram from any other
 //! address is dropped before decoding and counted
 //! (`netsched_worker_stranger_total`), as the pull executor checks its
@@ -252,7 +259,6 @@ struct Shared {
     running: usize,
     /// An executor is parked in poll on the socket.
     poller: bool,
-    next_beat: Instant,
     rx: Vec<u8>,
     /// Injected loss of received datagrams (leaf → worker).
     fault: Fault,
@@ -381,12 +387,10 @@ impl Worker {
                 rocks: s.rocks.clone(),
                 registry: s.registry.clone(),
                 slots: s.slots,
-                // Announce ourselves at once: the leaf sees the node alive (§A.3).
                 state: Mutex::new(Shared {
                     queue: VecDeque::with_capacity(QUEUE_CAPACITY),
                     running: 0,
                     poller: false,
-                    next_beat: Instant::now(),
                     rx: vec![0u8; 2048],
                     fault: Fault::new(
                         &cfg.fault
@@ -397,6 +401,15 @@ impl Worker {
                 cv: Condvar::new(),
                 started: Instant::now(),
             });
+            if !node.heartbeat.is_zero() && node.leaf.is_some() {
+                let node = node.clone();
+                let stop = stop.clone();
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("beat-{}", node.id))
+                        .spawn(move || beat(&node, &stop))?,
+                );
+            }
             for e in 0..cfg.executors {
                 let node = node.clone();
                 let stop = stop.clone();
@@ -428,20 +441,9 @@ fn executor(node: &Node, stop: &AtomicBool) {
     let mut st = node.state.lock().unwrap();
     while !stop.load(Ordering::Relaxed) {
         node.drain(&mut st, &mut tx);
-        let now = Instant::now();
-        if !node.heartbeat.is_zero() && now >= st.next_beat {
-            let load = st.queue.len() + st.running;
-            node.keep_alive(load, &mut tx);
-            st.next_beat = now + node.heartbeat;
-        }
         let Some(mut t) = st.queue.pop_front() else {
-            let wait = if node.heartbeat.is_zero() {
-                Duration::from_millis(10)
-            } else {
-                st.next_beat
-                    .saturating_duration_since(now)
-                    .clamp(Duration::from_micros(50), Duration::from_millis(10))
-            };
+            // Long enough to cost nothing idle; `stop` is seen this often.
+            let wait = Duration::from_millis(10);
             if st.poller {
                 st = node.cv.wait_timeout(st, wait).unwrap().0;
             } else {
@@ -492,6 +494,32 @@ fn executor(node: &Node, stop: &AtomicBool) {
                 node.reply(&t, load, ReplyStatus::Failed, reason.as_bytes(), &mut tx);
             }
         }
+    }
+}
+
+/// The node's liveness signal (Horus §A.3), on a thread of its own so it
+/// does not depend on an executor being idle: a task of any length up to
+/// `max_service_ms` keeps its worker alive at the leaf. Each beat first
+/// moves the datagrams waiting in the socket into the queue (so a busy
+/// node's socket does not overflow and the reported load counts them),
+/// then reports the queued and running tasks.
+fn beat(node: &Node, stop: &AtomicBool) {
+    let mut tx = vec![0u8; MAX_DATAGRAM];
+    // Announce ourselves at once: the leaf sees the node alive.
+    let mut next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now < next {
+            std::thread::sleep((next - now).min(STOP_POLL));
+            continue;
+        }
+        let load = {
+            let mut st = node.state.lock().unwrap();
+            node.drain(&mut st, &mut tx);
+            st.queue.len() + st.running
+        };
+        node.keep_alive(load, &mut tx);
+        next = now + node.heartbeat;
     }
 }
 

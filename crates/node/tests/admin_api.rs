@@ -123,6 +123,69 @@ fn a_slow_connection_does_not_block_authenticated_requests() {
     );
 }
 
+/// `n` connections that hold the server's attention: half open and stay
+/// silent, half trickle a request head one byte every 200 ms; kept open
+/// until `done` (or the server closes them).
+fn slow_connections(admin: SocketAddr, n: usize, done: Arc<AtomicBool>) -> Vec<TcpStream> {
+    let conns: Vec<TcpStream> = (0..n)
+        .map(|_| TcpStream::connect(admin).expect("connect"))
+        .collect();
+    let trickle: Vec<TcpStream> = conns
+        .iter()
+        .skip(n / 2)
+        .map(|s| s.try_clone().unwrap())
+        .collect();
+    std::thread::spawn(move || {
+        let head = format!("GET /v1/topology HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+        let mut streams = trickle;
+        for b in head.bytes().cycle() {
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
+            streams.retain_mut(|s| s.write_all(&[b]).is_ok());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    conns
+}
+
+/// An authenticated GET beside `n` slow or silent connections: the worst
+/// of three answers' times (each must be 200).
+fn get_beside_slow_connections(n: usize) -> Duration {
+    let c = controller(&format!("slow{n}"));
+    let done = Arc::new(AtomicBool::new(false));
+    let conns = slow_connections(c.admin, n, done.clone());
+    // Let the server accept them all first.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut worst = Duration::ZERO;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let (code, _) = http(c.admin, "GET", "/v1/topology", Some(TOKEN), None).unwrap();
+        assert_eq!(code, 200);
+        worst = worst.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    done.store(true, Ordering::Relaxed);
+    drop(conns);
+    worst
+}
+
+/// Slow connections beyond what the server serves at once wait in the
+/// backlog; authenticated requests behind them would wait for their header
+/// deadline. 70 and 300 such connections leave a GET answered within 1 s
+/// (a quiet run: a few ms).
+#[test]
+fn a_get_is_answered_beside_70_slow_connections() {
+    let worst = get_beside_slow_connections(70);
+    assert!(worst < Duration::from_secs(1), "GET took {worst:?}");
+}
+
+#[test]
+fn a_get_is_answered_beside_300_slow_connections() {
+    let worst = get_beside_slow_connections(300);
+    assert!(worst < Duration::from_secs(1), "GET took {worst:?}");
+}
+
 /// POST and DELETE without (or with a wrong) token are refused and change
 /// nothing; the token is checked before the body is read, so a request that
 /// announces a body it never sends is still answered 401 at once.

@@ -456,3 +456,42 @@ fn a_full_client_table_recovers_for_a_new_client() {
     assert_eq!(d.pull_drop("client_table_full"), 32);
     s.stop();
 }
+
+/// One host cycling 4,600 source ports (here 200, at a cap of 4) cannot
+/// fill the client table: past its share each new port's job comes back
+/// (`client_source_limit`) and a new client on another host is served in
+/// full at once, without waiting for the idle time (30 s).
+#[test]
+fn one_host_cycling_ports_cannot_lock_out_a_new_client() {
+    let _g = serial();
+    let s = Setup::start(PullPolicy::Draconis, 2, |c, _| {
+        c.max_clients = 16;
+        c.max_clients_per_host = 4;
+    });
+    let d = &s.daemon;
+    let job = Message::Draconis(DraconisMessage::JobSubmission {
+        job: 1,
+        tasks: TaskVec::from_slice(&[WireTask {
+            id: 1,
+            ..Default::default()
+        }])
+        .unwrap(),
+    })
+    .to_vec()
+    .unwrap();
+    let rogues: Vec<UdpSocket> = (0..200)
+        .map(|_| UdpSocket::bind("127.0.0.2:0").unwrap())
+        .collect();
+    for r in &rogues {
+        r.send_to(&job, d.addr).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while d.pull_drop("client_source_limit") < 196 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(d.pull_drop("client_source_limit"), 196);
+    let r = run_client(s.client(500.0, 200, 100.0, 2));
+    assert_all_completed(&r, "beside the host at its share");
+    assert_eq!(d.pull_drop("client_table_full"), 0);
+    s.stop();
+}

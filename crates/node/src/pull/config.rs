@@ -55,6 +55,12 @@ pub struct PullSwitchConfig {
     /// answered with an error packet (`client_table_full`).
     #[serde(default = "default_max_clients")]
     pub max_clients: usize,
+    /// Client addresses one host (IP address, whatever its ports) may hold
+    /// in that table; a job from one more of its ports is answered with an
+    /// error packet (`client_source_limit`), so one host cycling source
+    /// ports cannot lock new clients out.
+    #[serde(default = "default_max_clients_per_host")]
+    pub max_clients_per_host: usize,
     /// A client address with no task waiting in the scheduler and no job
     /// for this long is forgotten when the table is full, ms (0: never), so
     /// addresses seen once (a flood, clients long gone) cannot keep a new
@@ -100,6 +106,9 @@ fn default_recirc_ns() -> u64 {
 fn default_max_clients() -> usize {
     4096
 }
+fn default_max_clients_per_host() -> usize {
+    256
+}
 fn default_client_idle_ms() -> u64 {
     30_000
 }
@@ -124,6 +133,7 @@ impl PullSwitchConfig {
             sparrow: SparrowSection::default(),
             recirc_ns: default_recirc_ns(),
             max_clients: default_max_clients(),
+            max_clients_per_host: default_max_clients_per_host(),
             client_idle_ms: default_client_idle_ms(),
             metrics: None,
             seed: default_seed(),
@@ -176,6 +186,9 @@ impl PullSwitchConfig {
         self.r2p2.validate().map_err(|e| section(e, "r2p2"))?;
         self.sparrow.validate().map_err(|e| section(e, "sparrow"))?;
         self.fault.validate()?;
+        if self.max_clients_per_host == 0 {
+            return Err(invalid("max_clients_per_host", "must be at least 1"));
+        }
         if self.max_clients == 0 {
             return Err(invalid("max_clients", "must be at least 1"));
         }
@@ -311,6 +324,15 @@ pub struct PullWorkerConfig {
     /// An embedded RocksDB for `fn_id` 1 (GET) and 2 (SCAN).
     #[serde(default)]
     pub rocksdb: Option<RocksConfig>,
+    /// Longest synthetic task (`fn_par`) an executor runs, ms, as the push
+    /// worker's; a longer one is reported failed at once instead of
+    /// occupying the executor for as long as one datagram says.
+    #[serde(default = "default_max_service_ms")]
+    pub max_service_ms: u64,
+}
+
+fn default_max_service_ms() -> u64 {
+    crate::config::DEFAULT_MAX_SERVICE_MS
 }
 
 fn all_resources() -> u64 {
@@ -340,6 +362,7 @@ impl PullWorkerConfig {
             spin_us: default_spin(),
             metrics: None,
             rocksdb: None,
+            max_service_ms: default_max_service_ms(),
         }
     }
 

@@ -11,6 +11,11 @@
 //!   ([`SparrowWorker`], the same state machine the simulator drives); when
 //!   free, it sends a get-task for the head reservation (late binding).
 //!
+//! A synthetic task longer than `max_service_ms` is reported failed without
+//! running, and one runs in sleeps of at most [`STOP_POLL`] that check the
+//! stop flag, so no job can hold an executor longer than the cap nor keep
+//! the process from stopping (SIGTERM) for more than one such step.
+//!
 //! Every finished task is reported to its client directly (the assignment
 //! carries the client's address, §4.1) with the time it ran.
 //!
@@ -36,7 +41,7 @@ use super::error::PullError;
 use crate::metrics::{Kind, Registry, Slot};
 use crate::net;
 use crate::tasks::{RocksStore, TaskKind, GET_OBJECTS, SCAN_OBJECTS};
-use crate::worker::Executors;
+use crate::worker::{Executors, STOP_POLL};
 
 /// `fn_id` of a synthetic task: busy for `fn_par` ns.
 pub const FN_SYNTHETIC: u32 = 0;
@@ -136,6 +141,8 @@ struct Exec {
     retry: Duration,
     request_timeout: Duration,
     spin: Duration,
+    /// `max_service_ms`, ns.
+    max_service_ns: u64,
     rocks: Option<Arc<RocksStore>>,
     registry: Arc<Registry>,
     slots: ExecSlots,
@@ -167,6 +174,7 @@ impl PullWorker {
                 retry: Duration::from_micros(cfg.retry_us),
                 request_timeout: Duration::from_millis(cfg.request_timeout_ms),
                 spin: Duration::from_micros(cfg.spin_us),
+                max_service_ns: cfg.max_service_ms.saturating_mul(1_000_000),
                 rocks: s.rocks.clone(),
                 registry: s.registry.clone(),
                 slots: s.slots,
@@ -247,7 +255,10 @@ impl Exec {
                 }
             }
             if let Some((client, task)) = local.pop_front() {
-                self.execute(client, &task, &mut tx);
+                if !self.execute(client, &task, stop, &mut tx) {
+                    // Stopped mid-task: neither reported nor requeued.
+                    break;
+                }
                 match self.mode {
                     Mode::Pull if local.is_empty() => {
                         self.request(&mut tx);
@@ -330,10 +341,19 @@ impl Exec {
         }
     }
 
-    /// Runs `task` and reports it to its client.
-    fn execute(&self, client: SocketAddrV4, task: &WireTask, tx: &mut [u8]) {
+    /// Runs `task` and reports it to its client; false if `stop` was set
+    /// while it ran (then it is not reported).
+    fn execute(
+        &self,
+        client: SocketAddrV4,
+        task: &WireTask,
+        stop: &AtomicBool,
+        tx: &mut [u8],
+    ) -> bool {
         let start = Instant::now();
-        let status = self.run_task(task);
+        let Some(status) = self.run_task(task, stop) else {
+            return false;
+        };
         let ran = start.elapsed();
         let exec_ns = ran.as_nanos() as u64;
         self.registry.add_time(self.slots.busy, ran);
@@ -352,18 +372,25 @@ impl Exec {
             SocketAddr::V4(client),
             tx,
         );
+        true
     }
 
-    fn run_task(&self, task: &WireTask) -> CompletionStatus {
+    /// The task's status, or `None` if `stop` was set while it ran.
+    fn run_task(&self, task: &WireTask, stop: &AtomicBool) -> Option<CompletionStatus> {
         let kind = match task.fn_id {
+            FN_SYNTHETIC if task.fn_par > self.max_service_ns => {
+                return Some(CompletionStatus::Failed);
+            }
             FN_SYNTHETIC => {
-                if task.fn_par > 0 {
-                    net::sleep_until(
-                        Instant::now() + Duration::from_nanos(task.fn_par),
-                        self.spin,
-                    );
+                let deadline = Instant::now() + Duration::from_nanos(task.fn_par);
+                // Bounded steps, so a stop request is seen within STOP_POLL.
+                while Instant::now() < deadline {
+                    if stop.load(Ordering::Relaxed) {
+                        return None;
+                    }
+                    net::sleep_until(deadline.min(Instant::now() + STOP_POLL), self.spin);
                 }
-                return CompletionStatus::Ok;
+                return Some(CompletionStatus::Ok);
             }
             FN_ROCKS_GET => TaskKind::Get {
                 key: task.fn_par as u32,
@@ -373,11 +400,11 @@ impl Exec {
                 key: task.fn_par as u32,
                 count: SCAN_OBJECTS,
             },
-            _ => return CompletionStatus::Failed,
+            _ => return Some(CompletionStatus::Failed),
         };
-        match self.rocks.as_deref().map(|db| db.run(kind)) {
+        Some(match self.rocks.as_deref().map(|db| db.run(kind)) {
             Some(Ok(_)) => CompletionStatus::Ok,
             _ => CompletionStatus::Failed,
-        }
+        })
     }
 }

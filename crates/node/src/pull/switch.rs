@@ -26,7 +26,9 @@
 //!   addresses seen once cannot lock new clients out. Tasks are counted per
 //!   index (accepted minus assigned or returned) so an index is never reused
 //!   under a queued task; a path that loses count only keeps an index
-//!   longer, it never misdirects a task.
+//!   longer, it never misdirects a task. One host (IP address) holds at
+//!   most `max_clients_per_host` indices, so a host cycling source ports
+//!   cannot fill the table either.
 //! * **Nothing is lost silently.** A task R2P2 drops at its recirculation
 //!   budget, or Sparrow cannot track, goes back to its client in an error
 //!   packet, like a task that does not fit Draconis' queue (§4.3).
@@ -36,7 +38,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,6 +79,9 @@ pub enum PullDrop {
     UnsupportedAddress,
     /// A job from one client more than `max_clients`: its tasks go back.
     ClientTableFull,
+    /// A job from one more port of a host at `max_clients_per_host`: its
+    /// tasks go back.
+    ClientSourceLimit,
     /// R2P2: a request used its recirculation budget; the task goes back.
     RecirculationBudget,
     /// Sparrow: no job slot free; the job's tasks go back.
@@ -90,7 +95,7 @@ pub enum PullDrop {
 }
 
 impl PullDrop {
-    pub const ALL: [PullDrop; 13] = [
+    pub const ALL: [PullDrop; 14] = [
         PullDrop::Truncated,
         PullDrop::UnknownType,
         PullDrop::Inconsistent,
@@ -100,6 +105,7 @@ impl PullDrop {
         PullDrop::WrongRole,
         PullDrop::UnsupportedAddress,
         PullDrop::ClientTableFull,
+        PullDrop::ClientSourceLimit,
         PullDrop::RecirculationBudget,
         PullDrop::Overflow,
         PullDrop::Unexpected,
@@ -117,6 +123,7 @@ impl PullDrop {
             PullDrop::WrongRole => "wrong_role",
             PullDrop::UnsupportedAddress => "unsupported_address",
             PullDrop::ClientTableFull => "client_table_full",
+            PullDrop::ClientSourceLimit => "client_source_limit",
             PullDrop::RecirculationBudget => "recirculation_budget",
             PullDrop::Overflow => "overflow",
             PullDrop::Unexpected => "unexpected",
@@ -167,7 +174,7 @@ pub(super) struct Traffic {
     pub(super) rx: [Slot; 9],
     pub(super) rx_invalid: Slot,
     pub(super) tx: [Slot; 9],
-    pub(super) drops: [Slot; 13],
+    pub(super) drops: [Slot; PullDrop::ALL.len()],
 }
 
 pub(super) fn register_traffic(reg: &mut Registry) -> Traffic {
@@ -300,6 +307,9 @@ pub struct PullDaemon {
     clients: Vec<SocketAddrV4>,
     client_index: HashMap<SocketAddrV4, ClientId>,
     max_clients: usize,
+    /// Indices held per client host (hosts with none are removed).
+    host_clients: HashMap<Ipv4Addr, usize>,
+    max_clients_per_host: usize,
     /// Per client index: tasks in the scheduler (signed: within a pass an
     /// assignment may precede its job's acknowledgement).
     client_tasks: Vec<i64>,
@@ -368,6 +378,8 @@ impl PullDaemon {
             clients: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
             client_index: HashMap::with_capacity(cfg.max_clients.min(1 << 16)),
             max_clients: cfg.max_clients,
+            host_clients: HashMap::with_capacity(cfg.max_clients.min(1 << 16)),
+            max_clients_per_host: cfg.max_clients_per_host,
             client_tasks: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
             client_seen: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
             free_clients: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
@@ -575,8 +587,12 @@ impl PullDaemon {
             self.client_seen[c as usize] = now;
             return Ok(c);
         }
-        if self.free_clients.is_empty() && self.clients.len() >= self.max_clients {
+        let full = self.free_clients.is_empty() && self.clients.len() >= self.max_clients;
+        if full || self.host_held(*v4.ip()) >= self.max_clients_per_host {
             self.forget_idle_clients(now);
+        }
+        if self.host_held(*v4.ip()) >= self.max_clients_per_host {
+            return Err(PullDrop::ClientSourceLimit);
         }
         let c = match self.free_clients.pop() {
             Some(c) => {
@@ -594,7 +610,12 @@ impl PullDaemon {
             None => return Err(PullDrop::ClientTableFull),
         };
         self.client_index.insert(v4, c);
+        *self.host_clients.entry(*v4.ip()).or_insert(0) += 1;
         Ok(c)
+    }
+
+    fn host_held(&self, ip: Ipv4Addr) -> usize {
+        self.host_clients.get(&ip).copied().unwrap_or(0)
     }
 
     /// Frees every index with no task in the scheduler and no job for
@@ -607,11 +628,18 @@ impl PullDaemon {
         self.next_client_sweep = now.saturating_add(100_000_000);
         let (idle, tasks, seen) = (self.client_idle_ns, &self.client_tasks, &self.client_seen);
         let free = &mut self.free_clients;
-        self.client_index.retain(|_, c| {
+        let hosts = &mut self.host_clients;
+        self.client_index.retain(|addr, c| {
             let i = *c as usize;
             let keep = tasks[i] > 0 || now.saturating_sub(seen[i]) <= idle;
             if !keep {
                 free.push(*c);
+                if let Some(n) = hosts.get_mut(addr.ip()) {
+                    *n -= 1;
+                    if *n == 0 {
+                        hosts.remove(addr.ip());
+                    }
+                }
             }
             keep
         });
@@ -627,9 +655,9 @@ impl PullDaemon {
     fn on_job(&mut self, job: u64, tasks: TaskVec, src: SocketAddr, now: u64) {
         let client = match self.client(src, now) {
             Ok(c) => c,
-            Err(PullDrop::ClientTableFull) => {
+            Err(d @ (PullDrop::ClientTableFull | PullDrop::ClientSourceLimit)) => {
                 // Refused, not lost: the tasks go straight back.
-                self.drop(PullDrop::ClientTableFull);
+                self.drop(d);
                 return self.send_error(src, &tasks);
             }
             Err(d) => return self.drop(d),

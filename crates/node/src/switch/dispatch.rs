@@ -197,9 +197,10 @@ impl SwitchDaemon {
     }
 
     /// Remembers where `app`'s replies go, if `src` may say so: a closed
-    /// instance accepted the task only from a permitted source already. A
-    /// source that is neither a configured client nor an upstream spine is
-    /// held to its per-source share of the table.
+    /// instance accepted the task only from a permitted source already.
+    /// Every client host is held to its share of the table, and an
+    /// application's route stays with the host that taught it while in use
+    /// (reply_routes.rs); an upstream spine is trusted with both.
     pub(super) fn learn_route(
         &mut self,
         i: usize,
@@ -208,12 +209,13 @@ impl SwitchDaemon {
         now: u64,
     ) -> Result<(), RuntimeDrop> {
         let inst = &mut self.instances[i];
-        let capped = !inst.permits(src);
+        let trusted = inst.is_upstream(src);
         inst.routes
-            .learn(app, src, capped, now)
+            .learn(app, src, !trusted, now)
             .map_err(|e| match e {
                 RouteRefused::Full => RuntimeDrop::RouteTableFull,
                 RouteRefused::SourceLimit => RuntimeDrop::RouteSourceLimit,
+                RouteRefused::Owned => RuntimeDrop::RouteOwned,
             })
     }
 

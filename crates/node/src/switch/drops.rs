@@ -33,6 +33,10 @@ pub enum RuntimeDrop {
     /// A task of a new application from an unprivileged source that already
     /// holds `max_routes_per_source` routes.
     RouteSourceLimit,
+    /// A task of an application whose reply route belongs to another
+    /// client host that used it within `route_idle_ms`: the sender may not
+    /// take that application's replies.
+    RouteOwned,
     /// A message this role never receives (a heartbeat at a spine, …).
     WrongRole,
     /// A reply for an application whose tasks never passed here.
@@ -50,7 +54,7 @@ pub enum RuntimeDrop {
 }
 
 impl RuntimeDrop {
-    pub const ALL: [RuntimeDrop; 16] = [
+    pub const ALL: [RuntimeDrop; 17] = [
         RuntimeDrop::Truncated,
         RuntimeDrop::UnknownType,
         RuntimeDrop::Inconsistent,
@@ -61,6 +65,7 @@ impl RuntimeDrop {
         RuntimeDrop::AmbiguousSource,
         RuntimeDrop::RouteTableFull,
         RuntimeDrop::RouteSourceLimit,
+        RuntimeDrop::RouteOwned,
         RuntimeDrop::WrongRole,
         RuntimeDrop::NoRoute,
         RuntimeDrop::NoPacket,
@@ -81,6 +86,7 @@ impl RuntimeDrop {
             RuntimeDrop::AmbiguousSource => "ambiguous_source",
             RuntimeDrop::RouteTableFull => "route_table_full",
             RuntimeDrop::RouteSourceLimit => "route_source_limit",
+            RuntimeDrop::RouteOwned => "route_owned",
             RuntimeDrop::WrongRole => "wrong_role",
             RuntimeDrop::NoRoute => "no_route",
             RuntimeDrop::NoPacket => "no_packet",

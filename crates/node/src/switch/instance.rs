@@ -51,16 +51,28 @@ impl Instance {
         self.cfg.downstream.get(node as usize) == Some(&src)
     }
 
-    /// Is `src` a configured upstream spine or client of this instance?
+    /// Is `src` a configured upstream spine or in a client network of this
+    /// instance?
     #[inline]
     pub(super) fn permits(&self, src: SocketAddr) -> bool {
-        self.cfg.upstream.contains(&src) || self.cfg.clients.contains(&src)
+        self.is_upstream(src)
+            || self
+                .cfg
+                .clients
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|n| n.contains(&src)))
+    }
+
+    /// Is `src` one of this instance's upstream spines?
+    #[inline]
+    pub(super) fn is_upstream(&self, src: SocketAddr) -> bool {
+        self.cfg.upstream.contains(&src)
     }
 
     /// Open: no client list, tasks from anyone are accepted.
     #[inline]
     pub(super) fn is_open(&self) -> bool {
-        self.cfg.clients.is_empty()
+        self.cfg.clients.is_none()
     }
 
     /// Where clients submit: a spine, or a leaf with no spine above it.

@@ -16,21 +16,31 @@
 //!   Expired routes are swept when a new application finds the table full,
 //!   at most once per [`SWEEP_NS`], so the sweep's O(capacity) cost cannot be
 //!   triggered per packet.
-//! * **Per-source cap.** An unprivileged source (any sender at an open
-//!   instance that is not a configured client or upstream spine) holds at
-//!   most `per_source` routes, so one sender's made-up application ids cannot
-//!   take the room another client needs.
+//! * **Per-source cap.** A capped source (every client; upstream spines
+//!   are not capped) holds at most `per_source` routes per host (IP
+//!   address, whatever its ports), so one host's made-up application ids,
+//!   from one port or thousands, cannot take the room another client needs.
+//! * **Ownership.** An application's route belongs to the host that taught
+//!   it until it goes idle: a task of that application from another capped
+//!   host is refused ([`RouteRefused::Owned`]), so a client cannot take
+//!   another's replies by using its application id. The same host may move
+//!   it (a client restarted on a new port); an uncapped source (an upstream
+//!   spine) always may (a leaf relinked to another spine). Hosts, not
+//!   ports, are what the network can tell apart: two processes on one host
+//!   are one client here.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// Why a route was not learned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RouteRefused {
     /// The table is full of routes still in use and the application is new.
     Full,
-    /// The source already holds its share of routes.
+    /// The source's host already holds its share of routes.
     SourceLimit,
+    /// The application's route is in use by another host.
+    Owned,
 }
 
 /// Least interval between two sweeps of expired routes, ns.
@@ -48,8 +58,8 @@ struct Route {
 pub struct ReplyRoutes {
     /// Looked up by key only; its iteration order never reaches an output.
     by_app: HashMap<u32, Route>,
-    /// Routes held per capped source (sources with none are removed).
-    per_src: HashMap<SocketAddr, usize>,
+    /// Routes held per capped host (hosts with none are removed).
+    per_src: HashMap<IpAddr, usize>,
     capacity: usize,
     per_source: usize,
     idle_ns: u64,
@@ -93,8 +103,13 @@ impl ReplyRoutes {
                 );
                 return Ok(());
             }
-            // The application moved (a permitted source decided): the new
-            // source must have room for it like any new route.
+            // Another host may not take a route still in use.
+            let idle = self.idle_ns > 0 && now.saturating_sub(known.seen_ns) > self.idle_ns;
+            if capped && known.src.ip() != src.ip() && !idle {
+                return Err(RouteRefused::Owned);
+            }
+            // The application moved (its host, or an upstream spine): the
+            // new source must have room for it like any new route.
             if capped && self.held(src) >= self.per_source {
                 return Err(RouteRefused::SourceLimit);
             }
@@ -140,12 +155,12 @@ impl ReplyRoutes {
     }
 
     fn held(&self, src: SocketAddr) -> usize {
-        self.per_src.get(&src).copied().unwrap_or(0)
+        self.per_src.get(&src.ip()).copied().unwrap_or(0)
     }
 
     fn insert(&mut self, app: u32, src: SocketAddr, capped: bool, now: u64) {
         if capped {
-            *self.per_src.entry(src).or_insert(0) += 1;
+            *self.per_src.entry(src.ip()).or_insert(0) += 1;
         }
         self.by_app.insert(
             app,
@@ -169,11 +184,11 @@ impl ReplyRoutes {
     }
 }
 
-fn release(per_src: &mut HashMap<SocketAddr, usize>, src: SocketAddr) {
-    if let Some(n) = per_src.get_mut(&src) {
+fn release(per_src: &mut HashMap<IpAddr, usize>, src: SocketAddr) {
+    if let Some(n) = per_src.get_mut(&src.ip()) {
         *n -= 1;
         if *n == 0 {
-            per_src.remove(&src);
+            per_src.remove(&src.ip());
         }
     }
 }
@@ -184,8 +199,45 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
-    fn a(port: u16) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], port))
+    /// Host `n` (each its own IP address).
+    fn a(n: u16) -> SocketAddr {
+        SocketAddr::from(([10, 0, (n >> 8) as u8, n as u8], 7000))
+    }
+
+    fn port(host: u16, port: u16) -> SocketAddr {
+        SocketAddr::new(a(host).ip(), port)
+    }
+
+    #[test]
+    fn a_route_in_use_stays_with_its_host() {
+        let mut r = ReplyRoutes::new(8, 8, 10 * S);
+        assert_eq!(r.learn(1, a(1), true, 0), Ok(()));
+        // Another client host using application 1 is refused...
+        assert_eq!(r.learn(1, a(2), true, S), Err(RouteRefused::Owned));
+        assert_eq!(r.get(1), Some(a(1)));
+        // ...the same host on a new port (a restarted client) is not...
+        assert_eq!(r.learn(1, port(1, 9), true, S), Ok(()));
+        assert_eq!(r.get(1), Some(port(1, 9)));
+        // ...nor an upstream spine (uncapped), whose route in use is
+        // then as much its own...
+        assert_eq!(r.learn(1, a(3), false, S), Ok(()));
+        assert_eq!(r.learn(1, a(1), true, 2 * S), Err(RouteRefused::Owned));
+        // ...and once the route went idle, anyone may take it.
+        assert_eq!(r.learn(1, a(2), true, 13 * S), Ok(()));
+        assert_eq!(r.get(1), Some(a(2)));
+        assert_eq!(r.held(a(1)), 0);
+    }
+
+    #[test]
+    fn one_host_is_one_source_whatever_its_ports() {
+        let mut r = ReplyRoutes::new(64, 4, 10 * S);
+        for p in 0..80u16 {
+            for app in 0..64 {
+                let _ = r.learn(u32::from(p) * 64 + app, port(1, p), true, 0);
+            }
+        }
+        assert_eq!(r.len(), 4);
+        assert_eq!(r.learn(1_000_000, a(2), true, 0), Ok(()));
     }
 
     #[test]
@@ -195,7 +247,7 @@ mod tests {
         assert_eq!(r.learn(2, a(2), false, 0), Ok(()));
         assert_eq!(r.learn(3, a(3), false, 0), Err(RouteRefused::Full));
         assert_eq!(r.get(3), None);
-        // A known application may still move (a permitted source decided).
+        // A known application may still move (an upstream spine decided).
         assert_eq!(r.learn(1, a(9), false, 0), Ok(()));
         assert_eq!(r.get(1), Some(a(9)));
         assert_eq!(r.get(2), Some(a(2)));
@@ -219,9 +271,16 @@ mod tests {
             assert_eq!(r.learn(app, a(3), false, 1), Ok(()));
         }
         assert_eq!(r.len(), 8);
-        // Moving a route onto a source at its share is refused too.
+        // Another host's route in use cannot be taken.
+        assert_eq!(r.learn(10_000, a(1), true, 1), Err(RouteRefused::Owned));
+        // Moving a route onto a host at its share is refused too.
         assert_eq!(
-            r.learn(10_000, a(1), true, 1),
+            r.learn(10_000, port(2, 1), false, 1),
+            Ok(()),
+            "an upstream spine takes it"
+        );
+        assert_eq!(
+            r.learn(10_000, a(1), true, 11 * S),
             Err(RouteRefused::SourceLimit)
         );
     }
