@@ -341,6 +341,26 @@ fn idle_racks_first_then_power_of_two_over_reported_loads() {
     assert_eq!((c.stale_idle_updates, c.drop_unknown_node), (2, 1), "{c:?}");
 }
 
+/// Racks of equal size reporting equal averages: the actual loads of the
+/// two samples tie often, and a tie goes to the first sample (Alg. 2's
+/// CompareSamples, `LazyPow2::resubmit_choice`).
+#[test]
+fn ties_in_actual_load_go_to_the_first_sample() {
+    let Some(mut xdp) = bpf_spine("ties_in_actual_load_go_to_the_first_sample") else {
+        return;
+    };
+    let mut events: Vec<Event> = (0..4).map(|rack| Event::IdleRemove { rack }).collect();
+    for round in 0..20 {
+        events.extend((0..4).map(|rack| Event::LoadUpdate {
+            rack,
+            load: (round % 3) << 16,
+        }));
+        events.extend(std::iter::repeat(TASK).take(12));
+    }
+    let c = differential(&mut xdp, &[4, 4, 4, 4], &events);
+    assert!(c.resubmissions > 40, "{c:?}");
+}
+
 /// A notice naming a linked rack from any address but its leaf's changes
 /// nothing: anyone could otherwise unlist every rack.
 #[test]
