@@ -325,7 +325,7 @@ fn idle_racks_first_then_power_of_two_over_reported_loads() {
             load: 2 << 16,
         },
     ]);
-    events.extend(std::iter::repeat(TASK).take(40));
+    events.extend(std::iter::repeat_n(TASK, 40));
     // Re-sent notices (§A.3) are counted, not applied twice; a reply passes.
     events.extend([
         Event::IdleAdd { rack: 2 },
@@ -355,7 +355,7 @@ fn ties_in_actual_load_go_to_the_first_sample() {
             rack,
             load: (round % 3) << 16,
         }));
-        events.extend(std::iter::repeat(TASK).take(12));
+        events.extend(std::iter::repeat_n(TASK, 12));
     }
     let c = differential(&mut xdp, &[4, 4, 4, 4], &events);
     assert!(c.resubmissions > 40, "{c:?}");
