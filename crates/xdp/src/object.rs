@@ -47,6 +47,43 @@ impl SchedulerObject {
         Ok(Array::try_from(map)?)
     }
 
+    /// Writes `cells` into `map`, each `bytes` wide (1, 4 or 8): a switch
+    /// model's array installed from its sans-IO dump.
+    pub(crate) fn write_cells(
+        &mut self,
+        map: &'static str,
+        bytes: usize,
+        cells: &[u64],
+    ) -> Result<(), XdpError> {
+        for (i, &cell) in cells.iter().enumerate() {
+            let i = i as u32;
+            match bytes {
+                1 => self.array::<u8>(map)?.set(i, cell as u8, 0)?,
+                4 => self.array::<u32>(map)?.set(i, cell as u32, 0)?,
+                _ => self.array::<u64>(map)?.set(i, cell, 0)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The first `len` cells of `map`, each `bytes` wide, widened to u64.
+    pub(crate) fn read_cells(
+        &mut self,
+        map: &'static str,
+        bytes: usize,
+        len: usize,
+    ) -> Result<Vec<u64>, XdpError> {
+        (0..len as u32)
+            .map(|i| {
+                Ok(match bytes {
+                    1 => u64::from(self.array::<u8>(map)?.get(&i, 0)?),
+                    4 => u64::from(self.array::<u32>(map)?.get(&i, 0)?),
+                    _ => self.array::<u64>(map)?.get(&i, 0)?,
+                })
+            })
+            .collect()
+    }
+
     fn program(&mut self) -> Result<&mut Xdp, XdpError> {
         Ok(self
             .ebpf

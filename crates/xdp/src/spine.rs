@@ -176,29 +176,13 @@ impl XdpSpine {
     }
 
     fn write_cells(&mut self, map: &'static str, cells: &[u64]) -> Result<(), XdpError> {
-        for (i, &cell) in cells.iter().enumerate() {
-            let i = i as u32;
-            match cell_bytes(map) {
-                1 => self.object.array::<u8>(map)?.set(i, cell as u8, 0)?,
-                4 => self.object.array::<u32>(map)?.set(i, cell as u32, 0)?,
-                _ => self.object.array::<u64>(map)?.set(i, cell, 0)?,
-            }
-        }
-        Ok(())
+        self.object.write_cells(map, cell_bytes(map), cells)
     }
 
     /// The first `len` cells of the map holding the switch model's `array`.
     pub fn read_array(&mut self, array: &'static str, len: usize) -> Result<Vec<u64>, XdpError> {
         let map = map_name(array).ok_or(XdpError::UnknownArray(array))?;
-        (0..len as u32)
-            .map(|i| {
-                Ok(match cell_bytes(map) {
-                    1 => u64::from(self.object.array::<u8>(map)?.get(&i, 0)?),
-                    4 => u64::from(self.object.array::<u32>(map)?.get(&i, 0)?),
-                    _ => self.object.array::<u64>(map)?.get(&i, 0)?,
-                })
-            })
-            .collect()
+        self.object.read_cells(map, cell_bytes(map), len)
     }
 
     pub fn rng_state(&mut self) -> Result<[u64; 4], XdpError> {
