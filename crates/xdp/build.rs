@@ -1,4 +1,4 @@
-//! Builds the XDP programs of bpf/ (the Horus leaf, the Draconis queue) with
+//! Builds the XDP programs of bpf/ (the Horus leaf and spine, the Draconis queue) with
 //! clang's BPF target into OUT_DIR. Without clang the crate still builds,
 //! with empty objects: loading one then fails with `XdpError::ObjectMissing`
 //! and the tests skip (or fail under NETSCHED_REQUIRE_BPF=1).
@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const PROGRAMS: [&str; 2] = ["horus_leaf", "draconis_queue"];
+const PROGRAMS: [&str; 3] = ["horus_leaf", "horus_spine", "draconis_queue"];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CLANG");
@@ -14,6 +14,8 @@ fn main() {
     println!("cargo:rerun-if-changed=bpf/steer.h");
     println!("cargo:rerun-if-changed=bpf/frame.h");
     println!("cargo:rerun-if-changed=bpf/maps.h");
+    // Shared by the Horus leaf and spine.
+    println!("cargo:rerun-if-changed=bpf/horus_core.h");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".into());
     for program in PROGRAMS {

@@ -533,25 +533,28 @@ impl SwitchConfig {
             }
         }
         let [i] = &self.instances[..] else {
-            return invalid("instance: exactly one (a Horus leaf)".into());
+            return invalid("instance: exactly one (a Horus leaf or spine)".into());
         };
-        if i.role != Role::Leaf {
-            return invalid("instance.role: XDP runs a leaf".into());
-        }
         if i.policy != Policy::Horus {
             return invalid(format!(
                 "instance.policy: XDP runs `horus` (the paper's mechanism, no tokens), not `{}`",
                 i.policy.name()
             ));
         }
+        // The same bound for both: 64 workers per leaf, 64 racks per spine.
+        let nodes = if i.role == Role::Leaf {
+            "workers"
+        } else {
+            "leaves"
+        };
         if i.downstream.len() > XDP_MAX_WORKERS {
             return invalid(format!(
-                "instance.downstream: {} workers exceed the XDP leaf's {XDP_MAX_WORKERS}",
+                "instance.downstream: {} {nodes} exceed the XDP program's {XDP_MAX_WORKERS}",
                 i.downstream.len()
             ));
         }
         if i.downstream.iter().any(|a| !a.is_ipv4()) {
-            return invalid("instance.downstream: workers need IPv4 addresses".into());
+            return invalid(format!("instance.downstream: {nodes} need IPv4 addresses"));
         }
         if i.clients.is_some() {
             return invalid(

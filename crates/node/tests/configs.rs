@@ -73,7 +73,8 @@ fn invalid_configs_are_rejected_with_a_message() {
         .contains("no targets"));
 }
 
-/// `datapath = "xdp"` refuses what the XDP leaf cannot run, naming the key.
+/// `datapath = "xdp"` runs a Horus leaf or spine and refuses what the
+/// programs cannot run, naming the key.
 #[test]
 fn xdp_datapath_configs_the_program_cannot_run_are_refused() {
     let leaf = |extra: &str, instance: &str| {
@@ -91,6 +92,16 @@ fn xdp_datapath_configs_the_program_cannot_run_are_refused() {
         (x.interface.as_str(), x.mode),
         ("eth0", netsched_node::config::XdpMode::Generic)
     );
+    // A spine runs in XDP too, over its leaves.
+    let spine = |extra: &str, instance: &str| {
+        leaf(
+            extra,
+            &format!("{instance}downstream = [\"10.0.0.3:7101\"]\nrack_workers = [2]"),
+        )
+        .replace("role = \"leaf\"", "role = \"spine\"")
+    };
+    let c = SwitchConfig::from_toml(&spine(xdp, "")).unwrap();
+    assert_eq!(c.instances[0].role, netsched_node::config::Role::Spine);
     let sixty_five = (0..65)
         .map(|i| format!("\"10.0.1.{i}:9000\""))
         .collect::<Vec<_>>()
@@ -103,7 +114,7 @@ fn xdp_datapath_configs_the_program_cannot_run_are_refused() {
         ),
         (
             leaf(xdp, &format!("downstream = [{sixty_five}]")),
-            "instance.downstream: 65 workers exceed the XDP leaf's 64",
+            "instance.downstream: 65 workers exceed the XDP program's 64",
         ),
         (
             leaf(xdp, "downstream = [\"10.0.0.3:9000\"]\nclients = [\"10.0.0.9:1\"]"),
@@ -114,8 +125,8 @@ fn xdp_datapath_configs_the_program_cannot_run_are_refused() {
             "listen",
         ),
         (
-            leaf(xdp, "downstream = [\"10.0.0.3:9000\"]").replace("role = \"leaf\"", "role = \"spine\""),
-            "instance.role",
+            spine(xdp, "policy = \"horus-tokens\"\n"),
+            "instance.policy",
         ),
         (
             format!("{ok}\n[[instance]]\npool = 2\nrole = \"leaf\"\ndownstream = [\"10.0.0.3:9000\"]"),

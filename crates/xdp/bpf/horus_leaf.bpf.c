@@ -36,28 +36,14 @@
 #define MAX_WORKERS 64
 // Twice the workers: a report crossing a task lists a busy worker (leaf.rs).
 #define IDLE_CAPACITY (2 * MAX_WORKERS)
-#define NO_SLOT 0xffffffffu
-#define FIXED_ONE 65536u
 // A packet needs at most one pass per idle entry (each stale one is popped
 // and retried), a power-of-2 resubmission and the retry it may turn into.
 #define MAX_PASSES (IDLE_CAPACITY + 4)
-
-#define WIRE_HORUS 0x11
-#define TYPE_TASK_FIRST 1
-#define TYPE_REPLY 3
-#define FLAG_LAST 0x01
-#define FLAG_IDLE_SELECTED 0x02
-#define HORUS_HEADER_LEN 12
-#define TASK_FLAGS_OFFSET 20
-#define FLAGS_KNOWN (FLAG_LAST | FLAG_IDLE_SELECTED)
-// Fixed parts before the payload, whose u16 length ends them
-// (docs/protocol.md): header, task_id, flags, class, service time; header,
-// task_id, status.
-#define TASK_FIXED 32
-#define REPLY_FIXED 23
+#define POW2_NODES MAX_WORKERS
 #define REPLY_STATUS_OFFSET 20
 #define REPLY_STATUS_MAX 1
-#define MAX_DATAGRAM 1472
+
+#include "horus_core.h"
 
 // Notice kinds on the `notices` queue (crates/xdp/src/lib.rs NoticeKind).
 #define NOTICE_IDLE_ADD 1
@@ -79,12 +65,6 @@ enum counter {
 	C_REPLIES,
 	C_NOTICES_LOST,
 	C_COUNTERS,
-};
-
-struct load_cell {
-	__u32 load;
-	__u16 epoch;
-	__u16 pad;
 };
 
 struct notice {
@@ -117,37 +97,8 @@ struct leaf_config {
 	__u16 pad2;
 };
 
-// Where an application's tasks came from (the socket daemon's reply
-// routes, crates/node/src/switch/reply_routes.rs): the daemon sends the
-// replies XDP passes up there. Keyed by the application id as it is on the
-// wire (task_id's upper half, big endian).
-struct reply_route {
-	__be32 ip;
-	__be16 port;
-	__u16 pad;
-};
-
-struct rng_state {
-	__u64 s[4];
-};
-
-// idleNodes (stages 0-2), crates/core/src/idle.rs.
-ARRAY(idle_lock, __u8, 1);
-ARRAY(idle_p, __u32, 1);
-ARRAY(idle_list, __u32, IDLE_CAPACITY);
-ARRAY(idle_index, __u32, IDLE_CAPACITY);
+// leaf.listed (stage 3), between idleNodes and power-of-2.
 ARRAY(leaf_listed, __u32, MAX_WORKERS);
-// Lazy power-of-2 (stages 4-9), crates/core/src/pow2.rs.
-ARRAY(pow2_slot_of, __u32, MAX_WORKERS);
-ARRAY(pow2_count, __u32, 1);
-ARRAY(pow2_factor_pre, __u32, MAX_WORKERS);
-ARRAY(pow2_node1, __u32, MAX_WORKERS);
-ARRAY(pow2_load1, struct load_cell, MAX_WORKERS);
-ARRAY(pow2_node2, __u32, MAX_WORKERS);
-ARRAY(pow2_load2, struct load_cell, MAX_WORKERS);
-ARRAY(pow2_factor, __u32, MAX_WORKERS);
-ARRAY(pow2_drift1, __u32, MAX_WORKERS);
-ARRAY(pow2_drift2, __u32, MAX_WORKERS);
 // The leaf's own arrays (stages 10-13), crates/core/src/horus/leaf.rs.
 ARRAY(leaf_outstand, __u32, MAX_WORKERS);
 ARRAY(leaf_last_sent, __u64, MAX_WORKERS);
@@ -166,36 +117,7 @@ struct {
 	__type(value, struct notice);
 } notices SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct reply_route);
-} reply_routes SEC(".maps");
-
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-static __always_inline __u32 *u32_cell(void *map, __u32 index)
-{
-	return bpf_map_lookup_elem(map, &index);
-}
-
-static __always_inline __u32 sat_add(__u32 a, __u32 b)
-{
-	__u32 s = a + b;
-	return s < a ? 0xffffffffu : s;
-}
-
-static __always_inline __u32 sat_sub(__u32 a, __u32 b)
-{
-	return a > b ? a - b : 0;
-}
-
-static __always_inline __u32 sat_mul(__u32 a, __u32 b)
-{
-	__u64 p = (__u64)a * b;
-	return p > 0xffffffffull ? 0xffffffffu : (__u32)p;
-}
 
 static __always_inline void notify(__u32 kind, __u32 value)
 {
@@ -204,226 +126,6 @@ static __always_inline void notify(__u32 kind, __u32 value)
 	// datagram would; the spine's view recovers with the next one (§A.3).
 	if (bpf_map_push_elem(&notices, &n, 0))
 		count(C_NOTICES_LOST, 1);
-}
-
-// xoshiro256++, crates/core/src/rng.rs (Rng::next_u64).
-static __always_inline __u64 rotl(__u64 x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static __always_inline __u64 rng_next(struct rng_state *r)
-{
-	__u64 result = rotl(r->s[0] + r->s[3], 23) + r->s[0];
-	__u64 t = r->s[1] << 17;
-	r->s[2] ^= r->s[0];
-	r->s[3] ^= r->s[1];
-	r->s[1] ^= r->s[2];
-	r->s[0] ^= r->s[3];
-	r->s[2] ^= t;
-	r->s[3] = rotl(r->s[3], 45);
-	return result;
-}
-
-// Rng::below: Lemire's multiply-shift.
-static __always_inline __u32 rng_below(struct rng_state *r, __u32 n)
-{
-	return (__u32)(((rng_next(r) >> 32) * (__u64)n) >> 32);
-}
-
-// ---- idleNodes (Alg. 1), crates/core/src/idle.rs ----
-
-enum retrieved { R_NODE, R_EMPTY, R_LOCKED };
-
-// IdleNodes::add without the member bit (a leaf's list). Returns the slot
-// (the count of idle nodes before), or -1 when the list is full.
-static __always_inline long idle_add(__u32 node, __u32 capacity)
-{
-	__u32 *p = u32_cell(&idle_p, 0);
-	if (!p)
-		return -1;
-	__u32 slot = *p;
-	if (slot >= capacity)
-		return -1;
-	*p = slot + 1;
-	__u32 *entry = u32_cell(&idle_list, slot);
-	__u32 *index = u32_cell(&idle_index, node);
-	if (entry)
-		*entry = node;
-	if (index)
-		*index = slot;
-	return slot;
-}
-
-// IdleNodes::retrieve: pop the top idle node.
-static __always_inline enum retrieved idle_retrieve(__u32 *node, __u32 *remaining)
-{
-	__u32 zero = 0;
-	__u8 *lock = bpf_map_lookup_elem(&idle_lock, &zero);
-	if (lock && *lock)
-		return R_LOCKED;
-	__u32 *p = u32_cell(&idle_p, 0);
-	if (!p || *p == 0)
-		return R_EMPTY;
-	*p -= 1;
-	__u32 *entry = u32_cell(&idle_list, *p);
-	*node = entry ? *entry : 0;
-	*remaining = *p;
-	return R_NODE;
-}
-
-// ---- lazy power-of-2 (Alg. 2), crates/core/src/pow2.rs ----
-
-static __always_inline __u32 slot_of(__u32 node)
-{
-	__u32 *slot = u32_cell(&pow2_slot_of, node);
-	return slot ? *slot : NO_SLOT;
-}
-
-// LazyPow2::add_drift: a task sent by the idle path. Returns whether live.
-static __always_inline int pow2_add_drift(__u32 node)
-{
-	__u32 slot = slot_of(node);
-	if (slot == NO_SLOT)
-		return 0;
-	__u32 *inc = u32_cell(&pow2_factor, slot);
-	__u32 *d1 = u32_cell(&pow2_drift1, slot);
-	__u32 *d2 = u32_cell(&pow2_drift2, slot);
-	__u32 add = inc ? *inc : 0;
-	if (d1)
-		*d1 = sat_add(*d1, add);
-	if (d2)
-		*d2 = sat_add(*d2, add);
-	return 1;
-}
-
-// LazyPow2::update: a reply reports `node`'s queue length.
-static __always_inline void pow2_update(__u32 node, __u32 load)
-{
-	__u32 slot = slot_of(node);
-	if (slot == NO_SLOT)
-		return;
-	struct load_cell *c1 = bpf_map_lookup_elem(&pow2_load1, &slot);
-	struct load_cell *c2 = bpf_map_lookup_elem(&pow2_load2, &slot);
-	if (c1) {
-		c1->load = load;
-		c1->epoch += 1;
-	}
-	if (c2) {
-		c2->load = load;
-		c2->epoch += 1;
-	}
-	__u32 *d1 = u32_cell(&pow2_drift1, slot);
-	__u32 *d2 = u32_cell(&pow2_drift2, slot);
-	if (d1)
-		*d1 = 0;
-	if (d2)
-		*d2 = 0;
-}
-
-// Pow2Samples: what the first pass carries to the resubmitted one.
-struct samples {
-	__u32 first, first_load, first_drift;
-	__u32 second, second_load, second_drift;
-	__u16 first_epoch, second_epoch;
-};
-
-enum pow2_first { P_CHOSEN, P_RESUBMIT, P_EMPTY };
-
-// LazyPow2::schedule, the first pass of SCHEDULETASKBUSY.
-static __always_inline enum pow2_first pow2_schedule(struct rng_state *rng, __u32 *chosen,
-						     struct samples *s)
-{
-	__u32 *countp = u32_cell(&pow2_count, 0);
-	__u32 n = countp ? *countp : 0;
-	if (n == 0 || n > MAX_WORKERS)
-		return P_EMPTY;
-	__u32 i1 = rng_below(rng, n), i2 = i1;
-	if (n != 1)
-		i2 = (i1 + 1 + rng_below(rng, n - 1)) % n;
-	__u32 *n1 = u32_cell(&pow2_node1, i1);
-	__u32 *n2 = u32_cell(&pow2_node2, i2);
-	struct load_cell *c1 = bpf_map_lookup_elem(&pow2_load1, &i1);
-	struct load_cell *c2 = bpf_map_lookup_elem(&pow2_load2, &i2);
-	if (!n1 || !n2 || !c1 || !c2)
-		return P_EMPTY;
-	// CompareSamples: ties go to the first sample.
-	int first_lighter = c1->load <= c2->load;
-	__u32 sel = first_lighter ? i1 : i2, other = first_lighter ? i2 : i1;
-	__u32 n_sel = first_lighter ? *n1 : *n2, n_other = first_lighter ? *n2 : *n1;
-	struct load_cell c_sel = first_lighter ? *c1 : *c2;
-	struct load_cell c_other = first_lighter ? *c2 : *c1;
-	__u32 diff = c_other.load - c_sel.load;
-	__u32 *incp = u32_cell(&pow2_factor, sel);
-	__u32 inc = incp ? *incp : 0;
-	int only_choice = sel == other;
-	__u32 *d_sel = u32_cell(&pow2_drift1, sel);
-	if (!d_sel)
-		return P_EMPTY;
-	if (only_choice || *d_sel <= diff) {
-		*d_sel = sat_add(*d_sel, inc);
-		__u32 *d2 = u32_cell(&pow2_drift2, sel);
-		if (d2)
-			*d2 = sat_add(*d2, inc);
-		*chosen = n_sel;
-		return P_CHOSEN;
-	}
-	__u32 *d_other = u32_cell(&pow2_drift2, other);
-	s->first = n_sel;
-	s->first_load = c_sel.load;
-	s->first_drift = *d_sel;
-	s->first_epoch = c_sel.epoch;
-	s->second = n_other;
-	s->second_load = c_other.load;
-	s->second_drift = d_other ? *d_other : 0;
-	s->second_epoch = c_other.epoch;
-	return P_RESUBMIT;
-}
-
-// LazyPow2::resubmit_choice: the lighter of the carried actual loads.
-static __always_inline __u32 resubmit_choice(const struct samples *s)
-{
-	__u32 q1 = sat_add(s->first_load, s->first_drift);
-	__u32 q2 = sat_add(s->second_load, s->second_drift);
-	return q1 <= q2 ? s->first : s->second;
-}
-
-static __always_inline void fold_load(struct load_cell *c, __u16 epoch, __u32 add, int *same)
-{
-	*same = c->epoch == epoch;
-	if (*same)
-		c->load = sat_add(c->load, add);
-}
-
-// LazyPow2::schedule_resubmitted: fold the chosen node's drift into its load
-// unless a report replaced both since the first pass. Returns 0 when the
-// node was removed between the passes.
-static __always_inline int pow2_schedule_resubmitted(const struct samples *s, __u32 *chosen)
-{
-	__u32 node = resubmit_choice(s);
-	__u32 carried = node == s->first ? s->first_drift : s->second_drift;
-	__u16 epoch = node == s->first ? s->first_epoch : s->second_epoch;
-	__u32 slot = slot_of(node);
-	if (slot == NO_SLOT)
-		return 0;
-	__u32 *incp = u32_cell(&pow2_factor_pre, slot);
-	__u32 inc = incp ? *incp : 0;
-	__u32 add = sat_add(carried, inc);
-	struct load_cell *c1 = bpf_map_lookup_elem(&pow2_load1, &slot);
-	struct load_cell *c2 = bpf_map_lookup_elem(&pow2_load2, &slot);
-	int fold = 0, fold2 = 0;
-	if (c1)
-		fold_load(c1, epoch, add, &fold);
-	if (c2)
-		fold_load(c2, epoch, add, &fold2);
-	__u32 *d1 = u32_cell(&pow2_drift1, slot);
-	__u32 *d2 = u32_cell(&pow2_drift2, slot);
-	if (d1)
-		*d1 = fold ? sat_sub(*d1, carried) : sat_add(*d1, inc);
-	if (d2)
-		*d2 = fold ? sat_sub(*d2, carried) : sat_add(*d2, inc);
-	*chosen = node;
-	return 1;
 }
 
 // ---- the leaf (crates/core/src/horus/leaf.rs) ----
@@ -652,13 +354,7 @@ static __always_inline int forward(struct ethhdr *eth, struct iphdr *ip, struct 
 	if ((void *)(horus + 16) > data_end)
 		return XDP_DROP;
 	if (cfg->leaf_ip) {
-		__u32 app;
-		__builtin_memcpy(&app, horus + 12, sizeof(app));
-		struct reply_route from = { .ip = ip->saddr, .port = udp->source };
-		struct reply_route *known = bpf_map_lookup_elem(&reply_routes, &app);
-		// Written only when it changed: a hash update costs more than a lookup.
-		if (!known || known->ip != from.ip || known->port != from.port)
-			bpf_map_update_elem(&reply_routes, &app, &from, BPF_ANY);
+		learn_reply_route(horus, ip->saddr, udp->source);
 		ip->saddr = cfg->leaf_ip;
 		udp->source = cfg->leaf_port;
 	}

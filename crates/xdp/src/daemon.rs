@@ -5,7 +5,7 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use aya::maps::{Array, CpuMap, HashMap, Map, MapData};
+use aya::maps::{Array, CpuMap, Map, MapData};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 use netsched_core::horus::HorusLeaf;
@@ -36,22 +36,7 @@ impl XdpLeaf {
     /// Where application `app_id`'s tasks last came from, as the program
     /// recorded it (after [`XdpLeaf::set_source`]).
     pub fn reply_route(&mut self, app_id: u32) -> Result<Option<SocketAddrV4>, XdpError> {
-        let map = self
-            .object
-            .ebpf
-            .map("reply_routes")
-            .ok_or(XdpError::NoMap("reply_routes"))?;
-        let routes: HashMap<&MapData, u32, [u8; 8]> = HashMap::try_from(map)?;
-        // The program keys by the id's bytes as they are on the wire.
-        let key = u32::from_ne_bytes(app_id.to_be_bytes());
-        match routes.get(&key, 0) {
-            Ok(v) => Ok(Some(SocketAddrV4::new(
-                Ipv4Addr::new(v[0], v[1], v[2], v[3]),
-                u16::from_be_bytes([v[4], v[5]]),
-            ))),
-            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        self.object.reply_route(app_id)
     }
 
     /// Installs `leaf`'s state again (a control-plane change: a worker added
@@ -111,6 +96,12 @@ impl Steering {
         steer: STEER,
         on_cpu: LEAF_ON_CPU,
         cpumap: "leaf_cpu",
+    };
+    /// The Horus spine's (horus_spine.bpf.c).
+    pub(crate) const SPINE: Steering = Steering {
+        steer: "spine_steer",
+        on_cpu: "horus_spine_cpu",
+        cpumap: "spine_cpu",
     };
     /// The Draconis queue's (draconis_queue.bpf.c, "Serialising the queue").
     pub(crate) const QUEUE: Steering = Steering {

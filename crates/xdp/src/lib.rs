@@ -12,6 +12,7 @@ mod cpu_thread;
 mod daemon;
 mod draconis;
 mod object;
+mod spine;
 mod test_run;
 
 use aya::maps::{MapData, Queue};
@@ -24,6 +25,7 @@ use daemon::Steering;
 pub use daemon::{interface_mac, neighbour_mac, CpuRuns, SchedulerThread, MAX_CPUS};
 pub use draconis::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpSlot, MAX_LEVELS};
 use object::SchedulerObject;
+pub use spine::{RackAddr, SpineCounters, XdpSpine, MAX_RACKS};
 pub use test_run::{TestRun, XdpAction};
 
 /// The BPF object built by build.rs (empty when clang was missing).
@@ -62,6 +64,10 @@ pub enum XdpError {
         "the XDP leaf implements the paper's mechanism, not idle or slot tokens (horus-tokens)"
     )]
     IdleTokens,
+    #[error("the XDP spine implements the paper's mechanism: idle tokens, a random idle pick and the lock-free remove (horus-sim) are refused")]
+    SpineOptions,
+    #[error("{racks} racks exceed the XDP spine's {}", spine::MAX_RACKS)]
+    TooManyRacks { racks: u32 },
     #[error("notice of unknown kind {0} on the notices queue")]
     UnknownNotice(u32),
     #[error("the BPF object has no program `{0}`")]
@@ -113,7 +119,7 @@ pub struct WorkerAddr {
 impl WorkerAddr {
     /// `struct worker_addr` of the C source: mac, port and IPv4 address in
     /// network order.
-    fn to_bytes(self) -> [u8; 12] {
+    pub(crate) fn to_bytes(self) -> [u8; 12] {
         let mut b = [0u8; 12];
         b[..6].copy_from_slice(&self.mac);
         b[6..8].copy_from_slice(&self.port.to_be_bytes());
@@ -304,29 +310,13 @@ impl XdpLeaf {
     }
 
     fn write_cells(&mut self, map: &'static str, cells: &[u64]) -> Result<(), XdpError> {
-        for (i, &cell) in cells.iter().enumerate() {
-            let i = i as u32;
-            match cell_bytes(map) {
-                1 => self.object.array::<u8>(map)?.set(i, cell as u8, 0)?,
-                4 => self.object.array::<u32>(map)?.set(i, cell as u32, 0)?,
-                _ => self.object.array::<u64>(map)?.set(i, cell, 0)?,
-            }
-        }
-        Ok(())
+        self.object.write_cells(map, cell_bytes(map), cells)
     }
 
     /// The first `len` cells of the map holding the switch model's `array`.
     pub fn read_array(&mut self, array: &'static str, len: usize) -> Result<Vec<u64>, XdpError> {
         let map = map_name(array).ok_or(XdpError::UnknownArray(array))?;
-        (0..len as u32)
-            .map(|i| {
-                Ok(match cell_bytes(map) {
-                    1 => u64::from(self.object.array::<u8>(map)?.get(&i, 0)?),
-                    4 => u64::from(self.object.array::<u32>(map)?.get(&i, 0)?),
-                    _ => self.object.array::<u64>(map)?.get(&i, 0)?,
-                })
-            })
-            .collect()
+        self.object.read_cells(map, cell_bytes(map), len)
     }
 
     /// The random stream's state after the packets run so far.

@@ -5,7 +5,7 @@
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use aya::maps::{Array, MapData};
+use aya::maps::{Array, HashMap, MapData};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 
@@ -47,6 +47,43 @@ impl SchedulerObject {
         Ok(Array::try_from(map)?)
     }
 
+    /// Writes `cells` into `map`, each `bytes` wide (1, 4 or 8): a switch
+    /// model's array installed from its sans-IO dump.
+    pub(crate) fn write_cells(
+        &mut self,
+        map: &'static str,
+        bytes: usize,
+        cells: &[u64],
+    ) -> Result<(), XdpError> {
+        for (i, &cell) in cells.iter().enumerate() {
+            let i = i as u32;
+            match bytes {
+                1 => self.array::<u8>(map)?.set(i, cell as u8, 0)?,
+                4 => self.array::<u32>(map)?.set(i, cell as u32, 0)?,
+                _ => self.array::<u64>(map)?.set(i, cell, 0)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The first `len` cells of `map`, each `bytes` wide, widened to u64.
+    pub(crate) fn read_cells(
+        &mut self,
+        map: &'static str,
+        bytes: usize,
+        len: usize,
+    ) -> Result<Vec<u64>, XdpError> {
+        (0..len as u32)
+            .map(|i| {
+                Ok(match bytes {
+                    1 => u64::from(self.array::<u8>(map)?.get(&i, 0)?),
+                    4 => u64::from(self.array::<u32>(map)?.get(&i, 0)?),
+                    _ => self.array::<u64>(map)?.get(&i, 0)?,
+                })
+            })
+            .collect()
+    }
+
     fn program(&mut self) -> Result<&mut Xdp, XdpError> {
         Ok(self
             .ebpf
@@ -80,6 +117,29 @@ impl SchedulerObject {
             cpu,
             realtime_priority,
         )
+    }
+
+    /// Where application `app_id`'s tasks last came from, as a Horus
+    /// program recorded it in `reply_routes` (after a source was set).
+    pub(crate) fn reply_route(
+        &mut self,
+        app_id: u32,
+    ) -> Result<Option<std::net::SocketAddrV4>, XdpError> {
+        let map = self
+            .ebpf
+            .map("reply_routes")
+            .ok_or(XdpError::NoMap("reply_routes"))?;
+        let routes: HashMap<&MapData, u32, [u8; 8]> = HashMap::try_from(map)?;
+        // The program keys by the id's bytes as they are on the wire.
+        let key = u32::from_ne_bytes(app_id.to_be_bytes());
+        match routes.get(&key, 0) {
+            Ok(v) => Ok(Some(std::net::SocketAddrV4::new(
+                std::net::Ipv4Addr::new(v[0], v[1], v[2], v[3]),
+                u16::from_be_bytes([v[4], v[5]]),
+            ))),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub(crate) fn runs_on(&self) -> Result<CpuRuns, XdpError> {

@@ -9,7 +9,7 @@ use crate::fixed;
 use crate::idle::{AddOutcome, IdleNodes, RemoveFirst, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
 use crate::rng::Rng;
-use crate::switch::{Layout, Pass, Pipeline};
+use crate::switch::{Layout, Pass, Pipeline, RegisterDump};
 
 use super::{follow_affinity, ConnTableConfig, HorusOptions, RemoveLock, SpineIdlePick};
 
@@ -301,6 +301,21 @@ impl HorusSpine {
 
     pub fn idle_nodes(&self) -> &IdleNodes {
         &self.idle
+    }
+
+    /// Every register array (idleNodes, then lazy power-of-2), a read-only
+    /// control-plane view for installing and checking another
+    /// implementation of the spine (crates/xdp).
+    pub fn registers(&self) -> Vec<RegisterDump> {
+        let mut dumps = self.idle.registers();
+        dumps.extend(self.pow2.registers());
+        dumps
+    }
+
+    /// The state of the spine's random stream (read-only), so another
+    /// implementation can draw the same samples.
+    pub fn rng_state(&self) -> [u64; 4] {
+        self.rng.state()
     }
 
     pub fn busy_nodes(&self) -> &LazyPow2 {

@@ -1,6 +1,7 @@
-//! `datapath = "xdp"`: the Horus leaf runs as an XDP program on the leaf's
-//! interface (crates/xdp, docs/xdp.md) and this daemon keeps what the
-//! program leaves to user space:
+//! `datapath = "xdp"`: the Horus leaf or spine runs as an XDP program on the
+//! switch's interface (crates/xdp, docs/xdp.md) and this daemon keeps what
+//! the program leaves to user space (a spine: replies, refused tasks,
+//! metrics; it has no notices to send and no heartbeats to watch):
 //! * **Replies** the program passed up after updating its state go on to
 //!   their clients by the reply routes the program recorded per application
 //!   id, without a second scheduling pass.
@@ -23,18 +24,18 @@ use std::time::{Duration, Instant};
 
 use netsched_core::{Plane, Upstream};
 use netsched_proto::{task_id, HorusBody, Message};
-use netsched_xdp::{WorkerAddr, XdpCounters, XdpFlags, XdpLeaf};
+use netsched_xdp::{SpineCounters, WorkerAddr, XdpCounters, XdpFlags, XdpLeaf, XdpSpine};
 
 use super::slots::TX_REPLY;
 use super::{Pkt, RuntimeDrop, SwitchDaemon};
-use crate::config::{SwitchConfig, XdpMode};
+use crate::config::{Role, SwitchConfig, XdpMode};
 use crate::error::Error;
 use crate::metrics::{Kind, Registry, Slot};
 
 /// How long start-up waits for a worker's MAC to resolve.
 const NEIGHBOUR_WAIT: Duration = Duration::from_secs(3);
 
-/// The leaf is always the daemon's one instance (config validation).
+/// The leaf or spine is always the daemon's one instance (config validation).
 const LEAF: usize = 0;
 
 /// `XdpCounters`' fields in the order of `netsched_xdp_events_total`.
@@ -70,17 +71,83 @@ fn event_values(c: &XdpCounters) -> [u64; 12] {
     ]
 }
 
+/// `SpineCounters`' fields in the order of `netsched_xdp_events_total`.
+const SPINE_EVENTS: [&str; 13] = [
+    "dispatch_idle",
+    "dispatch_sampled",
+    "resubmissions",
+    "drop_no_nodes",
+    "drop_unknown_node",
+    "stale_idle_updates",
+    "drop_lock_held",
+    "drop_overflow",
+    "idle_adds",
+    "idle_removes",
+    "load_updates",
+    "passed",
+    "drop_unregistered",
+];
+
+fn spine_event_values(c: &SpineCounters) -> [u64; 13] {
+    [
+        c.dispatch_idle,
+        c.dispatch_sampled,
+        c.resubmissions,
+        c.drop_no_nodes,
+        c.drop_unknown_node,
+        c.stale_idle_updates,
+        c.drop_lock_held,
+        c.drop_overflow,
+        c.idle_adds,
+        c.idle_removes,
+        c.load_updates,
+        c.passed,
+        c.drop_unregistered,
+    ]
+}
+
+/// The program the daemon attached: the instance's role.
+pub(super) enum Program {
+    Leaf(XdpLeaf),
+    Spine(XdpSpine),
+}
+
+impl Program {
+    fn reply_route(&mut self, app: u32) -> Result<Option<SocketAddrV4>, netsched_xdp::XdpError> {
+        match self {
+            Program::Leaf(l) => l.reply_route(app),
+            Program::Spine(s) => s.reply_route(app),
+        }
+    }
+
+    fn events(&mut self) -> Result<Vec<u64>, netsched_xdp::XdpError> {
+        Ok(match self {
+            Program::Leaf(l) => event_values(&l.counters()?).to_vec(),
+            Program::Spine(s) => spine_event_values(&s.counters()?).to_vec(),
+        })
+    }
+
+    fn runs_on(&mut self) -> Result<netsched_xdp::CpuRuns, netsched_xdp::XdpError> {
+        match self {
+            Program::Leaf(l) => l.runs_on(),
+            Program::Spine(s) => s.runs_on(),
+        }
+    }
+}
+
 /// The loaded, attached program and what the daemon keeps beside it.
 pub(super) struct XdpPath {
-    leaf: XdpLeaf,
+    program: Program,
     interface: String,
-    leaf_mac: [u8; 6],
-    workers: Vec<WorkerAddr>,
-    /// The control view's live workers when it was last installed.
+    /// The interface's MAC: forwarded tasks leave from it.
+    mac: [u8; 6],
+    /// The downstream nodes' addresses (workers, or a spine's leaves).
+    nodes: Vec<WorkerAddr>,
+    /// The control view's live nodes when it was last installed.
     installed_alive: Vec<bool>,
-    events: [Slot; 12],
+    events: Vec<Slot>,
     reinstalls: Slot,
-    /// Per CPU: packets the steering program took, packets the leaf ran.
+    /// Per CPU: packets the steering program took, packets the scheduler ran.
     cpu_packets: Vec<[Slot; 2]>,
     /// Passed-up tasks refused so far (the log says the first and then
     /// every 1000th, not one line per datagram).
@@ -100,29 +167,44 @@ impl XdpPath {
             unreachable!("validated: an IPv4 listen address");
         };
         let interface = xcfg.interface.clone();
-        let leaf_mac =
-            netsched_xdp::interface_mac(&interface).map_err(|e| Error::io(&interface, e))?;
+        let mac = netsched_xdp::interface_mac(&interface).map_err(|e| Error::io(&interface, e))?;
         let downstream = &cfg.instances[LEAF].downstream;
-        let workers = resolve_workers(&interface, downstream)?;
-        let Plane::HorusLeaf(sans_io) = plane else {
-            unreachable!("validated: a Horus leaf");
-        };
-        let mut leaf = XdpLeaf::load()?;
-        leaf.set_source(listen)?;
-        leaf.install(sans_io, leaf_mac, &workers)?;
+        let nodes = resolve_workers(&interface, downstream)?;
         let flags = match xcfg.mode {
             XdpMode::Native => XdpFlags::DRV_MODE,
             XdpMode::Generic => XdpFlags::SKB_MODE,
         };
-        let thread = leaf.attach_serialised(&interface, flags, xcfg.cpu, xcfg.realtime_priority)?;
-        let events = EVENTS.map(|e| {
-            reg.register(
-                "netsched_xdp_events_total",
-                "datapath xdp: the program's counters map (dispatches by path, passes, drops, notices lost)",
-                Kind::Counter,
-                &[("event", e)],
-            )
-        });
+        let (mut program, names): (Program, &[&'static str]) = match plane {
+            Plane::HorusLeaf(sans_io) => {
+                let mut leaf = XdpLeaf::load()?;
+                leaf.set_source(listen)?;
+                leaf.install(sans_io, mac, &nodes)?;
+                (Program::Leaf(leaf), &EVENTS)
+            }
+            Plane::HorusSpine(sans_io) => {
+                let mut spine = XdpSpine::load()?;
+                spine.set_source(listen)?;
+                spine.install(sans_io, mac, &nodes)?;
+                (Program::Spine(spine), &SPINE_EVENTS)
+            }
+            _ => unreachable!("validated: a Horus leaf or spine"),
+        };
+        let (cpu, priority) = (xcfg.cpu, xcfg.realtime_priority);
+        let thread = match &mut program {
+            Program::Leaf(l) => l.attach_serialised(&interface, flags, cpu, priority)?,
+            Program::Spine(s) => s.attach_serialised(&interface, flags, cpu, priority)?,
+        };
+        let events = names
+            .iter()
+            .map(|e| {
+                reg.register(
+                    "netsched_xdp_events_total",
+                    "datapath xdp: the program's counters map (dispatches by path, passes, drops, notices lost)",
+                    Kind::Counter,
+                    &[("event", e)],
+                )
+            })
+            .collect();
         let reinstalls = reg.register(
             "netsched_xdp_reinstalls_total",
             "datapath xdp: control-plane changes installed into the program's maps",
@@ -138,7 +220,7 @@ impl XdpPath {
                 ["steer", "leaf"].map(|program| {
                     reg.register(
                         "netsched_xdp_cpu_packets_total",
-                        "datapath xdp: packets per CPU the steering program took and the leaf ran (one CPU runs the leaf)",
+                        "datapath xdp: packets per CPU the steering program took and the scheduler ran (one CPU runs it)",
                         Kind::Counter,
                         &[("program", program), ("cpu", &cpu)],
                     )
@@ -152,17 +234,18 @@ impl XdpPath {
             cpu = xcfg.cpu,
             thread = %thread.name,
             realtime_priority = ?thread.realtime_priority,
-            workers = workers.len(),
-            "xdp leaf attached"
+            nodes = nodes.len(),
+            role = if matches!(program, Program::Leaf(_)) { "leaf" } else { "spine" },
+            "xdp scheduler attached"
         );
         if let Some(warning) = thread.throttling_warning() {
             tracing::warn!(target: "switch", "{warning}");
         }
         Ok(XdpPath {
-            leaf,
+            program,
             interface,
-            leaf_mac,
-            workers,
+            mac,
+            nodes,
             installed_alive: alive.to_vec(),
             events,
             reinstalls,
@@ -219,15 +302,23 @@ impl SwitchDaemon {
         match m.body {
             HorusBody::Reply(r) => {
                 self.registry.inc(self.slots.rx[2]);
-                if !inst.is_node(h.src_id, src) {
-                    return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                if inst.cfg.role == Role::Spine {
+                    // A reply passes a spine on its way to the client: from
+                    // one of its leaves, with nothing to learn (dispatch.rs).
+                    if !inst.cfg.downstream.contains(&src) {
+                        return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                    }
+                } else {
+                    if !inst.is_node(h.src_id, src) {
+                        return self.drop_rt(RuntimeDrop::UnregisteredSource);
+                    }
+                    if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
+                        self.registry.set(g, h.qlen as u64);
+                    }
+                    self.heard_from(LEAF, h.src_id as usize, now);
                 }
-                if let Some(&g) = inst.qlen_gauges.get(h.src_id as usize) {
-                    self.registry.set(g, h.qlen as u64);
-                }
-                self.heard_from(LEAF, h.src_id as usize, now);
                 let app = task_id::app_id(r.task_id);
-                let route = self.xdp.as_mut().map(|x| x.leaf.reply_route(app));
+                let route = self.xdp.as_mut().map(|x| x.program.reply_route(app));
                 match route {
                     Some(Ok(Some(to))) => self.send_raw(data, SocketAddr::V4(to), TX_REPLY),
                     Some(Err(e)) => {
@@ -279,7 +370,14 @@ impl SwitchDaemon {
     /// (`publish`: every 100 ms).
     pub(super) fn xdp_tick(&mut self, publish: bool) {
         let Some(x) = self.xdp.as_mut() else { return };
-        let notices = match x.leaf.drain_notices() {
+        let Program::Leaf(leaf) = &mut x.program else {
+            // A spine sends no notices and has no heartbeats to watch.
+            if publish {
+                self.xdp_publish();
+            }
+            return self.flush();
+        };
+        let notices = match leaf.drain_notices() {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(target: "switch", error = %e, "xdp: draining notices");
@@ -308,10 +406,13 @@ impl SwitchDaemon {
         let Plane::HorusLeaf(sans_io) = &inst.plane else {
             return;
         };
-        let known = x.workers.len();
+        let Program::Leaf(leaf) = &mut x.program else {
+            return;
+        };
+        let known = x.nodes.len();
         if inst.cfg.downstream.len() > known {
             match resolve_workers(&x.interface, &inst.cfg.downstream[known..]) {
-                Ok(more) => x.workers.extend(more),
+                Ok(more) => x.nodes.extend(more),
                 Err(e) => {
                     // Retried at the next tick.
                     tracing::warn!(target: "switch", error = %e, "xdp: new worker not installed");
@@ -319,7 +420,7 @@ impl SwitchDaemon {
                 }
             }
         }
-        if let Err(e) = x.leaf.reinstall(sans_io, x.leaf_mac, &x.workers) {
+        if let Err(e) = leaf.reinstall(sans_io, x.mac, &x.nodes) {
             tracing::error!(target: "switch", error = %e, "xdp: installing the control view");
             return;
         }
@@ -332,22 +433,25 @@ impl SwitchDaemon {
 
     pub(super) fn xdp_publish(&mut self) {
         let Some(x) = self.xdp.as_mut() else { return };
-        match x.leaf.counters() {
-            Ok(c) => {
-                for (slot, v) in x.events.iter().zip(event_values(&c)) {
+        match x.program.events() {
+            Ok(values) => {
+                for (slot, v) in x.events.iter().zip(values) {
                     self.registry.set(*slot, v);
                 }
             }
             Err(e) => tracing::warn!(target: "switch", error = %e, "xdp: reading counters"),
         }
-        if let Ok(runs) = x.leaf.runs_on() {
+        if let Ok(runs) = x.program.runs_on() {
             for (cpu, [steer, leaf]) in x.cpu_packets.iter().enumerate() {
                 self.registry.set(*steer, runs.steered[cpu]);
                 self.registry.set(*leaf, runs.scheduler[cpu]);
             }
         }
+        let Program::Leaf(leaf) = &mut x.program else {
+            return;
+        };
         // The rack average lives in the program (Horus A.2, 16.16 fixed point).
-        if let Ok(avg) = x.leaf.read_array("leaf.avg", 1) {
+        if let Ok(avg) = leaf.read_array("leaf.avg", 1) {
             let tasks = avg[0] as f64 / 65536.0;
             self.registry
                 .set_f64(self.instances[LEAF].load_gauge, tasks);

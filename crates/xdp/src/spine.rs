@@ -1,0 +1,237 @@
+//! The Horus spine (NSDI'24 §3.3, §3.4, §A.3, §A.6) as an XDP program: the
+//! loader of `bpf/horus_spine.bpf.c`, installed from a sans-IO
+//! [`HorusSpine`] as [`crate::XdpLeaf`] is from a leaf, and checked against
+//! it decision for decision (tests/spine_differential.rs). docs/xdp.md, "The
+//! spine", has the maps.
+
+use std::net::SocketAddrV4;
+
+use aya::Ebpf;
+use netsched_core::horus::{HorusSpine, RemoveLock, SpineIdlePick};
+
+use crate::daemon::{CpuRuns, SchedulerThread, Steering};
+use crate::object::SchedulerObject;
+use crate::{TestRun, WorkerAddr, XdpError, XdpFlags};
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/horus_spine.bpf.o"));
+
+const PROGRAM: &str = "horus_spine";
+
+/// Racks one XDP spine can hold (`MAX_RACKS` in the C source).
+pub const MAX_RACKS: u32 = 64;
+
+/// `NO_SLOT` of crates/core/src/pow2.rs.
+const NO_SLOT: u32 = u32::MAX;
+
+/// Where the spine sends a rack's tasks: its leaf's MAC, IPv4 address and
+/// UDP port (the same layout as a leaf's worker address).
+pub type RackAddr = WorkerAddr;
+
+/// The counters the spine program keeps (`enum counter` of the C source).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpineCounters {
+    pub dispatch_idle: u64,
+    pub dispatch_sampled: u64,
+    /// Second passes: power-of-2 resubmissions and idleRemove's second pass.
+    pub resubmissions: u64,
+    pub drop_no_nodes: u64,
+    pub drop_unknown_node: u64,
+    /// idleAdd of a listed rack, idleRemove of an unlisted one (§A.3 re-sends).
+    pub stale_idle_updates: u64,
+    pub drop_lock_held: u64,
+    pub drop_overflow: u64,
+    pub idle_adds: u64,
+    pub idle_removes: u64,
+    pub load_updates: u64,
+    /// Handed to the stack: replies, multi-packet tasks, malformed frames.
+    pub passed: u64,
+    /// Notices whose source is not the rack's leaf address.
+    pub drop_unregistered: u64,
+}
+
+/// Map names of the spine's arrays: the leaf's names (`.` becomes `_`).
+fn map_name(array: &str) -> Option<&'static str> {
+    match array {
+        "idle.member" => Some("idle_member"),
+        other => crate::map_name(other).filter(|m| !m.starts_with("leaf_")),
+    }
+}
+
+fn cell_bytes(map: &str) -> usize {
+    match map {
+        "idle_lock" | "idle_member" => 1,
+        "pow2_load1" | "pow2_load2" => 8,
+        _ => 4,
+    }
+}
+
+/// Bytes of `struct spine_config`.
+const SPINE_CONFIG_BYTES: usize = 24;
+
+/// A loaded (not necessarily attached) XDP Horus spine.
+pub struct XdpSpine {
+    object: SchedulerObject,
+    mac: [u8; 6],
+    source: Option<SocketAddrV4>,
+    racks: u32,
+}
+
+impl XdpSpine {
+    /// Loads the program (the verifier runs here) with zeroed maps.
+    pub fn load() -> Result<Self, XdpError> {
+        if OBJECT.is_empty() {
+            return Err(XdpError::ObjectMissing);
+        }
+        let object = SchedulerObject::load(Ebpf::load(OBJECT)?, PROGRAM, Steering::SPINE)?;
+        Ok(XdpSpine {
+            object,
+            mac: [0; 6],
+            source: None,
+            racks: 0,
+        })
+    }
+
+    /// The control plane installs `spine`'s state: every register array,
+    /// its random stream, and each rack's leaf address (`racks[r]`). Only
+    /// the paper's mechanism runs in XDP: idle tokens, a random idle pick
+    /// and the lock-free remove (horus-sim's) are refused.
+    pub fn install(
+        &mut self,
+        spine: &HorusSpine,
+        spine_mac: [u8; 6],
+        racks: &[RackAddr],
+    ) -> Result<(), XdpError> {
+        let options = spine.options();
+        if options.idle_tokens
+            || options.spine_idle_pick != SpineIdlePick::Last
+            || options.remove_lock != RemoveLock::On
+        {
+            return Err(XdpError::SpineOptions);
+        }
+        let linked = spine.idle_nodes().capacity() as u32;
+        if linked > MAX_RACKS || racks.len() > MAX_RACKS as usize {
+            return Err(XdpError::TooManyRacks {
+                racks: linked.max(racks.len() as u32),
+            });
+        }
+        self.mac = spine_mac;
+        self.racks = linked;
+        self.write_config()?;
+        let mut slot_of = self.object.array::<u32>("pow2_slot_of")?;
+        for node in 0..MAX_RACKS {
+            slot_of.set(node, NO_SLOT, 0)?;
+        }
+        for dump in spine.registers() {
+            let map = map_name(dump.name).ok_or(XdpError::UnknownArray(dump.name))?;
+            self.write_cells(map, &dump.cells)?;
+        }
+        self.object
+            .array::<[u64; 4]>("spine_rng")?
+            .set(0, spine.rng_state(), 0)?;
+        let mut addrs = self.object.array::<[u8; 12]>("rack_addr")?;
+        for (rack, addr) in racks.iter().enumerate() {
+            addrs.set(rack as u32, addr.to_bytes(), 0)?;
+        }
+        Ok(())
+    }
+
+    /// Installs `spine`'s state again (a rack added or removed), keeping the
+    /// program's random stream.
+    pub fn reinstall(
+        &mut self,
+        spine: &HorusSpine,
+        spine_mac: [u8; 6],
+        racks: &[RackAddr],
+    ) -> Result<(), XdpError> {
+        let rng = self.rng_state()?;
+        self.install(spine, spine_mac, racks)?;
+        self.object.array::<[u64; 4]>("spine_rng")?.set(0, rng, 0)?;
+        Ok(())
+    }
+
+    /// Forwarded tasks leave from `source` and the program records each
+    /// application's source in `reply_routes`, as the leaf does.
+    pub fn set_source(&mut self, source: SocketAddrV4) -> Result<(), XdpError> {
+        self.source = Some(source);
+        self.write_config()
+    }
+
+    /// Where application `app_id`'s tasks last came from.
+    pub fn reply_route(&mut self, app_id: u32) -> Result<Option<SocketAddrV4>, XdpError> {
+        self.object.reply_route(app_id)
+    }
+
+    fn write_config(&mut self) -> Result<(), XdpError> {
+        let mut b = [0u8; SPINE_CONFIG_BYTES];
+        b[0..6].copy_from_slice(&self.mac);
+        if let Some(source) = self.source {
+            b[8..12].copy_from_slice(&source.ip().octets());
+            b[12..14].copy_from_slice(&source.port().to_be_bytes());
+        }
+        b[16..20].copy_from_slice(&self.racks.to_ne_bytes());
+        self.object
+            .array::<[u8; SPINE_CONFIG_BYTES]>("spine_config")?
+            .set(0, b, 0)?;
+        Ok(())
+    }
+
+    fn write_cells(&mut self, map: &'static str, cells: &[u64]) -> Result<(), XdpError> {
+        self.object.write_cells(map, cell_bytes(map), cells)
+    }
+
+    /// The first `len` cells of the map holding the switch model's `array`.
+    pub fn read_array(&mut self, array: &'static str, len: usize) -> Result<Vec<u64>, XdpError> {
+        let map = map_name(array).ok_or(XdpError::UnknownArray(array))?;
+        self.object.read_cells(map, cell_bytes(map), len)
+    }
+
+    pub fn rng_state(&mut self) -> Result<[u64; 4], XdpError> {
+        Ok(self.object.array::<[u64; 4]>("spine_rng")?.get(&0, 0)?)
+    }
+
+    pub fn counters(&mut self) -> Result<SpineCounters, XdpError> {
+        let counters = self.object.array::<u64>("counters")?;
+        let c = |i: u32| counters.get(&i, 0);
+        Ok(SpineCounters {
+            dispatch_idle: c(0)?,
+            dispatch_sampled: c(1)?,
+            resubmissions: c(2)?,
+            drop_no_nodes: c(3)?,
+            drop_unknown_node: c(4)?,
+            stale_idle_updates: c(5)?,
+            drop_lock_held: c(6)?,
+            drop_overflow: c(7)?,
+            idle_adds: c(8)?,
+            idle_removes: c(9)?,
+            load_updates: c(10)?,
+            passed: c(11)?,
+            drop_unregistered: c(12)?,
+        })
+    }
+
+    /// Runs the program once on `packet` (an Ethernet frame), `repeat` times.
+    pub fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
+        self.object.test_run(packet, repeat)
+    }
+
+    pub fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
+        self.object.attach(interface, flags)
+    }
+
+    /// As [`crate::XdpLeaf::attach_serialised`]: `spine_steer` on the
+    /// interface, the spine on `cpu`'s cpumap thread.
+    pub fn attach_serialised(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+        cpu: u32,
+        realtime_priority: u8,
+    ) -> Result<SchedulerThread, XdpError> {
+        self.object
+            .attach_serialised(interface, flags, cpu, realtime_priority)
+    }
+
+    pub fn runs_on(&mut self) -> Result<CpuRuns, XdpError> {
+        self.object.runs_on()
+    }
+}
