@@ -29,6 +29,9 @@ python3 scripts/ensure-python-deps.py
 python3 -m pip install --quiet --no-build-isolation --no-deps --force-reinstall .
 python3 -m pytest -q python/tests
 # The whole experiment catalog at reduced scale on a Dask LocalCluster, then
-# the HTML report (a few minutes; results are cached in ~/.cache/netsched).
+# its report website, checked in headless Chromium at desktop and phone width
+# (a few minutes; results are cached in ~/.cache/netsched).
 python3 -m netsched experiment run all --scale reduced --out results/experiments/reduced --quiet
-python3 -m netsched report --results results/experiments/reduced --out results/experiments/reduced/report.html
+python3 -m netsched report --results results/experiments/reduced --out results/experiments/reduced/report
+NETSCHED_REPORT_SITES=results/experiments/reduced/report \
+  python3 -m pytest -q python/tests/test_report_browser.py -k published_and_ci
