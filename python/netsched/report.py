@@ -144,6 +144,7 @@ class Entry:
     scale: str
     claims: list
     images: list
+    intro_html: str
     body_html: str
     tiers: dict
 
@@ -170,16 +171,17 @@ def _markdown():
     return md
 
 
-def _drop_sections(md_text: str) -> str:
-    """The entry's Markdown without what the page draws itself: its title
-    (the first heading), its images, and every `##` section holding a table
-    with a verdict column (the claims, drawn from the JSON instead)."""
+def split_page(md_text: str) -> tuple[str, str]:
+    """An entry's Markdown as (introduction, sections), without what the
+    page draws itself: its title (the first heading), its images, and every
+    `##` section holding a table with a verdict column (the claims, drawn
+    from the JSON instead)."""
     lines = md_text.splitlines()
     if lines and lines[0].startswith("# "):
         lines = lines[1:]
     sections, cur = [], []
     for line in lines:
-        if line.startswith("## ") and cur:
+        if line.startswith("## "):
             sections.append(cur)
             cur = []
         cur.append(line)
@@ -188,9 +190,10 @@ def _drop_sections(md_text: str) -> str:
     for sec in sections:
         heads = [ln for ln in sec if ln.startswith("|")][:1]
         if heads and re.search(r"\|\s*verdict\s*\|", heads[0], re.I):
-            continue
-        keep += [ln for ln in sec if not re.match(r"\s*!\[[^\]]*\]\([^)]*\)\s*$", ln)]
-    return "\n".join(keep)
+            sec = []
+        keep.append("\n".join(ln for ln in sec
+                              if not re.match(r"\s*!\[[^\]]*\]\([^)]*\)\s*$", ln)))
+    return keep[0], "\n".join(keep[1:])
 
 
 def render_markdown(md_text: str) -> str:
@@ -258,10 +261,11 @@ def _entry(root: Path, name: str, out: Path) -> Entry:
         heading, title = first, ""
     pngs = sorted(root.glob(f"{name}.png")) + sorted(root.glob(f"{name}-*.png"))
     images = [os.path.relpath(p, out).replace(os.sep, "/") for p in pngs]
-    body = render_markdown(_drop_sections(md_text))
+    intro, body = split_page(md_text)
     return Entry(name=name, heading=heading, title=title, paper=paper,
                  scale=str(run.get("scale", "")), claims=claims, images=images,
-                 body_html=body, tiers=by_tier(claims))
+                 intro_html=render_markdown(intro), body_html=render_markdown(body),
+                 tiers=by_tier(claims))
 
 
 def build_site(results: str, out: Optional[str] = None) -> int:

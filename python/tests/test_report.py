@@ -43,8 +43,8 @@ def test_entry_pages_draw_claims_from_the_json(report_results, tmp_path):
     assert 'aria-label="numeric: 1 agrees, 1 differs, 1 unexplained"' in index
     assert 'aria-label="shape: 1 agrees, 1 unresolved"' in index
     # Both plots, linked to enlarge; the paper's value and ours with its interval.
-    assert page.count('<a class="zoom" href="../horus-fig11') == 2
-    assert "<td data-label=\"paper\" class=\"num\">38 %</td>" in page
+    assert page.count('<a class="zoom" href="../results/horus-fig11') == 2
+    assert "<td data-label=\"paper\" class=\"num short\">38 %</td>" in page
     assert "36 % ± 2.3 (n = 5)" in page
     # Every verdict coloured; a difference's attribution from its run, with the command.
     for v in ("agrees", "differs", "unexplained", "unresolved", "calibration"):
@@ -54,7 +54,7 @@ def test_entry_pages_draw_claims_from_the_json(report_results, tmp_path):
     assert 'id="sensitivity"' in page and "fig11-order-sim" in page
     # The Markdown's own claims table is replaced by the JSON's; its other
     # sections stay, headers with units.
-    assert "paper states" not in page and "checked claims within tolerance" not in page
+    assert "<th>paper states</th>" not in page and "checked claims within tolerance" not in page
     assert "<th>horus p50 (µs)</th>" in page and "<th>p99 (µs)</th>" in page
     assert "<th>column_3_p99 (µs)</th>" in page
     assert 'rel="next">horus-fig11' in (site / "horus-fig2.html").read_text()
