@@ -1,10 +1,13 @@
 """`python3 -m netsched` (and `netsched experiment|report`, which delegate here).
 
     python3 -m netsched experiment list
-    python3 -m netsched experiment run horus-fig11 [--scale reduced|paper] [--out DIR]
+    python3 -m netsched experiment run horus-fig11 [--scale reduced|paper|published]
+            [--seeds N] [--ablations auto|all|none] [--out DIR]
             [--scheduler tcp://HOST:8786 | --workers N | --serial] [--cache DIR]
-    python3 -m netsched experiment run all --scale reduced
-    python3 -m netsched experiment claims [--results DIR] [--into docs/fidelity.md]
+    python3 -m netsched experiment run horus-fig11 --ablation ID [--scale S] [--seeds N]
+    python3 -m netsched experiment run all --scale reduced --seeds 2
+    python3 -m netsched experiment claims [--results DIR] [--format markdown|json]
+            [--into docs/fidelity.md] [--out docs/claims.json]
     python3 -m netsched report [--results DIR] [--out DIR]
     python3 -m netsched readme-counts [--claims docs/claims.json] [--into README.md]
     python3 -m netsched cache prune [--cache DIR] [--all] [--dry-run]
@@ -26,16 +29,27 @@ def _parser() -> argparse.ArgumentParser:
     esub.add_parser("list", help="the catalog")
     run = esub.add_parser("run", help="run entries (or `all`)")
     run.add_argument("names", nargs="+", help="catalog entries, or `all`")
-    run.add_argument("--scale", default="reduced", choices=["reduced", "paper"])
+    run.add_argument("--scale", default="reduced", choices=["reduced", "paper", "published"],
+                     help="published: the paper's scale where it fits this machine, else the "
+                          "entry's stated largest (its published_note)")
+    run.add_argument("--seeds", type=int, default=None,
+                     help="replicate every point over N seeds (default 5 at published scale, "
+                          "else 2); verdicts use the 95 %% interval over seeds")
+    run.add_argument("--ablations", default="auto", choices=["auto", "all", "none"],
+                     help="auto: run the ablations of claims that differ")
+    run.add_argument("--ablation", default=None, metavar="ID",
+                     help="run only this ablation of one entry and print its claims")
     run.add_argument("--out", default=None, help="output directory (default results/experiments/SCALE)")
     run.add_argument("--cache", default=None, help="result cache (default ~/.cache/netsched or $NETSCHED_CACHE)")
     run.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler")
     run.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes (default: cores)")
     run.add_argument("--serial", action="store_true", help="run in this process, without Dask")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    cl = esub.add_parser("claims", help="every entry's claims in one markdown table")
+    cl = esub.add_parser("claims", help="every entry's claims: markdown tables or JSON records")
     cl.add_argument("--results", default="results/experiments/reduced",
                     help="a directory `experiment run` wrote")
+    cl.add_argument("--format", default="markdown", choices=["markdown", "json"])
+    cl.add_argument("--out", default=None, help="write to this file instead of printing")
     cl.add_argument("--into", default=None,
                     help="rewrite the marked section of this markdown file (docs/fidelity.md) "
                          "instead of printing")
@@ -85,12 +99,22 @@ def main(argv=None) -> int:
             return 0
         if a.cmd == "experiment" and a.action == "run":
             from . import catalog
-            from .claims import tally
-            from .experiment import run_experiment
+            from .claims import tally, tally_text
+            from .experiment import ablate, run_experiment
 
             names = [e.name for e in catalog.ordered()] if a.names == ["all"] else a.names
             for n in names:
                 catalog.get(n)  # fail on a typo before running anything
+            if a.ablation:
+                if len(names) != 1:
+                    raise ValueError("--ablation: name one entry")
+                from .claims import claims_table
+
+                recs = ablate(names[0], a.ablation, scale=a.scale, seeds=a.seeds,
+                              cache_dir=a.cache, scheduler=a.scheduler, n_workers=a.workers,
+                              serial=a.serial, progress=not a.quiet)
+                print("\n".join(claims_table(recs)))
+                return 0
             client = None
             if not a.serial and len(names) > 1 and not a.scheduler:
                 # One LocalCluster for all entries instead of one per entry.
@@ -104,11 +128,10 @@ def main(argv=None) -> int:
                 for n in names:
                     r = run_experiment(n, scale=a.scale, out=a.out, cache_dir=a.cache,
                                        scheduler=a.scheduler, client=client, n_workers=a.workers,
-                                       serial=a.serial, progress=not a.quiet)
-                    ok, checked, qual = tally(r.claims)
-                    print(f"{n}: {r.wall_s:.1f} s, {r.computed} runs computed, "
-                          f"{ok}/{checked} claims within tolerance"
-                          + (f" ({qual} qualitative)" if qual else "") + f" -> {r.files[2]}")
+                                       serial=a.serial, progress=not a.quiet, seeds=a.seeds,
+                                       ablations=a.ablations)
+                    print(f"{n}: {r.wall_s:.1f} s, {r.computed} runs computed, {r.seeds} seeds; "
+                          f"{tally_text(tally(r.claims))} -> {r.files[2]}")
                 # The results directory's website, every entry run into it so far.
                 from .report import build_site
 
@@ -123,14 +146,26 @@ def main(argv=None) -> int:
                     cluster.close()
             return 0
         if a.cmd == "experiment" and a.action == "claims":
-            from .claims import gather, write_into
+            import json
 
-            body = gather(a.results)
+            from .claims import collect, gather, write_into
+
+            if a.format == "json":
+                body = json.dumps(collect(a.results), indent=1, ensure_ascii=False) + "\n"
+            else:
+                body = gather(a.results)
             if a.into:
+                if a.format != "markdown":
+                    raise ValueError("--into takes the markdown format")
                 write_into(a.into, body)
                 print(f"{a.into}: claims from {a.results}")
+            elif a.out:
+                from pathlib import Path
+
+                Path(a.out).write_text(body)
+                print(f"{a.out}: {a.format} claims from {a.results}")
             else:
-                print(body)
+                print(body, end="" if body.endswith("\n") else "\n")
             return 0
         if a.cmd == "cache" and a.action == "prune":
             from .sweep import prune_cache

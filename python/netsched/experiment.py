@@ -1,13 +1,15 @@
-"""Running a catalog entry: its sweep (on Dask, cached), then `<name>.csv`,
-`<name>.png` and `<name>.md` (our numbers beside the paper's) in the output
-directory."""
+"""Running a catalog entry: its sweep over seeds (on Dask, cached), then
+`<name>.csv` (the mean over seeds), `<name>.png`, `<name>.md` (our numbers
+beside the paper's) and `<name>.json` (the claim records, netsched.claims)
+in the output directory."""
 from __future__ import annotations
 
+import copy
 import json
 import math
 import numbers
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -15,16 +17,17 @@ import numpy as np
 import pandas as pd
 
 from . import catalog
-from .catalog.base import SCALES
-from .claims import tally
-from .sweep import run_points
+from .catalog.base import SCALES, paper_points_for
+from .claims import aggregate, attribute, claims_table, finalize, tally, tally_text
+from .sweep import Point, run_points
 
 
 @dataclass
 class ExperimentResult:
-    """One catalog entry's run: the figure's `table` (its CSV), the sweep's
-    `runs` and `pools`, the paper's `claims` judged, and the files written
-    ([csv, png, md])."""
+    """One catalog entry's run: the figure's `table` (its CSV: the mean over
+    seeds), each seed's `tables`, the sweep's `runs` and `pools` (all seeds),
+    the claim records judged over seeds (netsched.claims), and the files
+    written ([csv, png, md])."""
 
     table: pd.DataFrame
     runs: pd.DataFrame
@@ -34,6 +37,107 @@ class ExperimentResult:
     computed: int
     cached: int
     files: list[str]
+    tables: list = field(default_factory=list)
+    seeds: int = 1
+
+
+# Seed s > 0 of a point runs with `seed + s * SEED_STRIDE`: far from the
+# seeds entries sweep themselves, and seed 0 is the point's own config (so
+# one-seed runs hit the cache of earlier ones).
+SEED_STRIDE = 1000
+DEFAULT_SEEDS = {"reduced": 2, "paper": 2, "published": 5}
+
+
+def seeded(p: Point, s: int) -> Point:
+    """`p` for replicate `s` over seeds."""
+    if s == 0:
+        return p
+    cfg = copy.deepcopy(p.config)
+    cfg["seed"] = int(cfg.get("seed", 1)) + s * SEED_STRIDE
+    return Point(dict(p.labels), cfg, p.kind)
+
+
+def mean_table(tables: list) -> pd.DataFrame:
+    """The elementwise mean over seeds of tables with the same rows (label
+    columns are equal across seeds, so they stay as they are); the first
+    seed's table when the shapes differ."""
+    t0 = tables[0]
+    if len(tables) == 1:
+        return t0
+    same = all(t.shape == t0.shape and list(t.columns) == list(t0.columns) for t in tables)
+    if not same:
+        return t0
+    out = t0.copy()
+    for c in t0.columns:
+        cols = [t[c].reset_index(drop=True) for t in tables]
+        if all(pd.api.types.is_numeric_dtype(x) and not pd.api.types.is_bool_dtype(x) for x in cols):
+            out[c] = pd.concat(cols, axis=1).mean(axis=1, skipna=True).values
+        elif not all(x.equals(cols[0]) for x in cols):
+            return t0
+    return out
+
+
+def _scale_points(exp, scale: str) -> tuple[str, list]:
+    own = exp.published if scale == "published" else scale
+    return own, exp.points(own)
+
+
+def scale_note(exp, scale: str, seeds: int) -> str:
+    if scale == "published":
+        note = exp.published_note or f"{exp.published} scale"
+    elif scale == "reduced":
+        note = "reduced scale (the CI run)"
+    else:
+        note = "paper scale"
+    if seeds < 5:
+        note += f"; {seeds} seed{'s' if seeds != 1 else ''}, fewer than the 5 published verdicts use"
+    return note
+
+
+def _per_seed(exp, points: list, seeds: int, sweep_args: dict, desc: str):
+    """Runs every point for every seed (one Dask sweep), then each seed's
+    table and claims."""
+    everything = [seeded(p, s) for s in range(seeds) for p in points]
+    res = run_points(everything, desc=desc, **sweep_args)
+    tables, per_seed, runs, pools = [], [], [], []
+    n = len(points)
+    for s in range(seeds):
+        one = run_points(everything[s * n:(s + 1) * n], cache_dir=sweep_args.get("cache_dir"),
+                         serial=True, progress=False)
+        t = exp.table(one.runs, one.pools)
+        tables.append(t)
+        per_seed.append(exp.claims(t))
+        runs.append(one.runs.assign(replicate=s))
+        pools.append(one.pools.assign(replicate=s))
+    return res, tables, per_seed, pd.concat(runs, ignore_index=True), pd.concat(pools, ignore_index=True)
+
+
+def ablation_command(name: str, ab, scale: str, seeds: int) -> str:
+    return (f"python3 -m netsched experiment run {name} --ablation {ab.id} --scale {scale} "
+            f"--seeds {seeds}")
+
+
+def run_ablation(exp, ab, scale: str, seeds: int, sweep_args: dict, progress: bool = False):
+    """The entry's claims with one modelling choice changed: records over
+    the seeds of the ablated run (only the ablation's claims)."""
+    if ab.scale is not None:
+        pts = exp.points(ab.scale)
+    else:
+        _, pts = _scale_points(exp, scale)
+        changed = []
+        for p in pts:
+            if ab.where is None or ab.where(p.labels):
+                cfg = copy.deepcopy(p.config)
+                ab.apply(cfg)
+                p = Point(dict(p.labels), cfg, p.kind)
+            changed.append(p)
+        pts = changed
+    n = min(seeds, ab.seeds or seeds)
+    _, _, per_seed, _, _ = _per_seed(exp, pts, n, dict(sweep_args, progress=progress),
+                                     f"{exp.name} --ablation {ab.id}")
+    recs = aggregate(per_seed, entry=exp.name, paper=exp.paper, figure=exp.figure,
+                     scale=ab.scale or scale)
+    return [r for r in recs if r["key"] in ab.claims], n
 
 
 def run_experiment(
@@ -46,33 +150,75 @@ def run_experiment(
     n_workers: Optional[int] = None,
     serial: bool = False,
     progress: bool = True,
+    seeds: Optional[int] = None,
+    ablations: str = "auto",
 ) -> "ExperimentResult":
-    """Runs one entry and writes its files."""
+    """Runs one entry over `seeds` seeds (default: 5 at `published` scale,
+    else 2) and writes its files. `ablations`: "auto" runs the entry's
+    ablations that name a claim which differs, "all" every one, "none" none."""
     if scale not in SCALES:
         raise ValueError(f"--scale: expected one of {', '.join(SCALES)}, got `{scale}`")
+    if ablations not in ("auto", "all", "none"):
+        raise ValueError(f"--ablations: expected auto, all or none, got `{ablations}`")
     exp = catalog.get(name)
+    seeds = seeds or DEFAULT_SEEDS[scale]
+    if seeds < 1:
+        raise ValueError("--seeds: at least 1")
     out_dir = Path(out or Path("results") / "experiments" / scale)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    res = run_points(exp.points(scale), cache_dir=cache_dir, scheduler=scheduler, client=client,
-                     n_workers=n_workers, serial=serial, progress=progress, desc=name)
-    table = exp.table(res.runs, res.pools)
+    sweep_args = dict(cache_dir=cache_dir, scheduler=scheduler, client=client, n_workers=n_workers,
+                      serial=serial, progress=progress)
+    _, points = _scale_points(exp, scale)
+    res, tables, per_seed, all_runs, all_pools = _per_seed(exp, points, seeds, sweep_args, name)
+    note = scale_note(exp, scale, seeds)
+    records = aggregate(per_seed, entry=name, paper=exp.paper, figure=exp.figure, scale=scale,
+                        scale_note=note)
+    computed, cached_n = res.computed, res.cached
+    for ab in exp.ablations:
+        unknown = set(ab.claims) - {r["key"] for r in records}
+        if unknown:
+            raise ValueError(f"{name}: ablation {ab.id} names unknown claims {sorted(unknown)}")
+        wanted = ablations == "all" or (ablations == "auto" and any(
+            r["key"] in ab.claims and r["verdict"] == "differs" for r in records))
+        if not wanted:
+            continue
+        ablated, n = run_ablation(exp, ab, scale, seeds, sweep_args)
+        attribute(records, ablated, keys=ab.claims, changed=ab.changed,
+                  command=ablation_command(name, ab, scale, n))
+    finalize(records)
+    table = mean_table(tables)
     wall = time.time() - t0
     csv = out_dir / f"{name}.csv"
     png = out_dir / f"{name}.png"
     md = out_dir / f"{name}.md"
     table.to_csv(csv, index=False)
-    exp.plot(table, str(png))
-    claims = exp.claims(table)
-    md.write_text(page(exp, scale, table, claims, wall, res.computed, res.cached))
+    pp = exp.paper_points(table) if callable(exp.paper_points) else exp.paper_points
+    with paper_points_for(pp):
+        exp.plot(table, str(png))
+    md.write_text(page(exp, scale, table, records, wall, computed, cached_n, seeds, note))
     version, commit = _native_build_info()
     (out_dir / f"{name}.json").write_text(json.dumps({
         "netsched": {"version": version, "commit": commit},
-        "name": name, "scale": scale, "wall_s": wall, "computed": res.computed,
-        "cached": res.cached, "claims": [c.__dict__ for c in claims]}, indent=1))
-    return ExperimentResult(table=table, runs=res.runs, pools=res.pools, claims=claims,
-                            wall_s=wall, computed=res.computed, cached=res.cached,
-                            files=[str(csv), str(png), str(md)])
+        "name": name, "paper": exp.paper, "figure": exp.figure, "scale": scale,
+        "seeds": seeds, "scale_note": note, "wall_s": wall, "computed": computed,
+        "cached": cached_n, "claims": records}, indent=1, allow_nan=False))
+    return ExperimentResult(table=table, runs=all_runs, pools=all_pools, claims=records,
+                            wall_s=wall, computed=computed, cached=cached_n,
+                            files=[str(csv), str(png), str(md)], tables=tables, seeds=seeds)
+
+
+def ablate(name: str, ablation_id: str, scale: str = "reduced", seeds: Optional[int] = None,
+           progress: bool = True, **sweep_args) -> list[dict]:
+    """`experiment run NAME --ablation ID`: the ablation's claims, judged
+    over seeds with its one change applied."""
+    exp = catalog.get(name)
+    abs_ = {a.id: a for a in exp.ablations}
+    if ablation_id not in abs_:
+        raise ValueError(f"{name}: no ablation `{ablation_id}` (has: {', '.join(abs_) or 'none'})")
+    seeds = seeds or DEFAULT_SEEDS[scale]
+    recs, _ = run_ablation(exp, abs_[ablation_id], scale, seeds, sweep_args, progress=progress)
+    return finalize(recs)
 
 
 def _native_build_info() -> tuple[str, str]:
@@ -120,34 +266,31 @@ def _md_table(df, max_rows: int = 60) -> str:
     return "\n".join(rows)
 
 
-def page(exp, scale, table, claims, wall, computed, cached) -> str:
-    verdict = {True: "agrees", False: "differs", None: "qualitative"}
+def page(exp, scale, table, claims, wall, computed, cached, seeds=1, note="") -> str:
     lines = [
         f"# {exp.name}: {exp.paper} {exp.figure}",
         "",
         f"**{exp.title}.** {exp.setup}",
         "",
-        f"Scale: `{scale}`. Wall time {wall:.1f} s ({computed} runs computed, {cached} from the cache).",
+        f"Scale: `{scale}` ({note}). Wall time {wall:.1f} s ({computed} runs computed, "
+        f"{cached} from the cache). Values are means over {seeds} seed"
+        f"{'s' if seeds != 1 else ''} with 95 % Student-t intervals.",
         "",
         f"![{exp.name}]({exp.name}.png)",
         "",
-        "## The paper's numbers beside ours",
+        "## The paper's claims beside ours",
         "",
-        "| paper states | paper | ours | tolerance | verdict |",
-        "|---|---|---|---|---|",
     ]
-    for c in claims:
-        lines.append(f"| {c.statement} | {c.paper} | {c.ours} | {c.tolerance or '—'} | "
-                     f"{verdict[c.ok]} |")
-    ok, checked, qual = tally(claims)
-    lines += ["", f"{ok} of {checked} checked claims within tolerance"
-              + (f"; {qual} qualitative" if qual else "") + "."]
+    main = [c for c in claims if c.get("section", "main") == "main"]
+    sens = [c for c in claims if c.get("section", "main") == "sensitivity"]
+    lines += claims_table(main)
+    lines += ["", tally_text(tally(claims)) + "."]
+    if sens:
+        lines += ["", "## Sensitivity (not counted)", "",
+                  "Other configurations judged against the same claims:", ""] + claims_table(sens)
     extra = exp.sections(table) if exp.sections else ""
     if extra:
         lines += ["", extra.strip()]
-    differ = [c for c in claims if c.ok is False]
-    lines += ["", "## Where and why we differ", ""]
-    if differ:
-        lines.append("Differs on: " + "; ".join(c.statement for c in differ) + ". ")
-    lines += [exp.differences, "", "## Data", "", _md_table(table), ""]
+    lines += ["", "## Setup differences", "", exp.differences, "", "## Data", "",
+              _md_table(table), ""]
     return "\n".join(lines)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .report import VERDICTS, by_tier, counted, kind_of, ours_text, paper_text, verdict_of
+from .claims import VERDICTS, ours_text, tally
+from .report import counted, kind_of, paper_text, verdict_of
 
 BEGIN = "<!-- readme-counts:begin (python3 -m netsched readme-counts --into README.md) -->"
 END = "<!-- readme-counts:end -->"
@@ -39,7 +40,7 @@ def counts_text(claims_path: str = "docs/claims.json") -> str:
     claims = json.loads(p.read_text())
     if isinstance(claims, dict):  # {"claims": [...]} as a run's JSON holds them
         claims = claims.get("claims", [])
-    t = by_tier(claims)
+    t = tally(claims)
     entries = len({c.get("entry") for c in claims if c.get("entry")})
     lines = [f"Horus against RS-H (the published run; [every claim in the report]({REPORT})):", ""]
     head = [c for c in claims if counted(c) and kind_of(c) in ("numeric", "shape")

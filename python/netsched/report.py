@@ -12,15 +12,14 @@ and is only valid next to that directory."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-VERDICTS = ("agrees", "differs", "unexplained", "unresolved")
-TIERS = ("numeric", "shape")
+from .claims import VERDICTS, ours_text, tally
+
 # Kinds shown but never counted as agreeing or differing.
 UNCOUNTED = ("calibration", "not-reproducible")
 
@@ -37,44 +36,17 @@ def header_label(name: str) -> str:
 
 
 def verdict_of(c: dict) -> str:
-    """A claim dict's verdict; the catalog's earlier one-seed rows (`ok`
-    True/False/None, no verdict) read as agrees/differs/qualitative."""
-    v = c.get("verdict")
-    if v:
-        return str(v)
-    return {True: "agrees", False: "differs"}.get(c.get("ok"), "qualitative")
+    return str(c.get("verdict") or "qualitative")
 
 
 def kind_of(c: dict) -> str:
-    k = c.get("kind")
-    if k in TIERS or k in UNCOUNTED:
-        return k
-    return "legacy"
+    return str(c.get("kind") or "legacy")
 
 
 def counted(c: dict) -> bool:
     """Sensitivity rows (another configuration re-judging a claim a main row
     judges) are shown, not counted."""
     return c.get("section", "main") == "main"
-
-
-def by_tier(claims: list) -> dict:
-    """Counts by tier, the shape of `claims.tally`: {"numeric": {"agrees": a,
-    "differs": d, "unresolved": u, "unexplained": x}, "shape": {...},
-    "calibration": n, "not-reproducible": m}; the catalog's earlier one-seed
-    rows, while any remain, under "legacy" the same way (plus "qualitative")."""
-    out: dict = {t: {v: 0 for v in VERDICTS} for t in TIERS}
-    out.update({k: 0 for k in UNCOUNTED})
-    for c in claims:
-        if not counted(c):
-            continue
-        k, v = kind_of(c), verdict_of(c)
-        if k in UNCOUNTED:
-            out[k] += 1
-            continue
-        tier = out.setdefault(k, {w: 0 for w in VERDICTS})
-        tier[v] = tier.get(v, 0) + 1
-    return out
 
 
 @dataclass
@@ -101,36 +73,14 @@ def bars(tiers: dict) -> list[Bar]:
     return [Bar(t, c) for t, c in tiers.items() if isinstance(c, dict) and sum(c.values())]
 
 
-def _num(v, unit: str = "") -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "—"
-    if isinstance(v, (int, float)):
-        a = abs(v)
-        s = f"{v:,.0f}" if a >= 100 or float(v).is_integer() else f"{v:.3g}"
-        return s + (f" {unit}" if unit else "")
-    return str(v)
-
-
-def ours_text(c: dict) -> str:
-    """Our value as the JSON gives it: its own text if any, else the mean ±
-    the 95 % half-width over n seeds (the catalog's earlier rows: a string)."""
-    o = c.get("ours")
-    if not isinstance(o, dict):
-        return "—" if o in (None, "") else str(o)
-    text = o.get("text") or _num(o.get("mean"))
-    if o.get("ci95") is not None and o.get("n", 0) and o.get("n", 0) > 1 and "±" not in text:
-        text += f" ± {_num(o['ci95'])}"
-    n = o.get("n")
-    return text + (f" (n = {n})" if n else "")
-
-
 def paper_text(c: dict) -> str:
     """The paper's value: its text, else the number (the earlier rows' `paper`
     field held the text; in the tiered schema `paper` names the paper)."""
     t = c.get("paper_text") or (c.get("paper") if "kind" not in c else None)
     if t:
         return str(t)
-    return _num(c.get("paper_value"))
+    v = c.get("paper_value")
+    return "—" if v is None else f"{v:,.3g}" if isinstance(v, float) else str(v)
 
 
 @dataclass
@@ -265,7 +215,7 @@ def _entry(root: Path, name: str, out: Path) -> Entry:
     return Entry(name=name, heading=heading, title=title, paper=paper,
                  scale=str(run.get("scale", "")), claims=claims, images=images,
                  intro_html=render_markdown(intro), body_html=render_markdown(body),
-                 tiers=by_tier(claims))
+                 tiers=tally(claims))
 
 
 def build_site(results: str, out: Optional[str] = None) -> int:
@@ -280,7 +230,7 @@ def build_site(results: str, out: Optional[str] = None) -> int:
     dest = Path(out) if out else root / "report"
     dest.mkdir(parents=True, exist_ok=True)
     entries = [_entry(root, n, dest) for n in _order(names)]
-    total = by_tier([c for e in entries for c in e.claims])
+    total = tally([c for e in entries for c in e.claims])
     groups: dict = {}
     for e in entries:
         groups.setdefault(e.paper or "other", []).append(e)

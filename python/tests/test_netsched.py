@@ -185,40 +185,64 @@ def test_cache_second_run_computes_nothing(tmp_path, stable):
 
 def test_experiment_writes_csv_plot_page_and_report(tmp_path):
     from netsched import catalog
-    from netsched.catalog.base import Claim, Experiment, lines
+    from netsched.catalog.base import Ablation, Experiment, PaperPoint, lines, numeric, shape
     from netsched.experiment import run_experiment
     from netsched.report import build_site
 
     name = "test-tiny"
     catalog.REGISTRY.pop(name, None)
+    def table(runs, pools):
+        return runs[["policy", "load", "p99_us"]]
+
+    def claims(t):
+        p = t.set_index(["policy", "load"])["p99_us"]
+        return [shape("horus-beats-random", "horus beats random at 0.9",
+                      float(p[("random", 0.9)] - p[("horus", 0.9)]), paper_text="lower"),
+                # A paper value far from ours: differs over seeds.
+                numeric("horus-p99", "horus p99 is 5 µs at 0.9", 5.0, float(p[("horus", 0.9)]),
+                        unit=" µs")]
+
     catalog.base.register(Experiment(
         name=name, paper="Test", figure="Fig. 0", title="tiny", setup="two policies",
         points=lambda scale: sweep.grid(SMALL, policy=["horus", "random"], load=[0.5, 0.9]),
-        table=lambda runs, pools: runs[["policy", "load", "p99_us"]],
+        table=table,
         plot=lambda t, png: lines(t, png, "load", "p99_us"),
-        claims=lambda t: [Claim("horus beats random", "yes", "see", ok=True,
-                                tolerance="horus's p99 below random's"),
-                          Claim("horus p99 is 5 µs", "5 µs", "9 µs", ok=False,
-                                tolerance="within 25 %")],
+        claims=claims,
+        paper_points=[PaperPoint("horus", 0.9, 5.0)],
+        # Doubling every hop delay moves nothing toward 5 µs: the difference
+        # stays unexplained, with the run's record beside it.
+        ablations=[Ablation("hop-x2", ["horus-p99"], "hop delay doubled",
+                            apply=lambda cfg: cfg.setdefault("network", {}).update(
+                                hop_delay={"kind": "constant", "us": 10.0}))],
         differences="none",
     ))
     try:
         r = run_experiment(name, out=str(tmp_path / "out"), cache_dir=str(tmp_path / "c"),
-                           serial=True, progress=False)
+                           serial=True, progress=False, seeds=3)
         # Every entry's claims gathered into one marked section of a doc,
         # rewritten in place on the next run.
-        from netsched.claims import gather, write_into
+        from netsched.claims import collect, gather, write_into
 
         body = gather(str(tmp_path / "out"))
         doc = tmp_path / "fidelity.md"
         doc.write_text("# Fidelity\n\nhand-written text\n")
         write_into(str(doc), body)
         write_into(str(doc), body)
+        records = collect(str(tmp_path / "out"))
     finally:
         catalog.REGISTRY.pop(name)
-    assert "**1 of 2 checked claims within tolerance** across the catalog" in body
-    assert "| horus p99 is 5 µs | 5 µs | 9 µs | within 25 % | **differs** |" in body
-    assert "Why it differs (test-tiny's page): none" in body
+    # Three seeds, each point run with its own seed (seed 0 keeps the config's).
+    assert r.seeds == 3 and len(r.tables) == 3
+    assert sorted(set(r.runs["replicate"])) == [0, 1, 2]
+    beats, p99 = records
+    assert beats["verdict"] == "agrees" and beats["ours"]["n"] == 3
+    assert beats["ours"]["ci95"] is not None and len(beats["ours"]["per_seed"]) == 3
+    assert p99["kind"] == "numeric" and p99["paper_value"] == 5.0
+    assert p99["verdict"] == "unexplained"
+    assert p99["attribution"][0]["changed"] == "hop delay doubled"
+    assert p99["attribution"][0]["moves_to"] == "no"
+    assert "--ablation hop-x2" in p99["attribution"][0]["command"]
+    assert "| numeric | 0 | 0 | 1 | 0 |" in body
     text = doc.read_text()
     assert text.startswith("# Fidelity\n\nhand-written text\n")
     assert text.count("### test-tiny") == 1
@@ -226,11 +250,11 @@ def test_experiment_writes_csv_plot_page_and_report(tmp_path):
     run_json = json.loads(md.with_suffix(".json").read_text())
     assert run_json["netsched"]["version"] == netsched.__version__
     assert len(run_json["netsched"]["commit"]) in (40, len("unknown"))
+    assert run_json["seeds"] == 3 and "fewer than the 5" in run_json["scale_note"]
     assert len(r.table) == 4
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = md.read_text()
-    assert "| horus beats random | yes | see | horus's p99 below random's | agrees |" in page
-    assert "1 of 2 checked claims within tolerance." in page
+    assert "| horus beats random at 0.9 | shape | lower |" in page
     assert build_site(str(tmp_path / "out")) == 1
     site = tmp_path / "out" / "report"
     html = (site / f"{name}.html").read_text()

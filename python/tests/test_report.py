@@ -5,21 +5,9 @@ import re
 from pathlib import Path
 
 from netsched.readme import BEGIN, END, block_of, counts_text, replace_block
-from netsched.report import build_site, by_tier, header_label, render_markdown
+from netsched.report import build_site, header_label, render_markdown
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def test_counts_by_tier_leave_out_calibration_and_sensitivity(report_results):
-    _, claims = report_results
-    t = by_tier(claims)
-    assert t["numeric"] == {"agrees": 1, "differs": 1, "unexplained": 1, "unresolved": 0}
-    # The sensitivity row (another configuration) is shown but not counted.
-    assert t["shape"] == {"agrees": 1, "differs": 0, "unexplained": 0, "unresolved": 1}
-    assert t["calibration"] == 1 and t["not-reproducible"] == 1
-    # The catalog's earlier one-seed rows read as legacy verdicts.
-    legacy = by_tier([{"statement": "s", "ok": True}, {"statement": "t", "ok": None}])
-    assert legacy["legacy"]["agrees"] == 1 and legacy["legacy"]["qualitative"] == 1
 
 
 def test_headers_name_their_units():
@@ -45,7 +33,7 @@ def test_entry_pages_draw_claims_from_the_json(report_results, tmp_path):
     # Both plots, linked to enlarge; the paper's value and ours with its interval.
     assert page.count('<a class="zoom" href="../results/horus-fig11') == 2
     assert "<td data-label=\"paper\" class=\"num short\">38 %</td>" in page
-    assert "36 % ± 2.3 (n = 5)" in page
+    assert "36.1 ± 2.3 (n=5)" in page
     # Every verdict coloured; a difference's attribution from its run, with the command.
     for v in ("agrees", "differs", "unexplained", "unresolved", "calibration"):
         assert f'<span class="verdict v-{v}">{v}</span>' in page

@@ -7,7 +7,7 @@ import difflib
 import re
 
 from .base import REGISTRY, SCALES, Claim, Experiment  # noqa: F401
-from . import horus, racksched  # noqa: F401  (registration)
+from . import horus, horus_appendix, horus_testbed, racksched  # noqa: F401  (registration)
 from . import draconis, comparison  # noqa: F401  (registration)
 from . import baraat, baraat_sweeps  # noqa: F401  (registration)
 
