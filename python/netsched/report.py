@@ -28,11 +28,17 @@ UNITS = {"us": "µs", "ns": "ns", "ms": "ms", "s": "s", "pct": "%", "krps": "KRP
          "mrps": "MRPS", "gbps": "Gbps"}
 
 
+def unit_of(column: str) -> str:
+    """The unit a column name's suffix means (`p99_us` -> `µs`), or ""."""
+    stem, _, suffix = column.strip().rpartition("_")
+    return UNITS.get(suffix, "") if stem else ""
+
+
 def header_label(name: str) -> str:
     """`p99_us` -> `p99 (µs)`: a header naming its unit in words a reader
     knows; names without a unit suffix are returned as they are."""
-    m = re.fullmatch(r"(.+?)_(us|ns|ms|s|pct|krps|mrps|gbps)", name.strip())
-    return f"{m.group(1)} ({UNITS[m.group(2)]})" if m else name
+    unit = unit_of(name)
+    return f"{name.strip().rpartition('_')[0]} ({unit})" if unit else name
 
 
 def verdict_of(c: dict) -> str:
