@@ -71,6 +71,11 @@ class Bar:
         return [(v, n, 100.0 * n / self.total) for v, n in self.counts.items() if n]
 
     @property
+    def label(self) -> str:
+        # The catalog's earlier one-seed verdicts, until every entry is tiered.
+        return "one seed" if self.tier == "legacy" else self.tier
+
+    @property
     def words(self) -> str:
         return ", ".join(f"{n} {v}" for v, n, _ in self.segments) or "none"
 
