@@ -20,6 +20,9 @@ from netsched.report import build_site
 
 REPO = Path(__file__).resolve().parents[2]
 WIDTHS = (1400, 390)
+# Generous: a busy 2-core machine starts a browser slowly; no verdict here
+# depends on time.
+LAUNCH_MS, PAGE_MS = 180_000, 120_000
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -110,9 +113,10 @@ def check_site(site: Path, tmp: Path) -> list:
         for w in WIDTHS:
             ctx = pw.chromium.launch_persistent_context(
                 str(tmp / f"profile-{w}"), executable_path=exe, headless=True, args=FLAGS,
-                viewport={"width": w, "height": 900})
+                viewport={"width": w, "height": 900}, timeout=LAUNCH_MS)
             try:
                 page = ctx.new_page()
+                page.set_default_timeout(PAGE_MS)
                 for p in pages:
                     page.goto(p.as_uri(), wait_until="load")
                     problems += [f"{p.name} @ {w} px: {b}" for b in page.evaluate(CHECK)]
@@ -132,9 +136,10 @@ def test_the_site_reads_well_at_desktop_and_phone_width(report_results, tmp_path
         for w in WIDTHS:
             ctx = pw.chromium.launch_persistent_context(
                 str(tmp_path / f"p2-{w}"), executable_path=_chromium(), headless=True,
-                args=FLAGS, viewport={"width": w, "height": 900})
+                args=FLAGS, viewport={"width": w, "height": 900}, timeout=LAUNCH_MS)
             try:
                 page = ctx.new_page()
+                page.set_default_timeout(PAGE_MS)
                 page.goto((site / "horus-fig11.html").as_uri(), wait_until="load")
                 figs = page.evaluate(FIGURES)
                 assert len(figs) == 2
