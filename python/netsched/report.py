@@ -177,6 +177,10 @@ def render_markdown(md_text: str) -> str:
             word = re.sub(r"[*_]", "", cell.content).strip().lower()
             if word in VERDICTS or word in UNCOUNTED or word == "qualitative":
                 t.attrJoin("class", f"verdict v-{word}")
+            elif cell.content and not re.search(r"\s", cell.content.strip()):
+                # One token ("draconis-socket-server", "1,234"): kept on one
+                # line, not split at its hyphens; the table scrolls instead.
+                t.attrJoin("class", "token")
     html = md.renderer.render(tokens, md.options, {})
     html = html.replace("<table>", '<div class="scroll"><table>').replace(
         "</table>", "</table></div>")
