@@ -157,10 +157,33 @@ def split_page(md_text: str) -> tuple[str, str]:
     return keep[0], "\n".join(keep[1:])
 
 
-def render_markdown(md_text: str) -> str:
+def data_units(csv_path: Path) -> dict:
+    """{metric: unit} from the unit-suffixed columns of an entry's CSV
+    (`p99_us` -> {"p99": "µs"}): what a table header naming the metric
+    without its unit ("horus p99") measures in."""
+    if not csv_path.exists():
+        return {}
+    with csv_path.open() as f:
+        cols = f.readline().strip().split(",")
+    return {c.rpartition("_")[0]: unit_of(c) for c in cols if unit_of(c)}
+
+
+def _with_unit(head: str, units: dict) -> str:
+    if unit_of(head):
+        return header_label(head)
+    last = head.split()[-1] if head.split() else ""
+    # Ratios ("horus / horus-sim p50") and headers that state a unit keep theirs.
+    if last in units and "/" not in head and "(" not in head:
+        return f"{head} ({units[last]})"
+    return head
+
+
+def render_markdown(md_text: str, units: Optional[dict] = None) -> str:
     """HTML for an entry's Markdown: tables in a box that scrolls sideways
-    by itself, unit suffixes of column names spelled out, verdict words
-    coloured."""
+    by itself, every header with its unit (a column name's suffix spelled
+    out, or the unit of the data column a header names, from `units`),
+    verdict words coloured."""
+    units = units or {}
     md = _markdown()
     tokens = md.parse(md_text)
     in_head = False
@@ -171,7 +194,7 @@ def render_markdown(md_text: str) -> str:
             in_head = False
         elif t.type == "inline" and in_head and t.children:
             if len(t.children) == 1 and t.children[0].type == "text":
-                t.children[0].content = header_label(t.children[0].content)
+                t.children[0].content = _with_unit(t.children[0].content, units)
         elif t.type == "td_open":
             cell = tokens[i + 1]
             word = re.sub(r"[*_]", "", cell.content).strip().lower()
@@ -227,9 +250,10 @@ def _entry(root: Path, name: str, out: Path) -> Entry:
     pngs = sorted(root.glob(f"{name}.png")) + sorted(root.glob(f"{name}-*.png"))
     images = [os.path.relpath(p, out).replace(os.sep, "/") for p in pngs]
     intro, body = split_page(md_text)
+    units = data_units(root / f"{name}.csv")
     return Entry(name=name, heading=heading, title=title, paper=paper,
                  scale=str(run.get("scale", "")), claims=claims, images=images,
-                 intro_html=render_markdown(intro), body_html=render_markdown(body),
+                 intro_html=render_markdown(intro, units), body_html=render_markdown(body, units),
                  tiers=tally(claims))
 
 
