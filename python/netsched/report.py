@@ -172,8 +172,9 @@ def _with_unit(head: str, units: dict) -> str:
     if unit_of(head):
         return header_label(head)
     last = head.split()[-1] if head.split() else ""
-    # Ratios ("horus / horus-sim p50") and headers that state a unit keep theirs.
-    if last in units and "/" not in head and "(" not in head:
+    # Ratios ("horus / horus-sim p50") have none; a header ending in its
+    # unit ("p99 (µs)") ends in "(µs)", not in a metric.
+    if last in units and "/" not in head:
         return f"{head} ({units[last]})"
     return head
 

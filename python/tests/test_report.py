@@ -18,9 +18,9 @@ def test_headers_name_their_units():
     html = render_markdown("| load | p50_us |\n|---|---|\n| 0.5 | 502 |\n")
     assert "<th>p50 (µs)</th>" in html
     # A header naming a data column's metric gets that column's unit; ratios none.
-    html = render_markdown("| load | horus p99 | horus / sim p99 |\n|---|---|---|\n| 1 | 2 | 3 |\n",
-                           {"p99": "µs"})
-    assert "<th>horus p99 (µs)</th>" in html and "<th>horus / sim p99</th>" in html
+    html = render_markdown("| load | horus (sim) p99 | horus / sim p99 |\n|---|---|---|\n"
+                           "| 1 | 2 | 3 |\n", {"p99": "µs"})
+    assert "<th>horus (sim) p99 (µs)</th>" in html and "<th>horus / sim p99</th>" in html
     assert html.startswith('<div class="scroll"><table>')
 
 

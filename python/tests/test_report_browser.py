@@ -62,7 +62,7 @@ CHECK = r"""() => {
   for (const th of document.querySelectorAll("th")) {
     const t = th.textContent;
     if (/\b(p\d{2,3}(\.\d+)?|mean|median|latency|response)\b/i.test(t) &&
-        !/[\/×]|ratio|imbalance/i.test(t) && !/\([^)]+\)/.test(t))
+        !/[\/×]|ratio|imbalance/i.test(t) && !/\([^)]+\)\s*$/.test(t))
       bad.push(`latency header without a unit: "${t}"`);
   }
   for (const v of document.querySelectorAll(".verdict")) {
