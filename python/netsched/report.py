@@ -165,7 +165,16 @@ def data_units(csv_path: Path) -> dict:
         return {}
     with csv_path.open() as f:
         cols = f.readline().strip().split(",")
-    return {c.rpartition("_")[0]: unit_of(c) for c in cols if unit_of(c)}
+    units, last = {}, {}
+    for c in cols:
+        if unit_of(c):
+            stem = c.rpartition("_")[0]
+            units[stem] = unit_of(c)
+            # `median_p50_us` also names "p50" ("horus median pool p50"),
+            # unless another column gives "p50" another unit.
+            for part in stem.split("_"):
+                last.setdefault(part, set()).add(unit_of(c))
+    return {**{k: v.pop() for k, v in last.items() if len(v) == 1}, **units}
 
 
 def _with_unit(head: str, units: dict) -> str:
