@@ -1,6 +1,8 @@
 """Installs the experiment layer's Python dependencies if they are missing:
-plotting, tests, and the netsched package's build (maturin) and runtime
-(pandas, Dask distributed, tqdm) dependencies."""
+plotting, tests (pytest; Playwright drives Debian's Chromium in the report's
+browser test, without downloading a browser of its own), and the netsched
+package's build (maturin) and runtime (pandas, Dask distributed, tqdm; the
+report's markdown-it-py and Jinja2) dependencies."""
 import importlib.util
 import subprocess
 import sys
@@ -12,6 +14,9 @@ NEEDED = {
     "distributed": "dask[distributed]>=2023.1",
     "tqdm": "tqdm>=4.60",
     "maturin": "maturin>=1.5,<2",
+    "markdown_it": "markdown-it-py>=3",
+    "jinja2": "jinja2>=3.1",
+    "playwright": "playwright>=1.40",
 }
 
 missing = [spec for mod, spec in NEEDED.items() if importlib.util.find_spec(mod) is None]

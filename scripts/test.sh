@@ -35,9 +35,12 @@ python3 scripts/ensure-python-deps.py
 python3 -m pip install --quiet --no-build-isolation --no-deps --force-reinstall .
 python3 -m pytest -q python/tests
 # The whole experiment catalog at reduced scale on a Dask LocalCluster, then
-# the HTML report (a few minutes; results are cached in ~/.cache/netsched).
-# Two seeds: enough for intervals; every row says it is fewer than the five
-# the published verdicts (docs/results) use. No ablation reruns here (each
-# reruns a whole entry): the published results carry the attributions.
+# its report website, checked in headless Chromium at desktop and phone width
+# (a few minutes; results are cached in ~/.cache/netsched). Two seeds: enough
+# for intervals; every row says it is fewer than the five the published
+# verdicts (docs/results) use. No ablation reruns here (each reruns a whole
+# entry): the published results carry the attributions.
 python3 -m netsched experiment run all --scale reduced --seeds 2 --ablations none --out results/experiments/reduced --quiet
-python3 -m netsched report --results results/experiments/reduced --out results/experiments/reduced/report.html
+python3 -m netsched report --results results/experiments/reduced --out results/experiments/reduced/report
+NETSCHED_REPORT_SITES=results/experiments/reduced/report \
+  python3 -m pytest -q python/tests/test_report_browser.py -k published_and_ci

@@ -8,7 +8,8 @@
     python3 -m netsched experiment run all --scale reduced --seeds 2
     python3 -m netsched experiment claims [--results DIR] [--format markdown|json]
             [--into docs/fidelity.md] [--out docs/claims.json]
-    python3 -m netsched report [--results DIR] [--out FILE]
+    python3 -m netsched report [--results DIR] [--out DIR]
+    python3 -m netsched readme-counts [--claims docs/claims.json] [--into README.md]
     python3 -m netsched cache prune [--cache DIR] [--all] [--dry-run]
     python3 -m netsched plot sim|pull|nginx CSV OUT_PNG
 """
@@ -60,9 +61,18 @@ def _parser() -> argparse.ArgumentParser:
                                                   "$NETSCHED_CACHE)")
     pr.add_argument("--all", action="store_true", help="remove every entry")
     pr.add_argument("--dry-run", action="store_true", help="only report what would go")
-    rep = sub.add_parser("report", help="all experiment pages in one HTML file")
-    rep.add_argument("--results", default="results/experiments")
-    rep.add_argument("--out", default="results/experiments/report.html")
+    rep = sub.add_parser("report", help="the results as a static website: an index and a page "
+                                        "per entry")
+    rep.add_argument("--results", default="results/experiments/reduced",
+                     help="a directory `experiment run` wrote (default %(default)s)")
+    rep.add_argument("--out", default=None,
+                     help="site directory (default RESULTS/report); it links the PNGs in "
+                          "RESULTS, so keep it beside them")
+    rc = sub.add_parser("readme-counts", help="the catalog's verdicts by tier, from a claims "
+                                              "JSON, as the README states them")
+    rc.add_argument("--claims", default="docs/claims.json", help="default %(default)s")
+    rc.add_argument("--into", default=None,
+                    help="rewrite the marked block of this file (README.md) instead of printing")
     pl = sub.add_parser("plot", help="p99 against load from a CSV a Rust command wrote (netsched.plots)")
     pl.add_argument("kind", choices=list(FIGURES),
                       help="sim: `netsched sim` runs.csv; pull: `netsched pull` runs.csv; "
@@ -122,6 +132,13 @@ def main(argv=None) -> int:
                                        ablations=a.ablations)
                     print(f"{n}: {r.wall_s:.1f} s, {r.computed} runs computed, {r.seeds} seeds; "
                           f"{tally_text(tally(r.claims))} -> {r.files[2]}")
+                # The results directory's website, every entry run into it so far.
+                from .report import build_site
+
+                out_dir = a.out or f"results/experiments/{a.scale}"
+                build_site(out_dir)
+                page = f"{names[0]}.html" if len(names) == 1 else "index.html"
+                print(f"open {out_dir}/report/{page}")
             finally:
                 if client is not None:
                     cluster = client.cluster
@@ -159,10 +176,20 @@ def main(argv=None) -> int:
                   f"{st.entries} entries of this build kept ({st.bytes / 1e6:.1f} MB)")
             return 0
         if a.cmd == "report":
-            from .report import build_report
+            from .report import build_site
 
-            n = build_report(a.results, a.out)
-            print(f"{a.out}: {n} experiment pages")
+            out = a.out or f"{a.results.rstrip('/')}/report"
+            n = build_site(a.results, out)
+            print(f"{out}/index.html: {n} entry pages")
+            return 0
+        if a.cmd == "readme-counts":
+            from .readme import counts_text, write_counts
+
+            if a.into:
+                write_counts(a.into, a.claims)
+                print(f"{a.into}: counts from {a.claims}")
+            else:
+                print(counts_text(a.claims))
             return 0
         if a.cmd == "plot":
             unit = FIGURES[a.kind].unit

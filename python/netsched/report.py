@@ -1,117 +1,297 @@
-"""`netsched report`: every experiment page of a results directory in one
-HTML file, plots inlined, so it can be mailed or opened anywhere. Entries
-come in `experiment list`'s order, anchored by name, after a table of how
-many of each entry's claims are within tolerance."""
+"""`netsched report`: the experiment results as a static website, an index
+and one page per catalog entry, written from a directory `experiment run`
+filled (`<name>.json` claims, `<name>.png` plot, `<name>.md` page).
+
+Pages are Jinja2 templates (python/netsched/templates); the entry's own
+Markdown (setup, sections, data) goes through markdown-it-py. The claims
+table is drawn from the JSON, not the Markdown: every verdict coloured, the
+paper's value beside our mean and 95 % interval, and the run that attributes
+each difference. Plots are linked, not copied: the site refers to the PNGs
+beside it in the results directory (`../horus-fig11.png`), so it stays small
+and is only valid next to that directory."""
 from __future__ import annotations
 
-import base64
-import html
 import json
+import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
-from .catalog import natural_key
-from .claims import summary_counts
+from .claims import VERDICTS, ours_text, tally
 
+# Kinds shown but never counted as agreeing or differing.
+UNCOUNTED = ("calibration", "not-reproducible")
 
-def _inline(text: str) -> str:
-    t = html.escape(text)
-    t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
-    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
-    return t
-
-
-def _table(rows: list[str]) -> str:
-    rows = [r for r in rows if not re.fullmatch(r"\|(:?-+:?\|)+", r.replace(" ", ""))]
-    out = ['<div class="scroll"><table>']
-    for i, r in enumerate(rows):
-        tag = "th" if i == 0 else "td"
-        cells = [c.strip() for c in re.split(r"(?<!\\)\|", r.strip().strip("|"))]
-        out.append("<tr>" + "".join(
-            f"<{tag}>{_inline(c.replace(chr(92) + '|', '|'))}</{tag}>" for c in cells) + "</tr>")
-    out.append("</table></div>")
-    return "\n".join(out)
+# Column-name suffixes the catalog's tables use, and the unit each means.
+UNITS = {"us": "µs", "ns": "ns", "ms": "ms", "s": "s", "pct": "%", "krps": "KRPS",
+         "mrps": "MRPS", "gbps": "Gbps"}
 
 
-def md_to_html(md: str, base: Path) -> str:
-    """The markdown our pages use: headings, paragraphs, pipe tables, images."""
-    out, table = [], []
-
-    def flush():
-        if table:
-            out.append(_table(table))
-            table.clear()
-
-    for line in md.splitlines():
-        if line.startswith("|"):
-            table.append(line)
-            continue
-        flush()
-        m = re.match(r"!\[(.*?)\]\((.+?)\)", line)
-        if m:
-            img = base / m.group(2)
-            if img.exists():
-                data = base64.b64encode(img.read_bytes()).decode()
-                out.append(f'<img alt="{html.escape(m.group(1))}" src="data:image/png;base64,{data}">')
-            continue
-        h = re.match(r"(#+) (.*)", line)
-        if h:
-            n = min(len(h.group(1)) + 1, 6)
-            out.append(f"<h{n}>{_inline(h.group(2))}</h{n}>")
-        elif line.strip():
-            out.append(f"<p>{_inline(line)}</p>")
-    flush()
-    return "\n".join(out)
+def unit_of(column: str) -> str:
+    """The unit a column name's suffix means (`p99_us` -> `µs`), or ""."""
+    stem, _, suffix = column.strip().rpartition("_")
+    return UNITS.get(suffix, "") if stem else ""
 
 
-# Wide tables scroll inside their box; the page itself never scrolls sideways.
-CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;overflow-wrap:anywhere}
-.scroll{overflow-x:auto;max-width:100%}
-table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px}
-th{background:#f3f3f3}td{font-variant-numeric:tabular-nums}
-img{max-width:100%}section{border-top:2px solid #333;margin-top:2em}code{white-space:pre-wrap}"""
+def header_label(name: str) -> str:
+    """`p99_us` -> `p99 (µs)`: a header naming its unit in words a reader
+    knows; names without a unit suffix are returned as they are."""
+    unit = unit_of(name)
+    return f"{name.strip().rpartition('_')[0]} ({unit})" if unit else name
 
 
-def _anchor(rel: Path) -> str:
-    """`horus-fig2`, or `paper--horus-fig2` for a page in a subdirectory:
-    named after the entry, so links survive pages being added."""
-    parts = [p for p in rel.with_suffix("").parts if p != "."]
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "--".join(parts))
+def verdict_of(c: dict) -> str:
+    return str(c.get("verdict") or "qualitative")
 
 
-def build_report(results: str, out: str) -> int:
-    """Writes `out` from every `*.md` page under `results`; returns the page count."""
+def kind_of(c: dict) -> str:
+    return str(c.get("kind") or "legacy")
+
+
+def counted(c: dict) -> bool:
+    """Sensitivity rows (another configuration re-judging a claim a main row
+    judges) are shown, not counted."""
+    return c.get("section", "main") == "main"
+
+
+@dataclass
+class Bar:
+    """One tier's verdicts as segments of a horizontal bar."""
+
+    tier: str
+    counts: dict
+    total: int = field(init=False)
+
+    def __post_init__(self):
+        self.total = sum(self.counts.values())
+
+    @property
+    def segments(self):
+        return [(v, n, 100.0 * n / self.total) for v, n in self.counts.items() if n]
+
+    @property
+    def label(self) -> str:
+        # The catalog's earlier one-seed verdicts, until every entry is tiered.
+        return "one seed" if self.tier == "legacy" else self.tier
+
+    @property
+    def words(self) -> str:
+        return ", ".join(f"{n} {v}" for v, n, _ in self.segments) or "none"
+
+
+def bars(tiers: dict) -> list[Bar]:
+    return [Bar(t, c) for t, c in tiers.items() if isinstance(c, dict) and sum(c.values())]
+
+
+def paper_text(c: dict) -> str:
+    """The paper's value: its text, else the number (the earlier rows' `paper`
+    field held the text; in the tiered schema `paper` names the paper)."""
+    t = c.get("paper_text") or (c.get("paper") if "kind" not in c else None)
+    if t:
+        return str(t)
+    v = c.get("paper_value")
+    return "—" if v is None else f"{v:,.3g}" if isinstance(v, float) else str(v)
+
+
+@dataclass
+class Entry:
+    """What one entry's page and its index row need."""
+
+    name: str
+    heading: str
+    title: str
+    paper: str
+    scale: str
+    claims: list
+    images: list
+    intro_html: str
+    body_html: str
+    tiers: dict
+
+    @property
+    def href(self) -> str:
+        return f"{self.name}.html"
+
+    @property
+    def main_claims(self):
+        return [c for c in self.claims if counted(c)]
+
+    @property
+    def sensitivity_claims(self):
+        return [c for c in self.claims if not counted(c)]
+
+
+# --- Markdown ------------------------------------------------------------------
+
+def _markdown():
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable("table")
+    return md
+
+
+def split_page(md_text: str) -> tuple[str, str]:
+    """An entry's Markdown as (introduction, sections), without what the
+    page draws itself: its title (the first heading), its images, and every
+    `##` section holding a table with a verdict column (the claims, drawn
+    from the JSON instead)."""
+    lines = md_text.splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    sections, cur = [], []
+    for line in lines:
+        if line.startswith("## "):
+            sections.append(cur)
+            cur = []
+        cur.append(line)
+    sections.append(cur)
+    keep = []
+    for sec in sections:
+        heads = [ln for ln in sec if ln.startswith("|")][:1]
+        if heads and re.search(r"\|\s*verdict\s*\|", heads[0], re.I):
+            sec = []
+        keep.append("\n".join(ln for ln in sec
+                              if not re.match(r"\s*!\[[^\]]*\]\([^)]*\)\s*$", ln)))
+    return keep[0], "\n".join(keep[1:])
+
+
+def data_units(csv_path: Path) -> dict:
+    """{metric: unit} from the unit-suffixed columns of an entry's CSV
+    (`p99_us` -> {"p99": "µs"}): what a table header naming the metric
+    without its unit ("horus p99") measures in."""
+    if not csv_path.exists():
+        return {}
+    with csv_path.open() as f:
+        cols = f.readline().strip().split(",")
+    units, last = {}, {}
+    for c in cols:
+        if unit_of(c):
+            stem = c.rpartition("_")[0]
+            units[stem] = unit_of(c)
+            # `median_p50_us` also names "p50" ("horus median pool p50"),
+            # unless another column gives "p50" another unit.
+            for part in stem.split("_"):
+                last.setdefault(part, set()).add(unit_of(c))
+    return {**{k: v.pop() for k, v in last.items() if len(v) == 1}, **units}
+
+
+def _with_unit(head: str, units: dict) -> str:
+    if unit_of(head):
+        return header_label(head)
+    last = head.split()[-1] if head.split() else ""
+    # Ratios ("horus / horus-sim p50") have none; a header ending in its
+    # unit ("p99 (µs)") ends in "(µs)", not in a metric.
+    if last in units and "/" not in head:
+        return f"{head} ({units[last]})"
+    return head
+
+
+def render_markdown(md_text: str, units: Optional[dict] = None) -> str:
+    """HTML for an entry's Markdown: tables in a box that scrolls sideways
+    by itself, every header with its unit (a column name's suffix spelled
+    out, or the unit of the data column a header names, from `units`),
+    verdict words coloured."""
+    units = units or {}
+    md = _markdown()
+    tokens = md.parse(md_text)
+    in_head = False
+    for i, t in enumerate(tokens):
+        if t.type == "thead_open":
+            in_head = True
+        elif t.type == "thead_close":
+            in_head = False
+        elif t.type == "inline" and in_head and t.children:
+            if len(t.children) == 1 and t.children[0].type == "text":
+                t.children[0].content = _with_unit(t.children[0].content, units)
+        elif t.type == "td_open":
+            cell = tokens[i + 1]
+            word = re.sub(r"[*_]", "", cell.content).strip().lower()
+            if word in VERDICTS or word in UNCOUNTED or word == "qualitative":
+                t.attrJoin("class", f"verdict v-{word}")
+            elif cell.content and not re.search(r"\s", cell.content.strip()):
+                # One token ("draconis-socket-server", "1,234"): kept on one
+                # line, not split at its hyphens; the table scrolls instead.
+                t.attrJoin("class", "token")
+    html = md.renderer.render(tokens, md.options, {})
+    html = html.replace("<table>", '<div class="scroll"><table>').replace(
+        "</table>", "</table></div>")
+    return html
+
+
+# --- the site ------------------------------------------------------------------
+
+def _env():
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(loader=PackageLoader("netsched", "templates"),
+                      autoescape=select_autoescape(["html", "j2"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(verdict_of=verdict_of, kind_of=kind_of, ours_text=ours_text,
+                       paper_text=paper_text)
+    return env
+
+
+def _order(names: list) -> list:
+    from .catalog import REGISTRY, natural_key
+
+    known = [n for n in REGISTRY if n in names]
+    cat = sorted(known, key=natural_key)
+    rest = sorted((n for n in names if n not in REGISTRY), key=natural_key)
+    return cat + rest
+
+
+def _entry(root: Path, name: str, out: Path) -> Entry:
+    from .catalog import REGISTRY
+
+    run = json.loads((root / f"{name}.json").read_text())
+    md_path = root / f"{name}.md"
+    md_text = md_path.read_text() if md_path.exists() else ""
+    exp = REGISTRY.get(name)
+    first = md_text.splitlines()[0].lstrip("# ").strip() if md_text else name
+    claims = run.get("claims", [])
+    if exp is not None:
+        heading, title, paper = f"{name}: {exp.paper} {exp.figure}", exp.title, exp.paper
+    else:
+        c0 = claims[0] if claims else {}
+        paper = str(c0.get("paper", "")) if "kind" in c0 else ""
+        heading, title = first, ""
+    pngs = sorted(root.glob(f"{name}.png")) + sorted(root.glob(f"{name}-*.png"))
+    images = [os.path.relpath(p, out).replace(os.sep, "/") for p in pngs]
+    intro, body = split_page(md_text)
+    units = data_units(root / f"{name}.csv")
+    return Entry(name=name, heading=heading, title=title, paper=paper,
+                 scale=str(run.get("scale", "")), claims=claims, images=images,
+                 intro_html=render_markdown(intro, units), body_html=render_markdown(body, units),
+                 tiers=tally(claims))
+
+
+def build_site(results: str, out: Optional[str] = None) -> int:
+    """Writes `out` (default `<results>/report`): `index.html`, one
+    `<name>.html` per entry with a `<name>.json` in `results`, and
+    `report.css`. Returns the number of entry pages."""
     root = Path(results)
-    pages = sorted(root.rglob("*.md"), key=lambda p: (str(p.relative_to(root).parent),
-                                                      natural_key(p.stem)))
-    if not pages:
-        raise ValueError(f"{root}: no experiment pages (run `netsched experiment run` first)")
-    toc, body, summary, total = [], [], [], [0, 0, 0]
-    for p in pages:
-        md = p.read_text()
-        title = md.splitlines()[0].lstrip("# ") if md else p.stem
-        rel = p.relative_to(root)
-        anchor = _anchor(rel)
-        where = "" if str(rel.parent) == "." else f" <small>({html.escape(str(rel.parent))})</small>"
-        toc.append(f'<li><a href="#{anchor}">{html.escape(title)}</a>{where}</li>')
-        body.append(f'<section id="{anchor}">{md_to_html(md, p.parent)}</section>')
-        run = p.with_suffix(".json")
-        if run.exists():
-            ok, checked, qual = summary_counts(json.loads(run.read_text()).get("claims", []))
-            total = [total[0] + ok, total[1] + checked, total[2] + qual]
-            summary.append(f'<tr><td><a href="#{anchor}">{html.escape(p.stem)}</a>{where}</td>'
-                           f"<td>{ok}</td><td>{checked}</td><td>{qual}</td></tr>")
-    head = ""
-    if summary:
-        head = ('<h2>Claims within tolerance</h2><div class="scroll"><table><tr><th>entry</th>'
-                "<th>within tolerance</th><th>checked</th><th>qualitative</th></tr>"
-                + "".join(summary)
-                + f"<tr><th>all</th><th>{total[0]}</th><th>{total[1]}</th><th>{total[2]}</th></tr>"
-                "</table></div>")
-    doc = (f"<!doctype html><html><head><meta charset='utf-8'>"
-           f"<meta name='viewport' content='width=device-width'><title>netsched experiments</title>"
-           f"<style>{CSS}</style></head><body><h1>netsched experiment report</h1>{head}"
-           f"<h2>Entries</h2><ul>{''.join(toc)}</ul>" + "".join(body) + "</body></html>")
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(doc)
-    return len(pages)
+    names = [p.stem for p in root.glob("*.json")]
+    if not names:
+        raise ValueError(f"{root}: no `<name>.json` from `experiment run` "
+                         "(run `python3 -m netsched experiment run` first)")
+    dest = Path(out) if out else root / "report"
+    dest.mkdir(parents=True, exist_ok=True)
+    entries = [_entry(root, n, dest) for n in _order(names)]
+    total = tally([c for e in entries for c in e.claims])
+    groups: dict = {}
+    for e in entries:
+        groups.setdefault(e.paper or "other", []).append(e)
+    env = _env()
+    css = (Path(__file__).parent / "templates" / "report.css").read_text()
+    (dest / "report.css").write_text(css)
+    scales = sorted({e.scale for e in entries if e.scale})
+    (dest / "index.html").write_text(env.get_template("index.html.j2").render(
+        groups=groups, total=total, bars=bars, scales=scales, entries=entries))
+    for i, e in enumerate(entries):
+        prev = entries[i - 1] if i > 0 else None
+        nxt = entries[i + 1] if i + 1 < len(entries) else None
+        (dest / e.href).write_text(env.get_template("entry.html.j2").render(
+            e=e, prev=prev, next=nxt, bars=bars))
+    return len(entries)

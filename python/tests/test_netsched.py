@@ -187,7 +187,7 @@ def test_experiment_writes_csv_plot_page_and_report(tmp_path):
     from netsched import catalog
     from netsched.catalog.base import Ablation, Experiment, PaperPoint, lines, numeric, shape
     from netsched.experiment import run_experiment
-    from netsched.report import build_report
+    from netsched.report import build_site
 
     name = "test-tiny"
     catalog.REGISTRY.pop(name, None)
@@ -255,10 +255,11 @@ def test_experiment_writes_csv_plot_page_and_report(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = md.read_text()
     assert "| horus beats random at 0.9 | shape | lower |" in page
-    out = tmp_path / "report.html"
-    assert build_report(str(tmp_path / "out"), str(out)) == 1
-    html = out.read_text()
-    assert "data:image/png;base64," in html and "<table>" in html
+    assert build_site(str(tmp_path / "out")) == 1
+    site = tmp_path / "out" / "report"
+    html = (site / f"{name}.html").read_text()
+    assert f'<img src="../{name}.png"' in html and "<table" in html
+    assert f'href="{name}.html"' in (site / "index.html").read_text()
 
 
 def test_catalog_entries_are_well_formed():

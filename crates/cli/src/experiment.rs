@@ -15,10 +15,10 @@ pub enum PyCmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Every experiment page in one HTML report: `[--results DIR] [--out FILE]`.
+    /// The results as a website, an index and a page per entry: `[--results DIR] [--out DIR]`.
     #[command(disable_help_flag = true)]
     Report {
-        /// Passed to `python3 -m netsched report` (--results DIR, --out FILE).
+        /// Passed to `python3 -m netsched report` (--results DIR, --out DIR).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

@@ -13,6 +13,7 @@ import random
 
 import pandas as pd
 
+from ..report import unit_of
 from ..sweep import VARIANTS, Point, Variant, grid
 from .base import (Ablation, Experiment, PaperPoint, fmt, knee, lines, numeric, register,
                    shape)
@@ -134,7 +135,9 @@ def configs_section(t: pd.DataFrame, figure: str, by: list, metrics: list, where
                     "so its ratio is what that defect is worth here: fixing it multiplies "
                     + ", ".join(f"{n} by {_ratio_range(r)}" for n, r in fix.items()) + "."]
     # The table: every point, the four configurations' values and their ratios to horus-sim.
-    head = [str(b) for b in by] + [f"{c} {n}" for c in present for _, n in metrics]
+    # Values carry their column's unit ("horus p50 (µs)"); the ratios have none.
+    head = [str(b) for b in by] + [f"{c} {n}" + (f" ({unit_of(m)})" if unit_of(m) else "")
+                                   for c in present for m, n in metrics]
     head += [f"{c} / horus-sim {n}" for c in present if c != SIM for _, n in metrics]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for idx, r in wide.iterrows():
