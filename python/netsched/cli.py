@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .plots import FIGURES, plot
@@ -47,8 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--all", action="store_true", help="remove every entry")
     pr.add_argument("--dry-run", action="store_true", help="only report what would go")
     rep = sub.add_parser("report", help="all experiment pages in one HTML file")
-    rep.add_argument("--results", default="results/experiments")
-    rep.add_argument("--out", default="results/experiments/report.html")
+    rep.add_argument("--results", default="results/experiments",
+                     help="the directory `experiment run` wrote (default %(default)s)")
+    rep.add_argument("--out", default="results/experiments/report.html",
+                     help="the report to write (default %(default)s)")
     pl = sub.add_parser("plot", help="p99 against load from a CSV a Rust command wrote (netsched.plots)")
     pl.add_argument("kind", choices=list(FIGURES),
                       help="sim: `netsched sim` runs.csv; pull: `netsched pull` runs.csv; "
@@ -60,6 +63,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     a = _parser().parse_args(argv)
+    try:
+        rc = _run(a)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return rc
+    except BrokenPipeError:
+        # The reader went (`experiment list | head -1`): not an error. Later
+        # writes, and the flush at exit, go to /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _run(a: argparse.Namespace) -> int:
     try:
         if a.cmd == "experiment" and a.action == "list":
             from . import catalog
@@ -85,8 +100,6 @@ def main(argv=None) -> int:
             if not a.serial and len(names) > 1 and not a.scheduler:
                 # One LocalCluster for all entries instead of one per entry.
                 from dask.distributed import Client, LocalCluster
-
-                import os
 
                 client = Client(LocalCluster(n_workers=a.workers or os.cpu_count() or 1,
                                              threads_per_worker=1, dashboard_address=None))
@@ -134,6 +147,8 @@ def main(argv=None) -> int:
             for name, pts in plot(a.kind, a.csv, a.out).items():
                 print(name, " ".join(f"{x:.2f}:{y:.1f}{unit}" for x, y in pts))
             return 0
+    except BrokenPipeError:
+        raise
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -76,7 +76,7 @@ struct CompareArgs {
     #[arg(long)]
     tor_oversub: Option<f64>,
     /// Overrides workload.load.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::load_arg)]
     load: Option<f64>,
     /// Overrides baraat.threshold_bytes (1e15: pure FIFO).
     #[arg(long)]
@@ -118,7 +118,7 @@ fn compare_fig7(
     Ok(())
 }
 
-fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
+pub fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
     match path {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
