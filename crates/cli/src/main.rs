@@ -20,7 +20,6 @@ use netsched_config::ConfigError;
 use netsched_sim::config::{Policy, SimConfig};
 use netsched_sim::report;
 use netsched_sim::run::{run_config_observed, Prepared, RunOpts};
-use stdout::outln;
 
 #[derive(Parser)]
 #[command(
