@@ -30,6 +30,10 @@ from . import _native
 Config = Union[str, os.PathLike, Mapping[str, Any]]
 
 
+def _looks_like_path(s: str) -> bool:
+    return "\n" not in s and "=" not in s and s.strip().endswith(".toml")
+
+
 class ConfigError(ValueError):
     """A config a simulator refuses, with the CLI's one-line message.
 

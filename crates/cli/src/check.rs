@@ -94,7 +94,15 @@ pub fn detect(text: &str) -> Kind {
     }
     // `sim` and `pull` share `policy`, `sweep`, `workload` and `network`;
     // each has tables of its own, and policy names of its own.
-    if any(&["cluster", "client", "draconis", "r2p2", "sparrow", "server", "racksched"]) {
+    if any(&[
+        "cluster",
+        "client",
+        "draconis",
+        "r2p2",
+        "sparrow",
+        "server",
+        "racksched",
+    ]) {
         return Kind::Pull;
     }
     let sweep = t

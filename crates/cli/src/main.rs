@@ -118,10 +118,9 @@ struct SimArgs {
 /// A `--load` value: a positive fraction of capacity. Parsed here so that
 /// `--load -0.5` is a negative load, not an unknown flag.
 pub fn load_arg(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number (a load is a fraction of capacity, e.g. 0.7)"))?;
+    let v: f64 = s.trim().parse().map_err(|_| {
+        format!("`{s}` is not a number (a load is a fraction of capacity, e.g. 0.7)")
+    })?;
     if !v.is_finite() || v <= 0.0 {
         return Err(format!(
             "a load must be a positive fraction of capacity, got {v}{}",
@@ -303,7 +302,10 @@ mod tests {
 
     /// Every help text, of every command and argument.
     fn help_texts(cmd: &clap::Command, out: &mut Vec<String>) {
-        for t in [cmd.get_about(), cmd.get_long_about()].into_iter().flatten() {
+        for t in [cmd.get_about(), cmd.get_long_about()]
+            .into_iter()
+            .flatten()
+        {
             out.push(t.to_string());
         }
         for a in cmd.get_arguments() {

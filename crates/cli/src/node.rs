@@ -381,9 +381,7 @@ pub fn load_client(path: &Path) -> Result<ClientFile, String> {
 }
 
 /// Reads and validates a controller config (`netsched controller`, `check`).
-pub fn load_controller(
-    path: &Path,
-) -> Result<netsched_node::controller::ControllerConfig, String> {
+pub fn load_controller(path: &Path) -> Result<netsched_node::controller::ControllerConfig, String> {
     let cfg = netsched_node::controller::ControllerConfig::from_toml(&read(path)?)
         .map_err(|e| at(path)(e.to_string()))?;
     inline_secret(path, cfg.token.is_some() || cfg.key.is_some())?;
@@ -391,9 +389,7 @@ pub fn load_controller(
 }
 
 /// Reads and validates a `cluster up` config (`netsched cluster up`, `check`).
-pub fn load_cluster_up(
-    path: &Path,
-) -> Result<netsched_node::cluster_up::ClusterUpConfig, String> {
+pub fn load_cluster_up(path: &Path) -> Result<netsched_node::cluster_up::ClusterUpConfig, String> {
     netsched_node::cluster_up::ClusterUpConfig::from_toml(&read(path)?)
         .map_err(|e| at(path)(e.to_string()))
 }
@@ -457,16 +453,16 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
         } => {
             let mut cfg = match load_client(&config)? {
                 ClientFile::Pull(mut cfg) => {
-                cfg.rate = rate.unwrap_or(cfg.rate);
-                cfg.duration_ms = duration_ms.unwrap_or(cfg.duration_ms);
-                cfg.validate()?;
-                let r = pull::PullClient::bind(cfg)?.run();
-                if let Some(p) = json {
-                    std::fs::write(&p, r.to_json() + "\n")
-                        .map_err(|e| format!("{}: {e}", p.display()))?;
-                }
-                outln!("{}", r.summary());
-                return some_completed(r.submitted, r.completed);
+                    cfg.rate = rate.unwrap_or(cfg.rate);
+                    cfg.duration_ms = duration_ms.unwrap_or(cfg.duration_ms);
+                    cfg.validate()?;
+                    let r = pull::PullClient::bind(cfg)?.run();
+                    if let Some(p) = json {
+                        std::fs::write(&p, r.to_json() + "\n")
+                            .map_err(|e| format!("{}: {e}", p.display()))?;
+                    }
+                    outln!("{}", r.summary());
+                    return some_completed(r.submitted, r.completed);
                 }
                 ClientFile::Push(cfg) => cfg,
             };

@@ -65,7 +65,6 @@ impl Progress {
                 .expect("a valid template")
                 .progress_chars("=> "),
             );
-            b.enable_steady_tick(Duration::from_millis(200));
             b
         });
         Progress {
@@ -117,6 +116,8 @@ impl RunObserver for Progress {
                 b.reset();
                 b.set_length(expected_tasks);
                 b.set_message(label.clone());
+                // Redrawn on a timer too: a run's first tasks may take a while.
+                b.enable_steady_tick(Duration::from_millis(200));
             }
             Show::Lines => eprintln!("{label}: started, about {expected_tasks} tasks"),
         }

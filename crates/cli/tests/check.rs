@@ -73,7 +73,11 @@ fn every_config_cluster_up_writes_passes_check() {
     use netsched_node::cluster_up::{write_configs, ClusterUpConfig};
     let dir = common::temp_dir("check-cluster");
     let mut n = 0;
-    for name in ["cluster-small.toml", "cluster-agree.toml", "cluster-rocksdb.toml"] {
+    for name in [
+        "cluster-small.toml",
+        "cluster-agree.toml",
+        "cluster-rocksdb.toml",
+    ] {
         let text = std::fs::read_to_string(experiments().join(name)).unwrap();
         let mut cfg = ClusterUpConfig::from_toml(&text).unwrap();
         cfg.prometheus = true;
@@ -89,7 +93,10 @@ fn every_config_cluster_up_writes_passes_check() {
             }
             let prom = std::fs::read_to_string(out.join("prometheus.yml")).unwrap();
             for job in ["controller", "switch", "worker", "client"] {
-                assert!(prom.contains(&format!("job_name: netsched-{job}")), "{prom}");
+                assert!(
+                    prom.contains(&format!("job_name: netsched-{job}")),
+                    "{prom}"
+                );
             }
             promtool_check_config(&out.join("prometheus.yml"));
         }

@@ -78,7 +78,9 @@ fn sigint_writes_the_finished_runs_and_exits_130() {
     let done = lines.iter().filter(|l| l.contains(": done")).count();
     assert!((1..20).contains(&done), "{all}");
     assert!(
-        all.contains(&format!("interrupted: wrote the {done} finished run(s) of 20")),
+        all.contains(&format!(
+            "interrupted: wrote the {done} finished run(s) of 20"
+        )),
         "{all}"
     );
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();

@@ -145,7 +145,10 @@ fn push_scrapes() -> Vec<(&'static str, String)> {
         ("netsched_client_tasks_completed_total", r.completed),
         ("netsched_client_latency_seconds_count", r.completed),
     ] {
-        assert!(client.contains(&format!("\n{name} {n}\n")), "{name} {n}:\n{client}");
+        assert!(
+            client.contains(&format!("\n{name} {n}\n")),
+            "{name} {n}:\n{client}"
+        );
     }
     out
 }
@@ -313,7 +316,10 @@ fn metric_names(expr: &str) -> Vec<String> {
 /// exports, read from the daemons' own /metrics after traffic.
 #[test]
 fn grafana_dashboard_queries_only_exported_metrics() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/grafana/netsched.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/grafana/netsched.json"
+    );
     let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
         .expect("the dashboard is JSON");
     assert!(d["title"].is_string() && d["uid"].is_string());
@@ -323,7 +329,10 @@ fn grafana_dashboard_queries_only_exported_metrics() {
     let mut exprs = Vec::new();
     for p in panels {
         let title = p["title"].as_str().expect("a panel title");
-        assert!(ids.insert(p["id"].as_u64().expect("a panel id")), "{title}: id");
+        assert!(
+            ids.insert(p["id"].as_u64().expect("a panel id")),
+            "{title}: id"
+        );
         for k in ["x", "y", "w", "h"] {
             assert!(p["gridPos"][k].as_u64().is_some(), "{title}: gridPos.{k}");
         }
@@ -332,10 +341,17 @@ fn grafana_dashboard_queries_only_exported_metrics() {
         assert!(!targets.is_empty(), "{title}");
         for t in targets {
             assert!(t["refId"].is_string(), "{title}: refId");
-            exprs.push((title.to_string(), t["expr"].as_str().expect("expr").to_string()));
+            exprs.push((
+                title.to_string(),
+                t["expr"].as_str().expect("expr").to_string(),
+            ));
         }
     }
-    let all = exprs.iter().map(|e| e.1.as_str()).collect::<Vec<_>>().join("\n");
+    let all = exprs
+        .iter()
+        .map(|e| e.1.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
     for needed in [
         "histogram_quantile(0.99, sum by (le) (rate(netsched_client_latency_seconds_bucket",
         "sum by (instance, decision) (rate(netsched_decisions_total",
@@ -367,5 +383,8 @@ fn grafana_dashboard_queries_only_exported_metrics() {
             }
         }
     }
-    assert!(unknown.is_empty(), "not exported by any daemon: {unknown:#?}");
+    assert!(
+        unknown.is_empty(),
+        "not exported by any daemon: {unknown:#?}"
+    );
 }

@@ -131,8 +131,7 @@ fn pull_outputs(
     label: Option<&str>,
 ) -> Result<(String, String, String), Failure> {
     use netsched_sim::pull::{self, report};
-    let runs =
-        pull::run_config(cfg, base_dir).map_err(|e| Failure::Config(prefixed(label, e)))?;
+    let runs = pull::run_config(cfg, base_dir).map_err(|e| Failure::Config(prefixed(label, e)))?;
     let sums = report::summaries(cfg, &runs);
     let scratch = Scratch::new().map_err(|e| Failure::Io(e.to_string()))?;
     let io = |e: std::io::Error| Failure::Io(format!("{}: {e}", scratch.0.display()));

@@ -13,10 +13,10 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use netsched_config::pull::pull_params;
-use netsched_core::pull::PullParams;
 use netsched_core::client::{Expiry, ReplyOutcome, RetryPolicy, TaskState, TaskTracker};
 use netsched_core::dataplane::{Action, DataPlane, Input, Outbox, TaskMeta};
 use netsched_core::pull::sparrow::SparrowWorker;
+use netsched_core::pull::PullParams;
 use netsched_core::pull::{
     ExecInfo, Executor, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox, PullPlane,
     PullPlaneKind, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,

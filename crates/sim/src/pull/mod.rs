@@ -27,7 +27,10 @@ use crate::error::ConfigError;
 /// Everything a run of `cfg` checks before its first event: the config,
 /// the service distribution (a trace file resolved against `base`) and
 /// every run's data-plane parameters. `netsched check` stops here.
-pub fn prepare(cfg: &PullConfig, base: &Path) -> Result<crate::workload::ServiceSampler, ConfigError> {
+pub fn prepare(
+    cfg: &PullConfig,
+    base: &Path,
+) -> Result<crate::workload::ServiceSampler, ConfigError> {
     cfg.validate()?;
     let sampler = cfg.workload.service.build_relative_to(base)?;
     let levels = cfg.workload.priority_weights.len().clamp(1, 255) as u8;
