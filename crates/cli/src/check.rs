@@ -71,7 +71,11 @@ pub fn detect(text: &str) -> Kind {
     ]) {
         return Kind::Cluster;
     }
-    if any(&["admin", "pool", "daemon_timeout_ms", "tick_ms", "state"]) {
+    // A controller's `[[pool]]` is a list of tables; a worker's and a
+    // client's `pool` is a number.
+    if any(&["admin", "daemon_timeout_ms", "tick_ms", "state"])
+        || t.get("pool").is_some_and(|v| v.is_array())
+    {
         return Kind::Controller;
     }
     if let Some(listen) = t.get("listen") {

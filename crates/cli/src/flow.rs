@@ -278,10 +278,14 @@ pub fn run(a: FlowArgs) -> Result<(), String> {
     let mut cfg = load_config(a.config.as_ref())?;
     override_run(&mut cfg, &a.policy, a.tasks, a.seed)?;
     let quiet = a.quiet;
+    // Runs: one per policy, then one per threshold of the sweep.
+    let n = cfg.policies.len() + cfg.sweep.thresholds.len();
+    let mut k = 0;
     let runs = run_config(&cfg, |r| {
+        k += 1;
         if !quiet {
             eprintln!(
-                "{}: {} tasks, {} flows, {} events, {:.0} flows per recomputation, in {:.2} s",
+                "run {k}/{n} {}: {} tasks, {} flows, {} events, {:.0} flows per recomputation, in {:.2} s",
                 r.label(),
                 r.tasks.len(),
                 r.stats.flows,

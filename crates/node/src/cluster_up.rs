@@ -533,10 +533,11 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, Error> 
     if cfg.rocksdb_keys > 0 {
         c += &format!("rocksdb_keys = {}\n", cfg.rocksdb_keys);
     }
+    // Top-level keys before `service`, which may be a table.
+    c += &format!("metrics = \"{}\"\n", lo(ports.client_metrics()));
     c += &service;
     // The client follows the controller's live spines and weights (Horus
     // §3.2), as in a deployment; `targets` above serve until its first answer.
-    c += &format!("metrics = \"{}\"\n", lo(ports.client_metrics()));
     c += &format!(
         "\n[controller]\nadmin = \"{}\"\ntoken_file = \"{token_file}\"\npoll_ms = 100\n",
         lo(ports.admin())
