@@ -107,7 +107,7 @@ fn piped_progress_is_plain_lines_naming_run_k_of_n() {
     let cfg = common::write_config(
         &dir,
         "small.toml",
-        &SWEEP.replace("tasks_per_worker = 20000", "tasks_per_worker = 20"),
+        SWEEP.replace("tasks_per_worker = 20000", "tasks_per_worker = 20"),
     );
     let (code, _, err) = netsched(&[
         "sim",
