@@ -73,10 +73,6 @@ const EVERY_DAEMON: [&str; 6] = [
     "\nprocess_start_time_seconds ",
 ];
 
-fn check(daemon: &str, registry: Arc<Registry>, must_have: &[&str]) {
-    check_body(daemon, &scrape(registry), must_have);
-}
-
 fn check_body(daemon: &str, body: &str, must_have: &[&str]) {
     for name in EVERY_DAEMON.iter().chain(must_have) {
         assert!(body.contains(name), "{daemon}: no {name} in\n{body}");
