@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .plots import FIGURES, plot
@@ -85,6 +86,18 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     a = _parser().parse_args(argv)
     try:
+        rc = _run(a)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return rc
+    except BrokenPipeError:
+        # The reader went (`experiment list | head -1`): not an error. Later
+        # writes, and the flush at exit, go to /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _run(a: argparse.Namespace) -> int:
+    try:
         if a.cmd == "experiment" and a.action == "list":
             from . import catalog
 
@@ -119,8 +132,6 @@ def main(argv=None) -> int:
             if not a.serial and len(names) > 1 and not a.scheduler:
                 # One LocalCluster for all entries instead of one per entry.
                 from dask.distributed import Client, LocalCluster
-
-                import os
 
                 client = Client(LocalCluster(n_workers=a.workers or os.cpu_count() or 1,
                                              threads_per_worker=1, dashboard_address=None))
@@ -196,6 +207,8 @@ def main(argv=None) -> int:
             for name, pts in plot(a.kind, a.csv, a.out).items():
                 print(name, " ".join(f"{x:.2f}:{y:.1f}{unit}" for x, y in pts))
             return 0
+    except BrokenPipeError:
+        raise
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

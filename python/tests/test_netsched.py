@@ -83,7 +83,7 @@ def test_bad_config_raises_value_error_with_the_cli_message(tmp_path, repo_root)
         assert msg == expected
     with pytest.raises(ValueError, match="unknown variant `nope`"):
         netsched.run_sim(dict(SMALL, policy="nope"))
-    with pytest.raises(ValueError, match="no-such.toml"):
+    with pytest.raises(FileNotFoundError, match="no-such.toml"):
         netsched.run_sim(str(tmp_path / "no-such.toml"))
 
 

@@ -76,7 +76,7 @@ struct CompareArgs {
     #[arg(long)]
     tor_oversub: Option<f64>,
     /// Overrides workload.load.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::load_arg)]
     load: Option<f64>,
     /// Overrides baraat.threshold_bytes (1e15: pure FIFO).
     #[arg(long)]
@@ -118,7 +118,7 @@ fn compare_fig7(
     Ok(())
 }
 
-fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
+pub fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
     match path {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -278,10 +278,14 @@ pub fn run(a: FlowArgs) -> Result<(), String> {
     let mut cfg = load_config(a.config.as_ref())?;
     override_run(&mut cfg, &a.policy, a.tasks, a.seed)?;
     let quiet = a.quiet;
+    // Runs: one per policy, then one per threshold of the sweep.
+    let n = cfg.policies.len() + cfg.sweep.thresholds.len();
+    let mut k = 0;
     let runs = run_config(&cfg, |r| {
+        k += 1;
         if !quiet {
             eprintln!(
-                "{}: {} tasks, {} flows, {} events, {:.0} flows per recomputation, in {:.2} s",
+                "run {k}/{n} {}: {} tasks, {} flows, {} events, {:.0} flows per recomputation, in {:.2} s",
                 r.label(),
                 r.tasks.len(),
                 r.stats.flows,

@@ -1,28 +1,38 @@
 //! The `netsched` command line.
 
 mod bench;
+mod check;
 mod cluster_up;
 mod experiment;
 mod flow;
 mod node;
+mod progress;
 mod pull;
 mod stdout;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use netsched_config::ConfigError;
 use netsched_sim::config::{Policy, SimConfig};
 use netsched_sim::report;
-use netsched_sim::run::{run_config, RunOpts};
-use stdout::outln;
+use netsched_sim::run::{run_config_observed, Prepared, RunOpts};
 
 #[derive(Parser)]
 #[command(
     name = "netsched",
     version,
-    about = "In-network task scheduling: Horus, RackSched and baselines"
+    about = "In-network task scheduling: Horus, RackSched, Draconis and Baraat with their \
+             baselines, simulated at datacenter scale and run as UDP daemons",
+    long_about = "In-network task scheduling: Horus (NSDI '24), RackSched (OSDI '20), Draconis \
+                  (EuroSys '24) and Baraat (SIGCOMM '14) with their baselines.\n\n\
+                  Simulators: `sim` (Horus, RackSched, push baselines), `pull` (Draconis, R2P2, \
+                  Sparrow), `flowsim` (Baraat, pFabric, Orchestra). UDP runtime: `switch`, \
+                  `worker`, `client`, `controller`, `cluster`. Paper figures: `experiment run \
+                  NAME`, then `report`. `check CONFIG` validates any of their configs."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -33,10 +43,22 @@ struct Cli {
 enum Cmd {
     /// Simulate a datacenter from a TOML config; prints a p99 table and writes CSV + JSON.
     Sim(SimArgs),
-    /// Check a config file without running it.
+    /// Check any config (sim, pull, flowsim, switch, worker, client,
+    /// controller, cluster up) without running it: the same checks, and
+    /// the same messages, as its command.
     Check {
         /// The TOML config.
         config: PathBuf,
+        /// Its kind (detected from its keys if omitted).
+        #[arg(long, value_enum)]
+        kind: Option<check::Kind>,
+    },
+    /// Print a shell completion script: `netsched completions bash >
+    /// /etc/bash_completion.d/netsched` (or zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Benchmarks that print their figures.
     #[command(subcommand)]
@@ -61,8 +83,8 @@ struct SimArgs {
     /// Policies to run, comma-separated (overrides the config's policy/sweep).
     #[arg(long, value_delimiter = ',')]
     policy: Vec<String>,
-    /// Loads to run, comma-separated fractions in (0, 1].
-    #[arg(long, value_delimiter = ',')]
+    /// Loads to run, comma-separated fractions of capacity in (0, 1].
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = load_arg)]
     load: Vec<f64>,
     /// Seed of every random stream (overrides the config's `seed`); same
     /// seed, same results.
@@ -91,6 +113,28 @@ struct SimArgs {
     /// (json) or runs.csv (csv) for a script reading the pipe.
     #[arg(long, value_enum, default_value_t = crate::stdout::Format::Table)]
     format: crate::stdout::Format,
+}
+
+/// A `--load` value: a positive fraction of capacity. Parsed here so that
+/// `--load -0.5` is a negative load, not an unknown flag.
+pub fn load_arg(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| {
+        format!("`{s}` is not a number (a load is a fraction of capacity, e.g. 0.7)")
+    })?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!(
+            "a load must be a positive fraction of capacity, got {v}{}",
+            if v < 0.0 { " (negative)" } else { "" }
+        ));
+    }
+    Ok(v)
+}
+
+/// Everything `sim` checks before its first event (`netsched check`
+/// stops here), errors prefixed by the config's path.
+fn prepare_sim(cfg: &SimConfig, path: &Path) -> Result<Prepared, String> {
+    let base = path.parent().map(PathBuf::from).unwrap_or_default();
+    Prepared::new(cfg, &base).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn load_config(path: &PathBuf) -> Result<SimConfig, String> {
@@ -138,17 +182,43 @@ fn apply_overrides(cfg: &mut SimConfig, a: &SimArgs) -> Result<(), ConfigError> 
 
 fn sim(a: SimArgs) -> Result<(), String> {
     let mut cfg = load_config(&a.config)?;
-    apply_overrides(&mut cfg, &a).map_err(|e| e.to_string())?;
-    let base = a.config.parent().map(PathBuf::from).unwrap_or_default();
-    let runs = run_config(
-        &cfg,
-        &base,
-        &RunOpts {
-            progress: !a.quiet,
-            ..RunOpts::default()
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    apply_overrides(&mut cfg, &a).map_err(|e| format!("{}: {e}", a.config.display()))?;
+    let prepared = prepare_sim(&cfg, &a.config)?;
+    let progress = progress::Progress::new(progress::Show::for_stderr(a.quiet));
+    // Ctrl-C: the run in progress is abandoned and the finished ones are
+    // written (exit 130, as a shell reports a SIGINT), so a long sweep
+    // interrupted late keeps what it computed.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())
+        .map_err(|e| format!("signal handler: {e}"))?;
+    let result = std::thread::scope(|s| {
+        let h = s.spawn(|| run_config_observed(&cfg, &prepared, &RunOpts::default(), &progress));
+        while !h.is_finished() {
+            if interrupted.load(Ordering::Relaxed) {
+                progress.clear();
+                let runs = progress.take_finished();
+                let n = cfg.runs().len();
+                if runs.is_empty() {
+                    eprintln!("interrupted: none of the {n} runs had finished; nothing written");
+                } else if let Err(e) = report::write_outputs(&a.out, &cfg, &runs) {
+                    eprintln!("interrupted; writing {}: {e}", a.out.display());
+                } else {
+                    eprintln!(
+                        "interrupted: wrote the {} finished run(s) of {n} to {}/runs.csv, \
+                         summary.json, pools.csv",
+                        runs.len(),
+                        a.out.display()
+                    );
+                }
+                std::process::exit(130);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        h.join().expect("the simulation thread does not panic")
+    });
+    progress.clear();
+    result.map_err(|e| format!("{}: {e}", a.config.display()))?;
+    let runs = progress.take_finished();
     // Files first: the table goes to a stdout that may already be closed.
     report::write_outputs(&a.out, &cfg, &runs)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
@@ -170,16 +240,12 @@ fn sim(a: SimArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Everything a run would refuse, refused without running: the config, and
-/// every file it names (a trace), resolved as `sim` resolves it.
-fn check(path: &PathBuf) -> Result<(), String> {
-    let cfg = load_config(path)?;
-    let base = path.parent().map(PathBuf::from).unwrap_or_default();
-    cfg.workload
-        .service
-        .build_relative_to(&base)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    outln!("{}: ok", path.display());
+/// `netsched completions SHELL`.
+fn completions(shell: clap_complete::Shell) -> Result<(), String> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "netsched", &mut script);
+    stdout::write(&String::from_utf8_lossy(&script));
     Ok(())
 }
 
@@ -188,7 +254,8 @@ fn main() -> ExitCode {
     netsched_node::log::init();
     let result = match cli.cmd {
         Cmd::Sim(a) => sim(a),
-        Cmd::Check { config } => check(&config),
+        Cmd::Check { config, kind } => check::run(&config, kind),
+        Cmd::Completions { shell } => completions(shell),
         Cmd::Bench(b) => bench::run(b),
         Cmd::Flowsim(a) => flow::run(a),
         Cmd::Pull(a) => pull::run(a),
@@ -231,5 +298,55 @@ mod tests {
         let mut missing = Vec::new();
         walk(&super::Cli::command(), "netsched", &mut missing);
         assert!(missing.is_empty(), "arguments without help: {missing:#?}");
+    }
+
+    /// Every help text, of every command and argument.
+    fn help_texts(cmd: &clap::Command, out: &mut Vec<String>) {
+        for t in [cmd.get_about(), cmd.get_long_about()]
+            .into_iter()
+            .flatten()
+        {
+            out.push(t.to_string());
+        }
+        for a in cmd.get_arguments() {
+            for t in [a.get_help(), a.get_long_help()].into_iter().flatten() {
+                out.push(t.to_string());
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            help_texts(sub, out);
+        }
+    }
+
+    /// Every `experiments/…` path a help text names exists (a `*` stands
+    /// for any file name part, and must match at least one file).
+    #[test]
+    fn paths_named_in_help_exist() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut texts = Vec::new();
+        help_texts(&super::Cli::command(), &mut texts);
+        let mut named = 0;
+        for t in &texts {
+            for (i, _) in t.match_indices("experiments/") {
+                let path: String = t[i..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || "/._-*".contains(*c))
+                    .collect();
+                let path = path.trim_end_matches(['.', ',']);
+                named += 1;
+                let (dir, file) = path.rsplit_once('/').expect("a directory");
+                let found = match file.split_once('*') {
+                    None => root.join(path).exists(),
+                    Some((pre, post)) => std::fs::read_dir(root.join(dir)).is_ok_and(|d| {
+                        d.filter_map(Result::ok).any(|e| {
+                            let n = e.file_name().to_string_lossy().into_owned();
+                            n.starts_with(pre) && n.ends_with(post)
+                        })
+                    }),
+                };
+                assert!(found, "help names {path}, which does not exist: {t}");
+            }
+        }
+        assert!(named >= 5, "{named} paths");
     }
 }

@@ -1,7 +1,7 @@
 //! `netsched switch | worker | client` and `netsched bench switch`: the UDP
 //! runtime of crates/node (docs/runtime.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,8 @@ pub enum NodeCmd {
     /// config; a config with a top-level `policy` runs a pull scheduler
     /// (Draconis, Draconis-Server, R2P2, Sparrow; docs/runtime.md).
     Switch {
-        /// The daemon's TOML config (experiments/runtime/*.toml).
+        /// The daemon's TOML config: experiments/pull-runtime/switch.toml, or the
+        /// spine*.toml and leaf*.toml `netsched cluster up` writes in run_dir/POLICY/.
         #[arg(short, long)]
         config: PathBuf,
         /// Stop after this many seconds (default: run until killed).
@@ -31,7 +32,8 @@ pub enum NodeCmd {
     /// Worker agent: one executor thread per listen address; a config naming
     /// a `scheduler` runs pull executors.
     Worker {
-        /// The daemon's TOML config (experiments/runtime/*.toml).
+        /// The daemon's TOML config: experiments/pull-runtime/worker.toml, or the
+        /// worker*.toml `netsched cluster up` writes in run_dir/POLICY/.
         #[arg(short, long)]
         config: PathBuf,
         /// Stop after this many seconds (default: run until killed).
@@ -42,7 +44,8 @@ pub enum NodeCmd {
     /// percentiles. A config naming a `scheduler` submits jobs to a pull
     /// scheduler.
     Client {
-        /// The daemon's TOML config (experiments/runtime/*.toml).
+        /// The client's TOML config: experiments/pull-runtime/client.toml, or the
+        /// client.toml `netsched cluster up` writes in run_dir/POLICY/.
         #[arg(short, long)]
         config: PathBuf,
         /// Override the config's rate (tasks/s).
@@ -58,7 +61,8 @@ pub enum NodeCmd {
     /// Centralized controller (Horus §3.2, §A.3): topology, failure handling,
     /// configuration pushes, bearer-token admin API (docs/runtime.md).
     Controller {
-        /// The daemon's TOML config (experiments/runtime/*.toml).
+        /// The daemon's TOML config: the controller.toml `netsched cluster up`
+        /// writes in run_dir/POLICY/ (docs/runtime.md).
         #[arg(short, long)]
         config: PathBuf,
         /// Stop after this many seconds (default: run until killed).
@@ -134,7 +138,8 @@ pub struct BenchSwitchArgs {
 
 type MetricsServer = Option<(std::net::SocketAddr, std::thread::JoinHandle<()>)>;
 
-/// The Prometheus endpoint of a worker process, if its config names one.
+/// The Prometheus endpoint of a worker or client process, if its config
+/// names one.
 fn serve_metrics(
     addr: &Option<String>,
     registry: Arc<netsched_node::metrics::Registry>,
@@ -280,7 +285,7 @@ fn inline_secret(path: &std::path::Path, has_secret: bool) -> Result<(), String>
     Ok(())
 }
 
-fn read(path: &PathBuf) -> Result<String, String> {
+fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -309,46 +314,121 @@ fn stop_on_signals(
     Ok(stop)
 }
 
+/// A `netsched switch` config: a pull scheduler's (top-level `policy`) or
+/// push instances'.
+pub enum SwitchFile {
+    Pull(pull::PullSwitchConfig),
+    Push(SwitchConfig),
+}
+
+/// A `netsched worker` config: pull executors (names a `scheduler`) or push.
+pub enum WorkerFile {
+    Pull(pull::PullWorkerConfig),
+    Push(WorkerConfig),
+}
+
+/// A `netsched client` config: pull jobs (names a `scheduler`) or push tasks.
+pub enum ClientFile {
+    Pull(pull::PullClientConfig),
+    Push(ClientConfig),
+}
+
+fn at(path: &Path) -> impl Fn(String) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// Reads and validates a switch config as `netsched switch` and
+/// `netsched check` do.
+pub fn load_switch(path: &Path) -> Result<SwitchFile, String> {
+    let text = read(path)?;
+    if pull::config::is_pull_config(&text, "policy") {
+        return pull::PullSwitchConfig::from_toml(&text)
+            .map(SwitchFile::Pull)
+            .map_err(|e| at(path)(e.to_string()));
+    }
+    let cfg = SwitchConfig::from_toml(&text).map_err(|e| at(path)(e.to_string()))?;
+    inline_secret(path, cfg.key.is_some())?;
+    Ok(SwitchFile::Push(cfg))
+}
+
+/// Reads and validates a worker config (`netsched worker`, `check`).
+pub fn load_worker(path: &Path) -> Result<WorkerFile, String> {
+    let text = read(path)?;
+    if pull::config::is_pull_config(&text, "scheduler") {
+        return pull::PullWorkerConfig::from_toml(&text)
+            .map(WorkerFile::Pull)
+            .map_err(|e| at(path)(e.to_string()));
+    }
+    WorkerConfig::from_toml(&text)
+        .map(WorkerFile::Push)
+        .map_err(|e| at(path)(e.to_string()))
+}
+
+/// Reads and validates a client config (`netsched client`, `check`).
+pub fn load_client(path: &Path) -> Result<ClientFile, String> {
+    let text = read(path)?;
+    if pull::config::is_pull_config(&text, "scheduler") {
+        return pull::PullClientConfig::from_toml(&text)
+            .map(ClientFile::Pull)
+            .map_err(|e| at(path)(e.to_string()));
+    }
+    let cfg = ClientConfig::from_toml(&text).map_err(|e| at(path)(e.to_string()))?;
+    inline_secret(
+        path,
+        cfg.controller.as_ref().is_some_and(|c| c.token.is_some()),
+    )?;
+    Ok(ClientFile::Push(cfg))
+}
+
+/// Reads and validates a controller config (`netsched controller`, `check`).
+pub fn load_controller(path: &Path) -> Result<netsched_node::controller::ControllerConfig, String> {
+    let cfg = netsched_node::controller::ControllerConfig::from_toml(&read(path)?)
+        .map_err(|e| at(path)(e.to_string()))?;
+    inline_secret(path, cfg.token.is_some() || cfg.key.is_some())?;
+    Ok(cfg)
+}
+
+/// Reads and validates a `cluster up` config (`netsched cluster up`, `check`).
+pub fn load_cluster_up(path: &Path) -> Result<netsched_node::cluster_up::ClusterUpConfig, String> {
+    netsched_node::cluster_up::ClusterUpConfig::from_toml(&read(path)?)
+        .map_err(|e| at(path)(e.to_string()))
+}
+
 pub fn run(cmd: NodeCmd) -> Result<(), String> {
     match cmd {
         NodeCmd::Cluster(a) => cluster(a),
         NodeCmd::Controller { config, duration_s } => {
-            let cfg = netsched_node::controller::ControllerConfig::from_toml(&read(&config)?)
-                .map_err(|e| format!("{}: {e}", config.display()))?;
-            inline_secret(&config, cfg.token.is_some() || cfg.key.is_some())?;
+            let cfg = load_controller(&config)?;
             Ok(netsched_node::controller::run_config(
                 &cfg,
                 stop_on_signals("controller", duration_s)?,
             )?)
         }
         NodeCmd::Switch { config, duration_s } => {
-            let text = read(&config)?;
-            if pull::config::is_pull_config(&text, "policy") {
-                let cfg = pull::PullSwitchConfig::from_toml(&text)
-                    .map_err(|e| format!("{}: {e}", config.display()))?;
-                return pull::switch::run_config(&cfg, stop_on_signals("pull-switch", duration_s)?)
-                    .map_err(String::from);
-            }
-            let cfg =
-                SwitchConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
-            inline_secret(&config, cfg.key.is_some())?;
+            let cfg = match load_switch(&config)? {
+                SwitchFile::Pull(cfg) => {
+                    return pull::switch::run_config(
+                        &cfg,
+                        stop_on_signals("pull-switch", duration_s)?,
+                    )
+                    .map_err(String::from)
+                }
+                SwitchFile::Push(cfg) => cfg,
+            };
             Ok(netsched_node::switch::run_config(
                 &cfg,
                 stop_on_signals("switch", duration_s)?,
             )?)
         }
         NodeCmd::Worker { config, duration_s } => {
-            let text = read(&config)?;
+            let file = load_worker(&config)?;
             // SIGTERM / Ctrl-C stop the executors, so that the worker's
             // RocksDB directory (in /dev/shm) is removed on the way out.
             let stop = stop_on_signals("worker", duration_s)?;
-            if pull::config::is_pull_config(&text, "scheduler") {
-                let cfg = pull::PullWorkerConfig::from_toml(&text)
-                    .map_err(|e| format!("{}: {e}", config.display()))?;
-                return pull_worker(&cfg, stop);
-            }
-            let cfg =
-                WorkerConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
+            let cfg = match file {
+                WorkerFile::Pull(cfg) => return pull_worker(&cfg, stop),
+                WorkerFile::Push(cfg) => cfg,
+            };
             let w = Worker::bind(&cfg, stop.clone())?;
             let metrics = serve_metrics(&cfg.metrics, w.registry(), &stop)?;
             let addrs: Vec<String> = w.addrs().iter().map(|a| a.to_string()).collect();
@@ -371,35 +451,37 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             duration_ms,
             json,
         } => {
-            let text = read(&config)?;
-            if pull::config::is_pull_config(&text, "scheduler") {
-                let mut cfg = pull::PullClientConfig::from_toml(&text)
-                    .map_err(|e| format!("{}: {e}", config.display()))?;
-                cfg.rate = rate.unwrap_or(cfg.rate);
-                cfg.duration_ms = duration_ms.unwrap_or(cfg.duration_ms);
-                cfg.validate()?;
-                let r = pull::PullClient::bind(cfg)?.run();
-                if let Some(p) = json {
-                    std::fs::write(&p, r.to_json() + "\n")
-                        .map_err(|e| format!("{}: {e}", p.display()))?;
+            let mut cfg = match load_client(&config)? {
+                ClientFile::Pull(mut cfg) => {
+                    cfg.rate = rate.unwrap_or(cfg.rate);
+                    cfg.duration_ms = duration_ms.unwrap_or(cfg.duration_ms);
+                    cfg.validate()?;
+                    let r = pull::PullClient::bind(cfg)?.run();
+                    if let Some(p) = json {
+                        std::fs::write(&p, r.to_json() + "\n")
+                            .map_err(|e| format!("{}: {e}", p.display()))?;
+                    }
+                    outln!("{}", r.summary());
+                    return some_completed(r.submitted, r.completed);
                 }
-                outln!("{}", r.summary());
-                return some_completed(r.submitted, r.completed);
-            }
-            let mut cfg =
-                ClientConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
-            inline_secret(
-                &config,
-                cfg.controller.as_ref().is_some_and(|c| c.token.is_some()),
-            )?;
+                ClientFile::Push(cfg) => cfg,
+            };
             if let Some(r) = rate {
                 cfg.rate = r;
             }
             if let Some(d) = duration_ms {
                 cfg.duration_ms = d;
             }
+            let metrics_addr = cfg.metrics.clone();
             let mut c = Client::bind(cfg)?;
+            // The live series, for as long as the client runs.
+            let stop = Arc::new(AtomicBool::new(false));
+            let metrics = serve_metrics(&metrics_addr, c.registry(), &stop)?;
             let r = c.run();
+            stop.store(true, Ordering::Relaxed);
+            if let Some((_, h)) = metrics {
+                let _ = h.join();
+            }
             if let Some(p) = json {
                 std::fs::write(&p, r.to_json() + "\n")
                     .map_err(|e| format!("{}: {e}", p.display()))?;
@@ -599,8 +681,7 @@ fn cluster_up(action: &str, config: Option<&PathBuf>) -> Result<(), String> {
         ));
     }
     let config = config.ok_or("cluster up: missing CONFIG")?;
-    let cfg = netsched_node::cluster_up::ClusterUpConfig::from_toml(&read(config)?)
-        .map_err(|e| format!("{}: {e}", config.display()))?;
+    let cfg = load_cluster_up(config)?;
     let bin = std::env::current_exe().map_err(|e| e.to_string())?;
     crate::cluster_up::run(&cfg, &bin).map(|_| ())
 }

@@ -17,7 +17,7 @@ pub struct PullArgs {
     #[arg(long, value_delimiter = ',')]
     policy: Vec<String>,
     /// Loads, comma-separated fractions of executors / mean service time.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = crate::load_arg)]
     load: Vec<f64>,
     /// A §8 synthetic workload replacing workload.service: fixed100, fixed250,
     /// fixed500, bimodal, trimodal, exp250.
@@ -42,12 +42,23 @@ pub struct PullArgs {
     format: crate::stdout::Format,
 }
 
+/// Reads and validates a pull config (`netsched pull`, `netsched check`).
+pub fn read_config(p: &std::path::Path) -> Result<PullConfig, String> {
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    PullConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// What a run checks before its first event, for `netsched check`.
+pub fn prepare(cfg: &PullConfig, p: &std::path::Path) -> Result<(), String> {
+    let base = p.parent().map(PathBuf::from).unwrap_or_default();
+    pull::prepare(cfg, &base)
+        .map(|_| ())
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
 fn load(a: &PullArgs) -> Result<PullConfig, String> {
     let mut cfg = match &a.config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            PullConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))?
-        }
+        Some(p) => read_config(p)?,
         None => PullConfig::default(),
     };
     if let Some(s) = a.seed {

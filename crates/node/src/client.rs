@@ -36,6 +36,7 @@ use netsched_proto::{
 use crate::config::{ClientConfig, ConfigError, ControllerLink, RateStep, WireFamily};
 use crate::error::Error;
 use crate::fault::Fault;
+use crate::metrics::ClientMetrics;
 use crate::net;
 use crate::tasks::{TaskKind, GET_OBJECTS, ROCKS_PAYLOAD_LEN, SCAN_OBJECTS};
 use crate::worker::RS_FAILED_CLASS;
@@ -191,6 +192,9 @@ pub struct Client {
     cfg: ClientConfig,
     sampler: ServiceSampler,
     sock: UdpSocket,
+    /// Live counts and latencies (served by `netsched client` when the
+    /// config names `metrics`); shared by every sender thread.
+    metrics: Arc<ClientMetrics>,
 }
 
 impl Client {
@@ -199,7 +203,17 @@ impl Client {
         cfg.validate()?;
         let sampler = cfg.service.build().map_err(ConfigError::from)?;
         net::prepare(&sock)?;
-        Ok(Client { cfg, sampler, sock })
+        Ok(Client {
+            cfg,
+            sampler,
+            sock,
+            metrics: Arc::new(ClientMetrics::new()),
+        })
+    }
+
+    /// The registry of the client's live series, to serve on `/metrics`.
+    pub fn registry(&self) -> Arc<crate::metrics::Registry> {
+        self.metrics.registry()
     }
 
     pub fn bind(cfg: ClientConfig) -> Result<Self, Error> {
@@ -239,9 +253,11 @@ impl Client {
                 } else {
                     UdpSocket::bind(&c.bind)
                 };
+                let metrics = self.metrics.clone();
                 std::thread::spawn(move || -> Result<ClientReport, Error> {
-                    let sock = sock?;
-                    Ok(Client::new(c, sock)?.run_one())
+                    let mut sub = Client::new(c, sock?)?;
+                    sub.metrics = metrics;
+                    Ok(sub.run_one())
                 })
             })
             .collect();
@@ -451,8 +467,10 @@ impl Client {
                 // latency.
                 let sent = self.send_task(&mut tx, seq, &spec);
                 tasks.submit(next_at, sent.then_some(next_at));
+                self.metrics.submitted();
                 if !sent {
                     *report_failed.entry("send_error".into()).or_default() += 1;
+                    self.metrics.send_failed();
                 }
                 if cfg.retries > 0 {
                     specs.push(spec);
@@ -497,9 +515,12 @@ impl Client {
                 match tasks.on_reply(seq, r.status == ReplyStatus::Ok) {
                     ReplyOutcome::Completed => {
                         let intended = tasks.intended(seq).unwrap_or(at);
-                        let _ = hist.record(at.saturating_sub(intended).max(1_000));
+                        let latency = at.saturating_sub(intended).max(1_000);
+                        let _ = hist.record(latency);
+                        self.metrics.completed(latency);
                     }
                     ReplyOutcome::Failed => {
+                        self.metrics.reply_failed();
                         let reason = std::str::from_utf8(r.payload)
                             .ok()
                             .filter(|s| !s.is_empty())
@@ -519,7 +540,11 @@ impl Client {
             // then time out. Entries of finished tasks are dropped here.
             let now = ns();
             while let Some(expiry) = tasks.expire(now) {
+                if let Expiry::GaveUp { .. } = expiry {
+                    self.metrics.timed_out();
+                }
                 if let Expiry::Resubmit { seq, .. } = expiry {
+                    self.metrics.resubmitted();
                     let spec = &mut specs[seq as usize];
                     // Through a spine live now: the first may have died.
                     spec.target = spines.pick(&mut resend_route_rng);

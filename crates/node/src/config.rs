@@ -751,6 +751,10 @@ pub struct ClientConfig {
     /// until the first answer, and kept while no spine is live.
     #[serde(default)]
     pub controller: Option<ControllerLink>,
+    /// Serve the client's counts and end-to-end latency histogram on
+    /// `http://ADDR/metrics` while it runs (docs/metrics.md).
+    #[serde(default)]
+    pub metrics: Option<String>,
 }
 
 /// Where a client finds the controller's admin API.
@@ -837,6 +841,7 @@ impl Default for ClientConfig {
             threads: 1,
             fault: Default::default(),
             controller: None,
+            metrics: None,
         }
     }
 }

@@ -1,7 +1,9 @@
-//! Every daemon's /metrics passes `promtool check metrics` (issue 20 item 1):
-//! spine and leaf switch daemons, worker agents, the controller, the pull
+//! Every daemon's /metrics passes `promtool check metrics`: spine and leaf
+//! switch daemons, worker agents, the client, the controller, the pull
 //! scheduler and its executors, each after traffic so that histograms and
 //! labelled series are populated, served by the endpoint the daemons use.
+//! The same scrapes check the Grafana dashboard (docs/grafana/netsched.json):
+//! every metric its panels query is one the daemons export.
 //!
 //! promtool comes with Debian's `prometheus` package (scripts/install-deps.sh).
 //! Without it the test says so and passes, unless NETSCHED_REQUIRE_PROMTOOL=1
@@ -71,8 +73,7 @@ const EVERY_DAEMON: [&str; 6] = [
     "\nprocess_start_time_seconds ",
 ];
 
-fn check(daemon: &str, registry: Arc<Registry>, must_have: &[&str]) {
-    let body = scrape(registry);
+fn check_body(daemon: &str, body: &str, must_have: &[&str]) {
     for name in EVERY_DAEMON.iter().chain(must_have) {
         assert!(body.contains(name), "{daemon}: no {name} in\n{body}");
     }
@@ -105,13 +106,11 @@ fn port() -> SocketAddr {
         .unwrap()
 }
 
-#[test]
-fn switch_and_worker_metrics_pass_promtool() {
-    if !promtool_available() {
-        return;
-    }
+/// A Horus cluster under a client: the (daemon, /metrics body) of its
+/// spine, a leaf, a worker agent and the client.
+fn push_scrapes() -> Vec<(&'static str, String)> {
     let c = cluster(3, 2, 2, Policy::Horus);
-    let r = Client::bind(ClientConfig {
+    let mut client = Client::bind(ClientConfig {
         targets: vec![Target {
             addr: c.spine,
             weight: 1.0,
@@ -124,27 +123,61 @@ fn switch_and_worker_metrics_pass_promtool() {
         bind: "127.0.0.1:0".into(),
         ..Default::default()
     })
-    .unwrap()
-    .run();
+    .unwrap();
+    let client_reg = client.registry();
+    let r = client.run();
     assert!(r.completed > 0, "{}", r.summary());
-    let spine = c.spine_metrics.clone();
-    let leaf = c.leaf_metrics[0].clone();
-    let worker = c.worker_metrics[0].clone();
+    let out = vec![
+        ("spine", scrape(c.spine_metrics.clone())),
+        ("leaf", scrape(c.leaf_metrics[0].clone())),
+        ("worker", scrape(c.worker_metrics[0].clone())),
+        ("client", scrape(client_reg)),
+    ];
     c.shutdown().unwrap();
+    // The client's live counts are its report's.
+    let client = &out[3].1;
+    for (name, n) in [
+        ("netsched_client_tasks_submitted_total", r.submitted),
+        ("netsched_client_tasks_completed_total", r.completed),
+        ("netsched_client_latency_seconds_count", r.completed),
+    ] {
+        assert!(
+            client.contains(&format!("\n{name} {n}\n")),
+            "{name} {n}:\n{client}"
+        );
+    }
+    out
+}
+
+#[test]
+fn switch_worker_and_client_metrics_pass_promtool() {
+    if !promtool_available() {
+        return;
+    }
+    let scrapes = push_scrapes();
+    let body = |d: &str| &scrapes.iter().find(|(n, _)| *n == d).unwrap().1;
     let common = ["netsched_build_info{", "netsched_rx_packets_total{"];
     let switch = [
         "netsched_dispatch_decision_seconds_bucket{",
         "netsched_pipeline_passes_total{",
     ];
-    check("spine", spine, &[&common[..], &switch[..]].concat());
-    check(
+    check_body("spine", body("spine"), &[&common[..], &switch[..]].concat());
+    check_body(
         "leaf",
-        leaf,
+        body("leaf"),
         &[&common[..], &switch[..], &["netsched_rack_load{"]].concat(),
     );
-    check(
+    check_body(
+        "client",
+        body("client"),
+        &[
+            "netsched_client_latency_seconds_bucket{",
+            "netsched_client_tasks_failed_total{reason=\"reply\"}",
+        ],
+    );
+    check_body(
         "worker",
-        worker,
+        body("worker"),
         &[
             "netsched_build_info{",
             "netsched_worker_busy_seconds_total{",
@@ -153,11 +186,9 @@ fn switch_and_worker_metrics_pass_promtool() {
     );
 }
 
-#[test]
-fn pull_scheduler_and_executor_metrics_pass_promtool() {
-    if !promtool_available() {
-        return;
-    }
+/// A Draconis scheduler, its executors and a client: the scheduler's and
+/// the executors' /metrics.
+fn pull_scrapes() -> Vec<(&'static str, String)> {
     let policy = PullPolicy::Draconis;
     let socks: Vec<UdpSocket> = (0..2)
         .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
@@ -187,17 +218,29 @@ fn pull_scheduler_and_executor_metrics_pass_promtool() {
     workers.join();
     stop.store(true, Ordering::Relaxed);
     daemon.join().unwrap();
-    check(
+    vec![
+        ("pull scheduler", scrape(sched_reg)),
+        ("executor", scrape(exec_reg)),
+    ]
+}
+
+#[test]
+fn pull_scheduler_and_executor_metrics_pass_promtool() {
+    if !promtool_available() {
+        return;
+    }
+    let scrapes = pull_scrapes();
+    check_body(
         "pull scheduler",
-        sched_reg,
+        &scrapes[0].1,
         &[
             "netsched_dispatch_decision_seconds_bucket{",
             "netsched_pipeline_passes_total{pass=\"first\"}",
         ],
     );
-    check(
+    check_body(
         "executor",
-        exec_reg,
+        &scrapes[1].1,
         &[
             "netsched_worker_busy_seconds_total{",
             "netsched_worker_run_seconds_bucket{",
@@ -205,11 +248,8 @@ fn pull_scheduler_and_executor_metrics_pass_promtool() {
     );
 }
 
-#[test]
-fn controller_metrics_pass_promtool() {
-    if !promtool_available() {
-        return;
-    }
+/// A controller after one admin request: its /metrics.
+fn controller_scrape() -> String {
     let (ctl, admin, spine, leaf, w) = (port(), port(), port(), port(), port());
     let cfg = ControllerConfig::from_toml(&format!(
         "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"promtool-test-token\"\n\
@@ -226,12 +266,121 @@ fn controller_metrics_pass_promtool() {
     let reg = c.registry();
     stop.store(true, Ordering::Relaxed);
     c.join();
-    check(
+    scrape(reg)
+}
+
+#[test]
+fn controller_metrics_pass_promtool() {
+    if !promtool_available() {
+        return;
+    }
+    check_body(
         "controller",
-        reg,
+        &controller_scrape(),
         &[
             "netsched_controller_admin_request_seconds_count 1",
             "netsched_live_nodes{",
         ],
+    );
+}
+
+/// Metric names in a PromQL expression: identifiers of the netsched and
+/// process families (label names, functions and `$__rate_interval` are
+/// not among them).
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(i) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$') {
+        let tail = &rest[i..];
+        let n = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(tail.len());
+        let word = &tail[..n];
+        if word.starts_with("netsched_") || word.starts_with("process_") {
+            out.push(word.to_string());
+        }
+        rest = &tail[n..];
+    }
+    out
+}
+
+/// The Grafana dashboard is valid JSON of Grafana's dashboard model
+/// (title, uid, schemaVersion, panels with ids, grid positions and
+/// Prometheus targets), it has the panels a researcher needs (client
+/// latency from the histogram, decisions by kind, queue lengths, drops by
+/// reason, failures), and every metric its queries name is one a daemon
+/// exports, read from the daemons' own /metrics after traffic.
+#[test]
+fn grafana_dashboard_queries_only_exported_metrics() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/grafana/netsched.json"
+    );
+    let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+        .expect("the dashboard is JSON");
+    assert!(d["title"].is_string() && d["uid"].is_string());
+    assert!(d["schemaVersion"].as_u64().is_some_and(|v| v >= 30));
+    let panels = d["panels"].as_array().expect("panels");
+    let mut ids = std::collections::BTreeSet::new();
+    let mut exprs = Vec::new();
+    for p in panels {
+        let title = p["title"].as_str().expect("a panel title");
+        assert!(
+            ids.insert(p["id"].as_u64().expect("a panel id")),
+            "{title}: id"
+        );
+        for k in ["x", "y", "w", "h"] {
+            assert!(p["gridPos"][k].as_u64().is_some(), "{title}: gridPos.{k}");
+        }
+        assert_eq!(p["datasource"]["type"], "prometheus", "{title}");
+        let targets = p["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{title}");
+        for t in targets {
+            assert!(t["refId"].is_string(), "{title}: refId");
+            exprs.push((
+                title.to_string(),
+                t["expr"].as_str().expect("expr").to_string(),
+            ));
+        }
+    }
+    let all = exprs
+        .iter()
+        .map(|e| e.1.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for needed in [
+        "histogram_quantile(0.99, sum by (le) (rate(netsched_client_latency_seconds_bucket",
+        "sum by (instance, decision) (rate(netsched_decisions_total",
+        "netsched_worker_queue_length",
+        "netsched_pull_queue_length",
+        "sum by (reason) (rate(netsched_drops_total",
+        "netsched_node_failures_total",
+        "netsched_client_tasks_failed_total",
+    ] {
+        assert!(all.contains(needed), "no panel queries {needed}");
+    }
+    // What the daemons export: every sample name in their scrapes.
+    let mut bodies: Vec<String> = push_scrapes().into_iter().map(|s| s.1).collect();
+    bodies.extend(pull_scrapes().into_iter().map(|s| s.1));
+    bodies.push(controller_scrape());
+    let exported: std::collections::BTreeSet<String> = bodies
+        .iter()
+        .flat_map(|b| b.lines())
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split(['{', ' ']).next().unwrap().to_string())
+        .collect();
+    let mut unknown = Vec::new();
+    for (title, e) in &exprs {
+        let names = metric_names(e);
+        assert!(!names.is_empty(), "{title}: no metric in {e}");
+        for n in names {
+            if !exported.contains(&n) {
+                unknown.push(format!("{title}: {n}"));
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "not exported by any daemon: {unknown:#?}"
     );
 }

@@ -80,6 +80,7 @@ fn sim_outputs(
     cfg: &SimConfig,
     base_dir: &Path,
     progress: bool,
+    label: Option<&str>,
 ) -> Result<(String, String, String, String), Failure> {
     use netsched_sim::report;
     use netsched_sim::run::{run_config, RunOpts};
@@ -91,7 +92,9 @@ fn sim_outputs(
             ..RunOpts::default()
         },
     )
-    .map_err(|e| Failure::Config(e.to_string()))?;
+    // The checks a run makes before its first event (capacity, trace
+    // files) name the file as the parse errors do, as `netsched sim` does.
+    .map_err(|e| Failure::Config(prefixed(label, e)))?;
     let scratch = Scratch::new().map_err(|e| Failure::Io(e.to_string()))?;
     let io = |e: std::io::Error| Failure::Io(format!("{}: {e}", scratch.0.display()));
     report::write_outputs(&scratch.0, cfg, &runs).map_err(io)?;
@@ -125,9 +128,10 @@ fn flow_outputs(cfg: &FlowConfig) -> Result<(String, String, String, String), Fa
 fn pull_outputs(
     cfg: &netsched_sim::pull::PullConfig,
     base_dir: &Path,
+    label: Option<&str>,
 ) -> Result<(String, String, String), Failure> {
     use netsched_sim::pull::{self, report};
-    let runs = pull::run_config(cfg, base_dir).map_err(|e| Failure::Config(e.to_string()))?;
+    let runs = pull::run_config(cfg, base_dir).map_err(|e| Failure::Config(prefixed(label, e)))?;
     let sums = report::summaries(cfg, &runs);
     let scratch = Scratch::new().map_err(|e| Failure::Io(e.to_string()))?;
     let io = |e: std::io::Error| Failure::Io(format!("{}: {e}", scratch.0.display()));
@@ -152,7 +156,7 @@ fn run_pull(
     let cfg = netsched_sim::pull::PullConfig::from_toml(toml)
         .map_err(|e| PyValueError::new_err(prefixed(label, e)))?;
     let base = PathBuf::from(base_dir);
-    Ok(py.allow_threads(|| pull_outputs(&cfg, &base))?)
+    Ok(py.allow_threads(|| pull_outputs(&cfg, &base, label))?)
 }
 
 /// Runs a `netsched sim` config (TOML text). `label` (the file name, if any)
@@ -173,7 +177,7 @@ fn run_sim(
         cfg.threads = t;
     }
     let base = PathBuf::from(base_dir);
-    Ok(py.allow_threads(|| sim_outputs(&cfg, &base, progress))?)
+    Ok(py.allow_threads(|| sim_outputs(&cfg, &base, progress, label))?)
 }
 
 /// Runs a `netsched flowsim` config (TOML text). Returns (summary.json,

@@ -106,18 +106,173 @@ pub fn select_pools(
         .collect())
 }
 
+/// What a run reports while it goes: `netsched sim` draws a progress bar
+/// from it and keeps every finished run, so that Ctrl-C can still write
+/// the runs that completed. Every method has a do-nothing default.
+pub trait RunObserver: Sync {
+    /// Run `index` (0-based) of `runs` starts; about `expected_tasks` tasks
+    /// will complete in it.
+    fn run_started(&self, _index: usize, _runs: usize, _label: &str, _expected_tasks: u64) {}
+    /// `tasks` more tasks completed in the current run (called from the
+    /// simulating threads).
+    fn tasks_done(&self, _tasks: u64) {}
+    /// A run finished; its result is final.
+    fn run_finished(&self, _result: RunResult) {}
+}
+
+/// Everything a config needs before its first event, checked: the
+/// topology, the placement (its capacity against the topology), the
+/// selected pools, the service distribution (files a trace names, resolved
+/// against `base_dir`) and the combinations the model does not cover.
+/// `netsched check` builds it and stops; [`run_config`] runs it.
+pub struct Prepared {
+    topo: Topology,
+    plans: Vec<PoolPlan>,
+    /// Pools with their racks merged (`leaf_idle_scope = "pool"`), else empty.
+    merged: Vec<PoolPlan>,
+    service: crate::workload::ServiceSampler,
+    setup_s: f64,
+}
+
+impl Prepared {
+    pub fn new(cfg: &SimConfig, base_dir: &Path) -> Result<Prepared, ConfigError> {
+        cfg.validate()?;
+        let t0 = Instant::now();
+        let topo = Topology::build(&cfg.topology)?;
+        let plans = select_pools(plans(&topo, cfg)?, cfg.only_pools.as_deref())?;
+        let setup_s = t0.elapsed().as_secs_f64();
+        let service = cfg.workload.service.build_relative_to(base_dir)?;
+        let horus_choices = cfg.schedulers.horus.resolve();
+        if horus_choices.idle_link == IdleLink::RandomOfPool && !cfg.failures.is_empty() {
+            if let Some(p) = plans.iter().find(|p| p.spines.len() > 1) {
+                return Err(ConfigError::new(
+                    "schedulers.horus.idle_link",
+                    format!(
+                        "`random-of-pool` with failure events is not modelled for pools with \
+                         several spines (pool {} has {}): a spine's failure would have to move \
+                         idle links it holds for other groups",
+                        p.pool_id,
+                        p.spines.len()
+                    ),
+                ));
+            }
+        }
+        if horus_choices.leaf_idle_scope == LeafIdleScope::Pool && !cfg.failures.is_empty() {
+            return Err(ConfigError::new(
+                "schedulers.horus.leaf_idle_scope",
+                "`pool` merges each pool's racks into one, which failure events cannot address",
+            ));
+        }
+        let merged: Vec<PoolPlan> = if horus_choices.leaf_idle_scope == LeafIdleScope::Pool {
+            plans.iter().map(PoolPlan::merged_racks).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Prepared {
+            topo,
+            plans,
+            merged,
+            service,
+            setup_s,
+        })
+    }
+
+    /// Workers in the simulated pools.
+    pub fn workers(&self) -> u64 {
+        self.plans.iter().map(|p| p.workers()).sum()
+    }
+}
+
 /// Runs every (policy, load) combination the config asks for.
 pub fn run_config(
     cfg: &SimConfig,
     base_dir: &Path,
     opts: &RunOpts,
 ) -> Result<Vec<RunResult>, ConfigError> {
-    cfg.validate()?;
-    let t0 = Instant::now();
-    let topo = Topology::build(&cfg.topology)?;
-    let plans = select_pools(plans(&topo, cfg)?, cfg.only_pools.as_deref())?;
-    let setup_s = t0.elapsed().as_secs_f64();
-    let service = cfg.workload.service.build_relative_to(base_dir)?;
+    struct Collect {
+        done: Arc<AtomicU64>,
+        runs: std::sync::Mutex<Vec<RunResult>>,
+    }
+    impl RunObserver for Collect {
+        fn tasks_done(&self, tasks: u64) {
+            self.done.fetch_add(tasks, Ordering::Relaxed);
+        }
+        fn run_finished(&self, result: RunResult) {
+            self.runs.lock().expect("not poisoned").push(result);
+        }
+    }
+    let c = Collect {
+        done: Arc::new(AtomicU64::new(0)),
+        runs: Default::default(),
+    };
+    let prepared = Prepared::new(cfg, base_dir)?;
+    let runs = cfg.runs();
+    let n = runs.len();
+    for (k, (policy, load)) in runs.into_iter().enumerate() {
+        c.done.store(0, Ordering::Relaxed);
+        let finished = Arc::new(AtomicBool::new(false));
+        let label = format!("run {}/{n}: {} load {load}", k + 1, policy.name());
+        let expected = expected_tasks(cfg, &prepared, load);
+        let reporter = opts
+            .progress
+            .then(|| spawn_progress(label, expected, c.done.clone(), finished.clone()));
+        let r = run_one(cfg, &prepared, opts, policy, load, &c);
+        finished.store(true, Ordering::Relaxed);
+        if let Some(h) = reporter {
+            let _ = h.join();
+        }
+        c.run_finished(r?);
+    }
+    Ok(c.runs.into_inner().expect("not poisoned"))
+}
+
+/// [`run_config`] reporting to `obs`: each run's start, its tasks as they
+/// complete, and its result when it finishes (then dropped here).
+pub fn run_config_observed(
+    cfg: &SimConfig,
+    prepared: &Prepared,
+    opts: &RunOpts,
+    obs: &dyn RunObserver,
+) -> Result<(), ConfigError> {
+    let runs = cfg.runs();
+    let n = runs.len();
+    for (k, (policy, load)) in runs.into_iter().enumerate() {
+        let label = format!("{} load {load}", policy.name());
+        obs.run_started(k, n, &label, expected_tasks(cfg, prepared, load));
+        obs.run_finished(run_one(cfg, prepared, opts, policy, load, obs)?);
+    }
+    Ok(())
+}
+
+/// The arrival window of a run at `load`, ns.
+fn arrival_ns(cfg: &SimConfig, p: &Prepared, load: f64) -> u64 {
+    match (cfg.workload.duration_us, cfg.workload.tasks_per_worker) {
+        (Some(d), _) => us_to_ns(d),
+        (None, Some(t)) => (t * p.service.mean_ns() / load).round() as u64,
+        (None, None) => unreachable!("validated"),
+    }
+}
+
+/// Tasks a run at `load` is expected to complete (for progress only).
+fn expected_tasks(cfg: &SimConfig, p: &Prepared, load: f64) -> u64 {
+    (p.workers() as f64 * load * arrival_ns(cfg, p, load) as f64 / p.service.mean_ns()) as u64
+}
+
+fn run_one(
+    cfg: &SimConfig,
+    prepared: &Prepared,
+    opts: &RunOpts,
+    policy: Policy,
+    load: f64,
+    obs: &dyn RunObserver,
+) -> Result<RunResult, ConfigError> {
+    let Prepared {
+        topo,
+        plans,
+        merged,
+        service,
+        setup_s,
+    } = prepared;
     let threads = if cfg.threads == 0 {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -132,125 +287,81 @@ pub fn run_config(
     // Biggest pools first so that one straggler does not finish alone.
     let mut order: Vec<usize> = (0..plans.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(plans[i].workers()));
-    let workers: u64 = plans.iter().map(|p| p.workers()).sum();
+    let workers = prepared.workers();
     let horus_choices = cfg.schedulers.horus.resolve();
-    if horus_choices.idle_link == IdleLink::RandomOfPool && !cfg.failures.is_empty() {
-        if let Some(p) = plans.iter().find(|p| p.spines.len() > 1) {
-            return Err(ConfigError::new(
-                "schedulers.horus.idle_link",
-                format!(
-                    "`random-of-pool` with failure events is not modelled for pools with \
-                     several spines (pool {} has {}): a spine's failure would have to move \
-                     idle links it holds for other groups",
-                    p.pool_id,
-                    p.spines.len()
-                ),
-            ));
-        }
-    }
-    if horus_choices.leaf_idle_scope == LeafIdleScope::Pool && !cfg.failures.is_empty() {
-        return Err(ConfigError::new(
-            "schedulers.horus.leaf_idle_scope",
-            "`pool` merges each pool's racks into one, which failure events cannot address",
-        ));
-    }
-    let merged: Vec<PoolPlan> = if horus_choices.leaf_idle_scope == LeafIdleScope::Pool {
-        plans.iter().map(PoolPlan::merged_racks).collect()
-    } else {
-        Vec::new()
+    let schedule = RateSchedule::from_us_pairs(load, &cfg.workload.schedule)
+        .map_err(|e| e.within("workload"))?;
+    let arrival_ns = arrival_ns(cfg, prepared, load);
+    let warmup_ns = (arrival_ns as f64 * cfg.workload.warmup_fraction) as u64;
+    let hops = |spine: u32, leaf: u32| topo.spine_leaf_hops(spine, leaf);
+    let setup = RunSetup {
+        policy,
+        seed: cfg.seed,
+        service,
+        schedule,
+        end_ns: arrival_ns,
+        warmup_ns,
+        hop_delay: cfg.network.hop_delay,
+        loss: cfg.network.loss,
+        resubmit_ns: cfg.network.resubmit_ns,
+        worker_model: cfg.workers.model,
+        ps_slice_ns: us_to_ns(cfg.workers.ps_slice_us),
+        heartbeat_timeout_ns: us_to_ns(cfg.workers.heartbeat_timeout_us),
+        failure_detection_ns: us_to_ns(cfg.network.failure_detection_us),
+        samples: cfg.schedulers.samples,
+        multi_queue: cfg.workers.multi_queue,
+        load_tracking: cfg.schedulers.load_tracking,
+        int2_random_one_in: cfg.schedulers.int2_random_one_in,
+        horus: horus_choices,
+        clients: cfg.schedulers.clients,
+        jbsq_bound: cfg.schedulers.jbsq_bound,
+        failures: &cfg.failures,
+        imbalance_interval_ns: us_to_ns(cfg.metrics.imbalance_interval_us),
+        hops: &hops,
+        eager_state_writes: opts.eager_state_writes,
     };
-    let mut results = Vec::new();
-    for (policy, load) in cfg.runs() {
-        let schedule = RateSchedule::from_us_pairs(load, &cfg.workload.schedule)
-            .map_err(|e| e.within("workload"))?;
-        let arrival_ns = match (cfg.workload.duration_us, cfg.workload.tasks_per_worker) {
-            (Some(d), _) => us_to_ns(d),
-            (None, Some(t)) => (t * service.mean_ns() / load).round() as u64,
-            (None, None) => unreachable!("validated"),
-        };
-        let warmup_ns = (arrival_ns as f64 * cfg.workload.warmup_fraction) as u64;
-        let hops = |spine: u32, leaf: u32| topo.spine_leaf_hops(spine, leaf);
-        let setup = RunSetup {
-            policy,
-            seed: cfg.seed,
-            service: &service,
-            schedule,
-            end_ns: arrival_ns,
-            warmup_ns,
-            hop_delay: cfg.network.hop_delay,
-            loss: cfg.network.loss,
-            resubmit_ns: cfg.network.resubmit_ns,
-            worker_model: cfg.workers.model,
-            ps_slice_ns: us_to_ns(cfg.workers.ps_slice_us),
-            heartbeat_timeout_ns: us_to_ns(cfg.workers.heartbeat_timeout_us),
-            failure_detection_ns: us_to_ns(cfg.network.failure_detection_us),
-            samples: cfg.schedulers.samples,
-            multi_queue: cfg.workers.multi_queue,
-            load_tracking: cfg.schedulers.load_tracking,
-            int2_random_one_in: cfg.schedulers.int2_random_one_in,
-            horus: horus_choices,
-            clients: cfg.schedulers.clients,
-            jbsq_bound: cfg.schedulers.jbsq_bound,
-            failures: &cfg.failures,
-            imbalance_interval_ns: us_to_ns(cfg.metrics.imbalance_interval_us),
-            hops: &hops,
-            eager_state_writes: opts.eager_state_writes,
-        };
-        let expected = (workers as f64 * load * arrival_ns as f64 / service.mean_ns()) as u64;
-        let done = Arc::new(AtomicU64::new(0));
-        let finished = Arc::new(AtomicBool::new(false));
-        let label = format!("{} load {load}", policy.name());
-        let reporter = opts
-            .progress
-            .then(|| spawn_progress(label, expected, done.clone(), finished.clone()));
-        let start = Instant::now();
-        let mut per_pool: Vec<Option<PoolMetrics>> = (0..plans.len()).map(|_| None).collect();
-        let computed: Vec<(usize, PoolMetrics)> = pool.install(|| {
-            order
-                .par_iter()
-                .map(|&i| {
-                    let last = std::cell::Cell::new(0u64);
-                    let progress = |completed: u64| {
-                        done.fetch_add(completed - last.get(), Ordering::Relaxed);
-                        last.set(completed);
-                    };
-                    let plan = if policy == Policy::Horus && !merged.is_empty() {
-                        &merged[i]
-                    } else {
-                        &plans[i]
-                    };
-                    let mut m = PoolSim::new(&setup, plan).run(&progress);
-                    m.set_window(warmup_ns, arrival_ns);
-                    (i, m)
-                })
-                .collect()
-        });
-        for (i, m) in computed {
-            per_pool[i] = Some(m);
-        }
-        let pools: Vec<PoolMetrics> = per_pool
-            .into_iter()
-            .map(|m| m.expect("every pool ran"))
-            .collect();
-        finished.store(true, Ordering::Relaxed);
-        if let Some(h) = reporter {
-            let _ = h.join();
-        }
-        let overall = PoolMetrics::merge_all(&pools);
-        results.push(RunResult {
-            policy,
-            load,
-            tasks: overall.submitted_total,
-            events: overall.events,
-            workers,
-            overall,
-            pools,
-            wall_s: start.elapsed().as_secs_f64(),
-            setup_s,
-            class_names: service.class_names().to_vec(),
-        });
+    let start = Instant::now();
+    let mut per_pool: Vec<Option<PoolMetrics>> = (0..plans.len()).map(|_| None).collect();
+    let computed: Vec<(usize, PoolMetrics)> = pool.install(|| {
+        order
+            .par_iter()
+            .map(|&i| {
+                let last = std::cell::Cell::new(0u64);
+                let progress = |completed: u64| {
+                    obs.tasks_done(completed - last.get());
+                    last.set(completed);
+                };
+                let plan = if policy == Policy::Horus && !merged.is_empty() {
+                    &merged[i]
+                } else {
+                    &plans[i]
+                };
+                let mut m = PoolSim::new(&setup, plan).run(&progress);
+                m.set_window(warmup_ns, arrival_ns);
+                (i, m)
+            })
+            .collect()
+    });
+    for (i, m) in computed {
+        per_pool[i] = Some(m);
     }
-    Ok(results)
+    let pools: Vec<PoolMetrics> = per_pool
+        .into_iter()
+        .map(|m| m.expect("every pool ran"))
+        .collect();
+    let overall = PoolMetrics::merge_all(&pools);
+    Ok(RunResult {
+        policy,
+        load,
+        tasks: overall.submitted_total,
+        events: overall.events,
+        workers,
+        overall,
+        pools,
+        wall_s: start.elapsed().as_secs_f64(),
+        setup_s: *setup_s,
+        class_names: service.class_names().to_vec(),
+    })
 }
 
 fn spawn_progress(

@@ -6,6 +6,7 @@
 //! uncontended lock): no allocation and no map lookup per packet.
 //! docs/metrics.md lists every series.
 
+mod client;
 mod process;
 mod text;
 
@@ -26,6 +27,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry as PromRegistry;
 
+pub use client::ClientMetrics;
 pub use process::ProcessStats;
 pub use text::{openmetrics_to_prometheus, sort_series};
 

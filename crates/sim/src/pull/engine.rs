@@ -16,6 +16,7 @@ use netsched_config::pull::pull_params;
 use netsched_core::client::{Expiry, ReplyOutcome, RetryPolicy, TaskState, TaskTracker};
 use netsched_core::dataplane::{Action, DataPlane, Input, Outbox, TaskMeta};
 use netsched_core::pull::sparrow::SparrowWorker;
+use netsched_core::pull::PullParams;
 use netsched_core::pull::{
     ExecInfo, Executor, JobSubmission, PullAction, PullDataPlane, PullInput, PullOutbox, PullPlane,
     PullPlaneKind, TaskInfo, TaskList, MAX_TASKS_PER_PACKET,
@@ -220,6 +221,28 @@ pub fn mean_job_tasks(cfg: &PullConfig) -> f64 {
 }
 
 /// Runs one (policy, load) of `cfg`.
+/// The data plane's parameters for `policy`, validated (`netsched check`
+/// and every run go through here).
+pub(crate) fn checked_params(
+    cfg: &PullConfig,
+    policy: PullPolicy,
+    levels: u8,
+    nodes_per_rack: u32,
+) -> Result<PullParams, ConfigError> {
+    let params = pull_params(
+        policy,
+        levels,
+        nodes_per_rack,
+        &cfg.draconis,
+        &cfg.r2p2,
+        &cfg.sparrow,
+    );
+    params
+        .validate()
+        .map_err(|e| ConfigError::new(e.field, e.msg))?;
+    Ok(params)
+}
+
 pub fn run_one(
     cfg: &PullConfig,
     sampler: &ServiceSampler,
@@ -284,17 +307,7 @@ impl<'a> Sim<'a> {
         }
         let levels = cfg.workload.priority_weights.len().clamp(1, 255) as u8;
         let nodes_per_rack = cfg.nodes_per_rack();
-        let params = pull_params(
-            policy,
-            levels,
-            nodes_per_rack,
-            &cfg.draconis,
-            &cfg.r2p2,
-            &cfg.sparrow,
-        );
-        params
-            .validate()
-            .map_err(|e| ConfigError::new(e.field, e.msg))?;
+        let params = checked_params(cfg, policy, levels, nodes_per_rack)?;
         let planes: Vec<PullPlane> = match policy.plane() {
             // Sparrow runs `schedulers` hosts, each with its own sampling stream.
             Some(kind @ PullPlaneKind::Sparrow) => (0..cfg.sparrow.schedulers)

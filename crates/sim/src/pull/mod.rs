@@ -24,12 +24,27 @@ pub use metrics::{PullMetrics, PullSummary};
 
 use crate::error::ConfigError;
 
+/// Everything a run of `cfg` checks before its first event: the config,
+/// the service distribution (a trace file resolved against `base`) and
+/// every run's data-plane parameters. `netsched check` stops here.
+pub fn prepare(
+    cfg: &PullConfig,
+    base: &Path,
+) -> Result<crate::workload::ServiceSampler, ConfigError> {
+    cfg.validate()?;
+    let sampler = cfg.workload.service.build_relative_to(base)?;
+    let levels = cfg.workload.priority_weights.len().clamp(1, 255) as u8;
+    for (policy, _) in cfg.runs() {
+        engine::checked_params(cfg, policy, levels, cfg.nodes_per_rack())?;
+    }
+    Ok(sampler)
+}
+
 /// Runs every (policy, load) of `cfg` (in parallel; results in config
 /// order, each a function of the config and seed alone). `base` resolves a
 /// relative trace path in `workload.service`.
 pub fn run_config(cfg: &PullConfig, base: &Path) -> Result<Vec<PullRun>, ConfigError> {
-    cfg.validate()?;
-    let sampler = cfg.workload.service.build_relative_to(base)?;
+    let sampler = prepare(cfg, base)?;
     cfg.runs()
         .into_par_iter()
         .map(|(policy, load)| run_one(cfg, &sampler, policy, load))
