@@ -104,7 +104,7 @@ def build_report(results: str, out: str) -> int:
     head = ""
     if summary:
         head = ('<h2>Claims within tolerance</h2><div class="scroll"><table><tr><th>entry</th>'
-                "<th>within tolerance</th><th>checked</th><th>qualitative</th></tr>"
+                "<th>within tolerance</th><th>checked</th><th>not counted</th></tr>"
                 + "".join(summary)
                 + f"<tr><th>all</th><th>{total[0]}</th><th>{total[1]}</th><th>{total[2]}</th></tr>"
                 "</table></div>")

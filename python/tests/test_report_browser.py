@@ -36,8 +36,8 @@ def _results(tmp_path):
     wide += "| " + " | ".join(f"{1234567.0 + i:,.0f}" for i in range(40)) + " |\n"
     (root / "horus-fig10.md").write_text("# horus-fig10: P Fig. 10\n\n" + wide)
     (root / "horus-fig2.md").write_text("# horus-fig2: P Fig. 2\n\nplain\n")
-    claims = [{"statement": "s", "paper": "1", "ours": "1", "ok": True, "tolerance": "t"},
-              {"statement": "s2", "paper": "1", "ours": "3", "ok": False, "tolerance": "t"}]
+    claims = [{"key": "s", "kind": "numeric", "verdict": "agrees"},
+              {"key": "s2", "kind": "numeric", "verdict": "differs"}]
     for n in ("horus-fig10", "horus-fig2"):
         (root / f"{n}.json").write_text(json.dumps({"claims": claims}))
     return root
