@@ -87,9 +87,7 @@ def tolerance_text(c: dict) -> str:
         return "95 % interval of the difference above zero"
     if c["kind"] == "calibration":
         return "fitted, not counted"
-    if c["kind"] == "not-reproducible":
-        return "—"
-    return c.get("tolerance", "")
+    return "—"
 
 
 def judge(c: dict) -> str:
@@ -99,8 +97,6 @@ def judge(c: dict) -> str:
         return "calibration"
     if kind == "not-reproducible":
         return "not-reproducible"
-    if kind == "legacy":
-        return {True: "agrees", False: "differs", None: "qualitative"}[c.get("ok")]
     mean, ci, n = o["mean"], o["ci95"], o["n"]
     if not _finite(mean):
         return "differs"
@@ -150,8 +146,6 @@ def _fmt(v, unit: str = "") -> str:
 
 def ours_text(c: dict) -> str:
     o, unit = c["ours"], c.get("unit", "")
-    if c["kind"] == "legacy":
-        return o.get("text", "")
     if c["kind"] == "not-reproducible":
         return "—"
     if not _finite(o["mean"]):
@@ -190,23 +184,16 @@ def aggregate(per_seed: list, *, entry: str, paper: str, figure: str, scale: str
             "paper_value": _clean(c0.paper_value), "paper_text": c0.paper_text,
             "unit": c0.unit, "scale": scale, "seeds": n, "scale_note": scale_note,
         }
-        if c0.kind == "legacy":
-            rec.update(paper_value=c0.paper, paper_text=c0.paper, ok=c0.ok,
-                       tolerance=c0.tolerance,
-                       ours={"mean": None, "ci95": None, "n": n,
-                             "per_seed": [c.ours for c in seeds], "text": c0.ours})
-        else:
-            vals = [c.value for c in seeds]
-            mean, ci, _ = stats([math.nan if v is None else v for v in vals])
-            rec["ours"] = {"mean": _clean(mean), "ci95": ci, "n": n,
-                           "per_seed": [_clean(v) for v in vals]}
-            for f in ("rel", "pp", "factor", "reason", "describe", "note", "missing"):
-                v = getattr(c0, f)
-                if v not in (None, ""):
-                    rec[f] = v
-            rec["ours"]["mean"] = mean  # NaN kept for judging; cleaned on output
-            rec["tolerance"] = tolerance_text(rec)
-            rec["ours"]["text"] = ours_text(rec)
+        vals = [c.value for c in seeds]
+        mean, ci, _ = stats([math.nan if v is None else v for v in vals])
+        # NaN mean kept for judging; `finalize` cleans it for JSON.
+        rec["ours"] = {"mean": mean, "ci95": ci, "n": n, "per_seed": [_clean(v) for v in vals]}
+        for f in ("rel", "pp", "factor", "reason", "describe", "note", "missing"):
+            v = getattr(c0, f)
+            if v not in (None, ""):
+                rec[f] = v
+        rec["tolerance"] = tolerance_text(rec)
+        rec["ours"]["text"] = ours_text(rec)
         rec["verdict"] = judge(rec)
         rec["attribution"] = []
         out.append(rec)
@@ -226,18 +213,14 @@ def margin(c: dict) -> float:
 def record(main: dict, ablated: dict, *, changed: str, command: str) -> dict:
     """What an ablation did to one claim: ours before and after, and whether
     it moved to agreement, closer to it, or not."""
-    if main["kind"] == "legacy":
-        before, after = main["ours"]["text"], ablated["ours"]["text"]
-        moves = "agrees" if ablated["verdict"] == "agrees" else "no"
+    before, after = ours_text(main), ours_text(ablated)
+    d0, d1 = distance(main), distance(ablated)
+    if ablated["verdict"] == "agrees":
+        moves = "agrees"
+    elif d1 < d0 - margin(main):
+        moves = "closer"
     else:
-        before, after = ours_text(main), ours_text(ablated)
-        d0, d1 = distance(main), distance(ablated)
-        if ablated["verdict"] == "agrees":
-            moves = "agrees"
-        elif d1 < d0 - margin(main):
-            moves = "closer"
-        else:
-            moves = "no"
+        moves = "no"
     return {"changed": changed, "command": command,
             "result": f"ours {before} -> {after} (paper {main['paper_text']})",
             "verdict": ablated["verdict"], "moves_to": moves}
@@ -268,24 +251,22 @@ def finalize(records: list[dict]) -> list[dict]:
 
 def tally(claims) -> dict:
     """Counts by tier over claim records: numeric and shape verdicts of the
-    counted (main-section) claims, calibrations, not-reproducible claims,
-    sensitivity rows (not counted) and, until every entry is converted, the
-    earlier one-seed verdicts ("legacy")."""
+    counted (main-section) claims, calibrations, not-reproducible claims and
+    sensitivity rows (not counted). A record of another kind (a results
+    directory from before the tiers) is an error: rerun `experiment run`."""
     t = {"numeric": dict.fromkeys(VERDICTS, 0), "shape": dict.fromkeys(VERDICTS, 0),
          "calibration": 0, "not-reproducible": 0, "sensitivity": 0}
-    legacy = {"agrees": 0, "differs": 0, "qualitative": 0}
     for c in claims:
-        kind = c.get("kind", "legacy")
+        kind = c.get("kind")
+        if kind not in COUNTED + ("calibration", "not-reproducible"):
+            raise ValueError(f"claim {c.get('key') or c.get('statement')!r}: kind {kind!r} is not a "
+                             "tier (results from before the tiers: rerun `experiment run`)")
         if c.get("section", "main") == "sensitivity":
             t["sensitivity"] += 1
         elif kind in COUNTED:
             t[kind][c["verdict"]] += 1
-        elif kind in ("calibration", "not-reproducible"):
-            t[kind] += 1
         else:
-            legacy[c.get("verdict") or judge({"kind": "legacy", "ours": {}, "ok": c.get("ok")})] += 1
-    if any(legacy.values()):
-        t["legacy"] = legacy
+            t[kind] += 1
     return t
 
 
@@ -296,10 +277,6 @@ def summary_counts(claims) -> tuple[int, int, int]:
     agrees = t["numeric"]["agrees"] + t["shape"]["agrees"]
     judged = sum(t["numeric"].values()) + sum(t["shape"].values())
     other = t["calibration"] + t["not-reproducible"]
-    if "legacy" in t:
-        agrees += t["legacy"]["agrees"]
-        judged += t["legacy"]["agrees"] + t["legacy"]["differs"]
-        other += t["legacy"]["qualitative"]
     return agrees, judged, other
 
 
@@ -313,10 +290,6 @@ def tally_text(t: dict) -> str:
              f"{t['not-reproducible']} not reproducible here"]
     if t["sensitivity"]:
         parts.append(f"{t['sensitivity']} sensitivity rows (not counted)")
-    if "legacy" in t:
-        lg = t["legacy"]
-        parts.append(f"not yet converted: {lg['agrees']} agree, {lg['differs']} differ, "
-                     f"{lg['qualitative']} qualitative (one seed)")
     return "; ".join(parts)
 
 
@@ -393,10 +366,6 @@ def gather(results: str) -> str:
                     f"{t[k]['unresolved']} |")
     head += ["", f"Calibrations (shown, not counted): {t['calibration']}. Not reproducible here: "
                  f"{t['not-reproducible']}. Sensitivity rows (not counted): {t['sensitivity']}."]
-    if "legacy" in t:
-        lg = t["legacy"]
-        head.append(f"Not yet converted to tiers (one seed): {lg['agrees']} agree, "
-                    f"{lg['differs']} differ, {lg['qualitative']} qualitative.")
     return "\n".join(["**Claims by tier** across the catalog:", ""] + head + [""] + parts)
 
 

@@ -159,7 +159,7 @@ def _run(a: argparse.Namespace) -> int:
         if a.cmd == "experiment" and a.action == "claims":
             import json
 
-            from .claims import collect, gather, write_into
+            from .claims import collect, gather, tally, tally_text, write_into
 
             if a.format == "json":
                 body = json.dumps(collect(a.results), indent=1, ensure_ascii=False) + "\n"
@@ -169,12 +169,13 @@ def _run(a: argparse.Namespace) -> int:
                 if a.format != "markdown":
                     raise ValueError("--into takes the markdown format")
                 write_into(a.into, body)
-                print(f"{a.into}: claims from {a.results}")
+                print(f"{a.into}: claims from {a.results}: {tally_text(tally(collect(a.results)))}")
             elif a.out:
                 from pathlib import Path
 
                 Path(a.out).write_text(body)
-                print(f"{a.out}: {a.format} claims from {a.results}")
+                print(f"{a.out}: {a.format} claims from {a.results}: "
+                      f"{tally_text(tally(collect(a.results)))}")
             else:
                 print(body, end="" if body.endswith("\n") else "\n")
             return 0

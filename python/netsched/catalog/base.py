@@ -32,18 +32,11 @@ class Claim:
     entry's `claims(table)` runs once per seed and returns the same claims in
     the same order (same `key`s), and the framework (netsched.claims)
     aggregates each over seeds into a mean, a 95 % interval and a verdict.
-
-    The positional form ``Claim(statement, paper, ours, ok=, tolerance=)``
-    is the catalog's earlier one-seed verdict (kind "legacy"), kept only
-    until every entry is converted."""
+    `kind` is one of KINDS and `key` a lowercase slug, stable across seeds."""
 
     statement: str
-    paper: str = ""
-    ours: str = ""
-    ok: Optional[bool] = None
-    tolerance: str = ""
-    key: str = ""
-    kind: str = "legacy"
+    key: str
+    kind: str
     paper_value: object = None
     paper_text: str = ""
     value: Optional[float] = None  # this seed's value (numeric/calibration), or diff (shape)
@@ -61,14 +54,6 @@ class Claim:
     section: str = "main"
 
     def __post_init__(self) -> None:
-        if self.kind == "legacy":
-            if self.ok is not None:
-                self.ok = bool(self.ok)
-                if not self.tolerance.strip():
-                    raise ValueError(f"claim {self.statement!r} has a verdict but states no tolerance")
-            if not self.key:
-                self.key = _slug(self.statement)
-            return
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.key!r}: unknown kind {self.kind!r}")
         if not self.key or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", self.key):
@@ -77,10 +62,6 @@ class Claim:
             raise ValueError(f"claim {self.key!r}: section must be main or sensitivity")
         if self.value is not None:
             self.value = float(self.value)
-
-
-def _slug(s: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")[:80] or "claim"
 
 
 def _num(v) -> Optional[float]:
@@ -152,62 +133,6 @@ def not_reproducible(key: str, statement: str, paper_value, missing: str, *,
                  paper_value=pv if pv is not None else paper_value,
                  paper_text=paper_text or (fmt(pv, unit) if pv is not None else str(paper_value)),
                  missing=missing, unit=unit, figure=figure)
-
-
-# --- the earlier one-seed verdicts (kind "legacy"): removed once every entry is converted
-
-def _finite(*vs: float) -> bool:
-    return all(v is not None and v == v and abs(v) != float("inf") for v in vs)
-
-
-def within(statement: str, paper: float, ours: float, rel: float = 0.25, unit: str = "",
-           paper_text: Optional[str] = None, ours_text: Optional[str] = None) -> Claim:
-    """Agrees if ours is within `rel` of the paper's value (|ours/paper - 1| <= rel)."""
-    ok = _finite(paper, ours) and paper != 0 and abs(ours / paper - 1) <= rel
-    return Claim(statement, paper_text or fmt(paper, unit), ours_text or fmt(ours, unit), ok=ok,
-                 tolerance=f"within {100 * rel:.0f} % of the paper's value")
-
-
-def all_within(statement: str, paper: list[float], ours: list[float], rel: float = 0.25,
-               unit: str = "", ours_note: str = "") -> Claim:
-    """Agrees if every one of several values is within `rel` of the paper's."""
-    ok = len(paper) == len(ours) and all(
-        _finite(p, o) and p != 0 and abs(o / p - 1) <= rel for p, o in zip(paper, ours))
-    return Claim(statement, " / ".join(fmt(p) for p in paper) + unit,
-                 " / ".join(fmt(o) for o in ours) + unit + ours_note, ok=ok,
-                 tolerance=f"each within {100 * rel:.0f} % of the paper's value")
-
-
-def ratio_within(statement: str, paper: float, ours: float, factor: float = 2.0,
-                 paper_text: Optional[str] = None, ours_text: Optional[str] = None) -> Claim:
-    """Agrees if ours is within a factor of the paper's (1/factor <= ours/paper <= factor):
-    for ratios between systems, which the papers state to one significant figure."""
-    ok = _finite(paper, ours) and paper > 0 and ours > 0 and 1 / factor <= ours / paper <= factor
-    if ours_text is None:
-        ours_text = f"{ours:.3g}×" if _finite(ours) else "—"
-    return Claim(statement, paper_text or f"{paper:.3g}×", ours_text, ok=ok,
-                 tolerance=f"within {factor:g}× of the paper's value")
-
-
-def points(statement: str, paper: float, ours: float, pp: float = 15.0,
-           paper_text: Optional[str] = None, ours_text: Optional[str] = None) -> Claim:
-    """Agrees if a percentage is within `pp` percentage points of the paper's."""
-    ok = _finite(paper, ours) and abs(ours - paper) <= pp
-    return Claim(statement, paper_text or f"{paper:.0f}%", ours_text or
-                 (f"{ours:.0f}%" if _finite(ours) else "—"), ok=ok,
-                 tolerance=f"within {pp:g} percentage points of the paper's value")
-
-
-def same_order(statement: str, paper_order: list[str], ours: dict[str, float],
-               unit: str = "") -> Claim:
-    """Agrees if sorting the named systems by our values (lowest first) gives
-    the paper's order; systems without a value break the order."""
-    have = {s: v for s, v in ours.items() if _finite(v)}
-    ranked = sorted(have, key=lambda s: have[s])
-    ok = ranked == list(paper_order)
-    return Claim(statement, " < ".join(paper_order),
-                 " < ".join(f"{s} {fmt(have[s], unit)}" for s in ranked) or "—", ok=ok,
-                 tolerance="the same order of the named systems")
 
 
 @dataclass

@@ -5,6 +5,8 @@ starts an hour-long run."""
 
 PAPER_WALL = {
     "horus-fig2": "29 min 36 s",
+    "horus-fig6": "not measured (published: 400 tasks per worker, 111 s for 5 seeds)",
+    "horus-fig7": "not measured",
     "horus-fig10": "≈ 70 s (35 s with 63 runs)",
     "horus-fig11": "≈ 54 s (26.9 s with 63 runs)",
     "horus-fig12a": "1 h 37 min 25 s",
@@ -16,6 +18,9 @@ PAPER_WALL = {
     "horus-fig19a": "1.9 s after Fig. 12a (its runs)",
     "horus-fig19b": "5.9 min",
     "baraat-fig3": "568 s",
+    "baraat-fig7": "24.5 s for 5 seeds, 16 of 40 runs cached (docs/results)",
+    "baraat-table3": "17.3 s for 5 seeds, 4 of 10 runs cached (docs/results)",
+    "baraat-storage": "53.3 s for 5 seeds (docs/results)",
     "baraat-table4": "197 s",
     "baraat-fig8": "8.3 s after Table 4",
     "baraat-fig9": "7.9 s after Table 4",
