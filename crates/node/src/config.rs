@@ -110,6 +110,21 @@ pub struct PoolConfig {
     /// `r2p2`: JBSQ's bound on tasks outstanding per node (RackSched §4.5).
     #[serde(default = "default_jbsq_bound")]
     pub jbsq_bound: u32,
+    /// Horus soft state, ms (0: off, the paper's mechanism): a leaf
+    /// re-sends its idle state and load to its spine every quarter of this,
+    /// and a spine forgets what a rack has not refreshed for this long, so a
+    /// lost or forged notice holds at most a quarter of it
+    /// (`HorusOptions::soft_state_ns`, docs/runtime.md).
+    #[serde(default = "default_soft_state_ms")]
+    pub soft_state_ms: u64,
+}
+
+/// Default [`PoolConfig::soft_state_ms`]: the bound on a wrong belief
+/// about a rack is 1 s if every refresh in it is lost, 250 ms otherwise.
+pub const DEFAULT_SOFT_STATE_MS: u64 = 1_000;
+
+fn default_soft_state_ms() -> u64 {
+    DEFAULT_SOFT_STATE_MS
 }
 
 fn default_samples() -> u32 {
@@ -150,17 +165,20 @@ impl PoolConfig {
             max_routes: default_max_routes(),
             samples: default_samples(),
             jbsq_bound: default_jbsq_bound(),
+            soft_state_ms: default_soft_state_ms(),
         }
     }
 
     /// The data-plane parameters this instance sets; the rest are the
     /// registry's defaults (`netsched_core::registry::PlaneParams`).
     pub fn plane_params(&self) -> PlaneParams {
-        PlaneParams {
+        let mut p = PlaneParams {
             samples: self.samples,
             jbsq_bound: self.jbsq_bound,
             ..PlaneParams::default()
-        }
+        };
+        p.horus.soft_state_ns = self.soft_state_ms.saturating_mul(1_000_000);
+        p
     }
 }
 
