@@ -349,6 +349,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             }
             let cfg =
                 WorkerConfig::from_toml(&text).map_err(|e| format!("{}: {e}", config.display()))?;
+            inline_secret(&config, cfg.key.is_some())?;
             let w = Worker::bind(&cfg, stop.clone())?;
             let metrics = serve_metrics(&cfg.metrics, w.registry(), &stop)?;
             let addrs: Vec<String> = w.addrs().iter().map(|a| a.to_string()).collect();

@@ -223,6 +223,12 @@ pub struct SwitchConfig {
     pub key_file: Option<std::path::PathBuf>,
     #[serde(default)]
     pub key_env: Option<String>,
+    /// Sealed state messages (`crate::notice_auth`): `auto` (default) seals
+    /// notices and requires sealed notices and keep-alives whenever the
+    /// cluster key above resolves; `on` requires the key; `off` neither
+    /// seals nor checks.
+    #[serde(default)]
+    pub notice_mac: crate::notice_auth::NoticeMac,
     /// Fault injection on the receive path (tests: packet loss without tc).
     #[serde(default)]
     pub fault: crate::fault::FaultConfig,
@@ -377,6 +383,7 @@ impl Default for SwitchConfig {
             key: None,
             key_file: None,
             key_env: None,
+            notice_mac: Default::default(),
             fault: Default::default(),
             max_routes_per_source: DEFAULT_MAX_ROUTES_PER_SOURCE,
             route_idle_ms: DEFAULT_ROUTE_IDLE_MS,
@@ -629,6 +636,17 @@ pub struct WorkerConfig {
     /// an executor for as long as one datagram says.
     #[serde(default = "default_max_service_ms")]
     pub max_service_ms: u64,
+    /// The cluster key, from which keep-alives' seal key is derived
+    /// (crate::notice_auth): as a switch's `key`, `key_file`, `key_env`.
+    #[serde(default)]
+    pub key: Option<crate::secret::Secret>,
+    #[serde(default)]
+    pub key_file: Option<std::path::PathBuf>,
+    #[serde(default)]
+    pub key_env: Option<String>,
+    /// Seal keep-alives: `auto` (default: when the key resolves), `on`, `off`.
+    #[serde(default)]
+    pub notice_mac: crate::notice_auth::NoticeMac,
 }
 
 /// Default [`WorkerConfig::max_service_ms`]: far above any workload of the
@@ -655,6 +673,10 @@ impl Default for WorkerConfig {
             rocksdb: None,
             fault: Default::default(),
             max_service_ms: DEFAULT_MAX_SERVICE_MS,
+            key: None,
+            key_file: None,
+            key_env: None,
+            notice_mac: Default::default(),
         }
     }
 }
@@ -671,6 +693,17 @@ fn default_spin() -> u64 {
 }
 
 impl WorkerConfig {
+    /// The key keep-alives are sealed with, if sealing is on.
+    pub fn notice_key(&self) -> Result<Option<netsched_proto::seal::NoticeKey>, ConfigError> {
+        crate::notice_auth::resolve(self.notice_mac, || {
+            Ok(crate::secret::ClusterKey::resolve(
+                self.key.as_ref().map(|k| k.expose()),
+                self.key_file.as_deref(),
+                self.key_env.as_deref(),
+            )?)
+        })
+    }
+
     pub fn from_toml(s: &str) -> Result<Self, ConfigError> {
         let c: WorkerConfig = toml::from_str(s)?;
         if c.listen.is_empty() {
