@@ -55,9 +55,23 @@ fn as_input(rack: u32, n: Notice) -> Input {
 /// highest load. Rack 0 is busy too, but honestly so (load 2 per worker).
 fn forged(spine: &mut HorusSpine, now: u64) {
     feed(spine, now, Input::IdleRemove { node: 0 });
-    feed(spine, now, Input::LoadUpdate { node: 0, load: 2 << 16 });
+    feed(
+        spine,
+        now,
+        Input::LoadUpdate {
+            node: 0,
+            load: 2 << 16,
+        },
+    );
     feed(spine, now, Input::IdleRemove { node: 1 });
-    feed(spine, now, Input::LoadUpdate { node: 1, load: u32::MAX >> 1 });
+    feed(
+        spine,
+        now,
+        Input::LoadUpdate {
+            node: 1,
+            load: u32::MAX >> 1,
+        },
+    );
 }
 
 fn share_of_rack1(spine: &mut HorusSpine, now: u64, first_id: u64) -> usize {
@@ -113,7 +127,14 @@ fn a_spine_forgets_a_rack_that_stopped_refreshing() {
         }
         let now = k * o.refresh_interval_ns();
         feed(&mut spine, now, Input::IdleRemove { node: 0 });
-        feed(&mut spine, now, Input::LoadUpdate { node: 0, load: 2 << 16 });
+        feed(
+            &mut spine,
+            now,
+            Input::LoadUpdate {
+                node: 0,
+                load: 2 << 16,
+            },
+        );
         spine.tick(now, &mut out);
         assert!(out.is_empty());
     }

@@ -12,8 +12,8 @@ use std::net::UdpSocket;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_config::workload::ServiceDist;
+use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_node::config::Target;
 use netsched_node::metrics::Registry;
 use netsched_node::notice_auth::{notice_key, NoticeSealer};
@@ -101,7 +101,9 @@ fn notice(body: HorusBody<'static>) -> Vec<u8> {
 /// The attack of the runtime's threat model: rack 1 has no idle worker and
 /// the highest load, sent once from rack 1's leaf's own address.
 fn forge(leaf1: &UdpSocket, spine: std::net::SocketAddr) {
-    leaf1.send_to(&notice(HorusBody::IdleRemove), spine).unwrap();
+    leaf1
+        .send_to(&notice(HorusBody::IdleRemove), spine)
+        .unwrap();
     let max = HorusBody::LoadUpdate { load: u32::MAX };
     leaf1.send_to(&notice(max), spine).unwrap();
 }
@@ -181,7 +183,11 @@ fn unsealed_wrongly_sealed_and_replayed_notices_are_dropped() {
     let counters = |r: &Registry| {
         r.render()
             .lines()
-            .filter(|l| l.starts_with("netsched_drops_total") || l.starts_with("netsched_rx_packets") || l.starts_with("netsched_tx_packets"))
+            .filter(|l| {
+                l.starts_with("netsched_drops_total")
+                    || l.starts_with("netsched_rx_packets")
+                    || l.starts_with("netsched_tx_packets")
+            })
             .filter(|l| !l.ends_with(" 0"))
             .collect::<Vec<_>>()
             .join("\n")
@@ -232,7 +238,11 @@ fn a_keyed_leaf_seals_its_notices() {
     let mut buf = [0u8; 2048];
     let (n, _) = spine.recv_from(&mut buf).unwrap();
     let (_, seal) = netsched_proto::seal::split(&buf[..n]);
-    assert!(seal.is_some(), "unsealed notice of {n} bytes: {:?}", &buf[..n]);
+    assert!(
+        seal.is_some(),
+        "unsealed notice of {n} bytes: {:?}",
+        &buf[..n]
+    );
     let key = notice_key(&ClusterKey::from_hex(KEY).unwrap());
     assert!(netsched_proto::seal::verify(&key, &buf[..n]).is_ok());
     // A spine with the key takes it from the leaf's address.

@@ -83,7 +83,12 @@ pub enum SealError {
 pub const fn is_sealed_type(code: u8) -> bool {
     matches!(
         HorusType::from_code(code),
-        Some(HorusType::IdleAdd | HorusType::IdleRemove | HorusType::LoadUpdate | HorusType::KeepAlive)
+        Some(
+            HorusType::IdleAdd
+                | HorusType::IdleRemove
+                | HorusType::LoadUpdate
+                | HorusType::KeepAlive
+        )
     )
 }
 

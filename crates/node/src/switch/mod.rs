@@ -392,7 +392,11 @@ impl SwitchDaemon {
             crate::config::Role::Spine
         };
         if let Some(i) = self.hosted(pool, role) {
-            if self.instances[i].replay.accept(src_id as usize, seq).is_err() {
+            if self.instances[i]
+                .replay
+                .accept(src_id as usize, seq)
+                .is_err()
+            {
                 self.drop_rt(RuntimeDrop::Replayed);
                 return None;
             }
