@@ -359,9 +359,9 @@ pub fn load_worker(path: &Path) -> Result<WorkerFile, String> {
             .map(WorkerFile::Pull)
             .map_err(|e| at(path)(e.to_string()));
     }
-    WorkerConfig::from_toml(&text)
-        .map(WorkerFile::Push)
-        .map_err(|e| at(path)(e.to_string()))
+    let cfg = WorkerConfig::from_toml(&text).map_err(|e| at(path)(e.to_string()))?;
+    inline_secret(path, cfg.key.is_some())?;
+    Ok(WorkerFile::Push(cfg))
 }
 
 /// Reads and validates a client config (`netsched client`, `check`).

@@ -31,6 +31,14 @@ pub trait Control {
     fn resync(&mut self) -> Option<(bool, u32)> {
         None
     }
+
+    /// The control plane's periodic timer (soft state,
+    /// [`crate::horus::HorusOptions::soft_state_ns`]): a Horus leaf re-sends
+    /// its state upstream when due, a spine forgets racks that stopped
+    /// refreshing theirs. Drivers call it often (every few milliseconds);
+    /// the data plane decides what is due. Off the per-task path; a no-op
+    /// for planes without soft state.
+    fn tick(&mut self, _now: u64, _out: &mut Outbox) {}
 }
 
 impl Control for HorusLeaf {
@@ -43,6 +51,9 @@ impl Control for HorusLeaf {
     fn resync(&mut self) -> Option<(bool, u32)> {
         Some(self.control_resync())
     }
+    fn tick(&mut self, now: u64, out: &mut Outbox) {
+        self.control_tick(now, out);
+    }
 }
 
 impl Control for HorusSpine {
@@ -51,6 +62,9 @@ impl Control for HorusSpine {
     }
     fn remove_node(&mut self, node: NodeId, _now: u64, _out: &mut Outbox) {
         self.control_remove_rack(node);
+    }
+    fn tick(&mut self, now: u64, _out: &mut Outbox) {
+        self.control_expire(now);
     }
 }
 

@@ -291,7 +291,10 @@ impl PlaneParams {
 
     fn horus_options(&self, policy: Policy) -> HorusOptions {
         match policy {
-            Policy::HorusTokens => HorusOptions::idle_tokens(),
+            Policy::HorusTokens => HorusOptions {
+                soft_state_ns: self.horus.soft_state_ns,
+                ..HorusOptions::idle_tokens()
+            },
             _ => self.horus,
         }
     }
@@ -453,6 +456,10 @@ impl Control for Plane {
 
     fn resync(&mut self) -> Option<(bool, u32)> {
         each_plane!(self, dp => dp.resync())
+    }
+
+    fn tick(&mut self, now: u64, out: &mut Outbox) {
+        each_plane!(self, dp => dp.tick(now, out))
     }
 }
 

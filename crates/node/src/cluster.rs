@@ -27,6 +27,11 @@ pub struct ClusterSpec {
     /// Executors' keep-alive period; leaves time workers out after 10×.
     pub heartbeat_ms: u64,
     pub spin_us: u64,
+    /// The cluster key (64 hex digits) every daemon and worker holds: with
+    /// it, notices and keep-alives are sealed (crate::notice_auth).
+    pub key: Option<String>,
+    /// Horus soft state, ms (`PoolConfig::soft_state_ms`; 0: off).
+    pub soft_state_ms: u64,
 }
 
 impl Default for ClusterSpec {
@@ -40,6 +45,8 @@ impl Default for ClusterSpec {
             seed: 1,
             heartbeat_ms: 100,
             spin_us: 20,
+            key: None,
+            soft_state_ms: crate::config::DEFAULT_SOFT_STATE_MS,
         }
     }
 }
@@ -52,6 +59,11 @@ pub struct LocalCluster {
     pub spine_metrics: Arc<Registry>,
     pub leaf_metrics: Vec<Arc<Registry>>,
     pub worker_metrics: Vec<Arc<Registry>>,
+    /// The leaves' addresses, rack by rack.
+    pub leaves: Vec<SocketAddr>,
+    /// A second handle on each leaf's socket: what a test sends on it has the
+    /// leaf's source address (a forger on its path, without raw sockets).
+    pub leaf_sockets: Vec<UdpSocket>,
     daemons: Vec<JoinHandle<Result<(), Error>>>,
     workers: Vec<Worker>,
 }
@@ -85,6 +97,11 @@ impl LocalCluster {
                 .name("switch".into())
                 .spawn(move || d.run(&stop).map_err(Error::from))
         };
+        let key = spec.key.clone().map(crate::secret::Secret::new);
+        let leaf_sockets = leaf_socks
+            .iter()
+            .map(|s| s.try_clone())
+            .collect::<Result<Vec<_>, _>>()?;
         let spine_cfg = SwitchConfig {
             listen: spine.to_string(),
             metrics: None,
@@ -102,8 +119,10 @@ impl LocalCluster {
                 heartbeat_timeout_ms: 0,
                 clients: None,
                 max_routes: crate::config::DEFAULT_MAX_ROUTES,
+                soft_state_ms: spec.soft_state_ms,
                 ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
             }],
+            key: key.clone(),
             ..Default::default()
         };
         let d = SwitchDaemon::new(&spine_cfg, spine_sock)?;
@@ -134,8 +153,10 @@ impl LocalCluster {
                     heartbeat_timeout_ms: spec.heartbeat_ms * 10,
                     clients: None,
                     max_routes: crate::config::DEFAULT_MAX_ROUTES,
+                    soft_state_ms: spec.soft_state_ms,
                     ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
                 }],
+                key: key.clone(),
                 ..Default::default()
             };
             let d = SwitchDaemon::new(&cfg, ls)?;
@@ -149,6 +170,7 @@ impl LocalCluster {
                 heartbeat_ms: spec.heartbeat_ms,
                 spin_us: spec.spin_us,
                 metrics: None,
+                key: key.clone(),
                 ..Default::default()
             };
             let w = Worker::start(&wcfg, es, stop.clone())?;
@@ -161,6 +183,8 @@ impl LocalCluster {
             spine_metrics,
             leaf_metrics,
             worker_metrics,
+            leaves: leaf_addrs,
+            leaf_sockets,
             daemons,
             workers,
         })

@@ -503,6 +503,7 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, Error> 
         ));
         let mut w = format!(
             "listen = [{}]\nfirst_id = 0\nleaf = \"{}\"\npool = 1\nheartbeat_ms = {}\nmetrics = \"{}\"\n\
+             key_file = \"{key_file}\"\n\
              executors = {}\npreempt_us = {}\n",
             quoted(execs(r)),
             leaves[r],

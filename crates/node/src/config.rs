@@ -111,6 +111,21 @@ pub struct PoolConfig {
     /// `r2p2`: JBSQ's bound on tasks outstanding per node (RackSched §4.5).
     #[serde(default = "default_jbsq_bound")]
     pub jbsq_bound: u32,
+    /// Horus soft state, ms (0: off, the paper's mechanism): a leaf
+    /// re-sends its idle state and load to its spine every quarter of this,
+    /// and a spine forgets what a rack has not refreshed for this long, so a
+    /// lost or forged notice holds at most a quarter of it
+    /// (`HorusOptions::soft_state_ns`, docs/runtime.md).
+    #[serde(default = "default_soft_state_ms")]
+    pub soft_state_ms: u64,
+}
+
+/// Default [`PoolConfig::soft_state_ms`]: the bound on a wrong belief
+/// about a rack is 1 s if every refresh in it is lost, 250 ms otherwise.
+pub const DEFAULT_SOFT_STATE_MS: u64 = 1_000;
+
+fn default_soft_state_ms() -> u64 {
+    DEFAULT_SOFT_STATE_MS
 }
 
 fn default_samples() -> u32 {
@@ -151,17 +166,20 @@ impl PoolConfig {
             max_routes: default_max_routes(),
             samples: default_samples(),
             jbsq_bound: default_jbsq_bound(),
+            soft_state_ms: default_soft_state_ms(),
         }
     }
 
     /// The data-plane parameters this instance sets; the rest are the
     /// registry's defaults (`netsched_core::registry::PlaneParams`).
     pub fn plane_params(&self) -> PlaneParams {
-        PlaneParams {
+        let mut p = PlaneParams {
             samples: self.samples,
             jbsq_bound: self.jbsq_bound,
             ..PlaneParams::default()
-        }
+        };
+        p.horus.soft_state_ns = self.soft_state_ms.saturating_mul(1_000_000);
+        p
     }
 }
 
@@ -206,6 +224,12 @@ pub struct SwitchConfig {
     pub key_file: Option<std::path::PathBuf>,
     #[serde(default)]
     pub key_env: Option<String>,
+    /// Sealed state messages (`crate::notice_auth`): `auto` (default) seals
+    /// notices and requires sealed notices and keep-alives whenever the
+    /// cluster key above resolves; `on` requires the key; `off` neither
+    /// seals nor checks.
+    #[serde(default)]
+    pub notice_mac: crate::notice_auth::NoticeMac,
     /// Fault injection on the receive path (tests: packet loss without tc).
     #[serde(default)]
     pub fault: crate::fault::FaultConfig,
@@ -360,6 +384,7 @@ impl Default for SwitchConfig {
             key: None,
             key_file: None,
             key_env: None,
+            notice_mac: Default::default(),
             fault: Default::default(),
             max_routes_per_source: DEFAULT_MAX_ROUTES_PER_SOURCE,
             route_idle_ms: DEFAULT_ROUTE_IDLE_MS,
@@ -615,6 +640,17 @@ pub struct WorkerConfig {
     /// an executor for as long as one datagram says.
     #[serde(default = "default_max_service_ms")]
     pub max_service_ms: u64,
+    /// The cluster key, from which keep-alives' seal key is derived
+    /// (crate::notice_auth): as a switch's `key`, `key_file`, `key_env`.
+    #[serde(default)]
+    pub key: Option<crate::secret::Secret>,
+    #[serde(default)]
+    pub key_file: Option<std::path::PathBuf>,
+    #[serde(default)]
+    pub key_env: Option<String>,
+    /// Seal keep-alives: `auto` (default: when the key resolves), `on`, `off`.
+    #[serde(default)]
+    pub notice_mac: crate::notice_auth::NoticeMac,
 }
 
 /// Default [`WorkerConfig::max_service_ms`]: far above any workload of the
@@ -641,6 +677,10 @@ impl Default for WorkerConfig {
             rocksdb: None,
             fault: Default::default(),
             max_service_ms: DEFAULT_MAX_SERVICE_MS,
+            key: None,
+            key_file: None,
+            key_env: None,
+            notice_mac: Default::default(),
         }
     }
 }
@@ -657,6 +697,17 @@ fn default_spin() -> u64 {
 }
 
 impl WorkerConfig {
+    /// The key keep-alives are sealed with, if sealing is on.
+    pub fn notice_key(&self) -> Result<Option<netsched_proto::seal::NoticeKey>, ConfigError> {
+        crate::notice_auth::resolve(self.notice_mac, || {
+            Ok(crate::secret::ClusterKey::resolve(
+                self.key.as_ref().map(|k| k.expose()),
+                self.key_file.as_deref(),
+                self.key_env.as_deref(),
+            )?)
+        })
+    }
+
     pub fn from_toml(s: &str) -> Result<Self, ConfigError> {
         let c: WorkerConfig = toml::from_str(s)?;
         if c.listen.is_empty() {

@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod net;
 pub mod netns;
 pub mod nginx;
+pub mod notice_auth;
 pub mod pull;
 pub mod secret;
 pub mod switch;

@@ -251,6 +251,8 @@ struct Node {
     cv: Condvar,
     /// Time zero of the fault injector's `until_ms`.
     started: Instant,
+    /// Seals keep-alives (crate::notice_auth).
+    sealer: Option<crate::notice_auth::NoticeSealer>,
 }
 
 struct Shared {
@@ -373,6 +375,7 @@ impl Worker {
             }
             None => None,
         };
+        let notice_key = cfg.notice_key()?;
         let slots_of = |reg: &mut Registry, i: usize| register_slots(reg, cfg.first_id + i as u16);
         let executors = Self::spawn_per_socket(socks, rocks, slots_of, |s, threads| {
             let node = Arc::new(Node {
@@ -400,6 +403,7 @@ impl Worker {
                 }),
                 cv: Condvar::new(),
                 started: Instant::now(),
+                sealer: notice_key.map(crate::notice_auth::NoticeSealer::new),
             });
             if !node.heartbeat.is_zero() && node.leaf.is_some() {
                 let node = node.clone();
@@ -672,7 +676,11 @@ impl Node {
             },
             body: HorusBody::KeepAlive,
         });
-        if let Ok(n) = msg.encode(tx) {
+        let sealed = msg.encode(tx).and_then(|n| match &self.sealer {
+            Some(s) => s.seal(tx, n),
+            None => Ok(n),
+        });
+        if let Ok(n) = sealed {
             let _ = self.sock.send_to(&tx[..n], leaf);
         }
     }

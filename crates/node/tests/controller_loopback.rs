@@ -128,7 +128,7 @@ fn worker(
     stop: &Arc<AtomicBool>,
 ) -> Worker {
     let cfg = WorkerConfig::from_toml(&format!(
-        "listen = [\"{listen}\"]\nleaf = \"{leaf}\"\npool = 1\nheartbeat_ms = 40\n{extra}"
+        "listen = [\"{listen}\"]\nleaf = \"{leaf}\"\npool = 1\nheartbeat_ms = 40\nkey = \"{KEY}\"\n{extra}"
     ))
     .unwrap();
     Worker::start(&cfg, vec![s], stop.clone()).unwrap()

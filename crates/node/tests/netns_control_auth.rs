@@ -171,7 +171,7 @@ fn spoofed_source_configure_datagrams_are_refused_by_their_mac() {
     );
     let _worker = worker(
         &rck,
-        format!("listen = [\"{exec}\"]\nleaf = \"{leaf}\"\npool = 1\nheartbeat_ms = 40\n"),
+        format!("listen = [\"{exec}\"]\nleaf = \"{leaf}\"\npool = 1\nheartbeat_ms = 40\nkey = \"{KEY}\"\n"),
     );
     let cfg = ControllerConfig::from_toml(&format!(
         "listen = \"{ctl_udp}\"\nadmin = \"{}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\n\

@@ -227,7 +227,7 @@ impl Dc {
                         spawn_worker(
                             h,
                             format!(
-                                "listen = [\"{}\"]\nfirst_id = {e}\nleaf = \"{}\"\npool = {POOL}\nheartbeat_ms = 50\n{}",
+                                "listen = [\"{}\"]\nfirst_id = {e}\nleaf = \"{}\"\npool = {POOL}\nheartbeat_ms = 50\nkey = \"{KEY}\"\n{}",
                                 h.at(7201 + e as u16),
                                 h.at(7101),
                                 fault(300 + (r * 16 + e) as u64),
@@ -770,7 +770,7 @@ fn admin_api_adds_and_removes_workers_at_runtime() {
     dc.workers[1].push(spawn_worker(
         &h,
         format!(
-            "listen = [\"{}\"]\nfirst_id = 1\nleaf = \"{}\"\npool = {POOL}\nheartbeat_ms = 50\n",
+            "listen = [\"{}\"]\nfirst_id = 1\nleaf = \"{}\"\npool = {POOL}\nheartbeat_ms = 50\nkey = \"{KEY}\"\n",
             h.at(7202),
             h.at(7101)
         ),

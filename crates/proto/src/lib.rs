@@ -64,6 +64,7 @@ mod draconis;
 mod error;
 mod horus;
 mod racksched;
+pub mod seal;
 mod wire;
 
 pub use draconis::{

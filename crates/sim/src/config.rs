@@ -231,6 +231,12 @@ pub struct HorusConfig {
     /// implementable in a switch.
     #[serde(default)]
     pub leaf_idle_scope: Option<LeafIdleScopeName>,
+    /// Soft state (not in the paper; off by default): leaves refresh their
+    /// spine every quarter of this many milliseconds and a spine forgets a
+    /// rack silent for this long (`HorusOptions::soft_state_ns`). For
+    /// measuring the refresh's cost; the runtime has it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_state_ms: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -328,6 +334,9 @@ impl HorusConfig {
                 IdleLinkName::OwnGroup => IdleLink::OwnGroup,
                 IdleLinkName::RandomOfPool => IdleLink::RandomOfPool,
             };
+        }
+        if let Some(ms) = self.soft_state_ms {
+            data_plane.soft_state_ns = ms.saturating_mul(1_000_000);
         }
         if let Some(sc) = self.leaf_idle_scope {
             scope = match sc {

@@ -86,6 +86,8 @@ pub struct HorusLeaf {
     /// [`HorusOptions::slot_tokens`]: workers owing exactly one task, one
     /// entry per 2 -> 1 drop of their count (stale entries are skipped).
     slots: Option<IdleNodes>,
+    /// When the leaf last refreshed its spine ([`HorusOptions::soft_state_ns`]).
+    refreshed_at: u64,
 }
 
 impl HorusLeaf {
@@ -143,6 +145,7 @@ impl HorusLeaf {
             workers,
             counters: LeafCounters::default(),
             slots,
+            refreshed_at: 0,
         };
         // The spine starts from the same state, so the start-up notices go nowhere.
         let mut start_up = Outbox::new();
@@ -605,6 +608,32 @@ impl HorusLeaf {
         let avg = self.avg.peek(0);
         self.spine_view.control_write(0, avg);
         (self.announces_idle(), avg)
+    }
+
+    /// Soft state ([`HorusOptions::soft_state_ns`]): every refresh interval
+    /// the leaf controller re-sends the spine its whole view, as
+    /// [`Self::control_resync`] does after a relink: the idle listing (add
+    /// or remove) and the average load. A lost or forged notice then holds
+    /// at most one interval. With idle tokens only the load is re-sent (a
+    /// token stands for one idle transition; re-sending it would add one).
+    pub fn control_tick(&mut self, now: u64, out: &mut Outbox) {
+        let every = self.options.refresh_interval_ns();
+        if every == 0 || now.saturating_sub(self.refreshed_at) < every {
+            return;
+        }
+        self.refreshed_at = now;
+        let (idle, avg) = self.control_resync();
+        if !self.options.idle_tokens {
+            Self::notify(
+                out,
+                if idle {
+                    Notice::IdleAdd
+                } else {
+                    Notice::IdleRemove
+                },
+            );
+        }
+        Self::notify(out, Notice::LoadUpdate(avg));
     }
 
     /// Every register array of the paper's mechanism, in stage order, read

@@ -91,6 +91,17 @@ pub struct HorusOptions {
     /// outstanding there was lost and is forgotten. Longer than any in-flight
     /// time; the connection table's timeout is the same order (§A.4).
     pub loss_resync_ns: u64,
+    /// Soft state (netsched's addition; 0 = off, the paper's mechanism). A
+    /// spine's view of a rack (idle listing, average load) is set only by
+    /// the leaf's notices, which Horus sends on change (§3.4) and repairs
+    /// only when a task shows the spine a wrong idle belief (§A.3): a lost
+    /// or forged notice about a rack that gets no task is never corrected.
+    /// With this set, a leaf re-sends its whole state (idle add or remove,
+    /// and its load) every `soft_state_ns / 4` from its control-plane timer
+    /// ([`crate::Control::tick`]), and a spine forgets what a rack has not
+    /// refreshed for `soft_state_ns` (off its idle list, load back to 0).
+    /// Neither touches the per-task path.
+    pub soft_state_ns: u64,
 }
 
 impl Default for HorusOptions {
@@ -103,6 +114,7 @@ impl Default for HorusOptions {
             idle_tokens: false,
             slot_tokens: false,
             loss_resync_ns: 10_000_000,
+            soft_state_ns: 0,
         }
     }
 }
@@ -116,6 +128,11 @@ impl HorusOptions {
             slot_tokens: true,
             ..HorusOptions::default()
         }
+    }
+
+    /// How often a leaf refreshes its spine with [`Self::soft_state_ns`] on.
+    pub fn refresh_interval_ns(&self) -> u64 {
+        self.soft_state_ns / 4
     }
 
     /// The choices of the authors' simulator (horus-sim), except the

@@ -32,6 +32,12 @@ pub struct HorusSpine {
     idle_only: Vec<bool>,
     /// [`HorusOptions::slot_tokens`]: one token per worker owing one task.
     slots: Option<IdleNodes>,
+    /// Soft state ([`HorusOptions::soft_state_ns`]): when each rack's leaf
+    /// last sent a notice, and whether its state has expired since. A
+    /// control-plane table (the switch CPU learns arrivals from digests),
+    /// written only with soft state on.
+    heard: Vec<u64>,
+    expired: Vec<bool>,
 }
 
 impl HorusSpine {
@@ -92,6 +98,8 @@ impl HorusSpine {
             pending_removals: Vec::new(),
             idle_only: vec![false; rack_workers.len()],
             slots,
+            heard: vec![0; rack_workers.len()],
+            expired: vec![false; rack_workers.len()],
         };
         for (r, &w) in rack_workers.iter().enumerate() {
             let tokens = if options.idle_tokens {
@@ -284,6 +292,8 @@ impl HorusSpine {
     pub fn control_set_rack(&mut self, rack: NodeId, workers: u32) {
         if rack as usize >= self.idle_only.len() {
             self.idle_only.resize(rack as usize + 1, false);
+            self.heard.resize(rack as usize + 1, 0);
+            self.expired.resize(rack as usize + 1, false);
         }
         let outside_group = self.idle_only[rack as usize];
         let needed = if self.options.idle_tokens {
@@ -296,6 +306,45 @@ impl HorusSpine {
         }
         if !outside_group {
             self.pow2.control_add(rack, fixed::additive_factor(workers));
+        }
+    }
+
+    /// A leaf's notice refreshes what the spine holds about its rack.
+    #[inline]
+    fn refreshed(&mut self, now: u64, rack: NodeId) {
+        if self.options.soft_state_ns > 0 {
+            if let Some(h) = self.heard.get_mut(rack as usize) {
+                *h = now;
+                self.expired[rack as usize] = false;
+            }
+        }
+    }
+
+    /// Soft state ([`HorusOptions::soft_state_ns`]): a rack whose leaf sent
+    /// nothing for that long is no longer believed idle, and its load is
+    /// back to 0, the belief about a rack that just joined (its drift then
+    /// rations what it gets, §A.6). Its leaf refreshes every quarter of the
+    /// bound, so this fires only when several refreshes in a row are lost
+    /// (or the leaf is gone, which the controller handles by removing the
+    /// rack). The rack stays schedulable: expiry forgets, it does not fail.
+    pub fn control_expire(&mut self, now: u64) {
+        let bound = self.options.soft_state_ns;
+        if bound == 0 {
+            return;
+        }
+        for r in 0..self.heard.len() {
+            let rack = r as NodeId;
+            if self.expired[r]
+                || self.idle_only[r]
+                || !self.pow2.contains(rack)
+                || now.saturating_sub(self.heard[r]) < bound
+            {
+                continue;
+            }
+            self.expired[r] = true;
+            self.control_remove_idle(rack);
+            let pass = self.pipeline.begin();
+            self.pow2.update(&pass, rack, 0);
         }
     }
 
@@ -329,6 +378,7 @@ impl DataPlane for HorusSpine {
         match input {
             Input::Task(t) => self.on_task(now, t, out),
             Input::IdleAdd { node } if self.known(node) => {
+                self.refreshed(now, node);
                 let pass = self.pipeline.begin();
                 match self.idle.add(&pass, node) {
                     AddOutcome::Duplicate => out.push(Action::Drop(DropReason::StaleIdleUpdate)),
@@ -352,6 +402,7 @@ impl DataPlane for HorusSpine {
                 self.schedule_with_tokens(&pass, now, task, out);
             }
             Input::IdleRemove { node } if self.known(node) => {
+                self.refreshed(now, node);
                 if self.options.remove_lock == RemoveLock::Off {
                     self.remove_atomically(node, out);
                     return;
@@ -376,6 +427,7 @@ impl DataPlane for HorusSpine {
                 }
             }
             Input::LoadUpdate { node, load } if self.known(node) => {
+                self.refreshed(now, node);
                 let pass = self.pipeline.begin();
                 self.pow2.update(&pass, node, load);
             }

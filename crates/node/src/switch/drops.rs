@@ -51,10 +51,18 @@ pub enum RuntimeDrop {
     /// `datapath = "xdp"`: a task the XDP program passed up instead of
     /// scheduling it (a multi-packet task; switch/xdp.rs), refused.
     XdpPassedTask,
+    /// A state message (notice, keep-alive) without a seal where sealing is
+    /// on (`notice_mac`, crate::notice_auth).
+    Unsealed,
+    /// A state message whose seal does not verify (wrong key, altered).
+    BadSeal,
+    /// A sealed state message whose sequence number is not above the last
+    /// one accepted from its sender.
+    Replayed,
 }
 
 impl RuntimeDrop {
-    pub const ALL: [RuntimeDrop; 17] = [
+    pub const ALL: [RuntimeDrop; 20] = [
         RuntimeDrop::Truncated,
         RuntimeDrop::UnknownType,
         RuntimeDrop::Inconsistent,
@@ -72,6 +80,9 @@ impl RuntimeDrop {
         RuntimeDrop::Encode,
         RuntimeDrop::Send,
         RuntimeDrop::XdpPassedTask,
+        RuntimeDrop::Unsealed,
+        RuntimeDrop::BadSeal,
+        RuntimeDrop::Replayed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -93,6 +104,9 @@ impl RuntimeDrop {
             RuntimeDrop::Encode => "encode",
             RuntimeDrop::Send => "send",
             RuntimeDrop::XdpPassedTask => "xdp_passed_task",
+            RuntimeDrop::Unsealed => "unsealed",
+            RuntimeDrop::BadSeal => "bad_seal",
+            RuntimeDrop::Replayed => "replayed",
         }
     }
 }

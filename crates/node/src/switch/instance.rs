@@ -42,6 +42,9 @@ pub(super) struct Instance {
     /// Leaf: dispatches not yet answered, so only a reply that answers one
     /// reaches the data plane (in_flight.rs).
     pub(super) in_flight: InFlight,
+    /// Sealed state messages: the last sequence number accepted from each
+    /// downstream node (crate::notice_auth).
+    pub(super) replay: crate::notice_auth::ReplayGuard,
 }
 
 impl Instance {
@@ -220,6 +223,7 @@ impl Instance {
             } else {
                 0
             }),
+            replay: Default::default(),
         }
     }
 }

@@ -34,6 +34,24 @@ impl SwitchDaemon {
         }
     }
 
+    /// Soft state (`soft_state_ms`, `HorusOptions::soft_state_ns`): each
+    /// data plane's control-plane timer. A Horus leaf re-sends its idle
+    /// state and load to its spine when due (sealed like every notice), a
+    /// spine forgets racks that stopped refreshing. Not for an XDP leaf,
+    /// whose state lives in the program's maps, not in this control view.
+    pub(super) fn tick_planes(&mut self, now: u64) {
+        if self.xdp.is_some() {
+            return;
+        }
+        for i in 0..self.instances.len() {
+            let mut out = Outbox::new();
+            self.instances[i].plane.tick(now, &mut out);
+            if !out.is_empty() {
+                self.execute(i, &mut out, false, None);
+            }
+        }
+    }
+
     /// Leaf controller (§A.3): removes workers silent for longer than the
     /// heartbeat timeout. The rack's new 1/w at its spine is the centralized
     /// controller's to install (controller/reconcile.rs, from the leaf's status).

@@ -129,6 +129,9 @@ pub struct SwitchDaemon {
     rs_slots: racksched_wire::RsSlots,
     /// `datapath = "xdp"`: the attached program (xdp.rs).
     xdp: Option<xdp::XdpPath>,
+    /// Sealed state messages (`notice_mac`): seals this daemon's notices and
+    /// checks received notices and keep-alives (notice_auth.rs).
+    notice: Option<crate::notice_auth::NoticeSealer>,
 }
 
 impl SwitchDaemon {
@@ -159,6 +162,8 @@ impl SwitchDaemon {
             )?),
         };
         let control_slots = control::ControlSlots::register(&mut reg);
+        let notice = crate::notice_auth::resolve(cfg.notice_mac, || cfg.cluster_key())?
+            .map(crate::notice_auth::NoticeSealer::new);
         let control_auth = match cfg.controller {
             Some(_) => {
                 let local = sock.local_addr()?;
@@ -190,6 +195,7 @@ impl SwitchDaemon {
             spare: Vec::new(),
             rs_slots,
             xdp,
+            notice,
         })
     }
 
@@ -237,6 +243,7 @@ impl SwitchDaemon {
         if now.saturating_sub(timers.check) >= 5_000_000 {
             timers.check = now;
             self.check_liveness(now);
+            self.tick_planes(now);
             self.flush();
         }
         if self.controller.is_some() && now.saturating_sub(timers.status) >= self.status_ns {
@@ -334,11 +341,67 @@ impl SwitchDaemon {
 
     /// A data datagram: the data plane's, or what the XDP program passed up.
     fn datagram(&mut self, data: &[u8], src: SocketAddr, now: u64) {
+        let Some(data) = self.unseal(data) else {
+            return;
+        };
         if self.xdp.is_some() {
             self.on_xdp_passed(data, src, now);
         } else {
             self.handle_datagram(data, src, now);
         }
+    }
+}
+
+impl SwitchDaemon {
+    /// Sealed state messages (notice_auth.rs): returns the message without
+    /// its seal, or `None` if it was dropped (counted): a notice or
+    /// keep-alive unsealed, wrongly sealed or replayed where sealing is on.
+    /// With sealing off a seal is ignored. Every other datagram is returned
+    /// whole.
+    fn unseal<'a>(&mut self, data: &'a [u8]) -> Option<&'a [u8]> {
+        let (msg, seal) = netsched_proto::seal::split(data);
+        let Some(sealer) = &self.notice else {
+            return Some(msg);
+        };
+        let sealed_type = data.first() == Some(&netsched_proto::Family::Horus.framing_byte())
+            && data
+                .get(1)
+                .is_some_and(|&c| netsched_proto::seal::is_sealed_type(c));
+        if !sealed_type {
+            return Some(data);
+        }
+        if seal.is_none() {
+            self.drop_rt(RuntimeDrop::Unsealed);
+            return None;
+        }
+        let seq = match netsched_proto::seal::verify(sealer.key(), data) {
+            Ok(seq) => seq,
+            Err(_) => {
+                self.drop_rt(RuntimeDrop::BadSeal);
+                return None;
+            }
+        };
+        // The sender's instance: keep-alives go to a leaf, notices to a
+        // spine. A message for an instance this daemon lacks is dropped by
+        // the handler as before; its sequence number is not recorded.
+        let word = |at: usize| u16::from_be_bytes([msg[at], msg[at + 1]]);
+        let (pool, src_id) = (word(2), word(4));
+        let role = if msg[1] == netsched_proto::HorusType::KeepAlive.code() {
+            crate::config::Role::Leaf
+        } else {
+            crate::config::Role::Spine
+        };
+        if let Some(i) = self.hosted(pool, role) {
+            if self.instances[i]
+                .replay
+                .accept(src_id as usize, seq)
+                .is_err()
+            {
+                self.drop_rt(RuntimeDrop::Replayed);
+                return None;
+            }
+        }
+        Some(msg)
     }
 }
 

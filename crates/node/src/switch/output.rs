@@ -173,7 +173,23 @@ impl SwitchDaemon {
         }
         for k in 0..n {
             let dst = self.instances[i].cfg.upstream[k];
-            self.send(msg, dst, tx);
+            self.send_sealed(msg, dst, tx);
+        }
+    }
+
+    /// As [`Self::send`], sealed when sealing is on (notice_auth.rs).
+    fn send_sealed(&mut self, msg: Message<'_>, dst: SocketAddr, tx: usize) {
+        if self.txb.is_full() {
+            self.flush();
+        }
+        let buf = self.txb.next_buf();
+        let sealed = msg.encode(buf).and_then(|n| match &self.notice {
+            Some(s) => s.seal(buf, n),
+            None => Ok(n),
+        });
+        match sealed {
+            Ok(n) => self.txb.commit(n, dst, tx as u8),
+            Err(_) => self.drop_rt(RuntimeDrop::Encode),
         }
     }
 

@@ -49,6 +49,7 @@ pub fn cluster(pool: u16, leaves: usize, execs: usize, policy: Policy) -> LocalC
         seed: 7,
         heartbeat_ms: 50,
         spin_us: 20,
+        ..ClusterSpec::default()
     })
     .expect("cluster starts")
 }

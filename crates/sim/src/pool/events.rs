@@ -47,6 +47,8 @@ pub(super) enum Ev {
         notice: Notice,
     },
     Sample,
+    /// The schedulers' control-plane timer (soft state, `Control::tick`).
+    Refresh,
     Failure {
         index: u32,
     },
@@ -166,6 +168,7 @@ impl PoolSim<'_> {
                     self.q.after(self.setup.imbalance_interval_ns, Ev::Sample);
                 }
             }
+            Ev::Refresh => self.refresh(now),
             Ev::Failure { index } => self.failure(now, index),
             Ev::SpineFailureKnown { upper, rack } => self.relink(now, upper, rack),
             Ev::UpperRetired { upper } => {

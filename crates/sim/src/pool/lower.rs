@@ -2,7 +2,7 @@
 //! emits, including its notices to the spines.
 
 use netsched_core::dataplane::{Action, Input, Notice, Outbox, TaskMeta, Upstream};
-use netsched_core::DataPlane;
+use netsched_core::{Control, DataPlane};
 
 use super::events::Ev;
 use super::{notice_input, task_of, PoolSim};
@@ -131,6 +131,35 @@ impl PoolSim<'_> {
                 .take()
                 .unwrap_or(self.racks[r].link.0),
             Notice::LoadUpdate(_) | Notice::SlotAdd => self.racks[r].link.0,
+        }
+    }
+
+    /// Soft state (`HorusOptions::soft_state_ns`): every live leaf and spine
+    /// runs its control-plane timer; leaves' refreshes travel as notices.
+    pub(super) fn refresh(&mut self, now: u64) {
+        for rack in 0..self.racks.len() as u32 {
+            if !self.racks[rack as usize].alive {
+                continue;
+            }
+            let mut out = self.out.take().unwrap_or_default();
+            out.clear();
+            if let Some(leaf) = &mut self.racks[rack as usize].sched {
+                leaf.tick(now, &mut out);
+            }
+            self.lower_actions(now, rack, &mut out, None, false);
+            self.out = Some(out);
+        }
+        for upper in 0..self.uppers.len() as u32 {
+            if self.uppers[upper as usize].alive {
+                self.settle(upper);
+                let mut out = Outbox::new();
+                self.uppers[upper as usize].sched.tick(now, &mut out);
+                debug_assert!(out.is_empty(), "an upper's tick emitted actions");
+            }
+        }
+        let every = self.setup.horus.data_plane.refresh_interval_ns();
+        if now + every < self.setup.end_ns {
+            self.q.after(every, Ev::Refresh);
         }
     }
 

@@ -230,6 +230,10 @@ impl<'a> PoolSim<'a> {
         if self.setup.imbalance_interval_ns > 0 {
             self.q.at(self.setup.warmup_ns, Ev::Sample);
         }
+        let refresh = self.setup.horus.data_plane.refresh_interval_ns();
+        if refresh > 0 && refresh < self.setup.end_ns {
+            self.q.at(refresh, Ev::Refresh);
+        }
         for (i, f) in self.setup.failures.iter().enumerate() {
             if self.failure_concerns_pool(f) {
                 self.q.at(f.at_ns(), Ev::Failure { index: i as u32 });

@@ -1,0 +1,159 @@
+//! Soft state (`HorusOptions::soft_state_ns`): a forged or lost notice about
+//! a rack ends within the refresh interval, and a spine forgets a rack that
+//! stopped refreshing, without touching the per-task path.
+
+use netsched_core::dataplane::{Action, DataPlane, Input, Notice, Outbox, TaskMeta};
+use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions, HorusSpine};
+use netsched_core::Control;
+
+const BOUND: u64 = 1_000_000_000;
+
+fn opts(soft: u64) -> HorusOptions {
+    HorusOptions {
+        soft_state_ns: soft,
+        ..HorusOptions::default()
+    }
+}
+
+fn task(id: u64) -> TaskMeta {
+    TaskMeta {
+        id,
+        first: true,
+        last: true,
+        ..TaskMeta::default()
+    }
+}
+
+/// Feeds `input` and its resubmissions; returns the racks tasks went to.
+fn feed(spine: &mut HorusSpine, now: u64, input: Input) -> Vec<u32> {
+    let mut racks = Vec::new();
+    let mut next = Some(input);
+    while let Some(i) = next.take() {
+        let mut out = Outbox::new();
+        spine.handle(now, i, &mut out);
+        for a in out.drain() {
+            match a {
+                Action::Dispatch { node, .. } => racks.push(node),
+                Action::Resubmit(r) => next = Some(Input::Resubmit(r)),
+                _ => {}
+            }
+        }
+    }
+    racks
+}
+
+fn as_input(rack: u32, n: Notice) -> Input {
+    match n {
+        Notice::IdleAdd => Input::IdleAdd { node: rack },
+        Notice::IdleRemove => Input::IdleRemove { node: rack },
+        Notice::SlotAdd => Input::SlotAdd { node: rack },
+        Notice::LoadUpdate(load) => Input::LoadUpdate { node: rack, load },
+    }
+}
+
+/// The two forged notices of the runtime attack: rack 1 "busy" and at the
+/// highest load. Rack 0 is busy too, but honestly so (load 2 per worker).
+fn forged(spine: &mut HorusSpine, now: u64) {
+    feed(spine, now, Input::IdleRemove { node: 0 });
+    feed(
+        spine,
+        now,
+        Input::LoadUpdate {
+            node: 0,
+            load: 2 << 16,
+        },
+    );
+    feed(spine, now, Input::IdleRemove { node: 1 });
+    feed(
+        spine,
+        now,
+        Input::LoadUpdate {
+            node: 1,
+            load: u32::MAX >> 1,
+        },
+    );
+}
+
+fn share_of_rack1(spine: &mut HorusSpine, now: u64, first_id: u64) -> usize {
+    (0..200)
+        .flat_map(|k| feed(spine, now, Input::Task(task(first_id + k))))
+        .filter(|&r| r == 1)
+        .count()
+}
+
+#[test]
+fn a_leafs_refresh_undoes_forged_notices_within_the_interval() {
+    let o = opts(BOUND);
+    let mut spine = HorusSpine::with_options(&[4, 4], 7, ConnTableConfig::default(), o);
+    let mut leaf1 = HorusLeaf::with_options(4, 9, ConnTableConfig::default(), o);
+    forged(&mut spine, 1);
+    // Without a refresh rack 1 gets nothing (what the paper's mechanism
+    // leaves in place for as long as rack 1 gets no task).
+    assert_eq!(share_of_rack1(&mut spine, 2, 0), 0);
+    // The leaf refreshes once per interval; before it nothing is due.
+    let mut out = Outbox::new();
+    leaf1.tick(o.refresh_interval_ns() - 1, &mut out);
+    assert!(out.is_empty());
+    let now = o.refresh_interval_ns();
+    leaf1.tick(now, &mut out);
+    let notices: Vec<Notice> = out
+        .drain()
+        .map(|a| match a {
+            Action::Notify { notice, .. } => notice,
+            other => panic!("a tick only notifies: {other:?}"),
+        })
+        .collect();
+    assert_eq!(notices, [Notice::IdleAdd, Notice::LoadUpdate(0)]);
+    for n in notices {
+        feed(&mut spine, now, as_input(1, n));
+    }
+    assert!(spine.idle_nodes().contains(1));
+    assert_eq!(spine.busy_nodes().view(1), Some((0, 0)));
+    assert!(share_of_rack1(&mut spine, now, 1000) > 0);
+}
+
+#[test]
+fn a_spine_forgets_a_rack_that_stopped_refreshing() {
+    let o = opts(BOUND);
+    let mut spine = HorusSpine::with_options(&[4, 4], 7, ConnTableConfig::default(), o);
+    forged(&mut spine, 1);
+    // Rack 0 keeps refreshing; rack 1's refreshes are all lost. Rack 1 was
+    // last heard at 1 ns: at the fourth tick (1 s) it is still within the
+    // bound, at the fifth it has expired.
+    let mut out = Outbox::new();
+    for k in 1..=5 {
+        if k == 5 {
+            assert_eq!(spine.busy_nodes().view(1), Some((u32::MAX >> 1, 0)));
+        }
+        let now = k * o.refresh_interval_ns();
+        feed(&mut spine, now, Input::IdleRemove { node: 0 });
+        feed(
+            &mut spine,
+            now,
+            Input::LoadUpdate {
+                node: 0,
+                load: 2 << 16,
+            },
+        );
+        spine.tick(now, &mut out);
+        assert!(out.is_empty());
+    }
+    assert_eq!(spine.busy_nodes().view(1), Some((0, 0)), "expired: load 0");
+    assert_eq!(spine.busy_nodes().view(0), Some((2 << 16, 0)), "refreshed");
+    assert!(share_of_rack1(&mut spine, 2 * BOUND, 0) > 0);
+}
+
+#[test]
+fn without_soft_state_nothing_is_refreshed_or_forgotten() {
+    let o = HorusOptions::default();
+    let mut spine = HorusSpine::with_options(&[4, 4], 7, ConnTableConfig::default(), o);
+    let mut leaf = HorusLeaf::with_options(4, 9, ConnTableConfig::default(), o);
+    forged(&mut spine, 1);
+    let mut out = Outbox::new();
+    for now in [BOUND, 10 * BOUND] {
+        leaf.tick(now, &mut out);
+        spine.tick(now, &mut out);
+    }
+    assert!(out.is_empty());
+    assert_eq!(spine.busy_nodes().view(1), Some((u32::MAX >> 1, 0)));
+}
