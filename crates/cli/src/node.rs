@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Subcommand;
-use netsched_node::bench::{BenchOpts, BenchRole};
+use netsched_lab::bench::{BenchOpts, BenchRole};
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_node::config::{Policy, Target};
 use netsched_node::pull;
@@ -204,7 +204,7 @@ pub struct BenchPullArgs {
 }
 
 pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
-    use netsched_node::pull::bench;
+    use netsched_lab::pull_bench as bench;
     let policies = a
         .policies
         .split(',')
@@ -326,7 +326,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             if pull::config::is_pull_config(&text, "policy") {
                 let cfg = pull::PullSwitchConfig::from_toml(&text)
                     .map_err(|e| format!("{}: {e}", config.display()))?;
-                return pull::switch::run_config(&cfg, stop_on_signals("pull-switch", duration_s)?)
+                return pull::run_config(&cfg, stop_on_signals("pull-switch", duration_s)?)
                     .map_err(String::from);
             }
             let cfg =
@@ -480,14 +480,14 @@ pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), String> {
     };
     let opts = BenchOpts {
         role,
-        policy: netsched_node::bench::parse_policy(&a.policy)?,
+        policy: netsched_lab::bench::parse_policy(&a.policy)?,
         nodes: a.nodes,
         duration: Duration::from_secs_f64(a.seconds),
         window: a.window,
         low_rate: a.low_rate,
         ..BenchOpts::default()
     };
-    let r = netsched_node::bench::run(&opts)?;
+    let r = netsched_lab::bench::run(&opts)?;
     outln!(
         "daemon role {} policy {} over {} nodes",
         a.role,
@@ -519,7 +519,7 @@ pub struct BenchNginxArgs {
     #[arg(long, default_value_t = 0)]
     rocksdb_keys: u32,
     /// The nginx binary (Debian's by default).
-    #[arg(long, default_value = netsched_node::nginx::DEFAULT_NGINX)]
+    #[arg(long, default_value = netsched_lab::nginx::DEFAULT_NGINX)]
     nginx: PathBuf,
     /// Seed of the clients' arrivals and service times.
     #[arg(long, default_value_t = 1)]
@@ -535,7 +535,7 @@ pub struct BenchNginxArgs {
 pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
     let service =
         netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
-    let opts = netsched_node::nginx::NginxBenchOpts {
+    let opts = netsched_lab::nginx::NginxBenchOpts {
         workers: a.workers,
         service,
         loads: a.loads,
@@ -548,13 +548,13 @@ pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
         ..Default::default()
     };
     opts.validate()?;
-    outln!("{}", netsched_node::nginx::Row::HEADER);
-    let rows = netsched_node::nginx::run(&opts, |r| outln!("{}", r.line()))?;
+    outln!("{}", netsched_lab::nginx::Row::HEADER);
+    let rows = netsched_lab::nginx::run(&opts, |r| outln!("{}", r.line()))?;
     outln!(
         "\nmedians over {} round(s)\n| setup | load | p50 µs | p99 µs | p99.9 µs | completed / submitted | timed out |\n|---|---|---|---|---|---|---|",
         opts.repeats
     );
-    for (setup, load, p, t) in netsched_node::nginx::medians(&rows) {
+    for (setup, load, p, t) in netsched_lab::nginx::medians(&rows) {
         outln!(
             "| {setup} | {load:.2} | {:.0} | {:.0} | {:.0} | {} / {} | {} |",
             p[0],
@@ -599,7 +599,7 @@ fn cluster_up(action: &str, config: Option<&PathBuf>) -> Result<(), String> {
         ));
     }
     let config = config.ok_or("cluster up: missing CONFIG")?;
-    let cfg = netsched_node::cluster_up::ClusterUpConfig::from_toml(&read(config)?)
+    let cfg = netsched_lab::cluster_up::ClusterUpConfig::from_toml(&read(config)?)
         .map_err(|e| format!("{}: {e}", config.display()))?;
     let bin = std::env::current_exe().map_err(|e| e.to_string())?;
     crate::cluster_up::run(&cfg, &bin).map(|_| ())

@@ -26,44 +26,11 @@ use std::time::{Duration, Instant};
 use netsched_config::workload::ServiceDist;
 use serde::Deserialize;
 
-use crate::config::ConfigError;
-use crate::controller::http;
 use crate::error::Error;
+use netsched_node::config::ConfigError;
+use netsched_node::controller::http;
 
-/// Why a fleet run (`netsched cluster up`) stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum FleetError {
-    /// SIGINT or SIGTERM.
-    #[error("interrupted")]
-    Interrupted,
-    #[error("timed out waiting for {what}")]
-    TimedOut { what: String },
-    /// A daemon of the fleet exited (none may before the run ends).
-    #[error("{name} exited early ({status})")]
-    ExitedEarly {
-        name: String,
-        status: std::process::ExitStatus,
-    },
-    /// A daemon died while the fleet was coming up; its log says why.
-    #[error("{source}; see {}", log.display())]
-    DaemonDied {
-        #[source]
-        source: Box<FleetError>,
-        log: PathBuf,
-    },
-    #[error("{name} failed ({status}); see {}", log.display())]
-    ClientFailed {
-        name: String,
-        status: std::process::ExitStatus,
-        log: PathBuf,
-    },
-    #[error("calibration: only {tasks} of {submitted} tasks completed; see {}", log.display())]
-    CalibrationFailed {
-        tasks: u64,
-        submitted: String,
-        log: PathBuf,
-    },
-}
+pub use crate::error::FleetError;
 
 /// The one config of `cluster up`.
 #[derive(Clone, Debug, Deserialize)]
@@ -404,11 +371,14 @@ fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, Error> 
     let ports = Ports(cfg.base_port);
     // Secrets from the OS random source, in mode-0600 files that every
     // config names (`key_file`, `token_file`) instead of holding them.
-    let token = crate::secret::generate_hex(32)?;
+    let token = netsched_node::secret::generate_hex(32)?;
     let token_file = dir.join("admin.token");
-    crate::secret::write_secret_file(&token_file, &token)?;
+    netsched_node::secret::write_secret_file(&token_file, &token)?;
     let key_file = dir.join("cluster.key");
-    crate::secret::write_secret_file(&key_file, &crate::secret::ClusterKey::generate()?.to_hex())?;
+    netsched_node::secret::write_secret_file(
+        &key_file,
+        &netsched_node::secret::ClusterKey::generate()?.to_hex(),
+    )?;
     let (token_file, key_file) = (token_file.display(), key_file.display());
     let mut daemons = Vec::new();
     let spines: Vec<String> = (0..cfg.spines).map(|s| lo(ports.spine(s))).collect();
@@ -813,9 +783,12 @@ fn run_client(
         .into());
     }
     let text = std::fs::read_to_string(&json).map_err(|e| Error::io(json.display(), e))?;
-    serde_json::from_str(&text).map_err(|source| Error::Json {
-        what: json.display().to_string(),
-        source,
+    serde_json::from_str(&text).map_err(|source| {
+        netsched_node::Error::Json {
+            what: json.display().to_string(),
+            source,
+        }
+        .into()
     })
 }
 
@@ -910,8 +883,8 @@ pub fn run_fleet(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<Flee
             ) else {
                 return Ok(false);
             };
-            let v: serde_json::Value =
-                serde_json::from_str(&body).map_err(|e| Error::Protocol(e.to_string()))?;
+            let v: serde_json::Value = serde_json::from_str(&body)
+                .map_err(|e| netsched_node::Error::Protocol(e.to_string()))?;
             let pool = &v["pools"][0];
             let racks_ok = pool["racks"]
                 .as_array()
