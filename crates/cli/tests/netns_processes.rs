@@ -8,7 +8,7 @@
 //! what remains and the client accounts for every task.
 //!
 //! The controller process is SIGKILLed and restarted from its state file
-//! while a client runs. `crates/node/tests/netns_failures.rs` covers the
+//! while a client runs. `crates/lab/tests/netns_failures.rs` covers the
 //! other failures (cut link, 1 % loss on every link, a killed spine,
 //! admin changes) with daemons as threads. Needs root for `ip netns`;
 //! skipped with a loud message otherwise, failed with
