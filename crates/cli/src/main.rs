@@ -128,7 +128,7 @@ fn apply_overrides(cfg: &mut SimConfig, a: &SimArgs) -> Result<(), ConfigError> 
             sweep.policies = a
                 .policy
                 .iter()
-                .map(|p| Policy::parse(p).map_err(|e| format!("--policy: {e}")))
+                .map(|p| Policy::parse(p).map_err(|e| ConfigError::new("--policy", e.to_string())))
                 .collect::<Result<_, _>>()?;
         }
         if !a.load.is_empty() {
@@ -207,6 +207,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--help` of a `--policy` option: what it takes, then every name (the
+/// parse functions' vocabulary, so help and errors list the same names).
+pub(crate) fn policy_help(intro: &str, names: &[&str]) -> String {
+    format!("{intro}.\n\nPolicies: {}", names.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -235,10 +241,4 @@ mod tests {
         walk(&super::Cli::command(), "netsched", &mut missing);
         assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
-}
-
-/// `--help` of a `--policy` option: what it takes, then every name (the
-/// parse functions' vocabulary, so help and errors list the same names).
-pub(crate) fn policy_help(intro: &str, names: &[&str]) -> String {
-    format!("{intro}.\n\nPolicies: {}", names.join(", "))
 }

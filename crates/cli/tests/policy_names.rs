@@ -14,9 +14,21 @@ fn unknown_policies_get_one_message_with_a_suggestion() {
     let main = format!("{EXPERIMENTS}/main.toml");
     let baraat = format!("{EXPERIMENTS}/baraat.toml");
     let cases: [(&[&str], &str, &str); 3] = [
-        (&["sim", "-q", "-c", &main, "--policy", "hours"], "horus", "push policies: horus,"),
-        (&["pull", "-q", "--policy", "dracnis"], "draconis", "pull policies: draconis,"),
-        (&["flowsim", "-q", "-c", &baraat, "--policy", "barat"], "baraat", "flow policies: fair,"),
+        (
+            &["sim", "-q", "-c", &main, "--policy", "hours"],
+            "horus",
+            "push policies: horus,",
+        ),
+        (
+            &["pull", "-q", "--policy", "dracnis"],
+            "draconis",
+            "pull policies: draconis,",
+        ),
+        (
+            &["flowsim", "-q", "-c", &baraat, "--policy", "barat"],
+            "baraat",
+            "flow policies: fair,",
+        ),
     ];
     for (args, suggestion, family) in cases {
         let (code, _, err) = netsched(args);
@@ -33,15 +45,24 @@ fn unknown_policies_get_one_message_with_a_suggestion() {
     }
     // Not a typo of anything: no suggestion, still every name.
     let (_, _, err) = netsched(&["pull", "-q", "--policy", "zzzzzz"]);
-    assert!(err.contains("unknown policy `zzzzzz` (pull policies: "), "{err}");
+    assert!(
+        err.contains("unknown policy `zzzzzz` (pull policies: "),
+        "{err}"
+    );
 }
 
 #[test]
 fn help_lists_every_policy() {
     for (cmd, names) in [
-        ("sim", vec!["horus", "horus-tokens", "rs-h", "r2p2", "central"]),
+        (
+            "sim",
+            vec!["horus", "horus-tokens", "rs-h", "r2p2", "central"],
+        ),
         ("pull", vec!["draconis", "draconis-server", "sparrow"]),
-        ("flowsim", vec!["fair", "pfabric", "orchestra", "stf", "baraat"]),
+        (
+            "flowsim",
+            vec!["fair", "pfabric", "orchestra", "stf", "baraat"],
+        ),
     ] {
         let (code, out, err) = netsched(&[cmd, "--help"]);
         assert_eq!(code, 0, "{err}");

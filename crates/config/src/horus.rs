@@ -122,7 +122,11 @@ impl HorusConfig {
         }
         if policies.contains(&Policy::HorusTokens) {
             if let Some(name) = self.resolve().data_plane.unused_by_tokens() {
-                let field = if self.option_set(name) { name } else { "preset" };
+                let field = if self.option_set(name) {
+                    name
+                } else {
+                    "preset"
+                };
                 return Err(ConfigError::new(
                     field,
                     format!(
@@ -175,21 +179,37 @@ mod tests {
     #[test]
     fn horus_tokens_refuses_what_it_cannot_take_by_name() {
         let tokens = [Policy::HorusTokens];
-        let e = parse("leaf_idle_threshold = 3").check_policies(&tokens).unwrap_err();
+        let e = parse("leaf_idle_threshold = 3")
+            .check_policies(&tokens)
+            .unwrap_err();
         assert_eq!(e.field, "leaf_idle_threshold");
         assert!(e.msg.contains("horus-tokens"), "{e}");
-        let e = parse("preset = \"horus-sim\"").check_policies(&tokens).unwrap_err();
+        let e = parse("preset = \"horus-sim\"")
+            .check_policies(&tokens)
+            .unwrap_err();
         assert_eq!(e.field, "preset");
         assert!(e.msg.contains("spine_idle_pick"), "{e}");
         // What tokens can take, or the paper's value written out.
-        parse("leaf_idle_threshold = 0").check_policies(&tokens).unwrap();
-        parse("idle_link = \"random-of-pool\"").check_policies(&tokens).unwrap();
+        parse("leaf_idle_threshold = 0")
+            .check_policies(&tokens)
+            .unwrap();
+        parse("idle_link = \"random-of-pool\"")
+            .check_policies(&tokens)
+            .unwrap();
         // Both policies in one sweep: the tokens run still refuses.
         let both = [Policy::Horus, Policy::HorusTokens];
-        assert!(parse("remove_lock = \"off\"").check_policies(&both).is_err());
-        parse("remove_lock = \"off\"").check_policies(&[Policy::Horus]).unwrap();
-        let e = parse("remove_lock = \"off\"").check_policies(&[Policy::RsH]).unwrap_err();
+        assert!(parse("remove_lock = \"off\"")
+            .check_policies(&both)
+            .is_err());
+        parse("remove_lock = \"off\"")
+            .check_policies(&[Policy::Horus])
+            .unwrap();
+        let e = parse("remove_lock = \"off\"")
+            .check_policies(&[Policy::RsH])
+            .unwrap_err();
         assert!(e.msg.contains("no run uses"), "{e}");
-        HorusConfig::default().check_policies(&[Policy::RsH]).unwrap();
+        HorusConfig::default()
+            .check_policies(&[Policy::RsH])
+            .unwrap();
     }
 }

@@ -49,6 +49,8 @@ impl From<ConfigError> for String {
 /// spine(s).
 pub use netsched_core::registry::Layer as Role;
 
+use netsched_config::horus::HorusConfig;
+use netsched_core::horus::{IdleLink, LeafIdleScope};
 /// The policy an instance runs: the one vocabulary of every driver
 /// (`netsched_core::registry`). A policy names a system; with the instance's
 /// role it picks the data plane (`Policy::plane_at`): `rs-h` is a RackSched
@@ -56,8 +58,6 @@ pub use netsched_core::registry::Layer as Role;
 /// `racksched` a uniform spread over RackSched leaves, flat policies the
 /// same scheduler at either role.
 pub use netsched_core::registry::Policy;
-use netsched_config::horus::HorusConfig;
-use netsched_core::horus::{IdleLink, LeafIdleScope};
 use netsched_core::PlaneParams;
 
 /// One scheduler instance: one role of one pool.
@@ -552,8 +552,14 @@ impl SwitchConfig {
         let Some(xdp) = &self.xdp else {
             return invalid("needs [xdp] interface".into());
         };
-        if self.instances.iter().any(|i| i.horus != HorusConfig::default()) {
-            return invalid("[instance.horus]: the XDP leaf runs the paper's mechanism only".into());
+        if self
+            .instances
+            .iter()
+            .any(|i| i.horus != HorusConfig::default())
+        {
+            return invalid(
+                "[instance.horus]: the XDP leaf runs the paper's mechanism only".into(),
+            );
         }
         if let Err((key, why)) = xdp.check() {
             return invalid(format!("{key}: {why}"));

@@ -147,10 +147,19 @@ impl HorusOptions {
     pub fn unused_by_tokens(&self) -> Option<&'static str> {
         let paper = HorusOptions::default();
         [
-            ("spine_idle_pick", self.spine_idle_pick != paper.spine_idle_pick),
-            ("leaf_idle_threshold", self.leaf_idle_threshold != paper.leaf_idle_threshold),
+            (
+                "spine_idle_pick",
+                self.spine_idle_pick != paper.spine_idle_pick,
+            ),
+            (
+                "leaf_idle_threshold",
+                self.leaf_idle_threshold != paper.leaf_idle_threshold,
+            ),
             ("remove_lock", self.remove_lock != paper.remove_lock),
-            ("announce_on_reply", self.announce_on_reply != paper.announce_on_reply),
+            (
+                "announce_on_reply",
+                self.announce_on_reply != paper.announce_on_reply,
+            ),
         ]
         .into_iter()
         .find(|(_, set)| *set)

@@ -25,7 +25,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::config::{Policy, Role};
+use crate::config::Policy;
 use crate::secret::ClusterKey;
 
 pub const MAGIC: &[u8; 4] = b"NSC1";
@@ -77,7 +77,7 @@ pub struct InstanceStatus {
 }
 
 /// An instance's role in status reports and desired state: the config's
-/// [`Role`], one type (serialized `spine`, `leaf`).
+/// [`Role`](crate::config::Role), one type (serialized `spine`, `leaf`).
 pub use crate::config::Role as RoleName;
 
 /// The policy's name for status reports (informational: the controller
