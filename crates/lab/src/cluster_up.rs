@@ -27,7 +27,7 @@ use netsched_config::workload::ServiceDist;
 use serde::Deserialize;
 
 use crate::error::Error;
-use netsched_node::config::ConfigError;
+use netsched_node::config::{ConfigError, Policy};
 use netsched_node::controller::http;
 
 pub use crate::error::FleetError;
@@ -148,17 +148,31 @@ fn default_timeout() -> u64 {
     1000
 }
 
-/// (spine policy, leaf policy, simulator policy) of a `cluster up` policy.
-pub fn policy_map(p: &str) -> Option<(&'static str, &'static str, &'static str)> {
-    Some(match p {
-        "horus" => ("horus", "horus", "horus"),
-        // Horus §4.1: RackSched at the spine over rack loads and at the leaves.
-        "rs-h" => ("rs-h", "rs-h", "rs-h"),
-        "rs-lb" => ("rs-lb", "rs-lb", "rs-lb"),
-        "random" => ("random", "random", "random"),
-        "round-robin" => ("round-robin", "round-robin", "round-robin"),
-        _ => return None,
-    })
+/// The policies `cluster up` runs, each the same policy at spine and leaf
+/// and in the simulator beside it (RS-H: RackSched at the spine over rack
+/// loads and at the leaves, Horus §4.1).
+pub const POLICIES: [Policy; 5] = [
+    Policy::Horus,
+    Policy::RsH,
+    Policy::RsLb,
+    Policy::Random,
+    Policy::RoundRobin,
+];
+
+/// A `cluster up` policy by name, or the one message for a name that is
+/// none of [`POLICIES`] (`netsched_core::names`).
+pub fn cluster_policy(name: &str) -> Result<Policy, String> {
+    Policy::parse(name)
+        .ok()
+        .filter(|p| POLICIES.contains(p))
+        .ok_or_else(|| {
+            netsched_core::names::unknown(
+                "policy",
+                "cluster up policies",
+                name,
+                &POLICIES.map(|p| p.name()),
+            )
+        })
 }
 
 impl ClusterUpConfig {
@@ -172,10 +186,8 @@ impl ClusterUpConfig {
         if self.policies.is_empty() {
             return Err(ConfigError::Invalid("policies: at least one".into()));
         }
-        if let Some(p) = self.policies.iter().find(|p| policy_map(p).is_none()) {
-            return Err(ConfigError::Invalid(format!(
-                "policies: unknown policy {p:?} (horus, rs-h, rs-lb, random, round-robin)"
-            )));
+        for p in &self.policies {
+            cluster_policy(p).map_err(|e| ConfigError::Invalid(format!("policies: {e}")))?;
         }
         if self.racks == 0 || self.workers_per_rack == 0 || self.spines == 0 {
             return Err(ConfigError::Invalid(
@@ -236,8 +248,8 @@ impl ClusterUpConfig {
 
     /// How `policy`'s workers queue and what the simulator models for it.
     pub fn server_model(&self, policy: &str) -> ServerModel {
-        match policy_map(policy) {
-            Some((_, "rs-h" | "rs-lb", _)) => ServerModel::ServerQueue {
+        match cluster_policy(policy) {
+            Ok(Policy::RsH | Policy::RsLb) => ServerModel::ServerQueue {
                 servers: self.servers_per_rack,
                 executors: self.workers_per_rack / self.servers_per_rack,
                 preempt_us: self.racksched_preempt_us,
@@ -366,7 +378,8 @@ fn write(dir: &Path, name: &str, text: String) -> Result<PathBuf, Error> {
 }
 
 fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, Error> {
-    let (spine_pol, leaf_pol, _) = policy_map(policy).expect("validated");
+    let pol = cluster_policy(policy).expect("validated").name();
+    let (spine_pol, leaf_pol) = (pol, pol);
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), e))?;
     let ports = Ports(cfg.base_port);
     // Secrets from the OS random source, in mode-0600 files that every

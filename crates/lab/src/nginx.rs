@@ -40,7 +40,7 @@ use std::time::Duration;
 use netsched_config::workload::ServiceDist;
 
 use crate::error::Error;
-use netsched_node::config::{ClientConfig, ConfigError, Target, WireFamily};
+use netsched_node::config::{ClientConfig, ConfigError, Policy, Target, WireFamily};
 use netsched_node::{Client, ClientReport, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 
 /// Where Debian's nginx and its stream module live.
@@ -362,7 +362,7 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     };
     let workers = Worker::start(&wcfg, socks, stop.clone())?;
     let addrs = workers.addrs().to_vec();
-    let rs_servers = if opts.setups.iter().any(|s| s == "racksched") {
+    let rs_servers = if opts.setups.iter().any(|s| is_racksched(s)) {
         let socks = (0..opts.workers / opts.racksched_executors)
             .map(|_| loopback())
             .collect::<Result<Vec<_>, _>>()?;
@@ -437,14 +437,14 @@ fn measure(
                 t
             }
             policy => {
-                let nodes = if policy == "racksched" {
+                let nodes = if is_racksched(policy) {
                     backends.racksched_servers
                 } else {
                     backends.workers
                 };
                 let (a, h) = leaf(policy, nodes, d_stop)?;
                 daemons.push(h);
-                let wire = if policy == "racksched" {
+                let wire = if is_racksched(policy) {
                     WireFamily::Racksched
                 } else {
                     WireFamily::Horus
@@ -507,4 +507,9 @@ pub fn medians(rows: &[Row]) -> Vec<(String, f64, [f64; 3], [u64; 3])> {
             (setup, load, [med(0.5), med(0.99), med(0.999)], tot)
         })
         .collect()
+}
+
+/// A setup that runs RackSched's ToR (its own servers and wire family).
+fn is_racksched(setup: &str) -> bool {
+    Policy::parse(setup) == Ok(Policy::Racksched)
 }
