@@ -5,8 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# No crate's modules depend on each other in a cycle (python/tests/
+# test_module_cycles.py tests the check itself).
+python3 scripts/module-cycles.py
 # As root, network-namespace tests must run: a skip is a failure
-# (crates/node/src/netns.rs, REQUIRE_NETNS_ENV).
+# (crates/lab/src/netns.rs, REQUIRE_NETNS_ENV).
 # Likewise the XDP leaf's differential tests, which load BPF programs
 # (crates/xdp/tests/differential.rs).
 if [ "$(id -u)" = 0 ]; then

@@ -128,7 +128,7 @@ pub struct CapacityArgs {
     #[arg(long)]
     daemon_thread: bool,
     /// The nginx binary (Debian's by default).
-    #[arg(long, default_value = netsched_node::nginx::DEFAULT_NGINX)]
+    #[arg(long, default_value = netsched_lab::nginx::DEFAULT_NGINX)]
     nginx: std::path::PathBuf,
     /// Seed of the open-loop client's streams (each probe adds its
     /// application id, so probes draw different sequences).
@@ -137,7 +137,7 @@ pub struct CapacityArgs {
 }
 
 fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
-    use netsched_node::capacity::{self, CapacityOpts, DaemonHost};
+    use netsched_lab::capacity::{self, CapacityOpts, DaemonHost};
     let service =
         netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
     let daemon = if a.daemon_thread {

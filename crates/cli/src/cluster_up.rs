@@ -1,12 +1,12 @@
 //! `netsched cluster up`: each policy's fleet of real processes
-//! (`netsched_node::cluster_up`), then the simulator on the same
+//! (`netsched_lab::cluster_up`), then the simulator on the same
 //! configuration, side by side. It lives in the CLI because the CLI is what
 //! composes the runtime and the simulator; neither depends on the other.
 
 use std::path::Path;
 
 use netsched_config::workload::{ServiceDist, ROCKSDB_SIGMA};
-use netsched_node::cluster_up::{
+use netsched_lab::cluster_up::{
     install_signal_handlers, rocksdb_medians, run_fleet, within_tolerance, Calibration,
     ClusterUpConfig, ServerModel, CALIBRATION_SERVICE_US, P50_TOLERANCE, P99_TOLERANCE,
 };

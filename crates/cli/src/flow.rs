@@ -17,7 +17,10 @@ pub struct FlowArgs {
     #[arg(short, long)]
     config: Option<PathBuf>,
     /// Policies to run, comma-separated: fair, pfabric, orchestra, stf, baraat.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', long_help = crate::policy_help(
+        "Policies to run, comma-separated (overrides the config's)",
+        &Policy::ALL.map(|p| p.name()),
+    ))]
     policy: Vec<String>,
     /// Number of tasks (overrides workload.tasks).
     #[arg(long)]

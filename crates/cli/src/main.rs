@@ -81,7 +81,10 @@ struct SimArgs {
     #[arg(short, long)]
     config: PathBuf,
     /// Policies to run, comma-separated (overrides the config's policy/sweep).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', long_help = policy_help(
+        "Policies to run, comma-separated (overrides the config's policy/sweep)",
+        &Policy::ALL.map(|p| p.name()),
+    ))]
     policy: Vec<String>,
     /// Loads to run, comma-separated fractions of capacity in (0, 1].
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = load_arg)]
@@ -169,7 +172,7 @@ fn apply_overrides(cfg: &mut SimConfig, a: &SimArgs) -> Result<(), ConfigError> 
             sweep.policies = a
                 .policy
                 .iter()
-                .map(|p| Policy::parse(p))
+                .map(|p| Policy::parse(p).map_err(|e| ConfigError::new("--policy", e.to_string())))
                 .collect::<Result<_, _>>()?;
         }
         if !a.load.is_empty() {
@@ -269,6 +272,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--help` of a `--policy` option: what it takes, then every name (the
+/// parse functions' vocabulary, so help and errors list the same names).
+pub(crate) fn policy_help(intro: &str, names: &[&str]) -> String {
+    format!("{intro}.\n\nPolicies: {}", names.join(", "))
 }
 
 #[cfg(test)]

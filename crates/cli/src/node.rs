@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Subcommand;
-use netsched_node::bench::{BenchOpts, BenchRole};
+use netsched_lab::bench::{BenchOpts, BenchRole};
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_node::config::{Policy, Target};
 use netsched_node::pull;
@@ -209,7 +209,7 @@ pub struct BenchPullArgs {
 }
 
 pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
-    use netsched_node::pull::bench;
+    use netsched_lab::pull_bench as bench;
     let policies = a
         .policies
         .split(',')
@@ -389,8 +389,8 @@ pub fn load_controller(path: &Path) -> Result<netsched_node::controller::Control
 }
 
 /// Reads and validates a `cluster up` config (`netsched cluster up`, `check`).
-pub fn load_cluster_up(path: &Path) -> Result<netsched_node::cluster_up::ClusterUpConfig, String> {
-    netsched_node::cluster_up::ClusterUpConfig::from_toml(&read(path)?)
+pub fn load_cluster_up(path: &Path) -> Result<netsched_lab::cluster_up::ClusterUpConfig, String> {
+    netsched_lab::cluster_up::ClusterUpConfig::from_toml(&read(path)?)
         .map_err(|e| at(path)(e.to_string()))
 }
 
@@ -407,11 +407,8 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
         NodeCmd::Switch { config, duration_s } => {
             let cfg = match load_switch(&config)? {
                 SwitchFile::Pull(cfg) => {
-                    return pull::switch::run_config(
-                        &cfg,
-                        stop_on_signals("pull-switch", duration_s)?,
-                    )
-                    .map_err(String::from)
+                    return pull::run_config(&cfg, stop_on_signals("pull-switch", duration_s)?)
+                        .map_err(String::from)
                 }
                 SwitchFile::Push(cfg) => cfg,
             };
@@ -562,14 +559,14 @@ pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), String> {
     };
     let opts = BenchOpts {
         role,
-        policy: netsched_node::bench::parse_policy(&a.policy)?,
+        policy: netsched_lab::bench::parse_policy(&a.policy)?,
         nodes: a.nodes,
         duration: Duration::from_secs_f64(a.seconds),
         window: a.window,
         low_rate: a.low_rate,
         ..BenchOpts::default()
     };
-    let r = netsched_node::bench::run(&opts)?;
+    let r = netsched_lab::bench::run(&opts)?;
     outln!(
         "daemon role {} policy {} over {} nodes",
         a.role,
@@ -601,7 +598,7 @@ pub struct BenchNginxArgs {
     #[arg(long, default_value_t = 0)]
     rocksdb_keys: u32,
     /// The nginx binary (Debian's by default).
-    #[arg(long, default_value = netsched_node::nginx::DEFAULT_NGINX)]
+    #[arg(long, default_value = netsched_lab::nginx::DEFAULT_NGINX)]
     nginx: PathBuf,
     /// Seed of the clients' arrivals and service times.
     #[arg(long, default_value_t = 1)]
@@ -617,7 +614,7 @@ pub struct BenchNginxArgs {
 pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
     let service =
         netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
-    let opts = netsched_node::nginx::NginxBenchOpts {
+    let opts = netsched_lab::nginx::NginxBenchOpts {
         workers: a.workers,
         service,
         loads: a.loads,
@@ -630,13 +627,13 @@ pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
         ..Default::default()
     };
     opts.validate()?;
-    outln!("{}", netsched_node::nginx::Row::HEADER);
-    let rows = netsched_node::nginx::run(&opts, |r| outln!("{}", r.line()))?;
+    outln!("{}", netsched_lab::nginx::Row::HEADER);
+    let rows = netsched_lab::nginx::run(&opts, |r| outln!("{}", r.line()))?;
     outln!(
         "\nmedians over {} round(s)\n| setup | load | p50 µs | p99 µs | p99.9 µs | completed / submitted | timed out |\n|---|---|---|---|---|---|---|",
         opts.repeats
     );
-    for (setup, load, p, t) in netsched_node::nginx::medians(&rows) {
+    for (setup, load, p, t) in netsched_lab::nginx::medians(&rows) {
         outln!(
             "| {setup} | {load:.2} | {:.0} | {:.0} | {:.0} | {} / {} | {} |",
             p[0],

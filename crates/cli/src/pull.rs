@@ -14,7 +14,10 @@ pub struct PullArgs {
     config: Option<PathBuf>,
     /// Policies, comma-separated: draconis, draconis-priority, draconis-resource,
     /// draconis-locality, draconis-server, r2p2, sparrow, racksched.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', long_help = crate::policy_help(
+        "Policies to run, comma-separated (overrides the config's)",
+        &PullPolicy::ALL.map(|p| p.name()),
+    ))]
     policy: Vec<String>,
     /// Loads, comma-separated fractions of executors / mean service time.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = crate::load_arg)]

@@ -70,7 +70,7 @@ fn check_names_the_command_of_each_kind() {
 /// `check`, as the daemon started on it would accept it.
 #[test]
 fn every_config_cluster_up_writes_passes_check() {
-    use netsched_node::cluster_up::{write_configs, ClusterUpConfig};
+    use netsched_lab::cluster_up::{write_configs, ClusterUpConfig};
     let dir = common::temp_dir("check-cluster");
     let mut n = 0;
     for name in [

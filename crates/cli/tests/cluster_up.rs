@@ -225,7 +225,7 @@ fn bad_configs_give_one_line_errors() {
 }
 
 // The agreement's tolerances and their derivation:
-// netsched_node::cluster_up::{P50_TOLERANCE, P99_TOLERANCE}, which
+// netsched_lab::cluster_up::{P50_TOLERANCE, P99_TOLERANCE}, which
 // `cluster up` prints its verdict against.
 /// A client that could not send on time for this long was itself stalled
 /// (this VM stalls even a nice -10 process for up to tens of ms under other
@@ -297,7 +297,7 @@ fn simulator_and_runtime_agree_at_moderate_load() {
                 "{p}: implausible round trip: {v}"
             );
             let (r50, r99) = (n("p50_ratio"), n("p99_ratio"));
-            if !netsched_node::cluster_up::within_tolerance(r50, r99) {
+            if !netsched_lab::cluster_up::within_tolerance(r50, r99) {
                 bad.push(format!(
                     "{p}: runtime p50 {:.0} / p99 {:.0} us vs simulator {:.0} / {:.0} us (x{r50:.2}, x{r99:.2})",
                     n("runtime_p50_us"),

@@ -3,12 +3,12 @@
 //! started with `ip netns exec`, the spine in its own namespace, each rack
 //! (leaf daemon + one worker agent process per worker) in its own, the
 //! controller and the client in a third; datagrams cross veth pairs and a
-//! bridge (`netsched_node::netns`). A worker agent and then a leaf daemon
+//! bridge (`netsched_lab::netns`). A worker agent and then a leaf daemon
 //! are SIGKILLed (no shutdown path runs); the cluster keeps serving with
 //! what remains and the client accounts for every task.
 //!
 //! The controller process is SIGKILLed and restarted from its state file
-//! while a client runs. `crates/node/tests/netns_failures.rs` covers the
+//! while a client runs. `crates/lab/tests/netns_failures.rs` covers the
 //! other failures (cut link, 1 % loss on every link, a killed spine,
 //! admin changes) with daemons as threads. Needs root for `ip netns`;
 //! skipped with a loud message otherwise, failed with
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{failed, n, quoted, wait_for, write_config, Procs, Scratch};
-use netsched_node::netns::{Host, Lab};
+use netsched_lab::netns::{Host, Lab};
 
 const TOKEN: &str = "netns-process-token";
 

@@ -16,7 +16,7 @@ mod common;
 use std::time::Duration;
 
 use common::{n, write_config, ClientRun, Procs, Scratch};
-use netsched_node::netns::Host;
+use netsched_lab::netns::Host;
 
 const SCHED_PORT: u16 = 7300;
 const EXEC_PORT: u16 = 7400;

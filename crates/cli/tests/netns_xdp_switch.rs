@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{n, quoted, run_client, wait_for, write_config, ClientRun, Procs, Scratch};
-use netsched_node::netns::Host;
+use netsched_lab::netns::Host;
 
 const LEAF_PORT: u16 = 7101;
 const WORKER_PORT: u16 = 7201;

@@ -9,6 +9,7 @@
 //! - [`sweep`]: expansion of `[sweep]` into (policy, load) runs;
 //! - [`pull`]: the pull scheduling policy names and scheduler sections
 //!   (Draconis §4-§6, R2P2, Sparrow);
+//! - [`horus`]: Horus's mechanism choices (`preset` and every option);
 //! - [`ns`]: microsecond/nanosecond conversions.
 //!
 //! Limits a data plane refuses at build time are `netsched_core::limits`;
@@ -16,6 +17,7 @@
 
 pub mod build_info;
 pub mod error;
+pub mod horus;
 pub mod ns;
 pub mod parse;
 pub mod pull;

@@ -101,7 +101,7 @@ impl PullPolicy {
                 let names: Vec<&str> = PullPolicy::ALL.iter().map(|p| p.name()).collect();
                 ConfigError::new(
                     "policy",
-                    format!("unknown policy '{s}'; known: {}", names.join(", ")),
+                    netsched_core::names::unknown("policy", "pull policies", s, &names),
                 )
             })
     }

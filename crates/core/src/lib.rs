@@ -13,6 +13,7 @@ pub mod fixed;
 pub mod horus;
 pub mod idle;
 pub mod limits;
+pub mod names;
 pub mod outbox;
 pub mod pow2;
 pub mod pull;

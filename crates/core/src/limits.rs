@@ -6,7 +6,9 @@
 //! a one-line error naming its field rather than a panic inside a
 //! simulation thread.
 
-pub use crate::racksched::MAX_SAMPLES;
+/// Most samples per decision (RackSched's LoadTable): one LoadTable copy
+/// per sample, each in its own stage.
+pub const MAX_SAMPLES: usize = 16;
 
 /// Largest Draconis queue (Draconis §4.3: the pointers wrap by masking, so
 /// a power of two; 2^30 leaves the 32-bit pointers room to tell full from

@@ -63,8 +63,15 @@ pub enum Policy {
     R2p2,
 }
 
-/// Where a data plane sits: above racks, or in front of a rack's workers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a data plane sits: above racks, or in front of a rack's workers
+/// (Horus §3.1). Configs and the runtime's control protocol call it an
+/// instance's `role` (`spine`, `leaf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum Layer {
     Spine,
     Leaf,
@@ -95,12 +102,13 @@ pub struct UnknownPolicy(pub String);
 
 impl std::fmt::Display for UnknownPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "unknown policy `{}` (expected one of: {})",
-            self.0,
-            Policy::ALL.map(|p| p.name()).join(", ")
-        )
+        let names = Policy::ALL.map(|p| p.name());
+        f.write_str(&crate::names::unknown(
+            "policy",
+            "push policies",
+            &self.0,
+            &names,
+        ))
     }
 }
 
@@ -227,7 +235,8 @@ pub struct PlaneParams {
     pub classes: u32,
     /// How RackSched's LoadTable learns server loads (§3.5, §4.6).
     pub tracking: LoadTracking,
-    /// Horus's mechanism choices (policy `horus`; `horus-tokens` sets its own).
+    /// Horus's mechanism choices (policy `horus`; `horus-tokens` adds its
+    /// idle and slot tokens to them).
     pub horus: HorusOptions,
     /// Horus's connection table (§A.4).
     pub conn_table: ConnTableConfig,
@@ -289,12 +298,12 @@ impl PlaneParams {
         }
     }
 
+    /// Policy `horus-tokens` is the configured options with idle and slot
+    /// tokens on; drivers refuse the options tokens cannot take first
+    /// ([`HorusOptions::unused_by_tokens`]).
     fn horus_options(&self, policy: Policy) -> HorusOptions {
         match policy {
-            Policy::HorusTokens => HorusOptions {
-                soft_state_ns: self.horus.soft_state_ns,
-                ..HorusOptions::idle_tokens()
-            },
+            Policy::HorusTokens => self.horus.with_tokens(),
             _ => self.horus,
         }
     }

@@ -45,8 +45,11 @@ impl Policy {
             "orchestra" | "fifo" => Ok(Policy::Orchestra),
             "stf" => Ok(Policy::Stf),
             "baraat" | "fifo-lm" => Ok(Policy::Baraat),
-            other => Err(format!(
-                "unknown policy `{other}` (fair, pfabric, orchestra, stf, baraat)"
+            _ => Err(netsched_core::names::unknown(
+                "policy",
+                "flow policies",
+                s,
+                &Policy::ALL.map(|p| p.name()),
             )),
         }
     }

@@ -42,17 +42,15 @@ impl From<ConfigError> for String {
     }
 }
 
-/// Which side of the two-layer hierarchy an instance is (Horus §3.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// Schedules over racks (leaf daemons); receives idle/load notices.
-    Spine,
-    /// Schedules over workers; receives replies and heartbeats, notifies
-    /// its upstream spine(s).
-    Leaf,
-}
+/// Which side of the two-layer hierarchy an instance is (Horus §3.1): the
+/// registry's [`Layer`](netsched_core::Layer). A spine schedules over racks
+/// (leaf daemons) and receives idle/load notices; a leaf schedules over
+/// workers, receives replies and heartbeats, and notifies its upstream
+/// spine(s).
+pub use netsched_core::registry::Layer as Role;
 
+use netsched_config::horus::HorusConfig;
+use netsched_core::horus::{IdleLink, LeafIdleScope};
 /// The policy an instance runs: the one vocabulary of every driver
 /// (`netsched_core::registry`). A policy names a system; with the instance's
 /// role it picks the data plane (`Policy::plane_at`): `rs-h` is a RackSched
@@ -118,6 +116,11 @@ pub struct PoolConfig {
     /// (`HorusOptions::soft_state_ns`, docs/runtime.md).
     #[serde(default = "default_soft_state_ms")]
     pub soft_state_ms: u64,
+    /// `[instance.horus]`: Horus's mechanism choices, `preset` and every
+    /// option, read as the simulator reads `[schedulers.horus]`
+    /// (`netsched_config::horus`), for policies `horus` and `horus-tokens`.
+    #[serde(default)]
+    pub horus: HorusConfig,
 }
 
 /// Default [`PoolConfig::soft_state_ms`]: the bound on a wrong belief
@@ -167,6 +170,7 @@ impl PoolConfig {
             samples: default_samples(),
             jbsq_bound: default_jbsq_bound(),
             soft_state_ms: default_soft_state_ms(),
+            horus: HorusConfig::default(),
         }
     }
 
@@ -176,10 +180,38 @@ impl PoolConfig {
         let mut p = PlaneParams {
             samples: self.samples,
             jbsq_bound: self.jbsq_bound,
+            horus: self.horus.resolve().data_plane,
             ..PlaneParams::default()
         };
         p.horus.soft_state_ns = self.soft_state_ms.saturating_mul(1_000_000);
         p
+    }
+
+    /// The Horus choices this instance can run, or why not (one line naming
+    /// the option): those the policy cannot take, and the two driver-level
+    /// ones a switch has no way to run.
+    fn check_horus(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(format!("pool {}: {m}", self.pool)));
+        if let Err(e) = self.horus.check_policies(&[self.policy]) {
+            return bad(e.within("horus").to_string());
+        }
+        let choices = self.horus.resolve();
+        if choices.leaf_idle_scope == LeafIdleScope::Pool {
+            return bad(
+                "horus.leaf_idle_scope: `pool` (one idle list shared by every leaf, the \
+                 unmodified horus-sim) cannot run in a switch; use `rack` or preset \
+                 `horus-sim-fixed`"
+                    .into(),
+            );
+        }
+        if choices.idle_link == IdleLink::RandomOfPool && self.upstream.len() > 1 {
+            return bad(format!(
+                "horus.idle_link: `random-of-pool` is modelled for one-spine pools only, and \
+                 this leaf has {} upstream spines (set idle_link = \"own-group\")",
+                self.upstream.len()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -482,6 +514,7 @@ impl SwitchConfig {
                     i.pool
                 )));
             }
+            i.check_horus()?;
             i.plane_params()
                 .validate()
                 .map_err(|source| ConfigError::Plane {
@@ -545,6 +578,15 @@ impl SwitchConfig {
         let Some(xdp) = &self.xdp else {
             return invalid("needs [xdp] interface".into());
         };
+        if self
+            .instances
+            .iter()
+            .any(|i| i.horus != HorusConfig::default())
+        {
+            return invalid(
+                "[instance.horus]: the XDP leaf runs the paper's mechanism only".into(),
+            );
+        }
         if let Err((key, why)) = xdp.check() {
             return invalid(format!("{key}: {why}"));
         }

@@ -37,15 +37,6 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A measurement run (`netsched bench`) whose client completed no task.
-    #[error("latency run completed nothing: {summary}")]
-    NothingCompleted { summary: String },
-    #[error(transparent)]
-    Nginx(#[from] crate::nginx::NginxError),
-    #[error(transparent)]
-    Capacity(#[from] crate::capacity::CapacityError),
-    #[error(transparent)]
-    Fleet(#[from] crate::cluster_up::FleetError),
     /// A thread of ours panicked (`what` names it).
     #[error("{what} panicked")]
     Panicked { what: &'static str },

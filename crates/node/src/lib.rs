@@ -13,14 +13,13 @@
 //! * [`metrics`]: the Prometheus endpoint (prometheus-client on [`http`]);
 //!   [`log`]: tracing setup and signal-driven shutdown.
 //!
-//! docs/runtime.md describes configs and how to run a local cluster.
+//! docs/runtime.md describes configs and how to run a local cluster. The
+//! lab around the daemons (benchmarks, the nginx comparison, `cluster up`,
+//! namespace hosts) is the `netsched-lab` crate.
 
-pub mod bench;
-pub mod capacity;
 pub mod client;
 pub mod client_net;
 pub mod cluster;
-pub mod cluster_up;
 pub mod config;
 pub mod controller;
 pub mod error;
@@ -29,8 +28,6 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod net;
-pub mod netns;
-pub mod nginx;
 pub mod notice_auth;
 pub mod pull;
 pub mod secret;

@@ -201,156 +201,9 @@ pub struct SchedulerConfig {
     pub horus: HorusConfig,
 }
 
-/// `[schedulers.horus]`: the choices where the Horus authors' simulator
-/// (horus-sim) departs from the paper and the P4 program. Defaults are the
-/// paper's; `preset = "horus-sim"` sets the authors' values, which the other
-/// keys then override.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HorusConfig {
-    #[serde(default)]
-    pub preset: HorusPreset,
-    /// `last` (idleList[p-1], paper) or `random` (horus-sim).
-    #[serde(default)]
-    pub spine_idle_pick: Option<SpineIdlePickName>,
-    /// T: idleRemove at <= T idle workers, idleAdd above T (paper 0, horus-sim 4).
-    #[serde(default)]
-    pub leaf_idle_threshold: Option<u32>,
-    /// `on` (Alg. 1's lock: a remove meeting it is dropped) or `off` (atomic removes, horus-sim).
-    #[serde(default)]
-    pub remove_lock: Option<OnOff>,
-    /// `true`: a reply lifting the idle count above T announces at once
-    /// (paper); `false`: only the next task does (horus-sim).
-    #[serde(default)]
-    pub announce_on_reply: Option<bool>,
-    /// `own-group` (paper) or `random-of-pool` (horus-sim, P4's idle signal).
-    #[serde(default)]
-    pub idle_link: Option<IdleLinkName>,
-    /// `rack` (paper) or `pool`: every leaf of a pool shares one idle list,
-    /// reproducing the unmodified horus-sim's aliased Python set. Not
-    /// implementable in a switch.
-    #[serde(default)]
-    pub leaf_idle_scope: Option<LeafIdleScopeName>,
-    /// Soft state (not in the paper; off by default): leaves refresh their
-    /// spine every quarter of this many milliseconds and a spine forgets a
-    /// rack silent for this long (`HorusOptions::soft_state_ns`). For
-    /// measuring the refresh's cost; the runtime has it on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub soft_state_ms: Option<u64>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HorusPreset {
-    /// The paper's and P4's mechanism.
-    #[default]
-    Paper,
-    /// horus-sim at commit e2ed839 with its shared idle set fixed.
-    HorusSimFixed,
-    /// horus-sim at commit e2ed839 unmodified (leaf idle scope = pool).
-    HorusSim,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SpineIdlePickName {
-    Last,
-    Random,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnOff {
-    On,
-    Off,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum IdleLinkName {
-    OwnGroup,
-    RandomOfPool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LeafIdleScopeName {
-    Rack,
-    Pool,
-}
-
-/// The resolved Horus choices: data-plane options and the two the driver owns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HorusChoices {
-    pub data_plane: netsched_core::horus::HorusOptions,
-    pub idle_link: netsched_core::horus::IdleLink,
-    pub leaf_idle_scope: netsched_core::horus::LeafIdleScope,
-}
-
-impl HorusConfig {
-    pub fn resolve(&self) -> HorusChoices {
-        use netsched_core::horus::{
-            HorusOptions, IdleLink, LeafIdleScope, RemoveLock, SpineIdlePick,
-        };
-        let (mut data_plane, mut idle_link, mut scope) = match self.preset {
-            HorusPreset::Paper => (
-                HorusOptions::default(),
-                IdleLink::OwnGroup,
-                LeafIdleScope::Rack,
-            ),
-            // `random-of-pool` is modelled for one-spine pools only; on
-            // others a run must override it (docs/fidelity.md, row 3).
-            HorusPreset::HorusSimFixed => (
-                HorusOptions::horus_sim(),
-                IdleLink::RandomOfPool,
-                LeafIdleScope::Rack,
-            ),
-            HorusPreset::HorusSim => (
-                HorusOptions::horus_sim(),
-                IdleLink::RandomOfPool,
-                LeafIdleScope::Pool,
-            ),
-        };
-        if let Some(p) = self.spine_idle_pick {
-            data_plane.spine_idle_pick = match p {
-                SpineIdlePickName::Last => SpineIdlePick::Last,
-                SpineIdlePickName::Random => SpineIdlePick::Random,
-            };
-        }
-        if let Some(a) = self.announce_on_reply {
-            data_plane.announce_on_reply = a;
-        }
-        if let Some(t) = self.leaf_idle_threshold {
-            data_plane.leaf_idle_threshold = t;
-        }
-        if let Some(l) = self.remove_lock {
-            data_plane.remove_lock = match l {
-                OnOff::On => RemoveLock::On,
-                OnOff::Off => RemoveLock::Off,
-            };
-        }
-        if let Some(l) = self.idle_link {
-            idle_link = match l {
-                IdleLinkName::OwnGroup => IdleLink::OwnGroup,
-                IdleLinkName::RandomOfPool => IdleLink::RandomOfPool,
-            };
-        }
-        if let Some(ms) = self.soft_state_ms {
-            data_plane.soft_state_ns = ms.saturating_mul(1_000_000);
-        }
-        if let Some(sc) = self.leaf_idle_scope {
-            scope = match sc {
-                LeafIdleScopeName::Rack => LeafIdleScope::Rack,
-                LeafIdleScopeName::Pool => LeafIdleScope::Pool,
-            };
-        }
-        HorusChoices {
-            data_plane,
-            idle_link,
-            leaf_idle_scope: scope,
-        }
-    }
-}
+/// `[schedulers.horus]`: Horus's configuration, the same for every driver
+/// (`netsched_config::horus`).
+pub use netsched_config::horus::{HorusChoices, HorusConfig, HorusPreset};
 
 fn default_samples() -> u32 {
     2
@@ -674,14 +527,11 @@ impl SimConfig {
                 ));
             }
         }
-        if self.schedulers.horus != HorusConfig::default()
-            && !self.runs().iter().any(|(p, _)| *p == Policy::Horus)
-        {
-            return Err(err(
-                "schedulers.horus",
-                "sets Horus mechanism choices but no run uses policy `horus`",
-            ));
-        }
+        let policies: Vec<Policy> = self.runs().iter().map(|r| r.0).collect();
+        self.schedulers
+            .horus
+            .check_policies(&policies)
+            .map_err(|e| e.within("schedulers.horus"))?;
         if self.schedulers.clients == 0 {
             return Err(err("schedulers.clients", "must be >= 1"));
         }

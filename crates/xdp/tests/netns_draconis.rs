@@ -17,7 +17,7 @@ use aya::programs::XdpFlags;
 use netsched_config::pull::PullPolicy;
 use netsched_config::workload::ServiceDist;
 use netsched_core::pull::{Draconis, DraconisConfig};
-use netsched_node::netns::{skip, Host, Lab, LabError};
+use netsched_lab::netns::{skip, Host, Lab, LabError};
 use netsched_node::pull::{PullClient, PullClientConfig, PullWorker, PullWorkerConfig};
 use netsched_proto::{decode, DraconisMessage, Message, TaskVec, WireTask};
 use netsched_xdp::XdpDraconis;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use aya::programs::XdpFlags;
 use netsched_core::horus::{ConnTableConfig, HorusLeaf};
-use netsched_node::netns::{skip, Host, Lab, LabError};
+use netsched_lab::netns::{skip, Host, Lab, LabError};
 use netsched_proto::{
     decode, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
 };

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use netsched_node::netns::{self, Host, Lab, LabError};
+use netsched_lab::netns::{self, Host, Lab, LabError};
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_netsched")

@@ -9,6 +9,11 @@
 
 /// How a spine picks a rack from its idle list (Alg. 1 SCHEDULETASKIDLE).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum SpineIdlePick {
     /// `idleList[p-1]`, the rack that announced itself last (paper, P4).
     #[default]
@@ -20,6 +25,11 @@ pub enum SpineIdlePick {
 
 /// What a spine does with an idleRemove that finds the idleNodes lock held.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum RemoveLock {
     /// Alg. 1: the remove is dropped and the leaf re-sends it when a task
     /// shows the spine still believes it idle (§A.3).
@@ -33,6 +43,11 @@ pub enum RemoveLock {
 
 /// Which spine a leaf's idle state (idleAdd/idleRemove) is linked to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum IdleLink {
     /// The spine of the leaf's group (§3.2: every leaf is linked to one spine).
     #[default]
@@ -45,6 +60,11 @@ pub enum IdleLink {
 
 /// Whose idle workers a leaf's idle list holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum LeafIdleScope {
     /// The leaf's own rack (paper, P4).
     #[default]
@@ -133,6 +153,45 @@ impl HorusOptions {
     /// How often a leaf refreshes its spine with [`Self::soft_state_ns`] on.
     pub fn refresh_interval_ns(&self) -> u64 {
         self.soft_state_ns / 4
+    }
+
+    /// The first option (by its config name) that the idle-token variant
+    /// ([`Self::idle_tokens`]) has no use for but `self` sets to other than
+    /// the paper's value: with one token per idle worker there is no idle
+    /// threshold, no idle list to pick from, no idleRemove to lock and no
+    /// announcement to defer. A driver refuses such a configuration by this
+    /// name rather than ignoring it.
+    pub fn unused_by_tokens(&self) -> Option<&'static str> {
+        let paper = HorusOptions::default();
+        [
+            (
+                "spine_idle_pick",
+                self.spine_idle_pick != paper.spine_idle_pick,
+            ),
+            (
+                "leaf_idle_threshold",
+                self.leaf_idle_threshold != paper.leaf_idle_threshold,
+            ),
+            ("remove_lock", self.remove_lock != paper.remove_lock),
+            (
+                "announce_on_reply",
+                self.announce_on_reply != paper.announce_on_reply,
+            ),
+        ]
+        .into_iter()
+        .find(|(_, set)| *set)
+        .map(|(name, _)| name)
+    }
+
+    /// `self` with idle and slot tokens on (policy `horus-tokens`): the
+    /// options tokens have no use for must be the paper's
+    /// ([`Self::unused_by_tokens`]); the rest (`loss_resync_ns`) are kept.
+    pub fn with_tokens(self) -> Self {
+        HorusOptions {
+            idle_tokens: true,
+            slot_tokens: true,
+            ..self
+        }
     }
 
     /// The choices of the authors' simulator (horus-sim), except the

@@ -16,12 +16,28 @@
 //! answers an input its role never receives with
 //! `PullAction::Drop(DropReason::Unexpected)`.
 
-use super::r2p2::JbsqProbe;
-use super::sparrow::{JobSlot, WorkerId};
-use super::{ClientId, ExecInfo, ExecutorId, JobId, JobSubmission, Recirc, TaskInfo, TaskList};
+use super::{
+    ClientId, ExecInfo, ExecutorId, JobId, JobSlot, JobSubmission, Recirc, TaskInfo, TaskList,
+    WorkerId,
+};
 use crate::dataplane::DropReason;
 use crate::outbox::{ActionList, ActionSlots};
 use crate::switch::Pipeline;
+
+/// What a recirculated R2P2 request carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JbsqProbe {
+    pub client: ClientId,
+    pub task: TaskInfo,
+    /// The executor this pass probes.
+    pub next: ExecutorId,
+    /// Executors probed at the current bound.
+    pub probed: u32,
+    /// Current bound, 1..=k.
+    pub bound: u32,
+    /// Recirculations used so far.
+    pub recircs: u32,
+}
 
 /// What a driver feeds a pull scheduler.
 // Packets are fixed-size `Copy` values (no boxing or allocation per packet,

@@ -43,6 +43,10 @@ pub type ClientId = u32;
 pub type ExecutorId = u32;
 /// <UID, JID> of a job (§4.1).
 pub type JobId = u64;
+/// An index into Sparrow's job table, carried by probes.
+pub type JobSlot = u32;
+/// A Sparrow worker.
+pub type WorkerId = u32;
 
 /// Tasks one job_submission packet carries. The paper bounds it by the MTU
 /// and splits larger jobs across packets (§4.3 "Handling Large Jobs").

@@ -33,7 +33,7 @@
 //!   (`recirc_budget`, off by default) exists for runtimes without such a
 //!   port; the authors' code has none.
 
-use super::{ClientId, ExecutorId, PullAction, PullDataPlane, PullInput, PullOutbox, TaskInfo};
+use super::{PullAction, PullDataPlane, PullInput, PullOutbox};
 use crate::dataplane::DropReason;
 use crate::rng::Rng;
 use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
@@ -79,20 +79,7 @@ pub enum JbsqSearch {
     FirstFit,
 }
 
-/// What a recirculated R2P2 request carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct JbsqProbe {
-    pub client: ClientId,
-    pub task: TaskInfo,
-    /// The executor this pass probes.
-    pub next: ExecutorId,
-    /// Executors probed at the current bound.
-    pub probed: u32,
-    /// Current bound, 1..=k.
-    pub bound: u32,
-    /// Recirculations used so far.
-    pub recircs: u32,
-}
+pub use super::contract::JbsqProbe;
 
 /// Counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -264,6 +251,7 @@ impl PullDataPlane for R2p2Jbsq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pull::{ExecutorId, TaskInfo};
 
     /// Feeds a request's probes back until it is dispatched; its executor.
     fn dispatch(sw: &mut R2p2Jbsq, id: u64) -> ExecutorId {

@@ -23,9 +23,7 @@ use crate::dataplane::DropReason;
 use crate::rng::Rng;
 use crate::switch::Pipeline;
 
-/// An index into the scheduler's job table, carried by probes.
-pub type JobSlot = u32;
-pub type WorkerId = u32;
+pub use super::{JobSlot, WorkerId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SparrowConfig {

@@ -7,8 +7,7 @@ use crate::fixed;
 use crate::rng::Rng;
 use crate::switch::{Layout, Pass, RegisterArray};
 
-/// Most samples per decision: one LoadTable copy per sample, each in its own stage.
-pub const MAX_SAMPLES: usize = 16;
+pub use crate::limits::MAX_SAMPLES;
 
 const NO_SLOT: u32 = u32::MAX;
 

@@ -10,6 +10,7 @@
 
 use std::collections::BinaryHeap;
 
+use super::keys::pop_key_group;
 use super::{Engine, NONE};
 use crate::policy::Policy;
 use crate::topology::LinkId;
@@ -507,21 +508,5 @@ impl Engine {
                 self.fill.count[j] -= 1;
             }
         }
-    }
-}
-
-/// The flows of `top`'s key: `top` (just popped) and the entries after it
-/// with the same key, from the water-fill's heap of complemented packed
-/// (key, id), into `kgroup`.
-pub(super) fn pop_key_group(heap: &mut BinaryHeap<u128>, top: u128, kgroup: &mut Vec<u32>) {
-    let key = !top >> 32;
-    kgroup.clear();
-    kgroup.push(!top as u32);
-    while let Some(&nx) = heap.peek() {
-        if !nx >> 32 != key {
-            break;
-        }
-        kgroup.push(!nx as u32);
-        heap.pop();
     }
 }

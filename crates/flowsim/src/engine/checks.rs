@@ -2,7 +2,8 @@
 //! Baraat's per-task rates against the flows, and fast-path results
 //! against a from-scratch recomputation.
 
-use super::groups::{group_finish, group_task_inc};
+use super::groups::group_finish;
+use super::keys::group_task_inc;
 use super::{Engine, NONE};
 use crate::policy::Policy;
 

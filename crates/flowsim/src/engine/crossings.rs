@@ -16,7 +16,7 @@
 //! leaving makes no new neighbours (a timer it leaves behind at most
 //! triggers a recomputation that changes nothing).
 
-use super::groups::float_then_id;
+use super::keys::float_then_id;
 use super::Engine;
 use crate::policy::Policy;
 use crate::topology::LinkId;

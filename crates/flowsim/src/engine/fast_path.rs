@@ -7,8 +7,7 @@
 
 use std::collections::BinaryHeap;
 
-use super::allocation::pop_key_group;
-use super::groups::{float_then_id, group_task_inc};
+use super::keys::{float_then_id, group_task_inc, pop_key_group};
 use super::{Engine, NONE};
 use crate::policy::Policy;
 use crate::topology::LinkId;

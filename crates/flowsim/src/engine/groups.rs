@@ -6,6 +6,7 @@ use std::collections::BinaryHeap;
 
 use super::fabric::Flow;
 use super::fast_path::FastPath;
+use super::keys::{float_then_id, group_task_inc};
 use super::{Engine, NONE};
 use crate::iheap::IndexedHeap;
 use crate::policy::Policy;
@@ -273,21 +274,6 @@ impl Engine {
     pub(super) fn group_reschedule(&mut self, g: u32) {
         self.groups
             .reschedule(g, &self.fabric.flows, self.events.now);
-    }
-}
-
-/// Baraat: one more live member of task `tid` in a group's per-task counts.
-/// A non-negative float then an id, packed so that integer order is
-/// (float, id) order: a non-negative float's bits order as integers (`+ 0.0`
-/// folds -0.0 into +0.0).
-pub(super) fn float_then_id(x: f64, id: u32) -> u128 {
-    ((x + 0.0).to_bits() as u128) << 32 | id as u128
-}
-
-pub(super) fn group_task_inc(tasks: &mut Vec<(u64, u32)>, tid: u64) {
-    match tasks.iter_mut().find(|t| t.0 == tid) {
-        Some(t) => t.1 += 1,
-        None => tasks.push((tid, 1)),
     }
 }
 

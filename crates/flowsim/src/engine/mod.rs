@@ -33,6 +33,7 @@
 //!   and their per-task byte counters;
 //! - `crossings`: pFabric's order changes between events (per-link
 //!   timers);
+//! - `keys`: the packed (float, id) keys and per-task counts they share;
 //! - `checks`: the invariants and the from-scratch comparison (tests).
 
 mod admission;
@@ -44,6 +45,7 @@ mod events;
 mod fabric;
 mod fast_path;
 mod groups;
+mod keys;
 mod tasks;
 
 use crate::iheap::IndexedHeap;

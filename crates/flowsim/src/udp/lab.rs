@@ -57,7 +57,7 @@ impl Lab {
             names: Vec::new(),
         };
         let sw = lab.ns("sw");
-        // Same gate as netsched_node::netns (this crate does not depend on
+        // Same gate as netsched_lab::netns (this crate does not depend on
         // it): NETSCHED_REQUIRE_NETNS=1 turns the skip into a failure.
         static LABS: AtomicU32 = AtomicU32::new(0);
         let lab_no = LABS.fetch_add(1, Ordering::Relaxed);

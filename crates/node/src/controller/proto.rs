@@ -25,7 +25,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::config::{Policy, Role};
+use crate::config::Policy;
 use crate::secret::ClusterKey;
 
 pub const MAGIC: &[u8; 4] = b"NSC1";
@@ -76,22 +76,9 @@ pub struct InstanceStatus {
     pub idle: Option<u32>,
 }
 
-/// `Role` with serde both ways (the config enum only deserializes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RoleName {
-    Spine,
-    Leaf,
-}
-
-impl From<Role> for RoleName {
-    fn from(r: Role) -> Self {
-        match r {
-            Role::Spine => RoleName::Spine,
-            Role::Leaf => RoleName::Leaf,
-        }
-    }
-}
+/// An instance's role in status reports and desired state: the config's
+/// [`Role`](crate::config::Role), one type (serialized `spine`, `leaf`).
+pub use crate::config::Role as RoleName;
 
 /// The policy's name for status reports (informational: the controller
 /// does not interpret it).

@@ -11,7 +11,6 @@
 //!
 //! docs/runtime.md, "Pull scheduling", has configs and the message flow.
 
-pub mod bench;
 pub mod client;
 pub mod config;
 pub mod error;
@@ -25,3 +24,16 @@ pub use config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};
 pub use error::PullError;
 pub use executor::PullWorker;
 pub use switch::PullDaemon;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Runs a pull scheduler until `stop` is set, with its metrics endpoint:
+/// in this process, or with `datapath = "xdp"` as the XDP Draconis queue
+/// ([`xdp`]).
+pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), PullError> {
+    if cfg.datapath == crate::config::Datapath::Xdp {
+        return xdp::run_config(cfg, stop);
+    }
+    switch::run_config(cfg, stop)
+}

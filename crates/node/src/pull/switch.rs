@@ -848,13 +848,9 @@ pub(super) fn to_wire(t: &TaskInfo) -> WireTask {
     }
 }
 
-/// Runs a pull scheduler until `stop` is set, with its metrics endpoint:
-/// in this process, or with `datapath = "xdp"` as the XDP Draconis queue
-/// ([`super::xdp`]).
+/// Runs the socket pull scheduler until `stop` is set, with its metrics
+/// endpoint ([`super::run_config`] chooses between it and the XDP one).
 pub fn run_config(cfg: &PullSwitchConfig, stop: Arc<AtomicBool>) -> Result<(), PullError> {
-    if cfg.datapath == crate::config::Datapath::Xdp {
-        return super::xdp::run_config(cfg, stop);
-    }
     let mut d = PullDaemon::bind(cfg)?;
     let started = Started {
         listen: d.local_addr(),

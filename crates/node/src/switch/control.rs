@@ -387,7 +387,7 @@ impl SwitchDaemon {
 fn status_of(inst: &Instance) -> InstanceStatus {
     InstanceStatus {
         pool: inst.cfg.pool,
-        role: inst.cfg.role.into(),
+        role: inst.cfg.role,
         policy: policy_name(inst.cfg.policy),
         rack: inst.cfg.rack,
         downstream: inst.cfg.downstream.clone(),

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use netsched_core::rng::Rng;
-use netsched_core::{Layer, Plane};
+use netsched_core::Plane;
 
 use super::in_flight::InFlight;
 use super::reply_routes::ReplyRoutes;
@@ -102,10 +102,7 @@ impl Instance {
         let n = pc.downstream.len() as u32;
         // One stream per pool so instances do not move in lockstep.
         let seed = Rng::derive(cfg.seed, pc.pool as u64).next_u64();
-        let layer = match pc.role {
-            Role::Spine => Layer::Spine,
-            Role::Leaf => Layer::Leaf,
-        };
+        let layer = pc.role;
         // A spine's nodes stand for their racks' workers (§A.2 1/w).
         let weights = match pc.role {
             Role::Spine if !pc.rack_workers.is_empty() => pc.rack_workers.clone(),

@@ -34,7 +34,7 @@ use pipeline::{RecirculationPort, SwitchPipeline};
 use slab::Slab;
 
 use super::config::{Arrival, PullConfig, PullPolicy};
-use super::metrics::PullMetrics;
+use super::metrics::{PullMetrics, PullRun};
 use crate::error::ConfigError;
 use crate::queue::EventQueue;
 use crate::workload::ServiceSampler;
@@ -114,16 +114,6 @@ struct Exec {
     request_sent: u64,
     group: u8,
     sparrow: Option<SparrowWorker>,
-}
-
-/// One (policy, load) run's result.
-#[derive(Clone, Debug)]
-pub struct PullRun {
-    pub policy: PullPolicy,
-    pub load: f64,
-    pub metrics: PullMetrics,
-    pub events: u64,
-    pub wall_s: f64,
 }
 
 struct Sim<'a> {

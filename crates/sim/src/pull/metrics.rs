@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use netsched_core::dataplane::DropReason;
 use serde::Serialize;
 
+use super::config::PullPolicy;
 use crate::metrics::{LatencyHist, LatencyStats};
 
 const NONE: u64 = u64::MAX;
@@ -237,8 +238,18 @@ pub struct PullSummary {
     pub wall_s: f64,
 }
 
+/// One (policy, load) run's result.
+#[derive(Clone, Debug)]
+pub struct PullRun {
+    pub policy: PullPolicy,
+    pub load: f64,
+    pub metrics: PullMetrics,
+    pub events: u64,
+    pub wall_s: f64,
+}
+
 impl PullSummary {
-    pub fn of(run: &super::PullRun, locality: bool) -> PullSummary {
+    pub fn of(run: &PullRun, locality: bool) -> PullSummary {
         let m = &run.metrics;
         let span = m.span_ns() as f64;
         let passes = m.first_passes + m.recirculations;

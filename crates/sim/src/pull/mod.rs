@@ -19,8 +19,8 @@ use std::path::Path;
 use rayon::prelude::*;
 
 pub use config::{PullConfig, PullPolicy, PullSweep};
-pub use engine::{mean_job_tasks, run_one, stream, PullRun};
-pub use metrics::{PullMetrics, PullSummary};
+pub use engine::{mean_job_tasks, run_one, stream};
+pub use metrics::{PullMetrics, PullRun, PullSummary};
 
 use crate::error::ConfigError;
 

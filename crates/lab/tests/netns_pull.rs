@@ -1,12 +1,12 @@
 //! Pull scheduling across hosts: the scheduler, two racks of executors and
 //! the client each in their own network namespace, joined by veth pairs on a
-//! bridge (`netsched_node::netns`). Failures: the scheduler restarted (its
+//! bridge (`netsched_lab::netns`). Failures: the scheduler restarted (its
 //! queue lost) and a rack's link cut. The client must account for every
 //! task and complete all of them with what remains.
 //!
 //! Needs root for `ip netns`; otherwise each test prints `SKIP` and passes,
 //! unless `NETSCHED_REQUIRE_NETNS=1` (CI), which makes it fail
-//! (`netsched_node::netns::REQUIRE_NETNS_ENV`).
+//! (`netsched_lab::netns::REQUIRE_NETNS_ENV`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use netsched_config::pull::PullPolicy;
 use netsched_config::workload::ServiceDist;
+use netsched_lab::netns::{Host, Lab, LabError, NetnsError, REQUIRE_NETNS_ENV};
 use netsched_node::metrics::Registry;
-use netsched_node::netns::{Host, Lab, LabError, NetnsError, REQUIRE_NETNS_ENV};
 use netsched_node::pull::{
     PullClient, PullClientConfig, PullDaemon, PullReport, PullSwitchConfig, PullWorker,
     PullWorkerConfig,

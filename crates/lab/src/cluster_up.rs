@@ -26,44 +26,11 @@ use std::time::{Duration, Instant};
 use netsched_config::workload::ServiceDist;
 use serde::Deserialize;
 
-use crate::config::ConfigError;
-use crate::controller::http;
 use crate::error::Error;
+use netsched_node::config::{ConfigError, Policy};
+use netsched_node::controller::http;
 
-/// Why a fleet run (`netsched cluster up`) stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum FleetError {
-    /// SIGINT or SIGTERM.
-    #[error("interrupted")]
-    Interrupted,
-    #[error("timed out waiting for {what}")]
-    TimedOut { what: String },
-    /// A daemon of the fleet exited (none may before the run ends).
-    #[error("{name} exited early ({status})")]
-    ExitedEarly {
-        name: String,
-        status: std::process::ExitStatus,
-    },
-    /// A daemon died while the fleet was coming up; its log says why.
-    #[error("{source}; see {}", log.display())]
-    DaemonDied {
-        #[source]
-        source: Box<FleetError>,
-        log: PathBuf,
-    },
-    #[error("{name} failed ({status}); see {}", log.display())]
-    ClientFailed {
-        name: String,
-        status: std::process::ExitStatus,
-        log: PathBuf,
-    },
-    #[error("calibration: only {tasks} of {submitted} tasks completed; see {}", log.display())]
-    CalibrationFailed {
-        tasks: u64,
-        submitted: String,
-        log: PathBuf,
-    },
-}
+pub use crate::error::FleetError;
 
 /// The one config of `cluster up`.
 #[derive(Clone, Debug, Deserialize)]
@@ -132,7 +99,7 @@ pub struct ClusterUpConfig {
     /// `clients`); a task from elsewhere is a counted drop. Leaves take
     /// tasks from their spine only (`clients = []`).
     #[serde(default = "default_client_networks")]
-    pub client_networks: Vec<crate::client_net::ClientNet>,
+    pub client_networks: Vec<netsched_node::client_net::ClientNet>,
     /// Also write `run_dir/<policy>/prometheus.yml`: a Prometheus scrape
     /// configuration with every daemon's and the client's `/metrics`
     /// (`prometheus --config.file=…`; docs/metrics.md).
@@ -142,7 +109,7 @@ pub struct ClusterUpConfig {
 }
 
 /// The lab's client runs on loopback's first address.
-fn default_client_networks() -> Vec<crate::client_net::ClientNet> {
+fn default_client_networks() -> Vec<netsched_node::client_net::ClientNet> {
     vec!["127.0.0.1/32".parse().expect("a valid network")]
 }
 
@@ -196,17 +163,31 @@ fn default_timeout() -> u64 {
     1000
 }
 
-/// (spine policy, leaf policy, simulator policy) of a `cluster up` policy.
-pub fn policy_map(p: &str) -> Option<(&'static str, &'static str, &'static str)> {
-    Some(match p {
-        "horus" => ("horus", "horus", "horus"),
-        // Horus §4.1: RackSched at the spine over rack loads and at the leaves.
-        "rs-h" => ("rs-h", "rs-h", "rs-h"),
-        "rs-lb" => ("rs-lb", "rs-lb", "rs-lb"),
-        "random" => ("random", "random", "random"),
-        "round-robin" => ("round-robin", "round-robin", "round-robin"),
-        _ => return None,
-    })
+/// The policies `cluster up` runs, each the same policy at spine and leaf
+/// and in the simulator beside it (RS-H: RackSched at the spine over rack
+/// loads and at the leaves, Horus §4.1).
+pub const POLICIES: [Policy; 5] = [
+    Policy::Horus,
+    Policy::RsH,
+    Policy::RsLb,
+    Policy::Random,
+    Policy::RoundRobin,
+];
+
+/// A `cluster up` policy by name, or the one message for a name that is
+/// none of [`POLICIES`] (`netsched_core::names`).
+pub fn cluster_policy(name: &str) -> Result<Policy, String> {
+    Policy::parse(name)
+        .ok()
+        .filter(|p| POLICIES.contains(p))
+        .ok_or_else(|| {
+            netsched_core::names::unknown(
+                "policy",
+                "cluster up policies",
+                name,
+                &POLICIES.map(|p| p.name()),
+            )
+        })
 }
 
 impl ClusterUpConfig {
@@ -220,10 +201,8 @@ impl ClusterUpConfig {
         if self.policies.is_empty() {
             return Err(ConfigError::Invalid("policies: at least one".into()));
         }
-        if let Some(p) = self.policies.iter().find(|p| policy_map(p).is_none()) {
-            return Err(ConfigError::Invalid(format!(
-                "policies: unknown policy {p:?} (horus, rs-h, rs-lb, random, round-robin)"
-            )));
+        for p in &self.policies {
+            cluster_policy(p).map_err(|e| ConfigError::Invalid(format!("policies: {e}")))?;
         }
         if self.racks == 0 || self.workers_per_rack == 0 || self.spines == 0 {
             return Err(ConfigError::Invalid(
@@ -284,8 +263,8 @@ impl ClusterUpConfig {
 
     /// How `policy`'s workers queue and what the simulator models for it.
     pub fn server_model(&self, policy: &str) -> ServerModel {
-        match policy_map(policy) {
-            Some((_, "rs-h" | "rs-lb", _)) => ServerModel::ServerQueue {
+        match cluster_policy(policy) {
+            Ok(Policy::RsH | Policy::RsLb) => ServerModel::ServerQueue {
                 servers: self.servers_per_rack,
                 executors: self.workers_per_rack / self.servers_per_rack,
                 preempt_us: self.racksched_preempt_us,
@@ -417,16 +396,20 @@ fn write(dir: &Path, name: &str, text: String) -> Result<PathBuf, Error> {
 }
 
 fn plan(cfg: &ClusterUpConfig, policy: &str, dir: &Path) -> Result<Plan, Error> {
-    let (spine_pol, leaf_pol, _) = policy_map(policy).expect("validated");
+    let pol = cluster_policy(policy).expect("validated").name();
+    let (spine_pol, leaf_pol) = (pol, pol);
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), e))?;
     let ports = Ports(cfg.base_port);
     // Secrets from the OS random source, in mode-0600 files that every
     // config names (`key_file`, `token_file`) instead of holding them.
-    let token = crate::secret::generate_hex(32)?;
+    let token = netsched_node::secret::generate_hex(32)?;
     let token_file = dir.join("admin.token");
-    crate::secret::write_secret_file(&token_file, &token)?;
+    netsched_node::secret::write_secret_file(&token_file, &token)?;
     let key_file = dir.join("cluster.key");
-    crate::secret::write_secret_file(&key_file, &crate::secret::ClusterKey::generate()?.to_hex())?;
+    netsched_node::secret::write_secret_file(
+        &key_file,
+        &netsched_node::secret::ClusterKey::generate()?.to_hex(),
+    )?;
     let (token_file, key_file) = (token_file.display(), key_file.display());
     let mut daemons = Vec::new();
     let spines: Vec<String> = (0..cfg.spines).map(|s| lo(ports.spine(s))).collect();
@@ -884,9 +867,12 @@ fn run_client(
         .into());
     }
     let text = std::fs::read_to_string(&json).map_err(|e| Error::io(json.display(), e))?;
-    serde_json::from_str(&text).map_err(|source| Error::Json {
-        what: json.display().to_string(),
-        source,
+    serde_json::from_str(&text).map_err(|source| {
+        netsched_node::Error::Json {
+            what: json.display().to_string(),
+            source,
+        }
+        .into()
     })
 }
 
@@ -981,8 +967,8 @@ pub fn run_fleet(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<Flee
             ) else {
                 return Ok(false);
             };
-            let v: serde_json::Value =
-                serde_json::from_str(&body).map_err(|e| Error::Protocol(e.to_string()))?;
+            let v: serde_json::Value = serde_json::from_str(&body)
+                .map_err(|e| netsched_node::Error::Protocol(e.to_string()))?;
             let pool = &v["pools"][0];
             let racks_ok = pool["racks"]
                 .as_array()

@@ -25,7 +25,7 @@
 //! its own session, hence its own balancing decision; without it all of a
 //! client's datagrams stick to one upstream) and `proxy_responses 1` (the
 //! session, and its least_conn count, ends with the reply), and 4 MiB
-//! socket buffers like the daemon's (`crate::net::prepare`). nginx's
+//! socket buffers like the daemon's (`netsched_node::net::prepare`). nginx's
 //! least_conn thus counts tasks outstanding at each worker, which is exactly
 //! what a worker's queue holds.
 
@@ -39,9 +39,9 @@ use std::time::Duration;
 
 use netsched_config::workload::ServiceDist;
 
-use crate::config::{ClientConfig, ConfigError, Target, WireFamily};
 use crate::error::Error;
-use crate::{Client, ClientReport, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
+use netsched_node::config::{ClientConfig, ConfigError, Policy, Target, WireFamily};
+use netsched_node::{Client, ClientReport, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 
 /// Where Debian's nginx and its stream module live.
 pub const DEFAULT_NGINX: &str = "/usr/sbin/nginx";
@@ -90,22 +90,7 @@ impl Default for NginxBenchOpts {
     }
 }
 
-/// Why nginx could not serve as the baseline proxy.
-#[derive(Debug, thiserror::Error)]
-pub enum NginxError {
-    #[error("{}: not found (Debian: apt-get install -y {packages})", path.display())]
-    NotInstalled {
-        path: PathBuf,
-        packages: &'static str,
-    },
-    #[error("nginx exited ({status}): {log}")]
-    Exited {
-        status: std::process::ExitStatus,
-        log: String,
-    },
-    #[error("nginx did not bind its port within 2 s")]
-    NoBind,
-}
+pub use crate::error::NginxError;
 
 impl NginxBenchOpts {
     /// One-line errors for bad options, before anything starts.
@@ -369,7 +354,7 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     // No leaf: each worker replies to the task's sender (module doc).
     let wcfg = WorkerConfig {
         heartbeat_ms: 0,
-        rocksdb: (opts.rocksdb_keys > 0).then(|| crate::tasks::RocksConfig {
+        rocksdb: (opts.rocksdb_keys > 0).then(|| netsched_node::tasks::RocksConfig {
             keys: opts.rocksdb_keys,
             ..Default::default()
         }),
@@ -377,7 +362,7 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     };
     let workers = Worker::start(&wcfg, socks, stop.clone())?;
     let addrs = workers.addrs().to_vec();
-    let rs_servers = if opts.setups.iter().any(|s| s == "racksched") {
+    let rs_servers = if opts.setups.iter().any(|s| is_racksched(s)) {
         let socks = (0..opts.workers / opts.racksched_executors)
             .map(|_| loopback())
             .collect::<Result<Vec<_>, _>>()?;
@@ -452,14 +437,14 @@ fn measure(
                 t
             }
             policy => {
-                let nodes = if policy == "racksched" {
+                let nodes = if is_racksched(policy) {
                     backends.racksched_servers
                 } else {
                     backends.workers
                 };
                 let (a, h) = leaf(policy, nodes, d_stop)?;
                 daemons.push(h);
-                let wire = if policy == "racksched" {
+                let wire = if is_racksched(policy) {
                     WireFamily::Racksched
                 } else {
                     WireFamily::Horus
@@ -522,4 +507,9 @@ pub fn medians(rows: &[Row]) -> Vec<(String, f64, [f64; 3], [u64; 3])> {
             (setup, load, [med(0.5), med(0.99), med(0.999)], tot)
         })
         .collect()
+}
+
+/// A setup that runs RackSched's ToR (its own servers and wire family).
+fn is_racksched(setup: &str) -> bool {
+    Policy::parse(setup) == Ok(Policy::Racksched)
 }

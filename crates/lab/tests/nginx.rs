@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use netsched_config::workload::ServiceDist;
-use netsched_node::nginx::{nginx_conf, run, NginxBenchOpts, DEFAULT_NGINX, DEFAULT_STREAM_MODULE};
+use netsched_lab::nginx::{nginx_conf, run, NginxBenchOpts, DEFAULT_NGINX, DEFAULT_STREAM_MODULE};
 
 #[test]
 fn config_balances_every_datagram_and_ends_sessions_with_the_reply() {

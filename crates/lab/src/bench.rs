@@ -8,7 +8,7 @@
 //!   and counts completions; the daemon thread's own CPU time gives tasks per
 //!   CPU-second (per core), which is meaningful even when the generator and
 //!   the echo share the machine's cores with it.
-//! * Added latency: the open-loop [`Client`](crate::Client) at a low rate, once
+//! * Added latency: the open-loop [`Client`](netsched_node::Client) at a low rate, once
 //!   straight to the echo and once through the daemon; the difference of the
 //!   medians is what the daemon's extra hop costs.
 
@@ -22,12 +22,12 @@ use netsched_proto::{
     MAX_DATAGRAM,
 };
 
-use crate::config::ConfigError;
-use crate::config::{ClientConfig, Policy, PoolConfig, Role, SwitchConfig, Target};
 use crate::error::Error;
-use crate::net;
-use crate::switch::SwitchDaemon;
-use crate::Client;
+use netsched_node::config::ConfigError;
+use netsched_node::config::{ClientConfig, Policy, PoolConfig, Role, SwitchConfig, Target};
+use netsched_node::net;
+use netsched_node::switch::SwitchDaemon;
+use netsched_node::Client;
 
 /// Which instance the benchmarked daemon hosts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,7 +218,7 @@ fn daemon_config(role: BenchRole, policy: Policy, nodes: u32, echo: SocketAddr) 
             rack: 0,
             heartbeat_timeout_ms: 0,
             clients: None,
-            max_routes: crate::config::DEFAULT_MAX_ROUTES,
+            max_routes: netsched_node::config::DEFAULT_MAX_ROUTES,
             ..PoolConfig::new(1, Role::Leaf, Policy::Horus, Vec::new())
         }],
         ..Default::default()

@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 
 use netsched_config::workload::ServiceDist;
 
-use crate::config::{ClientConfig, ConfigError, Target, WireFamily};
 use crate::error::Error;
 use crate::nginx::Nginx;
-use crate::{Client, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
+use netsched_node::config::{ClientConfig, ConfigError, Target, WireFamily};
+use netsched_node::{Client, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 
 /// Where the scheduler daemon under test runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +92,7 @@ impl Default for CapacityOpts {
             probe_ms: 1500,
             repeats: 3,
             setups: vec!["horus".into(), "nginx".into()],
-            batch: crate::config::SwitchConfig::default().batch,
+            batch: netsched_node::config::SwitchConfig::default().batch,
             coalesce_us: 0,
             daemon: DaemonHost::Thread,
             nginx: crate::nginx::DEFAULT_NGINX.into(),
@@ -204,19 +204,7 @@ impl<'a> DaemonSetup<'a> {
     }
 }
 
-/// Why the scheduler under test could not be measured.
-#[derive(Debug, thiserror::Error)]
-pub enum CapacityError {
-    #[error("scheduler daemon exited ({status}) before binding {listen}")]
-    DaemonExited {
-        status: std::process::ExitStatus,
-        listen: SocketAddr,
-    },
-    #[error("scheduler daemon did not bind {listen} within 5 s")]
-    DaemonNoBind { listen: SocketAddr },
-    #[error("{path}: no CPU times (unexpected /proc stat format)")]
-    Stat { path: String },
-}
+pub use crate::error::CapacityError;
 
 /// One rate tried: what the client saw and what the scheduler spent.
 #[derive(Clone, Debug)]

@@ -25,12 +25,12 @@ use std::time::Duration;
 use netsched_config::pull::PullPolicy;
 use netsched_config::workload::ServiceDist;
 
-use super::client::{PullClient, PullReport};
-use super::config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};
-use super::error::PullError;
-use super::executor::PullWorker;
-use super::switch::PullDaemon;
-use crate::net;
+use netsched_node::net;
+use netsched_node::pull::client::{PullClient, PullReport};
+use netsched_node::pull::config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};
+use netsched_node::pull::error::PullError;
+use netsched_node::pull::executor::PullWorker;
+use netsched_node::pull::switch::PullDaemon;
 
 #[derive(Clone, Debug)]
 pub struct PullBenchOpts {

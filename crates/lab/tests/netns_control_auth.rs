@@ -4,7 +4,7 @@
 //! cannot stop it (the address is right); the MAC under the cluster key does.
 //!
 //! The controller, the spine, the rack (leaf and worker) and the attacker
-//! each run in their own network namespace (`netsched_node::netns`), so the
+//! each run in their own network namespace (`netsched_lab::netns`), so the
 //! forged packets really cross a bridge from another host. Needs root; a
 //! loud skip otherwise, a failure with `NETSCHED_REQUIRE_NETNS=1`.
 
@@ -14,10 +14,10 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use netsched_lab::netns::{self, Host, Lab, LabError};
 use netsched_node::controller::proto::{ControlMsg, InstanceDesired, RoleName, Sealer};
 use netsched_node::controller::{http, Controller, ControllerConfig};
 use netsched_node::metrics::Registry;
-use netsched_node::netns::{self, Host, Lab, LabError};
 use netsched_node::secret::ClusterKey;
 use netsched_node::{SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
 

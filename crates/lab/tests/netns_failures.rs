@@ -1,6 +1,6 @@
 //! Multi-host tests: every rack (leaf daemon + worker agents), the spine and
 //! the controller/client in their own network namespace, joined by veth
-//! pairs on a bridge (`netsched_node::netns`). Failures injected: a worker
+//! pairs on a bridge (`netsched_lab::netns`). Failures injected: a worker
 //! killed, a leaf scheduler killed, a link cut and restored, the controller
 //! restarted, 1 % packet loss on every link, a spine killed under a client
 //! that follows the controller's topology. Each test asserts the cluster
@@ -15,9 +15,9 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use netsched_lab::netns::{self, Host, Lab, LabError};
 use netsched_node::controller::{Controller, ControllerConfig};
 use netsched_node::metrics::Registry;
-use netsched_node::netns::{self, Host, Lab, LabError};
 use netsched_node::{
     Client, ClientConfig, ClientReport, SwitchConfig, SwitchDaemon, Worker, WorkerConfig,
 };

@@ -25,7 +25,7 @@ fn the_calibration_client_is_a_valid_low_load_config_with_its_own_app_id() {
     let p = plan(&cfg, "horus", &dir).unwrap();
     // Secrets live only in private files; no config holds them.
     for f in ["admin.token", "cluster.key"] {
-        crate::secret::check_private(&dir.join(f)).unwrap();
+        netsched_node::secret::check_private(&dir.join(f)).unwrap();
     }
     let key = std::fs::read_to_string(dir.join("cluster.key")).unwrap();
     for (_, _, path, _) in &p.daemons {
@@ -33,8 +33,9 @@ fn the_calibration_client_is_a_valid_low_load_config_with_its_own_app_id() {
         assert!(!text.contains(&p.token) && !text.contains(&key), "{path:?}");
     }
     let main = std::fs::read_to_string(&p.client).unwrap();
-    let main_cfg = crate::config::ClientConfig::from_toml(&main).unwrap();
-    let cal = crate::config::ClientConfig::from_toml(&calibration_client(&main, &cfg)).unwrap();
+    let main_cfg = netsched_node::config::ClientConfig::from_toml(&main).unwrap();
+    let cal =
+        netsched_node::config::ClientConfig::from_toml(&calibration_client(&main, &cfg)).unwrap();
     assert_ne!(cal.app_id, main_cfg.app_id, "replies must not mix");
     let link = main_cfg
         .controller
@@ -68,7 +69,8 @@ fn racksched_runs_use_preempting_server_queues() {
     let worker = |policy: &str| {
         let p = plan(&cfg, policy, &dir.join(policy)).unwrap();
         let path = &p.daemons.iter().find(|d| d.0 == "worker1").unwrap().2;
-        crate::config::WorkerConfig::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap()
+        netsched_node::config::WorkerConfig::from_toml(&std::fs::read_to_string(path).unwrap())
+            .unwrap()
     };
     let (horus, rsh) = (worker("horus"), worker("rs-h"));
     let _ = std::fs::remove_dir_all(&dir);
