@@ -13,16 +13,26 @@ const POOL250: &str = include_str!("../../../experiments/fidelity/horus-sim-pool
 
 /// (p50 µs, p99 µs, messages per task) of each policy at `load`.
 fn run(load: f64, policies: &str, extra: &str) -> Vec<(Policy, f64, f64, f64)> {
+    // The sweep's policies are replaced in the text, before parsing: a
+    // Horus preset is refused in a config that also runs `horus-tokens`.
+    let listed: Vec<String> = policies.split(',').map(|p| format!("\"{p}\"")).collect();
     let text = POOL250
         .replace("tasks_per_worker = 160", "tasks_per_worker = 60")
         .replace("spine_leaf_hops = 4", "spine_leaf_hops = 1")
+        .replace(
+            "policies = [\"horus\", \"horus-tokens\", \"rs-h\", \"rs-lb\", \"jsq\"]",
+            &format!("policies = [{}]", listed.join(", ")),
+        )
         + extra;
     let mut cfg = SimConfig::from_toml(&text).unwrap();
     let sweep = cfg.sweep.as_mut().unwrap();
-    sweep.policies = policies
-        .split(',')
-        .map(|p| Policy::parse(p).unwrap())
-        .collect();
+    assert_eq!(
+        sweep.policies,
+        policies
+            .split(',')
+            .map(|p| Policy::parse(p).unwrap())
+            .collect::<Vec<_>>()
+    );
     sweep.loads = vec![load];
     run_config(&cfg, Path::new("."), &RunOpts::default())
         .unwrap()
