@@ -738,6 +738,15 @@ fn default_spin() -> u64 {
     20
 }
 
+impl crate::notice_auth::MissingKey for ConfigError {
+    fn is_missing_key(&self) -> bool {
+        matches!(
+            self,
+            ConfigError::Secret(crate::secret::SecretError::NoKey { .. })
+        )
+    }
+}
+
 impl WorkerConfig {
     /// The key keep-alives are sealed with, if sealing is on.
     pub fn notice_key(&self) -> Result<Option<netsched_proto::seal::NoticeKey>, ConfigError> {

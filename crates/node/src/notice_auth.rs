@@ -19,8 +19,7 @@ use netsched_proto::EncodeError;
 use serde::Deserialize;
 use sha2::Sha256;
 
-use crate::config::ConfigError;
-use crate::secret::{ClusterKey, SecretError};
+use crate::secret::ClusterKey;
 
 /// Whether state messages are sealed (`notice_mac` in switch and worker configs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -48,15 +47,21 @@ pub fn notice_key(cluster: &ClusterKey) -> NoticeKey {
     NoticeKey(k)
 }
 
+/// An error that can say "no cluster key is configured", the one case in
+/// which `auto` sealing turns off rather than failing.
+pub trait MissingKey {
+    fn is_missing_key(&self) -> bool;
+}
+
 /// The notice key a process uses, if sealing is on (see [`NoticeMac`]).
-pub fn resolve(
+pub fn resolve<E: MissingKey>(
     mode: NoticeMac,
-    cluster: impl FnOnce() -> Result<ClusterKey, ConfigError>,
-) -> Result<Option<NoticeKey>, ConfigError> {
+    cluster: impl FnOnce() -> Result<ClusterKey, E>,
+) -> Result<Option<NoticeKey>, E> {
     match (mode, cluster()) {
         (NoticeMac::Off, _) => Ok(None),
         (_, Ok(k)) => Ok(Some(notice_key(&k))),
-        (NoticeMac::Auto, Err(ConfigError::Secret(SecretError::NoKey { .. }))) => Ok(None),
+        (NoticeMac::Auto, Err(e)) if e.is_missing_key() => Ok(None),
         (_, Err(e)) => Err(e),
     }
 }
@@ -118,6 +123,8 @@ impl ReplayGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ConfigError;
+    use crate::secret::SecretError;
 
     #[test]
     fn the_notice_key_is_derived_and_replays_are_refused() {
@@ -131,7 +138,7 @@ mod tests {
         assert_eq!(g.accept(3, 9), Err(SealError::Replayed));
         assert_eq!(g.accept(2, 1), Ok(()));
         assert_eq!(g.accept(3, 11), Ok(()));
-        let off = resolve(NoticeMac::Off, || Ok(c.clone())).unwrap();
+        let off = resolve(NoticeMac::Off, || Ok::<_, ConfigError>(c.clone())).unwrap();
         assert!(off.is_none());
         let none = resolve(NoticeMac::Auto, || {
             Err(ConfigError::Secret(SecretError::NoKey { var: "X".into() }))
