@@ -167,9 +167,39 @@ def run_experiment(
     seeds: Optional[int] = None,
     ablations: str = "auto",
 ) -> "ExperimentResult":
-    """Runs one entry over `seeds` seeds (default: 5 at `published` scale,
-    else 2) and writes its files. `ablations`: "auto" runs the entry's
-    ablations that name a claim which differs, "all" every one, "none" none."""
+    """Runs one catalog entry and writes its files.
+
+    Every point of the entry's sweep runs once per seed (on Dask, results
+    cached); the entry's table and claims are computed per seed and each
+    claim is judged on its mean and 95 % Student-t interval over the seeds.
+
+    Args:
+        name: a catalog entry (``python3 -m netsched experiment list``),
+            e.g. ``"horus-fig11"``; an unknown name raises ``ValueError``
+            with the closest names.
+        scale: ``"reduced"`` (minutes), ``"paper"`` (the paper's size) or
+            ``"published"`` (the scale docs/results uses for this entry).
+        out: output directory (default ``results/experiments/<scale>``).
+        cache_dir: the run cache (default ``~/.cache/netsched``).
+        scheduler: a Dask scheduler address; ``client``: a Dask client;
+            ``n_workers``: the LocalCluster's size; ``serial``: no Dask.
+        progress: a progress bar on stderr.
+        seeds: seeds per point (default 5 at ``published``, else 2).
+        ablations: ``"auto"`` reruns the entry's ablations that name a
+            claim which does not agree, ``"all"`` every one, ``"none"`` none.
+
+    Returns:
+        An `ExperimentResult`: ``table`` (the figure's data, the mean over
+        seeds; the columns are the entry's, e.g. ``policy``, ``load``,
+        ``p50_us``, ``p99_us``), ``runs`` and ``pools`` (one row per
+        simulator run / pool, with a ``replicate`` column: 0 .. seeds-1), ``claims`` (the
+        judged claim records of ``<name>.json``), ``wall_s``, ``computed``,
+        ``cached`` and ``files`` (the CSV, PNG and page written).
+
+    Example:
+        >>> r = run_experiment("horus-fig11", out="results/x")  # doctest: +SKIP
+        >>> [c["verdict"] for c in r.claims]                   # doctest: +SKIP
+    """
     if scale not in SCALES:
         raise ValueError(f"--scale: expected one of {', '.join(SCALES)}, got `{scale}`")
     if ablations not in ("auto", "all", "none"):
