@@ -160,7 +160,7 @@ impl Cluster {
                     &format!("worker{r}{i}.toml"),
                     format!(
                         "listen = [\"{w}\"]\nfirst_id = {i}\nleaf = \"{}\"\npool = 1\n\
-                         heartbeat_ms = 50\nmetrics = \"{}\"\n",
+                         heartbeat_ms = 50\nmetrics = \"{}\"\nkey_file = \"{key_file}\"\n",
                         leaves[r],
                         host.at(METRICS + 1 + i as u16),
                     ),

@@ -103,9 +103,12 @@ impl ReplyRoutes {
                 );
                 return Ok(());
             }
-            // Another host may not take a route still in use.
+            // Another client host may not take a route still in use. A
+            // route an upstream spine taught (uncapped) is no client's: when
+            // that spine dies, its clients submit here directly and must be
+            // able to take it over.
             let idle = self.idle_ns > 0 && now.saturating_sub(known.seen_ns) > self.idle_ns;
-            if capped && known.src.ip() != src.ip() && !idle {
+            if capped && known.capped && known.src.ip() != src.ip() && !idle {
                 return Err(RouteRefused::Owned);
             }
             // The application moved (its host, or an upstream spine): the
@@ -218,10 +221,12 @@ mod tests {
         // ...the same host on a new port (a restarted client) is not...
         assert_eq!(r.learn(1, port(1, 9), true, S), Ok(()));
         assert_eq!(r.get(1), Some(port(1, 9)));
-        // ...nor an upstream spine (uncapped), whose route in use is
-        // then as much its own...
+        // ...nor an upstream spine (uncapped); a spine's route is no client
+        // host's, so a client that submits here directly (its spine died)
+        // takes it back, and then holds it against other hosts...
         assert_eq!(r.learn(1, a(3), false, S), Ok(()));
-        assert_eq!(r.learn(1, a(1), true, 2 * S), Err(RouteRefused::Owned));
+        assert_eq!(r.learn(1, a(1), true, 2 * S), Ok(()));
+        assert_eq!(r.learn(1, a(2), true, 2 * S), Err(RouteRefused::Owned));
         // ...and once the route went idle, anyone may take it.
         assert_eq!(r.learn(1, a(2), true, 13 * S), Ok(()));
         assert_eq!(r.get(1), Some(a(2)));
@@ -283,6 +288,19 @@ mod tests {
             r.learn(10_000, a(1), true, 11 * S),
             Err(RouteRefused::SourceLimit)
         );
+    }
+
+    /// A leaf's route taught by its spine, which then died: the client that
+    /// now submits to the leaf directly takes it over (before, its task was
+    /// refused `route_owned` while the dead spine's route looked in use).
+    #[test]
+    fn a_client_takes_over_a_route_its_dead_spine_taught() {
+        let mut r = ReplyRoutes::new(8, 3, 10 * S);
+        assert_eq!(r.learn(7, a(1), false, 0), Ok(()), "the spine teaches it");
+        assert_eq!(r.learn(7, a(2), true, 1), Ok(()), "the client takes it");
+        assert_eq!(r.get(7), Some(a(2)));
+        // Once a client host holds it, another client host may not.
+        assert_eq!(r.learn(7, a(3), true, 2), Err(RouteRefused::Owned));
     }
 
     #[test]
