@@ -38,7 +38,8 @@ pub const FAULT_TYPES: [&str; 9] = [
 /// Index into [`FAULT_TYPES`] of a datagram about to be dropped. Decoding
 /// only happens on the drop path, so it costs nothing per delivered packet.
 pub fn message_type(bytes: &[u8]) -> usize {
-    match Message::decode(bytes) {
+    // A sealed notice is classified by the message before its seal.
+    match Message::decode(netsched_proto::seal::split(bytes).0) {
         Ok(Message::Horus(HorusMessage { body, .. })) => match body {
             HorusBody::TaskFirst(_) => 0,
             HorusBody::TaskContinuation(_) => 1,
@@ -201,6 +202,20 @@ mod tests {
             "load_update"
         );
         assert_eq!(FAULT_TYPES[message_type(b"junk")], "other");
+        // Sealed notices (the runtime's default) keep their type.
+        let key = netsched_proto::seal::NoticeKey([7; 16]);
+        for (body, name) in [
+            (HorusBody::IdleAdd, "idle_add"),
+            (HorusBody::LoadUpdate { load: 3 }, "load_update"),
+        ] {
+            let m = Message::Horus(HorusMessage {
+                header: HorusHeader::default(),
+                body,
+            });
+            let n = m.encode(&mut buf).unwrap();
+            let sealed = netsched_proto::seal::seal(&key, &mut buf, n, 1).unwrap();
+            assert_eq!(FAULT_TYPES[message_type(&buf[..sealed])], name);
+        }
         let mut reg = Registry::new();
         let c = FaultCounters::register(&mut reg, &[("executor", "2")]);
         c.count(&reg, b"");
