@@ -22,14 +22,6 @@ const TOKEN: &str = "loopback-token";
 /// The cluster key every controller and daemon of these tests shares.
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Daemon {
     stop: Arc<AtomicBool>,
     reg: Arc<Registry>,
@@ -72,11 +64,6 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
         assert!(t.elapsed() < Duration::from_secs(3), "timed out: {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// A loopback address with a free port, for a service that binds itself.
-fn free_addr() -> SocketAddr {
-    format!("127.0.0.1:{}", free_port()).parse().unwrap()
 }
 
 /// `n` bound loopback sockets and their addresses.
@@ -151,14 +138,12 @@ fn worker_per_rack(
 /// A controller of pool 1 with `spines` and the racks (leaf, workers),
 /// daemons timed out after 200 ms.
 fn controller(
-    ctl: SocketAddr,
-    admin: SocketAddr,
     spines: &[SocketAddr],
     racks: &[(SocketAddr, &[SocketAddr])],
     stop: &Arc<AtomicBool>,
 ) -> Controller {
     let mut toml = format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
+        "listen = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\ndaemon_timeout_ms = 200\n\
          tick_ms = 10\nresend_ms = 40\n[[pool]]\nid = 1\nspines = [{}]\n",
         quoted(spines)
     );
@@ -190,11 +175,14 @@ fn stop(c: Controller, cstop: &AtomicBool, workers: Vec<Worker>, wstop: &AtomicB
 
 #[test]
 fn controller_drops_a_dead_leaf_and_guards_its_api() {
-    let (ctl, admin) = (free_addr(), free_addr());
     let spine_s = sock();
     let spine = spine_s.local_addr().unwrap();
     let (leaf_s, leaves) = sockets(2);
     let (exec_s, execs) = sockets(2);
+    let cstop = Arc::new(AtomicBool::new(false));
+    let racks = [(leaves[0], &execs[0..1]), (leaves[1], &execs[1..2])];
+    let c = controller(&[spine], &racks, &cstop);
+    let (ctl, admin) = (c.control_addr, c.admin_addr);
     let sp = Daemon::start(&(managed(spine, ctl) + &spine_instance(&leaves)), spine_s);
     let mut ls = Vec::new();
     for (r, s) in leaf_s.into_iter().enumerate() {
@@ -204,9 +192,6 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
     }
     let wstop = Arc::new(AtomicBool::new(false));
     let workers = worker_per_rack(exec_s, &execs, &leaves, &wstop);
-    let cstop = Arc::new(AtomicBool::new(false));
-    let racks = [(leaves[0], &execs[0..1]), (leaves[1], &execs[1..2])];
-    let c = controller(ctl, admin, &[spine], &racks, &cstop);
     wait_for("both racks reported", || {
         admitted(&c, 0) == vec![true, true]
     });
@@ -281,10 +266,13 @@ fn controller_drops_a_dead_leaf_and_guards_its_api() {
 
 #[test]
 fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
-    let (ctl, admin) = (free_addr(), free_addr());
     let (spine_s, spines) = sockets(2);
     let (leaf_s, leaves) = sockets(2);
     let (exec_s, execs) = sockets(2);
+    let cstop = Arc::new(AtomicBool::new(false));
+    let racks = [(leaves[0], &execs[0..1]), (leaves[1], &execs[1..2])];
+    let c = controller(&spines, &racks, &cstop);
+    let ctl = c.control_addr;
     // Both spines list both racks (pool-wide rack ids); the controller admits
     // rack r only at spine r mod 2.
     let mut sp: Vec<Daemon> = spine_s
@@ -299,9 +287,6 @@ fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
     }
     let wstop = Arc::new(AtomicBool::new(false));
     let workers = worker_per_rack(exec_s, &execs, &leaves, &wstop);
-    let cstop = Arc::new(AtomicBool::new(false));
-    let racks = [(leaves[0], &execs[0..1]), (leaves[1], &execs[1..2])];
-    let c = controller(ctl, admin, &spines, &racks, &cstop);
     // Rack r is linked to spine r: each spine schedules over its own rack.
     wait_for("racks split over the spines", || {
         admitted(&c, 0) == vec![true, false] && admitted(&c, 1) == vec![false, true]
@@ -341,11 +326,13 @@ fn leaves_of_a_dead_spine_are_relinked_to_a_live_one() {
 
 #[test]
 fn racks_are_added_and_removed_through_the_admin_api() {
-    let (ctl, admin) = (free_addr(), free_addr());
     let spine_s = sock();
     let spine = spine_s.local_addr().unwrap();
     let (leaf_s, leaves) = sockets(2);
     let (exec_s, execs) = sockets(2);
+    let cstop = Arc::new(AtomicBool::new(false));
+    let c = controller(&[spine], &[(leaves[0], &execs[0..1])], &cstop);
+    let (ctl, admin) = (c.control_addr, c.admin_addr);
     let _sp = Daemon::start(
         &(managed(spine, ctl) + &spine_instance(&leaves[..1])),
         spine_s,
@@ -359,8 +346,6 @@ fn racks_are_added_and_removed_through_the_admin_api() {
     let wstop = Arc::new(AtomicBool::new(false));
     let mut es = exec_s.into_iter();
     let w0 = worker(execs[0], leaves[0], "", es.next().unwrap(), &wstop);
-    let cstop = Arc::new(AtomicBool::new(false));
-    let c = controller(ctl, admin, &[spine], &[(leaves[0], &execs[0..1])], &cstop);
     wait_for("rack 0 reported", || admitted(&c, 0) == vec![true]);
     // A new rack: its leaf and worker start, the admin API adds it, and the
     // spine's downstream grows to it (rack id 1).
@@ -579,10 +564,12 @@ fn baseline_spines_honour_rack_drops() {
 /// removed through the admin API leaves the leaf and the spine's 1/w.
 #[test]
 fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
-    let (ctl, admin) = (free_addr(), free_addr());
     let ds = sock();
     let d = ds.local_addr().unwrap();
     let (exec_s, execs) = sockets(2);
+    let cstop = Arc::new(AtomicBool::new(false));
+    let c = controller(&[d], &[(d, &execs)], &cstop);
+    let (ctl, admin) = (c.control_addr, c.admin_addr);
     let cfg = managed(d, ctl)
         + &spine_instance(&[d])
         + &leaf_instance(0, d, &execs, "heartbeat_timeout_ms = 200\n");
@@ -593,8 +580,6 @@ fn the_controller_manages_a_daemon_that_is_spine_and_leaf_of_a_pool() {
         .enumerate()
         .map(|(j, s)| worker(execs[j], d, &format!("first_id = {j}\n"), s, &wstop))
         .collect();
-    let cstop = Arc::new(AtomicBool::new(false));
-    let c = controller(ctl, admin, &[d], &[(d, &execs)], &cstop);
     let spine_view = |c: &Controller, field: &str| -> Vec<serde_json::Value> {
         serde_json::from_value(c.topology_json()["pools"][0]["spines"][0][field].clone())
             .unwrap_or_default()

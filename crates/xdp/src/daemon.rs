@@ -60,7 +60,8 @@ impl XdpLeaf {
     /// packet: `horus_steer` on `interface` redirects every packet into the
     /// cpumap entry of `cpu`, whose program is the leaf (`horus_leaf_cpu`,
     /// kernel >= 5.9), and that CPU's cpumap thread runs it one packet at a
-    /// time. The maps are the same as [`XdpLeaf::attach`]'s. A
+    /// time. There is no unserialised attach: two CPUs running the program at once
+    /// would race on its unsynchronised maps. A
     /// `realtime_priority` above 0 makes that thread SCHED_FIFO at it
     /// ([`SchedulerThread`]).
     pub fn attach_serialised(

@@ -362,12 +362,6 @@ impl XdpDraconis {
         self.object.test_run(packet, repeat)
     }
 
-    /// Attaches the program to `interface` (`XdpFlags::SKB_MODE` for
-    /// generic XDP, e.g. inside a network namespace).
-    pub fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
-        self.object.attach(interface, flags)
-    }
-
     /// Attaches the queue so that one CPU runs it whatever CPU took the
     /// packet, as [`crate::XdpLeaf::attach_serialised`] does for the leaf:
     /// `draconis_steer` on `interface` redirects every packet into the

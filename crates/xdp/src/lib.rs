@@ -369,12 +369,6 @@ impl XdpLeaf {
     pub fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
         self.object.test_run(packet, repeat)
     }
-
-    /// Attaches the program to `interface` (`XdpFlags::SKB_MODE` for
-    /// generic XDP, e.g. inside a network namespace).
-    pub fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
-        self.object.attach(interface, flags)
-    }
 }
 
 /// The worker a forwarded task was sent to: `dst_id` of its netsched header.

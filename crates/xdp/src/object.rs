@@ -97,11 +97,6 @@ impl SchedulerObject {
         test_run::run(fd, packet, repeat).map_err(XdpError::TestRun)
     }
 
-    pub(crate) fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
-        self.program()?.attach(interface, flags)?;
-        Ok(())
-    }
-
     pub(crate) fn attach_serialised(
         &mut self,
         interface: &str,

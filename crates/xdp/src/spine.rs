@@ -214,10 +214,6 @@ impl XdpSpine {
         self.object.test_run(packet, repeat)
     }
 
-    pub fn attach(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
-        self.object.attach(interface, flags)
-    }
-
     /// As [`crate::XdpLeaf::attach_serialised`]: `spine_steer` on the
     /// interface, the spine on `cpu`'s cpumap thread.
     pub fn attach_serialised(
