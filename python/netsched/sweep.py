@@ -221,6 +221,8 @@ def pull_details(summary: dict) -> pd.DataFrame:
             for q in ("p50", "p90", "p99", "p999"):
                 row[f"{name}_{q}_us"] = r[name][f"{q}_ns"] / 1e3
             row[f"{name}_mean_us"] = r[name]["mean_ns"] / 1e3
+        if "response_p66_ns" in r:
+            row["response_p66_us"] = r["response_p66_ns"] / 1e3
         for i, lvl in enumerate(r.get("sched_by_level", [])):
             row[f"sched_l{i + 1}_p50_us"] = lvl["p50_ns"] / 1e3
             row[f"sched_l{i + 1}_p90_us"] = lvl["p90_ns"] / 1e3

@@ -439,6 +439,19 @@ fn locality_limits_respected_and_placement_improves() {
     );
     assert!(l[0] + l[1] > f[0] + f[1] + 0.1, "{l:?} vs {f:?}");
     assert!(loc.recirc_fraction > fcfs.recirc_fraction);
+    // Fig. 10 compares the two at the 66th percentile of end-to-end delay;
+    // it lies between the median and the 90th percentile of the same run.
+    for s in [&loc, &fcfs] {
+        let r = &s.response;
+        assert!(
+            r.p50_ns <= s.response_p66_ns && s.response_p66_ns <= r.p90_ns,
+            "p50 {} p66 {} p90 {}",
+            r.p50_ns,
+            s.response_p66_ns,
+            r.p90_ns
+        );
+        assert!(s.response_p66_ns > r.p50_ns, "a spread distribution");
+    }
     accounted(&loc);
 }
 

@@ -210,6 +210,9 @@ pub struct PullSummary {
     pub sched: LatencyStats,
     /// Submission to completion reply at the client.
     pub response: LatencyStats,
+    /// Its 66th percentile: Draconis §8.5 (Fig. 10) compares Locality with
+    /// FCFS there ("2× better at the 66th percentile").
+    pub response_p66_ns: u64,
     /// Arrival at the switch to completion at the executor (see
     /// [`PullMetrics::completion`]).
     pub completion: LatencyStats,
@@ -300,6 +303,7 @@ impl PullSummary {
             drops,
             sched: LatencyStats::of(&m.sched),
             response: LatencyStats::of(&m.response),
+            response_p66_ns: m.response.quantile(0.66),
             completion: LatencyStats::of(&m.completion),
             sched_by_level: m.sched_by_level.iter().map(LatencyStats::of).collect(),
             get_task_by_level: m.get_task_by_level.iter().map(LatencyStats::of).collect(),
