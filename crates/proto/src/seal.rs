@@ -142,6 +142,32 @@ pub fn verify(key: &NoticeKey, datagram: &[u8]) -> Result<u64, SealError> {
     }
 }
 
+/// A receiver's rule for one datagram, the socket daemon's and the XDP
+/// spine's alike: without a key a seal is cut off and ignored; with one, a
+/// message of a sealed type must carry a seal under it (else
+/// [`SealError::Unsealed`] or [`SealError::BadTag`]). Returns the message
+/// and, when a seal was checked, its sequence number, which the receiver
+/// then checks against the last it took from that sender (a replay). Any
+/// other datagram is returned whole.
+pub fn open<'a>(
+    key: Option<&NoticeKey>,
+    datagram: &'a [u8],
+) -> Result<(&'a [u8], Option<u64>), SealError> {
+    let (msg, seal) = split(datagram);
+    let Some(key) = key else {
+        return Ok((msg, None));
+    };
+    let sealed_type = datagram.first() == Some(&Family::Horus.framing_byte())
+        && datagram.get(1).is_some_and(|&c| is_sealed_type(c));
+    if !sealed_type {
+        return Ok((datagram, None));
+    }
+    if seal.is_none() {
+        return Err(SealError::Unsealed);
+    }
+    verify(key, datagram).map(|seq| (msg, Some(seq)))
+}
+
 /// Seals the `len`-byte message at the start of `buf` in place: appends
 /// `seq` and the tag; returns the sealed length. The message must be of a
 /// sealed type (an encoded one, as [`crate::Message::encode`] wrote it).
