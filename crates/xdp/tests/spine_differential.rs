@@ -809,3 +809,60 @@ fn decision_rate() {
         updates.mean_ns,
     );
 }
+
+/// The cost of sealing in XDP: BPF_PROG_TEST_RUN repeats one loadUpdate
+/// (8 racks), unsealed with sealing off, then sealed with sealing on (the
+/// first run takes it; every later one computes the same SipHash-2-4 and
+/// is refused as a replay), then under another key; and a task on the busy
+/// path with soft state off and on. Run with `cargo test -p netsched-xdp
+/// --test spine_differential seal_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn seal_cost() {
+    let Some(mut xdp) = bpf_spine("seal_cost") else {
+        return;
+    };
+    let runs = 1_000_000;
+    let load = Event::LoadUpdate {
+        rack: 3,
+        load: 2 << 16,
+    };
+    let measure =
+        |xdp: &mut XdpSpine, options: HorusOptions, key: Option<NoticeKey>, event, how| {
+            let mut spine =
+                HorusSpine::with_options(&[8; 8], SEED, ConnTableConfig::default(), options);
+            for rack in 0..8 {
+                reference(
+                    &mut spine,
+                    Event::IdleRemove { rack },
+                    0,
+                    &mut SpineCounters::default(),
+                );
+            }
+            let addrs: Vec<RackAddr> = (0..8).map(rack_addr).collect();
+            xdp.install(&spine, SWITCH_MAC, &addrs).expect("install");
+            xdp.set_notice_key(key.map(|k| k.0)).expect("key");
+            let (from, bytes) = datagram(event, 1, how);
+            let run = xdp.test_run(&frame(from, &bytes), runs).expect("test run");
+            run.mean_ns
+        };
+    let d = HorusOptions::default;
+    let plain = measure(&mut xdp, d(), None, load, SealAs::Plain);
+    let sealed = measure(&mut xdp, d(), SEALING_ON, load, SealAs::Sealed(1));
+    let forged = measure(&mut xdp, d(), SEALING_ON, load, SealAs::Forged(1));
+    let c = xdp.counters().expect("counters");
+    assert_eq!(c.drop_replayed, u64::from(runs - 1));
+    assert_eq!(c.drop_bad_seal, u64::from(runs));
+    let task = measure(&mut xdp, d(), None, TASK, SealAs::Plain);
+    let task_soft = measure(
+        &mut xdp,
+        soft_state(1_000_000_000),
+        None,
+        TASK,
+        SealAs::Plain,
+    );
+    println!(
+        "loadUpdate unsealed (sealing off): {plain} ns; sealed, verified (sealing on): {sealed} ns; \
+         under another key: {forged} ns; busy-path task: {task} ns, with soft state on: {task_soft} ns"
+    );
+}
