@@ -375,12 +375,12 @@ impl SwitchDaemon {
         let Some(seq) = seq else {
             return Some(msg);
         };
-        // The sender's instance: keep-alives go to a leaf, notices to a
-        // spine. A message for an instance this daemon lacks is dropped by
-        // the handler as before; its sequence number is not recorded.
-        let word = |at: usize| u16::from_be_bytes([msg[at], msg[at + 1]]);
-        let (pool, src_id) = (word(2), word(4));
-        let role = if msg[1] == netsched_proto::HorusType::KeepAlive.code() {
+        // The sender's instance: keep-alives go to a leaf, notices and
+        // LOAD_REPORTs to a spine. A message for an instance this daemon
+        // lacks is dropped by the handler as before; its sequence number is
+        // not recorded.
+        let (pool, src_id, keep_alive) = netsched_proto::seal::sender(msg)?;
+        let role = if keep_alive {
             crate::config::Role::Leaf
         } else {
             crate::config::Role::Spine
