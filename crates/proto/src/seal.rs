@@ -291,10 +291,7 @@ mod tests {
         }));
         let mut buf = [0u8; MAX_DATAGRAM];
         let n = m.encode(&mut buf).unwrap();
-        assert_eq!(
-            open(Some(&KEY), &buf[..n].to_vec()),
-            Err(SealError::Unsealed)
-        );
+        assert_eq!(open(Some(&KEY), &buf[..n]), Err(SealError::Unsealed));
         let s = seal(&KEY, &mut buf, n, 77).unwrap();
         let (msg, seq) = open(Some(&KEY), &buf[..s]).unwrap();
         assert_eq!((msg, seq), (&buf[..n], Some(77)));
