@@ -12,38 +12,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{runtime_drop, sock};
+use common::{rs_datagram as rs, runtime_drop, sock};
 use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::notice_auth::{notice_key, NoticeSealer};
 use netsched_node::secret::{ClusterKey, Secret};
 use netsched_node::{SwitchConfig, SwitchDaemon};
 use netsched_proto::seal;
-use netsched_proto::{
-    Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket, ReqId, MAX_DATAGRAM,
-};
+use netsched_proto::{Message, RackSchedLoadReport, RackSchedMessage, MAX_DATAGRAM};
 
 const KEY: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
 const POOL: u16 = 1;
 const MS: u64 = 1_000_000;
-
-fn rs(kind: u8, local: u32, load: u32) -> Vec<u8> {
-    let p = RackSchedPacket {
-        req_id: ReqId {
-            client_id: 11,
-            local_id: local,
-        },
-        load,
-        is_last: true,
-        class: 0,
-        service_time_ns: 1_000,
-        payload: b"",
-    };
-    let m = match kind {
-        0 => RackSchedMessage::ReqFirst(p),
-        _ => RackSchedMessage::Reply(p),
-    };
-    Message::RackSched(m).to_vec().unwrap()
-}
 
 fn report(rack: u16, load: u32) -> Vec<u8> {
     Message::RackSched(RackSchedMessage::LoadReport(RackSchedLoadReport {
