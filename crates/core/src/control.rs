@@ -93,9 +93,32 @@ macro_rules! membership_control {
     )*};
 }
 
+/// RS-H soft state: the leaf re-reports, the spine expires.
+impl Control for RackSched {
+    fn add_node(&mut self, node: NodeId, _weight: u32, _now: u64, _out: &mut Outbox) {
+        self.control_add_node(node);
+    }
+    fn remove_node(&mut self, node: NodeId, _now: u64, _out: &mut Outbox) {
+        self.control_remove_node(node);
+    }
+    fn tick(&mut self, now: u64, out: &mut Outbox) {
+        self.control_tick(now, out);
+    }
+}
+
+impl Control for RackSchedSpine {
+    fn add_node(&mut self, node: NodeId, _weight: u32, _now: u64, _out: &mut Outbox) {
+        self.control_add_node(node);
+    }
+    fn remove_node(&mut self, node: NodeId, _now: u64, _out: &mut Outbox) {
+        self.control_remove_node(node);
+    }
+    fn tick(&mut self, now: u64, _out: &mut Outbox) {
+        self.control_expire(now);
+    }
+}
+
 membership_control!(
-    RackSched,
-    RackSchedSpine,
     // Also `UniformLb`, the same data plane over racks.
     RandomDispatch,
     RoundRobin,

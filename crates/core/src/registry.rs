@@ -376,11 +376,21 @@ impl Plane {
                 p.conn_table,
                 p.horus_options(policy),
             )),
-            PlaneKind::RackSchedSpine => {
-                Plane::RackSchedSpine(RackSchedSpine::new(n, seed, p.samples, p.req_table))
-            }
+            // Soft state for RS-H as for Horus (`soft_state_ns`; the
+            // simulator's default is off).
+            PlaneKind::RackSchedSpine => Plane::RackSchedSpine(
+                RackSchedSpine::new(n, seed, p.samples, p.req_table)
+                    .with_soft_state(p.horus.soft_state_ns),
+            ),
             PlaneKind::RackSched => {
-                Plane::RackSched(RackSched::new(n, seed, p.racksched(policy == Policy::RsH)))
+                let rs_h = policy == Policy::RsH;
+                Plane::RackSched(
+                    RackSched::new(n, seed, p.racksched(rs_h)).with_soft_state(if rs_h {
+                        p.horus.soft_state_ns
+                    } else {
+                        0
+                    }),
+                )
             }
             PlaneKind::Random => Plane::Random(RandomDispatch::new(n, seed)),
             PlaneKind::RoundRobin => Plane::RoundRobin(RoundRobin::new(n, seed)),

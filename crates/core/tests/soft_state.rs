@@ -157,3 +157,77 @@ fn without_soft_state_nothing_is_refreshed_or_forgotten() {
     assert!(out.is_empty());
     assert_eq!(spine.busy_nodes().view(1), Some((u32::MAX >> 1, 0)));
 }
+
+/// RS-H (Horus §4.1): a rack's LOAD_REPORT at the spine expires after the
+/// bound unless refreshed, and an RS-H leaf re-reports every quarter of it
+/// whether or not it saw a reply; a ToR that reports nothing stays silent.
+#[test]
+fn rs_h_loads_expire_and_rs_h_leaves_re_report() {
+    use netsched_core::racksched::{RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
+    let mut spine = RackSchedSpine::new(2, 1, 2, ReqTableConfig::default()).with_soft_state(BOUND);
+    let mut out = Outbox::new();
+    // A forged (or last) report: rack 1 at the highest load.
+    let max = Input::LoadUpdate {
+        node: 1,
+        load: u32::MAX,
+    };
+    spine.handle(10, max, &mut out);
+    spine.handle(
+        600_000_000,
+        Input::LoadUpdate {
+            node: 0,
+            load: 3 << 16,
+        },
+        &mut out,
+    );
+    spine.tick(BOUND, &mut out);
+    assert_eq!(spine.load_table().load(1), Some(u32::MAX), "not yet");
+    spine.tick(BOUND + 10, &mut out);
+    assert_eq!(spine.load_table().load(1), Some(0), "rack 1 forgotten");
+    assert_eq!(
+        spine.load_table().load(0),
+        Some(3 << 16),
+        "rack 0 refreshed"
+    );
+    assert_eq!(spine.expired_racks(), 1);
+    spine.tick(BOUND + 600_000_000, &mut out);
+    assert_eq!(spine.load_table().load(0), Some(0));
+    assert!(out.is_empty(), "a spine emits nothing");
+    // Off by default: nothing expires.
+    let mut plain = RackSchedSpine::new(2, 1, 2, ReqTableConfig::default());
+    plain.handle(10, max, &mut out);
+    plain.tick(10 * BOUND, &mut out);
+    assert_eq!(plain.load_table().load(1), Some(u32::MAX));
+
+    let leaf = |report_load| {
+        RackSched::new(
+            4,
+            1,
+            RackSchedConfig {
+                report_load,
+                ..RackSchedConfig::default()
+            },
+        )
+        .with_soft_state(BOUND)
+    };
+    let mut rs_h = leaf(true);
+    let mut sent = 0;
+    for ms in (0..=1000u64).step_by(5) {
+        let mut out = Outbox::new();
+        rs_h.tick(ms * 1_000_000, &mut out);
+        for a in out.drain() {
+            assert!(matches!(
+                a,
+                Action::Notify {
+                    notice: Notice::LoadUpdate(0),
+                    ..
+                }
+            ));
+            sent += 1;
+        }
+    }
+    assert_eq!(sent, 4, "at 250, 500, 750 and 1000 ms");
+    let mut tor = leaf(false);
+    tor.tick(BOUND, &mut out);
+    assert!(out.is_empty());
+}

@@ -144,25 +144,9 @@ fn a_heartbeat_reconciles_tasks_lost_at_the_worker() {
     assert_eq!(state(&mut d, &reg).1, 2 * ONE);
 }
 
-/// A RackSched REP (REQ_ID, LOAD) from `server`'s view.
+/// A RackSched REQF or REP (common::rs_datagram).
 fn rs(kind: u8, local: u32, load: u32) -> Vec<u8> {
-    use netsched_proto::{RackSchedMessage, RackSchedPacket, ReqId};
-    let p = RackSchedPacket {
-        req_id: ReqId {
-            client_id: 11,
-            local_id: local,
-        },
-        load,
-        is_last: true,
-        class: 0,
-        service_time_ns: 1_000,
-        payload: b"",
-    };
-    let m = match kind {
-        0 => RackSchedMessage::ReqFirst(p),
-        _ => RackSchedMessage::Reply(p),
-    };
-    Message::RackSched(m).to_vec().unwrap()
+    common::rs_datagram(kind, local, load)
 }
 
 /// The rack load in the next LOAD_REPORT the leaf sends to `spine`, if any.

@@ -417,6 +417,22 @@ fn r2p2_keeps_at_most_its_bound_of_tasks_at_an_executor() {
     s.stop();
 }
 
+/// A job of one task (id 1) whose function parameter (the synthetic
+/// service time, ns) is `fn_par`.
+fn one_task_job(fn_par: u64) -> Vec<u8> {
+    Message::Draconis(DraconisMessage::JobSubmission {
+        job: 1,
+        tasks: TaskVec::from_slice(&[WireTask {
+            id: 1,
+            fn_par,
+            ..Default::default()
+        }])
+        .unwrap(),
+    })
+    .to_vec()
+    .unwrap()
+}
+
 /// Issue 16 item 4: addresses seen once fill the client table; once they
 /// are idle (no job, no task queued) their entries are reused, so a new
 /// client is served instead of refused until restart.
@@ -428,16 +444,7 @@ fn a_full_client_table_recovers_for_a_new_client() {
         c.client_idle_ms = 300;
     });
     let d = &s.daemon;
-    let job = Message::Draconis(DraconisMessage::JobSubmission {
-        job: 1,
-        tasks: TaskVec::from_slice(&[WireTask {
-            id: 1,
-            ..Default::default()
-        }])
-        .unwrap(),
-    })
-    .to_vec()
-    .unwrap();
+    let job = one_task_job(0);
     let rogues: Vec<UdpSocket> = (0..40)
         .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
         .collect();
@@ -469,16 +476,7 @@ fn one_host_cycling_ports_cannot_lock_out_a_new_client() {
         c.max_clients_per_host = 4;
     });
     let d = &s.daemon;
-    let job = Message::Draconis(DraconisMessage::JobSubmission {
-        job: 1,
-        tasks: TaskVec::from_slice(&[WireTask {
-            id: 1,
-            ..Default::default()
-        }])
-        .unwrap(),
-    })
-    .to_vec()
-    .unwrap();
+    let job = one_task_job(0);
     let rogues: Vec<UdpSocket> = (0..200)
         .map(|_| UdpSocket::bind("127.0.0.2:0").unwrap())
         .collect();
@@ -493,5 +491,41 @@ fn one_host_cycling_ports_cannot_lock_out_a_new_client() {
     let r = run_client(s.client(500.0, 200, 100.0, 2));
     assert_all_completed(&r, "beside the host at its share");
     assert_eq!(d.pull_drop("client_table_full"), 0);
+    s.stop();
+}
+
+/// Ingress (`clients`): a pull scheduler that names its client networks
+/// drops and counts every job from elsewhere, answers it with nothing and
+/// gives it no client-table entry; the listed client completes everything.
+#[test]
+fn jobs_from_outside_the_client_networks_are_dropped_and_counted() {
+    let _g = serial();
+    let s = Setup::start(PullPolicy::Draconis, 2, |c, _| {
+        c.clients = Some(vec!["127.0.0.1/32".parse().unwrap()]);
+        c.max_clients = 4;
+    });
+    let d = &s.daemon;
+    // A stranger's job asking for 31 years of an executor.
+    let job = one_task_job(31 * 365 * 86_400 * 1_000_000_000);
+    let strangers: Vec<UdpSocket> = (0..50)
+        .map(|_| UdpSocket::bind("127.0.0.2:0").unwrap())
+        .collect();
+    for st in &strangers {
+        st.send_to(&job, d.addr).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while d.pull_drop("unregistered_source") < 50 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(d.pull_drop("unregistered_source"), 50);
+    let r = run_client(s.client(500.0, 200, 100.0, 2));
+    assert_all_completed(&r, "beside the strangers");
+    assert_eq!(d.pull_drop("client_table_full"), 0);
+    let mut buf = [0u8; 64];
+    strangers[0].set_nonblocking(true).unwrap();
+    assert!(
+        strangers[0].recv_from(&mut buf).is_err(),
+        "a stranger was answered"
+    );
     s.stop();
 }

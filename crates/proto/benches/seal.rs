@@ -48,6 +48,14 @@ fn seal_costs(c: &mut Criterion) {
             (seq, decode(m).is_ok())
         })
     });
+    // The socket daemon's receive rule for a notice (switch/mod.rs
+    // `unseal`): `open` (split, check the type, verify), then decode.
+    g.bench_function("open_and_decode_sealed_load_update", |b| {
+        b.iter(|| {
+            let (m, seq) = seal::open(Some(&key), black_box(&sealed[..])).unwrap();
+            (seq, decode(m).is_ok())
+        })
+    });
     g.finish();
 }
 

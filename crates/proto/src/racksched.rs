@@ -15,7 +15,7 @@ use crate::{Family, MAX_DATAGRAM};
 /// payload_len.
 const PACKET_FIXED: usize = 1 + 1 + 4 + 4 + 4 + 1 + 1 + 8 + 2;
 /// framing, type, src_id, pool_id, load.
-const LOAD_REPORT_LEN: usize = 1 + 1 + 2 + 2 + 4;
+pub(crate) const LOAD_REPORT_LEN: usize = 1 + 1 + 2 + 2 + 4;
 
 /// Largest payload a RackSched request or reply can carry in one [`MAX_DATAGRAM`].
 pub const MAX_RACKSCHED_PAYLOAD: usize = MAX_DATAGRAM - PACKET_FIXED;

@@ -1,7 +1,8 @@
 //! Sealed state messages: a keyed MAC and a sequence number on every
 //! message one scheduler or worker sends to change what another believes
-//! about it: Horus idleAdd, idleRemove, loadUpdate (leaf → spine, §3.4) and
-//! keepAlive (worker → leaf, §A.3).
+//! about it: Horus idleAdd, idleRemove, loadUpdate (leaf → spine, §3.4),
+//! keepAlive (worker → leaf, §A.3), and RS-H's LOAD_REPORT (leaf → spine,
+//! Horus §4.1).
 //!
 //! The paper's messages carry no authentication: any host that can reach a
 //! spine can tell it a rack is busy. A sealed message is the unsealed one
@@ -29,6 +30,7 @@ use siphasher::sip::SipHasher24;
 
 use crate::error::EncodeError;
 use crate::horus::{HorusType, BODY_OFFSET};
+use crate::racksched::{RackSchedType, LOAD_REPORT_LEN};
 use crate::Family;
 
 /// Bytes a seal adds: `seq` and `tag`, both big-endian u64.
@@ -101,6 +103,46 @@ fn sealable_len(code: u8) -> Option<usize> {
     }
 }
 
+/// Unsealed length of a datagram starting with framing byte `frame` and
+/// type `code`, if messages of that kind are sealed: the Horus types of
+/// [`is_sealed_type`] and RackSched's LOAD_REPORT.
+fn sealed_kind_len(frame: u8, code: u8) -> Option<usize> {
+    if frame == Family::Horus.framing_byte() {
+        sealable_len(code)
+    } else if frame == Family::RackSched.framing_byte() && code == RackSchedType::LoadReport.code()
+    {
+        Some(LOAD_REPORT_LEN)
+    } else {
+        None
+    }
+}
+
+/// Whether `datagram` is of a kind that is sealed (whether or not it
+/// carries a seal).
+pub fn is_sealed_kind(datagram: &[u8]) -> bool {
+    match (datagram.first(), datagram.get(1)) {
+        (Some(&frame), Some(&code)) => sealed_kind_len(frame, code).is_some(),
+        _ => false,
+    }
+}
+
+/// The sender of a sealed-kind message (whose replay window it is in): its
+/// pool and node id, and whether it is a keep-alive (to a leaf; every
+/// other sealed kind goes to a spine). `None` for any other datagram.
+pub fn sender(msg: &[u8]) -> Option<(u16, u16, bool)> {
+    if !is_sealed_kind(msg) || msg.len() < 6 {
+        return None;
+    }
+    let word = |at: usize| u16::from_be_bytes([msg[at], msg[at + 1]]);
+    if msg[0] == Family::Horus.framing_byte() {
+        // Horus header: framing, type, pool_id, src_id.
+        Some((word(2), word(4), msg[1] == HorusType::KeepAlive.code()))
+    } else {
+        // LOAD_REPORT: framing, type, src_id, pool_id.
+        Some((word(4), word(2), false))
+    }
+}
+
 /// Splits a datagram into its message and its seal: a Horus message of a
 /// sealed type exactly [`SEAL_LEN`] bytes longer than its fixed size is
 /// sealed; anything else is returned whole with `None` (and decodes, or
@@ -109,10 +151,7 @@ pub fn split(datagram: &[u8]) -> (&[u8], Option<Seal>) {
     let (Some(&frame), Some(&code)) = (datagram.first(), datagram.get(1)) else {
         return (datagram, None);
     };
-    if frame != Family::Horus.framing_byte() {
-        return (datagram, None);
-    }
-    match sealable_len(code) {
+    match sealed_kind_len(frame, code) {
         Some(n) if datagram.len() == n + SEAL_LEN => {
             let word = |at: usize| {
                 let mut b = [0u8; 8];
@@ -142,13 +181,39 @@ pub fn verify(key: &NoticeKey, datagram: &[u8]) -> Result<u64, SealError> {
     }
 }
 
+/// A receiver's rule for one datagram, the socket daemon's and the XDP
+/// spine's alike: without a key a seal is cut off and ignored; with one, a
+/// message of a sealed type must carry a seal under it (else
+/// [`SealError::Unsealed`] or [`SealError::BadTag`]). Returns the message
+/// and, when a seal was checked, its sequence number, which the receiver
+/// then checks against the last it took from that sender (a replay). Any
+/// other datagram is returned whole.
+pub fn open<'a>(
+    key: Option<&NoticeKey>,
+    datagram: &'a [u8],
+) -> Result<(&'a [u8], Option<u64>), SealError> {
+    let (msg, seal) = split(datagram);
+    let Some(key) = key else {
+        return Ok((msg, None));
+    };
+    if !is_sealed_kind(datagram) {
+        return Ok((datagram, None));
+    }
+    if seal.is_none() {
+        return Err(SealError::Unsealed);
+    }
+    verify(key, datagram).map(|seq| (msg, Some(seq)))
+}
+
 /// Seals the `len`-byte message at the start of `buf` in place: appends
 /// `seq` and the tag; returns the sealed length. The message must be of a
 /// sealed type (an encoded one, as [`crate::Message::encode`] wrote it).
 pub fn seal(key: &NoticeKey, buf: &mut [u8], len: usize, seq: u64) -> Result<usize, EncodeError> {
-    const ERR: &str = "only idleAdd, idleRemove, loadUpdate and keepAlive are sealed";
-    let code = *buf.get(1).ok_or(EncodeError::Invalid(ERR))?;
-    if buf.first() != Some(&Family::Horus.framing_byte()) || sealable_len(code) != Some(len) {
+    const ERR: &str = "only idleAdd, idleRemove, loadUpdate, keepAlive and LOAD_REPORT are sealed";
+    let (Some(&frame), Some(&code)) = (buf.first(), buf.get(1)) else {
+        return Err(EncodeError::Invalid(ERR));
+    };
+    if sealed_kind_len(frame, code) != Some(len) {
         return Err(EncodeError::Invalid(ERR));
     }
     let needed = len + SEAL_LEN;
@@ -214,6 +279,29 @@ mod tests {
                 Err(SealError::BadTag)
             );
         }
+    }
+
+    #[test]
+    fn racksched_load_reports_are_sealed_and_name_their_sender() {
+        use crate::{RackSchedLoadReport, RackSchedMessage};
+        let m = Message::RackSched(RackSchedMessage::LoadReport(RackSchedLoadReport {
+            src_id: 3,
+            pool_id: 9,
+            load: 5 << 16,
+        }));
+        let mut buf = [0u8; MAX_DATAGRAM];
+        let n = m.encode(&mut buf).unwrap();
+        assert_eq!(open(Some(&KEY), &buf[..n]), Err(SealError::Unsealed));
+        let s = seal(&KEY, &mut buf, n, 77).unwrap();
+        let (msg, seq) = open(Some(&KEY), &buf[..s]).unwrap();
+        assert_eq!((msg, seq), (&buf[..n], Some(77)));
+        assert_eq!(decode(msg), Ok(m));
+        assert_eq!(sender(msg), Some((9, 3, false)));
+        let mut t = buf;
+        t[9] ^= 1; // the load
+        assert_eq!(open(Some(&KEY), &t[..s]), Err(SealError::BadTag));
+        // Sealing off: the seal is cut off and ignored.
+        assert_eq!(open(None, &buf[..s]), Ok((&buf[..n], None)));
     }
 
     #[test]

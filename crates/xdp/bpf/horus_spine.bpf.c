@@ -17,6 +17,15 @@
 //   loadUpdate from a leaf update the arrays; they end here (XDP_DROP).
 // * Everything else (replies, multi-packet tasks, other traffic) is passed
 //   up to the daemon.
+// * Sealed state messages (seal.h): with the notice key installed, a notice
+//   is taken only sealed, under the key, with a sequence number above the
+//   last one taken from its rack; else it is counted and dropped, as the
+//   socket daemon does (crates/node/src/switch/mod.rs `unseal`).
+// * Soft state: a rack whose leaf sent no notice for soft_state_ns is
+//   forgotten (off the idle list, load 0), HorusSpine::control_expire. The
+//   loader's tick writes the control plane's clock into `spine_clock`; the
+//   first packet after it changed runs the expiry here, on the spine's one
+//   CPU, so it never races the data path.
 //
 // State: the arrays of horus_core.h sized for MAX_RACKS, plus idle.member
 // (the spine's dedup bit, crates/core/src/idle.rs). docs/xdp.md has the
@@ -41,6 +50,7 @@
 #define LOAD_UPDATE_LEN (HORUS_HEADER_LEN + 4)
 
 #include "horus_core.h"
+#include "seal.h"
 
 // Counters (crates/xdp/src/spine.rs SpineCounters), indices into `counters`.
 enum counter {
@@ -57,6 +67,10 @@ enum counter {
 	C_LOAD_UPDATES,
 	C_PASSED,
 	C_DROP_UNREGISTERED,
+	C_DROP_UNSEALED,
+	C_DROP_BAD_SEAL,
+	C_DROP_REPLAYED,
+	C_EXPIRED,
 	C_COUNTERS,
 };
 
@@ -78,6 +92,8 @@ struct spine_config {
 	// The racks linked (the idle list's capacity, crates/core spine.rs).
 	__u32 idle_capacity;
 	__u32 pad3;
+	// HorusOptions::soft_state_ns; 0: off.
+	__u64 soft_state_ns;
 };
 
 ARRAY(idle_member, __u8, MAX_RACKS);
@@ -85,6 +101,16 @@ ARRAY(spine_config, struct spine_config, 1);
 ARRAY(spine_rng, struct rng_state, 1);
 ARRAY(rack_addr, struct rack_addr, MAX_RACKS);
 DEFINE_COUNTERS(counters, C_COUNTERS)
+// Sealed state messages: the key, and the last sequence number taken per rack.
+ARRAY(notice_key, struct notice_key, 1);
+ARRAY(notice_seq, __u64, MAX_RACKS);
+// Soft state: the control plane's clock (ns), the clock of the last expiry
+// pass, and per rack when its last notice was taken and whether it expired
+// since (HorusSpine's `heard` and `expired`).
+ARRAY(spine_clock, __u64, 1);
+ARRAY(expired_at, __u64, 1);
+ARRAY(rack_heard, __u64, MAX_RACKS);
+ARRAY(rack_expired, __u8, MAX_RACKS);
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -138,34 +164,25 @@ static __always_inline void on_idle_add(__u32 rack, const struct spine_config *c
 		count(C_DROP_OVERFLOW, 1);
 }
 
-// Alg. 1 REMOVE: the first pass takes the lock, clears the member bit,
-// shrinks the list and reads what moves; the resubmitted pass (right after,
-// on this CPU) moves the last rack into the hole and releases the lock.
-static __always_inline void on_idle_remove(__u32 rack)
+// Alg. 1 REMOVE with the lock free: the first pass takes the lock, clears
+// the member bit, shrinks the list and reads what moves; the resubmitted
+// pass (right after, on this CPU) moves the last rack into the hole and
+// releases the lock. Returns whether `rack` was listed.
+static __always_inline int idle_remove_now(__u32 rack, __u8 *lock)
 {
-	__u32 zero = 0;
-	__u8 *lock = bpf_map_lookup_elem(&idle_lock, &zero);
-	if (!lock)
-		return;
-	if (*lock) {
-		count(C_DROP_LOCK_HELD, 1);
-		return;
-	}
 	*lock = 1;
-	count(C_RESUBMISSIONS, 1);
 	__u8 *member = bpf_map_lookup_elem(&idle_member, &rack);
 	int was = member && *member;
 	if (member)
 		*member = 0;
 	if (!was) {
-		count(C_STALE_IDLE_UPDATE, 1);
 		*lock = 0;
-		return;
+		return 0;
 	}
 	__u32 *p = u32_cell(&idle_p, 0);
 	if (!p) {
 		*lock = 0;
-		return;
+		return 1;
 	}
 	*p = sat_sub(*p, 1);
 	__u32 top = *p;
@@ -176,13 +193,130 @@ static __always_inline void on_idle_remove(__u32 rack)
 	// Second pass.
 	*lock = 0;
 	if (removed_index == top)
-		return; // RemovedTop: gone with the decrement of p.
+		return 1; // RemovedTop: gone with the decrement of p.
 	__u32 *hole = u32_cell(&idle_list, removed_index);
 	__u32 *moved = u32_cell(&idle_index, last_node);
 	if (hole)
 		*hole = last_node;
 	if (moved)
 		*moved = removed_index;
+	return 1;
+}
+
+// A leaf's idleRemove: both passes of Alg. 1's REMOVE.
+static __always_inline void on_idle_remove(__u32 rack)
+{
+	__u32 zero = 0;
+	__u8 *lock = bpf_map_lookup_elem(&idle_lock, &zero);
+	if (!lock)
+		return;
+	if (*lock) {
+		count(C_DROP_LOCK_HELD, 1);
+		return;
+	}
+	count(C_RESUBMISSIONS, 1);
+	if (!idle_remove_now(rack, lock))
+		count(C_STALE_IDLE_UPDATE, 1);
+}
+
+// IdleNodes::contains: the control plane's lookup of a listed rack.
+static __always_inline int idle_contains(__u32 rack)
+{
+	__u32 *p = u32_cell(&idle_p, 0);
+	__u32 *index = u32_cell(&idle_index, rack);
+	if (!p || !index || *index >= *p)
+		return 0;
+	__u32 *entry = u32_cell(&idle_list, *index);
+	return entry && *entry == rack;
+}
+
+// HorusSpine::refreshed: a rack's notice was taken.
+static __always_inline void refreshed(__u32 rack, const struct spine_config *cfg)
+{
+	if (!cfg->soft_state_ns)
+		return;
+	__u32 zero = 0;
+	__u64 *now = bpf_map_lookup_elem(&spine_clock, &zero);
+	__u64 *heard = bpf_map_lookup_elem(&rack_heard, &rack);
+	__u8 *expired = bpf_map_lookup_elem(&rack_expired, &rack);
+	if (now && heard)
+		*heard = *now;
+	if (expired)
+		*expired = 0;
+}
+
+// HorusSpine::control_expire at the clock the loader wrote last, once per
+// value of the clock: every rack not heard from for soft_state_ns leaves
+// the idle list (both passes back to back, the switch CPU's remove) and its
+// load is reported as 0.
+static __always_inline void soft_state_expire(const struct spine_config *cfg)
+{
+	__u64 bound = cfg->soft_state_ns;
+	if (!bound)
+		return;
+	__u32 zero = 0;
+	__u64 *nowp = bpf_map_lookup_elem(&spine_clock, &zero);
+	__u64 *at = bpf_map_lookup_elem(&expired_at, &zero);
+	__u8 *lock = bpf_map_lookup_elem(&idle_lock, &zero);
+	if (!nowp || !at || !lock || *at == *nowp)
+		return;
+	__u64 now = *nowp;
+	*at = now;
+	for (__u32 r = 0; r < MAX_RACKS; r++) {
+		if (!known(r))
+			continue;
+		__u64 *heard = bpf_map_lookup_elem(&rack_heard, &r);
+		__u8 *expired = bpf_map_lookup_elem(&rack_expired, &r);
+		if (!heard || !expired || *expired || (now > *heard ? now - *heard : 0) < bound)
+			continue;
+		*expired = 1;
+		count(C_EXPIRED, 1);
+		if (idle_contains(r) && !*lock)
+			idle_remove_now(r, lock);
+		pow2_update(r, 0);
+	}
+}
+
+enum opened { O_ACCEPT, O_PASS, O_DROP };
+
+// A notice of `plain` bytes unsealed (seal.h), in the socket daemon's order:
+// unsealed, bad seal, replayed. `plain` is a constant at each call site.
+static __always_inline enum opened open_notice(const __u8 *horus, void *data_end, __u32 len,
+					       const __u32 plain, __u32 rack)
+{
+	__u32 zero = 0;
+	const struct notice_key *key = bpf_map_lookup_elem(&notice_key, &zero);
+	int on = key && key->on;
+	if (len == plain && !on)
+		return O_ACCEPT;
+	if (len != plain + SEAL_LEN) {
+		if (!on)
+			return O_PASS; // malformed: the daemon counts it
+		count(C_DROP_UNSEALED, 1);
+		return O_DROP;
+	}
+	if (!on)
+		return O_ACCEPT; // sealing off: the seal is ignored
+	if ((void *)(horus + plain + SEAL_LEN) > data_end)
+		return O_PASS;
+	__u8 m[SEALED_MAX];
+	__builtin_memcpy(m, horus, plain + SEAL_LEN);
+	__u64 seq;
+	if (!seal_ok(key, m, plain, &seq)) {
+		count(C_DROP_BAD_SEAL, 1);
+		return O_DROP;
+	}
+	// ReplayGuard (crates/node/src/notice_auth.rs), for the racks a spine
+	// can hold; any other is an unknown node below.
+	__u64 *last = bpf_map_lookup_elem(&notice_seq, &rack);
+	if (last) {
+		if (seq <= *last) {
+			count(C_DROP_REPLAYED, 1);
+			return O_DROP;
+		}
+		*last = seq;
+	}
+	return O_ACCEPT;
 }
 
 // HorusSpine::on_task for a single-packet task: the rack chosen, or -1 when
@@ -243,10 +377,44 @@ static __always_inline int forward(struct udp_frame *f, __u8 *horus, void *data_
 	return XDP_TX;
 }
 
+// A notice from a leaf, once opened: its source, then its effect.
+static __always_inline int take_notice(__u8 type, __u32 src, const __u8 *horus, void *data_end,
+				       const struct udp_frame *f, const struct spine_config *cfg)
+{
+	if (!known(src)) {
+		count(C_DROP_UNKNOWN_NODE, 1);
+		return XDP_DROP;
+	}
+	if (!from_leaf(src, f)) {
+		count(C_DROP_UNREGISTERED, 1);
+		return XDP_DROP;
+	}
+	refreshed(src, cfg);
+	if (type == TYPE_IDLE_ADD) {
+		count(C_IDLE_ADDS, 1);
+		on_idle_add(src, cfg);
+	} else if (type == TYPE_IDLE_REMOVE) {
+		count(C_IDLE_REMOVES, 1);
+		on_idle_remove(src);
+	} else if ((void *)(horus + LOAD_UPDATE_LEN) <= data_end) {
+		// Always within (open_notice checked the length): for the verifier.
+		__u32 load = ((__u32)horus[12] << 24) | ((__u32)horus[13] << 16) |
+			     ((__u32)horus[14] << 8) | horus[15];
+		count(C_LOAD_UPDATES, 1);
+		pow2_update(src, load);
+	}
+	return XDP_DROP;
+}
+
 static __always_inline int spine_run(struct xdp_md *ctx, int on_spine_cpu)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	const struct spine_config *cfg = bpf_map_lookup_elem(&spine_config, &zero);
+	if (!cfg)
+		return XDP_PASS;
+	soft_state_expire(cfg);
 	struct udp_frame frame;
 	if (parse_udp_frame(data, data_end, &frame))
 		return XDP_PASS;
@@ -256,52 +424,28 @@ static __always_inline int spine_run(struct xdp_md *ctx, int on_spine_cpu)
 	__u32 len;
 	if (udp_payload_len(&frame, data_end, HORUS_HEADER_LEN, &len) || len > MAX_DATAGRAM)
 		goto pass;
-	__u32 zero = 0;
-	const struct spine_config *cfg = bpf_map_lookup_elem(&spine_config, &zero);
 	struct rng_state *rng = bpf_map_lookup_elem(&spine_rng, &zero);
-	if (!cfg || !rng)
+	if (!rng)
 		return XDP_PASS;
 	__u8 type = horus[1];
 	__u32 src = ((__u32)horus[4] << 8) | horus[5];
 
-	// Notices from leaves: header only, or header and the 16.16 load.
+	// Notices from leaves: header only, or header and the 16.16 load; each
+	// sealed or not (open_notice).
+	enum opened opened;
 	if (type == TYPE_IDLE_ADD || type == TYPE_IDLE_REMOVE) {
-		if (len != NOTICE_LEN)
-			goto pass;
-		if (!known(src)) {
-			count(C_DROP_UNKNOWN_NODE, 1);
-			return XDP_DROP;
-		}
-		if (!from_leaf(src, &frame)) {
-			count(C_DROP_UNREGISTERED, 1);
-			return XDP_DROP;
-		}
-		if (type == TYPE_IDLE_ADD) {
-			count(C_IDLE_ADDS, 1);
-			on_idle_add(src, cfg);
-		} else {
-			count(C_IDLE_REMOVES, 1);
-			on_idle_remove(src);
-		}
-		return XDP_DROP;
+		opened = open_notice(horus, data_end, len, NOTICE_LEN, src);
+	} else if (type == TYPE_LOAD_UPDATE) {
+		opened = open_notice(horus, data_end, len, LOAD_UPDATE_LEN, src);
+	} else {
+		goto task;
 	}
-	if (type == TYPE_LOAD_UPDATE) {
-		if (len != LOAD_UPDATE_LEN || (void *)(horus + LOAD_UPDATE_LEN) > data_end)
-			goto pass;
-		if (!known(src)) {
-			count(C_DROP_UNKNOWN_NODE, 1);
-			return XDP_DROP;
-		}
-		if (!from_leaf(src, &frame)) {
-			count(C_DROP_UNREGISTERED, 1);
-			return XDP_DROP;
-		}
-		__u32 load = ((__u32)horus[12] << 24) | ((__u32)horus[13] << 16) |
-			     ((__u32)horus[14] << 8) | horus[15];
-		count(C_LOAD_UPDATES, 1);
-		pow2_update(src, load);
+	if (opened == O_PASS)
+		goto pass;
+	if (opened == O_DROP)
 		return XDP_DROP;
-	}
+	return take_notice(type, src, horus, data_end, &frame, cfg);
+task:
 	if (type != TYPE_TASK_FIRST)
 		goto pass;
 	if (len < TASK_FIXED || (void *)(horus + TASK_FIXED) > data_end ||

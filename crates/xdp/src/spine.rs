@@ -47,6 +47,15 @@ pub struct SpineCounters {
     pub passed: u64,
     /// Notices whose source is not the rack's leaf address.
     pub drop_unregistered: u64,
+    /// Sealing on: notices without a seal.
+    pub drop_unsealed: u64,
+    /// Sealing on: notices whose tag is wrong (another key, altered).
+    pub drop_bad_seal: u64,
+    /// Sealing on: notices whose sequence number is not above the last
+    /// one taken from their rack.
+    pub drop_replayed: u64,
+    /// Soft state: racks forgotten for not refreshing within soft_state_ns.
+    pub expired: u64,
 }
 
 /// Map names of the spine's arrays: the leaf's names (`.` becomes `_`).
@@ -66,7 +75,10 @@ fn cell_bytes(map: &str) -> usize {
 }
 
 /// Bytes of `struct spine_config`.
-const SPINE_CONFIG_BYTES: usize = 24;
+const SPINE_CONFIG_BYTES: usize = 32;
+
+/// Bytes of `struct notice_key`.
+const NOTICE_KEY_BYTES: usize = 24;
 
 /// A loaded (not necessarily attached) XDP Horus spine.
 pub struct XdpSpine {
@@ -74,6 +86,7 @@ pub struct XdpSpine {
     mac: [u8; 6],
     source: Option<SocketAddrV4>,
     racks: u32,
+    soft_state_ns: u64,
 }
 
 impl XdpSpine {
@@ -88,6 +101,7 @@ impl XdpSpine {
             mac: [0; 6],
             source: None,
             racks: 0,
+            soft_state_ns: 0,
         })
     }
 
@@ -116,6 +130,7 @@ impl XdpSpine {
         }
         self.mac = spine_mac;
         self.racks = linked;
+        self.soft_state_ns = options.soft_state_ns;
         self.write_config()?;
         let mut slot_of = self.object.array::<u32>("pow2_slot_of")?;
         for node in 0..MAX_RACKS {
@@ -161,6 +176,38 @@ impl XdpSpine {
         self.object.reply_route(app_id)
     }
 
+    /// Sealed state messages (`bpf/seal.h`): with `Some(key)` (the 16-byte
+    /// notice key of `netsched_proto::seal::NoticeKey`) a notice is taken
+    /// only sealed under it, with a sequence number above the last one
+    /// taken from its rack; `None` ignores seals. The sequence numbers
+    /// already taken are kept.
+    pub fn set_notice_key(&mut self, key: Option<[u8; 16]>) -> Result<(), XdpError> {
+        let mut b = [0u8; NOTICE_KEY_BYTES];
+        if let Some(key) = key {
+            // SipHash's k0 and k1: the key's halves as little-endian words,
+            // which the program reads in its own (little-endian) order.
+            let k0 = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
+            let k1 = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
+            b[0..8].copy_from_slice(&k0.to_ne_bytes());
+            b[8..16].copy_from_slice(&k1.to_ne_bytes());
+            b[16..20].copy_from_slice(&1u32.to_ne_bytes());
+        }
+        self.object
+            .array::<[u8; NOTICE_KEY_BYTES]>("notice_key")?
+            .set(0, b, 0)?;
+        Ok(())
+    }
+
+    /// Soft state: the control plane's clock (ns, any monotonic origin).
+    /// The program stamps each rack's notices with it, and the first packet
+    /// after it changed forgets racks not heard from for the spine's
+    /// `soft_state_ns` ([`HorusSpine::control_expire`] at this `now`). The
+    /// daemon calls it from its periodic tick.
+    pub fn set_clock(&mut self, now: u64) -> Result<(), XdpError> {
+        self.object.array::<u64>("spine_clock")?.set(0, now, 0)?;
+        Ok(())
+    }
+
     fn write_config(&mut self) -> Result<(), XdpError> {
         let mut b = [0u8; SPINE_CONFIG_BYTES];
         b[0..6].copy_from_slice(&self.mac);
@@ -169,6 +216,7 @@ impl XdpSpine {
             b[12..14].copy_from_slice(&source.port().to_be_bytes());
         }
         b[16..20].copy_from_slice(&self.racks.to_ne_bytes());
+        b[24..32].copy_from_slice(&self.soft_state_ns.to_ne_bytes());
         self.object
             .array::<[u8; SPINE_CONFIG_BYTES]>("spine_config")?
             .set(0, b, 0)?;
@@ -206,6 +254,10 @@ impl XdpSpine {
             load_updates: c(10)?,
             passed: c(11)?,
             drop_unregistered: c(12)?,
+            drop_unsealed: c(13)?,
+            drop_bad_seal: c(14)?,
+            drop_replayed: c(15)?,
+            expired: c(16)?,
         })
     }
 

@@ -1,7 +1,9 @@
 //! The same packets through the sans-IO HorusSpine (crates/core) and through
 //! the XDP spine (BPF_PROG_TEST_RUN): the same rack for every task (and its
 //! idleSelected mark), the same counters, register arrays and random stream
-//! after every packet.
+//! after every packet. Sealed notices go first through the socket daemon's
+//! rule (`netsched_proto::seal::open` and the node's `ReplayGuard`), soft
+//! state through `HorusSpine::control_expire` at the same clock.
 //!
 //! Needs root; without it the tests print why and pass, unless
 //! NETSCHED_REQUIRE_BPF=1, which makes them fail instead.
@@ -15,6 +17,8 @@ use netsched_core::horus::{ConnTableConfig, HorusOptions, HorusSpine};
 use netsched_core::{
     Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox, Resubmit, TaskMeta,
 };
+use netsched_node::notice_auth::ReplayGuard;
+use netsched_proto::seal::{self, NoticeKey, SealError};
 use netsched_proto::{
     HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
 };
@@ -42,7 +46,25 @@ enum Event {
     },
     /// A reply on its way to the client: passed up, no state touched.
     Reply,
+    /// The control plane's timer at `now` ns (soft state): the sans-IO
+    /// spine's `control_expire`; the program's clock, then any frame.
+    Tick {
+        now: u64,
+    },
 }
+
+/// How a notice travels (tasks and replies are never sealed).
+#[derive(Clone, Copy, Debug)]
+enum SealAs {
+    Plain,
+    /// Sealed under the cluster's key with this sequence number.
+    Sealed(u64),
+    /// Sealed under another key.
+    Forged(u64),
+}
+
+const KEY: NoticeKey = NoticeKey(*b"cluster-notice-k");
+const OTHER_KEY: NoticeKey = NoticeKey(*b"not-the-key-1234");
 
 /// What the spine did with one packet, all passes included.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +108,12 @@ fn bpf_spine(test: &str) -> Option<XdpSpine> {
 }
 
 fn packet(event: Event, seq: u16) -> Vec<u8> {
+    let (from, bytes) = datagram(event, seq, SealAs::Plain);
+    frame(from, &bytes)
+}
+
+/// The datagram `event` sends and its source, sealed as `how`.
+fn datagram(event: Event, seq: u16, how: SealAs) -> (SocketAddrV4, Vec<u8>) {
     let header = |src_id: NodeId| HorusHeader {
         pool_id: 1,
         src_id: src_id as u16,
@@ -120,14 +148,69 @@ fn packet(event: Event, seq: u16) -> Vec<u8> {
                 payload: b"value",
             }),
         ),
+        Event::Tick { .. } => unreachable!("a tick is no datagram"),
     };
     let message = Message::Horus(HorusMessage { header, body });
-    frame(from, &message.to_vec().expect("encode"))
+    let mut bytes = message.to_vec().expect("encode");
+    let notice = matches!(
+        event,
+        Event::IdleAdd { .. } | Event::IdleRemove { .. } | Event::LoadUpdate { .. }
+    );
+    let (key, seq) = match how {
+        _ if !notice => return (from, bytes),
+        SealAs::Plain => return (from, bytes),
+        SealAs::Sealed(seq) => (KEY, seq),
+        SealAs::Forged(seq) => (OTHER_KEY, seq),
+    };
+    let n = bytes.len();
+    bytes.resize(n + seal::SEAL_LEN, 0);
+    seal::seal(&key, &mut bytes, n, seq).expect("a notice");
+    (from, bytes)
+}
+
+/// The socket daemon's receive rule (switch/mod.rs `unseal`) before the
+/// spine: `None` when the datagram is dropped there, counted.
+fn socket_unseal(
+    key: Option<&NoticeKey>,
+    replay: &mut ReplayGuard,
+    bytes: &[u8],
+    c: &mut SpineCounters,
+) -> Option<()> {
+    match seal::open(key, bytes) {
+        Ok((msg, Some(seq))) => {
+            let src = u16::from_be_bytes([msg[4], msg[5]]);
+            if replay.accept(usize::from(src), seq).is_err() {
+                c.drop_replayed += 1;
+                return None;
+            }
+            Some(())
+        }
+        Ok((_, None)) => Some(()),
+        Err(SealError::Unsealed) => {
+            c.drop_unsealed += 1;
+            None
+        }
+        Err(_) => {
+            c.drop_bad_seal += 1;
+            None
+        }
+    }
 }
 
 /// The sans-IO spine, resubmissions run at once, with the counters the
 /// program keeps derived from its actions.
 fn reference(spine: &mut HorusSpine, event: Event, seq: u16, c: &mut SpineCounters) -> Outcome {
+    reference_at(spine, 0, event, seq, c)
+}
+
+/// [`reference`] at the control plane's clock `now`.
+fn reference_at(
+    spine: &mut HorusSpine,
+    now: u64,
+    event: Event,
+    seq: u16,
+    c: &mut SpineCounters,
+) -> Outcome {
     let known = |rack: NodeId| spine.busy_nodes().contains(rack);
     let input = match event {
         Event::Task { idle_selected } => Input::Task(TaskMeta {
@@ -154,6 +237,12 @@ fn reference(spine: &mut HorusSpine, event: Event, seq: u16, c: &mut SpineCounte
             c.passed += 1;
             return Outcome::Passed;
         }
+        Event::Tick { now } => {
+            let before = spine.expired_racks();
+            spine.control_expire(now);
+            c.expired += (spine.expired_racks() - before) as u64;
+            return Outcome::Passed;
+        }
     };
     let mut outcome = match event {
         Event::Task { .. } => Outcome::Dropped,
@@ -162,7 +251,7 @@ fn reference(spine: &mut HorusSpine, event: Event, seq: u16, c: &mut SpineCounte
     let mut pending = vec![input];
     while let Some(input) = pending.pop() {
         let mut out = Outbox::new();
-        spine.handle(0, input, &mut out);
+        spine.handle(now, input, &mut out);
         for action in out.drain() {
             match action {
                 Action::Dispatch {
@@ -205,8 +294,17 @@ fn reference(spine: &mut HorusSpine, event: Event, seq: u16, c: &mut SpineCounte
     outcome
 }
 
-fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16) -> Outcome {
-    let run = xdp.test_run(&packet(event, seq), 1).expect("test run");
+fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16, how: SealAs) -> Outcome {
+    if let Event::Tick { now } = event {
+        xdp.set_clock(now).expect("clock");
+        // Any frame runs the expiry: this one is not even IPv4.
+        let nudge = [0u8; 60];
+        let run = xdp.test_run(&nudge, 1).expect("test run");
+        assert_eq!(run.action, XdpAction::Pass);
+        return Outcome::Passed;
+    }
+    let (from, bytes) = datagram(event, seq, how);
+    let run = xdp.test_run(&frame(from, &bytes), 1).expect("test run");
     match (event, run.action) {
         (Event::Task { .. }, XdpAction::Tx) => {
             let s = sent(&run.frame).expect("a valid frame");
@@ -254,22 +352,48 @@ fn assert_same_state(spine: &HorusSpine, xdp: &mut XdpSpine, step: usize) {
 /// Runs `events` through both spines over racks of `rack_workers` workers
 /// and compares after every packet. Returns the counters.
 fn differential(xdp: &mut XdpSpine, rack_workers: &[u32], events: &[Event]) -> SpineCounters {
-    let mut spine = HorusSpine::with_options(
-        rack_workers,
-        SEED,
-        ConnTableConfig::default(),
-        HorusOptions::default(),
-    );
+    let plain: Vec<(Event, SealAs)> = events.iter().map(|&e| (e, SealAs::Plain)).collect();
+    differential_with(xdp, rack_workers, HorusOptions::default(), None, &plain)
+}
+
+/// As [`differential`] with the spine's `options` (soft state), the notice
+/// key `key` (sealing on) and each notice sealed as given.
+fn differential_with(
+    xdp: &mut XdpSpine,
+    rack_workers: &[u32],
+    options: HorusOptions,
+    key: Option<NoticeKey>,
+    events: &[(Event, SealAs)],
+) -> SpineCounters {
+    let mut spine =
+        HorusSpine::with_options(rack_workers, SEED, ConnTableConfig::default(), options);
     let addrs: Vec<RackAddr> = (0..rack_workers.len() as u32).map(rack_addr).collect();
     xdp.install(&spine, SWITCH_MAC, &addrs).expect("install");
+    xdp.set_notice_key(key.map(|k| k.0)).expect("key");
+    xdp.set_clock(0).expect("clock");
     assert_same_state(&spine, xdp, 0);
     let start = xdp.counters().expect("counters");
     let mut expected = SpineCounters::default();
-    for (step, &event) in events.iter().enumerate() {
+    let mut replay = ReplayGuard::default();
+    let mut now = 0;
+    for (step, &(event, how)) in events.iter().enumerate() {
         let seq = step as u16;
-        let want = reference(&mut spine, event, seq, &mut expected);
-        let got = through_xdp(xdp, event, seq);
-        assert_eq!(got, want, "packet {step}: {event:?}");
+        let want = match event {
+            Event::Tick { now: t } => {
+                now = t;
+                reference_at(&mut spine, now, event, seq, &mut expected)
+            }
+            _ => {
+                let (_, bytes) = datagram(event, seq, how);
+                match socket_unseal(key.as_ref(), &mut replay, &bytes, &mut expected) {
+                    Some(()) => reference_at(&mut spine, now, event, seq, &mut expected),
+                    // Dropped by the seal: XDP_DROP, as a notice taken.
+                    None => Outcome::Consumed,
+                }
+            }
+        };
+        let got = through_xdp(xdp, event, seq, how);
+        assert_eq!(got, want, "packet {step}: {event:?} {how:?}");
         assert_same_state(&spine, xdp, step + 1);
         spine.idle_nodes().check_invariant().expect("idle list");
         let now = xdp.counters().expect("counters");
@@ -293,6 +417,10 @@ fn delta(a: SpineCounters, b: SpineCounters) -> SpineCounters {
         load_updates: a.load_updates - b.load_updates,
         passed: a.passed - b.passed,
         drop_unregistered: a.drop_unregistered - b.drop_unregistered,
+        drop_unsealed: a.drop_unsealed - b.drop_unsealed,
+        drop_bad_seal: a.drop_bad_seal - b.drop_bad_seal,
+        drop_replayed: a.drop_replayed - b.drop_replayed,
+        expired: a.expired - b.expired,
     }
 }
 
@@ -413,6 +541,152 @@ fn a_spine_with_horus_sim_options_is_refused() {
     ));
 }
 
+const SEALING_ON: Option<NoticeKey> = Some(KEY);
+
+/// Sealing on: a sealed notice is taken; an unsealed one, one under another
+/// key and a replayed one (its sequence number again, or a lower one) are
+/// dropped and counted, as by the socket daemon, and change nothing.
+#[test]
+fn forged_unsealed_and_replayed_notices_are_dropped_and_counted() {
+    let Some(mut xdp) = bpf_spine("forged_unsealed_and_replayed_notices_are_dropped_and_counted")
+    else {
+        return;
+    };
+    let remove = |rack| Event::IdleRemove { rack };
+    let load = |rack, load| Event::LoadUpdate { rack, load };
+    let events = [
+        (remove(0), SealAs::Sealed(100)),
+        (TASK, SealAs::Plain),
+        // The attack of the issue: rack 1 unlisted and reported busy.
+        (remove(1), SealAs::Plain),
+        (load(1, u32::MAX), SealAs::Plain),
+        (remove(1), SealAs::Forged(7)),
+        (load(1, u32::MAX), SealAs::Forged(8)),
+        (TASK, SealAs::Plain),
+        // A genuine notice recorded and sent again, or an older one.
+        (load(0, 3 << 16), SealAs::Sealed(101)),
+        (load(0, 3 << 16), SealAs::Sealed(101)),
+        (load(0, 1 << 16), SealAs::Sealed(99)),
+        // Sequence numbers are per rack: rack 1's start anywhere.
+        (load(1, 1 << 16), SealAs::Sealed(5)),
+        (remove(1), SealAs::Sealed(6)),
+        (TASK, SealAs::Plain),
+        (TASK, SealAs::Plain),
+    ];
+    let c = differential_with(
+        &mut xdp,
+        &[2, 2],
+        HorusOptions::default(),
+        SEALING_ON,
+        &events,
+    );
+    assert_eq!(
+        (c.drop_unsealed, c.drop_bad_seal, c.drop_replayed),
+        (2, 2, 2),
+        "{c:?}"
+    );
+    assert_eq!((c.idle_removes, c.load_updates), (2, 2), "{c:?}");
+    // Rack 1 stayed idle through the forgeries: both early tasks went there.
+    assert_eq!(c.dispatch_idle, 2, "{c:?}");
+}
+
+/// Sealing off: a sealed notice is taken as an unsealed one (the seal
+/// ignored, as by the socket daemon), not passed up to a daemon whose
+/// control view is not the program's state.
+#[test]
+fn with_sealing_off_a_seal_is_ignored() {
+    let Some(mut xdp) = bpf_spine("with_sealing_off_a_seal_is_ignored") else {
+        return;
+    };
+    let events = [
+        (Event::IdleRemove { rack: 0 }, SealAs::Sealed(9)),
+        (Event::IdleRemove { rack: 1 }, SealAs::Forged(9)),
+        (
+            Event::LoadUpdate {
+                rack: 0,
+                load: 1 << 16,
+            },
+            SealAs::Sealed(3),
+        ),
+        (TASK, SealAs::Plain),
+    ];
+    let c = differential_with(&mut xdp, &[2, 2], HorusOptions::default(), None, &events);
+    assert_eq!(
+        (c.idle_removes, c.load_updates, c.passed),
+        (2, 1, 0),
+        "{c:?}"
+    );
+}
+
+fn soft_state(ns: u64) -> HorusOptions {
+    HorusOptions {
+        soft_state_ns: ns,
+        ..HorusOptions::default()
+    }
+}
+
+/// Soft state: a rack whose leaf stopped refreshing is forgotten at the
+/// first tick `soft_state_ns` after its last notice (off the idle list,
+/// load 0), one that refreshed is not, and a forgotten rack's next notice
+/// counts again.
+#[test]
+fn a_rack_that_stops_refreshing_is_forgotten() {
+    let Some(mut xdp) = bpf_spine("a_rack_that_stops_refreshing_is_forgotten") else {
+        return;
+    };
+    const MS: u64 = 1_000_000;
+    let load = |rack, load| Event::LoadUpdate { rack, load };
+    let mut events = vec![
+        Event::Tick { now: 10 * MS },
+        // Rack 1 reported busy and unlisted (lost or forged), then silent.
+        Event::IdleRemove { rack: 1 },
+        load(1, 9 << 16),
+        Event::Tick { now: 600 * MS },
+        // Rack 0 refreshes, rack 2 never says anything.
+        Event::IdleRemove { rack: 0 },
+        load(0, 2 << 16),
+        Event::Tick { now: 1009 * MS },
+        TASK,
+        Event::Tick { now: 1010 * MS },
+        TASK,
+        TASK,
+        Event::Tick { now: 1300 * MS },
+        Event::Tick { now: 1700 * MS },
+        TASK,
+        load(1, 1 << 16),
+        TASK,
+    ];
+    events.extend(std::iter::repeat_n(TASK, 8));
+    let plain: Vec<_> = events.into_iter().map(|e| (e, SealAs::Plain)).collect();
+    let c = differential_with(&mut xdp, &[2, 2, 4], soft_state(1000 * MS), None, &plain);
+    // At 1009 ms rack 2 (never heard), at 1010 ms rack 1 (heard at 10 ms),
+    // at 1700 ms rack 0 (heard at 600 ms).
+    assert_eq!(c.expired, 3, "{c:?}");
+}
+
+fn sealed_event(racks: u32) -> impl Strategy<Value = (Event, SealAs)> {
+    let how = prop_oneof![
+        3 => (0u64..200).prop_map(SealAs::Sealed),
+        1 => Just(SealAs::Plain),
+        1 => (0u64..200).prop_map(SealAs::Forged),
+    ];
+    prop_oneof![
+        8 => (event(racks), how),
+        1 => (0u64..4_000).prop_map(|now| (Event::Tick { now }, SealAs::Plain)),
+    ]
+}
+
+fn sealed_sequence() -> impl Strategy<Value = (Vec<u32>, bool, Vec<(Event, SealAs)>)> {
+    proptest::collection::vec(1u32..9, 1..6).prop_flat_map(|workers| {
+        let racks = workers.len() as u32;
+        (
+            Just(workers),
+            any::<bool>(),
+            proptest::collection::vec(sealed_event(racks), 1..80),
+        )
+    })
+}
+
 fn event(racks: u32) -> impl Strategy<Value = Event> {
     // Rack `racks` is not linked to the spine.
     let rack = 0..=racks;
@@ -444,6 +718,24 @@ proptest! {
             return Ok(());
         };
         differential(&mut xdp, &workers, &events);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Sealed, unsealed and forged notices, sealing on or off, and ticks of
+    /// a soft state of 1 µs (clock values in ns, not sorted: a tick is the
+    /// clock the control plane wrote).
+    #[test]
+    fn random_sealed_sequences_with_soft_state_match_the_socket_path(
+        (workers, on, events) in sealed_sequence()
+    ) {
+        let Some(mut xdp) = bpf_spine("random_sealed_sequences_with_soft_state_match_the_socket_path") else {
+            return Ok(());
+        };
+        let key = if on { SEALING_ON } else { None };
+        differential_with(&mut xdp, &workers, soft_state(1_000), key, &events);
     }
 }
 
@@ -515,5 +807,62 @@ fn decision_rate() {
         busy.mean_ns,
         1e3 / f64::from(busy.mean_ns.max(1)),
         updates.mean_ns,
+    );
+}
+
+/// The cost of sealing in XDP: BPF_PROG_TEST_RUN repeats one loadUpdate
+/// (8 racks), unsealed with sealing off, then sealed with sealing on (the
+/// first run takes it; every later one computes the same SipHash-2-4 and
+/// is refused as a replay), then under another key; and a task on the busy
+/// path with soft state off and on. Run with `cargo test -p netsched-xdp
+/// --test spine_differential seal_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn seal_cost() {
+    let Some(mut xdp) = bpf_spine("seal_cost") else {
+        return;
+    };
+    let runs = 1_000_000;
+    let load = Event::LoadUpdate {
+        rack: 3,
+        load: 2 << 16,
+    };
+    let measure =
+        |xdp: &mut XdpSpine, options: HorusOptions, key: Option<NoticeKey>, event, how| {
+            let mut spine =
+                HorusSpine::with_options(&[8; 8], SEED, ConnTableConfig::default(), options);
+            for rack in 0..8 {
+                reference(
+                    &mut spine,
+                    Event::IdleRemove { rack },
+                    0,
+                    &mut SpineCounters::default(),
+                );
+            }
+            let addrs: Vec<RackAddr> = (0..8).map(rack_addr).collect();
+            xdp.install(&spine, SWITCH_MAC, &addrs).expect("install");
+            xdp.set_notice_key(key.map(|k| k.0)).expect("key");
+            let (from, bytes) = datagram(event, 1, how);
+            let run = xdp.test_run(&frame(from, &bytes), runs).expect("test run");
+            run.mean_ns
+        };
+    let d = HorusOptions::default;
+    let plain = measure(&mut xdp, d(), None, load, SealAs::Plain);
+    let sealed = measure(&mut xdp, d(), SEALING_ON, load, SealAs::Sealed(1));
+    let forged = measure(&mut xdp, d(), SEALING_ON, load, SealAs::Forged(1));
+    let c = xdp.counters().expect("counters");
+    assert_eq!(c.drop_replayed, u64::from(runs - 1));
+    assert_eq!(c.drop_bad_seal, u64::from(runs));
+    let task = measure(&mut xdp, d(), None, TASK, SealAs::Plain);
+    let task_soft = measure(
+        &mut xdp,
+        soft_state(1_000_000_000),
+        None,
+        TASK,
+        SealAs::Plain,
+    );
+    println!(
+        "loadUpdate unsealed (sealing off): {plain} ns; sealed, verified (sealing on): {sealed} ns; \
+         under another key: {forged} ns; busy-path task: {task} ns, with soft state on: {task_soft} ns"
     );
 }

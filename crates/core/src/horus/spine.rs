@@ -367,6 +367,13 @@ impl HorusSpine {
         self.rng.state()
     }
 
+    /// Soft state: how many racks are expired now (forgotten and not
+    /// heard from since), a read-only view for checking another
+    /// implementation of [`Self::control_expire`] (crates/xdp).
+    pub fn expired_racks(&self) -> usize {
+        self.expired.iter().filter(|e| **e).count()
+    }
+
     pub fn busy_nodes(&self) -> &LazyPow2 {
         &self.pow2
     }

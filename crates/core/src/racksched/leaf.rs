@@ -33,6 +33,10 @@ pub struct RackSched {
     /// INT2: `(server, load)` of the least loaded server seen, per type
     /// (one entry with a single type); empty in the other modes.
     minimum: RegisterArray<(NodeId, u32)>,
+    /// RS-H soft state ([`Self::with_soft_state`]; 0: off) and when the
+    /// leaf last re-reported its load.
+    soft_state_ns: u64,
+    refreshed_at: u64,
 }
 
 impl RackSched {
@@ -61,7 +65,34 @@ impl RackSched {
             report_load: config.report_load,
             tracking: config.tracking,
             minimum,
+            soft_state_ns: 0,
+            refreshed_at: 0,
         }
+    }
+
+    /// RS-H soft state: an RS-H leaf re-reports its rack average to every
+    /// spine each `ns / 4` from its control-plane timer
+    /// ([`Self::control_tick`]), as a Horus leaf refreshes its spine; the
+    /// spine forgets a load not refreshed for `ns`
+    /// ([`crate::racksched::RackSchedSpine::with_soft_state`]). Without it a
+    /// rack's load is re-reported only after its next reply.
+    pub fn with_soft_state(mut self, ns: u64) -> Self {
+        self.soft_state_ns = ns;
+        self
+    }
+
+    /// RS-H soft state: the periodic report when due (a no-op for a ToR
+    /// that reports nothing, or with soft state off).
+    pub fn control_tick(&mut self, now: u64, out: &mut Outbox) {
+        let every = self.soft_state_ns / 4;
+        if !self.report_load || every == 0 || now.saturating_sub(self.refreshed_at) < every {
+            return;
+        }
+        self.refreshed_at = now;
+        out.push(Action::Notify {
+            to: Upstream::All,
+            notice: Notice::LoadUpdate(self.loads.average()),
+        });
     }
 
     /// INT2's register entry for a request type: its own with multi-queue,

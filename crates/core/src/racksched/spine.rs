@@ -19,6 +19,12 @@ pub struct RackSchedSpine {
     rng: Rng,
     loads: LoadTable,
     req: AffinityTable,
+    /// Soft state ([`Self::with_soft_state`]; 0: off): when each rack's
+    /// leaf last reported, and whether its load expired since. A
+    /// control-plane table, as the Horus spine's.
+    soft_state_ns: u64,
+    heard: Vec<u64>,
+    expired: Vec<bool>,
 }
 
 impl RackSchedSpine {
@@ -32,11 +38,54 @@ impl RackSchedSpine {
             rng,
             loads,
             req,
+            soft_state_ns: 0,
+            heard: vec![0; racks as usize],
+            expired: vec![false; racks as usize],
         }
+    }
+
+    /// Soft state, as the Horus spine's (`HorusOptions::soft_state_ns`): a
+    /// rack whose leaf sent no LOAD_REPORT for `ns` is believed at load 0
+    /// again, so a forged or lost report lasts at most that long; an RS-H
+    /// leaf with the same bound re-reports every `ns / 4`
+    /// ([`crate::racksched::RackSched::control_tick`]).
+    pub fn with_soft_state(mut self, ns: u64) -> Self {
+        self.soft_state_ns = ns;
+        self
+    }
+
+    /// Soft state: forgets the load of every rack not heard from for the
+    /// bound (a report of 0, the load of a rack that just joined).
+    pub fn control_expire(&mut self, now: u64) {
+        let bound = self.soft_state_ns;
+        if bound == 0 {
+            return;
+        }
+        for r in 0..self.heard.len() {
+            let rack = r as NodeId;
+            if self.expired[r]
+                || !self.loads.contains(rack)
+                || now.saturating_sub(self.heard[r]) < bound
+            {
+                continue;
+            }
+            self.expired[r] = true;
+            let pass = self.pipeline.begin();
+            self.loads.report(&pass, rack, 0, 0);
+        }
+    }
+
+    /// Soft state: how many racks' loads are expired now.
+    pub fn expired_racks(&self) -> usize {
+        self.expired.iter().filter(|e| **e).count()
     }
 
     pub fn control_add_node(&mut self, rack: NodeId) {
         self.loads.control_add(rack);
+        if rack as usize >= self.heard.len() {
+            self.heard.resize(rack as usize + 1, 0);
+            self.expired.resize(rack as usize + 1, false);
+        }
     }
 
     /// Leaf or link failure: no new tasks to the rack; its affinity entries go.
@@ -80,6 +129,11 @@ impl DataPlane for RackSchedSpine {
                 let pass = self.pipeline.begin();
                 if self.loads.report(&pass, node, 0, load) == Report::UnknownNode {
                     out.push(Action::Drop(DropReason::UnknownNode));
+                } else if self.soft_state_ns > 0 {
+                    if let Some(h) = self.heard.get_mut(node as usize) {
+                        *h = now;
+                        self.expired[node as usize] = false;
+                    }
                 }
             }
             _ => out.push(Action::Drop(DropReason::Unexpected)),

@@ -67,6 +67,12 @@ pub struct PullSwitchConfig {
     /// client out until restart.
     #[serde(default = "default_client_idle_ms")]
     pub client_idle_ms: u64,
+    /// Who may submit jobs: client networks, hosts or addresses
+    /// (crate::client_net, as a push instance's `clients`). A job from any
+    /// other source is a counted `unregistered_source` drop, answered with
+    /// nothing. Absent: open to any sender.
+    #[serde(default)]
+    pub clients: Option<Vec<crate::client_net::ClientNet>>,
     #[serde(default)]
     pub metrics: Option<String>,
     #[serde(default = "default_seed")]
@@ -135,6 +141,7 @@ impl PullSwitchConfig {
             max_clients: default_max_clients(),
             max_clients_per_host: default_max_clients_per_host(),
             client_idle_ms: default_client_idle_ms(),
+            clients: None,
             metrics: None,
             seed: default_seed(),
             batch: default_batch(),
@@ -228,6 +235,10 @@ impl PullSwitchConfig {
         let Some(xdp) = &self.xdp else {
             return xdp_invalid("xdp", "needs [xdp] interface".into());
         };
+        if self.clients.is_some() {
+            // The program takes jobs in the kernel without this check.
+            return xdp_invalid("clients", "not enforced by the XDP queue yet".into());
+        }
         if let Err((key, why)) = xdp.check() {
             return xdp_invalid(key, why);
         }

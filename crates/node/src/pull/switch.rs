@@ -70,7 +70,8 @@ pub enum PullDrop {
     TrailingBytes,
     /// A Horus or RackSched datagram at a pull scheduler.
     UnsupportedFamily,
-    /// An executor message from an address not in `executors`.
+    /// An executor message from an address not in `executors`, or a job
+    /// from a source outside `clients`.
     UnregisteredSource,
     /// A message a scheduler never receives (an ack, a completion, …), or a
     /// get-task at a scheduler that is not Sparrow.
@@ -310,6 +311,8 @@ pub struct PullDaemon {
     /// Indices held per client host (hosts with none are removed).
     host_clients: HashMap<Ipv4Addr, usize>,
     max_clients_per_host: usize,
+    /// Who may submit jobs (`clients`); `None`: anyone.
+    ingress: Option<Vec<crate::client_net::ClientNet>>,
     /// Per client index: tasks in the scheduler (signed: within a pass an
     /// assignment may precede its job's acknowledgement).
     client_tasks: Vec<i64>,
@@ -380,6 +383,7 @@ impl PullDaemon {
             max_clients: cfg.max_clients,
             host_clients: HashMap::with_capacity(cfg.max_clients.min(1 << 16)),
             max_clients_per_host: cfg.max_clients_per_host,
+            ingress: cfg.clients.clone(),
             client_tasks: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
             client_seen: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
             free_clients: Vec::with_capacity(cfg.max_clients.min(1 << 16)),
@@ -653,6 +657,13 @@ impl PullDaemon {
     }
 
     fn on_job(&mut self, job: u64, tasks: TaskVec, src: SocketAddr, now: u64) {
+        // Ingress: a source outside `clients` takes no table entry and gets
+        // no answer (the push side's rule, crate::client_net).
+        if let Some(nets) = &self.ingress {
+            if !nets.iter().any(|n| n.contains(&src)) {
+                return self.drop(PullDrop::UnregisteredSource);
+            }
+        }
         let client = match self.client(src, now) {
             Ok(c) => c,
             Err(d @ (PullDrop::ClientTableFull | PullDrop::ClientSourceLimit)) => {

@@ -37,11 +37,13 @@ impl SwitchDaemon {
     /// Soft state (`soft_state_ms`, `HorusOptions::soft_state_ns`): each
     /// data plane's control-plane timer. A Horus leaf re-sends its idle
     /// state and load to its spine when due (sealed like every notice), a
-    /// spine forgets racks that stopped refreshing. Not for an XDP leaf,
-    /// whose state lives in the program's maps, not in this control view.
+    /// spine forgets racks that stopped refreshing. With XDP the state
+    /// lives in the program's maps, not in this control view: an XDP spine
+    /// gets the clock and expires in the program; an XDP leaf does not
+    /// refresh.
     pub(super) fn tick_planes(&mut self, now: u64) {
         if self.xdp.is_some() {
-            return;
+            return self.xdp_set_clock(now);
         }
         for i in 0..self.instances.len() {
             let mut out = Outbox::new();

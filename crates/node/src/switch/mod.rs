@@ -152,18 +152,19 @@ impl SwitchDaemon {
             instances.push(Instance::build(cfg, pc, &mut reg));
         }
         let rs_slots = racksched_wire::register_rs(&mut reg);
+        let notice = crate::notice_auth::resolve(cfg.notice_mac, || cfg.cluster_key())?
+            .map(crate::notice_auth::NoticeSealer::new);
         let xdp = match cfg.datapath {
             crate::config::Datapath::Socket => None,
             crate::config::Datapath::Xdp => Some(xdp::XdpPath::start(
                 cfg,
                 &instances[0].plane,
                 &instances[0].alive,
+                notice.as_ref().map(|n| n.key().0),
                 &mut reg,
             )?),
         };
         let control_slots = control::ControlSlots::register(&mut reg);
-        let notice = crate::notice_auth::resolve(cfg.notice_mac, || cfg.cluster_key())?
-            .map(crate::notice_auth::NoticeSealer::new);
         let control_auth = match cfg.controller {
             Some(_) => {
                 let local = sock.local_addr()?;
@@ -359,34 +360,27 @@ impl SwitchDaemon {
     /// With sealing off a seal is ignored. Every other datagram is returned
     /// whole.
     fn unseal<'a>(&mut self, data: &'a [u8]) -> Option<&'a [u8]> {
-        let (msg, seal) = netsched_proto::seal::split(data);
-        let Some(sealer) = &self.notice else {
-            return Some(msg);
-        };
-        let sealed_type = data.first() == Some(&netsched_proto::Family::Horus.framing_byte())
-            && data
-                .get(1)
-                .is_some_and(|&c| netsched_proto::seal::is_sealed_type(c));
-        if !sealed_type {
-            return Some(data);
-        }
-        if seal.is_none() {
-            self.drop_rt(RuntimeDrop::Unsealed);
-            return None;
-        }
-        let seq = match netsched_proto::seal::verify(sealer.key(), data) {
-            Ok(seq) => seq,
+        let key = self.notice.as_ref().map(|s| *s.key());
+        let (msg, seq) = match netsched_proto::seal::open(key.as_ref(), data) {
+            Ok(opened) => opened,
+            Err(netsched_proto::seal::SealError::Unsealed) => {
+                self.drop_rt(RuntimeDrop::Unsealed);
+                return None;
+            }
             Err(_) => {
                 self.drop_rt(RuntimeDrop::BadSeal);
                 return None;
             }
         };
-        // The sender's instance: keep-alives go to a leaf, notices to a
-        // spine. A message for an instance this daemon lacks is dropped by
-        // the handler as before; its sequence number is not recorded.
-        let word = |at: usize| u16::from_be_bytes([msg[at], msg[at + 1]]);
-        let (pool, src_id) = (word(2), word(4));
-        let role = if msg[1] == netsched_proto::HorusType::KeepAlive.code() {
+        let Some(seq) = seq else {
+            return Some(msg);
+        };
+        // The sender's instance: keep-alives go to a leaf, notices and
+        // LOAD_REPORTs to a spine. A message for an instance this daemon
+        // lacks is dropped by the handler as before; its sequence number is
+        // not recorded.
+        let (pool, src_id, keep_alive) = netsched_proto::seal::sender(msg)?;
+        let role = if keep_alive {
             crate::config::Role::Leaf
         } else {
             crate::config::Role::Spine

@@ -178,7 +178,7 @@ impl SwitchDaemon {
     }
 
     /// As [`Self::send`], sealed when sealing is on (notice_auth.rs).
-    fn send_sealed(&mut self, msg: Message<'_>, dst: SocketAddr, tx: usize) {
+    pub(super) fn send_sealed(&mut self, msg: Message<'_>, dst: SocketAddr, tx: usize) {
         if self.txb.is_full() {
             self.flush();
         }

@@ -184,7 +184,8 @@ impl SwitchDaemon {
         }
     }
 
-    /// RS-H: a leaf's rack load to its spine(s) as a LOAD_REPORT.
+    /// RS-H: a leaf's rack load to its spine(s) as a LOAD_REPORT, sealed
+    /// as Horus notices are (notice_auth.rs).
     pub(super) fn notify_racksched(&mut self, i: usize, to: Upstream, load: u32) {
         let inst = &self.instances[i];
         let msg = Message::RackSched(RackSchedMessage::LoadReport(RackSchedLoadReport {
@@ -201,7 +202,7 @@ impl SwitchDaemon {
         }
         for k in 0..n {
             let dst = self.instances[i].cfg.upstream[k];
-            self.send(msg, dst, 5);
+            self.send_sealed(msg, dst, 5);
         }
     }
 

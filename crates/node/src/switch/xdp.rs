@@ -72,7 +72,7 @@ fn event_values(c: &XdpCounters) -> [u64; 12] {
 }
 
 /// `SpineCounters`' fields in the order of `netsched_xdp_events_total`.
-const SPINE_EVENTS: [&str; 13] = [
+const SPINE_EVENTS: [&str; 17] = [
     "dispatch_idle",
     "dispatch_sampled",
     "resubmissions",
@@ -86,9 +86,13 @@ const SPINE_EVENTS: [&str; 13] = [
     "load_updates",
     "passed",
     "drop_unregistered",
+    "drop_unsealed",
+    "drop_bad_seal",
+    "drop_replayed",
+    "expired",
 ];
 
-fn spine_event_values(c: &SpineCounters) -> [u64; 13] {
+fn spine_event_values(c: &SpineCounters) -> [u64; 17] {
     [
         c.dispatch_idle,
         c.dispatch_sampled,
@@ -103,6 +107,10 @@ fn spine_event_values(c: &SpineCounters) -> [u64; 13] {
         c.load_updates,
         c.passed,
         c.drop_unregistered,
+        c.drop_unsealed,
+        c.drop_bad_seal,
+        c.drop_replayed,
+        c.expired,
     ]
 }
 
@@ -160,6 +168,7 @@ impl XdpPath {
         cfg: &SwitchConfig,
         plane: &Plane,
         alive: &[bool],
+        notice_key: Option<[u8; 16]>,
         reg: &mut Registry,
     ) -> Result<Self, Error> {
         let xcfg = cfg.xdp.as_ref().expect("validated: datapath xdp has [xdp]");
@@ -184,6 +193,9 @@ impl XdpPath {
             Plane::HorusSpine(sans_io) => {
                 let mut spine = XdpSpine::load()?;
                 spine.set_source(listen)?;
+                // Sealed notices are checked in the program (bpf/seal.h):
+                // the daemon never sees the well-formed ones.
+                spine.set_notice_key(notice_key)?;
                 spine.install(sans_io, mac, &nodes)?;
                 (Program::Spine(spine), &SPINE_EVENTS)
             }
@@ -394,6 +406,22 @@ impl SwitchDaemon {
             self.xdp_publish();
         }
         self.flush();
+    }
+
+    /// Soft state at an XDP spine: the control-plane timer writes its clock
+    /// into the program, which forgets racks not heard from for
+    /// `soft_state_ms` at its next packet (bpf/horus_spine.bpf.c).
+    pub(super) fn xdp_set_clock(&mut self, now: u64) {
+        let Some(XdpPath {
+            program: Program::Spine(spine),
+            ..
+        }) = self.xdp.as_mut()
+        else {
+            return;
+        };
+        if let Err(e) = spine.set_clock(now) {
+            tracing::warn!(target: "switch", error = %e, "xdp: writing the clock");
+        }
     }
 
     /// The control view changed (a worker added or removed): install it.

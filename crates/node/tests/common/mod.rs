@@ -32,6 +32,28 @@ pub fn task_datagram(pool: u16, id: u64) -> Vec<u8> {
     task_message(pool, id, 1_000).to_vec().unwrap()
 }
 
+/// A RackSched REQF (`kind` 0) or REP (any other `kind`) of request
+/// `local` of client 11, with the server's LOAD `load` (a REP's).
+pub fn rs_datagram(kind: u8, local: u32, load: u32) -> Vec<u8> {
+    use netsched_proto::{RackSchedMessage, RackSchedPacket, ReqId};
+    let p = RackSchedPacket {
+        req_id: ReqId {
+            client_id: 11,
+            local_id: local,
+        },
+        load,
+        is_last: true,
+        class: 0,
+        service_time_ns: 1_000,
+        payload: b"",
+    };
+    let m = match kind {
+        0 => RackSchedMessage::ReqFirst(p),
+        _ => RackSchedMessage::Reply(p),
+    };
+    Message::RackSched(m).to_vec().unwrap()
+}
+
 pub fn sock() -> UdpSocket {
     UdpSocket::bind("127.0.0.1:0").expect("bind loopback")
 }
