@@ -313,8 +313,7 @@ RS_DIFF = ("Servers are modelled as one queue per server with processor sharing 
 
 register(Experiment(
     name="racksched-fig10",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 10",
+    published="paper", paper=PAPER, figure="Fig. 10",
     title="RackSched vs Shinjuku, synthetic workloads, homogeneous servers",
     setup="Eight servers × 8 workers in one rack; RackSched (power-of-2 over servers at the ToR, "
           "loads from replies) against Shinjuku alone (a uniformly random server); inside a "
