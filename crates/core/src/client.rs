@@ -34,6 +34,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::retry_budget::RetryBudget;
+
 /// When attempts time out and how often a task is tried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -147,6 +149,9 @@ pub struct Tally {
     pub retried: u64,
     pub late: u64,
     pub duplicates: u64,
+    /// Resubmissions and retries the retry budget put off (each time one
+    /// was due and could not be paid for).
+    pub deferred: u64,
 }
 
 /// The tasks of one client and their deadlines.
@@ -161,6 +166,8 @@ pub struct TaskTracker {
     backoffs: BinaryHeap<Reverse<(u64, u32)>>,
     timers: Timers,
     tally: Tally,
+    /// Paid from by every resubmission and retry when set.
+    budget: Option<RetryBudget>,
 }
 
 impl TaskTracker {
@@ -173,7 +180,22 @@ impl TaskTracker {
             backoffs: BinaryHeap::new(),
             timers: Timers::Tracker,
             tally: Tally::default(),
+            budget: None,
         }
+    }
+
+    /// Resubmissions and retries must be paid for by `budget`
+    /// ([`RetryBudget`]); one it cannot pay for waits until it can (the
+    /// send it would replace keeps its chance to complete meanwhile).
+    /// Only with the tracker's own timers: [`TaskTracker::expire`] defers.
+    pub fn with_retry_budget(mut self, budget: RetryBudget) -> Self {
+        assert_eq!(
+            self.timers,
+            Timers::Tracker,
+            "a retry budget needs the tracker's timers"
+        );
+        self.budget = Some(budget);
+        self
     }
 
     /// A tracker whose driver keeps the timers (module docs): it queues no
@@ -203,6 +225,9 @@ impl TaskTracker {
     pub fn submit(&mut self, intended: u64, sent_at: Option<u64>) -> u32 {
         let seq = self.tasks.len() as u32;
         self.tally.submitted += 1;
+        if let (Some(b), Some(_)) = (&mut self.budget, sent_at) {
+            b.deposit();
+        }
         let state = if sent_at.is_some() {
             TaskState::Pending
         } else {
@@ -337,6 +362,12 @@ impl TaskTracker {
                 break;
             }
             self.backoffs.pop();
+            if self.state(seq) == Some(TaskState::Pending) && !self.paid(now) {
+                let at = self.budget.as_mut().map_or(now, |b| b.next_token_at(now));
+                self.backoffs.push(Reverse((at, seq)));
+                self.tally.deferred += 1;
+                break;
+            }
             if self.retry(seq, now) {
                 let attempt = self.tasks[seq as usize].sends;
                 return Some(Expiry::Retry { seq, attempt });
@@ -347,11 +378,36 @@ impl TaskTracker {
                 return None;
             }
             self.deadlines.pop();
+            if self.would_resubmit(seq, send) && !self.paid(now) {
+                // The send keeps waiting for an answer until a retry is
+                // paid for; its timeout does not count yet.
+                let at = self.budget.as_mut().map_or(now, |b| b.next_token_at(now));
+                self.tasks[seq as usize].due = at;
+                self.deadlines.push(Reverse((at, seq, send)));
+                self.tally.deferred += 1;
+                return None;
+            }
             if let Some(expiry) = self.on_deadline(seq, send, now) {
                 return Some(expiry);
             }
         }
         None
+    }
+
+    /// A retry at `now` is paid for (always, without a budget).
+    fn paid(&mut self, now: u64) -> bool {
+        self.budget.as_mut().is_none_or(|b| b.try_withdraw(now))
+    }
+
+    /// Send `send` of task `seq` timing out now would resubmit it (not
+    /// give it up, nor be ignored as answered, acknowledged or superseded).
+    fn would_resubmit(&self, seq: u32, send: u32) -> bool {
+        self.tasks.get(seq as usize).is_some_and(|t| {
+            t.state == TaskState::Pending
+                && t.sends == send
+                && !t.acked
+                && t.timeouts + 1 < self.policy.max_attempts
+        })
     }
 
     /// Task `seq` is sent again at `now` for a reason of the driver's (the
@@ -433,6 +489,41 @@ mod tests {
 
     fn drain(t: &mut TaskTracker, now: u64) -> Vec<Expiry> {
         std::iter::from_fn(|| t.expire(now)).collect()
+    }
+
+    /// A silent scheduler: without a budget 5 tasks resubmit 3 times each
+    /// within 40 ms; with 10 retries a second and a burst of 1, one is paid at 10 ms and the rest wait, each task still ends
+    /// exactly once, after the same number of attempts.
+    #[test]
+    fn a_retry_budget_spreads_resubmissions_and_loses_nothing() {
+        let policy = RetryPolicy::fixed(10 * MS, 3);
+        let resubmits = |e: &[Expiry]| {
+            e.iter()
+                .filter(|e| matches!(e, Expiry::Resubmit { .. }))
+                .count()
+        };
+        let mut free = TaskTracker::new(policy, 8);
+        let mut budgeted =
+            TaskTracker::new(policy, 8).with_retry_budget(RetryBudget::new(0.0, 10, 1));
+        for t in [&mut free, &mut budgeted] {
+            for _ in 0..5 {
+                t.submit(0, Some(0));
+            }
+        }
+        let (mut a, mut b) = (0, 0);
+        for now in (1..=45).map(|ms| ms * MS) {
+            a += resubmits(&drain(&mut free, now));
+            b += resubmits(&drain(&mut budgeted, now));
+        }
+        assert_eq!((a, free.tally().timed_out), (15, 5));
+        assert_eq!((b, budgeted.tally().timed_out), (1, 0));
+        assert!(budgeted.tally().deferred >= 4);
+        for now in (46..=3_000).map(|ms| ms * MS) {
+            b += resubmits(&drain(&mut budgeted, now));
+        }
+        assert_eq!(b, 15, "the same attempts, spread out");
+        assert_eq!(budgeted.tally().timed_out, 5);
+        assert_eq!(budgeted.unresolved(), 0);
     }
 
     #[test]

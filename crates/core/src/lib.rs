@@ -19,6 +19,7 @@ pub mod pow2;
 pub mod pull;
 pub mod racksched;
 pub mod registry;
+pub mod retry_budget;
 pub mod rng;
 pub mod switch;
 

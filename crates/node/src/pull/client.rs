@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use netsched_config::workload::ServiceSampler;
 use netsched_core::client::{Expiry, ReplyOutcome, RetryPolicy, TaskTracker};
+use netsched_core::retry_budget::RetryBudget;
 use netsched_core::rng::Rng;
 use netsched_proto::{
     task_id, CompletionStatus, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM,
@@ -61,6 +62,8 @@ pub struct PullReport {
     pub timeout_resubmissions: u64,
     /// Tasks resubmitted after coming back in an error packet.
     pub error_resubmissions: u64,
+    /// Resubmissions the retry budget put off (each time one was due).
+    pub retries_deferred: u64,
     pub error_packets: u64,
     pub acks: u64,
     /// Tasks the acknowledgments counted as queued.
@@ -112,7 +115,8 @@ impl PullReport {
             .collect();
         format!(
             "{{\"submitted\": {}, \"completed\": {}, \"failed\": {{{}}}, \"timed_out\": {}, \
-             \"timeout_resubmissions\": {}, \"error_resubmissions\": {}, \"error_packets\": {}, \
+             \"timeout_resubmissions\": {}, \"error_resubmissions\": {}, \"retries_deferred\": {}, \
+             \"error_packets\": {}, \
              \"acks\": {}, \"acked_tasks\": {}, \"duplicates\": {}, \"late\": {}, \"unknown\": {}, \
              \"response_p50_us\": {:.3}, \"response_p99_us\": {:.3}, \
              \"scheduling_p50_us\": {:.3}, \"scheduling_p99_us\": {:.3}, \"scheduling_p999_us\": {:.3}, \
@@ -124,6 +128,7 @@ impl PullReport {
             self.timed_out,
             self.timeout_resubmissions,
             self.error_resubmissions,
+            self.retries_deferred,
             self.error_packets,
             self.acks,
             self.acked_tasks,
@@ -144,7 +149,7 @@ impl PullReport {
     pub fn summary(&self) -> String {
         format!(
             "submitted={} completed={} failed={} timed_out={} resubmitted(timeout)={} \
-             resubmitted(error)={} error_packets={} dup={} late={} unknown={} \
+             resubmitted(error)={} deferred={} error_packets={} dup={} late={} unknown={} \
              sched_p50_us={:.1} sched_p99_us={:.1} resp_p50_us={:.1} resp_p99_us={:.1} \
              rate_achieved={:.0}/s",
             self.submitted,
@@ -153,6 +158,7 @@ impl PullReport {
             self.timed_out,
             self.timeout_resubmissions,
             self.error_resubmissions,
+            self.retries_deferred,
             self.error_packets,
             self.duplicates,
             self.late,
@@ -231,7 +237,12 @@ impl PullClient {
             backoff_ns: backoff,
             max_backoff_doublings: MAX_DOUBLINGS,
         };
-        let mut tracker = TaskTracker::new(policy, expected);
+        let b = cfg.retry_budget;
+        let mut tracker = TaskTracker::new(policy, expected).with_retry_budget(RetryBudget::new(
+            b.ratio,
+            b.min_per_s,
+            b.burst,
+        ));
         // What each task's packets carry, by sequence number.
         let mut specs: Vec<WireTask> = Vec::with_capacity(expected);
         let hist = || {
@@ -413,8 +424,10 @@ impl PullClient {
                 break;
             }
             if now >= hard_end {
-                // Cannot happen while timeouts work; kept so a bug cannot
-                // hang a test. Whatever is left counts as timed out.
+                // Reached when the retry budget holds resubmissions back
+                // longer than the timeouts would run (a dead or swamped
+                // scheduler): the client stops waiting, and whatever is
+                // left counts as timed out.
                 tracker.give_up_all();
                 break;
             }
@@ -442,6 +455,7 @@ impl PullClient {
             timed_out: tally.timed_out,
             timeout_resubmissions: tally.resubmitted,
             error_resubmissions: tally.retried,
+            retries_deferred: tally.deferred,
             error_packets: err_pkts,
             acks,
             acked_tasks: acked,

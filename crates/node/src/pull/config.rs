@@ -451,6 +451,31 @@ pub struct PullClientConfig {
     /// overflowing any queue.
     #[serde(default)]
     pub max_outstanding: u32,
+    /// What resubmissions may add to the load (netsched_core::retry_budget).
+    #[serde(default)]
+    pub retry_budget: RetryBudgetConfig,
+}
+
+/// `[retry_budget]` of a pull client: resubmissions and retries may add at
+/// most `ratio` of the tasks sent plus `min_per_s` a second, with at most
+/// `burst` saved up; one over the budget waits until it is paid for (the
+/// defaults are Finagle's budget, 20 % and 10 a second).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryBudgetConfig {
+    pub ratio: f64,
+    pub min_per_s: u32,
+    pub burst: u32,
+}
+
+impl Default for RetryBudgetConfig {
+    fn default() -> Self {
+        RetryBudgetConfig {
+            ratio: 0.2,
+            min_per_s: 10,
+            burst: 1_000,
+        }
+    }
 }
 
 fn default_client_timeout() -> u64 {
@@ -484,6 +509,7 @@ impl PullClientConfig {
             seed: default_seed(),
             bind: default_bind(),
             max_outstanding: 0,
+            retry_budget: RetryBudgetConfig::default(),
         }
     }
 
@@ -508,6 +534,21 @@ impl PullClientConfig {
         }
         if self.timeout_ms == 0 {
             return Err(invalid("timeout_ms", "must be positive"));
+        }
+        let b = &self.retry_budget;
+        if !(b.ratio.is_finite() && (0.0..=1_000.0).contains(&b.ratio)) {
+            return Err(invalid(
+                "retry_budget.ratio",
+                format!("must be within 0..=1000, got {}", b.ratio),
+            ));
+        }
+        if b.min_per_s == 0 {
+            // Without a refill a retry put off at the end of a run would
+            // wait for sends that never come.
+            return Err(invalid("retry_budget.min_per_s", "must be at least 1"));
+        }
+        if b.burst == 0 {
+            return Err(invalid("retry_budget.burst", "must be at least 1"));
         }
         if self.max_outstanding != 0 && self.max_outstanding < self.job_tasks {
             return Err(invalid(

@@ -20,7 +20,7 @@ pub mod switch;
 pub mod xdp;
 
 pub use client::{PullClient, PullReport};
-pub use config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig};
+pub use config::{PullClientConfig, PullSwitchConfig, PullWorkerConfig, RetryBudgetConfig};
 pub use error::PullError;
 pub use executor::PullWorker;
 pub use switch::PullDaemon;
