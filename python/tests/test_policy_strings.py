@@ -1,6 +1,5 @@
 """Policy names are compared only in the parse functions of their enums
-(crates/core registry.rs for push, crates/config pull.rs for pull,
-crates/flowsim policy.rs for flow): a name search over every crate's source
+(crates/core registry.rs for push, crates/core names.rs for pull and flow): a name search over every crate's source
 finds no `== "horus"`, `!= "racksched"` or `"rs-h" =>` elsewhere, so a
 renamed or added policy cannot be missed by a string copy."""
 import re
@@ -9,8 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 VOCABULARIES = {
     "crates/core/src/registry.rs": r'Policy::\w+ => "([a-z0-9-]+)"',
-    "crates/config/src/pull.rs": r'PullPolicy::\w+ => "([a-z0-9-]+)"',
-    "crates/flowsim/src/policy.rs": r'Policy::\w+ => "([a-z0-9-]+)"',
+    "crates/core/src/names.rs": r'(?:Pull|Flow)Policy::\w+ => "([a-z0-9-]+)"',
 }
 
 

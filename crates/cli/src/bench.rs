@@ -25,7 +25,7 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 1000)]
         pools: u32,
         /// Scheduling policy (a `netsched sim` policy name).
-        #[arg(long, default_value = "horus")]
+        #[arg(long, default_value = netsched_core::Policy::Horus.name())]
         policy: String,
         /// Worker threads (0 = all cores).
         #[arg(long, default_value_t = 0)]
@@ -107,7 +107,7 @@ pub struct CapacityArgs {
     /// optionally with its own settings after `@`s: coalesce_us
     /// (`horus@200`), `batch=N`, `threads=N` (SO_REUSEPORT receive
     /// threads), `busy_poll=US` (SO_BUSY_POLL), e.g. `horus@batch=64@threads=2`.
-    #[arg(long, default_value = "horus,nginx", value_delimiter = ',')]
+    #[arg(long, default_values = [netsched_core::Policy::Horus.name(), netsched_lab::nginx::NGINX_SETUP], value_delimiter = ',')]
     setups: Vec<String>,
     /// Single-executor workers shared by every setup.
     #[arg(long, default_value_t = 4)]

@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::Subcommand;
 use netsched_lab::bench::{BenchOpts, BenchRole};
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
+use netsched_config::pull::PullPolicy;
 use netsched_node::config::{Policy, Target};
 use netsched_node::pull;
 use netsched_node::{Client, ClientConfig, SwitchConfig, Worker, WorkerConfig};
@@ -91,7 +92,7 @@ pub struct ClusterArgs {
     #[arg(long, default_value_t = 2)]
     executors: usize,
     /// horus | random | round-robin | rs-lb (random spine, RackSched leaves) | rs-h
-    #[arg(long, default_value = "horus")]
+    #[arg(long, default_value = netsched_core::Policy::Horus.name())]
     policy: String,
     /// Tasks per second.
     #[arg(long, default_value_t = 2000.0)]
@@ -132,7 +133,7 @@ pub struct BenchSwitchArgs {
     low_rate: f64,
     /// Data plane of the daemon: horus, racksched, random, round-robin, jsq,
     /// jiq, pow2-instant, pow2-delayed, idle-only, central, r2p2.
-    #[arg(long, default_value = "horus")]
+    #[arg(long, default_value = netsched_core::Policy::Horus.name())]
     policy: String,
 }
 
@@ -173,11 +174,19 @@ fn pull_worker(cfg: &pull::PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<()
     Ok(())
 }
 
+/// What `bench pull` compares unless told: every pull scheduler family.
+const BENCH_PULL_POLICIES: [PullPolicy; 4] = [
+    PullPolicy::Draconis,
+    PullPolicy::DraconisServer,
+    PullPolicy::R2p2Recirc,
+    PullPolicy::Sparrow,
+];
+
 #[derive(clap::Args)]
 pub struct BenchPullArgs {
     /// Comma-separated pull policies.
-    #[arg(long, default_value = "draconis,draconis-server,r2p2,sparrow")]
-    policies: String,
+    #[arg(long, value_delimiter = ',', default_values = BENCH_PULL_POLICIES.map(PullPolicy::name))]
+    policies: Vec<String>,
     /// Executors (one worker thread each) pulling from the scheduler.
     #[arg(long, default_value_t = 8)]
     executors: usize,
@@ -212,8 +221,8 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
     use netsched_lab::pull_bench as bench;
     let policies = a
         .policies
-        .split(',')
-        .map(|p| netsched_config::pull::PullPolicy::parse(p.trim()).map_err(|e| e.to_string()))
+        .iter()
+        .map(|p| PullPolicy::parse(p.trim()).map_err(|e| format!("policy: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
     let loads = a
         .loads
@@ -592,7 +601,11 @@ pub struct BenchNginxArgs {
     #[arg(long, default_value_t = 3000)]
     duration_ms: u64,
     /// Setups in run order: horus, racksched, nginx.
-    #[arg(long, default_value = "horus,racksched,nginx", value_delimiter = ',')]
+    #[arg(
+        long,
+        default_values = [Policy::Horus.name(), Policy::Racksched.name(), netsched_lab::nginx::NGINX_SETUP],
+        value_delimiter = ','
+    )]
     setups: Vec<String>,
     /// RocksDB tasks on an embedded database of this many keys (0: synthetic).
     #[arg(long, default_value_t = 0)]

@@ -86,7 +86,7 @@ fn load(a: &PullArgs) -> Result<PullConfig, String> {
             sweep.policies = a
                 .policy
                 .iter()
-                .map(|p| PullPolicy::parse(p).map_err(|e| format!("--policy: {}", e.msg)))
+                .map(|p| PullPolicy::parse(p).map_err(|e| format!("--policy: {e}")))
                 .collect::<Result<_, _>>()?;
         }
         if !a.load.is_empty() {

@@ -155,7 +155,7 @@ fn every_pull_policy_completes_every_task_on_loopback() {
         PullPolicy::DraconisResource,
         PullPolicy::DraconisLocality,
         PullPolicy::DraconisServer,
-        PullPolicy::R2p2,
+        PullPolicy::R2p2Recirc,
         PullPolicy::Sparrow,
     ] {
         let s = Setup::start(policy, 4, |_, _| {});
@@ -177,7 +177,7 @@ fn every_pull_policy_completes_every_task_on_loopback() {
         let jobs = d.metric("netsched_rx_packets_total", "{type=\"job_submission\"}");
         assert!(jobs > 0, "{name}: no job_submission received");
         match policy {
-            PullPolicy::R2p2 | PullPolicy::Sparrow => assert_eq!(r.acks, 0, "{name}"),
+            PullPolicy::R2p2Recirc | PullPolicy::Sparrow => assert_eq!(r.acks, 0, "{name}"),
             // One ack per job_submission packet (§4.3), each counting its
             // queued tasks.
             _ => {
@@ -401,7 +401,7 @@ fn r2p2_keeps_at_most_its_bound_of_tasks_at_an_executor() {
     let _g = serial();
     // One executor, bound 2, tasks of 5 ms at 600/s: far above capacity, so
     // the switch holds tasks by recirculation and the budget returns some.
-    let s = Setup::start(PullPolicy::R2p2, 1, |sc, _| {
+    let s = Setup::start(PullPolicy::R2p2Recirc, 1, |sc, _| {
         sc.r2p2.jbsq_bound = 2;
         sc.r2p2.recirc_budget = Some(64);
     });
