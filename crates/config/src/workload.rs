@@ -737,23 +737,19 @@ fn parse_trace(text: &str) -> Result<Trace, TraceRowError> {
             column: c + 1,
             fields: fields.len(),
         })?;
-        let us: f64 = field
-            .parse()
-            .map_err(|_| TraceRowError::NotANumber {
-                line: lineno,
-                field: field.to_string(),
-            })?;
+        let us: f64 = field.parse().map_err(|_| TraceRowError::NotANumber {
+            line: lineno,
+            field: field.to_string(),
+        })?;
         if !(us.is_finite() && us >= 0.0) {
             return Err(TraceRowError::BadServiceTime { line: lineno, us });
         }
         service_ns.push(us_to_ns(us));
         if let Some(cc) = class_col {
-            let f = fields
-                .get(cc)
-                .ok_or(TraceRowError::MissingClass {
-                    line: lineno,
-                    column: cc + 1,
-                })?;
+            let f = fields.get(cc).ok_or(TraceRowError::MissingClass {
+                line: lineno,
+                column: cc + 1,
+            })?;
             let class: u8 = f.parse().map_err(|_| TraceRowError::BadClass {
                 line: lineno,
                 field: f.to_string(),

@@ -284,7 +284,10 @@ mod tests {
                 why: RENAMED_PULL_POLICIES[1].2,
             })
         );
-        assert!(matches!(PullPolicy::parse("horus"), Err(NameError::Unknown(_))));
+        assert!(matches!(
+            PullPolicy::parse("horus"),
+            Err(NameError::Unknown(_))
+        ));
         assert_eq!(FlowPolicy::parse(" FIFO-LM "), Ok(FlowPolicy::Baraat));
         // Each name means one thing: no name is in two families (the flow
         // simulator's aliases included), and a renamed pull name is push.
@@ -301,7 +304,9 @@ mod tests {
             assert!(Policy::parse(old).is_ok(), "{old}");
         }
         assert_eq!(
-            pull.iter().filter(|n| PullPolicy::parse(n).unwrap().plane().is_none()).count(),
+            pull.iter()
+                .filter(|n| PullPolicy::parse(n).unwrap().plane().is_none())
+                .count(),
             1
         );
     }

@@ -92,7 +92,10 @@ impl Default for CapacityOpts {
             fail_retries: 1,
             probe_ms: 1500,
             repeats: 3,
-            setups: vec![Policy::Horus.name().into(), crate::nginx::NGINX_SETUP.into()],
+            setups: vec![
+                Policy::Horus.name().into(),
+                crate::nginx::NGINX_SETUP.into(),
+            ],
             batch: netsched_node::config::SwitchConfig::default().batch,
             coalesce_us: 0,
             daemon: DaemonHost::Thread,

@@ -532,6 +532,8 @@ impl Setup {
         }
         crate::bench::parse_policy(s)
             .map(Setup::Daemon)
-            .map_err(|_| ConfigError::Invalid(format!("unknown setup '{s}': nginx or a daemon policy")))
+            .map_err(|_| {
+                ConfigError::Invalid(format!("unknown setup '{s}': nginx or a daemon policy"))
+            })
     }
 }

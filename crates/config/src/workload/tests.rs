@@ -204,10 +204,7 @@ fn trace_parsing() {
     let t = parse_trace("op,latency\nGET,40\n").unwrap();
     assert_eq!(t.service_ns, vec![40_000]);
     let e = parse_trace("service_time_us\n10\nabc\n").unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "line 3: service time 'abc' is not a number"
-    );
+    assert_eq!(e.to_string(), "line 3: service time 'abc' is not a number");
     let e = parse_trace("a,service_time_us\n1,2\n3\n").unwrap_err();
     assert_eq!(
         e,
