@@ -3,7 +3,7 @@
 //! configuration, side by side. It lives in the CLI because the CLI is what
 //! composes the runtime and the simulator; neither depends on the other.
 
-use crate::error::{Cause, CliError};
+use crate::error::CliError;
 use std::path::Path;
 
 use netsched_config::workload::{ServiceDist, ROCKSDB_SIGMA};
@@ -212,13 +212,10 @@ pub fn simulate(
         )));
     }
     let text = sim_config(cfg, policy, service, load, hop_us)?;
-    let in_sim = |e: Cause| CliError::At {
-        at: "sim".into(),
-        source: e,
-    };
-    let sc = netsched_sim::config::SimConfig::from_toml(&text).map_err(|e| in_sim(e.into()))?;
+    let sc = netsched_sim::config::SimConfig::from_toml(&text)
+        .map_err(|e| CliError::at("sim")(e.into()))?;
     let runs = netsched_sim::run::run_config(&sc, Path::new("."), &Default::default())
-        .map_err(|e| in_sim(e.into()))?;
+        .map_err(|e| CliError::at("sim")(e.into()))?;
     let s = netsched_sim::metrics::Summary::of_pool(&runs[0].overall);
     Ok((
         s.response.p50_ns as f64 / 1e3,

@@ -14,14 +14,14 @@ pub enum CliError {
     InFile {
         path: PathBuf,
         #[source]
-        source: Cause,
+        source: Box<Cause>,
     },
     /// Where a value came from that is no file (an address): `AT: why`.
     #[error("{at}: {source}")]
     At {
         at: String,
         #[source]
-        source: Cause,
+        source: Box<Cause>,
     },
     /// A config with a secret inline that others may read.
     #[error("{0} (or use token_file/key_file, or the environment)")]
@@ -31,7 +31,7 @@ pub enum CliError {
     Flag {
         flag: &'static str,
         #[source]
-        source: Cause,
+        source: Box<Cause>,
     },
     /// An output file or directory: `writing PATH: why`.
     #[error("writing {}: {source}", path.display())]
@@ -42,7 +42,7 @@ pub enum CliError {
     },
     /// A driver's own error, its message unchanged.
     #[error(transparent)]
-    Cause(#[from] Cause),
+    Cause(Box<Cause>),
     /// Flags out of range or in contradiction, in words naming them.
     #[error("{0}")]
     Usage(String),
@@ -109,7 +109,7 @@ macro_rules! via_cause {
     ($($t:ty),*) => {$(
         impl From<$t> for CliError {
             fn from(e: $t) -> Self {
-                CliError::Cause(e.into())
+                CliError::Cause(Box::new(e.into()))
             }
         }
     )*};
@@ -134,12 +134,27 @@ impl CliError {
     /// `PATH: why` for an error met reading or checking `path`.
     pub fn in_file(path: impl Into<PathBuf>) -> impl FnOnce(Cause) -> CliError {
         let path = path.into();
-        move |source| CliError::InFile { path, source }
+        move |source| CliError::InFile {
+            path,
+            source: Box::new(source),
+        }
     }
 
     /// `--flag: why`.
     pub fn flag(flag: &'static str) -> impl FnOnce(Cause) -> CliError {
-        move |source| CliError::Flag { flag, source }
+        move |source| CliError::Flag {
+            flag,
+            source: Box::new(source),
+        }
+    }
+
+    /// `AT: why` for a value from somewhere that is no file.
+    pub fn at(at: impl Into<String>) -> impl FnOnce(Cause) -> CliError {
+        let at = at.into();
+        move |source| CliError::At {
+            at,
+            source: Box::new(source),
+        }
     }
 
     /// `WHAT: why` for an operating-system call.
@@ -166,10 +181,7 @@ mod tests {
         assert_eq!(e.to_string(), "a.toml: workload.load: too high");
         assert!(matches!(
             e,
-            CliError::InFile {
-                source: Cause::Config(_),
-                ..
-            }
+            CliError::InFile { ref source, .. } if matches!(**source, Cause::Config(_))
         ));
         let e = CliError::flag("--policy")(
             netsched_core::names::PullPolicy::parse("r2p2")

@@ -150,10 +150,7 @@ fn serve_metrics(
     match addr {
         Some(a) => netsched_node::metrics::serve(a, registry, stop.clone())
             .map(Some)
-            .map_err(|e| CliError::At {
-                at: a.clone(),
-                source: e.into(),
-            }),
+            .map_err(|e| CliError::at(a.clone())(e.into())),
         None => Ok(None),
     }
 }
