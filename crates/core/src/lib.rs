@@ -21,6 +21,7 @@ pub mod racksched;
 pub mod registry;
 pub mod rng;
 pub mod switch;
+pub mod unknown_name;
 
 pub use control::Control;
 pub use dataplane::{

@@ -1,19 +1,16 @@
 //! Every scheduling vocabulary in one place: the push policies (the
 //! registry's [`Policy`]), the pull policies ([`PullPolicy`]) and the flow
-//! policies ([`FlowPolicy`]), each name meaning one thing across all three,
-//! and the one message for a name that is none of a vocabulary's: the name,
-//! the closest known one when it is a likely typo, and every name, so `sim`,
-//! `pull` and `flowsim` read alike:
-//!
-//! ```text
-//! unknown policy `hours`: did you mean `horus`? (push policies: horus, horus-tokens, ...)
-//! ```
+//! policies ([`FlowPolicy`]), each name meaning one thing across all three.
+//! A name that is none of a vocabulary's gets one message ([`unknown`], from
+//! `crate::unknown_name`, which the registry below uses too): the name, the
+//! closest known one when it is a likely typo, and every name.
 //!
 //! Drivers, the lab and the CLI compare policies as these enums, never as
 //! strings: a name is read once, by a `parse` here (or the registry's
 //! [`Policy::parse`]), and written by `name`.
 
 pub use crate::registry::{Policy, UnknownPolicy};
+pub use crate::unknown_name::{suggest, unknown};
 
 use crate::pull::PullPlaneKind;
 
@@ -223,44 +220,9 @@ impl<'de> serde::Deserialize<'de> for PullPolicy {
     }
 }
 
-/// `unknown {what} `{given}`[: did you mean `x`?] ({family}: a, b, ...)`.
-pub fn unknown(what: &str, family: &str, given: &str, names: &[&str]) -> String {
-    let list = names.join(", ");
-    match suggest(given, names) {
-        Some(s) => format!("unknown {what} `{given}`: did you mean `{s}`? ({family}: {list})"),
-        None => format!("unknown {what} `{given}` ({family}: {list})"),
-    }
-}
-
-/// The known name closest to `given` by edits (a swap of two neighbours
-/// counts once), if within a third of its length: a typo, not another word.
-/// Ties go to the earlier name, so the answer is the same on every run.
-pub fn suggest<'a>(given: &str, names: &[&'a str]) -> Option<&'a str> {
-    let given = given.trim().to_ascii_lowercase();
-    let mut best: Option<(usize, &'a str)> = None;
-    for &n in names {
-        let d = strsim::damerau_levenshtein(&given, n);
-        if d <= (n.len() / 3).max(1) && best.is_none_or(|(b, _)| d < b) {
-            best = Some((d, n));
-        }
-    }
-    best.map(|(_, n)| n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const NAMES: [&str; 4] = ["horus", "horus-tokens", "rs-h", "random"];
-
-    #[test]
-    fn typos_get_the_closest_name_and_other_words_none() {
-        assert_eq!(suggest("hours", &NAMES), Some("horus"));
-        assert_eq!(suggest("Horus-Token", &NAMES), Some("horus-tokens"));
-        assert_eq!(suggest("rsh", &NAMES), Some("rs-h"));
-        assert_eq!(suggest("draconis", &NAMES), None);
-        assert_eq!(suggest("", &NAMES), None);
-    }
 
     #[test]
     fn every_name_parses_to_itself_and_renamed_pull_names_name_their_successor() {
@@ -308,18 +270,6 @@ mod tests {
                 .filter(|n| PullPolicy::parse(n).unwrap().plane().is_none())
                 .count(),
             1
-        );
-    }
-
-    #[test]
-    fn one_format() {
-        assert_eq!(
-            unknown("policy", "push policies", "hours", &NAMES),
-            "unknown policy `hours`: did you mean `horus`? (push policies: horus, horus-tokens, rs-h, random)"
-        );
-        assert_eq!(
-            unknown("policy", "flow policies", "x", &["fair"]),
-            "unknown policy `x` (flow policies: fair)"
         );
     }
 }
