@@ -149,15 +149,8 @@ fn assert_all_completed(r: &PullReport, what: &str) {
 #[test]
 fn every_pull_policy_completes_every_task_on_loopback() {
     let _g = serial();
-    for policy in [
-        PullPolicy::Draconis,
-        PullPolicy::DraconisPriority,
-        PullPolicy::DraconisResource,
-        PullPolicy::DraconisLocality,
-        PullPolicy::DraconisServer,
-        PullPolicy::R2p2Recirc,
-        PullPolicy::Sparrow,
-    ] {
+    // Every pull scheduler (racksched-nodes runs a push data plane).
+    for policy in PullPolicy::ALL.into_iter().filter(|p| p.plane().is_some()) {
         let s = Setup::start(policy, 4, |_, _| {});
         // 4 executors at 200 µs: 20 K tasks/s capacity; 2 K/s is load 0.1.
         let mut c = s.client(2_000.0, 400, 200.0, 3);
