@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers (py.typed)
     from .api import (ConfigError, FlowResult, PullResult, SimResult,  # noqa: F401
-                      canonical_config, placement, run_flowsim, run_pull, run_sim, to_toml)
+                      canonical_config, placement, policy_names, run_flowsim, run_pull,
+                      run_sim, simulator_of, to_toml)
     from .catalog import REGISTRY, Claim, Experiment  # noqa: F401
     from .experiment import ExperimentResult, run_experiment  # noqa: F401
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers (py.typed)
 _EXPORTS = {
     "SimResult": "api", "FlowResult": "api", "PullResult": "api", "run_sim": "api",
     "run_flowsim": "api", "run_pull": "api", "canonical_config": "api", "to_toml": "api",
-    "placement": "api", "ConfigError": "api",
+    "placement": "api", "ConfigError": "api", "policy_names": "api", "simulator_of": "api",
     "REGISTRY": "catalog", "Claim": "catalog", "Experiment": "catalog",
     "run_experiment": "experiment", "ExperimentResult": "experiment",
 }

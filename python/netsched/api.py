@@ -20,6 +20,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
@@ -104,6 +105,34 @@ def _native_call(config: Config, kind: str, fn, *args, **kwargs):
         text = args[0] if args and isinstance(args[0], str) else None
         hint = _hint(text, kind) if text is not None else None
         raise _config_error(str(e), label, isinstance(config, Mapping), hint) from None
+
+
+def policy_names() -> Mapping[str, tuple[str, ...]]:
+    """Every policy name by family, as the simulators parse them: ``push``
+    (`run_sim`: horus, rs-h, ...), ``pull`` (`run_pull`: draconis,
+    r2p2-recirc, ...) and ``flow`` (`run_flowsim`: fair, baraat, ...). No
+    name is in two families. From the native module, so a renamed or added
+    policy needs no copy here."""
+    global _POLICY_NAMES
+    if _POLICY_NAMES is None:
+        _POLICY_NAMES = MappingProxyType({k: tuple(v) for k, v in _native.policy_names().items()})
+    return _POLICY_NAMES
+
+
+_POLICY_NAMES: Optional[Mapping[str, tuple[str, ...]]] = None
+
+# Which family of `policy_names` each simulator kind reads.
+FAMILY = {"sim": "push", "pull": "pull", "flowsim": "flow"}
+
+
+def simulator_of(policy: str) -> str:
+    """The simulator kind (``sim``, ``pull`` or ``flowsim``) a policy name
+    runs on; ValueError naming every family for a name none has."""
+    for kind, family in FAMILY.items():
+        if policy in policy_names()[family]:
+            return kind
+    known = "; ".join(f"{f}: {', '.join(n)}" for f, n in policy_names().items())
+    raise ValueError(f"unknown policy {policy!r} ({known})")
 
 
 def to_toml(config: Config) -> tuple[str, Optional[str], str]:

@@ -11,7 +11,7 @@ from netsched import sweep
 
 
 def test_pull_sweep_on_the_cache_equals_direct_runs(tmp_path, pull_tiny):
-    pts = sweep.grid(pull_tiny, kind="pull", policy=["draconis", "r2p2"], load=[0.5, 0.8])
+    pts = sweep.grid(pull_tiny, kind="pull", policy=["draconis", "r2p2-recirc"], load=[0.5, 0.8])
     assert all(p.kind == "pull" for p in pts)
     first = sweep.run_points(pts, cache_dir=tmp_path, serial=True, progress=False)
     assert first.computed == 4 and first.cached == 0

@@ -131,7 +131,7 @@ def test_remote_dask_cluster_by_address_returns_results_to_the_driver_cache(
     from dask.distributed import LocalCluster
 
     sim_points = small_grid()[:4]
-    pull_points = sweep.grid(pull_tiny, kind="pull", policy=["draconis", "r2p2"], load=[0.5, 0.8])
+    pull_points = sweep.grid(pull_tiny, kind="pull", policy=["draconis", "r2p2-recirc"], load=[0.5, 0.8])
     signal.alarm(240)
     serial_sim = sweep.run_points(sim_points, cache_dir=tmp_path / "serial", serial=True, progress=False)
     serial_pull = sweep.run_points(pull_points, cache_dir=tmp_path / "serial", serial=True, progress=False)
@@ -292,11 +292,11 @@ def test_module_cli_list_and_unknown_entry():
 def test_pull_api(repo_root):
     text = (repo_root / "experiments" / "draconis.toml").read_text()
     cfg = text.replace("tasks = 60000", "tasks = 3000")
-    cfg = cfg.replace('policies = ["draconis", "racksched", "draconis-server", "r2p2", "sparrow"]',
+    cfg = cfg.replace('policies = ["draconis", "racksched-nodes", "draconis-server", "r2p2-recirc", "sparrow"]',
                       'policies = ["draconis", "sparrow"]')
     cfg = cfg.replace("loads = [0.2, 0.4, 0.6, 0.8, 0.9, 0.95]", "loads = [0.5]")
     r = netsched.run_pull(cfg)
     assert sorted(r.runs["policy"]) == ["draconis", "sparrow"]
     assert (r.runs["completed"] > 2000).all()
-    with pytest.raises(ValueError, match="unknown variant `nope`"):
+    with pytest.raises(ValueError, match="unknown policy `nope`"):
         netsched.run_pull(cfg.replace('"sparrow"]', '"nope"]'))

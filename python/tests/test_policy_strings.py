@@ -1,6 +1,5 @@
 """Policy names are compared only in the parse functions of their enums
-(crates/core registry.rs for push, crates/config pull.rs for pull,
-crates/flowsim policy.rs for flow): a name search over every crate's source
+(crates/core registry.rs for push, crates/core names.rs for pull and flow): a name search over every crate's source
 finds no `== "horus"`, `!= "racksched"` or `"rs-h" =>` elsewhere, so a
 renamed or added policy cannot be missed by a string copy."""
 import re
@@ -9,8 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 VOCABULARIES = {
     "crates/core/src/registry.rs": r'Policy::\w+ => "([a-z0-9-]+)"',
-    "crates/config/src/pull.rs": r'PullPolicy::\w+ => "([a-z0-9-]+)"',
-    "crates/flowsim/src/policy.rs": r'Policy::\w+ => "([a-z0-9-]+)"',
+    "crates/core/src/names.rs": r'(?:Pull|Flow)Policy::\w+ => "([a-z0-9-]+)"',
 }
 
 
@@ -49,3 +47,40 @@ def test_no_policy_string_is_compared_outside_the_parse_functions():
         text = text.split("#[cfg(test)]")[0]
         found += [f"{rel}: {c}" for c in comparisons(text, names)]
     assert not found, "policy names compared as strings:\n" + "\n".join(found)
+
+
+# Table names and counter labels of node, lab and cli spelled like a policy:
+# `[draconis]`, `[r2p2]`, `[sparrow]`, `[racksched]`, `[horus]` sections and
+# fault.rs's `racksched` message type. Anything else naming a policy in those
+# crates' code is a string copy of a vocabulary.
+NOT_POLICIES = {
+    ("crates/node/src/pull/config.rs", "draconis"),
+    ("crates/node/src/pull/config.rs", "r2p2"),
+    ("crates/node/src/pull/config.rs", "sparrow"),
+    ("crates/node/src/config.rs", "horus"),
+    ("crates/node/src/fault.rs", "racksched"),
+    ("crates/cli/src/check.rs", "draconis"),
+    ("crates/cli/src/check.rs", "r2p2"),
+    ("crates/cli/src/check.rs", "sparrow"),
+    ("crates/cli/src/check.rs", "racksched"),
+}
+
+
+def literals(text: str, names: set[str]) -> list[str]:
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    return re.findall(rf'"({alt})(?:@[^"]*)?"', code)
+
+
+def test_node_lab_and_cli_spell_no_policy_name_outside_tests():
+    names = policy_names()
+    assert literals('let s = "horus@200";\n    // "jsq"', names) == ["horus"]
+    found = []
+    for crate in ("node", "lab", "cli"):
+        for path in sorted((ROOT / "crates" / crate / "src").glob("**/*.rs")):
+            if path.name == "tests.rs":
+                continue
+            rel = path.relative_to(ROOT).as_posix()
+            text = path.read_text().split("#[cfg(test)]")[0]
+            found += [f"{rel}: {n}" for n in literals(text, names) if (rel, n) not in NOT_POLICIES]
+    assert not found, "policy names spelled outside the vocabularies:\n" + "\n".join(found)

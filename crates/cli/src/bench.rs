@@ -1,5 +1,6 @@
 //! `netsched bench ...`: benchmarks that print their figures (docs/benchmarks.md).
 
+use crate::error::CliError;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
@@ -25,7 +26,7 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 1000)]
         pools: u32,
         /// Scheduling policy (a `netsched sim` policy name).
-        #[arg(long, default_value = "horus")]
+        #[arg(long, default_value = netsched_core::Policy::Horus.name())]
         policy: String,
         /// Worker threads (0 = all cores).
         #[arg(long, default_value_t = 0)]
@@ -57,7 +58,7 @@ pub enum BenchCmd {
     Pull(crate::node::BenchPullArgs),
 }
 
-pub fn run(cmd: BenchCmd) -> Result<(), String> {
+pub fn run(cmd: BenchCmd) -> Result<(), CliError> {
     match cmd {
         BenchCmd::Switch(a) => crate::node::bench_switch(a),
         BenchCmd::Nginx(a) => crate::node::bench_nginx(a),
@@ -107,7 +108,7 @@ pub struct CapacityArgs {
     /// optionally with its own settings after `@`s: coalesce_us
     /// (`horus@200`), `batch=N`, `threads=N` (SO_REUSEPORT receive
     /// threads), `busy_poll=US` (SO_BUSY_POLL), e.g. `horus@batch=64@threads=2`.
-    #[arg(long, default_value = "horus,nginx", value_delimiter = ',')]
+    #[arg(long, default_values = [netsched_core::Policy::Horus.name(), netsched_lab::nginx::NGINX_SETUP], value_delimiter = ',')]
     setups: Vec<String>,
     /// Single-executor workers shared by every setup.
     #[arg(long, default_value_t = 4)]
@@ -136,14 +137,14 @@ pub struct CapacityArgs {
     seed: u64,
 }
 
-fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
+fn bench_capacity(a: CapacityArgs) -> Result<(), CliError> {
     use netsched_lab::capacity::{self, CapacityOpts, DaemonHost};
-    let service =
-        netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
+    let service = netsched_node::config::parse_service(&a.service)
+        .map_err(|e| CliError::flag("--service")(e.into()))?;
     let daemon = if a.daemon_thread {
         DaemonHost::Thread
     } else {
-        DaemonHost::Process(std::env::current_exe().map_err(|e| format!("own binary: {e}"))?)
+        DaemonHost::Process(std::env::current_exe().map_err(CliError::os("own binary"))?)
     };
     let opts = CapacityOpts {
         workers: a.workers,
@@ -164,7 +165,7 @@ fn bench_capacity(a: CapacityArgs) -> Result<(), String> {
         seed: a.seed,
         ..Default::default()
     };
-    opts.validate().map_err(|e| e.to_string())?;
+    opts.validate()?;
     eprintln!(
         "bench capacity: {} setup(s) x {} round(s), at most {} probes of {} ms each per search",
         opts.setups.len(),
@@ -262,7 +263,7 @@ fn bench_sim(
     policy: &str,
     threads: usize,
     floor_events: u64,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let text = format!(
         r#"
 seed = 1
@@ -279,8 +280,8 @@ load = 0.9
 tasks_per_worker = {tasks_per_worker}
 "#
     );
-    let cfg = SimConfig::from_toml(&text).map_err(|e| e.to_string())?;
-    let _ = Policy::parse(policy).map_err(|e| e.to_string())?;
+    let cfg = SimConfig::from_toml(&text)?;
+    let _ = Policy::parse(policy)?;
     let cpu_before = process_cpu_s()?;
     let start = Instant::now();
     let runs = run_config(
@@ -290,8 +291,7 @@ tasks_per_worker = {tasks_per_worker}
             progress: true,
             ..RunOpts::default()
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let wall = start.elapsed().as_secs_f64();
     let cpu = process_cpu_s()? - cpu_before;
     crate::stdout::write(&report::table(&runs));
@@ -336,10 +336,10 @@ tasks_per_worker = {tasks_per_worker}
 }
 
 /// User plus system CPU time of this process so far, seconds.
-fn process_cpu_s() -> Result<f64, String> {
+fn process_cpu_s() -> Result<f64, CliError> {
     netsched_node::metrics::ProcessStats::read()
         .map(|s| s.cpu_seconds)
-        .map_err(|e| format!("reading /proc/self/stat: {e}"))
+        .map_err(CliError::os("reading /proc/self/stat"))
 }
 
 /// Runs `step` until `seconds` elapse; returns decisions per second.

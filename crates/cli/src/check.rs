@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::CliError;
 use crate::stdout::outln;
 
 /// The kinds of config, one per command that reads one.
@@ -130,8 +131,8 @@ pub fn detect(text: &str) -> Kind {
 
 /// Checks `path` as `kind` (detected if `None`); prints `PATH (KIND
 /// config, `COMMAND PATH`): ok` or returns the command's own error.
-pub fn run(path: &PathBuf, kind: Option<Kind>) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn run(path: &PathBuf, kind: Option<Kind>) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::in_file(path)(e.into()))?;
     let kind = kind.unwrap_or_else(|| detect(&text));
     check_as(path, kind)?;
     outln!(
@@ -144,7 +145,7 @@ pub fn run(path: &PathBuf, kind: Option<Kind>) -> Result<(), String> {
     Ok(())
 }
 
-fn check_as(path: &Path, kind: Kind) -> Result<(), String> {
+fn check_as(path: &Path, kind: Kind) -> Result<(), CliError> {
     let path_buf = path.to_path_buf();
     match kind {
         Kind::Sim => crate::prepare_sim(&crate::load_config(&path_buf)?, path).map(|_| ()),

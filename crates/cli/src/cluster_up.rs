@@ -3,6 +3,7 @@
 //! configuration, side by side. It lives in the CLI because the CLI is what
 //! composes the runtime and the simulator; neither depends on the other.
 
+use crate::error::CliError;
 use std::path::Path;
 
 use netsched_config::workload::{ServiceDist, ROCKSDB_SIGMA};
@@ -97,10 +98,8 @@ impl UpResult {
 }
 
 /// A service distribution as a TOML inline table (`{ kind = "exp", … }`).
-fn service_inline(d: &ServiceDist) -> Result<String, String> {
-    Ok(toml::Value::try_from(d)
-        .map_err(|e| e.to_string())?
-        .to_string())
+fn service_inline(d: &ServiceDist) -> Result<String, CliError> {
+    Ok(toml::Value::try_from(d)?.to_string())
 }
 
 /// Class weights of a service distribution (one class if it has none).
@@ -127,7 +126,7 @@ fn sim_workers(model: ServerModel) -> String {
 
 /// Runs one policy's fleet, then the simulator on the same configuration,
 /// and writes `run_dir/<policy>/compare.json`.
-pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpResult, String> {
+pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpResult, CliError> {
     let fleet = run_fleet(cfg, policy, bin)?;
     let sim = if cfg.sim {
         Some(simulate_beside(cfg, policy, &fleet.dir, fleet.calibration)?)
@@ -142,7 +141,7 @@ pub fn run_policy(cfg: &ClusterUpConfig, policy: &str, bin: &Path) -> Result<UpR
     };
     let cmp = fleet.dir.join("compare.json");
     std::fs::write(&cmp, format!("{:#}\n", r.compare_json()))
-        .map_err(|e| format!("{}: {e}", cmp.display()))?;
+        .map_err(|e| CliError::in_file(&cmp)(e.into()))?;
     Ok(r)
 }
 
@@ -152,7 +151,7 @@ fn simulate_beside(
     policy: &str,
     dir: &Path,
     calibration: Option<Calibration>,
-) -> Result<SimSide, String> {
+) -> Result<SimSide, CliError> {
     let hop_us = match calibration {
         Some(c) => c.overhead_us / RUNTIME_HOPS,
         None => cfg.sim_hop_us,
@@ -161,8 +160,11 @@ fn simulate_beside(
         // The runtime executes real GET/SCAN requests; the simulator gets
         // the medians this machine's RocksDB measured at start (σ as the
         // presets, ROCKSDB_SIGMA), not the papers' 40/650 µs.
-        let (get, scan) = rocksdb_medians(dir, cfg.racks)
-            .ok_or("no `rocksdb ready` line with get60_us/scan5000_us in a worker log")?;
+        let (get, scan) = rocksdb_medians(dir, cfg.racks).ok_or_else(|| {
+            CliError::Run(
+                "no `rocksdb ready` line with get60_us/scan5000_us in a worker log".into(),
+            )
+        })?;
         let weights = class_weights(&cfg.workload.service);
         let mut medians_us = vec![scan; weights.len()];
         medians_us[0] = get;
@@ -174,7 +176,7 @@ fn simulate_beside(
     } else {
         cfg.workload.service.clone()
     };
-    let mean_ns = service.build().map_err(|e| e.to_string())?.mean_ns();
+    let mean_ns = service.build()?.mean_ns();
     let load = cfg.rate()? * mean_ns / 1e9 / cfg.workers() as f64;
     let (p50, p99) = simulate(cfg, policy, &service, load, hop_us)?;
     let extra = (RUNTIME_HOPS - SIM_MEASURED_HOPS) * hop_us;
@@ -203,16 +205,17 @@ pub fn simulate(
     service: &ServiceDist,
     load: f64,
     hop_us: f64,
-) -> Result<(f64, f64), String> {
+) -> Result<(f64, f64), CliError> {
     if !(load > 0.0 && load <= 1.0) {
-        return Err(format!(
+        return Err(CliError::Run(format!(
             "sim: the client's rate is a load of {load:.3} on the simulated service times (> 1)"
-        ));
+        )));
     }
     let text = sim_config(cfg, policy, service, load, hop_us)?;
-    let sc = netsched_sim::config::SimConfig::from_toml(&text).map_err(|e| format!("sim: {e}"))?;
+    let sc = netsched_sim::config::SimConfig::from_toml(&text)
+        .map_err(|e| CliError::at("sim")(e.into()))?;
     let runs = netsched_sim::run::run_config(&sc, Path::new("."), &Default::default())
-        .map_err(|e| format!("sim: {e}"))?;
+        .map_err(|e| CliError::at("sim")(e.into()))?;
     let s = netsched_sim::metrics::Summary::of_pool(&runs[0].overall);
     Ok((
         s.response.p50_ns as f64 / 1e3,
@@ -229,7 +232,7 @@ fn sim_config(
     service: &ServiceDist,
     load: f64,
     hop_us: f64,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     let service = format!("service = {}\n", service_inline(service)?);
     let per_server = cfg.workers_per_rack / cfg.servers_per_rack;
     let rack = vec![per_server.to_string(); cfg.servers_per_rack].join(", ");
@@ -348,7 +351,7 @@ pub fn difference_line(out: &[UpResult]) -> Option<String> {
 }
 
 /// `cluster up`: every policy in turn; prints the table as it goes.
-pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, String> {
+pub fn run(cfg: &ClusterUpConfig, bin: &Path) -> Result<Vec<UpResult>, CliError> {
     install_signal_handlers();
     let rate = cfg.rate()?;
     outln!(

@@ -29,7 +29,8 @@ fn python() -> String {
     std::env::var("NETSCHED_PYTHON").unwrap_or_else(|_| "python3".to_string())
 }
 
-pub fn run(cmd: PyCmd) -> Result<(), String> {
+pub fn run(cmd: PyCmd) -> Result<(), crate::error::CliError> {
+    use crate::error::CliError;
     let (sub, args) = match cmd {
         PyCmd::Experiment { args } => ("experiment", args),
         PyCmd::Report { args } => ("report", args),
@@ -38,17 +39,23 @@ pub fn run(cmd: PyCmd) -> Result<(), String> {
     let probe = Command::new(&py)
         .args(["-c", "import netsched._native"])
         .output()
-        .map_err(|e| format!("{py}: {e} (set NETSCHED_PYTHON to a Python 3.9+ interpreter)"))?;
+        .map_err(|source| CliError::Spawn {
+            program: py.clone(),
+            source,
+            hint: true,
+        })?;
     if !probe.status.success() {
-        return Err(format!(
-            "the netsched Python package is not installed for {py}: run `pip install .` at the repository root (docs/experiments.md)"
-        ));
+        return Err(CliError::NoPythonPackage(py));
     }
     let status = Command::new(&py)
         .args(["-m", "netsched", sub])
         .args(&args)
         .status()
-        .map_err(|e| format!("{py}: {e}"))?;
+        .map_err(|source| CliError::Spawn {
+            program: py.clone(),
+            source,
+            hint: false,
+        })?;
     if status.success() {
         Ok(())
     } else {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use netsched_flowsim::run::run_config;
 use netsched_flowsim::{report, FlowConfig, Policy};
 
+use crate::error::CliError;
 use crate::stdout::outln;
 
 #[derive(clap::Args)]
@@ -98,16 +99,14 @@ struct CompareArgs {
 fn compare_fig7(
     max_tasks: u32,
     timing: netsched_flowsim::compare::PacketTiming,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     use netsched_flowsim::compare::fig7_means;
     outln!(
         "tasks  fair fluid  fair packet  ratio  fifo-lm fluid  fifo-lm packet  ratio   (mean ms)"
     );
     for n in 1..=max_tasks {
-        let (ff, fp) =
-            fig7_means(n, 400_000, 100e6, Policy::Fair, timing).map_err(|e| e.to_string())?;
-        let (bf, bp) =
-            fig7_means(n, 400_000, 100e6, Policy::Baraat, timing).map_err(|e| e.to_string())?;
+        let (ff, fp) = fig7_means(n, 400_000, 100e6, Policy::Fair, timing)?;
+        let (bf, bp) = fig7_means(n, 400_000, 100e6, Policy::Baraat, timing)?;
         outln!(
             "{n:>5}  {:>10.1}  {:>11.1}  {:>5.3}  {:>13.1}  {:>14.1}  {:>5.3}",
             ff / 1e6,
@@ -121,11 +120,11 @@ fn compare_fig7(
     Ok(())
 }
 
-pub fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, String> {
+pub fn load_config(path: Option<&PathBuf>) -> Result<FlowConfig, CliError> {
     match path {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            FlowConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
+            let text = std::fs::read_to_string(p).map_err(|e| CliError::in_file(p)(e.into()))?;
+            FlowConfig::from_toml(&text).map_err(|e| CliError::in_file(p)(e.into()))
         }
         None => Ok(FlowConfig::default()),
     }
@@ -138,10 +137,10 @@ fn override_run(
     policies: &[String],
     tasks: Option<u32>,
     seed: Option<u64>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     if !policies.is_empty() {
         for p in policies {
-            Policy::parse(p).map_err(|e| format!("--policy: {e}"))?;
+            Policy::parse(p).map_err(|e| CliError::flag("--policy")(e.into()))?;
         }
         cfg.policies = policies.to_vec();
     }
@@ -154,7 +153,7 @@ fn override_run(
     Ok(())
 }
 
-fn compare(a: CompareArgs) -> Result<(), String> {
+fn compare(a: CompareArgs) -> Result<(), CliError> {
     use netsched_flowsim::compare::{compare, table, PacketTiming};
     let mut cfg = load_config(a.config.as_ref())?;
     override_run(&mut cfg, &a.policy, a.tasks, a.seed)?;
@@ -171,7 +170,9 @@ fn compare(a: CompareArgs) -> Result<(), String> {
         || a.ticks_per_rtt == 0
         || !(a.delta_pct.is_finite() && a.delta_pct > 0.0)
     {
-        return Err("--rtt-us, --ticks-per-rtt and --delta-pct must be positive".into());
+        return Err(CliError::Usage(
+            "--rtt-us, --ticks-per-rtt and --delta-pct must be positive".into(),
+        ));
     }
     let timing = PacketTiming {
         rtt_ns: (a.rtt_us * 1e3).round() as u64,
@@ -193,8 +194,7 @@ fn compare(a: CompareArgs) -> Result<(), String> {
             c.packet_stats.switch_saturated_ticks,
             c.packet_stats.host_saturated_ticks
         );
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     crate::stdout::write(&table(&rows));
     Ok(())
 }
@@ -215,13 +215,13 @@ struct Fig7Args {
     interval_us: u64,
 }
 
-fn fig7(a: Fig7Args) -> Result<(), String> {
+fn fig7(a: Fig7Args) -> Result<(), CliError> {
     use netsched_flowsim::udp::{fig7_table, mean_ms, Fig7Opts, Lab};
     let bad = || {
-        format!(
+        CliError::Usage(format!(
             "--tasks: expected A..B or N with 1 <= A <= B <= 64, got `{}`",
             a.tasks
-        )
+        ))
     };
     let (lo, hi) = match a.tasks.split_once("..") {
         Some((x, y)) => (x.trim().parse::<u32>(), y.trim().parse::<u32>()),
@@ -232,16 +232,19 @@ fn fig7(a: Fig7Args) -> Result<(), String> {
         return Err(bad());
     }
     if a.bytes == 0 || a.mbps.is_nan() || a.mbps <= 0.0 || a.interval_us == 0 {
-        return Err("--bytes, --mbps and --interval-us must be positive".into());
+        return Err(CliError::Usage(
+            "--bytes, --mbps and --interval-us must be positive".into(),
+        ));
     }
-    let lab = Lab::new(&format!("fig7-{}", std::process::id())).map_err(|e| e.to_string())?;
+    let lab = Lab::new(&format!("fig7-{}", std::process::id()))
+        .map_err(|e| CliError::Udp(e.to_string()))?;
     let base = Fig7Opts {
         bytes_per_server: a.bytes,
         link_bps: a.mbps * 1e6,
         rtt_ns: a.interval_us * 1000,
         ..Fig7Opts::default()
     };
-    let rows = fig7_table(&lab, lo..=hi, &base)?;
+    let rows = fig7_table(&lab, lo..=hi, &base).map_err(CliError::Udp)?;
     outln!(
         "tasks  fair mean ms  fifo-lm mean ms  link use fair/fifo-lm  fair per task ms  |  fifo-lm per task ms"
     );
@@ -271,7 +274,7 @@ fn fig7(a: Fig7Args) -> Result<(), String> {
     Ok(())
 }
 
-pub fn run(a: FlowArgs) -> Result<(), String> {
+pub fn run(a: FlowArgs) -> Result<(), CliError> {
     let mut a = a;
     match a.cmd.take() {
         Some(FlowCmd::Fig7(f)) => return fig7(f),
@@ -297,11 +300,9 @@ pub fn run(a: FlowArgs) -> Result<(), String> {
                 r.wall_s
             );
         }
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     // Files first: the table goes to a stdout that may already be closed.
-    report::write_outputs(&a.out, &cfg, &runs)
-        .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    report::write_outputs(&a.out, &cfg, &runs).map_err(CliError::writing(&a.out))?;
     crate::stdout::print(a.format, &a.out, || {
         let mut t = report::table(&runs);
         t.push_str(&report::table4(&runs).unwrap_or_default());

@@ -3,6 +3,7 @@
 mod bench;
 mod check;
 mod cluster_up;
+mod error;
 mod experiment;
 mod flow;
 mod node;
@@ -16,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use error::CliError;
 use netsched_config::ConfigError;
 use netsched_sim::config::{Policy, SimConfig};
 use netsched_sim::report;
@@ -135,14 +137,14 @@ pub fn load_arg(s: &str) -> Result<f64, String> {
 
 /// Everything `sim` checks before its first event (`netsched check`
 /// stops here), errors prefixed by the config's path.
-fn prepare_sim(cfg: &SimConfig, path: &Path) -> Result<Prepared, String> {
+fn prepare_sim(cfg: &SimConfig, path: &Path) -> Result<Prepared, CliError> {
     let base = path.parent().map(PathBuf::from).unwrap_or_default();
-    Prepared::new(cfg, &base).map_err(|e| format!("{}: {e}", path.display()))
+    Prepared::new(cfg, &base).map_err(|e| CliError::in_file(path)(e.into()))
 }
 
-fn load_config(path: &PathBuf) -> Result<SimConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    SimConfig::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))
+fn load_config(path: &PathBuf) -> Result<SimConfig, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::in_file(path)(e.into()))?;
+    SimConfig::from_toml(&text).map_err(|e| CliError::in_file(path)(e.into()))
 }
 
 fn apply_overrides(cfg: &mut SimConfig, a: &SimArgs) -> Result<(), ConfigError> {
@@ -183,9 +185,9 @@ fn apply_overrides(cfg: &mut SimConfig, a: &SimArgs) -> Result<(), ConfigError> 
     cfg.validate()
 }
 
-fn sim(a: SimArgs) -> Result<(), String> {
+fn sim(a: SimArgs) -> Result<(), CliError> {
     let mut cfg = load_config(&a.config)?;
-    apply_overrides(&mut cfg, &a).map_err(|e| format!("{}: {e}", a.config.display()))?;
+    apply_overrides(&mut cfg, &a).map_err(|e| CliError::in_file(&a.config)(e.into()))?;
     let prepared = prepare_sim(&cfg, &a.config)?;
     let progress = progress::Progress::new(progress::Show::for_stderr(a.quiet));
     // Ctrl-C: the run in progress is abandoned and the finished ones are
@@ -193,7 +195,7 @@ fn sim(a: SimArgs) -> Result<(), String> {
     // interrupted late keeps what it computed.
     let interrupted = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())
-        .map_err(|e| format!("signal handler: {e}"))?;
+        .map_err(CliError::os("signal handler"))?;
     let result = std::thread::scope(|s| {
         let h = s.spawn(|| run_config_observed(&cfg, &prepared, &RunOpts::default(), &progress));
         while !h.is_finished() {
@@ -220,11 +222,10 @@ fn sim(a: SimArgs) -> Result<(), String> {
         h.join().expect("the simulation thread does not panic")
     });
     progress.clear();
-    result.map_err(|e| format!("{}: {e}", a.config.display()))?;
+    result.map_err(|e| CliError::in_file(&a.config)(e.into()))?;
     let runs = progress.take_finished();
     // Files first: the table goes to a stdout that may already be closed.
-    report::write_outputs(&a.out, &cfg, &runs)
-        .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    report::write_outputs(&a.out, &cfg, &runs).map_err(CliError::writing(&a.out))?;
     let target_ns = (cfg.metrics.p99_target_us * 1e3) as u64;
     stdout::print(a.format, &a.out, || {
         let mut t = report::table(&runs);
@@ -244,7 +245,7 @@ fn sim(a: SimArgs) -> Result<(), String> {
 }
 
 /// `netsched completions SHELL`.
-fn completions(shell: clap_complete::Shell) -> Result<(), String> {
+fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
     use clap::CommandFactory;
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "netsched", &mut script);

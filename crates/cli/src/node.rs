@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Subcommand;
+use netsched_config::pull::PullPolicy;
 use netsched_lab::bench::{BenchOpts, BenchRole};
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_node::config::{Policy, Target};
 use netsched_node::pull;
 use netsched_node::{Client, ClientConfig, SwitchConfig, Worker, WorkerConfig};
 
+use crate::error::CliError;
 use crate::stdout::outln;
 
 #[derive(Subcommand)]
@@ -91,7 +93,7 @@ pub struct ClusterArgs {
     #[arg(long, default_value_t = 2)]
     executors: usize,
     /// horus | random | round-robin | rs-lb (random spine, RackSched leaves) | rs-h
-    #[arg(long, default_value = "horus")]
+    #[arg(long, default_value = netsched_core::Policy::Horus.name())]
     policy: String,
     /// Tasks per second.
     #[arg(long, default_value_t = 2000.0)]
@@ -132,7 +134,7 @@ pub struct BenchSwitchArgs {
     low_rate: f64,
     /// Data plane of the daemon: horus, racksched, random, round-robin, jsq,
     /// jiq, pow2-instant, pow2-delayed, idle-only, central, r2p2.
-    #[arg(long, default_value = "horus")]
+    #[arg(long, default_value = netsched_core::Policy::Horus.name())]
     policy: String,
 }
 
@@ -144,17 +146,17 @@ fn serve_metrics(
     addr: &Option<String>,
     registry: Arc<netsched_node::metrics::Registry>,
     stop: &Arc<AtomicBool>,
-) -> Result<MetricsServer, String> {
+) -> Result<MetricsServer, CliError> {
     match addr {
         Some(a) => netsched_node::metrics::serve(a, registry, stop.clone())
             .map(Some)
-            .map_err(|e| format!("{a}: {e}")),
+            .map_err(|e| CliError::at(a.clone())(e.into())),
         None => Ok(None),
     }
 }
 
 /// `netsched worker` with a pull config: executors until `stop`.
-fn pull_worker(cfg: &pull::PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+fn pull_worker(cfg: &pull::PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<(), CliError> {
     let w = pull::PullWorker::bind(cfg, stop.clone())?;
     let metrics = serve_metrics(&cfg.metrics, w.registry(), &stop)?;
     let addrs: Vec<String> = w.addrs().iter().map(|a| a.to_string()).collect();
@@ -173,11 +175,19 @@ fn pull_worker(cfg: &pull::PullWorkerConfig, stop: Arc<AtomicBool>) -> Result<()
     Ok(())
 }
 
+/// What `bench pull` compares unless told: every pull scheduler family.
+const BENCH_PULL_POLICIES: [PullPolicy; 4] = [
+    PullPolicy::Draconis,
+    PullPolicy::DraconisServer,
+    PullPolicy::R2p2Recirc,
+    PullPolicy::Sparrow,
+];
+
 #[derive(clap::Args)]
 pub struct BenchPullArgs {
     /// Comma-separated pull policies.
-    #[arg(long, default_value = "draconis,draconis-server,r2p2,sparrow")]
-    policies: String,
+    #[arg(long, value_delimiter = ',', default_values = BENCH_PULL_POLICIES.map(PullPolicy::name))]
+    policies: Vec<String>,
     /// Executors (one worker thread each) pulling from the scheduler.
     #[arg(long, default_value_t = 8)]
     executors: usize,
@@ -208,12 +218,12 @@ pub struct BenchPullArgs {
     repeats: usize,
 }
 
-pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
+pub fn bench_pull(a: BenchPullArgs) -> Result<(), CliError> {
     use netsched_lab::pull_bench as bench;
     let policies = a
         .policies
-        .split(',')
-        .map(|p| netsched_config::pull::PullPolicy::parse(p.trim()).map_err(|e| e.to_string()))
+        .iter()
+        .map(|p| PullPolicy::parse(p.trim()).map_err(|e| CliError::flag("--policies")(e.into())))
         .collect::<Result<Vec<_>, _>>()?;
     let loads = a
         .loads
@@ -223,12 +233,16 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
                 .parse::<f64>()
                 .ok()
                 .filter(|x| *x > 0.0 && *x < 1.0)
-                .ok_or_else(|| format!("--loads: each load must be in (0, 1), got '{l}'"))
+                .ok_or_else(|| {
+                    CliError::Usage(format!("--loads: each load must be in (0, 1), got '{l}'"))
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let positive = |x: f64| x.is_finite() && x > 0.0;
     if a.executors == 0 || ![a.seconds, a.service_us, a.rate].into_iter().all(positive) {
-        return Err("--executors, --seconds, --service-us and --rate must be positive".into());
+        return Err(CliError::Usage(
+            "--executors, --seconds, --service-us and --rate must be positive".into(),
+        ));
     }
     let o = bench::PullBenchOpts {
         policies,
@@ -250,7 +264,9 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
     outln!("{}", bench::throughput_table(&t));
     if o.window > 0 && o.repeats > 0 {
         if (o.window as usize) < 8 {
-            return Err("--window: at least one job of 8 tasks".into());
+            return Err(CliError::Usage(
+                "--window: at least one job of 8 tasks".into(),
+            ));
         }
         eprintln!(
             "saturation: {} rounds × {} policies × {:.1} s, {} tasks outstanding",
@@ -277,16 +293,15 @@ pub fn bench_pull(a: BenchPullArgs) -> Result<(), String> {
 
 /// A config holding a secret inline (`token`, `key`) must be as private as a
 /// secret file: mode 0600 or stricter.
-fn inline_secret(path: &std::path::Path, has_secret: bool) -> Result<(), String> {
+fn inline_secret(path: &std::path::Path, has_secret: bool) -> Result<(), CliError> {
     if has_secret {
-        netsched_node::secret::check_private(path)
-            .map_err(|e| format!("{e} (or use token_file/key_file, or the environment)"))?;
+        netsched_node::secret::check_private(path).map_err(CliError::InlineSecret)?;
     }
     Ok(())
 }
 
-fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+fn read(path: &Path) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|e| CliError::in_file(path)(e.into()))
 }
 
 fn stop_after(duration_s: Option<f64>) -> Arc<AtomicBool> {
@@ -307,10 +322,10 @@ fn stop_after(duration_s: Option<f64>) -> Arc<AtomicBool> {
 fn stop_on_signals(
     daemon: &'static str,
     duration_s: Option<f64>,
-) -> Result<Arc<AtomicBool>, String> {
+) -> Result<Arc<AtomicBool>, CliError> {
     let stop = stop_after(duration_s);
     netsched_node::log::stop_on_signals(daemon, stop.clone())
-        .map_err(|e| format!("signal handlers: {e}"))?;
+        .map_err(CliError::os("signal handlers"))?;
     Ok(stop)
 }
 
@@ -333,46 +348,42 @@ pub enum ClientFile {
     Push(ClientConfig),
 }
 
-fn at(path: &Path) -> impl Fn(String) -> String + '_ {
-    move |e| format!("{}: {e}", path.display())
-}
-
 /// Reads and validates a switch config as `netsched switch` and
 /// `netsched check` do.
-pub fn load_switch(path: &Path) -> Result<SwitchFile, String> {
+pub fn load_switch(path: &Path) -> Result<SwitchFile, CliError> {
     let text = read(path)?;
     if pull::config::is_pull_config(&text, "policy") {
         return pull::PullSwitchConfig::from_toml(&text)
             .map(SwitchFile::Pull)
-            .map_err(|e| at(path)(e.to_string()));
+            .map_err(|e| CliError::in_file(path)(e.into()));
     }
-    let cfg = SwitchConfig::from_toml(&text).map_err(|e| at(path)(e.to_string()))?;
+    let cfg = SwitchConfig::from_toml(&text).map_err(|e| CliError::in_file(path)(e.into()))?;
     inline_secret(path, cfg.key.is_some())?;
     Ok(SwitchFile::Push(cfg))
 }
 
 /// Reads and validates a worker config (`netsched worker`, `check`).
-pub fn load_worker(path: &Path) -> Result<WorkerFile, String> {
+pub fn load_worker(path: &Path) -> Result<WorkerFile, CliError> {
     let text = read(path)?;
     if pull::config::is_pull_config(&text, "scheduler") {
         return pull::PullWorkerConfig::from_toml(&text)
             .map(WorkerFile::Pull)
-            .map_err(|e| at(path)(e.to_string()));
+            .map_err(|e| CliError::in_file(path)(e.into()));
     }
-    let cfg = WorkerConfig::from_toml(&text).map_err(|e| at(path)(e.to_string()))?;
+    let cfg = WorkerConfig::from_toml(&text).map_err(|e| CliError::in_file(path)(e.into()))?;
     inline_secret(path, cfg.key.is_some())?;
     Ok(WorkerFile::Push(cfg))
 }
 
 /// Reads and validates a client config (`netsched client`, `check`).
-pub fn load_client(path: &Path) -> Result<ClientFile, String> {
+pub fn load_client(path: &Path) -> Result<ClientFile, CliError> {
     let text = read(path)?;
     if pull::config::is_pull_config(&text, "scheduler") {
         return pull::PullClientConfig::from_toml(&text)
             .map(ClientFile::Pull)
-            .map_err(|e| at(path)(e.to_string()));
+            .map_err(|e| CliError::in_file(path)(e.into()));
     }
-    let cfg = ClientConfig::from_toml(&text).map_err(|e| at(path)(e.to_string()))?;
+    let cfg = ClientConfig::from_toml(&text).map_err(|e| CliError::in_file(path)(e.into()))?;
     inline_secret(
         path,
         cfg.controller.as_ref().is_some_and(|c| c.token.is_some()),
@@ -381,20 +392,22 @@ pub fn load_client(path: &Path) -> Result<ClientFile, String> {
 }
 
 /// Reads and validates a controller config (`netsched controller`, `check`).
-pub fn load_controller(path: &Path) -> Result<netsched_node::controller::ControllerConfig, String> {
+pub fn load_controller(
+    path: &Path,
+) -> Result<netsched_node::controller::ControllerConfig, CliError> {
     let cfg = netsched_node::controller::ControllerConfig::from_toml(&read(path)?)
-        .map_err(|e| at(path)(e.to_string()))?;
+        .map_err(|e| CliError::in_file(path)(e.into()))?;
     inline_secret(path, cfg.token.is_some() || cfg.key.is_some())?;
     Ok(cfg)
 }
 
 /// Reads and validates a `cluster up` config (`netsched cluster up`, `check`).
-pub fn load_cluster_up(path: &Path) -> Result<netsched_lab::cluster_up::ClusterUpConfig, String> {
+pub fn load_cluster_up(path: &Path) -> Result<netsched_lab::cluster_up::ClusterUpConfig, CliError> {
     netsched_lab::cluster_up::ClusterUpConfig::from_toml(&read(path)?)
-        .map_err(|e| at(path)(e.to_string()))
+        .map_err(|e| CliError::in_file(path)(e.into()))
 }
 
-pub fn run(cmd: NodeCmd) -> Result<(), String> {
+pub fn run(cmd: NodeCmd) -> Result<(), CliError> {
     match cmd {
         NodeCmd::Cluster(a) => cluster(a),
         NodeCmd::Controller { config, duration_s } => {
@@ -408,7 +421,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             let cfg = match load_switch(&config)? {
                 SwitchFile::Pull(cfg) => {
                     return pull::run_config(&cfg, stop_on_signals("pull-switch", duration_s)?)
-                        .map_err(String::from)
+                        .map_err(CliError::from)
                 }
                 SwitchFile::Push(cfg) => cfg,
             };
@@ -456,7 +469,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
                     let r = pull::PullClient::bind(cfg)?.run();
                     if let Some(p) = json {
                         std::fs::write(&p, r.to_json() + "\n")
-                            .map_err(|e| format!("{}: {e}", p.display()))?;
+                            .map_err(|e| CliError::in_file(&p)(e.into()))?;
                     }
                     outln!("{}", r.summary());
                     return some_completed(r.submitted, r.completed);
@@ -481,7 +494,7 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
             }
             if let Some(p) = json {
                 std::fs::write(&p, r.to_json() + "\n")
-                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                    .map_err(|e| CliError::in_file(&p)(e.into()))?;
             }
             outln!("{}", r.summary());
             some_completed(r.submitted, r.completed)
@@ -492,26 +505,28 @@ pub fn run(cmd: NodeCmd) -> Result<(), String> {
 /// A client run in which no task completed is a failure (exit 1), not a
 /// report of `p99_us: 0` with exit 0: a script must not mistake a dead
 /// scheduler for a fast one. The report above says how each task ended.
-fn some_completed(submitted: u64, completed: u64) -> Result<(), String> {
+fn some_completed(submitted: u64, completed: u64) -> Result<(), CliError> {
     match (submitted, completed) {
-        (0, _) => Err("the client sent no task (rate or duration too small?)".into()),
-        (n, 0) => Err(format!(
+        (0, _) => Err(CliError::Run(
+            "the client sent no task (rate or duration too small?)".into(),
+        )),
+        (n, 0) => Err(CliError::Run(format!(
             "none of the {n} tasks completed (see failed/timed_out above): is the scheduler \
              at the target address running?"
-        )),
+        ))),
         _ => Ok(()),
     }
 }
 
-fn cluster(a: ClusterArgs) -> Result<(), String> {
+fn cluster(a: ClusterArgs) -> Result<(), CliError> {
     if let Some(act) = &a.action {
         return cluster_up(act, a.up_config.as_ref());
     }
     // One policy names the system; each layer runs its data plane.
-    let policy = Policy::parse(&a.policy).map_err(|e| e.to_string())?;
+    let policy = Policy::parse(&a.policy)?;
     let (spine, leaf) = (policy, policy);
-    let service =
-        netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
+    let service = netsched_node::config::parse_service(&a.service)
+        .map_err(|e| CliError::flag("--service")(e.into()))?;
     let c = LocalCluster::start(&ClusterSpec {
         racks: a.racks,
         executors: a.executors,
@@ -546,16 +561,20 @@ fn cluster(a: ClusterArgs) -> Result<(), String> {
     );
     outln!("{}", r.summary());
     if let Some(p) = a.json {
-        std::fs::write(&p, r.to_json() + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(&p, r.to_json() + "\n").map_err(|e| CliError::in_file(&p)(e.into()))?;
     }
     Ok(())
 }
 
-pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), String> {
+pub fn bench_switch(a: BenchSwitchArgs) -> Result<(), CliError> {
     let role = match a.role.as_str() {
         "leaf" => BenchRole::Leaf,
         "spine" => BenchRole::Spine,
-        r => return Err(format!("unknown role {r:?} (leaf or spine)")),
+        r => {
+            return Err(CliError::Usage(format!(
+                "unknown role {r:?} (leaf or spine)"
+            )))
+        }
     };
     let opts = BenchOpts {
         role,
@@ -592,7 +611,11 @@ pub struct BenchNginxArgs {
     #[arg(long, default_value_t = 3000)]
     duration_ms: u64,
     /// Setups in run order: horus, racksched, nginx.
-    #[arg(long, default_value = "horus,racksched,nginx", value_delimiter = ',')]
+    #[arg(
+        long,
+        default_values = [Policy::Horus.name(), Policy::Racksched.name(), netsched_lab::nginx::NGINX_SETUP],
+        value_delimiter = ','
+    )]
     setups: Vec<String>,
     /// RocksDB tasks on an embedded database of this many keys (0: synthetic).
     #[arg(long, default_value_t = 0)]
@@ -611,9 +634,9 @@ pub struct BenchNginxArgs {
     csv: Option<PathBuf>,
 }
 
-pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
-    let service =
-        netsched_node::config::parse_service(&a.service).map_err(|e| format!("--service: {e}"))?;
+pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), CliError> {
+    let service = netsched_node::config::parse_service(&a.service)
+        .map_err(|e| CliError::flag("--service")(e.into()))?;
     let opts = netsched_lab::nginx::NginxBenchOpts {
         workers: a.workers,
         service,
@@ -665,20 +688,20 @@ pub fn bench_nginx(a: BenchNginxArgs) -> Result<(), String> {
                 c.percentile_us(0.999)
             );
         }
-        std::fs::write(&p, out).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(&p, out).map_err(|e| CliError::in_file(&p)(e.into()))?;
     }
     Ok(())
 }
 
 /// `netsched cluster up CONFIG`: the multi-process local datacenter.
-fn cluster_up(action: &str, config: Option<&PathBuf>) -> Result<(), String> {
+fn cluster_up(action: &str, config: Option<&PathBuf>) -> Result<(), CliError> {
     if action != "up" {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "cluster: unknown action {action:?} (only `up CONFIG`)"
-        ));
+        )));
     }
-    let config = config.ok_or("cluster up: missing CONFIG")?;
+    let config = config.ok_or_else(|| CliError::Usage("cluster up: missing CONFIG".into()))?;
     let cfg = load_cluster_up(config)?;
-    let bin = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bin = std::env::current_exe()?;
     crate::cluster_up::run(&cfg, &bin).map(|_| ())
 }

@@ -5,7 +5,10 @@
 use std::path::PathBuf;
 
 use netsched_config::pull::PullPolicy;
+use netsched_config::ConfigError;
 use netsched_sim::pull::{self, report, PullConfig, PullSweep};
+
+use crate::error::CliError;
 
 #[derive(clap::Args)]
 pub struct PullArgs {
@@ -46,20 +49,20 @@ pub struct PullArgs {
 }
 
 /// Reads and validates a pull config (`netsched pull`, `netsched check`).
-pub fn read_config(p: &std::path::Path) -> Result<PullConfig, String> {
-    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    PullConfig::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
+pub fn read_config(p: &std::path::Path) -> Result<PullConfig, CliError> {
+    let text = std::fs::read_to_string(p).map_err(|e| CliError::in_file(p)(e.into()))?;
+    PullConfig::from_toml(&text).map_err(|e| CliError::in_file(p)(e.into()))
 }
 
 /// What a run checks before its first event, for `netsched check`.
-pub fn prepare(cfg: &PullConfig, p: &std::path::Path) -> Result<(), String> {
+pub fn prepare(cfg: &PullConfig, p: &std::path::Path) -> Result<(), CliError> {
     let base = p.parent().map(PathBuf::from).unwrap_or_default();
     pull::prepare(cfg, &base)
         .map(|_| ())
-        .map_err(|e| format!("{}: {e}", p.display()))
+        .map_err(|e| CliError::in_file(p)(e.into()))
 }
 
-fn load(a: &PullArgs) -> Result<PullConfig, String> {
+fn load(a: &PullArgs) -> Result<PullConfig, CliError> {
     let mut cfg = match &a.config {
         Some(p) => read_config(p)?,
         None => PullConfig::default(),
@@ -68,8 +71,8 @@ fn load(a: &PullArgs) -> Result<PullConfig, String> {
         cfg.seed = s;
     }
     if let Some(w) = &a.workload {
-        cfg.workload.service =
-            pull::config::paper_service(w).map_err(|e| format!("--workload: {}", e.msg))?;
+        cfg.workload.service = pull::config::paper_service(w)
+            .map_err(|e| CliError::from(ConfigError::new("--workload", e.msg)))?;
     }
     if let Some(t) = a.tasks {
         cfg.workload.tasks = t;
@@ -86,7 +89,7 @@ fn load(a: &PullArgs) -> Result<PullConfig, String> {
             sweep.policies = a
                 .policy
                 .iter()
-                .map(|p| PullPolicy::parse(p).map_err(|e| format!("--policy: {}", e.msg)))
+                .map(|p| PullPolicy::parse(p).map_err(|e| CliError::flag("--policy")(e.into())))
                 .collect::<Result<_, _>>()?;
         }
         if !a.load.is_empty() {
@@ -94,11 +97,11 @@ fn load(a: &PullArgs) -> Result<PullConfig, String> {
         }
         cfg.sweep = Some(sweep);
     }
-    cfg.validate().map_err(|e| e.to_string())?;
+    cfg.validate()?;
     Ok(cfg)
 }
 
-pub fn run(a: PullArgs) -> Result<(), String> {
+pub fn run(a: PullArgs) -> Result<(), CliError> {
     let cfg = load(&a)?;
     let base = a
         .config
@@ -113,11 +116,10 @@ pub fn run(a: PullArgs) -> Result<(), String> {
             cfg.workload.tasks
         );
     }
-    let runs = pull::run_config(&cfg, &base).map_err(|e| e.to_string())?;
+    let runs = pull::run_config(&cfg, &base)?;
     let sums = report::summaries(&cfg, &runs);
     // Files first: the table goes to a stdout that may already be closed.
-    report::write_outputs(&a.out, &cfg, &sums)
-        .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    report::write_outputs(&a.out, &cfg, &sums).map_err(CliError::writing(&a.out))?;
     crate::stdout::print(a.format, &a.out, || report::table(&cfg, &sums))?;
     if !a.quiet {
         eprintln!("wrote {}/runs.csv, summary.json", a.out.display());

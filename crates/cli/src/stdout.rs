@@ -56,7 +56,7 @@ pub fn print(
     format: Format,
     out_dir: &std::path::Path,
     table: impl FnOnce() -> String,
-) -> Result<(), String> {
+) -> Result<(), crate::error::CliError> {
     let file = match format {
         Format::Table => {
             write(&table());
@@ -66,7 +66,8 @@ pub fn print(
         Format::Csv => "runs.csv",
     };
     let p = out_dir.join(file);
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let text =
+        std::fs::read_to_string(&p).map_err(|e| crate::error::CliError::in_file(&p)(e.into()))?;
     write(&text);
     if !text.ends_with('\n') {
         write("\n");

@@ -37,7 +37,7 @@ fn sweep_writes_table_csv_and_json() {
         "-c",
         cfg.to_str().unwrap(),
         "--policy",
-        "draconis,draconis-priority,r2p2,sparrow,draconis-server",
+        "draconis,draconis-priority,r2p2-recirc,sparrow,draconis-server",
         "--load",
         "0.3,0.7",
         "--workload",
@@ -49,7 +49,7 @@ fn sweep_writes_table_csv_and_json() {
     for p in [
         "draconis ",
         "draconis-priority",
-        "r2p2",
+        "r2p2-recirc",
         "sparrow",
         "draconis-server",
     ] {

@@ -89,8 +89,15 @@ fn bad_pull_configs_are_one_line_naming_the_field() {
     let cases = [
         (
             "switch",
-            "listen = \"127.0.0.1:0\"\npolicy = \"racksched\"\nexecutors = [\"127.0.0.1:9\"]\n",
-            "policy: racksched is a push scheduler",
+            "listen = \"127.0.0.1:0\"\npolicy = \"racksched-nodes\"\nexecutors = [\"127.0.0.1:9\"]\n",
+            "policy: racksched-nodes runs a push scheduler",
+        ),
+        (
+            // The pull side's `racksched` and `r2p2` were other planes than
+            // the push policies of those names: the old names name the new.
+            "switch",
+            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2\"\nexecutors = [\"127.0.0.1:9\"]\n",
+            "policy (line 2): pull policy `r2p2` is renamed: use `r2p2-recirc`",
         ),
         (
             "switch",
@@ -111,19 +118,19 @@ fn bad_pull_configs_are_one_line_naming_the_field() {
         ),
         (
             "switch",
-            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2\"\nexecutors = [\"127.0.0.1:9\"]\n[r2p2]\njbsq_bound = 0\n",
+            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2-recirc\"\nexecutors = [\"127.0.0.1:9\"]\n[r2p2]\njbsq_bound = 0\n",
             "r2p2.jbsq_bound: must be >= 1, got 0",
         ),
         (
             // `k` meant two things; the old key names its successor.
             "switch",
-            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2\"\nexecutors = [\"127.0.0.1:9\"]\n[r2p2]\nk = 3\n",
+            "listen = \"127.0.0.1:0\"\npolicy = \"r2p2-recirc\"\nexecutors = [\"127.0.0.1:9\"]\n[r2p2]\nk = 3\n",
             "r2p2.k (line 5): `k` is renamed: use `jbsq_bound` (R2P2's JBSQ bound)",
         ),
         (
             "switch",
             "listen = \"127.0.0.1:0\"\npolicy = \"fifo\"\nexecutors = [\"127.0.0.1:9\"]\n",
-            "unknown variant `fifo`",
+            "unknown policy `fifo`",
         ),
         (
             "client",

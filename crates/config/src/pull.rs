@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use netsched_core::limits;
 use netsched_core::pull::r2p2::{JbsqSearch, R2p2Config};
 use netsched_core::pull::sparrow::SparrowConfig;
-use netsched_core::pull::{PullParams, PullPlaneKind};
+use netsched_core::pull::PullParams;
 
 use crate::error::ConfigError;
 use crate::parse::Renamed;
@@ -29,83 +29,9 @@ pub const RENAMED_KEYS: [Renamed; 2] = [
     },
 ];
 
-/// Which scheduler the run drives (all from `netsched_core::pull`, but
-/// `racksched`, a push data plane).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum PullPolicy {
-    /// Draconis cFCFS in the switch (§4.8).
-    Draconis,
-    /// Draconis with one queue per priority level (§6).
-    DraconisPriority,
-    /// Draconis with resource bitmaps and task swapping (§5.2).
-    DraconisResource,
-    /// Draconis with skip counters and start limits (§5.3).
-    DraconisLocality,
-    /// The Draconis state machine as a software scheduler on a host (§8).
-    DraconisServer,
-    /// R2P2 JBSQ(k) in the switch (§2.2, §8.3).
-    R2p2,
-    /// Sparrow batch sampling with late binding (§2.3.2, §8.1).
-    Sparrow,
-    /// RackSched (OSDI'20) as Draconis §8 runs it: power-of-2 JSQ in the
-    /// switch over nodes, a cFCFS queue inside each node (push, for comparison).
-    Racksched,
-}
-
-impl PullPolicy {
-    pub const ALL: [PullPolicy; 8] = [
-        PullPolicy::Draconis,
-        PullPolicy::DraconisPriority,
-        PullPolicy::DraconisResource,
-        PullPolicy::DraconisLocality,
-        PullPolicy::DraconisServer,
-        PullPolicy::R2p2,
-        PullPolicy::Sparrow,
-        PullPolicy::Racksched,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PullPolicy::Draconis => "draconis",
-            PullPolicy::DraconisPriority => "draconis-priority",
-            PullPolicy::DraconisResource => "draconis-resource",
-            PullPolicy::DraconisLocality => "draconis-locality",
-            PullPolicy::DraconisServer => "draconis-server",
-            PullPolicy::R2p2 => "r2p2",
-            PullPolicy::Sparrow => "sparrow",
-            PullPolicy::Racksched => "racksched",
-        }
-    }
-
-    /// The pull scheduler this policy runs; `None` for `racksched`, which
-    /// runs the push family's RackSched data plane.
-    pub fn plane(self) -> Option<PullPlaneKind> {
-        match self {
-            PullPolicy::Draconis
-            | PullPolicy::DraconisPriority
-            | PullPolicy::DraconisResource
-            | PullPolicy::DraconisLocality => Some(PullPlaneKind::Switch),
-            PullPolicy::DraconisServer => Some(PullPlaneKind::Server),
-            PullPolicy::R2p2 => Some(PullPlaneKind::Jbsq),
-            PullPolicy::Sparrow => Some(PullPlaneKind::Sparrow),
-            PullPolicy::Racksched => None,
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<PullPolicy, ConfigError> {
-        PullPolicy::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = PullPolicy::ALL.iter().map(|p| p.name()).collect();
-                ConfigError::new(
-                    "policy",
-                    netsched_core::names::unknown("policy", "pull policies", s, &names),
-                )
-            })
-    }
-}
+/// The pull policies are one of core's vocabularies (`netsched_core::names`),
+/// re-exported where the pull configs use them.
+pub use netsched_core::names::{PullPolicy, RENAMED_PULL_POLICIES};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -309,10 +235,5 @@ mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(e.field, "max_jobs");
-        assert!(PullPolicy::parse("sparrow").is_ok());
-        let kinds = PullPolicy::ALL.map(PullPolicy::plane);
-        assert_eq!(kinds.iter().filter(|k| k.is_none()).count(), 1);
-        assert_eq!(PullPolicy::Racksched.plane(), None);
-        assert!(PullPolicy::parse("horus").is_err());
     }
 }

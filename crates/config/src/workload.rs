@@ -657,8 +657,35 @@ pub enum TraceError {
     #[error("{}: {reason}", path.display())]
     Invalid {
         path: std::path::PathBuf,
-        reason: String,
+        reason: TraceRowError,
     },
+}
+
+/// What is wrong with a trace's text (`line <n>: <what>`, or the whole).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TraceRowError {
+    #[error("line {line}: header has no service-time column")]
+    NoServiceColumn { line: usize },
+    #[error("line {line}: no numeric column")]
+    NoNumericColumn { line: usize },
+    #[error("line {line}: missing column {column} (has {fields} fields)")]
+    MissingColumn {
+        line: usize,
+        column: usize,
+        fields: usize,
+    },
+    #[error("line {line}: service time '{field}' is not a number")]
+    NotANumber { line: usize, field: String },
+    #[error("line {line}: service time must be finite and >= 0, got {us}")]
+    BadServiceTime { line: usize, us: f64 },
+    #[error("line {line}: missing class column {column}")]
+    MissingClass { line: usize, column: usize },
+    #[error("line {line}: class '{field}' is not an integer in 0..=255")]
+    BadClass { line: usize, field: String },
+    #[error("no service times found")]
+    Empty,
+    #[error("too many rows ({0}), at most 2^32 - 1")]
+    TooManyRows(usize),
 }
 
 fn split_fields(line: &str) -> Vec<&str> {
@@ -667,7 +694,7 @@ fn split_fields(line: &str) -> Vec<&str> {
         .collect()
 }
 
-fn parse_trace(text: &str) -> Result<Trace, String> {
+fn parse_trace(text: &str) -> Result<Trace, TraceRowError> {
     let mut service_ns = Vec::new();
     let mut classes = Vec::new();
     let mut col: Option<usize> = None;
@@ -688,7 +715,7 @@ fn parse_trace(text: &str) -> Result<Trace, String> {
                 col = named;
                 class_col = fields.iter().position(|f| *f == "class");
                 if col.is_none() && class_col.is_some() && fields.len() == 1 {
-                    return Err(format!("line {lineno}: header has no service-time column"));
+                    return Err(TraceRowError::NoServiceColumn { line: lineno });
                 }
                 continue;
             }
@@ -700,45 +727,41 @@ fn parse_trace(text: &str) -> Result<Trace, String> {
                     .iter()
                     .enumerate()
                     .position(|(i, f)| Some(i) != class_col && f.parse::<f64>().is_ok());
-                let c = found.ok_or_else(|| format!("line {lineno}: no numeric column"))?;
+                let c = found.ok_or(TraceRowError::NoNumericColumn { line: lineno })?;
                 col = Some(c);
                 c
             }
         };
-        let field = fields.get(c).ok_or_else(|| {
-            format!(
-                "line {lineno}: missing column {} (has {} fields)",
-                c + 1,
-                fields.len()
-            )
+        let field = fields.get(c).ok_or(TraceRowError::MissingColumn {
+            line: lineno,
+            column: c + 1,
+            fields: fields.len(),
         })?;
-        let us: f64 = field
-            .parse()
-            .map_err(|_| format!("line {lineno}: service time '{field}' is not a number"))?;
+        let us: f64 = field.parse().map_err(|_| TraceRowError::NotANumber {
+            line: lineno,
+            field: field.to_string(),
+        })?;
         if !(us.is_finite() && us >= 0.0) {
-            return Err(format!(
-                "line {lineno}: service time must be finite and >= 0, got {us}"
-            ));
+            return Err(TraceRowError::BadServiceTime { line: lineno, us });
         }
         service_ns.push(us_to_ns(us));
         if let Some(cc) = class_col {
-            let f = fields
-                .get(cc)
-                .ok_or_else(|| format!("line {lineno}: missing class column {}", cc + 1))?;
-            let class: u8 = f
-                .parse()
-                .map_err(|_| format!("line {lineno}: class '{f}' is not an integer in 0..=255"))?;
+            let f = fields.get(cc).ok_or(TraceRowError::MissingClass {
+                line: lineno,
+                column: cc + 1,
+            })?;
+            let class: u8 = f.parse().map_err(|_| TraceRowError::BadClass {
+                line: lineno,
+                field: f.to_string(),
+            })?;
             classes.push(class);
         }
     }
     if service_ns.is_empty() {
-        return Err("no service times found".into());
+        return Err(TraceRowError::Empty);
     }
     if service_ns.len() > u32::MAX as usize {
-        return Err(format!(
-            "too many rows ({}), at most 2^32 - 1",
-            service_ns.len()
-        ));
+        return Err(TraceRowError::TooManyRows(service_ns.len()));
     }
     Ok(Trace {
         service_ns,

@@ -22,6 +22,7 @@ pub mod registry;
 pub mod retry_budget;
 pub mod rng;
 pub mod switch;
+pub mod unknown_name;
 
 pub use control::Control;
 pub use dataplane::{

@@ -103,7 +103,7 @@ pub struct UnknownPolicy(pub String);
 impl std::fmt::Display for UnknownPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names = Policy::ALL.map(|p| p.name());
-        f.write_str(&crate::names::unknown(
+        f.write_str(&crate::unknown_name::unknown(
             "policy",
             "push policies",
             &self.0,

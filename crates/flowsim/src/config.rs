@@ -219,7 +219,9 @@ impl FlowConfig {
         self.policies
             .iter()
             .enumerate()
-            .map(|(i, p)| Policy::parse(p).map_err(|m| err(&format!("policies[{i}]"), m)))
+            .map(|(i, p)| {
+                Policy::parse(p).map_err(|m| err(&format!("policies[{i}]"), m.to_string()))
+            })
             .collect()
     }
 

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use netsched_config::workload::ServiceDist;
+use netsched_core::Policy;
 
 use crate::error::Error;
 use crate::nginx::Nginx;
@@ -91,7 +92,10 @@ impl Default for CapacityOpts {
             fail_retries: 1,
             probe_ms: 1500,
             repeats: 3,
-            setups: vec!["horus".into(), "nginx".into()],
+            setups: vec![
+                Policy::Horus.name().into(),
+                crate::nginx::NGINX_SETUP.into(),
+            ],
             batch: netsched_node::config::SwitchConfig::default().batch,
             coalesce_us: 0,
             daemon: DaemonHost::Thread,
@@ -128,7 +132,7 @@ impl CapacityOpts {
     }
 
     /// A daemon setup's policy and settings ([`DaemonSetup::parse`]).
-    pub fn daemon_setup<'a>(&self, setup: &'a str) -> Result<DaemonSetup<'a>, ConfigError> {
+    pub fn daemon_setup(&self, setup: &str) -> Result<DaemonSetup, ConfigError> {
         DaemonSetup::parse(setup, self)
     }
 
@@ -143,20 +147,20 @@ impl CapacityOpts {
 /// One daemon setup of a run: its policy and the socket-path settings it
 /// is measured with.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DaemonSetup<'a> {
-    pub policy: &'a str,
+pub struct DaemonSetup {
+    pub policy: Policy,
     pub coalesce_us: u64,
     pub batch: usize,
     pub busy_poll_us: u32,
     pub threads: usize,
 }
 
-impl<'a> DaemonSetup<'a> {
+impl DaemonSetup {
     /// `policy[@setting]...`: a setting is a bare number (`coalesce_us`, as
     /// in `horus@200`) or one of `coalesce=`, `batch=`, `busy_poll=` (µs),
     /// `threads=`; unnamed ones take the run's `coalesce_us` and `batch`,
     /// no busy polling and one thread.
-    pub fn parse(setup: &'a str, opts: &CapacityOpts) -> Result<Self, ConfigError> {
+    pub fn parse(setup: &str, opts: &CapacityOpts) -> Result<Self, ConfigError> {
         let bad = |why: &str| {
             ConfigError::Invalid(format!(
                 "setup '{setup}' ({why}): nginx or a daemon policy[@coalesce_us][@batch=N]\
@@ -165,7 +169,7 @@ impl<'a> DaemonSetup<'a> {
         };
         let mut parts = setup.split('@');
         let policy = parts.next().unwrap_or_default();
-        crate::bench::parse_policy(policy).map_err(|_| bad("unknown policy"))?;
+        let policy = crate::bench::parse_policy(policy).map_err(|_| bad("unknown policy"))?;
         let mut d = DaemonSetup {
             policy,
             coalesce_us: opts.coalesce_us,
@@ -763,7 +767,7 @@ mod tests {
             ..Default::default()
         };
         let plain = opts.daemon_setup("horus").unwrap();
-        assert_eq!((plain.policy, plain.coalesce_us), ("horus", 7));
+        assert_eq!((plain.policy, plain.coalesce_us), (Policy::Horus, 7));
         assert_eq!((plain.batch, plain.threads, plain.busy_poll_us), (32, 1, 0));
         assert_eq!(opts.daemon_setup("horus@200").unwrap().coalesce_us, 200);
         let tuned = opts
@@ -772,7 +776,7 @@ mod tests {
         assert_eq!(
             tuned,
             DaemonSetup {
-                policy: "horus",
+                policy: Policy::Horus,
                 coalesce_us: 0,
                 batch: 64,
                 busy_poll_us: 50,

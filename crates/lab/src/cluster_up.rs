@@ -130,7 +130,7 @@ fn default_run_dir() -> PathBuf {
     PathBuf::from("results/cluster-up")
 }
 fn default_policies() -> Vec<String> {
-    vec!["horus".into(), "rs-h".into()]
+    vec![Policy::Horus.name().into(), Policy::RsH.name().into()]
 }
 fn default_two() -> usize {
     2

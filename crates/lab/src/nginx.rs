@@ -77,7 +77,11 @@ impl Default for NginxBenchOpts {
             service: ServiceDist::Exp { mean_us: 500.0 },
             loads: vec![0.3, 0.5, 0.7, 0.8, 0.9],
             duration_ms: 3000,
-            setups: vec!["horus".into(), "racksched".into(), "nginx".into()],
+            setups: vec![
+                Policy::Horus.name().into(),
+                Policy::Racksched.name().into(),
+                NGINX_SETUP.into(),
+            ],
             nginx: DEFAULT_NGINX.into(),
             stream_module: DEFAULT_STREAM_MODULE.into(),
             rocksdb_keys: 0,
@@ -112,11 +116,7 @@ impl NginxBenchOpts {
             )));
         }
         for s in &self.setups {
-            if s != "nginx" {
-                crate::bench::parse_policy(s).map_err(|_| {
-                    ConfigError::Invalid(format!("unknown setup '{s}': nginx or a daemon policy"))
-                })?;
-            }
+            Setup::parse(s)?;
         }
         Ok(())
     }
@@ -283,7 +283,7 @@ fn loopback() -> Result<UdpSocket, Error> {
 
 /// The config of a standalone leaf of `policy` over `workers` (pool 1).
 pub(crate) fn leaf_toml(
-    policy: &str,
+    policy: Policy,
     workers: &[SocketAddr],
     listen: SocketAddr,
     batch: usize,
@@ -292,14 +292,15 @@ pub(crate) fn leaf_toml(
     let list: Vec<String> = workers.iter().map(|a| format!("\"{a}\"")).collect();
     format!(
         "listen = \"{listen}\"\nbatch = {batch}\ncoalesce_us = {coalesce_us}\n[[instance]]\npool = 1\nrole = \"leaf\"\n\
-         policy = \"{policy}\"\ndownstream = [{}]\n",
+         policy = \"{}\"\ndownstream = [{}]\n",
+        policy.name(),
         list.join(", ")
     )
 }
 
 /// A standalone leaf daemon of `policy` over `workers`, on its own thread.
 fn leaf(
-    policy: &str,
+    policy: Policy,
     workers: &[SocketAddr],
     stop: &Arc<AtomicBool>,
 ) -> Result<(SocketAddr, std::thread::JoinHandle<()>), Error> {
@@ -362,7 +363,11 @@ pub fn run(opts: &NginxBenchOpts, mut progress: impl FnMut(&Row)) -> Result<Vec<
     };
     let workers = Worker::start(&wcfg, socks, stop.clone())?;
     let addrs = workers.addrs().to_vec();
-    let rs_servers = if opts.setups.iter().any(|s| is_racksched(s)) {
+    let rs_servers = if opts
+        .setups
+        .iter()
+        .any(|s| matches!(Setup::parse(s), Ok(Setup::Daemon(Policy::Racksched))))
+    {
         let socks = (0..opts.workers / opts.racksched_executors)
             .map(|_| loopback())
             .collect::<Result<Vec<_>, _>>()?;
@@ -429,22 +434,22 @@ fn measure(
 ) -> Result<Vec<Row>, Error> {
     let mut targets = Vec::new();
     for setup in &opts.setups {
-        let t = match setup.as_str() {
-            "nginx" => {
+        let t = match Setup::parse(setup)? {
+            Setup::Nginx => {
                 let n = Nginx::start(&opts.nginx, &opts.stream_module, backends.workers)?;
                 let t = (n.listen, WireFamily::Horus);
                 *nginx = Some(n);
                 t
             }
-            policy => {
-                let nodes = if is_racksched(policy) {
+            Setup::Daemon(policy) => {
+                let nodes = if policy == Policy::Racksched {
                     backends.racksched_servers
                 } else {
                     backends.workers
                 };
                 let (a, h) = leaf(policy, nodes, d_stop)?;
                 daemons.push(h);
-                let wire = if is_racksched(policy) {
+                let wire = if policy == Policy::Racksched {
                     WireFamily::Racksched
                 } else {
                     WireFamily::Horus
@@ -509,7 +514,26 @@ pub fn medians(rows: &[Row]) -> Vec<(String, f64, [f64; 3], [u64; 3])> {
         .collect()
 }
 
-/// A setup that runs RackSched's ToR (its own servers and wire family).
-fn is_racksched(setup: &str) -> bool {
-    Policy::parse(setup) == Ok(Policy::Racksched)
+/// The setup that runs nginx rather than a daemon.
+pub const NGINX_SETUP: &str = "nginx";
+
+/// What one setup runs: nginx, or a leaf daemon of a push policy (whose
+/// `racksched` runs RackSched's ToR over its own servers and wire family).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setup {
+    Nginx,
+    Daemon(Policy),
+}
+
+impl Setup {
+    pub fn parse(s: &str) -> Result<Setup, ConfigError> {
+        if s == NGINX_SETUP {
+            return Ok(Setup::Nginx);
+        }
+        crate::bench::parse_policy(s)
+            .map(Setup::Daemon)
+            .map_err(|_| {
+                ConfigError::Invalid(format!("unknown setup '{s}': nginx or a daemon policy"))
+            })
+    }
 }

@@ -56,7 +56,7 @@ impl Default for PullBenchOpts {
             policies: vec![
                 PullPolicy::Draconis,
                 PullPolicy::DraconisServer,
-                PullPolicy::R2p2,
+                PullPolicy::R2p2Recirc,
                 PullPolicy::Sparrow,
             ],
             executors: 8,

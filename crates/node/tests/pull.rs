@@ -149,15 +149,8 @@ fn assert_all_completed(r: &PullReport, what: &str) {
 #[test]
 fn every_pull_policy_completes_every_task_on_loopback() {
     let _g = serial();
-    for policy in [
-        PullPolicy::Draconis,
-        PullPolicy::DraconisPriority,
-        PullPolicy::DraconisResource,
-        PullPolicy::DraconisLocality,
-        PullPolicy::DraconisServer,
-        PullPolicy::R2p2,
-        PullPolicy::Sparrow,
-    ] {
+    // Every pull scheduler (racksched-nodes runs a push data plane).
+    for policy in PullPolicy::ALL.into_iter().filter(|p| p.plane().is_some()) {
         let s = Setup::start(policy, 4, |_, _| {});
         // 4 executors at 200 µs: 20 K tasks/s capacity; 2 K/s is load 0.1.
         let mut c = s.client(2_000.0, 400, 200.0, 3);
@@ -177,7 +170,7 @@ fn every_pull_policy_completes_every_task_on_loopback() {
         let jobs = d.metric("netsched_rx_packets_total", "{type=\"job_submission\"}");
         assert!(jobs > 0, "{name}: no job_submission received");
         match policy {
-            PullPolicy::R2p2 | PullPolicy::Sparrow => assert_eq!(r.acks, 0, "{name}"),
+            PullPolicy::R2p2Recirc | PullPolicy::Sparrow => assert_eq!(r.acks, 0, "{name}"),
             // One ack per job_submission packet (§4.3), each counting its
             // queued tasks.
             _ => {
@@ -401,7 +394,7 @@ fn r2p2_keeps_at_most_its_bound_of_tasks_at_an_executor() {
     let _g = serial();
     // One executor, bound 2, tasks of 5 ms at 600/s: far above capacity, so
     // the switch holds tasks by recirculation and the budget returns some.
-    let s = Setup::start(PullPolicy::R2p2, 1, |sc, _| {
+    let s = Setup::start(PullPolicy::R2p2Recirc, 1, |sc, _| {
         sc.r2p2.jbsq_bound = 2;
         sc.r2p2.recirc_budget = Some(64);
     });

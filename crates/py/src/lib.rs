@@ -278,6 +278,14 @@ fn source_tree() -> &'static str {
     env!("NETSCHED_SOURCE_TREE")
 }
 
+/// Every policy name by family (`push` for `run_sim`, `pull` for
+/// `run_pull`, `flow` for `run_flowsim`), from the enums every driver
+/// parses (`netsched_core::names`): Python lists these, not copies.
+#[pyfunction]
+fn policy_names() -> std::collections::BTreeMap<&'static str, Vec<&'static str>> {
+    netsched_core::names::families().into_iter().collect()
+}
+
 /// JSON text of a table → TOML text, so a config given as a Python dict goes
 /// through the same TOML parser (and error messages) as a file.
 #[pyfunction]
@@ -299,6 +307,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_flowsim, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_pull, m)?)?;
     m.add_function(wrap_pyfunction!(json_to_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(policy_names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -279,7 +279,7 @@ fn accounted(s: &PullSummary) {
 #[test]
 fn r2p2_drops_are_counted_and_resubmitted() {
     let s = one(&small(
-        "r2p2",
+        "r2p2-recirc",
         "[r2p2]\njbsq_bound = 1\nrecirc_budget = 4\n[client]\ntimeout_us = 200\nmax_attempts = 1000",
     ));
     assert!(s.dropped > 0, "{s:?}");
@@ -299,7 +299,7 @@ fn r2p2_drops_are_counted_and_resubmitted() {
 #[test]
 fn r2p2_single_attempt_gives_up_dropped_tasks() {
     let s = one(&small(
-        "r2p2",
+        "r2p2-recirc",
         "[r2p2]\njbsq_bound = 1\nrecirc_budget = 2\n[client]\ntimeout_us = 1000\nmax_attempts = 1",
     ));
     assert!(s.gave_up > 0, "{s:?}");
@@ -317,7 +317,7 @@ fn r2p2_single_attempt_gives_up_dropped_tasks() {
 fn r2p2_1_drops_at_the_recirculation_port_r2p2_3_does_not() {
     let run = |bound: u32, gbps: f64| {
         one(&small(
-            "r2p2",
+            "r2p2-recirc",
             &format!(
                 "[network]\nrecirc_gbps = {gbps}\nrecirc_buffer = 4\n\
                  [client]\ntimeout_us = 1000\nmax_attempts = 1000\n[r2p2]\njbsq_bound = {bound}"
@@ -361,9 +361,9 @@ fn every_policy_accounts_for_every_task() {
         "draconis",
         "draconis-priority",
         "draconis-server",
-        "r2p2",
+        "r2p2-recirc",
         "sparrow",
-        "racksched",
+        "racksched-nodes",
     ] {
         let s = one(&small(p, "job_tasks = 3"));
         accounted(&s);
@@ -387,10 +387,10 @@ fn deterministic_for_a_seed() {
     };
     for p in [
         "draconis-locality",
-        "r2p2",
+        "r2p2-recirc",
         "sparrow",
         "draconis-server",
-        "racksched",
+        "racksched-nodes",
     ] {
         let text = small(p, "arrival = \"bursty\"\n[workload.locality]");
         let a = strip(one(&text));
@@ -563,8 +563,8 @@ fn config_errors_name_the_field() {
 fn completion_is_response_minus_the_client_links() {
     for p in [
         "draconis",
-        "r2p2",
-        "racksched",
+        "r2p2-recirc",
+        "racksched-nodes",
         "sparrow",
         "draconis-server",
     ] {
@@ -651,7 +651,7 @@ fn get_task_step_grows_by_a_recirculation_per_level() {
 /// otherwise be sent again, adding load.
 #[test]
 fn push_baselines_resubmit_only_lost_copies() {
-    for p in ["r2p2", "racksched", "sparrow"] {
+    for p in ["r2p2-recirc", "racksched-nodes", "sparrow"] {
         let s = one(&small(
             p,
             "load = 0.9\ntasks = 2000\n[r2p2]\nrecirc_budget = 100000\n[client]\ntimeout_us = 150\nmax_attempts = 2",
@@ -676,7 +676,7 @@ fn calibrated_draconis_toml_meets_the_low_load_bar() {
     let text = include_str!("../../../experiments/draconis.toml")
         .replace("tasks = 60000", "tasks = 2000")
         .replace(
-            r#"policies = ["draconis", "racksched", "draconis-server", "r2p2", "sparrow"]"#,
+            r#"policies = ["draconis", "racksched-nodes", "draconis-server", "r2p2-recirc", "sparrow"]"#,
             r#"policies = ["draconis", "draconis-server"]"#,
         )
         .replace("loads = [0.2, 0.4, 0.6, 0.8, 0.9, 0.95]", "loads = [0.2]");

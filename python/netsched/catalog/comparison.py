@@ -35,7 +35,7 @@ from . import base
 from .base import Experiment, fmt, lines, register
 
 PUSH = ["horus", "rs-h", "rs-lb", "jsq", "jiq"]
-PULL = ["draconis", "r2p2", "sparrow"]
+PULL = ["draconis", "r2p2-recirc", "sparrow"]
 SYSTEMS = PUSH + PULL
 HOP_US = 2.0
 CORES_PER_SERVER = 16
@@ -87,15 +87,17 @@ def pull_config(policy, load, racks, scale):
 
 
 def points(scale):
+    from ..api import simulator_of  # the native module, loaded only to run
+
     pts = []
     for topo, racks in TOPOLOGIES.items():
         for system in SYSTEMS:
             for load in loads(scale):
                 labels = {"topology": topo, "system": system, "load": load}
-                if system in PUSH:
-                    pts.append(Point(labels, push_config(system, load, racks, scale), "sim"))
-                else:
-                    pts.append(Point(labels, pull_config(system, load, racks, scale), "pull"))
+                # A system is a policy name; its family says which simulator runs it.
+                kind = simulator_of(system)
+                make = push_config if kind == "sim" else pull_config
+                pts.append(Point(labels, make(system, load, racks, scale), kind))
     return pts
 
 
@@ -151,7 +153,7 @@ STYLE = {
     "jsq": ("black", "x", "JSQ (sim)"),
     "jiq": ("tab:cyan", "P", "JIQ (sim)"),
     "draconis": ("tab:purple", "D", "Draconis (pull)"),
-    "r2p2": ("tab:olive", "v", "R2P2 JBSQ(3) (pull)"),
+    "r2p2-recirc": ("tab:olive", "v", "R2P2 JBSQ(3) (pull)"),
     "sparrow": ("tab:red", "*", "Sparrow (pull)"),
 }
 

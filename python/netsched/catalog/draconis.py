@@ -47,17 +47,17 @@ MEAN_US = {"fixed100": 100, "fixed250": 250, "fixed500": 500, "bimodal": 300, "t
 # server are the same code with other parameters (§8 "Schedulers").
 SYSTEMS = {
     "draconis": ("draconis", {}),
-    "racksched": ("racksched", {}),
+    "racksched": ("racksched-nodes", {}),
     "draconis-server": ("draconis-server", {}),
     # §8.1: sockets "cannot support more than 160k tps": 2 steps per task at
     # 3.125 µs each (the DPDK server's 450 ns gives its 1.1 M tps).
     "draconis-socket-server": ("draconis-server", {"server": {"step_ns": 3125}}),
-    "r2p2": ("r2p2", {"r2p2": {"jbsq_bound": 3}}),
-    "r2p2-1": ("r2p2", {"r2p2": {"jbsq_bound": 1}}),
-    "r2p2-3": ("r2p2", {"r2p2": {"jbsq_bound": 3}}),
-    "r2p2-5": ("r2p2", {"r2p2": {"jbsq_bound": 5}}),
-    "r2p2-7": ("r2p2", {"r2p2": {"jbsq_bound": 7}}),
-    "r2p2-9": ("r2p2", {"r2p2": {"jbsq_bound": 9}}),
+    "r2p2": ("r2p2-recirc", {"r2p2": {"jbsq_bound": 3}}),
+    "r2p2-1": ("r2p2-recirc", {"r2p2": {"jbsq_bound": 1}}),
+    "r2p2-3": ("r2p2-recirc", {"r2p2": {"jbsq_bound": 3}}),
+    "r2p2-5": ("r2p2-recirc", {"r2p2": {"jbsq_bound": 5}}),
+    "r2p2-7": ("r2p2-recirc", {"r2p2": {"jbsq_bound": 7}}),
+    "r2p2-9": ("r2p2-recirc", {"r2p2": {"jbsq_bound": 9}}),
     "sparrow": ("sparrow", {"sparrow": {"schedulers": 1}}),
     "sparrow-2": ("sparrow", {"sparrow": {"schedulers": 2}}),
     "draconis-locality": ("draconis-locality", {}),

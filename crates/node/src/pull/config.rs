@@ -158,10 +158,10 @@ impl PullSwitchConfig {
     }
 
     pub fn validate(&self) -> Result<(), PullError> {
-        if self.policy == PullPolicy::Racksched {
+        if self.policy == PullPolicy::RackschedNodes {
             return Err(invalid(
                 "policy",
-                "racksched is a push scheduler; run it with `instance` tables (docs/runtime.md)",
+                "racksched-nodes runs a push scheduler; run `racksched` with `instance` tables (docs/runtime.md)",
             ));
         }
         if self.executors.is_empty() {
@@ -390,10 +390,10 @@ impl PullWorkerConfig {
                 "a worker needs at least one executor address",
             ));
         }
-        if self.policy == PullPolicy::Racksched {
+        if self.policy == PullPolicy::RackschedNodes {
             return Err(invalid(
                 "policy",
-                "racksched workers are push workers (no `policy` key)",
+                "racksched-nodes workers are push workers (no `policy` key)",
             ));
         }
         if self.request_timeout_ms == 0 {

@@ -82,7 +82,7 @@ mod tests {
         assert!(matches!(e, PullError::Config(ref c) if c.field == "executors"));
         let mut cfg = PullSwitchConfig::new(
             "127.0.0.1:0",
-            PullPolicy::R2p2,
+            PullPolicy::R2p2Recirc,
             vec!["127.0.0.1:9".parse().unwrap()],
         );
         cfg.r2p2.jbsq_bound = 0;

@@ -60,7 +60,7 @@ enum Mode {
 impl Mode {
     fn of(p: PullPolicy) -> Mode {
         match p {
-            PullPolicy::R2p2 => Mode::Push,
+            PullPolicy::R2p2Recirc => Mode::Push,
             PullPolicy::Sparrow => Mode::Sparrow,
             _ => Mode::Pull,
         }

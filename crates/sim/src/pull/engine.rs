@@ -311,7 +311,7 @@ impl<'a> Sim<'a> {
         };
         // RackSched as Draconis §8 runs it: power-of-k over nodes, each a
         // cFCFS queue (the push registry's `racksched` leaf data plane).
-        let rack = (policy == PullPolicy::Racksched).then(|| {
+        let rack = (policy == PullPolicy::RackschedNodes).then(|| {
             let rack_params = PlaneParams {
                 samples: cfg.racksched.samples,
                 ..PlaneParams::default()

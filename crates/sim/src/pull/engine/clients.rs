@@ -110,13 +110,13 @@ impl Sim<'_> {
             self.q.at(at, Ev::Timeout(id, send));
         }
         match self.policy {
-            PullPolicy::R2p2 => {
+            PullPolicy::R2p2Recirc => {
                 for id in lo..hi {
                     let task = self.task_info(id);
                     self.send_pull(now + self.link, 0, PullInput::Request { client, task });
                 }
             }
-            PullPolicy::Racksched => {
+            PullPolicy::RackschedNodes => {
                 for id in lo..hi {
                     let meta = TaskMeta {
                         id: rack_id(id, self.attempt(id)),

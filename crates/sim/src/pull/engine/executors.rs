@@ -19,7 +19,7 @@ impl Sim<'_> {
         }
         if x.running.is_some() {
             // R2P2: JBSQ queues up to k − 1 tasks behind the running one.
-            debug_assert_eq!(self.policy, PullPolicy::R2p2);
+            debug_assert_eq!(self.policy, PullPolicy::R2p2Recirc);
             x.local.push_back(task);
         } else {
             self.start(now, e, task);
@@ -92,7 +92,7 @@ impl Sim<'_> {
         // The reply crosses the switch to the client: two links.
         self.q.at(now + 2 * self.link, Ev::Done(task.id));
         match self.policy {
-            PullPolicy::R2p2 => {
+            PullPolicy::R2p2Recirc => {
                 self.send_pull(now + self.link, 0, PullInput::Completion { executor: e });
                 if let Some(next) = self.execs[e as usize].local.pop_front() {
                     self.start(now, e, next);
@@ -107,7 +107,7 @@ impl Sim<'_> {
                     self.send_get_task(now, get);
                 }
             }
-            PullPolicy::Racksched => {
+            PullPolicy::RackschedNodes => {
                 // The reply passes the switch with the node's queue length
                 // (RackSched LOAD, §3.2), then the node serves its own queue.
                 let node = self.execs[e as usize].info.node as usize;
