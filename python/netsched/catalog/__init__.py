@@ -24,7 +24,7 @@ def ordered() -> list[Experiment]:
 
 def get(name: str) -> Experiment:
     """The entry `name`; `base+x+y` is a family's entry with designs x and y
-    (the comparison's: `comparison+pow3-idle`), registered on first use."""
+    (the comparison's: `comparison+random`, any push policy), registered on first use."""
     base, *extra = name.split("+")
     if name not in REGISTRY and extra and base in FAMILIES and all(extra):
         return register(FAMILIES[base](tuple(extra)))

@@ -26,7 +26,7 @@ What cannot be identical: the push systems have a per-core FCFS queue (Horus
 (Draconis), in a 3-deep executor queue (R2P2 JBSQ(3)) or as reservations at
 workers (Sparrow, one scheduler host per rack, d = 2).
 
-More push designs join by name: ``comparison+pow3-idle`` (any policy of the
+More push designs join by name: ``comparison+random`` (any policy of the
 registry, crates/core/src/registry.rs, ``+``-separated) is this entry with
 those designs beside the eight, on the same workloads (docs/extending.md).
 """
