@@ -158,7 +158,13 @@ fn the_example_runs_in_netsched_switch_over_udp() {
         ),
     );
     let json = d.join("client.json");
-    let (code, _, err) = netsched(&["client", "-c", &client_cfg, "--json", json.to_str().unwrap()]);
+    let (code, _, err) = netsched(&[
+        "client",
+        "-c",
+        &client_cfg,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -222,7 +228,11 @@ fn the_example_is_one_file_and_one_registry_line() {
                 .filter(|l| names.iter().any(|n| l.contains(n)))
                 .map(|l| l.trim().to_string())
                 .collect();
-            let rel = f.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+            let rel = f
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             (!lines.is_empty()).then_some((rel, lines))
         })
         .collect();

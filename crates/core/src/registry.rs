@@ -244,20 +244,20 @@ impl std::error::Error for UnknownPolicy {}
 /// The policies written out in this file; [`Policy::ALL`] adds the
 /// [`registered!`] ones after them.
 const BUILT_IN: [Policy; 14] = [
-        Policy::Horus,
-        Policy::HorusTokens,
-        Policy::RsH,
-        Policy::RsLb,
-        Policy::Racksched,
-        Policy::Random,
-        Policy::RoundRobin,
-        Policy::Jsq,
-        Policy::Jiq,
-        Policy::Pow2Instant,
-        Policy::Pow2Delayed,
-        Policy::IdleOnly,
-        Policy::Central,
-        Policy::R2p2,
+    Policy::Horus,
+    Policy::HorusTokens,
+    Policy::RsH,
+    Policy::RsLb,
+    Policy::Racksched,
+    Policy::Random,
+    Policy::RoundRobin,
+    Policy::Jsq,
+    Policy::Jiq,
+    Policy::Pow2Instant,
+    Policy::Pow2Delayed,
+    Policy::IdleOnly,
+    Policy::Central,
+    Policy::R2p2,
 ];
 
 impl Policy {
@@ -322,7 +322,11 @@ impl Policy {
             Policy::Extra(e) => e.shape() == Shape::Flat,
             _ => !matches!(
                 self,
-                Policy::Horus | Policy::HorusTokens | Policy::RsH | Policy::RsLb | Policy::Racksched
+                Policy::Horus
+                    | Policy::HorusTokens
+                    | Policy::RsH
+                    | Policy::RsLb
+                    | Policy::Racksched
             ),
         }
     }
