@@ -248,3 +248,29 @@ fn the_example_is_one_file_and_one_registry_line() {
     );
     assert_eq!(lines[0], ["pow3_idle::Pow3Idle = \"pow3-idle\","]);
 }
+
+/// The registry's line is also what `--help` lists and what a typo is
+/// matched against.
+#[test]
+fn the_example_is_in_help_and_in_suggestions() {
+    let (code, out, err) = netsched(&["sim", "--help"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("Policies: ") && l.contains(POLICY)),
+        "{out}"
+    );
+    let cfg = repo().join("experiments/example-pow3-idle.toml");
+    let (code, _, err) = netsched(&[
+        "sim",
+        "-q",
+        "-c",
+        cfg.to_str().unwrap(),
+        "--policy",
+        "pow3-idel",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("did you mean `pow3-idle`?"), "{err}");
+    let (code, _, err) = netsched(&["check", cfg.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+}
