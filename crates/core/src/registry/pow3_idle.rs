@@ -179,32 +179,17 @@ impl Control for Pow3Idle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TaskMeta;
+    use crate::baselines::testutil::{done, run};
 
     fn task(id: u64) -> Input {
-        Input::Task(TaskMeta {
-            id,
-            first: true,
-            last: true,
-            ..TaskMeta::default()
-        })
-    }
-
-    fn reply(node: NodeId, qlen: u32) -> Input {
-        Input::Reply {
-            node,
-            qlen,
-            class: 0,
-            task: 0,
-        }
+        Input::Task(crate::baselines::testutil::task(id))
     }
 
     /// The one action `input` causes.
     fn one(p: &mut Pow3Idle, input: Input) -> Action {
-        let mut out = Outbox::new();
-        p.handle(0, input, &mut out);
-        assert_eq!(out.len(), 1, "{:?}", out.as_slice());
-        out.as_slice()[0]
+        let out = run(p, 0, input);
+        assert_eq!(out.len(), 1, "{out:?}");
+        out[0]
     }
 
     fn dispatch(p: &mut Pow3Idle, id: u64) -> (NodeId, Decision) {
@@ -225,10 +210,14 @@ mod tests {
         // Replies report queues 5, 1, 7 and 9: no worker is idle, so every
         // task samples three of four; worker 1 is among any three but one
         // (which holds 0, 2, 3: the shortest is 0's 5).
-        for (n, q) in [(0, 5), (1, 1), (2, 7), (3, 9)] {
-            let mut out = Outbox::new();
-            p.handle(0, reply(n, q), &mut out);
-            assert!(out.is_empty());
+        for (node, qlen) in [(0, 5), (1, 1), (2, 7), (3, 9)] {
+            let reply = Input::Reply {
+                node,
+                qlen,
+                class: 0,
+                task: 0,
+            };
+            assert!(run(&mut p, 0, reply).is_empty());
         }
         for id in 10..200 {
             let (node, d) = dispatch(&mut p, id);
@@ -236,8 +225,7 @@ mod tests {
             assert!(node == 1 || node == 0, "the longest queues are never chosen: {node}");
         }
         // Worker 2 reports an empty queue: the next task is its, from the stack.
-        let mut out = Outbox::new();
-        p.handle(0, reply(2, 0), &mut out);
+        assert!(run(&mut p, 0, done(2)).is_empty());
         assert_eq!(p.idle(), [2]);
         assert_eq!(dispatch(&mut p, 300), (2, Decision::Idle));
         assert_eq!(dispatch(&mut p, 301).1, Decision::Sampled);
@@ -247,13 +235,13 @@ mod tests {
     fn hostile_replies_and_removed_workers() {
         let mut p = Pow3Idle::build(2, 1, &PlaneParams::default());
         assert_eq!(
-            one(&mut p, reply(9, 0)),
+            one(&mut p, done(9)),
             Action::Drop(DropReason::UnknownNode)
         );
         // Repeated idle reports fill the stack to its capacity, no further.
         let mut out = Outbox::new();
         for _ in 0..10 {
-            p.handle(0, reply(0, 0), &mut out);
+            p.handle(0, done(0), &mut out);
         }
         assert_eq!(p.idle().len(), 2);
         p.remove_node(0, 0, &mut out);
