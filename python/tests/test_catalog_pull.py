@@ -152,3 +152,29 @@ def test_draconis_fig5b_switch_scales_and_servers_saturate():
     for n in (16, 32):
         assert math.isclose(got[("draconis", n)], n * 1e9 / 4001, rel_tol=0.005), got
         assert math.isclose(got[("draconis-socket-server", n)], 160e3, rel_tol=0.005), got
+
+
+def test_the_comparison_takes_a_registered_design_by_name(monkeypatch):
+    """`comparison+pow3-idle`: docs/extending.md's example beside the eight
+    designs, on the same push configs; a run of its point completes."""
+    from netsched import catalog
+    from netsched.catalog import comparison
+
+    e = catalog.get("comparison+pow3-idle")
+    assert e.name == "comparison+pow3-idle" and catalog.get(e.name) is e
+    pts = e.points("reduced")
+    base = catalog.get("comparison").points("reduced")
+    assert len(pts) == len(base) * (len(comparison.SYSTEMS) + 1) // len(comparison.SYSTEMS)
+    ours = [p for p in pts if p.labels["system"] == "pow3-idle"]
+    assert ours and all(p.kind == "sim" for p in ours)
+    # The same workload and topology as every push design: only the policy differs.
+    for p in ours:
+        twin = next(b for b in base if b.labels == {**p.labels, "system": "horus"})
+        assert {**p.config, "policy": "horus"} == twin.config
+    with pytest.raises(ValueError, match="pull system"):
+        catalog.get("comparison+sparrow")
+    with pytest.raises(ValueError, match="unknown experiment"):
+        catalog.get("comparisn+pow3-idle")
+    small = dict(ours[0].config, workload=dict(ours[0].config["workload"], tasks_per_worker=5))
+    runs = netsched.run_sim(small).runs
+    assert list(runs.policy) == ["pow3-idle"] and (runs.p99_us > 0).all()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 VOCABULARIES = {
-    "crates/core/src/registry.rs": r'Policy::\w+ => "([a-z0-9-]+)"',
+    # Built-in policies, and the `module::Type = "name"` lines of `registered!`.
+    "crates/core/src/registry.rs": r'(?:Policy::\w+ => |^    \w+::\w+ = )"([a-z0-9-]+)"',
     "crates/core/src/names.rs": r'(?:Pull|Flow)Policy::\w+ => "([a-z0-9-]+)"',
 }
 
@@ -15,7 +16,7 @@ VOCABULARIES = {
 def policy_names() -> set[str]:
     names = set()
     for path, pattern in VOCABULARIES.items():
-        found = re.findall(pattern, (ROOT / path).read_text())
+        found = re.findall(pattern, (ROOT / path).read_text(), re.MULTILINE)
         assert found, f"no policy names found in {path}"
         names.update(found)
     return names

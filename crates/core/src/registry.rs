@@ -19,13 +19,137 @@ use crate::racksched::{LoadTracking, RackSched, RackSchedConfig, RackSchedSpine,
 use crate::switch::Pipeline;
 use crate::{DataPlane, Input, NodeId, Outbox};
 
+/// Where a [`registered!`] data plane runs in a pool (Horus §3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// One scheduler over all of a pool's workers, as the flat baselines.
+    Flat,
+    /// One per rack over its workers, under RS-LB's spine, which spreads
+    /// tasks uniformly over racks (Horus §4.1).
+    Leaf,
+}
+
+/// What a data plane gives the registry to be run by every driver: how to
+/// build it and where it runs. Besides it implements [`DataPlane`] (the
+/// packets) and [`Control`] (nodes added and removed).
+pub trait Registered: DataPlane + Control + Send + Sized {
+    /// Where it runs.
+    const SHAPE: Shape;
+    /// Over nodes `0..nodes` (workers), seeded. `params` passed
+    /// [`PlaneParams::validate`]; a data plane reads what it needs of them.
+    fn build(nodes: u32, seed: u64, params: &PlaneParams) -> Self;
+}
+
+/// Declares every added data plane's module (`src/registry/<module>.rs`)
+/// and makes its policy one of [`Policy`], its data plane one of [`Plane`]:
+/// `module::Type = "policy-name"`, one line each.
+macro_rules! registered {
+    ($($module:ident :: $plane:ident = $name:literal),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// The policies of [`registered!`], one per line there.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Extra {
+            $($plane),*
+        }
+
+        impl Extra {
+            pub const ALL: [Extra; [$($name),*].len()] = [$(Extra::$plane),*];
+
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Extra::$plane => $name),*
+                }
+            }
+
+            pub fn shape(self) -> Shape {
+                match self {
+                    $(Extra::$plane => <$module::$plane as Registered>::SHAPE),*
+                }
+            }
+
+            fn build(self, nodes: u32, seed: u64, params: &PlaneParams) -> ExtraPlane {
+                match self {
+                    $(Extra::$plane => {
+                        ExtraPlane::$plane(<$module::$plane as Registered>::build(nodes, seed, params))
+                    })*
+                }
+            }
+        }
+
+        /// The data planes of [`registered!`]: what [`Plane::Extra`] holds.
+        pub enum ExtraPlane {
+            $($plane($module::$plane)),*
+        }
+
+        macro_rules! each_extra {
+            ($self:expr, $dp:ident => $e:expr) => {
+                match $self {
+                    $(ExtraPlane::$plane($dp) => $e),*
+                }
+            };
+        }
+    };
+}
+
+// Researchers' data planes, one line each: `module::Type = "policy-name"`,
+// the module in `src/registry/<module>.rs` (docs/extending.md).
+registered! {
+    pow3_idle::Pow3Idle = "pow3-idle",
+}
+
+impl DataPlane for ExtraPlane {
+    #[inline]
+    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+        each_extra!(self, dp => dp.handle(now, input, out))
+    }
+
+    fn pipeline(&self) -> &Pipeline {
+        each_extra!(self, dp => dp.pipeline())
+    }
+
+    fn writes_state_only(&self, input: &Input) -> bool {
+        each_extra!(self, dp => dp.writes_state_only(input))
+    }
+}
+
+impl Control for ExtraPlane {
+    fn add_node(&mut self, node: NodeId, weight: u32, now: u64, out: &mut Outbox) {
+        each_extra!(self, dp => dp.add_node(node, weight, now, out))
+    }
+
+    fn remove_node(&mut self, node: NodeId, now: u64, out: &mut Outbox) {
+        each_extra!(self, dp => dp.remove_node(node, now, out))
+    }
+
+    fn resync(&mut self) -> Option<(bool, u32)> {
+        each_extra!(self, dp => dp.resync())
+    }
+
+    fn tick(&mut self, now: u64, out: &mut Outbox) {
+        each_extra!(self, dp => dp.tick(now, out))
+    }
+}
+
+/// Configs name a policy by [`Policy::name`]; an unknown name is serde's
+/// "unknown variant" error listing [`Policy::NAMES`].
+#[cfg(feature = "serde")]
+impl serde::Serialize for Policy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Policy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Policy, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Policy::parse(&s).map_err(|_| serde::de::Error::unknown_variant(&s, &Policy::NAMES))
+    }
+}
+
 /// A scheduling system, by the name configs use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "kebab-case")
-)]
 pub enum Policy {
     /// Horus spine + leaf schedulers (NSDI'24 §3).
     Horus,
@@ -61,6 +185,8 @@ pub enum Policy {
     /// R2P2's JBSQ(k) router (RackSched §4.5): a queue in the scheduler, at
     /// most `jbsq_bound` tasks outstanding per node.
     R2p2,
+    /// A data plane added in one line of [`registered!`] (docs/extending.md).
+    Extra(Extra),
 }
 
 /// Where a data plane sits: above racks, or in front of a rack's workers
@@ -94,6 +220,7 @@ pub enum PlaneKind {
     IdleOnly,
     Central,
     Jbsq,
+    Extra(Extra),
 }
 
 /// A policy name no data plane answers to.
@@ -114,25 +241,55 @@ impl std::fmt::Display for UnknownPolicy {
 
 impl std::error::Error for UnknownPolicy {}
 
-impl Policy {
-    pub const ALL: [Policy; 14] = [
-        Policy::Horus,
-        Policy::HorusTokens,
-        Policy::RsH,
-        Policy::RsLb,
-        Policy::Racksched,
-        Policy::Random,
-        Policy::RoundRobin,
-        Policy::Jsq,
-        Policy::Jiq,
-        Policy::Pow2Instant,
-        Policy::Pow2Delayed,
-        Policy::IdleOnly,
-        Policy::Central,
-        Policy::R2p2,
-    ];
+/// The policies written out in this file; [`Policy::ALL`] adds the
+/// [`registered!`] ones after them.
+const BUILT_IN: [Policy; 14] = [
+    Policy::Horus,
+    Policy::HorusTokens,
+    Policy::RsH,
+    Policy::RsLb,
+    Policy::Racksched,
+    Policy::Random,
+    Policy::RoundRobin,
+    Policy::Jsq,
+    Policy::Jiq,
+    Policy::Pow2Instant,
+    Policy::Pow2Delayed,
+    Policy::IdleOnly,
+    Policy::Central,
+    Policy::R2p2,
+];
 
-    pub fn name(self) -> &'static str {
+impl Policy {
+    /// Every policy, built-in first, then the [`registered!`] ones in their
+    /// order there: what `--help`, name checks and suggestions list.
+    pub const ALL: [Policy; BUILT_IN.len() + Extra::ALL.len()] = {
+        let mut all = [Policy::Horus; BUILT_IN.len() + Extra::ALL.len()];
+        let mut i = 0;
+        while i < BUILT_IN.len() {
+            all[i] = BUILT_IN[i];
+            i += 1;
+        }
+        let mut j = 0;
+        while j < Extra::ALL.len() {
+            all[i + j] = Policy::Extra(Extra::ALL[j]);
+            j += 1;
+        }
+        all
+    };
+
+    /// Every policy's name, in [`Policy::ALL`]'s order.
+    pub const NAMES: [&'static str; Policy::ALL.len()] = {
+        let mut names = [""; Policy::ALL.len()];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Policy::ALL[i].name();
+            i += 1;
+        }
+        names
+    };
+
+    pub const fn name(self) -> &'static str {
         match self {
             Policy::Horus => "horus",
             Policy::HorusTokens => "horus-tokens",
@@ -148,6 +305,7 @@ impl Policy {
             Policy::IdleOnly => "idle-only",
             Policy::Central => "central",
             Policy::R2p2 => "r2p2",
+            Policy::Extra(e) => e.name(),
         }
     }
 
@@ -160,10 +318,17 @@ impl Policy {
 
     /// One scheduler over all workers of a pool rather than spine + leaf.
     pub fn is_flat(self) -> bool {
-        !matches!(
-            self,
-            Policy::Horus | Policy::HorusTokens | Policy::RsH | Policy::RsLb | Policy::Racksched
-        )
+        match self {
+            Policy::Extra(e) => e.shape() == Shape::Flat,
+            _ => !matches!(
+                self,
+                Policy::Horus
+                    | Policy::HorusTokens
+                    | Policy::RsH
+                    | Policy::RsLb
+                    | Policy::Racksched
+            ),
+        }
     }
 
     /// Runs Horus's leaf and spine data planes (with any options).
@@ -202,6 +367,9 @@ impl Policy {
             (Policy::IdleOnly, _) => PlaneKind::IdleOnly,
             (Policy::Central, _) => PlaneKind::Central,
             (Policy::R2p2, _) => PlaneKind::Jbsq,
+            // RS-LB's spread over racks above a leaf-level data plane.
+            (Policy::Extra(e), Layer::Spine) if e.shape() == Shape::Leaf => PlaneKind::Random,
+            (Policy::Extra(e), _) => PlaneKind::Extra(e),
         }
     }
 }
@@ -328,6 +496,8 @@ pub enum Plane {
     IdleOnly(IdleOnly),
     Central(CentralQueue),
     Jbsq(Jbsq),
+    /// A [`registered!`] data plane.
+    Extra(ExtraPlane),
 }
 
 macro_rules! each_plane {
@@ -345,6 +515,7 @@ macro_rules! each_plane {
             Plane::IdleOnly($dp) => $e,
             Plane::Central($dp) => $e,
             Plane::Jbsq($dp) => $e,
+            Plane::Extra($dp) => $e,
         }
     };
 }
@@ -401,6 +572,7 @@ impl Plane {
             // FCFS and longest-waiting-node-first: no random choice to seed.
             PlaneKind::Central => Plane::Central(CentralQueue::central(n, p.queue_capacity)),
             PlaneKind::Jbsq => Plane::Jbsq(Jbsq::new(n, p.jbsq_bound, p.queue_capacity)),
+            PlaneKind::Extra(e) => Plane::Extra(e.build(n, seed, p)),
         }
     }
 

@@ -6,7 +6,7 @@ in the paper's style and the paper's stated numbers (`Claim`s)."""
 import difflib
 import re
 
-from .base import REGISTRY, SCALES, Claim, Experiment  # noqa: F401
+from .base import FAMILIES, REGISTRY, SCALES, Claim, Experiment, register  # noqa: F401
 from . import horus, horus_appendix, horus_testbed, racksched  # noqa: F401  (registration)
 from . import draconis, comparison  # noqa: F401  (registration)
 from . import baraat, baraat_sweeps  # noqa: F401  (registration)
@@ -23,6 +23,11 @@ def ordered() -> list[Experiment]:
 
 
 def get(name: str) -> Experiment:
+    """The entry `name`; `base+x+y` is a family's entry with designs x and y
+    (the comparison's: `comparison+random`, any push policy), registered on first use."""
+    base, *extra = name.split("+")
+    if name not in REGISTRY and extra and base in FAMILIES and all(extra):
+        return register(FAMILIES[base](tuple(extra)))
     try:
         return REGISTRY[name]
     except KeyError:

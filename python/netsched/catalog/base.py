@@ -200,6 +200,16 @@ class Experiment:
 REGISTRY: dict[str, Experiment] = {}
 
 
+# Entries that take more designs by name: `base+a+b` is FAMILIES[base]((a, b)).
+FAMILIES: dict[str, Callable[[tuple], Experiment]] = {}
+
+
+def register_family(base: str, make: Callable[[tuple], Experiment]) -> None:
+    """`base+x+y` names `make(("x", "y"))`, built and registered when first
+    asked for (`catalog.get`)."""
+    FAMILIES[base] = make
+
+
 def register(e: Experiment) -> Experiment:
     if e.name in REGISTRY:
         raise ValueError(f"duplicate experiment {e.name}")

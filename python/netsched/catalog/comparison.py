@@ -25,6 +25,10 @@ What cannot be identical: the push systems have a per-core FCFS queue (Horus
 §5.1) and leaf schedulers per rack; the pull systems queue in the switch
 (Draconis), in a 3-deep executor queue (R2P2 JBSQ(3)) or as reservations at
 workers (Sparrow, one scheduler host per rack, d = 2).
+
+More push designs join by name: ``comparison+random`` (any policy of the
+registry, crates/core/src/registry.rs, ``+``-separated) is this entry with
+those designs beside the eight, on the same workloads (docs/extending.md).
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ import pandas as pd
 
 from ..sweep import Point
 from . import base
-from .base import Experiment, fmt, lines, register
+from .base import Experiment, fmt, lines, register, register_family
 
 PUSH = ["horus", "rs-h", "rs-lb", "jsq", "jiq"]
 PULL = ["draconis", "r2p2-recirc", "sparrow"]
@@ -86,12 +90,12 @@ def pull_config(policy, load, racks, scale):
     }
 
 
-def points(scale):
+def points(scale, push=tuple(PUSH)):
     from ..api import simulator_of  # the native module, loaded only to run
 
     pts = []
     for topo, racks in TOPOLOGIES.items():
-        for system in SYSTEMS:
+        for system in list(push) + PULL:
             for load in loads(scale):
                 labels = {"topology": topo, "system": system, "load": load}
                 # A system is a policy name; its family says which simulator runs it.
@@ -104,7 +108,7 @@ def points(scale):
 def table(runs, pools):
     rows = []
     for _, r in runs.iterrows():
-        push = r["system"] in PUSH
+        push = r["system"] not in PULL
         row = {"topology": r["topology"], "system": r["system"], "load": r["load"],
                "simulator": "sim" if push else "pull"}
         if push:
@@ -169,29 +173,40 @@ def plot(t, png):
         base.STYLE.update(saved)
 
 
-register(Experiment(
-    name="comparison",
-    published="reduced",
-    published_note=("reduced scale (150 / 30 tasks per core): paper scale takes 4 min 23 s per seed here"), paper="netsched (no paper)", figure="cross-paper comparison",
-    title="Horus, RS-H, RS-LB, JSQ, JIQ, Draconis, R2P2 and Sparrow on one workload",
-    setup="Bimodal(50 % 50 µs, 50 % 500 µs) at the same loads on one rack of 8 × 16 cores and "
-          "on 8 such racks (1,024 cores); the scheduling switch two 2-µs hops from every core in "
-          "both simulators. Metric for every system: p99 of the time from the task's arrival at "
-          "the scheduling switch to its completion at a core (the push simulator's response "
-          "time; the pull simulator's `completion`). Push systems: per-core FCFS queues, Horus "
-          "and RackSched with leaf schedulers per rack, JSQ an ideal zero-delay global view, "
-          "JIQ join-idle-queue. Pull systems: Draconis (central queue in the switch, executors "
-          "re-poll every 10 µs), R2P2 JBSQ(3), Sparrow (one scheduler host per rack, d = 2). "
-          "The CSV also has the pull systems' scheduling latency and client-to-client response.",
-    points=points,
-    table=table,
-    plot=plot,
-    claims=claims,
-    sections=observations,
-    differences="No paper ran these systems side by side, so there are no paper numbers. Two "
-                "simulators, one definition: the pull side's timer starts one client link after "
-                "submission (when the task reaches the switch), as the push side's starts at the "
-                "spine. The pull simulator has a single switch, so its multi-rack case is the "
-                "same distance to more executors; the push systems see the rack structure "
-                "(Horus and RackSched schedule per rack at the leaves).",
-))
+def experiment(extra=()):
+    """The entry, with the push designs `extra` beside the eight."""
+    if any(d in PULL for d in extra):
+        raise ValueError(f"comparison+: {', '.join(d for d in extra if d in PULL)} is a pull "
+                         "system of the comparison already; name push policies")
+    push = PUSH + [d for d in extra if d not in PUSH]
+    return Experiment(
+        name="+".join(["comparison", *extra]),
+        published="reduced",
+        published_note=("reduced scale (150 / 30 tasks per core): paper scale takes 4 min 23 s per seed here"), paper="netsched (no paper)", figure="cross-paper comparison",
+        title="Horus, RS-H, RS-LB, JSQ, JIQ, Draconis, R2P2 and Sparrow on one workload"
+              + "".join(f" (and {d})" for d in extra),
+        setup="Bimodal(50 % 50 µs, 50 % 500 µs) at the same loads on one rack of 8 × 16 cores and "
+              "on 8 such racks (1,024 cores); the scheduling switch two 2-µs hops from every core in "
+              "both simulators. Metric for every system: p99 of the time from the task's arrival at "
+              "the scheduling switch to its completion at a core (the push simulator's response "
+              "time; the pull simulator's `completion`). Push systems: per-core FCFS queues, Horus "
+              "and RackSched with leaf schedulers per rack, JSQ an ideal zero-delay global view, "
+              "JIQ join-idle-queue. Pull systems: Draconis (central queue in the switch, executors "
+              "re-poll every 10 µs), R2P2 JBSQ(3), Sparrow (one scheduler host per rack, d = 2). "
+              "The CSV also has the pull systems' scheduling latency and client-to-client response.",
+        points=lambda scale: points(scale, push),
+        table=table,
+        plot=plot,
+        claims=claims,
+        sections=observations,
+        differences="No paper ran these systems side by side, so there are no paper numbers. Two "
+                    "simulators, one definition: the pull side's timer starts one client link after "
+                    "submission (when the task reaches the switch), as the push side's starts at the "
+                    "spine. The pull simulator has a single switch, so its multi-rack case is the "
+                    "same distance to more executors; the push systems see the rack structure "
+                    "(Horus and RackSched schedule per rack at the leaves).",
+    )
+
+
+register(experiment())
+register_family("comparison", experiment)

@@ -38,7 +38,6 @@ use super::slots::{TX_FAILED, TX_REPLY, TX_TASK};
 use super::{Pkt, RuntimeDrop, SwitchDaemon};
 use crate::config::Role;
 use crate::metrics::{Kind, Registry, Slot};
-use netsched_core::Plane;
 
 pub use crate::worker::RS_FAILED_CLASS;
 
@@ -267,7 +266,9 @@ impl SwitchDaemon {
     }
 
     fn wants_oracle(&self, i: usize) -> bool {
-        matches!(self.instances[i].plane, Plane::Jsq(_) | Plane::PowK(_))
+        // The ideal baselines (the registry says which); a spine of theirs
+        // would not see its workers' queues.
+        self.instances[i].cfg.policy.sees_queues_instantly()
     }
 
     /// Zero-delay feed after a dispatch to `node`.
