@@ -1,4 +1,5 @@
-//! Decodes arbitrary bytes (every family: Horus, RackSched, pull scheduling).
+//! Decodes arbitrary bytes (every family: Horus, RackSched, pull scheduling,
+//! Baraat).
 //! Decoding must never panic; whatever it accepts must
 //! re-encode to the same bytes (the encoding is canonical) and decode again to
 //! the same message. Sealed state messages (`netsched_proto::seal`): split

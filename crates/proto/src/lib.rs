@@ -1,5 +1,6 @@
-//! netsched wire format: every message Horus (NSDI'24), RackSched (OSDI'20)
-//! and the pull schedulers (Draconis EuroSys'24, R2P2 JBSQ, Sparrow) exchange,
+//! netsched wire format: every message Horus (NSDI'24), RackSched (OSDI'20),
+//! the pull schedulers (Draconis EuroSys'24, R2P2 JBSQ, Sparrow) and Baraat's
+//! packet-level SPC lab (SIGCOMM'14) exchange,
 //! as typed values with allocation-free encode and decode.
 //!
 //! Every datagram starts with one framing byte: wire version in the high
@@ -60,6 +61,7 @@ macro_rules! wire_enum {
     };
 }
 
+mod baraat;
 mod draconis;
 mod error;
 mod horus;
@@ -67,6 +69,10 @@ mod racksched;
 pub mod seal;
 mod wire;
 
+pub use baraat::{
+    BaraatData, BaraatMessage, BaraatType, Rate, SpcAnswer, SpcEcho, SpcHeader, MAX_BARAAT_PAYLOAD,
+    MAX_RATE_BPS,
+};
 pub use draconis::{
     CompletionStatus, DraconisMessage, DraconisType, TaskVec, WireTask, MAX_PULL_TASKS,
     WIRE_TASK_LEN,
@@ -93,7 +99,7 @@ pub const WIRE_VERSION: u8 = 1;
 
 /// Protocol family, the low nibble of the framing byte.
 ///
-/// 0 and 4-15 are unassigned.
+/// 0 and 5-15 are unassigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Family {
@@ -103,6 +109,8 @@ pub enum Family {
     RackSched = 2,
     /// Pull scheduling: Draconis (EuroSys'24), R2P2 JBSQ, Sparrow.
     Draconis = 3,
+    /// Baraat's packet-level SPC lab (SIGCOMM'14).
+    Baraat = 4,
 }
 
 impl Family {
@@ -124,6 +132,7 @@ impl Family {
             1 => Ok(Family::Horus),
             2 => Ok(Family::RackSched),
             3 => Ok(Family::Draconis),
+            4 => Ok(Family::Baraat),
             _ => Err(DecodeError::Inconsistent("unknown protocol family")),
         }
     }
@@ -162,6 +171,14 @@ pub enum Message<'a> {
     RackSched(RackSchedMessage<'a>),
     /// A pull-scheduling message (Draconis, R2P2, Sparrow).
     Draconis(DraconisMessage),
+    /// A Baraat SPC lab message.
+    Baraat(BaraatMessage<'a>),
+}
+
+impl<'a> From<BaraatMessage<'a>> for Message<'a> {
+    fn from(m: BaraatMessage<'a>) -> Self {
+        Message::Baraat(m)
+    }
 }
 
 impl<'a> From<HorusMessage<'a>> for Message<'a> {
@@ -194,6 +211,7 @@ impl<'a> Message<'a> {
             Family::Horus => HorusMessage::decode(bytes).map(Message::Horus),
             Family::RackSched => RackSchedMessage::decode(bytes).map(Message::RackSched),
             Family::Draconis => DraconisMessage::decode(bytes).map(Message::Draconis),
+            Family::Baraat => BaraatMessage::decode(bytes).map(Message::Baraat),
         }
     }
 
@@ -204,6 +222,7 @@ impl<'a> Message<'a> {
             Message::Horus(m) => m.validate()?,
             Message::RackSched(m) => m.validate()?,
             Message::Draconis(m) => m.validate()?,
+            Message::Baraat(m) => m.validate()?,
         }
         let len = self.encoded_len();
         let got = buf.len();
@@ -215,6 +234,7 @@ impl<'a> Message<'a> {
             Message::Horus(m) => m.write(&mut w)?,
             Message::RackSched(m) => m.write(&mut w)?,
             Message::Draconis(m) => m.write(&mut w)?,
+            Message::Baraat(m) => m.write(&mut w)?,
         }
         debug_assert_eq!(w.pos(), len, "encoded_len disagrees with write");
         Ok(len)
@@ -234,6 +254,7 @@ impl<'a> Message<'a> {
             Message::Horus(m) => m.encoded_len(),
             Message::RackSched(m) => m.encoded_len(),
             Message::Draconis(m) => m.encoded_len(),
+            Message::Baraat(m) => m.encoded_len(),
         }
     }
 
@@ -243,6 +264,7 @@ impl<'a> Message<'a> {
             Message::Horus(_) => Family::Horus,
             Message::RackSched(_) => Family::RackSched,
             Message::Draconis(_) => Family::Draconis,
+            Message::Baraat(_) => Family::Baraat,
         }
     }
 
@@ -253,6 +275,7 @@ impl<'a> Message<'a> {
             Message::Horus(m) => m.kind(),
             Message::RackSched(m) => m.kind(),
             Message::Draconis(m) => m.kind(),
+            Message::Baraat(m) => m.kind(),
         }
     }
 
@@ -264,7 +287,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Horus(m) => Some(m.header.pool_id),
             Message::RackSched(RackSchedMessage::LoadReport(l)) => Some(l.pool_id),
-            Message::RackSched(_) | Message::Draconis(_) => None,
+            Message::RackSched(_) | Message::Draconis(_) | Message::Baraat(_) => None,
         }
     }
 
@@ -281,6 +304,7 @@ impl<'a> Message<'a> {
             Message::Draconis(DraconisMessage::TaskAssignment { task, .. }) => Some(task.id),
             Message::Draconis(DraconisMessage::Completion { task_id, .. }) => Some(*task_id),
             Message::Draconis(_) => None,
+            Message::Baraat(m) => m.task_id(),
         }
     }
 
@@ -293,6 +317,7 @@ impl<'a> Message<'a> {
                 None => None,
             },
             Message::Draconis(_) => None,
+            Message::Baraat(m) => m.payload(),
         }
     }
 }
