@@ -12,6 +12,10 @@
 //! demands into a port's counters, and one NaN would poison every later
 //! allocation there.
 //!
+//! The family (framing byte `0x14`) is not one of [`Message`]'s: no
+//! scheduler daemon receives it, so [`decode`](crate::decode) refuses it
+//! and the lab decodes with [`decode_baraat`].
+//!
 //! Reliability is TCP-like (§4.3.3): data is acknowledged cumulatively; the
 //! end of a flow (FIN, which returns the flow's last demand and allocation
 //! to the switch) and the end of a task (DONE, after which the switch may
@@ -19,7 +23,21 @@
 
 use crate::error::{DecodeError, EncodeError};
 use crate::wire::{check_payload, Reader, Writer, ERR_RESERVED_FLAGS};
+#[cfg(doc)]
+use crate::Message;
 use crate::{Family, MAX_DATAGRAM};
+
+/// Decodes one datagram of the Baraat family; the whole of `bytes` must be
+/// exactly one message. Never panics; the encoding is canonical: if this
+/// succeeds, [`BaraatMessage::encode`] gives back exactly `bytes`.
+pub fn decode_baraat(bytes: &[u8]) -> Result<BaraatMessage<'_>, DecodeError> {
+    match Family::of(bytes)? {
+        Family::Baraat => BaraatMessage::decode(bytes),
+        _ => Err(DecodeError::Inconsistent(ERR_NOT_BARAAT)),
+    }
+}
+
+const ERR_NOT_BARAAT: &str = "not a Baraat datagram";
 
 /// No NIC is faster: a rate field above it is hostile, not a demand.
 pub const MAX_RATE_BPS: f64 = 1e13;
@@ -261,7 +279,29 @@ impl<'a> BaraatMessage<'a> {
         self.baraat_type().fixed_len() + payload
     }
 
-    pub(crate) fn validate(&self) -> Result<(), EncodeError> {
+    /// Writes the message to the front of `buf` and returns its length.
+    /// Nothing is written if the message is invalid or `buf` too small.
+    pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        self.validate()?;
+        let len = self.encoded_len();
+        let got = buf.len();
+        let out = buf
+            .get_mut(..len)
+            .ok_or(EncodeError::BufferTooSmall { needed: len, got })?;
+        let mut w = Writer::new(out);
+        self.write(&mut w)?;
+        debug_assert_eq!(w.pos(), len, "encoded_len disagrees with write");
+        Ok(len)
+    }
+
+    /// Encodes into a freshly allocated vector (tests, control paths).
+    pub fn to_vec(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut v = vec![0; self.encoded_len()];
+        self.encode(&mut v)?;
+        Ok(v)
+    }
+
+    fn validate(&self) -> Result<(), EncodeError> {
         match self {
             BaraatMessage::Data(d) => {
                 if d.answer.is_some() && d.request.is_none() {
@@ -273,7 +313,7 @@ impl<'a> BaraatMessage<'a> {
         }
     }
 
-    pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
+    fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
         w.u8(Family::Baraat.framing_byte())?;
         w.u8(self.baraat_type().code())?;
         match *self {
@@ -352,7 +392,7 @@ impl<'a> BaraatMessage<'a> {
         }
     }
 
-    pub(crate) fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+    fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(bytes);
         r.u8()?; // framing byte
         let code = r.u8()?;
@@ -464,7 +504,7 @@ fn decode_data<'a>(r: &mut Reader<'a>) -> Result<BaraatData<'a>, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{decode, Message};
+    use crate::decode;
 
     fn data(payload: &[u8]) -> BaraatData<'_> {
         BaraatData {
@@ -486,21 +526,28 @@ mod tests {
 
     #[test]
     fn a_data_packet_round_trips() {
-        let m = Message::Baraat(BaraatMessage::Data(data(b"abc")));
+        let m = BaraatMessage::Data(data(b"abc"));
         let b = m.to_vec().unwrap();
         assert_eq!(b.len(), DATA_FIXED + 3);
-        assert_eq!(decode(&b), Ok(m));
+        assert_eq!(decode_baraat(&b), Ok(m));
         assert_eq!(m.kind(), "baraat_data");
         assert_eq!(m.task_id(), Some(7));
+        // Not a scheduler's message, and no other family's is Baraat's.
+        assert_eq!(
+            decode(&b),
+            Err(DecodeError::Inconsistent(crate::ERR_BARAAT_FAMILY))
+        );
+        assert_eq!(
+            decode_baraat(&[0x11, 4]),
+            Err(DecodeError::Inconsistent(ERR_NOT_BARAAT))
+        );
     }
 
     /// A rate Alg. 1 would add into a port's counters must be a rate: one
     /// NaN demand would make every later allocation at that port NaN.
     #[test]
     fn rates_that_are_not_rates_are_refused_in_every_field() {
-        let good = Message::Baraat(BaraatMessage::Data(data(b"")))
-            .to_vec()
-            .unwrap();
+        let good = BaraatMessage::Data(data(b"")).to_vec().unwrap();
         for bad in [
             f64::NAN,
             f64::INFINITY,
@@ -514,7 +561,7 @@ mod tests {
                 let at = 2 + 1 + 1 + 8 + 4 + 4 + 4 + 8 * field;
                 b[at..at + 8].copy_from_slice(&bad.to_bits().to_be_bytes());
                 assert_eq!(
-                    decode(&b),
+                    decode_baraat(&b),
                     Err(DecodeError::Inconsistent(ERR_RATE)),
                     "{bad} in rate field {field}"
                 );
@@ -528,23 +575,23 @@ mod tests {
         let mut d = data(b"");
         d.request = None;
         d.answer = Some(SpcAnswer::default());
-        let m = Message::Baraat(BaraatMessage::Data(d));
+        let m = BaraatMessage::Data(d);
         assert_eq!(
             m.to_vec(),
             Err(EncodeError::Invalid(ERR_FEEDBACK_WITHOUT_REQUEST))
         );
-        let ack = Message::Baraat(BaraatMessage::Ack {
+        let ack = BaraatMessage::Ack {
             server: 0,
             flow: 1,
             cumulative: 2,
             echo: None,
-        });
+        };
         let mut b = ack.to_vec().unwrap();
-        assert_eq!(decode(&b), Ok(ack));
+        assert_eq!(decode_baraat(&b), Ok(ack));
         let last = b.len() - 1;
         b[last] = 1;
         assert_eq!(
-            decode(&b),
+            decode_baraat(&b),
             Err(DecodeError::Inconsistent(ERR_ABSENT_NONZERO))
         );
     }

@@ -70,8 +70,8 @@ pub mod seal;
 mod wire;
 
 pub use baraat::{
-    BaraatData, BaraatMessage, BaraatType, Rate, SpcAnswer, SpcEcho, SpcHeader, MAX_BARAAT_PAYLOAD,
-    MAX_RATE_BPS,
+    decode_baraat, BaraatData, BaraatMessage, BaraatType, Rate, SpcAnswer, SpcEcho, SpcHeader,
+    MAX_BARAAT_PAYLOAD, MAX_RATE_BPS,
 };
 pub use draconis::{
     CompletionStatus, DraconisMessage, DraconisType, TaskVec, WireTask, MAX_PULL_TASKS,
@@ -171,14 +171,6 @@ pub enum Message<'a> {
     RackSched(RackSchedMessage<'a>),
     /// A pull-scheduling message (Draconis, R2P2, Sparrow).
     Draconis(DraconisMessage),
-    /// A Baraat SPC lab message.
-    Baraat(BaraatMessage<'a>),
-}
-
-impl<'a> From<BaraatMessage<'a>> for Message<'a> {
-    fn from(m: BaraatMessage<'a>) -> Self {
-        Message::Baraat(m)
-    }
 }
 
 impl<'a> From<HorusMessage<'a>> for Message<'a> {
@@ -199,6 +191,9 @@ impl<'a> From<RackSchedMessage<'a>> for Message<'a> {
     }
 }
 
+/// Why [`decode`] refuses a datagram of the Baraat family.
+pub const ERR_BARAAT_FAMILY: &str = "Baraat datagram: decode it with decode_baraat";
+
 /// Decodes one datagram. Same as [`Message::decode`].
 pub fn decode(bytes: &[u8]) -> Result<Message<'_>, DecodeError> {
     Message::decode(bytes)
@@ -211,7 +206,9 @@ impl<'a> Message<'a> {
             Family::Horus => HorusMessage::decode(bytes).map(Message::Horus),
             Family::RackSched => RackSchedMessage::decode(bytes).map(Message::RackSched),
             Family::Draconis => DraconisMessage::decode(bytes).map(Message::Draconis),
-            Family::Baraat => BaraatMessage::decode(bytes).map(Message::Baraat),
+            // Not a scheduler's message: the SPC lab decodes its own
+            // family with `decode_baraat`.
+            Family::Baraat => Err(DecodeError::Inconsistent(ERR_BARAAT_FAMILY)),
         }
     }
 
@@ -222,7 +219,6 @@ impl<'a> Message<'a> {
             Message::Horus(m) => m.validate()?,
             Message::RackSched(m) => m.validate()?,
             Message::Draconis(m) => m.validate()?,
-            Message::Baraat(m) => m.validate()?,
         }
         let len = self.encoded_len();
         let got = buf.len();
@@ -234,7 +230,6 @@ impl<'a> Message<'a> {
             Message::Horus(m) => m.write(&mut w)?,
             Message::RackSched(m) => m.write(&mut w)?,
             Message::Draconis(m) => m.write(&mut w)?,
-            Message::Baraat(m) => m.write(&mut w)?,
         }
         debug_assert_eq!(w.pos(), len, "encoded_len disagrees with write");
         Ok(len)
@@ -254,7 +249,6 @@ impl<'a> Message<'a> {
             Message::Horus(m) => m.encoded_len(),
             Message::RackSched(m) => m.encoded_len(),
             Message::Draconis(m) => m.encoded_len(),
-            Message::Baraat(m) => m.encoded_len(),
         }
     }
 
@@ -264,7 +258,6 @@ impl<'a> Message<'a> {
             Message::Horus(_) => Family::Horus,
             Message::RackSched(_) => Family::RackSched,
             Message::Draconis(_) => Family::Draconis,
-            Message::Baraat(_) => Family::Baraat,
         }
     }
 
@@ -275,7 +268,6 @@ impl<'a> Message<'a> {
             Message::Horus(m) => m.kind(),
             Message::RackSched(m) => m.kind(),
             Message::Draconis(m) => m.kind(),
-            Message::Baraat(m) => m.kind(),
         }
     }
 
@@ -287,7 +279,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Horus(m) => Some(m.header.pool_id),
             Message::RackSched(RackSchedMessage::LoadReport(l)) => Some(l.pool_id),
-            Message::RackSched(_) | Message::Draconis(_) | Message::Baraat(_) => None,
+            Message::RackSched(_) | Message::Draconis(_) => None,
         }
     }
 
@@ -304,7 +296,6 @@ impl<'a> Message<'a> {
             Message::Draconis(DraconisMessage::TaskAssignment { task, .. }) => Some(task.id),
             Message::Draconis(DraconisMessage::Completion { task_id, .. }) => Some(*task_id),
             Message::Draconis(_) => None,
-            Message::Baraat(m) => m.task_id(),
         }
     }
 
@@ -317,7 +308,6 @@ impl<'a> Message<'a> {
                 None => None,
             },
             Message::Draconis(_) => None,
-            Message::Baraat(m) => m.payload(),
         }
     }
 }

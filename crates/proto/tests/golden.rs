@@ -716,9 +716,15 @@ fn draconis_executor_messages() {
 /// with a request and the switch's answer, and a FIN, byte for byte.
 #[test]
 fn baraat_messages() {
-    use netsched_proto::{BaraatData, BaraatMessage, Rate, SpcAnswer, SpcHeader};
+    use netsched_proto::{
+        decode_baraat, BaraatData, BaraatMessage, Rate, SpcAnswer, SpcHeader, ERR_BARAAT_FAMILY,
+    };
+    let inconsistent = |b: &[u8]| match decode_baraat(b) {
+        Err(DecodeError::Inconsistent(why)) => why,
+        other => panic!("{other:?}"),
+    };
     let r = |v: f64| Rate::new(v).unwrap();
-    let data = Message::Baraat(BaraatMessage::Data(BaraatData {
+    let data = BaraatMessage::Data(BaraatData {
         server: 2,
         task_id: 5,
         flow: 7,
@@ -735,7 +741,7 @@ fn baraat_messages() {
             nr: r(1e9),
         }),
         payload: b"xy",
-    }));
+    });
     let mut want = vec![0x14, 0x02, 0b111, 2];
     want.extend_from_slice(&5u64.to_be_bytes());
     want.extend_from_slice(&7u32.to_be_bytes());
@@ -746,7 +752,12 @@ fn baraat_messages() {
     }
     want.extend_from_slice(&[0, 2, b'x', b'y']);
     assert_eq!(data.to_vec().unwrap(), want);
-    assert_eq!(decode(&want), Ok(data));
+    assert_eq!(decode_baraat(&want), Ok(data));
+    // No scheduler decodes it.
+    assert_eq!(
+        decode(&want),
+        Err(DecodeError::Inconsistent(ERR_BARAAT_FAMILY))
+    );
     // The new-flow flag without a request, and reserved flag bits.
     let mut bad = want.clone();
     bad[2] = 0b010;
@@ -754,13 +765,13 @@ fn baraat_messages() {
     bad[2] = 0b1000_0001;
     assert_eq!(inconsistent(&bad), "reserved flag bits set");
 
-    let fin = Message::Baraat(BaraatMessage::Fin {
+    let fin = BaraatMessage::Fin {
         server: 1,
         task_id: 4,
         flow: 6,
         demand: r(2e6),
         alloc: r(1e6),
-    });
+    };
     let mut want = vec![0x14, 0x04, 1];
     want.extend_from_slice(&4u64.to_be_bytes());
     want.extend_from_slice(&6u32.to_be_bytes());
@@ -770,5 +781,8 @@ fn baraat_messages() {
     let last = want.len() - 1;
     want[last - 7] = 0xc1; // the allocation's sign bit: -1e6
     assert_eq!(inconsistent(&want), "rate field is not a rate");
-    assert_eq!(decode(&[0x14, 0x08]), Err(DecodeError::UnknownType(8)));
+    assert_eq!(
+        decode_baraat(&[0x14, 0x08]),
+        Err(DecodeError::UnknownType(8))
+    );
 }

@@ -4,10 +4,9 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use netsched_proto::{
-    decode, BaraatData, BaraatMessage, CompletionStatus, DecodeError, DraconisMessage, HorusBody,
-    HorusHeader, HorusMessage, HorusReply, HorusTask, Message, RackSchedLoadReport,
-    RackSchedMessage, RackSchedPacket, Rate, ReplyStatus, ReqId, SpcAnswer, SpcEcho, SpcHeader,
-    TaskVec, WireTask, MAX_BARAAT_PAYLOAD, MAX_DATAGRAM, MAX_PULL_TASKS, MAX_RACKSCHED_PAYLOAD,
+    decode, CompletionStatus, DecodeError, DraconisMessage, HorusBody, HorusHeader, HorusMessage,
+    HorusReply, HorusTask, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket,
+    ReplyStatus, ReqId, TaskVec, WireTask, MAX_DATAGRAM, MAX_PULL_TASKS, MAX_RACKSCHED_PAYLOAD,
     MAX_REPLY_PAYLOAD, MAX_TASK_PAYLOAD,
 };
 use proptest::prelude::*;
@@ -52,10 +51,6 @@ impl Case {
                 RackSchedMessage::LoadReport(l) => RackSchedMessage::LoadReport(l),
             }),
             Message::Draconis(m) => Message::Draconis(m),
-            Message::Baraat(BaraatMessage::Data(d)) => {
-                Message::Baraat(BaraatMessage::Data(BaraatData { payload: p, ..d }))
-            }
-            Message::Baraat(m) => Message::Baraat(m),
         }
     }
 }
@@ -249,101 +244,8 @@ fn draconis_case() -> impl Strategy<Value = Case> {
     })
 }
 
-/// A rate in bits/s as Baraat's SPC header carries it (0 and whole
-/// numbers are common, so both are drawn often).
-fn rate() -> impl Strategy<Value = Rate> {
-    prop_oneof![
-        Just(0.0),
-        (0u64..=10_000_000_000).prop_map(|v| v as f64),
-        0.0..=netsched_proto::MAX_RATE_BPS,
-    ]
-    .prop_map(|v| Rate::new(v).expect("in range"))
-}
-
-fn answer() -> impl Strategy<Value = SpcAnswer> {
-    (rate(), rate()).prop_map(|(ar, nr)| SpcAnswer { ar, nr })
-}
-
-fn baraat_case() -> impl Strategy<Value = Case> {
-    let header = (any::<u32>(), any::<bool>(), rate(), rate(), rate()).prop_map(
-        |(req, new_flow, demand, prev_demand, prev_alloc)| SpcHeader {
-            req,
-            new_flow,
-            demand,
-            prev_demand,
-            prev_alloc,
-        },
-    );
-    let data = (
-        any::<u8>(),
-        any::<u64>(),
-        any::<u32>(),
-        any::<u32>(),
-        prop::option::of((header, prop::option::of(answer()))),
-        payload(MAX_BARAAT_PAYLOAD),
-    )
-        .prop_map(|(server, task_id, flow, seq, spc, payload)| Case {
-            shape: Message::Baraat(BaraatMessage::Data(BaraatData {
-                server,
-                task_id,
-                flow,
-                seq,
-                request: spc.map(|s| s.0),
-                answer: spc.and_then(|s| s.1),
-                payload: &[],
-            })),
-            payload,
-        });
-    let control = prop_oneof![
-        (any::<u8>(), any::<u64>(), any::<u32>(), any::<u64>()).prop_map(
-            |(server, task_id, flow, bytes)| BaraatMessage::Request {
-                server,
-                task_id,
-                flow,
-                bytes
-            }
-        ),
-        (
-            any::<u8>(),
-            any::<u32>(),
-            any::<u32>(),
-            prop::option::of((any::<u32>(), answer()))
-        )
-            .prop_map(|(server, flow, cumulative, echo)| BaraatMessage::Ack {
-                server,
-                flow,
-                cumulative,
-                echo: echo.map(|(req, answer)| SpcEcho { req, answer }),
-            }),
-        (any::<u8>(), any::<u64>(), any::<u32>(), rate(), rate()).prop_map(
-            |(server, task_id, flow, demand, alloc)| BaraatMessage::Fin {
-                server,
-                task_id,
-                flow,
-                demand,
-                alloc
-            }
-        ),
-        (any::<u64>(), any::<u32>())
-            .prop_map(|(task_id, flows)| BaraatMessage::Done { task_id, flows }),
-        (any::<u8>(), any::<u32>())
-            .prop_map(|(server, flow)| BaraatMessage::FinAck { server, flow }),
-        any::<u64>().prop_map(|task_id| BaraatMessage::DoneAck { task_id }),
-    ]
-    .prop_map(|m| Case {
-        shape: Message::Baraat(m),
-        payload: vec![],
-    });
-    prop_oneof![data, control]
-}
-
 fn any_case() -> impl Strategy<Value = Case> {
-    prop_oneof![
-        horus_case(),
-        racksched_case(),
-        draconis_case(),
-        baraat_case()
-    ]
+    prop_oneof![horus_case(), racksched_case(), draconis_case()]
 }
 
 proptest! {
@@ -411,7 +313,7 @@ proptest! {
     /// per-type decoders see garbage rather than the framing check rejecting it.
     #[test]
     fn arbitrary_bodies_never_panic(
-        family in prop_oneof![Just(0x11u8), Just(0x12u8), Just(0x13u8), Just(0x14u8)],
+        family in prop_oneof![Just(0x11u8), Just(0x12u8), Just(0x13u8)],
         ty in 0u8..10,
         rest in prop::collection::vec(any::<u8>(), 0..64),
     ) {
@@ -526,7 +428,7 @@ proptest! {
     #[test]
     fn fuzz_arbitrary_bytes(
         framed in any::<bool>(),
-        family in 0x11u8..=0x14,
+        family in 0x11u8..=0x13,
         ty in 0u8..12,
         rest in prop::collection::vec(any::<u8>(), 0..1600),
     ) {

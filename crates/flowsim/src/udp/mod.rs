@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use netsched_core::baraat::{SpcFeedback, SpcPort, SpcRequest, SpcSender};
 use netsched_proto::{
-    decode, BaraatData, BaraatMessage, Message, Rate, SpcAnswer, SpcEcho, SpcHeader,
+    decode_baraat, BaraatData, BaraatMessage, Rate, SpcAnswer, SpcEcho, SpcHeader,
     MAX_BARAAT_PAYLOAD, MAX_DATAGRAM,
 };
 
@@ -171,7 +171,7 @@ fn rate(bps: f64) -> Rate {
 /// Encodes `m` and sends it.
 fn send(sock: &UdpSocket, m: BaraatMessage<'_>, to: SocketAddr) -> io::Result<usize> {
     let mut buf = [0u8; MAX_DATAGRAM];
-    let n = Message::Baraat(m)
+    let n = m
         .encode(&mut buf)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     sock.send_to(&buf[..n], to)
@@ -180,10 +180,7 @@ fn send(sock: &UdpSocket, m: BaraatMessage<'_>, to: SocketAddr) -> io::Result<us
 /// The Baraat message in a datagram, or `None` for anything else: bytes
 /// that do not decode (a typed `DecodeError`) are dropped.
 fn baraat(bytes: &[u8]) -> Option<BaraatMessage<'_>> {
-    match decode(bytes) {
-        Ok(Message::Baraat(m)) => Some(m),
-        _ => None,
-    }
+    decode_baraat(bytes).ok()
 }
 
 /// Payload byte `i` of packet `seq` of `flow`: checked by the client.
@@ -358,7 +355,7 @@ fn switch_loop(
                         }),
                         ..d
                     };
-                    let Ok(out) = Message::Baraat(BaraatMessage::Data(answered)).to_vec() else {
+                    let Ok(out) = BaraatMessage::Data(answered).to_vec() else {
                         continue;
                     };
                     queued_bytes += out.len();
@@ -713,7 +710,7 @@ fn server_loop(
                 answer: None,
                 payload: &payload[..len],
             };
-            let n = Message::Baraat(BaraatMessage::Data(d))
+            let n = BaraatMessage::Data(d)
                 .encode(&mut out)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
             sock.send_to(&out[..n], sw)?;
