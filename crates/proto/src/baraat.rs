@@ -283,15 +283,7 @@ impl<'a> BaraatMessage<'a> {
     /// Nothing is written if the message is invalid or `buf` too small.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
         self.validate()?;
-        let len = self.encoded_len();
-        let got = buf.len();
-        let out = buf
-            .get_mut(..len)
-            .ok_or(EncodeError::BufferTooSmall { needed: len, got })?;
-        let mut w = Writer::new(out);
-        self.write(&mut w)?;
-        debug_assert_eq!(w.pos(), len, "encoded_len disagrees with write");
-        Ok(len)
+        crate::wire::encode_into(buf, self.encoded_len(), |w| self.write(w))
     }
 
     /// Encodes into a freshly allocated vector (tests, control paths).

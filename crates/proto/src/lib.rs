@@ -87,8 +87,6 @@ pub use racksched::{
     MAX_RACKSCHED_PAYLOAD,
 };
 
-use wire::Writer;
-
 /// Largest datagram any message encodes to: a 1500-byte Ethernet MTU less
 /// the 20-byte IPv4 and 8-byte UDP headers, so one message is one unfragmented
 /// UDP datagram. Payload limits derive from it.
@@ -220,19 +218,11 @@ impl<'a> Message<'a> {
             Message::RackSched(m) => m.validate()?,
             Message::Draconis(m) => m.validate()?,
         }
-        let len = self.encoded_len();
-        let got = buf.len();
-        let out = buf
-            .get_mut(..len)
-            .ok_or(EncodeError::BufferTooSmall { needed: len, got })?;
-        let mut w = Writer::new(out);
-        match self {
-            Message::Horus(m) => m.write(&mut w)?,
-            Message::RackSched(m) => m.write(&mut w)?,
-            Message::Draconis(m) => m.write(&mut w)?,
-        }
-        debug_assert_eq!(w.pos(), len, "encoded_len disagrees with write");
-        Ok(len)
+        wire::encode_into(buf, self.encoded_len(), |w| match self {
+            Message::Horus(m) => m.write(w),
+            Message::RackSched(m) => m.write(w),
+            Message::Draconis(m) => m.write(w),
+        })
     }
 
     /// Encodes into a freshly allocated vector; for tests and control paths,
