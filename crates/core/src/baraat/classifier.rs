@@ -138,6 +138,7 @@ impl FifoLm {
 
     /// The row of `task_id`, or where it would go. Reads only the task ids,
     /// which the control plane alone writes.
+    #[inline]
     pub(super) fn find(&self, task_id: u64) -> Result<usize, usize> {
         self.class
             .as_slice()
@@ -147,6 +148,7 @@ impl FifoLm {
     /// The row of `task_id`, installed first if the task is new here (the
     /// control plane's job: a packet of an unknown task goes to the switch
     /// CPU before the pipeline).
+    #[inline]
     pub(super) fn install(&mut self, task_id: u64) -> usize {
         match self.find(task_id) {
             Ok(i) => i,
@@ -164,6 +166,7 @@ impl FifoLm {
         }
     }
 
+    #[inline]
     fn counters_at(&self, i: usize) -> TaskCounters {
         let (c, b) = (self.class.peek(i), self.booked.peek(i));
         TaskCounters {
@@ -177,6 +180,7 @@ impl FifoLm {
     }
 
     /// A flow of `task_id` appears at this port.
+    #[inline]
     pub fn add_flow(&mut self, task_id: u64) {
         let i = self.install(task_id);
         let mut c = self.class.peek(i);
@@ -186,6 +190,7 @@ impl FifoLm {
 
     /// A flow of `task_id` ends. The task's counters stay until
     /// [`FifoLm::forget`]: bytes reserved accumulate over the task's life.
+    #[inline]
     pub fn remove_flow(&mut self, task_id: u64) {
         if let Ok(i) = self.find(task_id) {
             let mut c = self.class.peek(i);
@@ -212,6 +217,7 @@ impl FifoLm {
 
     /// Account `bytes` reserved by the task; returns true when this makes the
     /// task heavy.
+    #[inline]
     pub fn reserve(&mut self, task_id: u64, bytes: f64) -> bool {
         let i = self.install(task_id);
         let mut b = self.booked.peek(i);
@@ -227,6 +233,7 @@ impl FifoLm {
         crossed
     }
 
+    #[inline]
     pub fn counters(&self, task_id: u64) -> Option<TaskCounters> {
         self.find(task_id).ok().map(|i| self.counters_at(i))
     }
@@ -237,6 +244,7 @@ impl FifoLm {
     }
 
     /// Tasks at this port.
+    #[inline]
     pub fn len(&self) -> usize {
         self.class.len()
     }
@@ -266,10 +274,22 @@ impl FifoLm {
 
     /// The id of the first task in `task_id`'s class: a priority key shared
     /// by every task of the class (lower = served first).
+    #[inline]
     pub fn leader(&self, task_id: u64) -> Option<u64> {
-        self.classes()
-            .find(|&(id, _, _)| id == task_id)
-            .map(|(_, _, l)| l)
+        // `classes()` without its class index: the flow simulator asks this
+        // for every flow key it computes.
+        let mut leader = 0;
+        let mut prev_heavy = false;
+        for (i, t) in self.class.as_slice().iter().enumerate() {
+            if i == 0 || !prev_heavy {
+                leader = t.task_id;
+            }
+            if t.task_id == task_id {
+                return Some(leader);
+            }
+            prev_heavy = t.heavy;
+        }
+        None
     }
 
     /// The time in ns until the earliest task not yet heavy crosses the
@@ -277,13 +297,14 @@ impl FifoLm {
     /// bits/s. Used by a fluid driver to schedule the re-classification.
     pub fn next_crossing_ns(&self, mut rate_of: impl FnMut(u64) -> f64) -> Option<f64> {
         let mut best: Option<f64> = None;
-        for t in self.tasks() {
-            if t.heavy {
+        let rows = self.class.as_slice().iter().zip(self.booked.as_slice());
+        for (c, b) in rows {
+            if c.heavy {
                 continue;
             }
-            let r = rate_of(t.task_id);
+            let r = rate_of(c.task_id);
             if r > 0.0 {
-                let dt = ((self.threshold - t.bytes_reserved).max(0.0) * 8e9) / r;
+                let dt = ((self.threshold - b.bytes_reserved).max(0.0) * 8e9) / r;
                 best = Some(best.map_or(dt, |b: f64| b.min(dt)));
             }
         }
