@@ -1,4 +1,5 @@
-//! Decodes arbitrary bytes (every family: Horus, RackSched, pull scheduling).
+//! Decodes arbitrary bytes (every family: Horus, RackSched, pull scheduling
+//! through `decode`, Baraat's SPC lab through `decode_baraat`).
 //! Decoding must never panic; whatever it accepts must
 //! re-encode to the same bytes (the encoding is canonical) and decode again to
 //! the same message. Sealed state messages (`netsched_proto::seal`): split
@@ -12,11 +13,18 @@
 
 use libfuzzer_sys::fuzz_target;
 use netsched_proto::seal::{self, NoticeKey, SEAL_LEN};
-use netsched_proto::{decode, MAX_DATAGRAM};
+use netsched_proto::{decode, decode_baraat, MAX_DATAGRAM};
 
 const KEY: NoticeKey = NoticeKey(*b"netsched-fuzzkey");
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(msg) = decode_baraat(data) {
+        let mut buf = [0u8; MAX_DATAGRAM];
+        let n = msg.encode(&mut buf).expect("a decoded message re-encodes");
+        assert_eq!(n, msg.encoded_len());
+        assert_eq!(&buf[..n], data, "encoding is canonical");
+        assert_eq!(decode_baraat(&buf[..n]), Ok(msg), "decode(encode(m)) == m");
+    }
     let (msg_bytes, s) = seal::split(data);
     let verified = seal::verify(&KEY, data);
     if let Some(s) = s {

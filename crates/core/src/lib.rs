@@ -5,6 +5,7 @@
 //! and execute the [`dataplane::Action`]s a data plane returns.
 
 pub mod affinity;
+pub mod baraat;
 pub mod baselines;
 pub mod client;
 pub mod control;

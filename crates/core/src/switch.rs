@@ -109,6 +109,10 @@ cell_bits! {
     u16 => 16,
     u32 => 32,
     u64 => 64,
+    // A rate or byte count of Baraat's SPC (its software switch, Baraat
+    // §4.4, keeps them as integers; an RMT ALU has no floating point): a
+    // 64-bit pair here, so the flow simulator's results stay bit for bit.
+    f64 => 64,
 }
 
 impl<A: RegisterCell, B: RegisterCell> RegisterCell for (A, B) {
@@ -137,6 +141,11 @@ pub struct ArrayInfo {
     pub wide_because: Option<&'static str>,
     /// Why the array is outside the stage order (see [`Layout::unordered_array`]).
     pub unordered_because: Option<&'static str>,
+    /// Why one access may read every cell (see [`Layout::scanned_array`]).
+    pub scanned_because: Option<&'static str>,
+    /// Rows installed by the control plane at run time: the array starts
+    /// empty and still takes its stage ([`Layout::installed_rows`]).
+    pub installed_rows: bool,
 }
 
 /// The register arrays of one program in stage order: built once by the data
@@ -214,6 +223,41 @@ impl Layout {
         self.place(stage, name, len, init, None, Some(because))
     }
 
+    /// A register array of cells wider than the profile that one access may
+    /// read and update in full ([`RegisterArray::scan_update`]): a loop over
+    /// a table that a software switch runs in one pass and an RMT pipeline
+    /// cannot. `because` says why the program needs it; docs/switch-model.md
+    /// repeats it. Still one access per pass, in stage order.
+    pub fn scanned_array<T: RegisterCell>(
+        &mut self,
+        stage: Stage,
+        name: &'static str,
+        len: usize,
+        init: T,
+        because: &'static str,
+    ) -> RegisterArray<T> {
+        #[cfg_attr(not(debug_assertions), allow(unused_mut))]
+        let mut a = self.place(stage, name, len, init, Some(because), None);
+        #[cfg(debug_assertions)]
+        {
+            a.scannable = true;
+        }
+        if let Some(info) = self.arrays.last_mut() {
+            info.wide_because = None;
+            info.scanned_because = Some(because);
+        }
+        a
+    }
+
+    /// Marks the array placed last as a table whose rows the control plane
+    /// installs at run time (`RegisterArray::control_insert`): it may start
+    /// empty and still takes its stage.
+    pub fn installed_rows(&mut self) {
+        if let Some(a) = self.arrays.last_mut() {
+            a.installed_rows = true;
+        }
+    }
+
     fn place<T: RegisterCell>(
         &mut self,
         stage: Stage,
@@ -240,6 +284,8 @@ impl Layout {
             cells: len,
             wide_because,
             unordered_because,
+            scanned_because: None,
+            installed_rows: false,
         });
         RegisterArray {
             name,
@@ -248,6 +294,8 @@ impl Layout {
             cells: RegisterArray::storage(Vec::new(), len, init),
             #[cfg(debug_assertions)]
             stage: unordered_because.map_or(Some(stage.0), |_| None),
+            #[cfg(debug_assertions)]
+            scannable: false,
             #[cfg(debug_assertions)]
             last_pass: 0,
         }
@@ -269,12 +317,17 @@ impl Layout {
             p.cell_bits,
             if p.pair { ", pairs" } else { "" },
         );
-        for a in self.arrays.iter().filter(|a| a.cells > 0) {
-            let note = match (a.wide_because, a.unordered_because) {
-                (Some(why), _) => format!("wider than the profile: {why}"),
-                (None, Some(why)) => format!("outside the stage order: {why}"),
-                (None, None) if a.bits > p.cell_bits => "pair".to_string(),
-                (None, None) => String::new(),
+        for a in self
+            .arrays
+            .iter()
+            .filter(|a| a.cells > 0 || a.installed_rows)
+        {
+            let note = match (a.wide_because, a.unordered_because, a.scanned_because) {
+                (Some(why), _, _) => format!("wider than the profile: {why}"),
+                (None, Some(why), _) => format!("outside the stage order: {why}"),
+                (None, None, Some(why)) => format!("scanned in one access: {why}"),
+                (None, None, None) if a.bits > p.cell_bits => "pair".to_string(),
+                (None, None, None) => String::new(),
             };
             md += &format!("| {} | `{}` | {} | {} |\n", a.stage, a.name, a.bits, note);
         }
@@ -287,7 +340,7 @@ impl Layout {
         let mut used: Vec<u16> = self
             .arrays
             .iter()
-            .filter(|a| a.cells > 0)
+            .filter(|a| a.cells > 0 || a.installed_rows)
             .map(|a| a.stage)
             .collect();
         used.sort_unstable();
@@ -416,6 +469,9 @@ pub struct RegisterArray<T: Copy> {
     /// `None`: outside the stage order ([`Layout::unordered_array`]).
     #[cfg(debug_assertions)]
     stage: Option<u16>,
+    /// Declared with [`Layout::scanned_array`].
+    #[cfg(debug_assertions)]
+    scannable: bool,
     #[cfg(debug_assertions)]
     last_pass: u64,
 }
@@ -516,6 +572,42 @@ impl<T: Copy> RegisterArray<T> {
     pub fn update<R>(&mut self, pass: &Pass, index: usize, f: impl FnOnce(&mut T) -> R) -> R {
         self.touch(pass);
         f(self.cell_mut(index))
+    }
+
+    /// One access that reads and may update every cell (a loop over the
+    /// array in one pass). Only for arrays declared with
+    /// [`Layout::scanned_array`]: checked builds refuse it on any other.
+    #[inline]
+    pub fn scan_update<R>(&mut self, pass: &Pass, f: impl FnOnce(&mut [T]) -> R) -> R {
+        #[cfg(debug_assertions)]
+        assert!(
+            self.scannable,
+            "switch model violation: register array `{}` scanned but not declared with Layout::scanned_array",
+            self.name
+        );
+        self.touch(pass);
+        let len = self.len;
+        f(&mut self.cells[..len])
+    }
+
+    /// Control plane inserts a cell at `index`, shifting the later ones up
+    /// (a table kept in key order: the switch CPU installs a new key).
+    pub fn control_insert(&mut self, index: usize, value: T) {
+        let mut cells = std::mem::take(&mut self.cells);
+        cells.truncate(self.len);
+        cells.insert(index, value);
+        self.len += 1;
+        self.cells = Self::storage(cells, self.len, value);
+        self.mask = self.cells.len() - 1;
+    }
+
+    /// Control plane removes the cell at `index`, shifting the later ones
+    /// down, and returns it.
+    pub fn control_remove(&mut self, index: usize) -> T {
+        let v = self.cells[..self.len][index];
+        self.cells.copy_within(index + 1..self.len, index);
+        self.len -= 1;
+        v
     }
 
     /// Control-plane read: not a data-plane access (the switch CPU reading

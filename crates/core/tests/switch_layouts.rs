@@ -3,6 +3,7 @@
 //! planes build and fails when the doc disagrees. `UPDATE_SWITCH_DOC=1 cargo
 //! test -p netsched-core --test switch_layouts` rewrites it.
 
+use netsched_core::baraat::SpcPort;
 use netsched_core::baselines::{IdleOnly, Jbsq, Jiq, Jsq, PowKInstant, RandomDispatch, RoundRobin};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions, HorusSpine};
 use netsched_core::pull::r2p2::{R2p2Config, R2p2Jbsq};
@@ -89,6 +90,10 @@ fn layouts() -> Vec<(&'static str, Layout)> {
                 .pipeline()
                 .layout()
                 .clone(),
+        ),
+        (
+            "Baraat SPC port (Alg. 1)",
+            SpcPort::new(1e9, 100_000, 1e6).pipeline().layout().clone(),
         ),
         (
             "R2P2 JBSQ",

@@ -11,10 +11,13 @@ pub mod packet;
 pub mod policy;
 pub mod report;
 pub mod run;
-pub mod spc;
 pub mod topology;
 pub mod udp;
 pub mod workload;
+
+/// Baraat's state machines (task ids, FIFO-LM, SPC Alg. 1 and 2) are the
+/// shared data plane of `netsched_core::baraat`.
+pub use netsched_core::baraat as spc;
 
 pub use config::FlowConfig;
 pub use policy::Policy;

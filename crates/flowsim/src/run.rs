@@ -7,8 +7,8 @@ use netsched_config::ConfigError;
 use crate::config::FlowConfig;
 use crate::engine::{Engine, EngineOpts, EngineStats, TaskResult};
 use crate::policy::Policy;
-use crate::spc::TaskIdCounter;
 use crate::workload::{Generator, TaskSpec};
+use netsched_core::baraat::TaskIdCounter;
 
 /// One policy's run.
 #[derive(Clone, Debug)]

@@ -1,5 +1,6 @@
-//! netsched wire format: every message Horus (NSDI'24), RackSched (OSDI'20)
-//! and the pull schedulers (Draconis EuroSys'24, R2P2 JBSQ, Sparrow) exchange,
+//! netsched wire format: every message Horus (NSDI'24), RackSched (OSDI'20),
+//! the pull schedulers (Draconis EuroSys'24, R2P2 JBSQ, Sparrow) and Baraat's
+//! packet-level SPC lab (SIGCOMM'14) exchange,
 //! as typed values with allocation-free encode and decode.
 //!
 //! Every datagram starts with one framing byte: wire version in the high
@@ -60,6 +61,7 @@ macro_rules! wire_enum {
     };
 }
 
+mod baraat;
 mod draconis;
 mod error;
 mod horus;
@@ -67,6 +69,10 @@ mod racksched;
 pub mod seal;
 mod wire;
 
+pub use baraat::{
+    decode_baraat, BaraatData, BaraatMessage, BaraatType, Rate, SpcAnswer, SpcEcho, SpcHeader,
+    MAX_BARAAT_PAYLOAD, MAX_RATE_BPS,
+};
 pub use draconis::{
     CompletionStatus, DraconisMessage, DraconisType, TaskVec, WireTask, MAX_PULL_TASKS,
     WIRE_TASK_LEN,
@@ -81,8 +87,6 @@ pub use racksched::{
     MAX_RACKSCHED_PAYLOAD,
 };
 
-use wire::Writer;
-
 /// Largest datagram any message encodes to: a 1500-byte Ethernet MTU less
 /// the 20-byte IPv4 and 8-byte UDP headers, so one message is one unfragmented
 /// UDP datagram. Payload limits derive from it.
@@ -93,7 +97,7 @@ pub const WIRE_VERSION: u8 = 1;
 
 /// Protocol family, the low nibble of the framing byte.
 ///
-/// 0 and 4-15 are unassigned.
+/// 0 and 5-15 are unassigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Family {
@@ -103,6 +107,8 @@ pub enum Family {
     RackSched = 2,
     /// Pull scheduling: Draconis (EuroSys'24), R2P2 JBSQ, Sparrow.
     Draconis = 3,
+    /// Baraat's packet-level SPC lab (SIGCOMM'14).
+    Baraat = 4,
 }
 
 impl Family {
@@ -124,6 +130,7 @@ impl Family {
             1 => Ok(Family::Horus),
             2 => Ok(Family::RackSched),
             3 => Ok(Family::Draconis),
+            4 => Ok(Family::Baraat),
             _ => Err(DecodeError::Inconsistent("unknown protocol family")),
         }
     }
@@ -182,6 +189,9 @@ impl<'a> From<RackSchedMessage<'a>> for Message<'a> {
     }
 }
 
+/// Why [`decode`] refuses a datagram of the Baraat family.
+pub const ERR_BARAAT_FAMILY: &str = "Baraat datagram: decode it with decode_baraat";
+
 /// Decodes one datagram. Same as [`Message::decode`].
 pub fn decode(bytes: &[u8]) -> Result<Message<'_>, DecodeError> {
     Message::decode(bytes)
@@ -194,6 +204,9 @@ impl<'a> Message<'a> {
             Family::Horus => HorusMessage::decode(bytes).map(Message::Horus),
             Family::RackSched => RackSchedMessage::decode(bytes).map(Message::RackSched),
             Family::Draconis => DraconisMessage::decode(bytes).map(Message::Draconis),
+            // Not a scheduler's message: the SPC lab decodes its own
+            // family with `decode_baraat`.
+            Family::Baraat => Err(DecodeError::Inconsistent(ERR_BARAAT_FAMILY)),
         }
     }
 
@@ -205,19 +218,11 @@ impl<'a> Message<'a> {
             Message::RackSched(m) => m.validate()?,
             Message::Draconis(m) => m.validate()?,
         }
-        let len = self.encoded_len();
-        let got = buf.len();
-        let out = buf
-            .get_mut(..len)
-            .ok_or(EncodeError::BufferTooSmall { needed: len, got })?;
-        let mut w = Writer::new(out);
-        match self {
-            Message::Horus(m) => m.write(&mut w)?,
-            Message::RackSched(m) => m.write(&mut w)?,
-            Message::Draconis(m) => m.write(&mut w)?,
-        }
-        debug_assert_eq!(w.pos(), len, "encoded_len disagrees with write");
-        Ok(len)
+        wire::encode_into(buf, self.encoded_len(), |w| match self {
+            Message::Horus(m) => m.write(w),
+            Message::RackSched(m) => m.write(w),
+            Message::Draconis(m) => m.write(w),
+        })
     }
 
     /// Encodes into a freshly allocated vector; for tests and control paths,

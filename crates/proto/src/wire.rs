@@ -165,6 +165,23 @@ impl<'a> Writer<'a> {
     }
 }
 
+/// Writes a message of `len` bytes to the front of `buf` with `write`;
+/// nothing is written if `buf` is too small. Every family's `encode`.
+pub(crate) fn encode_into(
+    buf: &mut [u8],
+    len: usize,
+    write: impl FnOnce(&mut Writer<'_>) -> Result<(), EncodeError>,
+) -> Result<usize, EncodeError> {
+    let got = buf.len();
+    let out = buf
+        .get_mut(..len)
+        .ok_or(EncodeError::BufferTooSmall { needed: len, got })?;
+    let mut w = Writer::new(out);
+    write(&mut w)?;
+    debug_assert_eq!(w.pos(), len, "encoded_len disagrees with write");
+    Ok(len)
+}
+
 /// Payload-size check shared by every payload-carrying message.
 pub(crate) fn check_payload(payload: &[u8], max: usize) -> Result<(), EncodeError> {
     if payload.len() > max {

@@ -270,8 +270,9 @@ fn framing_errors() {
     assert_eq!(inconsistent(&[0x21, 0x01]), "unsupported wire version");
     assert_eq!(inconsistent(&[0x01, 0x01]), "unsupported wire version");
     assert_eq!(inconsistent(&[0x10]), "unknown protocol family");
-    assert_eq!(inconsistent(&[0x14, 0x01]), "unknown protocol family");
+    assert_eq!(inconsistent(&[0x15, 0x01]), "unknown protocol family");
     assert_eq!(Family::of(&[0x13]), Ok(Family::Draconis));
+    assert_eq!(Family::of(&[0x14]), Ok(Family::Baraat));
     assert_eq!(Family::of(&[0x11]), Ok(Family::Horus));
     assert_eq!(Family::of(&[0x12, 0xff]), Ok(Family::RackSched));
     assert_eq!(Family::Horus.framing_byte(), 0x11);
@@ -709,4 +710,79 @@ fn draconis_executor_messages() {
     );
     assert_eq!(decode(&[0x13, 0x0a]), Err(DecodeError::UnknownType(10)));
     assert_eq!(decode(&[0x13, 0x04, 0]), Err(DecodeError::TrailingBytes));
+}
+
+/// Baraat's SPC lab messages (docs/protocol.md, family 4): a data packet
+/// with a request and the switch's answer, and a FIN, byte for byte.
+#[test]
+fn baraat_messages() {
+    use netsched_proto::{
+        decode_baraat, BaraatData, BaraatMessage, Rate, SpcAnswer, SpcHeader, ERR_BARAAT_FAMILY,
+    };
+    let inconsistent = |b: &[u8]| match decode_baraat(b) {
+        Err(DecodeError::Inconsistent(why)) => why,
+        other => panic!("{other:?}"),
+    };
+    let r = |v: f64| Rate::new(v).unwrap();
+    let data = BaraatMessage::Data(BaraatData {
+        server: 2,
+        task_id: 5,
+        flow: 7,
+        seq: 9,
+        request: Some(SpcHeader {
+            req: 3,
+            new_flow: true,
+            demand: r(1e9),
+            prev_demand: r(0.0),
+            prev_alloc: r(0.0),
+        }),
+        answer: Some(SpcAnswer {
+            ar: r(5e8),
+            nr: r(1e9),
+        }),
+        payload: b"xy",
+    });
+    let mut want = vec![0x14, 0x02, 0b111, 2];
+    want.extend_from_slice(&5u64.to_be_bytes());
+    want.extend_from_slice(&7u32.to_be_bytes());
+    want.extend_from_slice(&9u32.to_be_bytes());
+    want.extend_from_slice(&3u32.to_be_bytes());
+    for v in [1e9f64, 0.0, 0.0, 5e8, 1e9] {
+        want.extend_from_slice(&v.to_bits().to_be_bytes());
+    }
+    want.extend_from_slice(&[0, 2, b'x', b'y']);
+    assert_eq!(data.to_vec().unwrap(), want);
+    assert_eq!(decode_baraat(&want), Ok(data));
+    // No scheduler decodes it.
+    assert_eq!(
+        decode(&want),
+        Err(DecodeError::Inconsistent(ERR_BARAAT_FAMILY))
+    );
+    // The new-flow flag without a request, and reserved flag bits.
+    let mut bad = want.clone();
+    bad[2] = 0b010;
+    assert_eq!(inconsistent(&bad), "new-flow flag without a request");
+    bad[2] = 0b1000_0001;
+    assert_eq!(inconsistent(&bad), "reserved flag bits set");
+
+    let fin = BaraatMessage::Fin {
+        server: 1,
+        task_id: 4,
+        flow: 6,
+        demand: r(2e6),
+        alloc: r(1e6),
+    };
+    let mut want = vec![0x14, 0x04, 1];
+    want.extend_from_slice(&4u64.to_be_bytes());
+    want.extend_from_slice(&6u32.to_be_bytes());
+    want.extend_from_slice(&2e6f64.to_bits().to_be_bytes());
+    want.extend_from_slice(&1e6f64.to_bits().to_be_bytes());
+    assert_eq!(fin.to_vec().unwrap(), want);
+    let last = want.len() - 1;
+    want[last - 7] = 0xc1; // the allocation's sign bit: -1e6
+    assert_eq!(inconsistent(&want), "rate field is not a rate");
+    assert_eq!(
+        decode_baraat(&[0x14, 0x08]),
+        Err(DecodeError::UnknownType(8))
+    );
 }

@@ -7,7 +7,7 @@
 
 use super::Engine;
 use crate::iheap::IndexedHeap;
-use crate::spc::FifoLm;
+use netsched_core::baraat::FifoLm;
 
 /// One port's classifier (a host's downlink: where a task's flows meet).
 #[derive(Clone, Debug, Default)]

@@ -7,14 +7,14 @@
 //! The model is at the granularity of rate updates, not single packets:
 //! * Control. Every flow sends one SPC request per RTT (`opts.rtt_ns`),
 //!   carrying the demand of [`SpcSender::next_demand`]; the request visits
-//!   every port of its path ([`SpcSwitch::on_packet`]) and the feedback
+//!   every port of its path ([`SpcPort::on_packet`]) and the feedback
 //!   vector reaches the sender one RTT later, which then sends at the
 //!   smallest AR ([`SpcSender::on_feedback`]) and makes its next request.
 //!   A new flow sends nothing until its first feedback is back (the paper's
 //!   "protocol overhead", §5.1). The last byte sent carries the FIN
-//!   ([`SpcSwitch::on_flow_end`]); a task's counters are dropped when its
-//!   last flow is delivered ([`SpcSwitch::on_task_end`]). Every port runs
-//!   [`SpcSwitch::on_interval`] once per RTT with the bytes that arrived in
+//!   ([`SpcPort::on_flow_end`]); a task's counters are dropped when its
+//!   last flow is delivered ([`SpcPort::on_task_end`]). Every port runs
+//!   [`SpcPort::on_interval`] once per RTT with the bytes that arrived in
 //!   it and its standing queue (footnote 5's virtual capacity).
 //! * Data. Time advances in ticks of `rtt_ns / ticks_per_rtt`. In a tick
 //!   each sender injects `rate × tick` bytes; each link, in path order
@@ -45,9 +45,9 @@ use std::collections::BinaryHeap;
 
 use crate::engine::TaskResult;
 use crate::policy::Policy;
-use crate::spc::{SpcFeedback, SpcSender, SpcSwitch};
 use crate::topology::{LinkId, Topology, MAX_HOPS};
 use crate::workload::{FlowSpec, TaskSpec, NO_GATE};
+use netsched_core::baraat::{SpcFeedback, SpcPort, SpcSender};
 
 /// Bytes below this are float residue, not data.
 const EPS_BYTES: f64 = 1e-6;
@@ -177,7 +177,7 @@ pub struct PacketEngine {
     hop_delay_ns: u64,
     /// One SPC port per directed link (host uplinks included: the NIC
     /// shares its rate among its flows like a switch port).
-    ports: Vec<SpcSwitch>,
+    ports: Vec<SpcPort>,
     /// Each link's flows and the hop the link is on their path.
     link_flows: Vec<Vec<(u32, u8)>>,
     /// Standing queue after the last tick, and bytes that arrived since the
@@ -212,7 +212,7 @@ impl PacketEngine {
             f64::INFINITY
         };
         let ports = (0..nl as u32)
-            .map(|l| SpcSwitch::new(topo.capacity(l) as f64, rtt, threshold))
+            .map(|l| SpcPort::new(topo.capacity(l) as f64, rtt, threshold))
             .collect();
         PacketEngine {
             tick_ns: rtt / k,
@@ -449,7 +449,7 @@ impl PacketEngine {
     }
 
     /// The port state (for tests): the SPC switch of link `l`.
-    pub fn port(&self, l: LinkId) -> &SpcSwitch {
+    pub fn port(&self, l: LinkId) -> &SpcPort {
         &self.ports[l as usize]
     }
 }

@@ -6,11 +6,15 @@
 //! veth has no bandwidth limit, so the bottleneck is a software switch: a
 //! thread in its own namespace relays every datagram between the client and
 //! the servers and paces the client-bound queue with a token bucket at
-//! `link_bps`. It runs the SPC switch state machine ([`SpcSwitch`], Alg. 1)
-//! on the header of every request-carrying data packet and writes AR/NR into
-//! it; the client echoes them in its ACK (§4.4: the receiver returns the
-//! switches' feedback to the sender). Each server runs one [`SpcSender`]
-//! (Alg. 2) per flow and paces its sending at the returned AR.
+//! `link_bps`. It runs the SPC port data plane of crates/core
+//! ([`SpcPort`], Alg. 1) on the header of every request-carrying data
+//! packet and writes AR/NR into it; the client echoes them in its ACK
+//! (§4.4: the receiver returns the switches' feedback to the sender). Each
+//! server runs one [`SpcSender`] (Alg. 2) per flow and paces its sending at
+//! the returned AR. Every datagram is a `netsched_proto` Baraat message
+//! (`BaraatMessage`), decoded with typed errors; one that does not decode
+//! is dropped. This module is the driver: sockets, threads, pacing and the
+//! lab's loss injection, no scheduling logic of its own.
 //!
 //! Fair sharing uses the same machinery with every flow in one task (id 0):
 //! Alg. 1 then splits the capacity max-min among all flows (ideal RCP).
@@ -27,7 +31,11 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::spc::{SpcFeedback, SpcRequest, SpcSender, SpcSwitch};
+use netsched_core::baraat::{SpcFeedback, SpcPort, SpcRequest, SpcSender};
+use netsched_proto::{
+    decode_baraat, BaraatData, BaraatMessage, Rate, SpcAnswer, SpcEcho, SpcHeader,
+    MAX_BARAAT_PAYLOAD, MAX_DATAGRAM,
+};
 
 mod feedback;
 mod lab;
@@ -46,34 +54,12 @@ const PORT_SERVER: u16 = 9002;
 /// Payload bytes per data packet.
 const PAYLOAD: usize = 1200;
 
-const T_REQ: u8 = 1;
-const T_DATA: u8 = 2;
-const T_ACK: u8 = 3;
-const T_FIN: u8 = 4;
-const T_DONE: u8 = 5;
-const T_FIN_ACK: u8 = 6;
-const T_DONE_ACK: u8 = 7;
-
-/// Data header: type, flags, server, pad, task id, flow, seq, len, then the
-/// SPC request (demand, prev demand, prev alloc) and feedback (AR, NR), and
-/// the flow's request number, which the feedback in ACKs names.
-const DATA_HDR: usize = 1 + 1 + 1 + 1 + 8 + 4 + 4 + 4 + 5 * 8 + 4;
-/// ACK: type, flags, server, pad, flow, cumulative ACK, then the flow's
-/// latest feedback: AR, NR and the request number it answers.
-const ACK_LEN: usize = 4 + 4 + 4 + 8 + 8 + 4;
-/// FIN: type, pad, server, pad, task id, pad, the flow's last demand and
-/// allocation (what the switch holds for it), flow.
-const FIN_LEN: usize = 4 + 8 + 1 + 8 + 8 + 4;
-/// FIN-ACK (client to server, through the switch): type, pad, server, pad,
-/// flow.
-const FIN_ACK_LEN: usize = 4 + 4;
+/// A data packet's bytes besides its payload (the SPC header's fixed size).
+const DATA_HDR: usize = MAX_DATAGRAM - MAX_BARAAT_PAYLOAD;
 /// A request whose feedback has not come back after this long (s) was lost
 /// before the switch ran Alg. 1 on it: with feedback repeated every 20 ms,
 /// an applied request is heard of long before.
 const REQUEST_TIMEOUT_S: f64 = 0.5;
-const F_REQ: u8 = 1;
-const F_NEW: u8 = 2;
-const F_FB: u8 = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fig7Mode {
@@ -175,87 +161,26 @@ pub struct Fig7Run {
     pub residual: SwitchResidual,
 }
 
-fn get_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-fn get_u64(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-fn get_f64(b: &[u8], at: usize) -> f64 {
-    f64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+/// A rate this lab computed, for the wire. Alg. 1 and 2 give finite,
+/// non-negative rates below any NIC, so nothing is lost; anything else would
+/// be a bug, and is sent as no rate rather than as a hostile value.
+fn rate(bps: f64) -> Rate {
+    Rate::new(bps).unwrap_or(Rate::ZERO)
 }
 
-/// No NIC is faster: a rate field above it is hostile, not a demand.
-const MAX_RATE_BPS: f64 = 1e13;
-
-/// A rate field from the network (bit/s), or `None` when it is none: NaN,
-/// infinite, negative or above any NIC. Alg. 1 adds demands into the port's
-/// counters, so one NaN would poison every later allocation there.
-fn get_rate(b: &[u8], at: usize) -> Option<f64> {
-    let v = get_f64(b, at);
-    (v.is_finite() && (0.0..=MAX_RATE_BPS).contains(&v)).then_some(v)
+/// Encodes `m` and sends it.
+fn send(sock: &UdpSocket, m: BaraatMessage<'_>, to: SocketAddr) -> io::Result<usize> {
+    let mut buf = [0u8; MAX_DATAGRAM];
+    let n = m
+        .encode(&mut buf)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    sock.send_to(&buf[..n], to)
 }
 
-/// Data packet header fields.
-#[derive(Clone, Copy, Debug, Default)]
-struct Data {
-    flags: u8,
-    server: u8,
-    task_id: u64,
-    flow: u32,
-    seq: u32,
-    len: u32,
-    demand: f64,
-    prev_demand: f64,
-    prev_alloc: f64,
-    ar: f64,
-    nr: f64,
-    req: u32,
-}
-
-impl Data {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.clear();
-        out.extend_from_slice(&[T_DATA, self.flags, self.server, 0]);
-        out.extend_from_slice(&self.task_id.to_le_bytes());
-        out.extend_from_slice(&self.flow.to_le_bytes());
-        out.extend_from_slice(&self.seq.to_le_bytes());
-        out.extend_from_slice(&self.len.to_le_bytes());
-        for v in [
-            self.demand,
-            self.prev_demand,
-            self.prev_alloc,
-            self.ar,
-            self.nr,
-        ] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&self.req.to_le_bytes());
-    }
-    fn decode(b: &[u8]) -> Option<Data> {
-        if b.len() < DATA_HDR || b[0] != T_DATA {
-            return None;
-        }
-        Some(Data {
-            flags: b[1],
-            server: b[2],
-            task_id: get_u64(b, 4),
-            flow: get_u32(b, 12),
-            seq: get_u32(b, 16),
-            len: get_u32(b, 20),
-            demand: get_rate(b, 24)?,
-            prev_demand: get_rate(b, 32)?,
-            prev_alloc: get_rate(b, 40)?,
-            ar: get_rate(b, 48)?,
-            nr: get_rate(b, 56)?,
-            req: get_u32(b, 64),
-        })
-    }
-    fn write_feedback(b: &mut [u8], fb: SpcFeedback) {
-        b[1] |= F_FB;
-        b[48..56].copy_from_slice(&fb.ar.to_le_bytes());
-        b[56..64].copy_from_slice(&fb.nr.to_le_bytes());
-    }
+/// The Baraat message in a datagram, or `None` for anything else: bytes
+/// that do not decode (a typed `DecodeError`) are dropped.
+fn baraat(bytes: &[u8]) -> Option<BaraatMessage<'_>> {
+    decode_baraat(bytes).ok()
 }
 
 /// Payload byte `i` of packet `seq` of `flow`: checked by the client.
@@ -368,7 +293,7 @@ fn switch_loop(
     let faults = o.faults;
     let (mut requests_seen, mut feedback_acks_seen, mut injected) = (0u32, 0u32, 0u64);
     let (mut fins_seen, mut fin_acks_seen, mut dones_seen) = (0u32, 0u32, 0u32);
-    let mut spc = SpcSwitch::new(o.link_bps, o.rtt_ns, o.heavy_threshold);
+    let mut spc = SpcPort::new(o.link_bps, o.rtt_ns, o.heavy_threshold);
     let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
     let mut queued_bytes = 0usize;
     // Drop-tail buffer, as a shallow-buffered ToR port.
@@ -393,39 +318,56 @@ fn switch_loop(
                 Err(e) => return Err(e),
             };
             busy = true;
-            let pkt = &mut buf[..n];
-            match pkt.first().copied() {
-                Some(T_DATA) => {
-                    let Some(d) = Data::decode(pkt) else { continue };
+            let pkt = &buf[..n];
+            let Some(msg) = baraat(pkt) else { continue };
+            match msg {
+                BaraatMessage::Data(d) => {
                     interval_bytes += n;
                     if queued_bytes + n > BUFFER {
                         drops += 1;
                         continue;
                     }
-                    if d.flags & F_REQ != 0 {
-                        requests_seen += 1;
-                        if nth(faults.drop_every_nth_request, requests_seen) {
-                            injected += 1;
-                            continue;
-                        }
+                    let Some(r) = d.request else {
+                        queued_bytes += n;
+                        queue.push_back(pkt.to_vec());
+                        continue;
+                    };
+                    requests_seen += 1;
+                    if nth(faults.drop_every_nth_request, requests_seen) {
+                        injected += 1;
+                        continue;
                     }
-                    if d.flags & F_NEW != 0 {
+                    if r.new_flow {
                         active += 1;
                     }
-                    if d.flags & F_REQ != 0 {
-                        let fb = spc.on_packet(SpcRequest {
-                            task_id: d.task_id,
-                            demand: d.demand,
-                            prev_demand: d.prev_demand,
-                            prev_alloc: d.prev_alloc,
-                            new_flow: d.flags & F_NEW != 0,
-                        });
-                        Data::write_feedback(pkt, fb);
-                    }
-                    queued_bytes += n;
-                    queue.push_back(pkt.to_vec());
+                    let fb = spc.on_packet(SpcRequest {
+                        task_id: d.task_id,
+                        demand: r.demand.bps(),
+                        prev_demand: r.prev_demand.bps(),
+                        prev_alloc: r.prev_alloc.bps(),
+                        new_flow: r.new_flow,
+                    });
+                    // The switch writes its answer into the header (§4.4).
+                    let answered = BaraatData {
+                        answer: Some(SpcAnswer {
+                            ar: rate(fb.ar),
+                            nr: rate(fb.nr),
+                        }),
+                        ..d
+                    };
+                    let Ok(out) = BaraatMessage::Data(answered).to_vec() else {
+                        continue;
+                    };
+                    queued_bytes += out.len();
+                    queue.push_back(out);
                 }
-                Some(T_FIN) if n >= FIN_LEN => {
+                BaraatMessage::Fin {
+                    task_id,
+                    flow,
+                    demand,
+                    alloc,
+                    ..
+                } => {
                     fins_seen += 1;
                     if nth(faults.drop_every_nth_fin, fins_seen) {
                         injected += 1;
@@ -433,16 +375,12 @@ fn switch_loop(
                     }
                     // The flow's last demand and allocation come back (FIN),
                     // once per flow however often the sender repeats it.
-                    let (Some(demand), Some(alloc)) = (get_rate(pkt, 13), get_rate(pkt, 21)) else {
-                        continue;
-                    };
-                    let task = get_u64(pkt, 4);
-                    if let Fin::First { retire } = task_ends.on_fin(task, get_u32(pkt, 29)) {
+                    if let Fin::First { retire } = task_ends.on_fin(task_id, flow) {
                         fins.fetch_add(1, Ordering::Relaxed);
                         active = active.saturating_sub(1);
-                        spc.on_flow_end(task, demand, alloc);
+                        spc.on_flow_end(task_id, demand.bps(), alloc.bps());
                         if retire {
-                            spc.on_task_retired(task);
+                            spc.on_task_retired(task_id);
                         }
                     }
                     // On to the receiver, which acknowledges it.
@@ -453,41 +391,40 @@ fn switch_loop(
                 // way: forget the task's counters after the last one.
                 // Repeated by the client until acknowledged; a repeat changes
                 // nothing.
-                Some(T_DONE) if n >= 16 => {
+                BaraatMessage::Done { task_id, flows } => {
                     dones_seen += 1;
                     if nth(faults.drop_every_nth_done, dones_seen) {
                         injected += 1;
                         continue;
                     }
-                    let task = get_u64(pkt, 4);
-                    if task_ends.on_done(task, get_u32(pkt, 12)) {
-                        spc.on_task_retired(task);
+                    if task_ends.on_done(task_id, flows) {
+                        spc.on_task_retired(task_id);
                     }
-                    let mut ack = vec![T_DONE_ACK, 0, 0, 0];
-                    ack.extend_from_slice(&task.to_le_bytes());
-                    sock.send_to(&ack, client)?;
+                    send(sock, BaraatMessage::DoneAck { task_id }, client)?;
                 }
-                Some(T_REQ) | Some(T_ACK) | Some(T_FIN_ACK) if n >= 3 => {
-                    if pkt[0] == T_ACK && pkt[1] & F_FB != 0 {
+                BaraatMessage::Request { server, .. }
+                | BaraatMessage::Ack { server, .. }
+                | BaraatMessage::FinAck { server, .. } => {
+                    if let BaraatMessage::Ack { echo: Some(_), .. } = msg {
                         feedback_acks_seen += 1;
                         if nth(faults.drop_every_nth_feedback_ack, feedback_acks_seen) {
                             injected += 1;
                             continue;
                         }
                     }
-                    if pkt[0] == T_FIN_ACK {
+                    if let BaraatMessage::FinAck { .. } = msg {
                         fin_acks_seen += 1;
                         if nth(faults.drop_every_nth_fin_ack, fin_acks_seen) {
                             injected += 1;
                             continue;
                         }
                     }
-                    let s = pkt[2] as usize;
+                    let s = server as usize;
                     if s < SERVERS {
                         sock.send_to(pkt, server_addr(s))?;
                     }
                 }
-                _ => {}
+                BaraatMessage::DoneAck { .. } => {}
             }
             let _ = from;
         }
@@ -525,20 +462,19 @@ fn switch_loop(
         eprintln!(
             "switch: A {:.0} vc {:.0} active {active} tasks {:?}",
             spc.allocated(),
-            spc.virtual_capacity,
+            spc.virtual_capacity(),
             spc.classifier()
                 .tasks()
-                .iter()
                 .map(|t| (t.task_id, t.flows, t.demand as u64))
                 .collect::<Vec<_>>()
         );
     }
-    let tasks = spc.classifier().tasks();
+    let tasks = spc.classifier();
     let residual = SwitchResidual {
         allocated_bps: spc.allocated(),
         tasks: tasks.len(),
-        flows: tasks.iter().map(|t| t.flows).sum(),
-        demand_bps: tasks.iter().map(|t| t.demand).sum(),
+        flows: tasks.tasks().map(|t| t.flows).sum(),
+        demand_bps: tasks.tasks().map(|t| t.demand).sum(),
         fins: fins.load(Ordering::Relaxed),
         injected_drops: injected,
     };
@@ -602,7 +538,8 @@ fn server_loop(
     let interval = o.rtt_ns as f64 / 1e9;
     let mut flows: Vec<SFlow> = Vec::new();
     let mut buf = vec![0u8; 65536];
-    let mut out = Vec::with_capacity(DATA_HDR + PAYLOAD);
+    let mut out = [0u8; MAX_DATAGRAM];
+    let mut payload = [0u8; PAYLOAD];
     let mut retx = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let mut busy = false;
@@ -614,17 +551,21 @@ fn server_loop(
                 Err(e) => return Err(e),
             };
             busy = true;
-            let p = &buf[..n];
-            match p[0] {
-                // Request: type, pad, server, pad, task id, flow, bytes.
-                T_REQ if n >= 24 => {
-                    let flow = get_u32(p, 12);
+            let Some(msg) = baraat(&buf[..n]) else {
+                continue;
+            };
+            match msg {
+                BaraatMessage::Request {
+                    task_id,
+                    flow,
+                    bytes,
+                    ..
+                } => {
                     if flows.iter().any(|f| f.flow == flow) {
                         continue;
                     }
-                    let bytes = get_u64(p, 16);
                     flows.push(SFlow {
-                        task_id: get_u64(p, 4),
+                        task_id,
                         flow,
                         bytes,
                         npk: packets_of(bytes),
@@ -644,8 +585,7 @@ fn server_loop(
                         fin: None,
                     });
                 }
-                T_FIN_ACK if n >= FIN_ACK_LEN => {
-                    let flow = get_u32(p, 4);
+                BaraatMessage::FinAck { flow, .. } => {
                     if let Some(fin) = flows
                         .iter_mut()
                         .find(|f| f.flow == flow)
@@ -654,24 +594,27 @@ fn server_loop(
                         fin.on_ack();
                     }
                 }
-                T_ACK if n >= ACK_LEN => {
-                    let flow = get_u32(p, 4);
+                BaraatMessage::Ack {
+                    flow,
+                    cumulative: cum,
+                    echo,
+                    ..
+                } => {
                     let Some(f) = flows.iter_mut().find(|f| f.flow == flow) else {
                         continue;
                     };
-                    let cum = get_u32(p, 8);
                     if cum > f.acked {
                         f.acked = cum;
                         f.last_progress = now;
                     }
                     // Feedback counts only for the request in flight: the
                     // client repeats its latest, so older ones come again.
-                    let answered = f
-                        .req_out
-                        .filter(|r| p[1] & F_FB != 0 && get_u32(p, 28) == r.req);
-                    let feedback = get_rate(p, 12).zip(get_rate(p, 20));
-                    if let (Some(pending), Some((ar, nr))) = (answered, feedback) {
-                        let fb = SpcFeedback { ar, nr };
+                    let echo = echo.filter(|e| f.req_out.is_some_and(|r| e.req == r.req));
+                    if let (Some(pending), Some(e)) = (f.req_out, echo) {
+                        let fb = SpcFeedback {
+                            ar: e.answer.ar.bps(),
+                            nr: e.answer.nr.bps(),
+                        };
                         // Under 1 kbit/s is no rate: a packet would be due
                         // in hours, after the flow got a real share.
                         let r = f.sender.on_feedback(&[fb]);
@@ -700,13 +643,14 @@ fn server_loop(
             }
             if let Some(fin) = f.fin.as_mut() {
                 if fin.due(now) {
-                    let mut m = vec![T_FIN, 0, me as u8, 0];
-                    m.extend_from_slice(&f.task_id.to_le_bytes());
-                    m.push(0);
-                    m.extend_from_slice(&f.held_demand.to_le_bytes());
-                    m.extend_from_slice(&f.held_alloc.to_le_bytes());
-                    m.extend_from_slice(&f.flow.to_le_bytes());
-                    sock.send_to(&m, sw)?;
+                    let m = BaraatMessage::Fin {
+                        server: me as u8,
+                        task_id: f.task_id,
+                        flow: f.flow,
+                        demand: rate(f.held_demand),
+                        alloc: rate(f.held_alloc),
+                    };
+                    send(sock, m, sw)?;
                     busy = true;
                 }
                 continue;
@@ -733,25 +677,18 @@ fn server_loop(
             if !want_req && !can_data {
                 continue;
             }
-            let mut d = Data {
-                server: me as u8,
-                task_id: f.task_id,
-                flow: f.flow,
-                seq: f.next,
-                ..Data::default()
-            };
+            let mut request = None;
             if want_req {
                 // Alg. 2: demand from the bytes not yet sent and last NR.
                 let left = f.bytes.saturating_sub(f.next as u64 * PAYLOAD as u64);
                 let demand = f.sender.next_demand(left, f.last_nr);
-                d.flags |= F_REQ;
-                if f.new_flow {
-                    d.flags |= F_NEW;
-                }
-                d.demand = demand;
-                d.prev_demand = f.held_demand;
-                d.prev_alloc = f.held_alloc;
-                d.req = f.next_req;
+                request = Some(SpcHeader {
+                    req: f.next_req,
+                    new_flow: f.new_flow,
+                    demand: rate(demand),
+                    prev_demand: rate(f.held_demand),
+                    prev_alloc: rate(f.held_alloc),
+                });
                 f.req_out = Some(PendingRequest {
                     sent_at: now,
                     req: f.next_req,
@@ -761,14 +698,26 @@ fn server_loop(
                 f.last_req = now;
             }
             let len = if can_data { len_of(f.bytes, f.next) } else { 0 };
-            d.len = len as u32;
-            d.encode(&mut out);
-            out.extend((0..len).map(|i| pattern(f.flow, f.next, i)));
-            sock.send_to(&out, sw)?;
+            for (i, b) in payload[..len].iter_mut().enumerate() {
+                *b = pattern(f.flow, f.next, i);
+            }
+            let d = BaraatData {
+                server: me as u8,
+                task_id: f.task_id,
+                flow: f.flow,
+                seq: f.next,
+                request,
+                answer: None,
+                payload: &payload[..len],
+            };
+            let n = BaraatMessage::Data(d)
+                .encode(&mut out)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            sock.send_to(&out[..n], sw)?;
             busy = true;
             if can_data {
                 f.next += 1;
-                f.next_send = f.next_send.max(now - 1e-3) + (out.len() * 8) as f64 / f.rate;
+                f.next_send = f.next_send.max(now - 1e-3) + (n * 8) as f64 / f.rate;
             }
         }
         flows.retain(|f| !f.fin.is_some_and(|fin| fin.acked()));
@@ -797,18 +746,20 @@ fn send_ack(
     cumulative: u32,
     now: f64,
 ) -> io::Result<()> {
-    let latest = echo.latest();
-    let (req, ar, nr) = latest.unwrap_or((0, 0.0, 0.0));
-    let flags = if latest.is_some() { F_FB } else { 0 };
-    let server = (flow as usize % SERVERS) as u8;
-    let mut ack = Vec::with_capacity(ACK_LEN);
-    ack.extend_from_slice(&[T_ACK, flags, server, 0]);
-    ack.extend_from_slice(&flow.to_le_bytes());
-    ack.extend_from_slice(&cumulative.to_le_bytes());
-    ack.extend_from_slice(&ar.to_le_bytes());
-    ack.extend_from_slice(&nr.to_le_bytes());
-    ack.extend_from_slice(&req.to_le_bytes());
-    sock.send_to(&ack, sw)?;
+    let echo_of = |(req, ar, nr)| SpcEcho {
+        req,
+        answer: SpcAnswer {
+            ar: rate(ar),
+            nr: rate(nr),
+        },
+    };
+    let ack = BaraatMessage::Ack {
+        server: (flow as usize % SERVERS) as u8,
+        flow,
+        cumulative,
+        echo: echo.latest().map(echo_of),
+    };
+    send(sock, ack, sw)?;
     echo.on_ack_sent(now);
     Ok(())
 }
@@ -836,11 +787,13 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
             Fig7Mode::FifoLm => t as u64 + 1,
         };
         for s in 0..SERVERS {
-            let mut m = vec![T_REQ, 0, s as u8, 0];
-            m.extend_from_slice(&task_id.to_le_bytes());
-            m.extend_from_slice(&((t * SERVERS + s) as u32).to_le_bytes());
-            m.extend_from_slice(&o.bytes_per_server.to_le_bytes());
-            sock.send_to(&m, sw)?;
+            let m = BaraatMessage::Request {
+                server: s as u8,
+                task_id,
+                flow: (t * SERVERS + s) as u32,
+                bytes: o.bytes_per_server,
+            };
+            send(sock, m, sw)?;
         }
     }
     let mut buf = vec![0u8; 65536];
@@ -858,10 +811,11 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
         }
         for (t, out) in done_out.iter_mut().enumerate() {
             if out.as_mut().is_some_and(|o| o.due(now)) {
-                let mut m = vec![T_DONE, 0, 0, 0];
-                m.extend_from_slice(&(t as u64 + 1).to_le_bytes());
-                m.extend_from_slice(&(SERVERS as u32).to_le_bytes());
-                sock.send_to(&m, sw)?;
+                let m = BaraatMessage::Done {
+                    task_id: t as u64 + 1,
+                    flows: SERVERS as u32,
+                };
+                send(sock, m, sw)?;
             }
         }
         if start.elapsed() > o.timeout {
@@ -889,35 +843,33 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
             }
             Err(e) => return Err(e),
         };
-        let p = &buf[..len];
-        if p.first() == Some(&T_DONE_ACK) && len >= 12 {
-            let task = get_u64(p, 4);
-            let out = (task as usize)
-                .checked_sub(1)
-                .and_then(|t| done_out.get_mut(t))
-                .and_then(Option::as_mut);
-            if let Some(out) = out {
-                out.on_ack();
+        let d = match baraat(&buf[..len]) {
+            Some(BaraatMessage::Data(d)) => d,
+            Some(BaraatMessage::DoneAck { task_id }) => {
+                let out = (task_id as usize)
+                    .checked_sub(1)
+                    .and_then(|t| done_out.get_mut(t))
+                    .and_then(Option::as_mut);
+                if let Some(out) = out {
+                    out.on_ack();
+                }
+                continue;
             }
-            continue;
-        }
-        if p.first() == Some(&T_FIN) && len >= FIN_LEN {
-            let flow = get_u32(p, 29);
-            if let Some(fb) = feedback.get_mut(flow as usize) {
-                fb.on_fin();
-                let mut m = vec![T_FIN_ACK, 0, p[2], 0];
-                m.extend_from_slice(&flow.to_le_bytes());
-                sock.send_to(&m, sw)?;
+            Some(BaraatMessage::Fin { server, flow, .. }) => {
+                if let Some(fb) = feedback.get_mut(flow as usize) {
+                    fb.on_fin();
+                    send(sock, BaraatMessage::FinAck { server, flow }, sw)?;
+                }
+                continue;
             }
-            continue;
-        }
-        let Some(d) = Data::decode(p) else { continue };
+            _ => continue,
+        };
         let fl = d.flow as usize;
         if fl >= nflows {
             continue;
         }
-        let payload = &p[DATA_HDR..];
-        if d.len as usize == payload.len() && !payload.is_empty() && d.seq == expected[fl] {
+        let payload = d.payload;
+        if !payload.is_empty() && d.seq == expected[fl] {
             let ok = payload
                 .iter()
                 .enumerate()
@@ -928,8 +880,8 @@ fn client_loop(sock: &UdpSocket, mode: Fig7Mode, o: &Fig7Opts) -> io::Result<Cli
             }
         }
         let fb = &mut feedback[fl];
-        if d.flags & F_FB != 0 {
-            fb.on_feedback(d.req, d.ar, d.nr);
+        if let (Some(r), Some(a)) = (d.request, d.answer) {
+            fb.on_feedback(r.req, a.ar.bps(), a.nr.bps());
         }
         send_ack(sock, sw, fb, d.flow, expected[fl], now)?;
         let t = fl / SERVERS;
@@ -979,6 +931,3 @@ pub fn fig7_table(
 pub fn mean_ms(r: &Fig7Run) -> f64 {
     r.completion_ns.iter().sum::<u64>() as f64 / r.completion_ns.len().max(1) as f64 / 1e6
 }
-
-#[cfg(test)]
-mod wire_tests;

@@ -1,6 +1,6 @@
 //! When the lab's switch may drop a finished task's SPC counters and the
 //! allocation still booked to it
-//! ([`SpcSwitch::on_task_retired`](crate::spc::SpcSwitch::on_task_retired)).
+//! ([`SpcPort::on_task_retired`](netsched_core::baraat::SpcPort::on_task_retired)).
 //!
 //! The client's DONE says the task's bytes are in, but its servers' FINs
 //! (which return the flows' last demand and allocation) may still be on
@@ -62,7 +62,7 @@ struct OpenTask {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fin {
     /// The flow's first FIN: return its demand and allocation
-    /// ([`SpcSwitch::on_flow_end`](crate::spc::SpcSwitch::on_flow_end));
+    /// ([`SpcPort::on_flow_end`](netsched_core::baraat::SpcPort::on_flow_end));
     /// `retire` when it was the task's last.
     First { retire: bool },
     /// A FIN already applied, sent again because its acknowledgement was
@@ -133,8 +133,8 @@ impl TaskEnds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spc::{SpcFeedback, SpcRequest, SpcSwitch};
     use crate::udp::until_acked::{UntilAcked, REPEAT_S};
+    use netsched_core::baraat::{SpcFeedback, SpcPort, SpcRequest};
 
     const C: f64 = 100e6;
     const RTT_NS: u64 = 1_000_000;
@@ -146,7 +146,7 @@ mod tests {
         alloc: f64,
     }
 
-    fn request(sw: &mut SpcSwitch, task: u64, demand: f64, held: Held, new: bool) -> SpcFeedback {
+    fn request(sw: &mut SpcPort, task: u64, demand: f64, held: Held, new: bool) -> SpcFeedback {
         sw.on_packet(SpcRequest {
             task_id: task,
             demand,
@@ -157,7 +157,7 @@ mod tests {
     }
 
     /// One answered request: the sender now holds what the switch gave.
-    fn answered(sw: &mut SpcSwitch, task: u64, demand: f64, held: &mut Held, new: bool) -> f64 {
+    fn answered(sw: &mut SpcPort, task: u64, demand: f64, held: &mut Held, new: bool) -> f64 {
         let fb = request(sw, task, demand, *held, new);
         *held = Held {
             demand,
@@ -174,7 +174,7 @@ mod tests {
     /// (three FINs and a DONE), and task 3 must get a rate.
     #[test]
     fn a_lost_first_request_after_the_switch_does_not_starve_the_next_task() {
-        let mut sw = SpcSwitch::new(C, RTT_NS, f64::INFINITY);
+        let mut sw = SpcPort::new(C, RTT_NS, f64::INFINITY);
         let mut ends = TaskEnds::default();
         let mut t1 = [Held::default(); 3];
         for h in &mut t1 {
@@ -187,7 +187,7 @@ mod tests {
         for h in &mut t2 {
             answered(&mut sw, 2, 800e6, h, true);
         }
-        let flows_of = |sw: &SpcSwitch, t| sw.classifier().counters(t).map_or(0, |c| c.flows);
+        let flows_of = |sw: &SpcPort, t| sw.classifier().counters(t).map_or(0, |c| c.flows);
         assert_eq!(flows_of(&sw, 2), 4, "the retried flow is counted twice");
         // Task 1 ends: FINs return its flows' demand and allocation.
         for (flow, h) in t1.into_iter().enumerate() {
@@ -226,7 +226,7 @@ mod tests {
     /// is retired.
     #[test]
     fn a_lost_allocation_is_taken_back_when_the_task_retires() {
-        let mut sw = SpcSwitch::new(C, RTT_NS, f64::INFINITY);
+        let mut sw = SpcPort::new(C, RTT_NS, f64::INFINITY);
         let mut ends = TaskEnds::default();
         let lost = request(&mut sw, 1, 40e6, Held::default(), true);
         assert_eq!(lost.ar, 40e6);
@@ -239,7 +239,7 @@ mod tests {
         assert!((sw.allocated() - 40e6).abs() < 1.0);
         sw.on_task_retired(1);
         assert_eq!(sw.allocated(), 0.0);
-        assert!(sw.classifier().tasks().is_empty());
+        assert!(sw.classifier().is_empty());
     }
 
     #[test]
@@ -266,7 +266,7 @@ mod tests {
     /// hand task 2's 100 Mbit/s out again).
     #[test]
     fn a_lost_fin_is_repeated_until_acknowledged_and_applied_once() {
-        let mut sw = SpcSwitch::new(C, RTT_NS, f64::INFINITY);
+        let mut sw = SpcPort::new(C, RTT_NS, f64::INFINITY);
         let mut ends = TaskEnds::default();
         let mut t1 = [Held::default(); 3];
         for h in &mut t1 {
@@ -275,7 +275,7 @@ mod tests {
         assert_eq!(t1[0].alloc, C, "the first flow holds the link");
         let now = 1.0;
         let mut fins: Vec<UntilAcked> = (0..3).map(|_| UntilAcked::new(now)).collect();
-        let deliver = |sw: &mut SpcSwitch, ends: &mut TaskEnds, flow: usize| {
+        let deliver = |sw: &mut SpcPort, ends: &mut TaskEnds, flow: usize| {
             let h = t1[flow];
             match ends.on_fin(1, flow as u32) {
                 Fin::First { retire } => {
