@@ -178,3 +178,54 @@ fn every_task_completes_through_the_xdp_spine_daemon() {
     drop(procs);
     drop(lab);
 }
+
+/// `netsched bench xdp-e2e` end to end with a tiny load: the lab, native
+/// XDP on the scheduler's veth, every system started, driven and measured.
+/// Asserts only that each system completed tasks end to end (the bench
+/// fails when one completes none), never a rate.
+#[test]
+fn bench_xdp_e2e_runs_every_system() {
+    let test = "bench_xdp_e2e_runs_every_system";
+    if common::bpf_missing(test) {
+        return;
+    }
+    // The bench builds its own lab; this one only asks whether it can.
+    if common::lab(test, "xbs").is_none() {
+        return;
+    }
+    let mut systems = vec!["xdp-leaf", "xdp-spine", "socket-leaf", "socket-spine"];
+    let nginx = std::path::Path::new(netsched_lab::nginx::DEFAULT_NGINX).exists()
+        && std::path::Path::new(netsched_lab::nginx::DEFAULT_STREAM_MODULE).exists();
+    if nginx {
+        systems.push("nginx");
+    } else {
+        eprintln!("{test}: nginx or its stream module missing, not run");
+    }
+    let list = systems.join(",");
+    let (code, out, err) = common::netsched(&[
+        "bench",
+        "xdp-e2e",
+        "--systems",
+        &list,
+        "--generators",
+        "1",
+        "--window",
+        "8",
+        "--duration-ms",
+        "500",
+        "--low-rate",
+        "500",
+        "--latency-ms",
+        "1000",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for system in systems {
+        let row = out
+            .lines()
+            .rev()
+            .find(|l| l.starts_with(&format!("| {system} |")))
+            .unwrap_or_else(|| panic!("no row for {system}: {out}"));
+        let per_s: f64 = row.split('|').nth(2).unwrap().trim().parse().unwrap();
+        assert!(per_s > 0.0, "{row}");
+    }
+}
