@@ -56,6 +56,10 @@ pub enum BenchCmd {
     /// assignments per daemon CPU-second, then scheduling latency against
     /// load, every policy in one run.
     Pull(crate::node::BenchPullArgs),
+    /// End to end through veths in network namespaces (root): tasks per
+    /// scheduler CPU-second and latency added at low load, for the XDP leaf
+    /// and spine, the socket daemon's leaf and spine, and nginx, in one run.
+    XdpE2e(XdpE2eArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> Result<(), CliError> {
@@ -64,6 +68,7 @@ pub fn run(cmd: BenchCmd) -> Result<(), CliError> {
         BenchCmd::Nginx(a) => crate::node::bench_nginx(a),
         BenchCmd::Pull(a) => crate::node::bench_pull(a),
         BenchCmd::Capacity(a) => bench_capacity(a),
+        BenchCmd::XdpE2e(a) => bench_xdp_e2e(a),
         BenchCmd::Sim {
             tasks_per_worker,
             pools,
@@ -135,6 +140,104 @@ pub struct CapacityArgs {
     /// application id, so probes draw different sequences).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+#[derive(Args)]
+pub struct XdpE2eArgs {
+    /// Systems in run order: xdp-leaf, xdp-spine, socket-leaf,
+    /// socket-spine, nginx.
+    #[arg(
+        long,
+        default_value = "xdp-leaf,xdp-spine,socket-leaf,socket-spine,nginx",
+        value_delimiter = ','
+    )]
+    systems: Vec<String>,
+    /// Closed-loop generator threads (batched sendmmsg/recvmmsg).
+    #[arg(long, default_value_t = 2)]
+    generators: usize,
+    /// Tasks in flight per generator thread.
+    #[arg(long, default_value_t = 128)]
+    window: usize,
+    /// Throughput measurement per system (ms).
+    #[arg(long, default_value_t = 2000)]
+    duration_ms: u64,
+    /// Open-loop rate of the latency part (tasks/s) ...
+    #[arg(long, default_value_t = 1000.0)]
+    low_rate: f64,
+    /// ... for this long per system (ms).
+    #[arg(long, default_value_t = 1000)]
+    latency_ms: u64,
+    /// Worker entries (leaf) or one-worker racks (spine), all one echo.
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// XDP attach mode: native or generic.
+    #[arg(long, default_value = "native")]
+    mode: String,
+    /// The CPU that runs the XDP program.
+    #[arg(long, default_value_t = 1)]
+    cpu: u32,
+    /// The nginx binary (Debian's by default).
+    #[arg(long, default_value = netsched_lab::nginx::DEFAULT_NGINX)]
+    nginx: std::path::PathBuf,
+}
+
+fn bench_xdp_e2e(a: XdpE2eArgs) -> Result<(), CliError> {
+    use netsched_lab::xdp_e2e::{self, Row, System, XdpE2eOpts};
+    let systems = a
+        .systems
+        .iter()
+        .map(|s| {
+            System::ALL
+                .into_iter()
+                .find(|x| x.name() == s)
+                .ok_or_else(|| CliError::Usage(format!("--systems: unknown system {s:?}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let opts = XdpE2eOpts {
+        netsched: std::env::current_exe().map_err(|source| CliError::Os {
+            what: "current executable",
+            source,
+        })?,
+        systems,
+        workers: a.workers.max(1),
+        generators: a.generators.max(1),
+        window: a.window.max(1),
+        duration: std::time::Duration::from_millis(a.duration_ms),
+        low_rate: a.low_rate,
+        latency_duration: std::time::Duration::from_millis(a.latency_ms),
+        mode: a.mode,
+        cpu: a.cpu,
+        nginx: a.nginx,
+        ..Default::default()
+    };
+    let mut printed = false;
+    let out = xdp_e2e::run(&opts, |r| {
+        if !printed {
+            outln!("{}", Row::HEADER);
+            printed = true;
+        }
+        outln!("{}", r.line(0.0));
+    })?;
+    outln!(
+        "\ndirect to the echo (no scheduler): p50 {:.1} us p99 {:.1} us",
+        out.direct_p50_us,
+        out.direct_p99_us
+    );
+    outln!("\n{}", Row::HEADER);
+    for r in &out.rows {
+        outln!("{}", r.line(out.direct_p50_us));
+    }
+    if let Some(base) = out.rows.iter().find(|r| r.system == System::Nginx) {
+        for r in &out.rows {
+            outln!(
+                "{}: {:.2}x nginx tasks per scheduler CPU-second, {:.2}x its tasks/s",
+                r.system.name(),
+                r.tasks_per_core_s() / base.tasks_per_core_s(),
+                r.tasks_per_s() / base.tasks_per_s()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn bench_capacity(a: CapacityArgs) -> Result<(), CliError> {

@@ -105,7 +105,7 @@ impl BenchResult {
 /// Answers every task packet with an idle reply to its sender, as downstream
 /// node `dst_id` (the node the daemon picked). Batched (recvmmsg/sendmmsg) so
 /// it does not limit the daemon.
-fn echo(sock: UdpSocket, stop: Arc<AtomicBool>) {
+pub(crate) fn echo(sock: UdpSocket, stop: Arc<AtomicBool>) {
     let mut rxb = net::Mmsg::new(64, 2048);
     let mut txb = net::Mmsg::new(64, MAX_DATAGRAM);
     while !stop.load(Ordering::Relaxed) {
@@ -147,7 +147,12 @@ fn echo(sock: UdpSocket, stop: Arc<AtomicBool>) {
 }
 
 fn loopback() -> UdpSocket {
-    let s = UdpSocket::bind("127.0.0.1:0").expect("bind loopback");
+    bound("127.0.0.1:0")
+}
+
+/// A socket bound to `addr` with the daemon's socket options.
+pub(crate) fn bound(addr: &str) -> UdpSocket {
+    let s = UdpSocket::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
     net::prepare(&s).expect("socket options");
     s
 }
@@ -156,7 +161,17 @@ fn loopback() -> UdpSocket {
 /// `duration`; returns completed tasks and wall seconds. Batched like the
 /// daemon, so the generator is not the bottleneck.
 fn closed_loop(target: SocketAddr, window: usize, duration: Duration) -> (u64, f64) {
-    let sock = loopback();
+    closed_loop_from("127.0.0.1", target, window, duration)
+}
+
+/// [`closed_loop`] from a socket on `ip` (a namespace's address).
+pub(crate) fn closed_loop_from(
+    ip: &str,
+    target: SocketAddr,
+    window: usize,
+    duration: Duration,
+) -> (u64, f64) {
+    let sock = bound(&format!("{ip}:0"));
     let mut txb = net::Mmsg::new(window.max(1), MAX_DATAGRAM);
     let mut rxb = net::Mmsg::new(64, 2048);
     let mut seq = 0u32;
@@ -226,6 +241,16 @@ fn daemon_config(role: BenchRole, policy: Policy, nodes: u32, echo: SocketAddr) 
 }
 
 fn low_load(target: SocketAddr, rate: f64, dur: Duration) -> Result<(f64, f64), Error> {
+    low_load_from("127.0.0.1", target, rate, dur)
+}
+
+/// [`low_load`] from `ip`: the open-loop client's p50 and p99, µs.
+pub(crate) fn low_load_from(
+    ip: &str,
+    target: SocketAddr,
+    rate: f64,
+    dur: Duration,
+) -> Result<(f64, f64), Error> {
     let cfg = ClientConfig {
         targets: vec![Target {
             addr: target,
@@ -239,7 +264,7 @@ fn low_load(target: SocketAddr, rate: f64, dur: Duration) -> Result<(f64, f64), 
         service: netsched_config::workload::ServiceDist::Fixed { value_us: 1.0 },
         timeout_ms: 500,
         seed: 5,
-        bind: "127.0.0.1:0".into(),
+        bind: format!("{ip}:0"),
         ..Default::default()
     };
     let mut c = Client::bind(cfg)?;

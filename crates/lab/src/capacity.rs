@@ -316,7 +316,7 @@ pub fn parse_stat_ticks(stat: &str) -> Option<u64> {
 }
 
 /// CPU seconds (user + system) of the process or thread whose stat is at `path`.
-fn cpu_seconds(path: &Path) -> Result<f64, Error> {
+pub(crate) fn cpu_seconds(path: &Path) -> Result<f64, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path.display(), e))?;
     let ticks = parse_stat_ticks(&text).ok_or_else(|| CapacityError::Stat {
         path: path.display().to_string(),

@@ -24,5 +24,6 @@ pub mod error;
 pub mod netns;
 pub mod nginx;
 pub mod pull_bench;
+pub mod xdp_e2e;
 
 pub use error::Error;

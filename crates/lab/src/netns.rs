@@ -203,6 +203,12 @@ impl Lab {
         Ok(Host { name, addr, hub_if })
     }
 
+    /// The hub namespace, which holds the bridge and the hosts' peer veths
+    /// (`Host::hub_if`).
+    pub fn hub(&self) -> &str {
+        &self.hub
+    }
+
     /// Cuts (`up = false`) or restores a host's link at the bridge port.
     pub fn set_link(&self, h: &Host, up: bool) -> Result<(), NetnsError> {
         ip(&[

@@ -204,6 +204,19 @@ pub fn nginx_conf(
 impl Nginx {
     /// Starts nginx proxying UDP on a free loopback port to `upstreams`.
     pub fn start(bin: &Path, module: &Path, upstreams: &[SocketAddr]) -> Result<Nginx, Error> {
+        // A free port: bind, read, release (nginx binds it right after).
+        let listen = UdpSocket::bind("127.0.0.1:0").and_then(|s| s.local_addr())?;
+        Nginx::start_at(bin, module, listen, upstreams)
+    }
+
+    /// Starts nginx proxying UDP on `listen` to `upstreams` (in the calling
+    /// thread's network namespace).
+    pub fn start_at(
+        bin: &Path,
+        module: &Path,
+        listen: SocketAddr,
+        upstreams: &[SocketAddr],
+    ) -> Result<Nginx, Error> {
         if !bin.exists() {
             return Err(NginxError::NotInstalled {
                 path: bin.to_path_buf(),
@@ -218,8 +231,6 @@ impl Nginx {
             }
             .into());
         }
-        // A free port: bind, read, release (nginx binds it right after).
-        let listen = UdpSocket::bind("127.0.0.1:0").and_then(|s| s.local_addr())?;
         let dir = std::env::temp_dir().join(format!(
             "netsched-nginx-{}-{}",
             std::process::id(),
