@@ -20,6 +20,10 @@ def placement(toml: str, label: str | None = None) -> str:
     """CSV: pool_id, leaf_id, pod, workers, servers, spine_id"""
 
 def json_to_toml(json: str) -> str: ...
+def policy_names() -> dict[str, list[str]]:
+    """Every policy name by family: `push` (run_sim), `pull` (run_pull),
+    `flow` (run_flowsim)."""
+
 def build_info() -> tuple[str, str]:
     """(version, git commit) the module was built from"""
 
