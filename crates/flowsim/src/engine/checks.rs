@@ -31,6 +31,13 @@ impl Engine {
                 assert_eq!(f.group, NONE, "finished flow {fid} in a group");
                 continue;
             }
+            // The dense copies pFabric's timers scan.
+            assert_eq!(self.fabric.hot[fid].group, f.group, "flow {fid}: group copy");
+            assert_eq!(
+                self.fabric.hot[fid].rem.to_bits(),
+                f.rem.to_bits(),
+                "flow {fid}: bytes-left copy"
+            );
             if f.group == NONE {
                 assert!(
                     f.rate == 0.0,

@@ -26,8 +26,6 @@ use crate::topology::LinkId;
 pub(super) struct OrderScratch {
     /// The moving flows: (remaining size bits, id) packed, and rate.
     moving: Vec<(u128, f64)>,
-    /// The flows at rate 0 (packed).
-    still: Vec<u128>,
     /// Per moving flow, the closest flow at rate 0 ahead of it (packed).
     still_ahead: Vec<Option<u128>>,
 }
@@ -39,7 +37,7 @@ fn rem_of(p: u128) -> f64 {
 impl Engine {
     /// Under pFabric, re-arm the timers of `links` (their rates changed).
     pub(super) fn arm_crossings(&mut self, links: &[LinkId]) {
-        if self.opts.policy == Policy::Pfabric {
+        if self.opts.policy == Policy::Pfabric && self.swap_timers {
             for &l in links {
                 self.arm_crossing(l);
             }
@@ -50,6 +48,13 @@ impl Engine {
     /// Only a full link's order decides rates (on another, every flow is
     /// held back elsewhere), and only a moving flow can catch up with the
     /// one ahead of it.
+    ///
+    /// Two scans of the link's flows: the moving ones and the load first,
+    /// then, only on a full link, the flows at rate 0, of which only those
+    /// ahead of the last moving flow can be a neighbour ahead. A full link
+    /// usually holds one moving flow, the head of its order, and hundreds at
+    /// 0 behind it (pFabric's strict priority), and is re-armed at every
+    /// promotion: the flows at 0 then cost one compare each.
     fn arm_crossing(&mut self, l: LinkId) {
         let link = &self.fabric.links[l as usize];
         if link.flows.len() < 2 || !self.follow(l) {
@@ -58,15 +63,12 @@ impl Engine {
         }
         let mut s = std::mem::take(&mut self.scratch.order);
         s.moving.clear();
-        s.still.clear();
         let mut load = 0.0;
         for &fid in &link.flows {
-            let f = &self.fabric.flows[fid as usize];
-            if f.group == super::NONE {
-                // Not moving (a flow with a positive rate is in a group).
-                s.still.push(float_then_id(f.rem, fid));
-            } else {
-                let rate = self.groups.all[f.group as usize].rate;
+            let group = self.fabric.hot[fid as usize].group;
+            if group != super::NONE {
+                // Moving (a flow with a positive rate is in a group).
+                let rate = self.groups.all[group as usize].rate;
                 load += rate;
                 s.moving.push((float_then_id(self.rem_now(fid), fid), rate));
             }
@@ -78,7 +80,16 @@ impl Engine {
             s.moving.sort_unstable_by_key(|m| m.0);
             s.still_ahead.clear();
             s.still_ahead.resize(s.moving.len(), None);
-            for &p in &s.still {
+            let last = s.moving[s.moving.len() - 1].0;
+            for &fid in &link.flows {
+                if self.fabric.hot[fid as usize].group != super::NONE {
+                    continue;
+                }
+                let p = float_then_id(self.fabric.hot[fid as usize].rem, fid);
+                if p > last {
+                    // Behind every moving flow: no one's neighbour ahead.
+                    continue;
+                }
                 let behind = s.moving.partition_point(|m| m.0 < p);
                 if let Some(slot) = s.still_ahead.get_mut(behind) {
                     *slot = Some(slot.map_or(p, |q| q.max(p)));

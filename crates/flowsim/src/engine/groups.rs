@@ -127,6 +127,7 @@ impl Engine {
         let f = &mut self.fabric.flows[id as usize];
         f.last = self.events.now;
         f.rem = rem;
+        self.fabric.hot[id as usize].rem = rem;
     }
 
     /// A flow's remaining bytes now, without bringing it up to date.
@@ -190,6 +191,7 @@ impl Engine {
                 if self.opts.policy == Policy::Baraat {
                     group_task_inc(&mut tasks, f.tid);
                 }
+                self.fabric.hot[fid as usize].group = g;
             }
             self.groups.all[g as usize] = Group {
                 live: members.len() as u32,
@@ -230,6 +232,7 @@ impl Engine {
             if g != NONE {
                 f.group = NONE;
                 let tid = f.tid;
+                self.fabric.hot[fid as usize].group = NONE;
                 let grp = &mut self.groups.all[g as usize];
                 f.rate = grp.rate;
                 if grp.stamp != stamp {
@@ -259,6 +262,7 @@ impl Engine {
         }
         f.group = NONE;
         f.rate = self.groups.all[g as usize].rate;
+        self.fabric.hot[fid as usize].group = NONE;
         let was_head = self.groups.all[g as usize].head == f.gpos;
         let tid = f.tid;
         let grp = &mut self.groups.all[g as usize];
