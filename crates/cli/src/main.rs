@@ -16,6 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+
+/// mimalloc rather than glibc's malloc: see crates/cli/Cargo.toml.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use netsched_config::ConfigError;
 use netsched_sim::config::{Policy, SimConfig};
 use netsched_sim::report;

@@ -31,13 +31,6 @@ impl Engine {
                 assert_eq!(f.group, NONE, "finished flow {fid} in a group");
                 continue;
             }
-            // The dense copies pFabric's timers scan.
-            assert_eq!(self.fabric.hot[fid].group, f.group, "flow {fid}: group copy");
-            assert_eq!(
-                self.fabric.hot[fid].rem.to_bits(),
-                f.rem.to_bits(),
-                "flow {fid}: bytes-left copy"
-            );
             if f.group == NONE {
                 assert!(
                     f.rate == 0.0,
@@ -50,6 +43,21 @@ impl Engine {
             assert_eq!(grp.members[f.gpos as usize], fid as u32);
             assert!(f.gpos >= grp.head, "flow {fid} before its group's head");
             live[f.group as usize] += 1;
+        }
+        if self.keeps_order() {
+            // The copies pFabric's timers scan (`Link::keys`).
+            for (l, link) in self.fabric.links.iter().enumerate() {
+                assert_eq!(link.keys.len(), link.flows.len(), "link {l}: keys");
+                for (&fid, &key) in link.flows.iter().zip(&link.keys) {
+                    let f = &self.fabric.flows[fid as usize];
+                    let want = if f.group == NONE {
+                        super::keys::float_then_id(f.rem, fid)
+                    } else {
+                        super::fabric::MOVING
+                    };
+                    assert_eq!(key, want, "link {l}: key of flow {fid}");
+                }
+            }
         }
         for (g, grp) in self.groups.all.iter().enumerate() {
             assert_eq!(grp.live, live[g], "group {g}: live count");

@@ -16,8 +16,9 @@
 //! leaving makes no new neighbours (a timer it leaves behind at most
 //! triggers a recomputation that changes nothing).
 
+use super::fabric::MOVING;
 use super::keys::float_then_id;
-use super::Engine;
+use super::{Engine, NONE};
 use crate::policy::Policy;
 use crate::topology::LinkId;
 
@@ -35,9 +36,34 @@ fn rem_of(p: u128) -> f64 {
 }
 
 impl Engine {
+    /// Under pFabric with its timers, copy whether `fid` is at rate 0 (and
+    /// then its key) into its links' [`Link::keys`](super::fabric::Link).
+    /// Called wherever a flow joins or leaves a rate group; its bytes left
+    /// do not move out of one.
+    pub(super) fn mark_order(&mut self, fid: u32) {
+        if !self.keeps_order() {
+            return;
+        }
+        let f = &self.fabric.flows[fid as usize];
+        let key = if f.group == NONE {
+            float_then_id(f.rem, fid)
+        } else {
+            MOVING
+        };
+        let (links, pos, n) = (f.links, f.pos, f.n as usize);
+        for h in 0..n {
+            self.fabric.links[links[h] as usize].keys[pos[h] as usize] = key;
+        }
+    }
+
+    /// pFabric with its order-swap timers on.
+    pub(super) fn keeps_order(&self) -> bool {
+        self.opts.policy == Policy::Pfabric && self.swap_timers
+    }
+
     /// Under pFabric, re-arm the timers of `links` (their rates changed).
     pub(super) fn arm_crossings(&mut self, links: &[LinkId]) {
-        if self.opts.policy == Policy::Pfabric && self.swap_timers {
+        if self.keeps_order() {
             for &l in links {
                 self.arm_crossing(l);
             }
@@ -49,12 +75,13 @@ impl Engine {
     /// held back elsewhere), and only a moving flow can catch up with the
     /// one ahead of it.
     ///
-    /// Two scans of the link's flows: the moving ones and the load first,
-    /// then, only on a full link, the flows at rate 0, of which only those
-    /// ahead of the last moving flow can be a neighbour ahead. A full link
-    /// usually holds one moving flow, the head of its order, and hundreds at
-    /// 0 behind it (pFabric's strict priority), and is re-armed at every
-    /// promotion: the flows at 0 then cost one compare each.
+    /// The first scan of the link's keys finds the moving flows, the load
+    /// and the first flow at rate 0; a second, only on a full link with a
+    /// flow at 0 ahead of a moving one, finds each moving flow's closest
+    /// flow at 0 ahead. A full link usually holds one moving flow, the head
+    /// of its order, and hundreds at 0 behind it (pFabric's strict
+    /// priority), and is re-armed at every promotion: one scan of the
+    /// link's own array then does.
     fn arm_crossing(&mut self, l: LinkId) {
         let link = &self.fabric.links[l as usize];
         if link.flows.len() < 2 || !self.follow(l) {
@@ -64,13 +91,16 @@ impl Engine {
         let mut s = std::mem::take(&mut self.scratch.order);
         s.moving.clear();
         let mut load = 0.0;
-        for &fid in &link.flows {
-            let group = self.fabric.hot[fid as usize].group;
-            if group != super::NONE {
-                // Moving (a flow with a positive rate is in a group).
+        // The first flow at rate 0 in the order.
+        let mut first_still = MOVING;
+        for (&fid, &key) in link.flows.iter().zip(&link.keys) {
+            if key == MOVING {
+                let group = self.fabric.flows[fid as usize].group;
                 let rate = self.groups.all[group as usize].rate;
                 load += rate;
                 s.moving.push((float_then_id(self.rem_now(fid), fid), rate));
+            } else {
+                first_still = first_still.min(key);
             }
         }
         // Full as the water-fill has it: under 1 bit/s left.
@@ -81,13 +111,13 @@ impl Engine {
             s.still_ahead.clear();
             s.still_ahead.resize(s.moving.len(), None);
             let last = s.moving[s.moving.len() - 1].0;
-            for &fid in &link.flows {
-                if self.fabric.hot[fid as usize].group != super::NONE {
-                    continue;
-                }
-                let p = float_then_id(self.fabric.hot[fid as usize].rem, fid);
+            // Every flow at 0 behind every moving one (the usual case)
+            // needs no second scan.
+            let scan = if first_still < last { &link.keys[..] } else { &[] };
+            for &p in scan {
                 if p > last {
-                    // Behind every moving flow: no one's neighbour ahead.
+                    // Moving, or behind every moving flow: no one's
+                    // neighbour ahead.
                     continue;
                 }
                 let behind = s.moving.partition_point(|m| m.0 < p);

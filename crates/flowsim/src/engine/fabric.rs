@@ -32,22 +32,9 @@ pub(super) struct Flow {
     pub(super) target: f64,
 }
 
-/// A flow's rate group and bytes left, in one 16-byte cell (see
-/// [`Fabric::hot`]).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct FlowHot {
-    pub(super) rem: f64,
-    pub(super) group: u32,
-}
-
-impl FlowHot {
-    fn of(f: &Flow) -> Self {
-        FlowHot {
-            rem: f.rem,
-            group: f.group,
-        }
-    }
-}
+/// A [`Link::keys`] entry of a flow in a rate group (above any packed
+/// key: a finite float's bits are below the infinities').
+pub(super) const MOVING: u128 = u128::MAX;
 
 /// A link's flows (a flow knows its index here: `Flow::pos`), the sum of
 /// their NIC rates (whether the link can bind), and the component walk's
@@ -55,6 +42,12 @@ impl FlowHot {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Link {
     pub(super) flows: Vec<u32>,
+    /// Beside each of `flows`, under pFabric with its timers: the flow's
+    /// packed (bytes left, id) while it is at rate 0 (out of any group;
+    /// its bytes left do not move then), [`MOVING`] while it is in a
+    /// group. The timers scan this instead of the flows (`crossings`): a
+    /// full link holds hundreds at 0 and is re-armed at every promotion.
+    pub(super) keys: Vec<u128>,
     pub(super) sum_caps: u64,
     pub(super) stamp: u32,
     pub(super) local: u32,
@@ -68,11 +61,6 @@ pub(super) struct Fabric {
     /// Component stamps of the flows, apart from `flows` so that the
     /// component walk (which sees every flow once per link) stays in cache.
     pub(super) fstamp: Vec<u32>,
-    /// Copies of each flow's `group` and `rem`, dense for the same reason:
-    /// pFabric's timers scan every flow of a full link at each promotion
-    /// (`crossings`), which read two cache lines of each `Flow` apart.
-    /// Kept equal to the flows' fields (checked with the invariants).
-    pub(super) hot: Vec<FlowHot>,
     pub(super) free_flows: Vec<u32>,
     /// The current component stamp (of links, flows and groups).
     pub(super) stamp: u32,
@@ -92,12 +80,10 @@ impl Fabric {
         match self.free_flows.pop() {
             Some(i) => {
                 let gen = self.flows[i as usize].gen;
-                self.hot[i as usize] = FlowHot::of(&f);
                 self.flows[i as usize] = Flow { gen: gen + 1, ..f };
                 i
             }
             None => {
-                self.hot.push(FlowHot::of(&f));
                 self.flows.push(f);
                 self.fstamp.push(0);
                 (self.flows.len() - 1) as u32

@@ -320,7 +320,7 @@ impl Engine {
             let x = &mut self.fabric.flows[m as usize];
             x.group = g;
             x.gpos = i as u32;
-            self.fabric.hot[m as usize].group = g;
+            self.mark_order(m);
         }
         self.fabric.flows[fid as usize].key = key;
         if baraat {

@@ -127,7 +127,6 @@ impl Engine {
         let f = &mut self.fabric.flows[id as usize];
         f.last = self.events.now;
         f.rem = rem;
-        self.fabric.hot[id as usize].rem = rem;
     }
 
     /// A flow's remaining bytes now, without bringing it up to date.
@@ -191,7 +190,7 @@ impl Engine {
                 if self.opts.policy == Policy::Baraat {
                     group_task_inc(&mut tasks, f.tid);
                 }
-                self.fabric.hot[fid as usize].group = g;
+                self.mark_order(fid);
             }
             self.groups.all[g as usize] = Group {
                 live: members.len() as u32,
@@ -232,7 +231,6 @@ impl Engine {
             if g != NONE {
                 f.group = NONE;
                 let tid = f.tid;
-                self.fabric.hot[fid as usize].group = NONE;
                 let grp = &mut self.groups.all[g as usize];
                 f.rate = grp.rate;
                 if grp.stamp != stamp {
@@ -241,6 +239,7 @@ impl Engine {
                 }
                 grp.live -= 1;
                 group_task_dec(grp, tid);
+                self.mark_order(fid);
             }
         }
         for &g in &left {
@@ -262,7 +261,6 @@ impl Engine {
         }
         f.group = NONE;
         f.rate = self.groups.all[g as usize].rate;
-        self.fabric.hot[fid as usize].group = NONE;
         let was_head = self.groups.all[g as usize].head == f.gpos;
         let tid = f.tid;
         let grp = &mut self.groups.all[g as usize];
