@@ -113,7 +113,11 @@ impl Engine {
             let last = s.moving[s.moving.len() - 1].0;
             // Every flow at 0 behind every moving one (the usual case)
             // needs no second scan.
-            let scan = if first_still < last { &link.keys[..] } else { &[] };
+            let scan = if first_still < last {
+                &link.keys[..]
+            } else {
+                &[]
+            };
             for &p in scan {
                 if p > last {
                     // Moving, or behind every moving flow: no one's
