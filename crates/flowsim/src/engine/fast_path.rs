@@ -320,8 +320,9 @@ impl Engine {
             let x = &mut self.fabric.flows[m as usize];
             x.group = g;
             x.gpos = i as u32;
-            self.mark_order(m);
         }
+        // The others were in the group already (their keys say so).
+        self.mark_order(fid);
         self.fabric.flows[fid as usize].key = key;
         if baraat {
             // The members' tasks move from `old` to `level`; then `f`'s.
