@@ -23,6 +23,10 @@ use netsched_sim::config::{Policy, SimConfig};
 use netsched_sim::report;
 use netsched_sim::run::{run_config_observed, Prepared, RunOpts};
 
+/// mimalloc rather than glibc's malloc: see crates/cli/Cargo.toml.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "netsched",

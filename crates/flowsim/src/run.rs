@@ -75,6 +75,17 @@ pub fn run_one(
     policy: Policy,
     percentile: Option<f64>,
 ) -> RunResult {
+    run_one_with(cfg, gen, policy, percentile, |_| {})
+}
+
+/// [`run_one`] with the engine's knobs set by `tune` first (benchmarks).
+pub fn run_one_with(
+    cfg: &FlowConfig,
+    gen: &Generator,
+    policy: Policy,
+    percentile: Option<f64>,
+    tune: impl FnOnce(&mut Engine),
+) -> RunResult {
     let start = Instant::now();
     let (pct, thr) = heavy_threshold(cfg, gen, policy, percentile);
     let mut engine = Engine::new(
@@ -84,6 +95,7 @@ pub fn run_one(
             heavy_threshold: thr.unwrap_or(f64::INFINITY),
         },
     );
+    tune(&mut engine);
     let mut tasks = engine.run(task_source(gen, cfg));
     tasks.sort_unstable_by_key(|t| t.index);
     RunResult {

@@ -44,6 +44,21 @@ impl Engine {
             assert!(f.gpos >= grp.head, "flow {fid} before its group's head");
             live[f.group as usize] += 1;
         }
+        if self.keeps_order() {
+            // The copies pFabric's timers scan (`Link::keys`).
+            for (l, link) in self.fabric.links.iter().enumerate() {
+                assert_eq!(link.keys.len(), link.flows.len(), "link {l}: keys");
+                for (&fid, &key) in link.flows.iter().zip(&link.keys) {
+                    let f = &self.fabric.flows[fid as usize];
+                    let want = if f.group == NONE {
+                        super::keys::float_then_id(f.rem, fid)
+                    } else {
+                        super::fabric::MOVING
+                    };
+                    assert_eq!(key, want, "link {l}: key of flow {fid}");
+                }
+            }
+        }
         for (g, grp) in self.groups.all.iter().enumerate() {
             assert_eq!(grp.live, live[g], "group {g}: live count");
             let entry = self.groups.finish.get(g as u32);

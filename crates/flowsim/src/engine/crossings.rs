@@ -16,8 +16,9 @@
 //! leaving makes no new neighbours (a timer it leaves behind at most
 //! triggers a recomputation that changes nothing).
 
+use super::fabric::MOVING;
 use super::keys::float_then_id;
-use super::Engine;
+use super::{Engine, NONE};
 use crate::policy::Policy;
 use crate::topology::LinkId;
 
@@ -26,8 +27,6 @@ use crate::topology::LinkId;
 pub(super) struct OrderScratch {
     /// The moving flows: (remaining size bits, id) packed, and rate.
     moving: Vec<(u128, f64)>,
-    /// The flows at rate 0 (packed).
-    still: Vec<u128>,
     /// Per moving flow, the closest flow at rate 0 ahead of it (packed).
     still_ahead: Vec<Option<u128>>,
 }
@@ -37,9 +36,34 @@ fn rem_of(p: u128) -> f64 {
 }
 
 impl Engine {
+    /// Under pFabric with its timers, copy whether `fid` is at rate 0 (and
+    /// then its key) into its links' [`Link::keys`](super::fabric::Link).
+    /// Called wherever a flow joins or leaves a rate group; its bytes left
+    /// do not move out of one.
+    pub(super) fn mark_order(&mut self, fid: u32) {
+        if !self.keeps_order() {
+            return;
+        }
+        let f = &self.fabric.flows[fid as usize];
+        let key = if f.group == NONE {
+            float_then_id(f.rem, fid)
+        } else {
+            MOVING
+        };
+        let (links, pos, n) = (f.links, f.pos, f.n as usize);
+        for h in 0..n {
+            self.fabric.links[links[h] as usize].keys[pos[h] as usize] = key;
+        }
+    }
+
+    /// pFabric with its order-swap timers on.
+    pub(super) fn keeps_order(&self) -> bool {
+        self.opts.policy == Policy::Pfabric && self.swap_timers
+    }
+
     /// Under pFabric, re-arm the timers of `links` (their rates changed).
     pub(super) fn arm_crossings(&mut self, links: &[LinkId]) {
-        if self.opts.policy == Policy::Pfabric {
+        if self.keeps_order() {
             for &l in links {
                 self.arm_crossing(l);
             }
@@ -50,6 +74,14 @@ impl Engine {
     /// Only a full link's order decides rates (on another, every flow is
     /// held back elsewhere), and only a moving flow can catch up with the
     /// one ahead of it.
+    ///
+    /// The first scan of the link's keys finds the moving flows, the load
+    /// and the first flow at rate 0; a second, only on a full link with a
+    /// flow at 0 ahead of a moving one, finds each moving flow's closest
+    /// flow at 0 ahead. A full link usually holds one moving flow, the head
+    /// of its order, and hundreds at 0 behind it (pFabric's strict
+    /// priority), and is re-armed at every promotion: one scan of the
+    /// link's own array then does.
     fn arm_crossing(&mut self, l: LinkId) {
         let link = &self.fabric.links[l as usize];
         if link.flows.len() < 2 || !self.follow(l) {
@@ -58,17 +90,17 @@ impl Engine {
         }
         let mut s = std::mem::take(&mut self.scratch.order);
         s.moving.clear();
-        s.still.clear();
         let mut load = 0.0;
-        for &fid in &link.flows {
-            let f = &self.fabric.flows[fid as usize];
-            if f.group == super::NONE {
-                // Not moving (a flow with a positive rate is in a group).
-                s.still.push(float_then_id(f.rem, fid));
-            } else {
-                let rate = self.groups.all[f.group as usize].rate;
+        // The first flow at rate 0 in the order.
+        let mut first_still = MOVING;
+        for (&fid, &key) in link.flows.iter().zip(&link.keys) {
+            if key == MOVING {
+                let group = self.fabric.flows[fid as usize].group;
+                let rate = self.groups.all[group as usize].rate;
                 load += rate;
                 s.moving.push((float_then_id(self.rem_now(fid), fid), rate));
+            } else {
+                first_still = first_still.min(key);
             }
         }
         // Full as the water-fill has it: under 1 bit/s left.
@@ -78,7 +110,20 @@ impl Engine {
             s.moving.sort_unstable_by_key(|m| m.0);
             s.still_ahead.clear();
             s.still_ahead.resize(s.moving.len(), None);
-            for &p in &s.still {
+            let last = s.moving[s.moving.len() - 1].0;
+            // Every flow at 0 behind every moving one (the usual case)
+            // needs no second scan.
+            let scan = if first_still < last {
+                &link.keys[..]
+            } else {
+                &[]
+            };
+            for &p in scan {
+                if p > last {
+                    // Moving, or behind every moving flow: no one's
+                    // neighbour ahead.
+                    continue;
+                }
                 let behind = s.moving.partition_point(|m| m.0 < p);
                 if let Some(slot) = s.still_ahead.get_mut(behind) {
                     *slot = Some(slot.map_or(p, |q| q.max(p)));

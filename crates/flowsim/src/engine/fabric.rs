@@ -32,12 +32,22 @@ pub(super) struct Flow {
     pub(super) target: f64,
 }
 
+/// A [`Link::keys`] entry of a flow in a rate group (above any packed
+/// key: a finite float's bits are below the infinities').
+pub(super) const MOVING: u128 = u128::MAX;
+
 /// A link's flows (a flow knows its index here: `Flow::pos`), the sum of
 /// their NIC rates (whether the link can bind), and the component walk's
 /// stamp and local index.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Link {
     pub(super) flows: Vec<u32>,
+    /// Beside each of `flows`, under pFabric with its timers: the flow's
+    /// packed (bytes left, id) while it is at rate 0 (out of any group;
+    /// its bytes left do not move then), [`MOVING`] while it is in a
+    /// group. The timers scan this instead of the flows (`crossings`): a
+    /// full link holds hundreds at 0 and is re-armed at every promotion.
+    pub(super) keys: Vec<u128>,
     pub(super) sum_caps: u64,
     pub(super) stamp: u32,
     pub(super) local: u32,

@@ -321,6 +321,8 @@ impl Engine {
             x.group = g;
             x.gpos = i as u32;
         }
+        // The others were in the group already (their keys say so).
+        self.mark_order(fid);
         self.fabric.flows[fid as usize].key = key;
         if baraat {
             // The members' tasks move from `old` to `level`; then `f`'s.

@@ -190,6 +190,7 @@ impl Engine {
                 if self.opts.policy == Policy::Baraat {
                     group_task_inc(&mut tasks, f.tid);
                 }
+                self.mark_order(fid);
             }
             self.groups.all[g as usize] = Group {
                 live: members.len() as u32,
@@ -238,6 +239,7 @@ impl Engine {
                 }
                 grp.live -= 1;
                 group_task_dec(grp, tid);
+                self.mark_order(fid);
             }
         }
         for &g in &left {

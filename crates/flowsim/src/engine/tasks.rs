@@ -6,6 +6,7 @@
 
 use super::events::Ev;
 use super::fabric::Flow;
+use super::keys::float_then_id;
 use super::{Engine, TaskResult, NONE};
 use crate::policy::Policy;
 use crate::topology::MAX_HOPS;
@@ -146,6 +147,7 @@ impl Engine {
             let link = &mut self.fabric.links[l as usize];
             self.fabric.flows[id as usize].pos[h] = link.flows.len() as u32;
             link.flows.push(id);
+            link.keys.push(float_then_id(bytes as f64, id));
             link.sum_caps += cap;
             // A switch link that cannot bind now could not before either:
             // no rate depends on it, so it seeds nothing.
@@ -185,6 +187,7 @@ impl Engine {
             let link = &mut self.fabric.links[l as usize];
             let p = pos[h] as usize;
             link.flows.swap_remove(p);
+            link.keys.swap_remove(p);
             // Seed only a link that could bind before (host links always).
             let seed = self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l);
             link.sum_caps -= cap;
