@@ -477,3 +477,86 @@ fn worker_removal_and_return_reach_the_xdp_maps() {
     drop(procs);
     drop(lab);
 }
+
+/// Soft state at an XDP leaf: its registers live in the program's maps,
+/// and its daemon refreshes the spine from them. With `soft_state_ms =
+/// 200` the leaf re-sends its idle listing and load every 50 ms while no
+/// task arrives; the spine here is a socket that counts them (sealing off:
+/// the test holds no key). Before the daemon read the maps, an XDP leaf
+/// sent nothing once its workers were installed.
+#[test]
+fn an_xdp_leaf_refreshes_its_spine_from_the_programs_maps() {
+    let test = "an_xdp_leaf_refreshes_its_spine_from_the_programs_maps";
+    if common::bpf_missing(test) {
+        return;
+    }
+    let Some(mut lab) = common::lab(test, "xsr") else {
+        return;
+    };
+    let leaf = lab.host("leaf").unwrap();
+    let wrk = lab.host("wrk").unwrap();
+    let spn = lab.host("spn").unwrap();
+    let scratch = Scratch::new("xsr");
+    let dir = scratch.path();
+    let leaf_at = leaf.at(LEAF_PORT);
+    let spine_at = spn.at(LEAF_PORT);
+    let quoted = worker_list(&wrk);
+    let mut procs = Procs::new(dir);
+    let p = write_config(
+        dir,
+        "worker.toml",
+        format!("listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\n"),
+    );
+    procs.start("worker", &wrk, &["worker", "-c", &p]);
+    let p = write_config(
+        dir,
+        "leaf.toml",
+        format!(
+            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\ndatapath = \"xdp\"\nnotice_mac = \"off\"\n\n\
+             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\n\n\
+             [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\nrack = 0\n\
+             soft_state_ms = 200\nupstream = [\"{spine_at}\"]\ndownstream = [{quoted}]\n",
+            leaf.at(LEAF_METRICS)
+        ),
+    );
+    procs.start("leaf", &leaf, &["switch", "-c", &p]);
+    let metric = |name: &str, label: &str| scrape(&leaf, LEAF_METRICS, name, label).unwrap();
+    wait_for("every worker live", Duration::from_secs(15), || {
+        metric("netsched_live_nodes", "") == u64::from(WORKERS)
+    });
+    procs.check_running();
+    // Notices from here on are refreshes: no task is sent.
+    let (idle_adds, loads) = spn
+        .run(move || {
+            let sock = std::net::UdpSocket::bind(spine_at.as_str()).unwrap();
+            sock.set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
+            let end = std::time::Instant::now() + Duration::from_secs(3);
+            let (mut idle_adds, mut loads) = (0u32, 0u32);
+            let mut buf = [0u8; 2048];
+            while std::time::Instant::now() < end {
+                let Ok(n) = sock.recv(&mut buf) else { continue };
+                if let Ok(netsched_proto::Message::Horus(m)) = netsched_proto::decode(&buf[..n]) {
+                    match m.body {
+                        netsched_proto::HorusBody::IdleAdd => idle_adds += 1,
+                        netsched_proto::HorusBody::LoadUpdate { load } => {
+                            assert_eq!(load, 0, "no task: the rack's load is 0");
+                            loads += 1;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            (idle_adds, loads)
+        })
+        .unwrap();
+    procs.check_running();
+    // Every 50 ms for 3 s: 60 of each on a quiet machine; a loaded one
+    // still ticks far more often than this asks.
+    assert!(
+        idle_adds >= 5 && loads >= 5,
+        "{idle_adds} idleAdds, {loads} loadUpdates in 3 s"
+    );
+    drop(procs);
+    drop(lab);
+}

@@ -231,3 +231,44 @@ fn rs_h_loads_expire_and_rs_h_leaves_re_report() {
     tor.tick(BOUND, &mut out);
     assert!(out.is_empty());
 }
+
+/// A leaf whose registers live in an XDP program refreshes through
+/// `control_tick_of` from the idle list's length and the average read
+/// there: the same notices, at the same times, as `control_tick` from its
+/// own registers.
+#[test]
+fn a_refresh_from_read_registers_is_the_leafs_own_refresh() {
+    let o = opts(BOUND);
+    let mut own = HorusLeaf::with_options(4, 9, ConnTableConfig::default(), o);
+    // Some workers busy: idle list shorter, rack average above 0.
+    for id in 0..6 {
+        let mut out = Outbox::new();
+        netsched_core::dataplane::handle_resubmitting(
+            &mut own,
+            0,
+            Input::Task(task(id)),
+            &mut out,
+            |_| {},
+        );
+    }
+    let mut read = own.clone();
+    let reg = |name: &str| {
+        own.registers()
+            .into_iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no register {name}"))
+            .cells[0] as u32
+    };
+    let (listed, avg) = (reg("idle.p"), reg("leaf.avg"));
+    assert!(avg > 0, "tasks raised the rack average");
+    let every = o.refresh_interval_ns();
+    for now in [every - 1, every, every + 1, 2 * every] {
+        let (mut a, mut b) = (Outbox::new(), Outbox::new());
+        own.control_tick(now, &mut a);
+        read.control_tick_of(now, listed, avg, &mut b);
+        let a: Vec<Action> = a.drain().collect();
+        let b: Vec<Action> = b.drain().collect();
+        assert_eq!(a, b, "at {now}");
+        assert_eq!(a.is_empty(), now % every != 0, "refreshes exactly when due");
+    }
+}

@@ -617,12 +617,34 @@ impl HorusLeaf {
     /// at most one interval. With idle tokens only the load is re-sent (a
     /// token stands for one idle transition; re-sending it would add one).
     pub fn control_tick(&mut self, now: u64, out: &mut Outbox) {
-        let every = self.options.refresh_interval_ns();
-        if every == 0 || now.saturating_sub(self.refreshed_at) < every {
+        if !self.refresh_due(now) {
             return;
         }
-        self.refreshed_at = now;
         let (idle, avg) = self.control_resync();
+        self.refresh(idle, avg, out);
+    }
+
+    /// [`Self::control_tick`] for a leaf whose registers live elsewhere
+    /// (crates/xdp's maps, read by its daemon): the same refresh, when due,
+    /// from the idle list's length and the rack average read there.
+    pub fn control_tick_of(&mut self, now: u64, idle_listed: u32, avg: u32, out: &mut Outbox) {
+        if self.refresh_due(now) {
+            self.refresh(idle_listed > self.threshold(), avg, out);
+        }
+    }
+
+    /// A refresh interval passed since the last refresh (which is now).
+    fn refresh_due(&mut self, now: u64) -> bool {
+        let every = self.options.refresh_interval_ns();
+        if every == 0 || now.saturating_sub(self.refreshed_at) < every {
+            return false;
+        }
+        self.refreshed_at = now;
+        true
+    }
+
+    /// The refresh's notices: the idle listing and the average load.
+    fn refresh(&self, idle: bool, avg: u32, out: &mut Outbox) {
         if !self.options.idle_tokens {
             Self::notify(
                 out,

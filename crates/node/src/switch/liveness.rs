@@ -39,11 +39,12 @@ impl SwitchDaemon {
     /// state and load to its spine when due (sealed like every notice), a
     /// spine forgets racks that stopped refreshing. With XDP the state
     /// lives in the program's maps, not in this control view: an XDP spine
-    /// gets the clock and expires in the program; an XDP leaf does not
-    /// refresh.
+    /// gets the clock and expires in the program; an XDP leaf refreshes
+    /// from what it reads in the maps.
     pub(super) fn tick_planes(&mut self, now: u64) {
         if self.xdp.is_some() {
-            return self.xdp_set_clock(now);
+            self.xdp_set_clock(now);
+            return self.xdp_refresh(now);
         }
         for i in 0..self.instances.len() {
             let mut out = Outbox::new();

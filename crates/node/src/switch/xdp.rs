@@ -22,6 +22,7 @@
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 
+use netsched_core::dataplane::{Action, Outbox};
 use netsched_core::{Plane, Upstream};
 use netsched_proto::{task_id, HorusBody, Message};
 use netsched_xdp::{SpineCounters, WorkerAddr, XdpCounters, XdpFlags, XdpLeaf, XdpSpine};
@@ -421,6 +422,40 @@ impl SwitchDaemon {
         };
         if let Err(e) = spine.set_clock(now) {
             tracing::warn!(target: "switch", error = %e, "xdp: writing the clock");
+        }
+    }
+
+    /// Soft state at an XDP leaf: its registers live in the program's maps,
+    /// so the refresh reads the idle list's length and the rack average
+    /// there and sends what a socket leaf's refresh sends, when it is due
+    /// (`HorusLeaf::control_tick_of`). The program's own memory of what it
+    /// last told the spine (`leaf.spine_view`) stays as it was: its next
+    /// loadUpdate is decided as before.
+    pub(super) fn xdp_refresh(&mut self, now: u64) {
+        let Some(XdpPath {
+            program: Program::Leaf(leaf),
+            ..
+        }) = self.xdp.as_mut()
+        else {
+            return;
+        };
+        let cell = |leaf: &mut XdpLeaf, array| leaf.read_array(array, 1).map(|c| c[0] as u32);
+        let (listed, avg) = match (cell(leaf, "idle.p"), cell(leaf, "leaf.avg")) {
+            (Ok(listed), Ok(avg)) => (listed, avg),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(target: "switch", error = %e, "xdp: reading the leaf's view for a refresh");
+                return;
+            }
+        };
+        let Plane::HorusLeaf(sans_io) = &mut self.instances[LEAF].plane else {
+            return;
+        };
+        let mut out = Outbox::new();
+        sans_io.control_tick_of(now, listed, avg, &mut out);
+        for action in out.drain() {
+            if let Action::Notify { to, notice } = action {
+                self.notify(LEAF, to, notice);
+            }
         }
     }
 
