@@ -5,6 +5,7 @@ mod common;
 
 use common::{cluster, decisions};
 use netsched_config::workload::ServiceDist;
+use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_node::config::{ClientConfig, Policy, Target};
 use netsched_node::{Client, ClientReport};
 
@@ -229,8 +230,22 @@ fn flat_random_baseline_runs_on_the_same_loop() {
 fn rs_h_racksched_on_both_layers_runs_on_the_same_loop() {
     let _alone = one_cluster_at_a_time();
     // RS-H (Horus §4.1): RackSched at the spine over rack loads that the
-    // leaves report after every reply, RackSched at the leaves.
-    let c = cluster(3, 2, 2, Policy::RsH);
+    // leaves report after every reply, RackSched at the leaves. Soft state
+    // off: its periodic re-reports (racksched_seal.rs, soft_state.rs) would
+    // add to the one report per reply counted here.
+    let c = LocalCluster::start(&ClusterSpec {
+        pool: 3,
+        racks: 2,
+        executors: 2,
+        spine_policy: Policy::RsH,
+        leaf_policy: Policy::RsH,
+        seed: 7,
+        heartbeat_ms: 50,
+        spin_us: 20,
+        soft_state_ms: 0,
+        ..ClusterSpec::default()
+    })
+    .expect("cluster starts");
     let mut cl = Client::bind(client(
         c.spine,
         2000.0,
