@@ -51,9 +51,12 @@ fn daemon(
         Role::Spine => "spine",
         Role::Leaf => "leaf",
     };
+    // Soft state off: these tests count messages per reply exactly, and
+    // its periodic refreshes would add to them (soft_state.rs tests those).
     let cfg = SwitchConfig::from_toml(&format!(
         "listen = \"127.0.0.1:0\"\nbatch = 16\n[[instance]]\npool = 4\nrole = \"{role}\"\n\
-         policy = \"{policy}\"\nrack = {rack}\ndownstream = [{}]\nupstream = [{}]\n",
+         policy = \"{policy}\"\nrack = {rack}\nsoft_state_ms = 0\n\
+         downstream = [{}]\nupstream = [{}]\n",
         list(&downstream),
         list(&upstream)
     ))
