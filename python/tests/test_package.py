@@ -77,7 +77,10 @@ def test_experiment_list_is_aligned_in_natural_order_with_paper_scale_times(caps
     from netsched.catalog.walltimes import PAPER_WALL
     from netsched.cli import main
 
-    assert set(PAPER_WALL) == set(netsched.catalog.REGISTRY)
+    # Family members (`comparison+pow3-idle`) join the registry when first
+    # asked for, by another test perhaps; their wall time is their base's.
+    entries = {n for n in netsched.catalog.REGISTRY if "+" not in n}
+    assert set(PAPER_WALL) == entries
     assert main(["experiment", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     names = [ln.split()[0] for ln in lines[1:]]
