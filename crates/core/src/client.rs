@@ -363,7 +363,7 @@ impl TaskTracker {
             }
             self.backoffs.pop();
             if self.state(seq) == Some(TaskState::Pending) && !self.paid(now) {
-                let at = self.budget.as_mut().map_or(now, |b| b.next_token_at(now));
+                let at = self.next_paid_at(now);
                 self.backoffs.push(Reverse((at, seq)));
                 self.tally.deferred += 1;
                 break;
@@ -381,7 +381,7 @@ impl TaskTracker {
             if self.would_resubmit(seq, send) && !self.paid(now) {
                 // The send keeps waiting for an answer until a retry is
                 // paid for; its timeout does not count yet.
-                let at = self.budget.as_mut().map_or(now, |b| b.next_token_at(now));
+                let at = self.next_paid_at(now);
                 self.tasks[seq as usize].due = at;
                 self.deadlines.push(Reverse((at, seq, send)));
                 self.tally.deferred += 1;
@@ -392,6 +392,11 @@ impl TaskTracker {
             }
         }
         None
+    }
+
+    /// When the budget pays for the next retry put off at `now`.
+    fn next_paid_at(&mut self, now: u64) -> u64 {
+        self.budget.as_mut().map_or(now, |b| b.next_token_at(now))
     }
 
     /// A retry at `now` is paid for (always, without a budget).
