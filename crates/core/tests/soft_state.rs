@@ -265,7 +265,7 @@ fn a_refresh_from_read_registers_is_the_leafs_own_refresh() {
     for now in [every - 1, every, every + 1, 2 * every] {
         let (mut a, mut b) = (Outbox::new(), Outbox::new());
         own.control_tick(now, &mut a);
-        read.control_tick_of(now, listed, avg, &mut b);
+        read.control_tick_of(now, || Some((listed, avg)), &mut b);
         let a: Vec<Action> = a.drain().collect();
         let b: Vec<Action> = b.drain().collect();
         assert_eq!(a, b, "at {now}");

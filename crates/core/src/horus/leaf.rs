@@ -626,9 +626,18 @@ impl HorusLeaf {
 
     /// [`Self::control_tick`] for a leaf whose registers live elsewhere
     /// (crates/xdp's maps, read by its daemon): the same refresh, when due,
-    /// from the idle list's length and the rack average read there.
-    pub fn control_tick_of(&mut self, now: u64, idle_listed: u32, avg: u32, out: &mut Outbox) {
-        if self.refresh_due(now) {
+    /// from the idle list's length and the rack average that `read` returns
+    /// (called only then; `None`, unreadable, skips this refresh).
+    pub fn control_tick_of(
+        &mut self,
+        now: u64,
+        read: impl FnOnce() -> Option<(u32, u32)>,
+        out: &mut Outbox,
+    ) {
+        if !self.refresh_due(now) {
+            return;
+        }
+        if let Some((idle_listed, avg)) = read() {
             self.refresh(idle_listed > self.threshold(), avg, out);
         }
     }

@@ -439,19 +439,22 @@ impl SwitchDaemon {
         else {
             return;
         };
-        let cell = |leaf: &mut XdpLeaf, array| leaf.read_array(array, 1).map(|c| c[0] as u32);
-        let (listed, avg) = match (cell(leaf, "idle.p"), cell(leaf, "leaf.avg")) {
-            (Ok(listed), Ok(avg)) => (listed, avg),
-            (Err(e), _) | (_, Err(e)) => {
-                tracing::warn!(target: "switch", error = %e, "xdp: reading the leaf's view for a refresh");
-                return;
-            }
-        };
         let Plane::HorusLeaf(sans_io) = &mut self.instances[LEAF].plane else {
             return;
         };
+        // The maps are read only when a refresh is due.
+        let read = || {
+            let mut cell = |array| leaf.read_array(array, 1).map(|c| c[0] as u32);
+            match (cell("idle.p"), cell("leaf.avg")) {
+                (Ok(listed), Ok(avg)) => Some((listed, avg)),
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!(target: "switch", error = %e, "xdp: reading the leaf's view for a refresh");
+                    None
+                }
+            }
+        };
         let mut out = Outbox::new();
-        sans_io.control_tick_of(now, listed, avg, &mut out);
+        sans_io.control_tick_of(now, read, &mut out);
         for action in out.drain() {
             if let Action::Notify { to, notice } = action {
                 self.notify(LEAF, to, notice);
