@@ -104,3 +104,12 @@ pub fn dp_drop(r: &Registry, reason: &str) -> u64 {
     )
     .unwrap()
 }
+
+/// The built-in flat baselines (one scheduler over a pool's workers), from
+/// the registry rather than a list of names that can fall behind it.
+pub fn flat_baselines() -> Vec<Policy> {
+    Policy::ALL
+        .into_iter()
+        .filter(|p| p.is_flat() && !matches!(p, Policy::Extra(_)))
+        .collect()
+}
