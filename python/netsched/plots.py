@@ -98,8 +98,8 @@ FIGURES = {
         ylabel="p99 scheduling latency (µs)",
         title="pull simulator: p99 scheduling latency vs load",
         style={"draconis": ("tab:blue", "o"), "draconis-server": ("tab:purple", "v"),
-               "r2p2": ("tab:red", "s"), "sparrow": ("tab:green", "^"),
-               "racksched": ("tab:orange", "D")},
+               "r2p2-recirc": ("tab:red", "s"), "sparrow": ("tab:green", "^"),
+               "racksched-nodes": ("tab:orange", "D")},
     ),
     "nginx": Figure(
         read=read_nginx_p99_ms,

@@ -77,20 +77,11 @@ def run(bench, simulator, pool, tasks, cpu_s, short=False, p99_us=600.0):
 
 
 def canned_runs(bench):
-    return [
-        run(bench, "horus-sim", 50, 40000, 40.0),
-        run(bench, "horus-sim", 50, 40000, 50.0),
-        run(bench, "horus-sim", 50, 40000, 45.0),
-        run(bench, "horus-sim", 50, 4000, 5.0, short=True),
-        run(bench, "horus-sim", 50, 4000, 6.0, short=True),
-        run(bench, "horus-sim", 50, 4000, 4.0, short=True),
-        run(bench, "netsched", 50, 40000, 0.05),
-        run(bench, "netsched", 50, 40000, 0.04),
-        run(bench, "netsched", 50, 40000, 0.06),
-        run(bench, "netsched", 50, 4000, 0.010, short=True),
-        run(bench, "netsched", 50, 4000, 0.012, short=True),
-        run(bench, "netsched", 50, 4000, 0.011, short=True),
-    ]
+    """Three runs of each (simulator, length) pair: CPU seconds per run."""
+    cpu_s = {("horus-sim", False): [40.0, 50.0, 45.0], ("horus-sim", True): [5.0, 6.0, 4.0],
+             ("netsched", False): [0.05, 0.04, 0.06], ("netsched", True): [0.010, 0.012, 0.011]}
+    return [run(bench, sim, 50, 4000 if short else 40000, c, short=short)
+            for (sim, short), runs in cpu_s.items() for c in runs]
 
 
 def test_missing_horus_sim_is_one_line(bench, tmp_path, capsys):

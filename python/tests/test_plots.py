@@ -27,6 +27,15 @@ def test_reads_series_sorted_by_load(tmp_path):
     assert series["rs-h"] == [(0.5, 700.0)]
 
 
+@pytest.mark.parametrize("kind, vocabulary", [("sim", "push"), ("pull", "pull")])
+def test_every_styled_series_is_a_policy_of_its_simulator(kind, vocabulary):
+    """A style keyed by a name the simulator no longer writes (a renamed
+    policy) silently loses its colour and marker."""
+    from netsched import _native
+    names = set(_native.policy_names()[vocabulary])
+    assert set(plots.FIGURES[kind].style) <= names, set(plots.FIGURES[kind].style) - names
+
+
 @pytest.mark.parametrize("kind", ["sim", "pull"])
 def test_plot_writes_png(tmp_path, kind):
     p = tmp_path / "runs.csv"

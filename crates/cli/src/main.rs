@@ -10,6 +10,7 @@ mod node;
 mod progress;
 mod pull;
 mod stdout;
+mod sweep_flags;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -170,21 +171,19 @@ fn apply_overrides(cfg: &mut SimConfig, a: &SimArgs) -> Result<(), ConfigError> 
         cfg.only_pools = Some(a.only_pools.clone());
     }
     if !a.policy.is_empty() || !a.load.is_empty() {
-        let mut sweep = cfg.sweep.clone().unwrap_or(netsched_sim::config::Sweep {
-            policies: vec![],
-            loads: vec![],
-        });
-        if !a.policy.is_empty() {
-            sweep.policies = a
-                .policy
-                .iter()
-                .map(|p| Policy::parse(p).map_err(|e| ConfigError::new("--policy", e.to_string())))
-                .collect::<Result<_, _>>()?;
-        }
-        if !a.load.is_empty() {
-            sweep.loads = a.load.clone();
-        }
-        cfg.sweep = Some(sweep);
+        let sweep = cfg
+            .sweep
+            .get_or_insert_with(|| netsched_sim::config::Sweep {
+                policies: vec![],
+                loads: vec![],
+            });
+        sweep_flags::override_sweep(
+            &mut sweep.policies,
+            &mut sweep.loads,
+            &a.policy,
+            &a.load,
+            |p| Policy::parse(p).map_err(|e| ConfigError::new("--policy", e.to_string())),
+        )?;
     }
     cfg.validate()
 }

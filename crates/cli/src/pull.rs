@@ -9,6 +9,7 @@ use netsched_config::ConfigError;
 use netsched_sim::pull::{self, report, PullConfig, PullSweep};
 
 use crate::error::CliError;
+use crate::sweep_flags::override_sweep;
 
 #[derive(clap::Args)]
 pub struct PullArgs {
@@ -81,21 +82,17 @@ fn load(a: &PullArgs) -> Result<PullConfig, CliError> {
         }
     }
     if !a.policy.is_empty() || !a.load.is_empty() {
-        let mut sweep = cfg.sweep.clone().unwrap_or(PullSweep {
+        let sweep = cfg.sweep.get_or_insert_with(|| PullSweep {
             policies: vec![],
             loads: vec![],
         });
-        if !a.policy.is_empty() {
-            sweep.policies = a
-                .policy
-                .iter()
-                .map(|p| PullPolicy::parse(p).map_err(|e| CliError::flag("--policy")(e.into())))
-                .collect::<Result<_, _>>()?;
-        }
-        if !a.load.is_empty() {
-            sweep.loads = a.load.clone();
-        }
-        cfg.sweep = Some(sweep);
+        override_sweep(
+            &mut sweep.policies,
+            &mut sweep.loads,
+            &a.policy,
+            &a.load,
+            |p| PullPolicy::parse(p).map_err(|e| CliError::flag("--policy")(e.into())),
+        )?;
     }
     cfg.validate()?;
     Ok(cfg)

@@ -39,54 +39,51 @@ fn assert_rejected(name: &str, text: &str, field: &str) {
     common::assert_one_line_error(name, &args, field);
 }
 
+/// Each case replaces one line of `BASE`: (file name, from, to, the field the
+/// one-line error must name).
+const REJECTED: [(&str, &str, &str, &str); 8] = [
+    (
+        "policy.toml",
+        "policy = \"horus\"",
+        "policy = \"fifo\"",
+        "policy",
+    ),
+    ("load.toml", "load = 0.7", "load = 1.5", "workload.load"),
+    ("load0.toml", "load = 0.7", "load = 0", "workload.load"),
+    (
+        "empty.toml",
+        "sizes = [20, 10]",
+        "sizes = [20, 0]",
+        "placement.sizes[1]",
+    ),
+    ("radix.toml", "radix = 4", "radix = 5", "topology.radix"),
+    ("unknown.toml", "seed = 1", "seed = 1\nsed = 2", "sed"),
+    (
+        "type.toml",
+        "load = 0.7",
+        "load = \"high\"",
+        "workload.load",
+    ),
+    (
+        "toobig.toml",
+        "sizes = [20, 10]",
+        "sizes = [1000]",
+        "placement",
+    ),
+];
+
 #[test]
 fn invalid_configs_are_rejected_with_the_field_named() {
-    assert_rejected(
-        "policy.toml",
-        &BASE.replace("policy = \"horus\"", "policy = \"fifo\""),
-        "policy",
-    );
-    assert_rejected(
-        "load.toml",
-        &BASE.replace("load = 0.7", "load = 1.5"),
-        "workload.load",
-    );
-    assert_rejected(
-        "load0.toml",
-        &BASE.replace("load = 0.7", "load = 0"),
-        "workload.load",
-    );
-    assert_rejected(
-        "empty.toml",
-        &BASE.replace("sizes = [20, 10]", "sizes = [20, 0]"),
-        "placement.sizes[1]",
-    );
-    assert_rejected(
-        "radix.toml",
-        &BASE.replace("radix = 4", "radix = 5"),
-        "topology.radix",
-    );
+    for (name, from, to, field) in REJECTED {
+        assert!(BASE.contains(from), "{name}: `{from}` is not in BASE");
+        assert_rejected(name, &BASE.replace(from, to), field);
+    }
     // A value the data plane refuses is a config error, not a panic in a
     // simulation thread (netsched_core::registry::PlaneParams).
     assert_rejected(
         "samples.toml",
         &format!("{BASE}\n[schedulers]\nsamples = 17\n"),
         "schedulers.samples: must be in 1..=16, got 17",
-    );
-    assert_rejected(
-        "unknown.toml",
-        &BASE.replace("seed = 1", "seed = 1\nsed = 2"),
-        "sed",
-    );
-    assert_rejected(
-        "type.toml",
-        &BASE.replace("load = 0.7", "load = \"high\""),
-        "workload.load",
-    );
-    assert_rejected(
-        "toobig.toml",
-        &BASE.replace("sizes = [20, 10]", "sizes = [1000]"),
-        "placement",
     );
 }
 

@@ -6,12 +6,10 @@
 mod common;
 
 use std::net::UdpSocket;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::bin;
 use netsched_node::config::{Policy, PoolConfig, Role};
 use netsched_node::metrics::Registry;
 use netsched_node::secret::write_secret_file;
@@ -65,21 +63,7 @@ fn forged_keep_alives_do_not_keep_a_killed_worker_alive() {
             key_file.display()
         ),
     );
-    struct KillOnDrop(std::process::Child);
-    impl Drop for KillOnDrop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut worker = KillOnDrop(
-        Command::new(bin())
-            .args(["worker", "-c", &w])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut worker = common::Quiet::spawn(&["worker", "-c", &w]);
     let keep_alives = || value(&reg, "netsched_rx_packets_total", "{type=\"keep_alive\"}");
     let failures = || value(&reg, "netsched_node_failures_total", "{kind=\"worker\"}");
     let unsealed = || {

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{assert_one_line_error, bin};
-use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+use netsched_proto::{task_id, HorusBody, HorusMessage, HorusTask, Message};
 
 const POOL: u16 = 1;
 const WORKERS: usize = 4;
@@ -77,18 +77,15 @@ fn start_leaf(cfg: &str) -> (Leaf, SocketAddr) {
 }
 
 fn task(seq: u32) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: POOL,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
+    Message::Horus(HorusMessage::task_first(
+        POOL,
+        HorusTask {
             task_id: task_id::new(7, seq),
             is_last: true,
             service_time_ns: 1000,
             ..Default::default()
-        }),
-    })
+        },
+    ))
     .to_vec()
     .unwrap()
 }

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::bin;
 use netsched_proto::{
-    task_id, DraconisMessage, HorusBody, HorusHeader, HorusMessage, HorusTask, Message,
-    ReplyStatus, TaskVec, WireTask,
+    task_id, DraconisMessage, HorusBody, HorusMessage, HorusTask, Message, ReplyStatus, TaskVec,
+    WireTask,
 };
 
 fn dir() -> std::path::PathBuf {
@@ -95,18 +95,15 @@ fn metric(port: u16, series: &str) -> u64 {
 
 /// Task `seq` of application `app` for pool 1, running `ns`.
 fn task(app: u32, seq: u32, ns: u64) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: 1,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
+    Message::Horus(HorusMessage::task_first(
+        1,
+        HorusTask {
             task_id: task_id::new(app, seq),
             is_last: true,
             service_time_ns: ns,
             ..Default::default()
-        }),
-    })
+        },
+    ))
     .to_vec()
     .unwrap()
 }

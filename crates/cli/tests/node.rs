@@ -11,7 +11,7 @@ use std::process::Command;
 use common::{bin, netsched};
 use std::time::{Duration, Instant};
 
-use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+use netsched_proto::{task_id, HorusMessage, HorusTask, Message};
 
 /// This test binary's scratch directory.
 fn dir() -> PathBuf {
@@ -200,37 +200,19 @@ fn sigterm_ends_a_worker_inside_a_long_task_within_a_second() {
             leaf.local_addr().unwrap()
         ),
     );
-    /// Killed on drop, so a failed assertion leaves no worker behind.
-    struct KillOnDrop(std::process::Child);
-    impl Drop for KillOnDrop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut worker = KillOnDrop(
-        Command::new(bin())
-            .args(["worker", "-c", &w])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut worker = common::Quiet::spawn(&["worker", "-c", &w]);
     let child = &mut worker.0;
     // A 4 s task (under the 5 s cap), sent again until the worker has bound.
     let task = |seq: u32, service_time_ns: u64| {
-        Message::Horus(HorusMessage {
-            header: HorusHeader {
-                pool_id: 1,
-                ..Default::default()
-            },
-            body: HorusBody::TaskFirst(HorusTask {
+        Message::Horus(HorusMessage::task_first(
+            1,
+            HorusTask {
                 task_id: task_id::new(7, seq),
                 is_last: true,
                 service_time_ns,
                 ..Default::default()
-            }),
-        })
+            },
+        ))
         .to_vec()
         .unwrap()
     };

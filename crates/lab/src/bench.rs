@@ -180,17 +180,14 @@ pub(crate) fn closed_loop_from(
     let start = Instant::now();
     while start.elapsed() < duration {
         while inflight < window && !txb.is_full() {
-            let m = Message::Horus(HorusMessage {
-                header: HorusHeader {
-                    pool_id: 1,
-                    ..Default::default()
-                },
-                body: HorusBody::TaskFirst(HorusTask {
+            let m = Message::Horus(HorusMessage::task_first(
+                1,
+                HorusTask {
                     task_id: task_id::new(9, seq),
                     is_last: true,
                     ..Default::default()
-                }),
-            });
+                },
+            ));
             seq = seq.wrapping_add(1);
             let n = m.encode(txb.next_buf()).expect("encode");
             txb.commit(n, target, 0);

@@ -156,6 +156,35 @@ fn drive(
     drive_wire(d, Wire::Horus, 2, pool, client, down, from, n)
 }
 
+/// Allocations made while `f` runs, on this thread.
+fn allocations_in(f: impl FnOnce()) -> u64 {
+    ALLOCS.with(|a| a.set(0));
+    COUNTING.with(|c| c.set(true));
+    f();
+    COUNTING.with(|c| c.set(false));
+    ALLOCS.with(|a| a.get())
+}
+
+/// Tasks `g..g + 4` from `client` into `d`, each at `k` µs; returns each
+/// task's id and the index of the downstream socket it went to.
+fn send_batch(
+    d: &mut SwitchDaemon,
+    wire: Wire,
+    pool: u16,
+    client: SocketAddr,
+    down: &[UdpSocket],
+    g: u32,
+) -> [(u64, usize); 4] {
+    let mut buf = [0u8; 256];
+    std::array::from_fn(|j| {
+        let k = g + j as u32;
+        let id = task_id::new(7, k);
+        let len = wire.task(pool, id, &mut buf);
+        d.on_datagram(&buf[..len], client, k as u64 * 1_000);
+        (id, who_got_it(down))
+    })
+}
+
 /// [`drive`], but each batch's replies come after the next batch's tasks,
 /// so every worker always owes the leaf a reply: a Horus leaf, which counts
 /// outstanding tasks, then finds no idle worker and takes the busy path.
@@ -170,27 +199,18 @@ fn drive_lagged(
     let mut buf = [0u8; 256];
     let addrs: [SocketAddr; 4] = std::array::from_fn(|i| down[i].local_addr().unwrap());
     let mut owed: Option<[(u64, usize); 4]> = None;
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    for g in (from..from + n).step_by(4) {
-        let mut sent = [(0u64, 0usize); 4];
-        for (j, slot) in sent.iter_mut().enumerate() {
-            let k = g + j as u32;
-            let id = task_id::new(7, k);
-            let len = Wire::Horus.task(pool, id, &mut buf);
-            d.on_datagram(&buf[..len], client, k as u64 * 1_000);
-            *slot = (id, who_got_it(down));
-        }
-        if let Some(prev) = owed.replace(sent) {
-            for (j, &(id, w)) in prev.iter().enumerate() {
-                let k = g + j as u32;
-                let len = Wire::Horus.reply(pool, w as u16, 1, id, &mut buf);
-                d.on_datagram(&buf[..len], addrs[w], k as u64 * 1_000 + 500);
+    allocations_in(|| {
+        for g in (from..from + n).step_by(4) {
+            let sent = send_batch(d, Wire::Horus, pool, client, down, g);
+            if let Some(prev) = owed.replace(sent) {
+                for (j, &(id, w)) in prev.iter().enumerate() {
+                    let k = g + j as u32;
+                    let len = Wire::Horus.reply(pool, w as u16, 1, id, &mut buf);
+                    d.on_datagram(&buf[..len], addrs[w], k as u64 * 1_000 + 500);
+                }
             }
         }
-    }
-    COUNTING.with(|c| c.set(false));
-    ALLOCS.with(|a| a.get())
+    })
 }
 
 /// `drive` in `wire`, replies of the non-idle two thirds reporting
@@ -209,31 +229,17 @@ fn drive_wire(
 ) -> u64 {
     let mut buf = [0u8; 256];
     let addrs: [SocketAddr; 4] = std::array::from_fn(|i| down[i].local_addr().unwrap());
-    let mut sent = [(0u64, 0usize); 4];
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    for g in (from..from + n).step_by(4) {
-        for (j, slot) in sent.iter_mut().enumerate() {
-            let k = g + j as u32;
-            let id = task_id::new(7, k);
-            let len = wire.task(pool, id, &mut buf);
-            d.on_datagram(&buf[..len], client, k as u64 * 1_000);
-            *slot = (id, who_got_it(down));
+    allocations_in(|| {
+        for g in (from..from + n).step_by(4) {
+            let sent = send_batch(d, wire, pool, client, down, g);
+            for (j, &(id, w)) in sent.iter().enumerate() {
+                let k = g + j as u32;
+                let qlen = if k.is_multiple_of(3) { 0 } else { busy_qlen };
+                let len = wire.reply(pool, w as u16, qlen, id, &mut buf);
+                d.on_datagram(&buf[..len], addrs[w], k as u64 * 1_000 + 500);
+            }
         }
-        for (j, &(id, w)) in sent.iter().enumerate() {
-            let k = g + j as u32;
-            let len = wire.reply(
-                pool,
-                w as u16,
-                if k.is_multiple_of(3) { 0 } else { busy_qlen },
-                id,
-                &mut buf,
-            );
-            d.on_datagram(&buf[..len], addrs[w], k as u64 * 1_000 + 500);
-        }
-    }
-    COUNTING.with(|c| c.set(false));
-    ALLOCS.with(|a| a.get())
+    })
 }
 
 fn daemon(role: Role, down: &[UdpSocket], up: Option<SocketAddr>) -> SwitchDaemon {

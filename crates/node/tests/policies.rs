@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 
 use common::{decisions, sock};
 use netsched_config::workload::ServiceDist;
-use netsched_node::config::{Role, Target, WireFamily};
+use netsched_node::config::{Policy, Role, Target, WireFamily};
 use netsched_node::metrics::Registry;
 use netsched_node::{Client, ClientConfig, ClientReport, SwitchConfig, SwitchDaemon};
 use netsched_node::{Worker, WorkerConfig};
@@ -234,21 +234,11 @@ fn rs_h_over_racksched_wire_reports_rack_load_to_the_spine() {
 #[test]
 fn every_flat_baseline_serves_every_task() {
     let _g = serial();
-    for policy in [
-        "random",
-        "round-robin",
-        "jsq",
-        "jiq",
-        "pow2-instant",
-        "pow2-delayed",
-        "idle-only",
-        "central",
-        "r2p2",
-    ] {
+    for policy in common::flat_baselines() {
         // Load 0.67 on three workers: queues form, so the queueing and
         // sampling paths run.
         let (r, reg, _) = flat(
-            policy,
+            policy.name(),
             WireFamily::Horus,
             10_000.0,
             ServiceDist::Fixed { value_us: 200.0 },
@@ -261,11 +251,11 @@ fn every_flat_baseline_serves_every_task() {
         );
         assert_eq!(idle + sampled + other, r.submitted, "{policy:?}");
         match policy {
-            "pow2-instant" | "pow2-delayed" => {
+            Policy::Pow2Instant | Policy::Pow2Delayed => {
                 assert_eq!(sampled, r.submitted, "{policy:?}")
             }
-            "jiq" | "idle-only" => assert!(idle > 0, "{policy:?}"),
-            "central" => {
+            Policy::Jiq | Policy::IdleOnly => assert!(idle > 0, "{policy:?}"),
+            Policy::Central => {
                 // Tasks waited in the scheduler and left when a worker freed.
                 let queued = reg.sum("netsched_queued_total");
                 assert!(queued > 0, "central queued nothing");

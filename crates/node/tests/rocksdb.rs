@@ -14,9 +14,7 @@ use netsched_config::workload::{ServiceDist, ServicePreset};
 use netsched_node::config::{Target, WireFamily};
 use netsched_node::tasks::{RocksConfig, TaskKind, GET_OBJECTS, ROCKS_PAYLOAD_LEN, SCAN_OBJECTS};
 use netsched_node::{Client, ClientConfig, SwitchConfig, SwitchDaemon, Worker, WorkerConfig};
-use netsched_proto::{
-    task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
-};
+use netsched_proto::{task_id, HorusBody, HorusMessage, HorusTask, Message, ReplyStatus};
 
 fn client(target: std::net::SocketAddr, keys: u32) -> ClientConfig {
     ClientConfig {
@@ -123,20 +121,17 @@ fn send_task(
 ) {
     let mut payload = [0u8; ROCKS_PAYLOAD_LEN];
     let n = kind.encode(&mut payload);
-    let msg = Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: 1,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
+    let msg = Message::Horus(HorusMessage::task_first(
+        1,
+        HorusTask {
             task_id: task_id::new(9, seq),
             is_last: true,
             idle_selected: false,
             class: 0,
             service_time_ns: service_ns,
             payload: &payload[..n],
-        }),
-    });
+        },
+    ));
     let mut buf = [0u8; 256];
     let len = msg.encode(&mut buf).unwrap();
     from.send_to(&buf[..len], to).unwrap();

@@ -13,23 +13,18 @@ use std::time::{Duration, Instant};
 use common::sock;
 use netsched_node::metrics::Registry;
 use netsched_node::{Worker, WorkerConfig};
-use netsched_proto::{
-    task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
-};
+use netsched_proto::{task_id, HorusBody, HorusMessage, HorusTask, Message, ReplyStatus};
 
 fn task(seq: u32, service_time_ns: u64) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: 1,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
+    Message::Horus(HorusMessage::task_first(
+        1,
+        HorusTask {
             task_id: task_id::new(7, seq),
             is_last: true,
             service_time_ns,
             ..Default::default()
-        }),
-    })
+        },
+    ))
     .to_vec()
     .unwrap()
 }

@@ -203,6 +203,18 @@ pub struct HorusMessage<'a> {
 }
 
 impl<'a> HorusMessage<'a> {
+    /// The `TaskFirst` a client sends to pool `pool_id`: the other header
+    /// fields are the schedulers' to write (§A.2).
+    pub fn task_first(pool_id: u16, task: HorusTask<'a>) -> Self {
+        HorusMessage {
+            header: HorusHeader {
+                pool_id,
+                ..HorusHeader::default()
+            },
+            body: HorusBody::TaskFirst(task),
+        }
+    }
+
     /// Metrics name of the message type.
     pub const fn kind(&self) -> &'static str {
         match self.body {

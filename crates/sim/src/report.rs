@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::config::SimConfig;
 use crate::metrics::{throughput_at_target, Summary};
-use crate::ns::ns_to_us;
 use crate::run::RunResult;
 
 /// The readable table: one row per (policy, load).
@@ -32,15 +31,12 @@ pub fn table(runs: &[RunResult]) -> String {
         let sum = r.summary();
         let resub: u64 = sum.resubmitted_tasks.values().sum();
         let msgs: u64 = sum.messages.values().sum();
+        let [p50, p99, p999, mean] = sum.response.headline_us();
         let _ = writeln!(
             s,
-            "{:<13} {:>5.2} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>11} {:>8} {:>8.2} {:>9.2}",
+            "{:<13} {:>5.2} {p50:>10.1} {p99:>10.1} {p999:>10.1} {mean:>10.1} {:>11} {:>8} {:>8.2} {:>9.2}",
             r.policy.name(),
             r.load,
-            ns_to_us(sum.response.p50_ns),
-            ns_to_us(sum.response.p99_ns),
-            ns_to_us(sum.response.p999_ns),
-            sum.response.mean_ns / 1e3,
             sum.completed,
             sum.aborted,
             100.0 * resub as f64 / sum.submitted.max(1) as f64,
@@ -117,15 +113,12 @@ pub fn write_outputs(dir: &Path, cfg: &SimConfig, runs: &[RunResult]) -> std::io
     let mut json_runs = Vec::new();
     for r in runs {
         let overall = r.summary();
+        let [p50, p99, p999, mean] = overall.response.headline_us();
         let _ = writeln!(
             runs_csv,
-            "{},{},{},{},{},{},{:.3},{}",
+            "{},{},{p50},{p99},{p999},{mean},{:.3},{}",
             r.policy.name(),
             r.load,
-            ns_to_us(overall.response.p50_ns),
-            ns_to_us(overall.response.p99_ns),
-            ns_to_us(overall.response.p999_ns),
-            overall.response.mean_ns / 1e3,
             r.wall_s,
             overall.to_csv_row()
         );

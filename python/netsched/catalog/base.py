@@ -111,16 +111,21 @@ def shape(key: str, statement: str, diff, *, paper_text: str, describe: str = ""
                  value=_num(diff), describe=describe, figure=figure, unit=unit, section=section)
 
 
+def _paper_fields(paper_value, paper_text: str, unit: str) -> dict:
+    """The paper's value as a number when it is one (else as given), and the
+    text shown for it."""
+    pv = _num(paper_value)
+    return {"paper_value": pv if pv is not None else paper_value,
+            "paper_text": paper_text or (fmt(pv, unit) if pv is not None else str(paper_value))}
+
+
 def calibration(key: str, statement: str, paper_value, ours, note: str, *, unit: str = "",
                 figure: str = "", paper_text: str = "") -> Claim:
     """A value the model was fitted to: shown, never counted."""
     if not note.strip():
         raise ValueError(f"claim {key!r}: a calibration says what was fitted to what")
-    pv = _num(paper_value)
-    return Claim(statement, key=key, kind="calibration",
-                 paper_value=pv if pv is not None else paper_value,
-                 paper_text=paper_text or (fmt(pv, unit) if pv is not None else str(paper_value)),
-                 value=_num(ours), note=note, unit=unit, figure=figure)
+    return Claim(statement, key=key, kind="calibration", value=_num(ours), note=note, unit=unit,
+                 figure=figure, **_paper_fields(paper_value, paper_text, unit))
 
 
 def not_reproducible(key: str, statement: str, paper_value, missing: str, *,
@@ -128,11 +133,8 @@ def not_reproducible(key: str, statement: str, paper_value, missing: str, *,
     """A claim our setup cannot test; `missing` names the one missing thing."""
     if not missing.strip():
         raise ValueError(f"claim {key!r}: name the missing thing")
-    pv = _num(paper_value)
-    return Claim(statement, key=key, kind="not-reproducible",
-                 paper_value=pv if pv is not None else paper_value,
-                 paper_text=paper_text or (fmt(pv, unit) if pv is not None else str(paper_value)),
-                 missing=missing, unit=unit, figure=figure)
+    return Claim(statement, key=key, kind="not-reproducible", missing=missing, unit=unit,
+                 figure=figure, **_paper_fields(paper_value, paper_text, unit))
 
 
 @dataclass

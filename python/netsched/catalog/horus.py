@@ -584,6 +584,23 @@ def only_at_note(t: pd.DataFrame, name: str, unit: str) -> str:
             "paper mechanism runs at every value.")
 
 
+def network_sweep(*, name, figure, column, unit, axes, **fields) -> Experiment:
+    """Horus on the whole datacenter (Bimodal at load 0.8) as one network
+    parameter, `column`, varies: the pools' p99 quartiles against it, and the
+    median pool's p50 and p99 in the configurations' section."""
+    return Experiment(
+        name=name, published="reduced", paper=PAPER, figure=figure,
+        table=lambda runs, pools: pool_quartiles(pools, column),
+        plot=lambda t, png: lines(t, png, column, "median_us", band=("p25_us", "p75_us"),
+                                  ylabel="pools' p99 (µs), IQR", **axes),
+        sections=lambda t: configs_section(
+            t, figure, [column], [("median_p50_us", "median pool p50"),
+                                  ("median_us", "median pool p99")],
+            "whole datacenter, Bimodal at load 0.8", multi_spine=True,
+            only_at=only_at_note(t, column, unit)),
+        **fields)
+
+
 def fig12b_points(scale):
     base = datacenter(scale)
     base["workload"]["load"] = 0.8
@@ -616,25 +633,15 @@ def fig12b_claims(t):
     return out
 
 
-register(Experiment(
-    name="horus-fig12b",
-    published="reduced",
+register(network_sweep(
+    name="horus-fig12b", figure="Fig. 12b", column="hop_delay_us", unit=" µs",
     published_note=("reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 12 min per seed "
-                    "here"), paper=PAPER, figure="Fig. 12b",
+                    "here"),
     title="Horus p99 against per-hop network delay",
     setup="Horus on the datacenter with Bimodal service at load 0.8; the mean of the exponential "
           "per-hop delay goes from 0 to 100 µs; box = quartiles of the pools' p99.",
-    points=fig12b_points,
-    table=lambda runs, pools: pool_quartiles(pools, "hop_delay_us"),
-    plot=lambda t, png: lines(t, png, "hop_delay_us", "median_us",
-                              band=("p25_us", "p75_us"), xlabel="mean per-hop delay (µs)",
-                              ylabel="pools' p99 (µs), IQR", title="Network delay"),
-    claims=fig12b_claims,
-    sections=lambda t: configs_section(
-        t, "Fig. 12b", ["hop_delay_us"], [("median_p50_us", "median pool p50"),
-                                          ("median_us", "median pool p99")],
-        "whole datacenter, Bimodal at load 0.8", multi_spine=True,
-        only_at=only_at_note(t, "hop_delay_us", " µs")),
+    points=fig12b_points, claims=fig12b_claims,
+    axes=dict(xlabel="mean per-hop delay (µs)", title="Network delay"),
     differences="The paper does not state the load or workload of Fig. 12b; we use Bimodal at "
                 "0.8. Response time includes the hops, so part of the rise is the delay itself.",
 ))
@@ -666,24 +673,14 @@ def fig12c_claims(t):
     return out
 
 
-register(Experiment(
-    name="horus-fig12c",
-    published="reduced",
+register(network_sweep(
+    name="horus-fig12c", figure="Fig. 12c", column="loss", unit="",
     published_note=("reduced scale (k=16 tree, 30 pools): the paper's datacenter takes 6 min per seed "
-                    "here"), paper=PAPER, figure="Fig. 12c",
+                    "here"),
     title="Horus p99 against packet loss",
     setup="Horus on the datacenter, Bimodal at load 0.8, per-packet loss from 0 to 1%; "
           "box = quartiles of the pools' p99 (lost tasks are aborted, not counted in p99).",
-    points=fig12c_points,
-    table=lambda runs, pools: pool_quartiles(pools, "loss"),
-    plot=lambda t, png: lines(t, png, "loss", "median_us",
-                              band=("p25_us", "p75_us"), xlabel="packet loss rate",
-                              ylabel="pools' p99 (µs), IQR", title="Packet loss", xscale="symlog"),
-    claims=fig12c_claims,
-    sections=lambda t: configs_section(
-        t, "Fig. 12c", ["loss"], [("median_p50_us", "median pool p50"),
-                                  ("median_us", "median pool p99")],
-        "whole datacenter, Bimodal at load 0.8", multi_spine=True,
-        only_at=only_at_note(t, "loss", "")),
+    points=fig12c_points, claims=fig12c_claims,
+    axes=dict(xlabel="packet loss rate", title="Packet loss", xscale="symlog"),
     differences="Load and workload are not stated in the paper; we use Bimodal at 0.8.",
 ))

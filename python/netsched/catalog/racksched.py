@@ -225,6 +225,21 @@ def rs_lines(t, png, panel, title=""):
         base.STYLE.update(saved)
 
 
+REDUCED_600 = ("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the "
+               "ablations of every entry on this shared 2-core machine")
+
+
+def rack_experiment(**fields) -> Experiment:
+    """An experiment on the paper's rack: its table and plot are p99 against the
+    offered KRPS of 64 workers, by service, and it carries the rack's ablations,
+    unless `fields` says otherwise."""
+    fields.setdefault("paper", PAPER)
+    fields.setdefault("table", lambda runs, pools: with_krps(rack_table(runs, pools), 64))
+    fields.setdefault("plot", lambda t, png: rs_lines(t, png, "service"))
+    fields.setdefault("ablations", rack_ablations())
+    return Experiment(**fields)
+
+
 def sustained(d, target_factor=1.5):
     """Highest KRPS whose p99 stays under `target_factor` × the lowest-load p99:
     'maintains low tail latency until X KRPS'."""
@@ -450,18 +465,14 @@ def fig13_claims(t):
     return out
 
 
-register(Experiment(
+register(rack_experiment(
     name="racksched-fig13",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 13a-b",
+    published="reduced", published_note=REDUCED_600, figure="Fig. 13a-b",
     title="RocksDB: 90 % and 50 % GET",
     setup="RocksDB service times (GET median 50 µs, SCAN median 740 µs, lognormal σ = 0.1), 90/10 "
           "and 50/50 mixes, RackSched against Shinjuku on 8 × 8 workers.",
     points=fig13_points,
-    table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
-    plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig13_claims,
-    ablations=rack_ablations(),
     paper_points=[PaperPoint(s, k, None, panel="rs-rocksdb-90-10", label=f"low tail until {k}")
                   for s, k in zip(("shinjuku", "racksched"), FIG13_SUSTAINED)],
     differences=RS_DIFF + " Fig. 13c-d (GET and SCAN separately) is racksched-fig13cd.",
@@ -498,19 +509,15 @@ def fig15_claims(t):
     return out
 
 
-register(Experiment(
+register(rack_experiment(
     name="racksched-fig15",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 15",
+    published="reduced", published_note=REDUCED_600, figure="Fig. 15",
     title="Switch scheduling policies: RR, Shortest, Sampling-2, Sampling-4",
     setup="The ToR policy varied on 8 × 8 workers: round robin over servers, the shortest queue "
           "among all 8 (loads from replies), and power-of-2 / power-of-4 sampling; "
           "Bimodal(90-10) and Bimodal(50-50).",
     points=fig15_points,
-    table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
-    plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig15_claims,
-    ablations=rack_ablations(),
     differences=RS_DIFF + " Shortest is power-of-8 over the 8 servers (every server sampled, "
                 "ties broken at random), with the same reply-delayed loads as RackSched.",
 ))
@@ -561,10 +568,9 @@ def fig13cd_plot(t, png):
     rs_lines(d, png, "request", title="RocksDB 50 % GET, multi-queue, per request type")
 
 
-register(Experiment(
+register(rack_experiment(
     name="racksched-fig13cd",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 13c-d",
+    published="reduced", published_note=REDUCED_600, figure="Fig. 13c-d",
     title="RocksDB 50 % GET / 50 % SCAN, multi-queue: p99 of GET and of SCAN",
     setup="The Fig. 13b runs (RocksDB GET median 50 µs, SCAN median 740 µs, 50/50, RackSched "
           "against Shinjuku on 8 × 8 workers, a queue per request type at every server and a "
@@ -575,7 +581,6 @@ register(Experiment(
     table=fig13cd_table,
     plot=fig13cd_plot,
     claims=fig13cd_claims,
-    ablations=rack_ablations(),
     differences=RS_DIFF + " The per-type percentiles come from the simulator's per-class "
                 "response histograms (3 significant digits).",
 ))
@@ -643,10 +648,9 @@ def fig16_claims(t):
     return out
 
 
-register(Experiment(
+register(rack_experiment(
     name="racksched-fig16",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 16",
+    published="reduced", published_note=REDUCED_600, figure="Fig. 16",
     title="Server load tracking: INT1, INT2, INT3, Proactive",
     setup="RackSched's ToR on 8 × 8 workers (single queue, preemption every 250 µs), "
           "Bimodal(90-10) and Bimodal(50-50), with four ways to know server loads: INT1 "
@@ -659,8 +663,6 @@ register(Experiment(
           f"{TRACKING_LOSS:g} for all four (the paper gives no rate), and Proactive without "
           "loss for reference.",
     points=fig16_points,
-    table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
-    plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig16_claims,
     ablations=rack_ablations() + [Ablation(
         "loss-1e-2", ["rs-bimodal-proactive-worse", "rs-bimodal-50-50-proactive-worse"],
@@ -750,10 +752,9 @@ def fig14_claims(t):
     return out
 
 
-register(Experiment(
+register(rack_experiment(
     name="racksched-fig14",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 14",
+    published="reduced", published_note=REDUCED_600, figure="Fig. 14",
     title="Comparison with other solutions: R2P2 (JBSQ) and client-based scheduling",
     setup="Eight servers × 8 workers. RackSched (power-of-2 over servers at the ToR, loads "
           "from replies), Shinjuku (a random server), Client(100) (100 equal-rate clients, each "
@@ -761,10 +762,7 @@ register(Experiment(
           "requests) and R2P2 (JBSQ(3) at the switch over the 64 cores, non-preemptive FCFS at "
           "each core). Bimodal(90-10) and Bimodal(50-50); p99 against offered KRPS.",
     points=fig14_points,
-    table=lambda runs, pools: with_krps(rack_table(runs, pools), 64),
-    plot=lambda t, png: rs_lines(t, png, "service"),
     claims=fig14_claims,
-    ablations=rack_ablations(),
     differences=RS_DIFF + " R2P2's bound is not given in the paper; we use JBSQ(3) as Draconis "
                 "does, with the router's queue in the switch at no recirculation cost and no "
                 "preemption at the cores. Client(100) picks each task's client uniformly at "

@@ -316,3 +316,27 @@ pub fn scrape(host: &Host, port: u16, metric: &str, label: &str, attempts: u32) 
             .sum(),
     )
 }
+
+/// A `netsched` process with its output discarded, killed and reaped on drop
+/// so a failed assertion leaves nothing running.
+pub struct Quiet(pub std::process::Child);
+
+impl Quiet {
+    pub fn spawn(args: &[&str]) -> Quiet {
+        Quiet(
+            std::process::Command::new(bin())
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("netsched {args:?}: {e}")),
+        )
+    }
+}
+
+impl Drop for Quiet {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -25,6 +25,23 @@ fn one_swap(actions: &[PullAction]) -> Recirc {
     swaps[0]
 }
 
+/// The swap packet's hand and the pointers a swap rule reads:
+/// the queue's retrieve pointer at level 0, the packet's retrieve pointer and
+/// its SWAP_INDX.
+fn swap_pointers(dp: &Draconis, swap: &Recirc) -> (Slot, (u32, u32, u32)) {
+    let Recirc::Swap {
+        hand,
+        swap_indx,
+        pkt_retrieve_ptr,
+        ..
+    } = swap
+    else {
+        panic!("not a swap pass: {swap:?}")
+    };
+    let (r, _, _) = dp.queue().pointers(0);
+    (*hand, (r, *pkt_retrieve_ptr, *swap_indx))
+}
+
 fn ids(dp: &Draconis) -> Vec<u64> {
     dp.queue().contents(0).iter().map(|s| s.task.id).collect()
 }
@@ -74,17 +91,8 @@ fn literal_swap_rule_reorders_when_a_request_moves_the_head() {
         assigned(&feed(&mut dp, PullInput::TaskRequest(GPU))),
         Some(1)
     );
-    let Recirc::Swap {
-        hand,
-        swap_indx,
-        pkt_retrieve_ptr,
-        ..
-    } = swap
-    else {
-        unreachable!()
-    };
+    let (hand, (r, pkt_retrieve_ptr, swap_indx)) = swap_pointers(&dp, &swap);
     assert_eq!(hand.task.id, 3);
-    let (r, _, _) = dp.queue().pointers(0);
     assert_eq!((r, pkt_retrieve_ptr, swap_indx), (2, 1, 3));
     // The rules disagree: literal jumps to the head (position 2, task 2,
     // which the hand already passed); ours stays at SWAP_INDX.
@@ -167,17 +175,8 @@ fn literal_swap_rule_loses_the_hand_after_a_retrieve_repair() {
         assigned(&feed(&mut dp, PullInput::TaskRequest(GPU))),
         Some(2)
     );
-    let Recirc::Swap {
-        hand,
-        swap_indx,
-        pkt_retrieve_ptr,
-        ..
-    } = swap
-    else {
-        unreachable!()
-    };
+    let (hand, (r, pkt_retrieve_ptr, swap_indx)) = swap_pointers(&dp, &swap);
     assert_eq!(hand.task.id, 1);
-    let (r, _, _) = dp.queue().pointers(0);
     assert_eq!((r, pkt_retrieve_ptr, swap_indx), (2, 3, 1));
     // Literal: no jump, write at SWAP_INDX = 1, behind the head (2).
     let literal_at = literal_rule_target(r, pkt_retrieve_ptr, swap_indx);

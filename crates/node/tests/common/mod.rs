@@ -8,23 +8,20 @@ use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_node::config::{Policy, PoolConfig};
 use netsched_node::metrics::Registry;
 use netsched_node::SwitchConfig;
-use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+use netsched_proto::{HorusMessage, HorusTask, Message};
 
 /// Task `id` for pool `pool`, alone in its job, that runs for
 /// `service_time_ns`: what a client sends first.
 pub fn task_message(pool: u16, id: u64, service_time_ns: u64) -> Message<'static> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: pool,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
+    Message::Horus(HorusMessage::task_first(
+        pool,
+        HorusTask {
             task_id: id,
             is_last: true,
             service_time_ns,
             ..Default::default()
-        }),
-    })
+        },
+    ))
 }
 
 /// The datagram of a 1 µs `task_message`.
@@ -106,4 +103,13 @@ pub fn dp_drop(r: &Registry, reason: &str) -> u64 {
         &format!("{{by=\"dataplane\",reason=\"{reason}\"}}"),
     )
     .unwrap()
+}
+
+/// The built-in flat baselines (one scheduler over a pool's workers), from
+/// the registry rather than a list of names that can fall behind it.
+pub fn flat_baselines() -> Vec<Policy> {
+    Policy::ALL
+        .into_iter()
+        .filter(|p| p.is_flat() && !matches!(p, Policy::Extra(_)))
+        .collect()
 }

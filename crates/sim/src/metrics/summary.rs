@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::ns::ns_to_us;
 use netsched_core::dataplane::DropReason;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,16 @@ pub struct LatencyStats {
 }
 
 impl LatencyStats {
+    /// The run table's four columns, in µs: p50, p99, p99.9 and the mean.
+    pub fn headline_us(&self) -> [f64; 4] {
+        [
+            ns_to_us(self.p50_ns),
+            ns_to_us(self.p99_ns),
+            ns_to_us(self.p999_ns),
+            self.mean_ns / 1e3,
+        ]
+    }
+
     pub fn of(h: &LatencyHist) -> Self {
         LatencyStats {
             count: h.count(),
