@@ -102,8 +102,7 @@ def plot(t, png):
 
 register(Experiment(
     name="racksched-fig2",
-    published="reduced",
-    published_note=("reduced scale (1,000 tasks per worker; paper: 5,000), to fit five seeds and the ablations on this shared 2-core machine"), paper=PAPER, figure="Fig. 2",
+    published="paper", paper=PAPER, figure="Fig. 2",
     title="Inter-server (random, JSQ, global) × intra-server (cFCFS, PS) scheduling in one rack",
     setup="Eight servers of eight cores; requests go to a random server (per-), the server with "
           "the shortest queue (JSQ-) or one central queue over all 64 cores (global-); inside a "
@@ -452,8 +451,7 @@ def fig13_claims(t):
 
 register(Experiment(
     name="racksched-fig13",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 13a-b",
+    published="paper", paper=PAPER, figure="Fig. 13a-b",
     title="RocksDB: 90 % and 50 % GET",
     setup="RocksDB service times (GET median 50 µs, SCAN median 740 µs, lognormal σ = 0.1), 90/10 "
           "and 50/50 mixes, RackSched against Shinjuku on 8 × 8 workers.",
@@ -500,8 +498,7 @@ def fig15_claims(t):
 
 register(Experiment(
     name="racksched-fig15",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 15",
+    published="paper", paper=PAPER, figure="Fig. 15",
     title="Switch scheduling policies: RR, Shortest, Sampling-2, Sampling-4",
     setup="The ToR policy varied on 8 × 8 workers: round robin over servers, the shortest queue "
           "among all 8 (loads from replies), and power-of-2 / power-of-4 sampling; "
@@ -563,8 +560,7 @@ def fig13cd_plot(t, png):
 
 register(Experiment(
     name="racksched-fig13cd",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 13c-d",
+    published="paper", paper=PAPER, figure="Fig. 13c-d",
     title="RocksDB 50 % GET / 50 % SCAN, multi-queue: p99 of GET and of SCAN",
     setup="The Fig. 13b runs (RocksDB GET median 50 µs, SCAN median 740 µs, 50/50, RackSched "
           "against Shinjuku on 8 × 8 workers, a queue per request type at every server and a "
@@ -645,8 +641,7 @@ def fig16_claims(t):
 
 register(Experiment(
     name="racksched-fig16",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 16",
+    published="paper", paper=PAPER, figure="Fig. 16",
     title="Server load tracking: INT1, INT2, INT3, Proactive",
     setup="RackSched's ToR on 8 × 8 workers (single queue, preemption every 250 µs), "
           "Bimodal(90-10) and Bimodal(50-50), with four ways to know server loads: INT1 "
@@ -752,8 +747,7 @@ def fig14_claims(t):
 
 register(Experiment(
     name="racksched-fig14",
-    published="reduced",
-    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 14",
+    published="paper", paper=PAPER, figure="Fig. 14",
     title="Comparison with other solutions: R2P2 (JBSQ) and client-based scheduling",
     setup="Eight servers × 8 workers. RackSched (power-of-2 over servers at the ToR, loads "
           "from replies), Shinjuku (a random server), Client(100) (100 equal-rate clients, each "
