@@ -498,7 +498,8 @@ def fig15_claims(t):
 
 register(Experiment(
     name="racksched-fig15",
-    published="paper", paper=PAPER, figure="Fig. 15",
+    published="reduced",
+    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 15",
     title="Switch scheduling policies: RR, Shortest, Sampling-2, Sampling-4",
     setup="The ToR policy varied on 8 × 8 workers: round robin over servers, the shortest queue "
           "among all 8 (loads from replies), and power-of-2 / power-of-4 sampling; "
@@ -641,7 +642,8 @@ def fig16_claims(t):
 
 register(Experiment(
     name="racksched-fig16",
-    published="paper", paper=PAPER, figure="Fig. 16",
+    published="reduced",
+    published_note=("reduced scale (600 tasks per worker; paper: 4,000), to fit five seeds and the ablations of every entry on this shared 2-core machine"), paper=PAPER, figure="Fig. 16",
     title="Server load tracking: INT1, INT2, INT3, Proactive",
     setup="RackSched's ToR on 8 × 8 workers (single queue, preemption every 250 µs), "
           "Bimodal(90-10) and Bimodal(50-50), with four ways to know server loads: INT1 "
