@@ -554,7 +554,7 @@ register(Experiment(
                  "from a hashed start", apply=setting("r2p2", search="shortest-first"),
                  where=only("r2p2-1", "r2p2-3")),
     ],
-    published="reduced", published_note=PUBLISHED_NOTE,
+    published="paper",
     differences="A Draconis poll that finds the queue empty overshoots `retrieve_ptr`, so the "
                 "next submission sends a repair pass (§4.5); executors poll once per round trip "
                 "(docs/draconis.md \"Calibration\"). R2P2 probes one executor per pass (§2.2) "
@@ -607,7 +607,7 @@ register(Experiment(
                      timeout_us=2 * cfg["workload"]["service"]["value_us"]),
                  where=only("r2p2-1")),
     ],
-    published="reduced", published_note=PUBLISHED_NOTE,
+    published="paper",
     differences="R2P2-1 loses a request only when the switch's recirculation port (100 Gb/s, "
                 "a 128-packet buffer) overflows; the client timeout is 10× the task time (§8.3: "
                 "2×). Fig. 7's runs (fixed 250 µs) are shared with panel (b).",

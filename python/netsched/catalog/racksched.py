@@ -102,8 +102,7 @@ def plot(t, png):
 
 register(Experiment(
     name="racksched-fig2",
-    published="reduced",
-    published_note=("reduced scale (1,000 tasks per worker; paper: 5,000), to fit five seeds and the ablations on this shared 2-core machine"), paper=PAPER, figure="Fig. 2",
+    published="paper", paper=PAPER, figure="Fig. 2",
     title="Inter-server (random, JSQ, global) × intra-server (cFCFS, PS) scheduling in one rack",
     setup="Eight servers of eight cores; requests go to a random server (per-), the server with "
           "the shortest queue (JSQ-) or one central queue over all 64 cores (global-); inside a "
@@ -467,7 +466,7 @@ def fig13_claims(t):
 
 register(rack_experiment(
     name="racksched-fig13",
-    published="reduced", published_note=REDUCED_600, figure="Fig. 13a-b",
+    published="paper", figure="Fig. 13a-b",
     title="RocksDB: 90 % and 50 % GET",
     setup="RocksDB service times (GET median 50 µs, SCAN median 740 µs, lognormal σ = 0.1), 90/10 "
           "and 50/50 mixes, RackSched against Shinjuku on 8 × 8 workers.",
@@ -570,7 +569,7 @@ def fig13cd_plot(t, png):
 
 register(rack_experiment(
     name="racksched-fig13cd",
-    published="reduced", published_note=REDUCED_600, figure="Fig. 13c-d",
+    published="paper", figure="Fig. 13c-d",
     title="RocksDB 50 % GET / 50 % SCAN, multi-queue: p99 of GET and of SCAN",
     setup="The Fig. 13b runs (RocksDB GET median 50 µs, SCAN median 740 µs, 50/50, RackSched "
           "against Shinjuku on 8 × 8 workers, a queue per request type at every server and a "
@@ -754,7 +753,7 @@ def fig14_claims(t):
 
 register(rack_experiment(
     name="racksched-fig14",
-    published="reduced", published_note=REDUCED_600, figure="Fig. 14",
+    published="paper", figure="Fig. 14",
     title="Comparison with other solutions: R2P2 (JBSQ) and client-based scheduling",
     setup="Eight servers × 8 workers. RackSched (power-of-2 over servers at the ToR, loads "
           "from replies), Shinjuku (a random server), Client(100) (100 equal-rate clients, each "
