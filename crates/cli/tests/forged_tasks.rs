@@ -189,7 +189,7 @@ fn tasks_forged_in_the_leafs_name_are_dropped_by_the_workers() {
     };
     let dir = common::temp_dir("forged-tasks");
     let key_file = dir.join("cluster.key");
-    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+    netsched_node::secret::write_secret_file(&key_file, KEY).unwrap();
     let key = key_file.display();
     let (spine, leaf, sm, lm, wm) = (port(), port(), tcp_port(), tcp_port(), tcp_port());
     let workers: Vec<u16> = (0..4).map(|_| port()).collect();

@@ -210,3 +210,37 @@ fn any_task_is_sealed_as_the_socket_path_seals_it() {
         })
         .unwrap();
 }
+
+/// Cost of the seal in the program, per forwarded task: the mean of many
+/// single test runs (each a fresh frame: a repeated run would see its own
+/// sealed output) with sealing off and on, for a 3-byte and a 1,000-byte
+/// payload. docs/benchmarks.md records it: `cargo test -p netsched-xdp
+/// --test task_seal seal_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn seal_cost() {
+    let Some(mut xdp) = bpf_leaf("seal_cost") else {
+        return;
+    };
+    let runs = 20_000u64;
+    let mut mean = |key: Option<[u8; 16]>, payload: &[u8]| {
+        installed(&mut xdp, 8);
+        xdp.set_task_key(key, 1).expect("key");
+        let f = frame(&task(1, 1_000, payload));
+        let mut total = 0u64;
+        for _ in 0..runs {
+            let run = xdp.test_run(&f, 1).expect("test run");
+            assert_eq!(run.action, XdpAction::Tx);
+            total += u64::from(run.mean_ns);
+        }
+        total as f64 / runs as f64
+    };
+    let key = Some(*b"0123456789abcdef");
+    let big = vec![7u8; 1000];
+    let (off3, on3) = (mean(None, b"key"), mean(key, b"key"));
+    let (off1k, on1k) = (mean(None, &big), mean(key, &big));
+    println!(
+        "task with a 3-byte payload: {off3:.1} ns unsealed, {on3:.1} ns sealed; \
+         1,000-byte payload: {off1k:.1} ns unsealed, {on1k:.1} ns sealed ({runs} single runs each)"
+    );
+}

@@ -34,7 +34,7 @@ use netsched_proto::{
     task_id, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket, ReqId,
 };
 
-use super::slots::{TX_FAILED, TX_REPLY, TX_TASK};
+use super::slots::{TX_FAILED, TX_REPLY};
 use super::{Pkt, RuntimeDrop, SwitchDaemon};
 use crate::config::Role;
 use crate::metrics::{Kind, Registry, Slot};
