@@ -394,8 +394,9 @@ static __always_inline int seal_forwarded(struct xdp_md *ctx, __u32 len)
 		return XDP_TX;
 	if (len > MAX_DATAGRAM)
 		return XDP_DROP;
-	long grow = (long)(TASK_OFFSET + len + SEAL_LEN) -
-		    (long)(ctx->data_end - ctx->data);
+	// The frame's length (a helper: the verifier allows no arithmetic on
+	// data_end).
+	long grow = (long)(TASK_OFFSET + len + SEAL_LEN) - (long)bpf_xdp_get_buff_len(ctx);
 	if (bpf_xdp_adjust_tail(ctx, (int)grow))
 		goto failed;
 	void *data = (void *)(long)ctx->data;

@@ -101,12 +101,16 @@ static __always_inline __u64 siphash24(const struct notice_key *k, const __u8 *m
 }
 
 // SipHash-2-4 of the `len` bytes at `m` in a packet ending at `data_end`
-// (a sealed task, crates/proto/src/seal.rs "Sealed tasks"): `len` is not a
+// (a sealed task, crates/proto/src/seal.rs "Sealed tasks"). `len` is not a
 // constant here, so the words are read by a bounded loop the verifier walks
-// once per word, each read checked against `data_end`. 0 and the tag in
-// `out`, or -1 when the bytes run past the packet or `len` past
-// SIP_PKT_MAX.
+// once per word, each read checked against `data_end`; the packet must
+// hold 8 bytes past `len` (the tag's slot), so the last, partial word is
+// one 8-byte read masked to its bytes. 0 and the tag in `out`, or -1 when
+// the reads run past the packet or `len` past SIP_PKT_MAX.
 #define SIP_PKT_MAX 1504
+// Keeps clang from hoisting a packet bounds check out of a loop into a
+// form the verifier cannot follow.
+#define SIP_OPAQUE(p) asm volatile("" : "+r"(p))
 static __always_inline int siphash24_pkt(const struct notice_key *k, const __u8 *m,
 					 void *data_end, __u32 len, __u64 *out)
 {
@@ -122,6 +126,7 @@ static __always_inline int siphash24_pkt(const struct notice_key *k, const __u8 
 		if (i >= words)
 			break;
 		const __u8 *p = m + 8 * i;
+		SIP_OPAQUE(p);
 		if ((void *)(p + 8) > data_end)
 			return -1;
 		// Little-endian words, as siphasher reads them (bpfel).
@@ -131,16 +136,13 @@ static __always_inline int siphash24_pkt(const struct notice_key *k, const __u8 
 		SIP_ROUND(v0, v1, v2, v3);
 		v0 ^= w;
 	}
-	__u64 b = (__u64)(len & 0xff) << 56;
 	const __u8 *t = m + 8 * words;
-#pragma clang loop unroll(disable)
-	for (__u32 j = 0; j < 7; j++) {
-		if (j >= len % 8)
-			break;
-		if ((void *)(t + j + 1) > data_end)
-			return -1;
-		b |= (__u64)t[j] << (8 * j);
-	}
+	SIP_OPAQUE(t);
+	if ((void *)(t + 8) > data_end)
+		return -1;
+	__u32 rem = len % 8;
+	__u64 mask = rem ? (1ULL << (8 * rem)) - 1 : 0;
+	__u64 b = ((__u64)(len & 0xff) << 56) | (*(const __u64 *)t & mask);
 	v3 ^= b;
 	SIP_ROUND(v0, v1, v2, v3);
 	SIP_ROUND(v0, v1, v2, v3);
