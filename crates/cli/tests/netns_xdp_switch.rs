@@ -170,10 +170,19 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let task_loss = metric(&wrk, WORKER_METRICS, "netsched_fault_drops_total", "task");
     // Sealing on at the workers: every task they ran came sealed by the
     // program, and none was refused for its seal.
-    let seal_drops = scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "")
-        .unwrap_or(0);
-    let seal_failed = metric(&leaf, LEAF_METRICS, "netsched_xdp_events_total", "seal_failed");
-    assert_eq!((seal_drops, seal_failed), (0, 0), "seal drops at the workers, seal failures in the program");
+    let seal_drops =
+        scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "").unwrap_or(0);
+    let seal_failed = metric(
+        &leaf,
+        LEAF_METRICS,
+        "netsched_xdp_events_total",
+        "seal_failed",
+    );
+    assert_eq!(
+        (seal_drops, seal_failed),
+        (0, 0),
+        "seal drops at the workers, seal failures in the program"
+    );
     let counts = format!(
         "submitted {submitted}, executed {executed}, dispatched {dispatched}, \
          replies {replies}, forwarded {forwarded}, loss: tasks {task_loss} replies {reply_loss}"

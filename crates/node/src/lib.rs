@@ -29,10 +29,10 @@ pub mod log;
 pub mod metrics;
 pub mod net;
 pub mod notice_auth;
-pub mod task_seal;
 pub mod pull;
 pub mod secret;
 pub mod switch;
+pub mod task_seal;
 pub mod tasks;
 pub mod worker;
 

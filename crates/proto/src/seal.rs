@@ -209,7 +209,12 @@ fn seal_at(datagram: &[u8], n: usize) -> Seal {
 
 /// Appends `seq` and the tag after the `len`-byte message at the start of
 /// `buf`; returns the sealed length.
-fn append_seal(key: &NoticeKey, buf: &mut [u8], len: usize, seq: u64) -> Result<usize, EncodeError> {
+fn append_seal(
+    key: &NoticeKey,
+    buf: &mut [u8],
+    len: usize,
+    seq: u64,
+) -> Result<usize, EncodeError> {
     let needed = len + SEAL_LEN;
     if buf.len() < needed {
         return Err(EncodeError::BufferTooSmall {
@@ -451,8 +456,14 @@ mod tests {
             );
         }
         // A byte more or less is no seal at all.
-        assert_eq!(open_task(Some(&KEY), &buf[..s - 1]), Err(SealError::Unsealed));
-        assert_eq!(open_task(Some(&KEY), &buf[..s + 1]), Err(SealError::Unsealed));
+        assert_eq!(
+            open_task(Some(&KEY), &buf[..s - 1]),
+            Err(SealError::Unsealed)
+        );
+        assert_eq!(
+            open_task(Some(&KEY), &buf[..s + 1]),
+            Err(SealError::Unsealed)
+        );
         // Not a task: returned whole, whatever the key.
         assert_eq!(open_task(Some(&KEY), &ka[..k]), Ok((&ka[..k], None)));
     }

@@ -3,13 +3,13 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
+use netsched_proto::seal::{self, NoticeKey, SealError, SEAL_LEN};
 use netsched_proto::{
     decode, CompletionStatus, DecodeError, DraconisMessage, HorusBody, HorusHeader, HorusMessage,
     HorusReply, HorusTask, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket,
     ReplyStatus, ReqId, TaskVec, WireTask, MAX_DATAGRAM, MAX_PULL_TASKS, MAX_RACKSCHED_PAYLOAD,
     MAX_REPLY_PAYLOAD, MAX_TASK_PAYLOAD,
 };
-use netsched_proto::seal::{self, NoticeKey, SealError, SEAL_LEN};
 use proptest::prelude::*;
 
 const TASK_KEY: NoticeKey = NoticeKey(*b"props-task-key-0");

@@ -162,9 +162,15 @@ fn the_programs_seal_is_the_socket_paths_and_off_means_unsealed() {
     let key = NoticeKey(*b"xdp-task-seal-01");
     let start = 1_790_000_000_000_000_001;
     xdp.set_task_key(Some(key.0), start).expect("key");
-    for (k, payload) in [&b""[..], b"k", b"0123456", b"01234567", b"rocksdb-key-000042"]
-        .iter()
-        .enumerate()
+    for (k, payload) in [
+        &b""[..],
+        b"k",
+        b"0123456",
+        b"01234567",
+        b"rocksdb-key-000042",
+    ]
+    .iter()
+    .enumerate()
     {
         let seq = start + 2 * (k as u64 + 1);
         check_sealed(&mut xdp, &key, &task(k as u64, 4_900_000_000, payload), seq);
@@ -205,7 +211,12 @@ fn any_task_is_sealed_as_the_socket_path_seals_it() {
             let mut xdp = xdp.borrow_mut();
             installed(&mut xdp, 3);
             xdp.set_task_key(Some(key), start).expect("key");
-            check_sealed(&mut xdp, &NoticeKey(key), &task(1, service, &payload), start + 2);
+            check_sealed(
+                &mut xdp,
+                &NoticeKey(key),
+                &task(1, service, &payload),
+                start + 2,
+            );
             Ok(())
         })
         .unwrap();

@@ -19,7 +19,7 @@ use crate::config::Role;
 /// A task packet to send: a message to encode, or bytes forwarded as they
 /// came (RackSched requests, parked packets).
 pub(super) enum TaskOut<'a> {
-    Encode(Message<'a>),
+    Encode(&'a Message<'a>),
     Raw(&'a [u8]),
 }
 
@@ -147,7 +147,7 @@ impl SwitchDaemon {
         let Some(&dst) = self.instances[i].cfg.downstream.get(node as usize) else {
             return self.drop_rt(RuntimeDrop::NoPacket);
         };
-        self.send_task(i, TaskOut::Encode(Message::Horus(out)), dst);
+        self.send_task(i, TaskOut::Encode(&Message::Horus(out)), dst);
     }
 
     /// Sends a task packet on to `dst`. A leaf with the notice key seals it

@@ -17,7 +17,6 @@ use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-
 use super::{flush_counted, idle_or_coalesce, SendSlots, SwitchDaemon, Timers, RX_SLOT, TX_SLOT};
 use crate::config::SwitchConfig;
 use crate::error::Error;
