@@ -48,6 +48,21 @@ struct notice_key {
 		v2 = SIP_ROTL(v2, 32);    \
 	} while (0)
 
+// The last word `b` (remaining bytes, length in the top byte) and the 4
+// finalisation rounds.
+#define SIP_FINISH(v0, v1, v2, v3, b)     \
+	do {                              \
+		v3 ^= b;                  \
+		SIP_ROUND(v0, v1, v2, v3); \
+		SIP_ROUND(v0, v1, v2, v3); \
+		v0 ^= b;                  \
+		v2 ^= 0xff;               \
+		SIP_ROUND(v0, v1, v2, v3); \
+		SIP_ROUND(v0, v1, v2, v3); \
+		SIP_ROUND(v0, v1, v2, v3); \
+		SIP_ROUND(v0, v1, v2, v3); \
+	} while (0)
+
 static __always_inline __u64 le64_at(const __u8 *m, __u32 at)
 {
 	__u64 w = 0;
@@ -88,15 +103,7 @@ static __always_inline __u64 siphash24(const struct notice_key *k, const __u8 *m
 #pragma unroll
 	for (__u32 j = 0; j < len % 8; j++)
 		b |= (__u64)m[8 * words + j] << (8 * j);
-	v3 ^= b;
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
+	SIP_FINISH(v0, v1, v2, v3, b);
 	return v0 ^ v1 ^ v2 ^ v3;
 }
 
@@ -143,15 +150,7 @@ static __always_inline int siphash24_pkt(const struct notice_key *k, const __u8 
 	__u32 rem = len % 8;
 	__u64 mask = rem ? (1ULL << (8 * rem)) - 1 : 0;
 	__u64 b = ((__u64)(len & 0xff) << 56) | (*(const __u64 *)t & mask);
-	v3 ^= b;
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
+	SIP_FINISH(v0, v1, v2, v3, b);
 	*out = v0 ^ v1 ^ v2 ^ v3;
 	return 0;
 }
