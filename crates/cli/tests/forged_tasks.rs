@@ -15,31 +15,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::bin;
-use netsched_proto::{task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+use common::{bin, horus_task as task, loopback_metric as metric, tcp_port, udp_port as port};
 
 const KEY: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
-
-fn port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn tcp_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Daemon processes killed when the test ends, however it ends.
 struct Procs(Vec<Child>);
@@ -61,40 +43,6 @@ fn start(p: &mut Procs, args: &[&str]) {
         .spawn()
         .unwrap();
     p.0.push(child);
-}
-
-/// The sum of the metric lines of `name` on `port`'s /metrics whose labels
-/// contain `label`.
-fn metric(port: u16, name: &str, label: &str) -> u64 {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return 0;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.lines()
-        .filter(|l| l.starts_with(name) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|v| v as u64)
-        .sum()
-}
-
-fn task(app: u32, seq: u32, ns: u64) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: 1,
-            ..Default::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: task_id::new(app, seq),
-            is_last: true,
-            service_time_ns: ns,
-            ..Default::default()
-        }),
-    })
-    .to_vec()
-    .unwrap()
 }
 
 /// A raw IPv4 socket that writes its own headers (IPPROTO_RAW implies

@@ -11,6 +11,8 @@
 //! Needs root (loading BPF programs): skipped otherwise, a failure under
 //! NETSCHED_REQUIRE_BPF=1.
 
+mod common;
+
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};
@@ -19,21 +21,15 @@ use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message, M
 use netsched_xdp::{WorkerAddr, XdpAction, XdpError, XdpLeaf};
 use proptest::prelude::*;
 
-const LEAF_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xfe];
-const LEAF_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 254);
-const LEAF_PORT: u16 = 7000;
+use common::{bpf_allowed, bpf_required, ipv4_checksum, SWITCH, SWITCH_MAC};
 
 fn bpf_leaf(test: &str) -> Option<XdpLeaf> {
-    let required = std::env::var("NETSCHED_REQUIRE_BPF").is_ok_and(|v| v == "1");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!required, "{test}: NETSCHED_REQUIRE_BPF=1 but not root");
-        eprintln!("{test}: skipped, loading BPF programs needs root");
+    if !bpf_allowed(test) {
         return None;
     }
     match XdpLeaf::load() {
         Ok(leaf) => Some(leaf),
-        Err(XdpError::ObjectMissing) if !required => {
+        Err(XdpError::ObjectMissing) if !bpf_required() => {
             eprintln!("{test}: skipped, the BPF object was not built (no clang)");
             None
         }
@@ -49,39 +45,12 @@ fn worker_addr(node: u32) -> WorkerAddr {
     }
 }
 
-fn ipv4_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// A client's task frame to the leaf.
 fn frame(datagram: &[u8]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(42 + datagram.len());
-    f.extend_from_slice(&LEAF_MAC);
-    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0xc1]);
-    f.extend_from_slice(&0x0800u16.to_be_bytes());
-    let mut ip = [0u8; 20];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&((28 + datagram.len()) as u16).to_be_bytes());
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&[10, 0, 0, 1]);
-    ip[16..20].copy_from_slice(&LEAF_IP.octets());
-    let check = ipv4_checksum(&ip);
-    ip[10..12].copy_from_slice(&check.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&5000u16.to_be_bytes());
-    f.extend_from_slice(&LEAF_PORT.to_be_bytes());
-    f.extend_from_slice(&((8 + datagram.len()) as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(datagram);
-    f
+    common::frame(
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 5000),
+        datagram,
+    )
 }
 
 fn task(id: u64, service_ns: u64, payload: &[u8]) -> Vec<u8> {
@@ -112,9 +81,8 @@ fn installed(xdp: &mut XdpLeaf, workers: u32) {
         HorusOptions::default(),
     );
     let addrs: Vec<WorkerAddr> = (0..workers).map(worker_addr).collect();
-    xdp.set_source(SocketAddrV4::new(LEAF_IP, LEAF_PORT))
-        .expect("source");
-    xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
+    xdp.set_source(SWITCH).expect("source");
+    xdp.install(&leaf, SWITCH_MAC, &addrs).expect("install");
 }
 
 /// Runs one task through the program; checks the frame is a sealed task
