@@ -6,6 +6,8 @@
 //! and verify never panic, a split-off message decodes like any other, and
 //! re-sealing it with the seal's own sequence number under the fuzz key
 //! verifies (and reproduces the bytes when the input's tag was that key's).
+//! Sealed tasks: `open_task` never panics and a task it takes re-seals to
+//! the same bytes.
 //!
 //! Run with `cargo +nightly fuzz run decode` from the repository root.
 
@@ -36,6 +38,18 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(verified.is_ok(), &buf[..n] == data);
     } else {
         assert!(verified.is_err());
+    }
+    // Sealed tasks (leaf → worker): the worker's rule never panics, and a
+    // task it takes is the datagram less one seal and re-seals to it.
+    match seal::open_task(Some(&KEY), data) {
+        Ok((plain, Some(seq))) => {
+            assert_eq!(plain.len() + SEAL_LEN, data.len());
+            let mut buf = data.to_vec();
+            let n = seal::seal_task(&KEY, &mut buf, plain.len(), seq).expect("a task re-seals");
+            assert_eq!(&buf[..n], data);
+        }
+        Ok((plain, None)) => assert_eq!(plain, data),
+        Err(_) => assert!(seal::is_task(data)),
     }
     let Ok(msg) = decode(msg_bytes) else { return };
     let mut buf = [0u8; MAX_DATAGRAM];

@@ -12,15 +12,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::bin;
+use common::{bin, horus_task as task, tcp_port, udp_port as port};
 use netsched_proto::{
-    task_id, DraconisMessage, HorusBody, HorusMessage, HorusTask, Message, ReplyStatus, TaskVec,
-    WireTask,
+    task_id, DraconisMessage, HorusBody, HorusMessage, Message, ReplyStatus, TaskVec, WireTask,
 };
 
 fn dir() -> std::path::PathBuf {
@@ -29,23 +27,6 @@ fn dir() -> std::path::PathBuf {
 
 fn write(name: &str, text: &str) -> String {
     common::write_config(&dir(), name, text)
-}
-
-/// A free loopback UDP port (metrics ports come from [`tcp_port`]).
-fn port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn tcp_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Daemon processes killed when the test ends, however it ends.
@@ -79,33 +60,7 @@ impl Drop for Procs {
 /// The value of the metric line starting with `series` (name and labels)
 /// on `port`'s /metrics, 0 if absent.
 fn metric(port: u16, series: &str) -> u64 {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return 0;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.lines()
-        .filter(|l| l.starts_with(series))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|v| v as u64)
-        .sum()
-}
-
-/// Task `seq` of application `app` for pool 1, running `ns`.
-fn task(app: u32, seq: u32, ns: u64) -> Vec<u8> {
-    Message::Horus(HorusMessage::task_first(
-        1,
-        HorusTask {
-            task_id: task_id::new(app, seq),
-            is_last: true,
-            service_time_ns: ns,
-            ..Default::default()
-        },
-    ))
-    .to_vec()
-    .unwrap()
+    common::loopback_metric(port, series, "")
 }
 
 /// Replies reaching `s` within `limit` (or until `want` arrived): (ok,

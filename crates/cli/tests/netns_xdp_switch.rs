@@ -60,13 +60,18 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let quoted = worker_list(&wrk);
     let mut procs = Procs::new(dir);
 
+    // The cluster key, as `cluster up` hands it out: the program seals
+    // every task it forwards and the workers run only sealed ones.
+    let key = dir.join("cluster.key");
+    netsched_node::secret::write_secret_file(&key, &"5e".repeat(32)).unwrap();
+    let key = key.display();
     // Tasks lost on their way into the worker (5 %).
     let p = write_config(
         dir,
         "worker.toml",
         format!(
             "listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\n\
-             metrics = \"{}\"\n\n[fault]\ndrop_rate = 0.05\nseed = 11\n",
+             metrics = \"{}\"\nkey_file = \"{key}\"\n\n[fault]\ndrop_rate = 0.05\nseed = 11\n",
             wrk.at(WORKER_METRICS)
         ),
     );
@@ -76,7 +81,8 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
         dir,
         "leaf.toml",
         format!(
-            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\n\
+            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\
+             key_file = \"{key}\"\n\n\
              [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpu = 1\n\n\
              [fault]\ndrop_rate = 0.05\nseed = 12\n\n\
              [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\n\
@@ -162,6 +168,21 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
         "\"reply\"",
     );
     let task_loss = metric(&wrk, WORKER_METRICS, "netsched_fault_drops_total", "task");
+    // Sealing on at the workers: every task they ran came sealed by the
+    // program, and none was refused for its seal.
+    let seal_drops =
+        scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "").unwrap_or(0);
+    let seal_failed = metric(
+        &leaf,
+        LEAF_METRICS,
+        "netsched_xdp_events_total",
+        "seal_failed",
+    );
+    assert_eq!(
+        (seal_drops, seal_failed),
+        (0, 0),
+        "seal drops at the workers, seal failures in the program"
+    );
     let counts = format!(
         "submitted {submitted}, executed {executed}, dispatched {dispatched}, \
          replies {replies}, forwarded {forwarded}, loss: tasks {task_loss} replies {reply_loss}"

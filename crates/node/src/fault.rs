@@ -38,8 +38,10 @@ pub const FAULT_TYPES: [&str; 9] = [
 /// Index into [`FAULT_TYPES`] of a datagram about to be dropped. Decoding
 /// only happens on the drop path, so it costs nothing per delivered packet.
 pub fn message_type(bytes: &[u8]) -> usize {
-    // A sealed notice is classified by the message before its seal.
-    match Message::decode(netsched_proto::seal::split(bytes).0) {
+    // A sealed notice or task is classified by the message before its seal.
+    let (msg, _) = netsched_proto::seal::split(bytes);
+    let (msg, _) = netsched_proto::seal::split_task(msg);
+    match Message::decode(msg) {
         Ok(Message::Horus(HorusMessage { body, .. })) => match body {
             HorusBody::TaskFirst(_) => 0,
             HorusBody::TaskContinuation(_) => 1,

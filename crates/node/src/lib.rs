@@ -32,6 +32,7 @@ pub mod notice_auth;
 pub mod pull;
 pub mod secret;
 pub mod switch;
+pub mod task_seal;
 pub mod tasks;
 pub mod worker;
 

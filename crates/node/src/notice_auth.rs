@@ -70,21 +70,37 @@ pub fn resolve<E: MissingKey>(
 /// per message. It starts at the wall clock (ns since 1970), so a restarted
 /// sender starts above everything it sent before and its receivers accept
 /// it at once. Shared by threads (a worker's executors).
+///
+/// Tasks a leaf forwards to workers have a counter of their own, even
+/// (stream 0, `netsched_proto::seal`'s "Sealed tasks"), growing by 2; the
+/// XDP leaf program's counter is the odd one ([`xdp_task_seq_start`]).
 #[derive(Debug)]
 pub struct NoticeSealer {
     key: NoticeKey,
     seq: AtomicU64,
+    task_seq: AtomicU64,
+}
+
+/// Nanoseconds since 1970 (1 if the clock is before it).
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+}
+
+/// Where an XDP leaf program's task counter starts: the wall clock, odd.
+pub fn xdp_task_seq_start() -> u64 {
+    wall_ns() | 1
 }
 
 impl NoticeSealer {
     pub fn new(key: NoticeKey) -> Self {
-        let start = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
+        let start = wall_ns();
         NoticeSealer {
             key,
             seq: AtomicU64::new(start),
+            task_seq: AtomicU64::new(start & !1),
         }
     }
 
@@ -92,6 +108,13 @@ impl NoticeSealer {
     pub fn seal(&self, buf: &mut [u8], len: usize) -> Result<usize, EncodeError> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         seal::seal(&self.key, buf, len, seq)
+    }
+
+    /// Seals the `len`-byte encoded task packet at the start of `buf` (a
+    /// leaf forwarding it to a worker).
+    pub fn seal_task(&self, buf: &mut [u8], len: usize) -> Result<usize, EncodeError> {
+        let seq = self.task_seq.fetch_add(2, Ordering::Relaxed) + 2;
+        seal::seal_task(&self.key, buf, len, seq)
     }
 
     pub fn key(&self) -> &NoticeKey {

@@ -41,7 +41,11 @@
 //! Only the leaf is obeyed: with `leaf` configured, a datagram from any other
 //! address is dropped before decoding and counted
 //! (`netsched_worker_stranger_total`), as the pull executor checks its
-//! scheduler. A synthetic service time above `max_service_ms` is answered as
+//! scheduler. A source address can be forged, so with the cluster key
+//! (`notice_mac`, on by default) a task must also carry its leaf's seal
+//! (crate::task_seal): an unsealed, wrongly sealed or replayed task is
+//! dropped and counted (`netsched_worker_seal_drops_total{reason}`) before
+//! it can occupy an executor. A synthetic service time above `max_service_ms` is answered as
 //! failed (`service_time_over_cap`), and a synthetic task sleeps in slices of
 //! at most [`STOP_POLL`], checking the stop flag, so no input can keep an
 //! executor (or the process's shutdown) waiting.
@@ -126,6 +130,8 @@ struct NodeSlots {
     fragments: Slot,
     duplicates: Slot,
     objects: Slot,
+    /// Tasks dropped for their seal: unsealed, bad seal, replayed.
+    seal_drops: [Slot; 3],
     fault_drops: FaultCounters,
 }
 
@@ -251,7 +257,8 @@ struct Node {
     cv: Condvar,
     /// Time zero of the fault injector's `until_ms`.
     started: Instant,
-    /// Seals keep-alives (crate::notice_auth).
+    /// Seals keep-alives (crate::notice_auth) and, with its key, checks
+    /// the seals of tasks (crate::task_seal).
     sealer: Option<crate::notice_auth::NoticeSealer>,
 }
 
@@ -267,6 +274,8 @@ struct Shared {
     /// Ids of the tasks queued or running (deduplication, module docs);
     /// bounded by the queue's capacity plus the executors.
     pending: HashSet<u64>,
+    /// Replay windows of the senders of sealed tasks.
+    windows: crate::task_seal::TaskWindows,
 }
 
 fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
@@ -341,6 +350,14 @@ fn register_slots(reg: &mut Registry, id: u16) -> NodeSlots {
             c,
             l,
         ),
+        seal_drops: ["unsealed", "bad_seal", "replayed"].map(|reason| {
+            reg.register(
+                "netsched_worker_seal_drops_total",
+                "Tasks dropped for their seal: unsealed, wrongly sealed or replayed",
+                c,
+                &[("executor", &id), ("reason", reason)],
+            )
+        }),
         fault_drops: FaultCounters::register(reg, l),
     }
 }
@@ -400,6 +417,7 @@ impl Worker {
                             .for_stream(u64::from(cfg.first_id) + s.index as u64),
                     ),
                     pending: HashSet::with_capacity(QUEUE_CAPACITY + cfg.executors),
+                    windows: Default::default(),
                 }),
                 cv: Condvar::new(),
                 started: Instant::now(),
@@ -596,7 +614,10 @@ impl Node {
                 self.registry.inc(self.slots.stranger);
                 continue;
             }
-            let Some((mut task, last)) = parse_task(&rx[..n], src) else {
+            let Some(bytes) = self.unseal(st, &rx[..n], src) else {
+                continue;
+            };
+            let Some((mut task, last)) = parse_task(bytes, src) else {
                 self.registry.inc(self.slots.invalid);
                 continue;
             };
@@ -626,6 +647,27 @@ impl Node {
         }
         self.registry
             .set(self.slots.queue_length, st.queue.len() as u64);
+    }
+
+    /// A received datagram without its seal, or `None` if it is a task
+    /// whose seal is missing, wrong or replayed where sealing is on
+    /// (counted). With sealing off a seal is cut off and ignored.
+    fn unseal<'a>(&self, st: &mut Shared, data: &'a [u8], src: SocketAddr) -> Option<&'a [u8]> {
+        use netsched_proto::seal::{open_task, SealError};
+        let key = self.sealer.as_ref().map(|s| s.key());
+        let drop = |k: usize| {
+            self.registry.inc(self.slots.seal_drops[k]);
+            None
+        };
+        match open_task(key, data) {
+            Ok((task, None)) => Some(task),
+            Ok((task, Some(seq))) => match st.windows.accept(src, seq, Instant::now()) {
+                Ok(()) => Some(task),
+                Err(_) => drop(2),
+            },
+            Err(SealError::Unsealed) => drop(0),
+            Err(_) => drop(1),
+        }
     }
 
     fn reply(&self, t: &Task, load: usize, status: ReplyStatus, payload: &[u8], tx: &mut [u8]) {

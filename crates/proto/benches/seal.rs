@@ -3,7 +3,10 @@
 //! splitting plus verifying a sealed one (what a spine does per notice
 //! before its data plane sees it), beside decoding it unsealed.
 //!
-//! Run: `cargo bench -p netsched-proto --bench seal` (about 10 s).
+//! Sealed tasks (leaf → worker): sealing a forwarded task and a worker's
+//! `open_task`, beside encoding and decoding it unsealed.
+//!
+//! Run: `cargo bench -p netsched-proto --bench seal` (about 40 s).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -59,5 +62,60 @@ fn seal_costs(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, seal_costs);
+/// Sealed tasks (leaf → worker): what the socket leaf adds per forwarded
+/// task (encode and seal, against encode alone) and what a worker adds
+/// (`open_task` and decode, against decode alone), for a task with a
+/// 16-byte payload (a RocksDB key) and one with the largest payload.
+fn task_seal_costs(c: &mut Criterion) {
+    use netsched_proto::{HorusTask, MAX_TASK_PAYLOAD};
+    let key = NoticeKey(*b"0123456789abcdef");
+    let mut g = c.benchmark_group("task_seal");
+    g.throughput(Throughput::Elements(1));
+    g.measurement_time(Duration::from_secs(3));
+    let big = vec![0x5a; MAX_TASK_PAYLOAD];
+    for (name, payload) in [("16", &b"0123456789abcdef"[..]), ("max", &big[..])] {
+        let msg = Message::Horus(HorusMessage {
+            header: HorusHeader {
+                pool_id: 1,
+                dst_id: 3,
+                ..Default::default()
+            },
+            body: HorusBody::TaskFirst(HorusTask {
+                task_id: 42,
+                is_last: true,
+                service_time_ns: 100_000,
+                payload,
+                ..Default::default()
+            }),
+        });
+        let mut buf = vec![0u8; MAX_DATAGRAM + seal::SEAL_LEN];
+        g.bench_function(format!("encode_task_{name}"), |b| {
+            b.iter(|| black_box(&msg).encode(&mut buf).unwrap())
+        });
+        let mut seq = 0u64;
+        g.bench_function(format!("encode_and_seal_task_{name}"), |b| {
+            b.iter(|| {
+                seq += 2;
+                let n = black_box(&msg).encode(&mut buf).unwrap();
+                seal::seal_task(&key, &mut buf, n, seq).unwrap()
+            })
+        });
+        let n = msg.encode(&mut buf).unwrap();
+        let plain = buf[..n].to_vec();
+        let s = seal::seal_task(&key, &mut buf, n, 2).unwrap();
+        let sealed = buf[..s].to_vec();
+        g.bench_function(format!("decode_task_{name}"), |b| {
+            b.iter(|| decode(black_box(&plain[..])).is_ok())
+        });
+        g.bench_function(format!("open_and_decode_sealed_task_{name}"), |b| {
+            b.iter(|| {
+                let (m, seq) = seal::open_task(Some(&key), black_box(&sealed[..])).unwrap();
+                (seq, decode(m).is_ok())
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, seal_costs, task_seal_costs);
 criterion_main!(benches);

@@ -22,7 +22,7 @@ pub const HORUS_HEADER_LEN: usize = 11;
 pub(crate) const BODY_OFFSET: usize = 1 + HORUS_HEADER_LEN;
 
 /// task_id, flags, class, service_time_ns, payload_len.
-const TASK_FIXED: usize = BODY_OFFSET + 8 + 1 + 1 + 8 + 2;
+pub(crate) const TASK_FIXED: usize = BODY_OFFSET + 8 + 1 + 1 + 8 + 2;
 /// task_id, status, payload_len.
 const REPLY_FIXED: usize = BODY_OFFSET + 8 + 1 + 2;
 /// 16.16 load.

@@ -13,7 +13,7 @@ use crate::{Family, MAX_DATAGRAM};
 
 /// framing, type, client_id, local_id, load, flags, class, service_time_ns,
 /// payload_len.
-const PACKET_FIXED: usize = 1 + 1 + 4 + 4 + 4 + 1 + 1 + 8 + 2;
+pub(crate) const PACKET_FIXED: usize = 1 + 1 + 4 + 4 + 4 + 1 + 1 + 8 + 2;
 /// framing, type, src_id, pool_id, load.
 pub(crate) const LOAD_REPORT_LEN: usize = 1 + 1 + 2 + 2 + 4;
 

@@ -23,14 +23,26 @@
 //! The trailer makes a message exactly [`SEAL_LEN`] bytes longer than its
 //! fixed size, so [`split`] tells sealed from unsealed by length alone and
 //! [`crate::decode`] of the message part is unchanged.
+//!
+//! **Sealed tasks** (leaf → worker). A leaf seals every task packet it
+//! forwards to a worker (Horus taskFirst/taskContinuation, RackSched
+//! REQF/REQR) with the same trailer and the same tag, SipHash-2-4 over
+//! every byte of the task (header, task id, flags, class, service time,
+//! payload length and payload) and `seq`. A task's length is its fixed part
+//! plus the `payload_len` it declares, so [`split_task`] again tells sealed
+//! from unsealed by length alone. Only workers check task seals
+//! ([`open_task`]); clients' tasks to spines and leaves stay unsealed. The
+//! low bit of a task's `seq` names the sealer within one leaf (0: the
+//! daemon, 1: its XDP program), each with its own counter, so a worker
+//! keeps one replay window per leaf address and stream.
 
 use core::hash::Hasher;
 
 use siphasher::sip::SipHasher24;
 
 use crate::error::EncodeError;
-use crate::horus::{HorusType, BODY_OFFSET};
-use crate::racksched::{RackSchedType, LOAD_REPORT_LEN};
+use crate::horus::{HorusType, BODY_OFFSET, TASK_FIXED};
+use crate::racksched::{RackSchedType, LOAD_REPORT_LEN, PACKET_FIXED};
 use crate::Family;
 
 /// Bytes a seal adds: `seq` and `tag`, both big-endian u64.
@@ -152,18 +164,7 @@ pub fn split(datagram: &[u8]) -> (&[u8], Option<Seal>) {
         return (datagram, None);
     };
     match sealed_kind_len(frame, code) {
-        Some(n) if datagram.len() == n + SEAL_LEN => {
-            let word = |at: usize| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&datagram[at..at + 8]);
-                u64::from_be_bytes(b)
-            };
-            let seal = Seal {
-                seq: word(n),
-                tag: word(n + 8),
-            };
-            (&datagram[..n], Some(seal))
-        }
+        Some(n) if datagram.len() == n + SEAL_LEN => (&datagram[..n], Some(seal_at(datagram, n))),
         _ => (datagram, None),
     }
 }
@@ -172,13 +173,59 @@ pub fn split(datagram: &[u8]) -> (&[u8], Option<Seal>) {
 /// Replay is the receiver's to judge (it knows the last `seq` per sender).
 pub fn verify(key: &NoticeKey, datagram: &[u8]) -> Result<u64, SealError> {
     let (msg, seal) = split(datagram);
+    check_tag(key, datagram, msg.len(), seal)
+}
+
+/// The seal's `seq` if its tag is SipHash-2-4 of the first `plain` bytes
+/// of `datagram` and the sequence number after them.
+fn check_tag(
+    key: &NoticeKey,
+    datagram: &[u8],
+    plain: usize,
+    seal: Option<Seal>,
+) -> Result<u64, SealError> {
     let seal = seal.ok_or(SealError::Unsealed)?;
-    let signed = &datagram[..msg.len() + 8];
+    let signed = &datagram[..plain + 8];
     if key.tag(signed) == seal.tag {
         Ok(seal.seq)
     } else {
         Err(SealError::BadTag)
     }
+}
+
+/// The seal after the first `n` bytes of `datagram` (which must hold
+/// `n + SEAL_LEN`).
+fn seal_at(datagram: &[u8], n: usize) -> Seal {
+    let word = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&datagram[at..at + 8]);
+        u64::from_be_bytes(b)
+    };
+    Seal {
+        seq: word(n),
+        tag: word(n + 8),
+    }
+}
+
+/// Appends `seq` and the tag after the `len`-byte message at the start of
+/// `buf`; returns the sealed length.
+fn append_seal(
+    key: &NoticeKey,
+    buf: &mut [u8],
+    len: usize,
+    seq: u64,
+) -> Result<usize, EncodeError> {
+    let needed = len + SEAL_LEN;
+    if buf.len() < needed {
+        return Err(EncodeError::BufferTooSmall {
+            needed,
+            got: buf.len(),
+        });
+    }
+    buf[len..len + 8].copy_from_slice(&seq.to_be_bytes());
+    let tag = key.tag(&buf[..len + 8]);
+    buf[len + 8..needed].copy_from_slice(&tag.to_be_bytes());
+    Ok(needed)
 }
 
 /// A receiver's rule for one datagram, the socket daemon's and the XDP
@@ -216,17 +263,90 @@ pub fn seal(key: &NoticeKey, buf: &mut [u8], len: usize, seq: u64) -> Result<usi
     if sealed_kind_len(frame, code) != Some(len) {
         return Err(EncodeError::Invalid(ERR));
     }
-    let needed = len + SEAL_LEN;
-    if buf.len() < needed {
-        return Err(EncodeError::BufferTooSmall {
-            needed,
-            got: buf.len(),
-        });
+    append_seal(key, buf, len, seq)
+}
+
+/// Fixed length (through `payload_len`) of a task packet starting with
+/// framing byte `frame` and type `code`: Horus taskFirst and
+/// taskContinuation, RackSched REQF and REQR.
+fn task_fixed_len(frame: u8, code: u8) -> Option<usize> {
+    if frame == Family::Horus.framing_byte() {
+        match HorusType::from_code(code)? {
+            HorusType::TaskFirst | HorusType::TaskContinuation => Some(TASK_FIXED),
+            _ => None,
+        }
+    } else if frame == Family::RackSched.framing_byte() {
+        match RackSchedType::from_code(code)? {
+            RackSchedType::ReqFirst | RackSchedType::ReqRest => Some(PACKET_FIXED),
+            _ => None,
+        }
+    } else {
+        None
     }
-    buf[len..len + 8].copy_from_slice(&seq.to_be_bytes());
-    let tag = key.tag(&buf[..len + 8]);
-    buf[len + 8..needed].copy_from_slice(&tag.to_be_bytes());
-    Ok(needed)
+}
+
+/// Whether `datagram` is a task packet (by its framing and type bytes),
+/// whether or not it is sealed or complete.
+pub fn is_task(datagram: &[u8]) -> bool {
+    match (datagram.first(), datagram.get(1)) {
+        (Some(&frame), Some(&code)) => task_fixed_len(frame, code).is_some(),
+        _ => false,
+    }
+}
+
+/// Unsealed length of a task packet: its fixed part and the `payload_len`
+/// it declares. `None` for other datagrams and tasks too short to say.
+pub fn task_len(datagram: &[u8]) -> Option<usize> {
+    let fixed = task_fixed_len(*datagram.first()?, *datagram.get(1)?)?;
+    let len = datagram.get(fixed - 2..fixed)?;
+    Some(fixed + usize::from(u16::from_be_bytes([len[0], len[1]])))
+}
+
+/// Splits a task packet into the task and its seal: a task exactly
+/// [`SEAL_LEN`] bytes longer than its declared length is sealed; anything
+/// else is returned whole with `None`.
+pub fn split_task(datagram: &[u8]) -> (&[u8], Option<Seal>) {
+    match task_len(datagram) {
+        Some(n) if datagram.len() == n + SEAL_LEN => (&datagram[..n], Some(seal_at(datagram, n))),
+        _ => (datagram, None),
+    }
+}
+
+/// A worker's rule for one datagram: without a key a task's seal is cut off
+/// and ignored; with one, a task packet must carry a seal under it (else
+/// [`SealError::Unsealed`], also for a task whose length fits neither
+/// form, or [`SealError::BadTag`]). Returns the task and, when a seal was
+/// checked, its sequence number for the worker's replay window. Any other
+/// datagram is returned whole.
+pub fn open_task<'a>(
+    key: Option<&NoticeKey>,
+    datagram: &'a [u8],
+) -> Result<(&'a [u8], Option<u64>), SealError> {
+    if !is_task(datagram) {
+        return Ok((datagram, None));
+    }
+    let (msg, seal) = split_task(datagram);
+    match key {
+        None => Ok((msg, None)),
+        Some(key) => check_tag(key, datagram, msg.len(), seal).map(|seq| (msg, Some(seq))),
+    }
+}
+
+/// Seals the `len`-byte encoded task packet at the start of `buf` in place
+/// (a leaf, before it sends the task to a worker); returns the sealed
+/// length.
+pub fn seal_task(
+    key: &NoticeKey,
+    buf: &mut [u8],
+    len: usize,
+    seq: u64,
+) -> Result<usize, EncodeError> {
+    if task_len(&buf[..len.min(buf.len())]) != Some(len) {
+        return Err(EncodeError::Invalid(
+            "only complete task packets (taskFirst, taskContinuation, REQF, REQR) are sealed as tasks",
+        ));
+    }
+    append_seal(key, buf, len, seq)
 }
 
 #[cfg(test)]
@@ -305,9 +425,54 @@ mod tests {
     }
 
     #[test]
-    fn tasks_are_not_sealed_and_siphash_matches_the_reference_vector() {
+    fn sealed_tasks_cover_every_byte_and_open_only_at_their_length() {
+        use crate::HorusTask;
+        let (mut buf, n) = encoded(HorusBody::TaskFirst(HorusTask {
+            task_id: 7,
+            is_last: true,
+            service_time_ns: 4_900_000_000,
+            payload: b"key",
+            ..Default::default()
+        }));
+        let plain = buf[..n].to_vec();
+        assert_eq!(task_len(&plain), Some(n));
+        assert_eq!(open_task(Some(&KEY), &plain), Err(SealError::Unsealed));
+        assert_eq!(open_task(None, &plain), Ok((&plain[..], None)));
+        // A notice sealer refuses a task, and the other way round.
+        assert!(seal(&KEY, &mut buf.clone(), n, 1).is_err());
+        let (mut ka, k) = encoded(HorusBody::KeepAlive);
+        assert!(seal_task(&KEY, &mut ka, k, 1).is_err());
+        let s = seal_task(&KEY, &mut buf, n, 9).unwrap();
+        assert_eq!(s, n + SEAL_LEN);
+        assert_eq!(open_task(Some(&KEY), &buf[..s]), Ok((&plain[..], Some(9))));
+        assert_eq!(open_task(None, &buf[..s]), Ok((&plain[..], None)));
+        assert!(decode(&plain).is_ok());
+        for i in 0..s {
+            let mut t = buf;
+            t[i] ^= 1;
+            assert!(
+                !matches!(open_task(Some(&KEY), &t[..s]), Ok((_, Some(_)))),
+                "byte {i} not covered"
+            );
+        }
+        // A byte more or less is no seal at all.
+        assert_eq!(
+            open_task(Some(&KEY), &buf[..s - 1]),
+            Err(SealError::Unsealed)
+        );
+        assert_eq!(
+            open_task(Some(&KEY), &buf[..s + 1]),
+            Err(SealError::Unsealed)
+        );
+        // Not a task: returned whole, whatever the key.
+        assert_eq!(open_task(Some(&KEY), &ka[..k]), Ok((&ka[..k], None)));
+    }
+
+    #[test]
+    fn replies_are_not_sealed_and_siphash_matches_the_reference_vector() {
         let (mut buf, n) = encoded(HorusBody::Reply(Default::default()));
         assert!(seal(&KEY, &mut buf, n, 1).is_err());
+        assert!(seal_task(&KEY, &mut buf, n, 1).is_err());
         assert!(!is_sealed_type(HorusType::Reply.code()));
         // The SipHash paper's test vector (appendix A): key 00..0f,
         // message 00..0e.

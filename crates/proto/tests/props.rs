@@ -3,6 +3,7 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
+use netsched_proto::seal::{self, NoticeKey, SealError, SEAL_LEN};
 use netsched_proto::{
     decode, CompletionStatus, DecodeError, DraconisMessage, HorusBody, HorusHeader, HorusMessage,
     HorusReply, HorusTask, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket,
@@ -10,6 +11,8 @@ use netsched_proto::{
     MAX_REPLY_PAYLOAD, MAX_TASK_PAYLOAD,
 };
 use proptest::prelude::*;
+
+const TASK_KEY: NoticeKey = NoticeKey(*b"props-task-key-0");
 
 /// A message without its payload, plus the payload it should carry. Messages
 /// borrow their payload, so the strategy yields the owned parts and each test
@@ -302,6 +305,42 @@ proptest! {
         }
     }
 
+    /// Sealed tasks (seal.rs, "Sealed tasks"): every task of either family
+    /// seals, opens under its key to itself and its seq, decodes as before;
+    /// any flipped bit or another key makes it refused; no other message
+    /// seals as a task.
+    #[test]
+    fn sealed_tasks_open_to_themselves_and_any_change_is_refused(
+        case in any_case(),
+        seq in any::<u64>(),
+        flip in (any::<prop::sample::Index>(), 0u8..8),
+    ) {
+        let msg = case.message();
+        let mut buf = vec![0u8; MAX_DATAGRAM + SEAL_LEN];
+        let n = msg.encode(&mut buf).unwrap();
+        let is_task = matches!(
+            msg,
+            Message::Horus(HorusMessage { body: HorusBody::TaskFirst(_) | HorusBody::TaskContinuation(_), .. })
+                | Message::RackSched(RackSchedMessage::ReqFirst(_) | RackSchedMessage::ReqRest(_))
+        );
+        let sealed = seal::seal_task(&TASK_KEY, &mut buf, n, seq);
+        prop_assert_eq!(sealed.is_ok(), is_task);
+        let Ok(s) = sealed else { return Ok(()) };
+        prop_assert_eq!(s, n + SEAL_LEN);
+        let (plain, got) = seal::open_task(Some(&TASK_KEY), &buf[..s]).unwrap();
+        prop_assert_eq!(got, Some(seq));
+        prop_assert_eq!(decode(plain), Ok(msg));
+        prop_assert_eq!(seal::open_task(Some(&TASK_KEY), &buf[..n]), Err(SealError::Unsealed));
+        prop_assert_eq!(
+            seal::open_task(Some(&NoticeKey(*b"another-key-0000")), &buf[..s]),
+            Err(SealError::BadTag)
+        );
+        let (at, bit) = flip;
+        let mut t = buf[..s].to_vec();
+        t[at.index(s)] ^= 1 << bit;
+        prop_assert!(!matches!(seal::open_task(Some(&TASK_KEY), &t), Ok((_, Some(_)))));
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..1600)) {
         if let Ok(msg) = decode(&bytes) {
@@ -342,6 +381,18 @@ fn fuzz_cases() -> u32 {
 /// decodes again to the same message, and a `Truncated` error asks for more
 /// than it got.
 fn check_decoder(bytes: &[u8]) -> Result<(), TestCaseError> {
+    // A worker's rule never panics; what it opens is the datagram less
+    // exactly one seal, and a task it takes re-seals to the same bytes.
+    match seal::open_task(Some(&TASK_KEY), bytes) {
+        Ok((plain, Some(seq))) => {
+            prop_assert_eq!(plain.len() + SEAL_LEN, bytes.len());
+            let mut buf = bytes.to_vec();
+            let n = seal::seal_task(&TASK_KEY, &mut buf, plain.len(), seq).expect("re-seal");
+            prop_assert_eq!(&buf[..n], bytes);
+        }
+        Ok((plain, None)) => prop_assert_eq!(plain, bytes),
+        Err(_) => prop_assert!(seal::is_task(bytes)),
+    }
     match decode(bytes) {
         Ok(msg) => {
             let mut buf = [0u8; MAX_DATAGRAM];

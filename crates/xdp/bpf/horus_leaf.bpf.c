@@ -31,6 +31,7 @@
 
 #include "frame.h"
 #include "maps.h"
+#include "seal.h"
 #include "steer.h"
 
 #define MAX_WORKERS 64
@@ -64,6 +65,7 @@ enum counter {
 	C_PASSED,
 	C_REPLIES,
 	C_NOTICES_LOST,
+	C_SEAL_FAILED,
 	C_COUNTERS,
 };
 
@@ -110,6 +112,16 @@ ARRAY(leaf_config, struct leaf_config, 1);
 ARRAY(leaf_rng, struct rng_state, 1);
 ARRAY(worker_addr, struct worker_addr, MAX_WORKERS);
 DEFINE_COUNTERS(counters, C_COUNTERS)
+
+// Sealed tasks (crates/proto/src/seal.rs, "Sealed tasks"): the notice key
+// and the program's task sequence counter, odd and growing by 2 (the
+// daemon's own sealer counts the even ones). The loader installs both
+// (XdpLeaf::set_task_key); `key.on` 0 forwards tasks unsealed.
+struct task_sealer {
+	struct notice_key key;
+	__u64 seq;
+};
+ARRAY(task_sealer, struct task_sealer, 1);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
@@ -367,6 +379,58 @@ static __always_inline int forward(struct ethhdr *eth, struct iphdr *ip, struct 
 	return XDP_TX;
 }
 
+// Seals the task just forwarded (`len` bytes of datagram at offset
+// TASK_OFFSET): grows the frame by SEAL_LEN right after the datagram (any
+// Ethernet padding is cut), appends the next sequence number and
+// SipHash-2-4 of the task and that number, and fixes the IPv4 and UDP
+// lengths and the IPv4 checksum. A frame that cannot grow is dropped and
+// counted rather than sent unsealed (its worker would drop it).
+#define TASK_OFFSET (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
+static __always_inline int seal_forwarded(struct xdp_md *ctx, __u32 len)
+{
+	__u32 zero = 0;
+	struct task_sealer *s = bpf_map_lookup_elem(&task_sealer, &zero);
+	if (!s || !s->key.on)
+		return XDP_TX;
+	if (len > MAX_DATAGRAM)
+		return XDP_DROP;
+	// The frame's length (a helper: the verifier allows no arithmetic on
+	// data_end).
+	long grow = (long)(TASK_OFFSET + len + SEAL_LEN) - (long)bpf_xdp_get_buff_len(ctx);
+	if (bpf_xdp_adjust_tail(ctx, (int)grow))
+		goto failed;
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(ip + 1);
+	__u8 *horus = (void *)(udp + 1);
+	if ((void *)(horus + 1) > data_end)
+		goto failed;
+	__u8 *trailer = horus + len;
+	if ((void *)(trailer + SEAL_LEN) > data_end)
+		goto failed;
+	s->seq += 2;
+	__u64 seq = s->seq;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		trailer[i] = (__u8)(seq >> (56 - 8 * i));
+	__u64 tag;
+	if (siphash24_pkt(&s->key, horus, data_end, len + 8, &tag))
+		goto failed;
+	if ((void *)(trailer + SEAL_LEN) > data_end)
+		goto failed;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		trailer[8 + i] = (__u8)(tag >> (56 - 8 * i));
+	ip->tot_len = bpf_htons(sizeof(struct iphdr) + sizeof(struct udphdr) + len + SEAL_LEN);
+	udp->len = bpf_htons(sizeof(struct udphdr) + len + SEAL_LEN);
+	ipv4_set_checksum(ip);
+	return XDP_TX;
+failed:
+	count(C_SEAL_FAILED, 1);
+	return XDP_DROP;
+}
+
 // The leaf on one packet. `on_leaf_cpu`: run from the cpumap entry on the
 // one CPU the steering program sends every packet to, where XDP_TX does not
 // exist: the task leaves by a redirect to the interface it came in on.
@@ -434,6 +498,8 @@ static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 	if (run.verdict != XDP_TX)
 		return run.verdict;
 	int verdict = forward(frame.eth, frame.ip, frame.udp, horus, data_end, run.chosen, cfg);
+	if (verdict == XDP_TX)
+		verdict = seal_forwarded(ctx, len);
 	if (on_leaf_cpu && verdict == XDP_TX)
 		return bpf_redirect(ctx->ingress_ifindex, 0);
 	return verdict;

@@ -48,6 +48,21 @@ struct notice_key {
 		v2 = SIP_ROTL(v2, 32);    \
 	} while (0)
 
+// The last word `b` (remaining bytes, length in the top byte) and the 4
+// finalisation rounds.
+#define SIP_FINISH(v0, v1, v2, v3, b)     \
+	do {                              \
+		v3 ^= b;                  \
+		SIP_ROUND(v0, v1, v2, v3); \
+		SIP_ROUND(v0, v1, v2, v3); \
+		v0 ^= b;                  \
+		v2 ^= 0xff;               \
+		SIP_ROUND(v0, v1, v2, v3); \
+		SIP_ROUND(v0, v1, v2, v3); \
+		SIP_ROUND(v0, v1, v2, v3); \
+		SIP_ROUND(v0, v1, v2, v3); \
+	} while (0)
+
 static __always_inline __u64 le64_at(const __u8 *m, __u32 at)
 {
 	__u64 w = 0;
@@ -88,16 +103,56 @@ static __always_inline __u64 siphash24(const struct notice_key *k, const __u8 *m
 #pragma unroll
 	for (__u32 j = 0; j < len % 8; j++)
 		b |= (__u64)m[8 * words + j] << (8 * j);
-	v3 ^= b;
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
-	SIP_ROUND(v0, v1, v2, v3);
+	SIP_FINISH(v0, v1, v2, v3, b);
 	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+// SipHash-2-4 of the `len` bytes at `m` in a packet ending at `data_end`
+// (a sealed task, crates/proto/src/seal.rs "Sealed tasks"). `len` is not a
+// constant here, so the words are read by a bounded loop the verifier walks
+// once per word, each read checked against `data_end`; the packet must
+// hold 8 bytes past `len` (the tag's slot), so the last, partial word is
+// one 8-byte read masked to its bytes. 0 and the tag in `out`, or -1 when
+// the reads run past the packet or `len` past SIP_PKT_MAX.
+#define SIP_PKT_MAX 1504
+// Keeps clang from hoisting a packet bounds check out of a loop into a
+// form the verifier cannot follow.
+#define SIP_OPAQUE(p) asm volatile("" : "+r"(p))
+static __always_inline int siphash24_pkt(const struct notice_key *k, const __u8 *m,
+					 void *data_end, __u32 len, __u64 *out)
+{
+	if (len > SIP_PKT_MAX)
+		return -1;
+	__u64 v0 = k->k0 ^ 0x736f6d6570736575ULL;
+	__u64 v1 = k->k1 ^ 0x646f72616e646f6dULL;
+	__u64 v2 = k->k0 ^ 0x6c7967656e657261ULL;
+	__u64 v3 = k->k1 ^ 0x7465646279746573ULL;
+	const __u32 words = len / 8;
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < SIP_PKT_MAX / 8; i++) {
+		if (i >= words)
+			break;
+		const __u8 *p = m + 8 * i;
+		SIP_OPAQUE(p);
+		if ((void *)(p + 8) > data_end)
+			return -1;
+		// Little-endian words, as siphasher reads them (bpfel).
+		__u64 w = *(const __u64 *)p;
+		v3 ^= w;
+		SIP_ROUND(v0, v1, v2, v3);
+		SIP_ROUND(v0, v1, v2, v3);
+		v0 ^= w;
+	}
+	const __u8 *t = m + 8 * words;
+	SIP_OPAQUE(t);
+	if ((void *)(t + 8) > data_end)
+		return -1;
+	__u32 rem = len % 8;
+	__u64 mask = rem ? (1ULL << (8 * rem)) - 1 : 0;
+	__u64 b = ((__u64)(len & 0xff) << 56) | (*(const __u64 *)t & mask);
+	SIP_FINISH(v0, v1, v2, v3, b);
+	*out = v0 ^ v1 ^ v2 ^ v3;
+	return 0;
 }
 
 // Whether the sealed message `m` (`plain` bytes, then its seal) carries the

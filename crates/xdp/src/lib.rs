@@ -146,6 +146,8 @@ pub struct XdpCounters {
     pub replies: u64,
     /// Notices the full `notices` queue could not take.
     pub notices_lost: u64,
+    /// Forwarded tasks dropped because the frame could not grow by a seal.
+    pub seal_failed: u64,
 }
 
 /// Map names of the switch model's arrays (docs/xdp.md): `.` becomes `_`,
@@ -200,6 +202,10 @@ struct LeafConfig {
     /// client's source is kept (the differential tests).
     source: Option<std::net::SocketAddrV4>,
 }
+
+use spine::NOTICE_KEY_BYTES;
+/// Bytes of `struct task_sealer`: the key and the sequence counter.
+const TASK_SEALER_BYTES: usize = NOTICE_KEY_BYTES + 8;
 
 /// Bytes of `struct leaf_config`.
 const LEAF_CONFIG_BYTES: usize = 48;
@@ -295,6 +301,33 @@ impl XdpLeaf {
         Ok(())
     }
 
+    /// Sealed tasks (crates/proto/src/seal.rs, "Sealed tasks"): with a key
+    /// the program seals every task it forwards under it, with sequence
+    /// numbers `seq_start + 2`, `seq_start + 4`, … (`seq_start` odd: the
+    /// XDP stream); `None` forwards tasks unsealed.
+    pub fn set_task_key(&mut self, key: Option<[u8; 16]>, seq_start: u64) -> Result<(), XdpError> {
+        let mut b = [0u8; TASK_SEALER_BYTES];
+        if let Some(key) = key {
+            b[..NOTICE_KEY_BYTES].copy_from_slice(&spine::notice_key_bytes(key));
+        }
+        b[NOTICE_KEY_BYTES..].copy_from_slice(&seq_start.to_ne_bytes());
+        self.object
+            .array::<[u8; TASK_SEALER_BYTES]>("task_sealer")?
+            .set(0, b, 0)?;
+        Ok(())
+    }
+
+    /// The program's task sequence counter: the last `seq` it sealed with.
+    pub fn task_seq(&mut self) -> Result<u64, XdpError> {
+        let b = self
+            .object
+            .array::<[u8; TASK_SEALER_BYTES]>("task_sealer")?
+            .get(&0, 0)?;
+        Ok(u64::from_ne_bytes(
+            b[NOTICE_KEY_BYTES..].try_into().expect("8 bytes"),
+        ))
+    }
+
     /// Fixes the program's clock at `now_ns` (0: the kernel's monotonic clock).
     pub fn set_clock(&mut self, now_ns: u64) -> Result<(), XdpError> {
         self.config.fixed_now = now_ns;
@@ -361,6 +394,7 @@ impl XdpLeaf {
             passed: c(9)?,
             replies: c(10)?,
             notices_lost: c(11)?,
+            seal_failed: c(12)?,
         })
     }
 

@@ -78,7 +78,7 @@ fn cell_bytes(map: &str) -> usize {
 const SPINE_CONFIG_BYTES: usize = 32;
 
 /// Bytes of `struct notice_key`.
-const NOTICE_KEY_BYTES: usize = 24;
+pub(crate) const NOTICE_KEY_BYTES: usize = 24;
 
 /// A loaded (not necessarily attached) XDP Horus spine.
 pub struct XdpSpine {
@@ -87,6 +87,19 @@ pub struct XdpSpine {
     source: Option<SocketAddrV4>,
     racks: u32,
     soft_state_ns: u64,
+}
+
+/// `struct notice_key` (bpf/seal.h) holding `key`, sealing on.
+pub(crate) fn notice_key_bytes(key: [u8; 16]) -> [u8; NOTICE_KEY_BYTES] {
+    let mut b = [0u8; NOTICE_KEY_BYTES];
+    // SipHash's k0 and k1: the key's halves as little-endian words,
+    // which the program reads in its own (little-endian) order.
+    let k0 = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
+    let k1 = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
+    b[0..8].copy_from_slice(&k0.to_ne_bytes());
+    b[8..16].copy_from_slice(&k1.to_ne_bytes());
+    b[16..20].copy_from_slice(&1u32.to_ne_bytes());
+    b
 }
 
 impl XdpSpine {
@@ -182,16 +195,7 @@ impl XdpSpine {
     /// taken from its rack; `None` ignores seals. The sequence numbers
     /// already taken are kept.
     pub fn set_notice_key(&mut self, key: Option<[u8; 16]>) -> Result<(), XdpError> {
-        let mut b = [0u8; NOTICE_KEY_BYTES];
-        if let Some(key) = key {
-            // SipHash's k0 and k1: the key's halves as little-endian words,
-            // which the program reads in its own (little-endian) order.
-            let k0 = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
-            let k1 = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
-            b[0..8].copy_from_slice(&k0.to_ne_bytes());
-            b[8..16].copy_from_slice(&k1.to_ne_bytes());
-            b[16..20].copy_from_slice(&1u32.to_ne_bytes());
-        }
+        let b = key.map(notice_key_bytes).unwrap_or_default();
         self.object
             .array::<[u8; NOTICE_KEY_BYTES]>("notice_key")?
             .set(0, b, 0)?;

@@ -42,6 +42,60 @@ pub fn assert_one_line_error(name: &str, args: &[&str], field: &str) {
     );
 }
 
+/// A free loopback UDP port (the OS's pick, released for a daemon to bind).
+pub fn udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A free loopback TCP port (a metrics or admin listener).
+pub fn tcp_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The sum of the metric lines (0 if none or unreachable) of `name` on `port`'s /metrics whose labels
+/// contain `label`.
+pub fn loopback_metric(port: u16, name: &str, label: &str) -> u64 {
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return 0;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = std::io::Write::write_all(
+        &mut s,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    let mut text = String::new();
+    let _ = std::io::Read::read_to_string(&mut s, &mut text);
+    text.lines()
+        .filter(|l| l.starts_with(name) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum()
+}
+
+/// A single-packet Horus task `seq` of application `app` for pool 1,
+/// running `ns`.
+pub fn horus_task(app: u32, seq: u32, ns: u64) -> Vec<u8> {
+    netsched_proto::Message::Horus(netsched_proto::HorusMessage::task_first(
+        1,
+        netsched_proto::HorusTask {
+            task_id: netsched_proto::task_id::new(app, seq),
+            is_last: true,
+            service_time_ns: ns,
+            ..Default::default()
+        },
+    ))
+    .to_vec()
+    .unwrap()
+}
+
 /// `netsched-{tag}-{pid}` under the temp dir, created if missing (kept
 /// between the tests of one binary, which share it).
 pub fn temp_dir(tag: &str) -> PathBuf {

@@ -84,6 +84,10 @@ use slots::Slots;
 /// Receive buffer per datagram: larger than any valid one.
 const RX_SLOT: usize = 2048;
 
+/// A send buffer: the largest message and a task's seal
+/// (netsched_proto::seal, "Sealed tasks").
+const TX_SLOT: usize = MAX_DATAGRAM + netsched_proto::seal::SEAL_LEN;
+
 /// The task packet a pass belongs to, in its wire family.
 #[derive(Clone, Copy)]
 enum Pkt<'a> {
@@ -182,7 +186,7 @@ impl SwitchDaemon {
             // A datagram longer than a slot is truncated by the kernel and
             // then rejected by the decoder (counted).
             rxb: net::Mmsg::new(cfg.batch, RX_SLOT),
-            txb: net::Mmsg::new((cfg.batch * 4).max(64), MAX_DATAGRAM),
+            txb: net::Mmsg::new((cfg.batch * 4).max(64), TX_SLOT),
             resubmits: VecDeque::with_capacity(Outbox::CAPACITY * 4),
             fail_replies: cfg.fail_replies,
             controller: cfg.controller,

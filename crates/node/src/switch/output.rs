@@ -16,6 +16,13 @@ use super::slots::{TX_FAILED, TX_NOTICE, TX_TASK};
 use super::{Pkt, RuntimeDrop, SwitchDaemon};
 use crate::config::Role;
 
+/// A task packet to send: a message to encode, or bytes forwarded as they
+/// came (RackSched requests, parked packets).
+pub(super) enum TaskOut<'a> {
+    Encode(&'a Message<'a>),
+    Raw(&'a [u8]),
+}
+
 impl SwitchDaemon {
     /// Feeds `input` and then every resubmission it causes, in order, before
     /// returning (run to completion).
@@ -112,7 +119,7 @@ impl SwitchDaemon {
                 let Some(&dst) = self.instances[i].cfg.downstream.get(node as usize) else {
                     return self.drop_rt(RuntimeDrop::NoPacket);
                 };
-                return self.send_raw(bytes, dst, TX_TASK);
+                return self.send_task(i, TaskOut::Raw(bytes), dst);
             }
             // Not the packet of this pass: one a queueing plane parked.
             _ => return self.dispatch_parked(i, node, meta),
@@ -140,7 +147,40 @@ impl SwitchDaemon {
         let Some(&dst) = self.instances[i].cfg.downstream.get(node as usize) else {
             return self.drop_rt(RuntimeDrop::NoPacket);
         };
-        self.send(Message::Horus(out), dst, TX_TASK);
+        self.send_task(i, TaskOut::Encode(&Message::Horus(out)), dst);
+    }
+
+    /// Sends a task packet on to `dst`. A leaf with the notice key seals it
+    /// (its downstream are workers, which run only sealed tasks; every
+    /// dispatch of a leaf, resubmitted or parked, comes through here);
+    /// a spine's go to leaves unsealed, as clients' do.
+    pub(super) fn send_task(&mut self, i: usize, task: TaskOut<'_>, dst: SocketAddr) {
+        let seals = self.instances[i].cfg.role == Role::Leaf;
+        if self.txb.is_full() {
+            self.flush();
+        }
+        let buf = self.txb.next_buf();
+        let written = match task {
+            TaskOut::Encode(msg) => msg.encode(buf),
+            TaskOut::Raw(bytes) => match buf.get_mut(..bytes.len()) {
+                Some(b) => {
+                    b.copy_from_slice(bytes);
+                    Ok(bytes.len())
+                }
+                None => Err(netsched_proto::EncodeError::BufferTooSmall {
+                    needed: bytes.len(),
+                    got: buf.len(),
+                }),
+            },
+        };
+        let sealed = written.and_then(|n| match &self.notice {
+            Some(s) if seals => s.seal_task(buf, n),
+            _ => Ok(n),
+        });
+        match sealed {
+            Ok(n) => self.txb.commit(n, dst, TX_TASK as u8),
+            Err(_) => self.drop_rt(RuntimeDrop::Encode),
+        }
     }
 
     pub(super) fn notify(&mut self, i: usize, to: Upstream, notice: Notice) {

@@ -34,7 +34,7 @@ use netsched_proto::{
     task_id, Message, RackSchedLoadReport, RackSchedMessage, RackSchedPacket, ReqId,
 };
 
-use super::slots::{TX_FAILED, TX_REPLY, TX_TASK};
+use super::slots::{TX_FAILED, TX_REPLY};
 use super::{Pkt, RuntimeDrop, SwitchDaemon};
 use crate::config::Role;
 use crate::metrics::{Kind, Registry, Slot};
@@ -256,7 +256,7 @@ impl SwitchDaemon {
             Ok(Message::Horus(m)) => self.dispatch(i, node, meta, Some(Pkt::Horus(&m))),
             Ok(Message::RackSched(_)) => {
                 match self.instances[i].cfg.downstream.get(node as usize) {
-                    Some(&dst) => self.send_raw(&buf, dst, TX_TASK),
+                    Some(&dst) => self.send_task(i, super::output::TaskOut::Raw(&buf), dst),
                     None => self.drop_rt(RuntimeDrop::NoPacket),
                 }
             }

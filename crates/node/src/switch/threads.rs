@@ -17,9 +17,7 @@ use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use netsched_proto::MAX_DATAGRAM;
-
-use super::{flush_counted, idle_or_coalesce, SendSlots, SwitchDaemon, Timers, RX_SLOT};
+use super::{flush_counted, idle_or_coalesce, SendSlots, SwitchDaemon, Timers, RX_SLOT, TX_SLOT};
 use crate::config::SwitchConfig;
 use crate::error::Error;
 use crate::net;
@@ -112,7 +110,7 @@ fn serve(
         )
     };
     let mut rxb = net::Mmsg::new(batch, RX_SLOT);
-    let mut txb = net::Mmsg::new(tx_cap, MAX_DATAGRAM);
+    let mut txb = net::Mmsg::new(tx_cap, TX_SLOT);
     let mut timers = Timers::default();
     while !stop.load(Ordering::Relaxed) {
         let got = rxb.recv(sock)?;

@@ -40,7 +40,7 @@ const NEIGHBOUR_WAIT: Duration = Duration::from_secs(3);
 const LEAF: usize = 0;
 
 /// `XdpCounters`' fields in the order of `netsched_xdp_events_total`.
-const EVENTS: [&str; 12] = [
+const EVENTS: [&str; 13] = [
     "dispatch_idle",
     "dispatch_sampled",
     "resubmissions",
@@ -53,9 +53,10 @@ const EVENTS: [&str; 12] = [
     "passed",
     "replies",
     "notices_lost",
+    "seal_failed",
 ];
 
-fn event_values(c: &XdpCounters) -> [u64; 12] {
+fn event_values(c: &XdpCounters) -> [u64; 13] {
     [
         c.dispatch_idle,
         c.dispatch_sampled,
@@ -69,6 +70,7 @@ fn event_values(c: &XdpCounters) -> [u64; 12] {
         c.passed,
         c.replies,
         c.notices_lost,
+        c.seal_failed,
     ]
 }
 
@@ -188,6 +190,10 @@ impl XdpPath {
             Plane::HorusLeaf(sans_io) => {
                 let mut leaf = XdpLeaf::load()?;
                 leaf.set_source(listen)?;
+                // Tasks to workers are sealed in the program (bpf/seal.h),
+                // its counter the odd stream (crate::notice_auth).
+                let start = crate::notice_auth::xdp_task_seq_start();
+                leaf.set_task_key(notice_key, start)?;
                 leaf.install(sans_io, mac, &nodes)?;
                 (Program::Leaf(leaf), &EVENTS)
             }
