@@ -17,6 +17,7 @@
 use super::{FifoLm, SpcFeedback, SpcPort, SpcRequest};
 use crate::registry::ParamError;
 use crate::switch::Pipeline;
+use crate::Nanos;
 
 /// A switch port's flow scheduler: what the flow family's drivers call.
 /// Rates are bits/s, sizes bytes.
@@ -103,8 +104,8 @@ pub enum FlowPlaneKind {
 pub struct FlowParams {
     /// The port's physical capacity (bits/s).
     pub capacity_bps: f64,
-    /// The control interval (the "RTT" of Alg. 1 and 2, footnote 5), ns.
-    pub interval_ns: u64,
+    /// The control interval (the "RTT" of Alg. 1 and 2, footnote 5).
+    pub interval: Nanos,
     /// Bytes a task reserves at a port before it is heavy (§4.3.1);
     /// `f64::INFINITY` for none. Ignored by one class.
     pub heavy_threshold_bytes: f64,
@@ -123,8 +124,8 @@ impl FlowParams {
         if !(self.capacity_bps.is_finite() && self.capacity_bps > 0.0) {
             return bad("capacity_bps", "must be a positive finite rate");
         }
-        if self.interval_ns == 0 {
-            return bad("interval_ns", "must be positive");
+        if self.interval == Nanos::ZERO {
+            return bad("interval", "must be positive");
         }
         if self.heavy_threshold_bytes.is_nan() || self.heavy_threshold_bytes <= 0.0 {
             return bad("heavy_threshold_bytes", "must be positive");
@@ -156,7 +157,7 @@ impl FlowPlane {
                 };
                 FlowPlane::Spc(SpcPort::new(
                     params.capacity_bps,
-                    params.interval_ns,
+                    params.interval.get(),
                     threshold,
                 ))
             }
@@ -221,7 +222,7 @@ mod tests {
 
     const PARAMS: FlowParams = FlowParams {
         capacity_bps: 100e6,
-        interval_ns: 1_000_000,
+        interval: Nanos::from_millis(1),
         heavy_threshold_bytes: 1e12,
     };
 
@@ -241,7 +242,7 @@ mod tests {
             let mut plane = FlowPlane::build(FlowPlaneKind::Spc(classes), &PARAMS);
             let mut port = SpcPort::new(
                 PARAMS.capacity_bps,
-                PARAMS.interval_ns,
+                PARAMS.interval.get(),
                 match classes {
                     SpcClasses::One => f64::INFINITY,
                     SpcClasses::FifoLm => PARAMS.heavy_threshold_bytes,
@@ -271,7 +272,7 @@ mod tests {
         assert_eq!(with(|_| ()), Ok(()));
         assert_eq!(with(|p| p.capacity_bps = f64::NAN), Err("capacity_bps"));
         assert_eq!(with(|p| p.capacity_bps = 0.0), Err("capacity_bps"));
-        assert_eq!(with(|p| p.interval_ns = 0), Err("interval_ns"));
+        assert_eq!(with(|p| p.interval = Nanos::ZERO), Err("interval"));
         assert_eq!(
             with(|p| p.heavy_threshold_bytes = -1.0),
             Err("heavy_threshold_bytes")

@@ -49,6 +49,7 @@ use crate::policy::Policy;
 use crate::topology::{LinkId, Topology, MAX_HOPS};
 use crate::workload::{FlowSpec, TaskSpec, NO_GATE};
 use netsched_core::baraat::{FlowDataPlane, FlowParams, FlowPlane, SpcFeedback, SpcSender};
+use netsched_core::Nanos;
 
 /// Bytes below this are float residue, not data.
 const EPS_BYTES: f64 = 1e-6;
@@ -220,7 +221,7 @@ impl PacketEngine {
             .map(|l| {
                 let params = FlowParams {
                     capacity_bps: topo.capacity(l) as f64,
-                    interval_ns: rtt,
+                    interval: Nanos::new(rtt),
                     heavy_threshold_bytes: opts.heavy_threshold,
                 };
                 FlowPlane::build(kind, &params)

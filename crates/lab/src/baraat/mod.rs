@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use netsched_core::baraat::{FlowParams, FlowPlane, FlowPlaneKind};
 use netsched_core::names::FlowPolicy;
+use netsched_core::Nanos;
 use netsched_proto::{decode_baraat, BaraatMessage, Rate, MAX_BARAAT_PAYLOAD, MAX_DATAGRAM};
 
 mod client;
@@ -224,7 +225,7 @@ fn len_of(bytes: u64, seq: u32) -> usize {
 fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> {
     let params = FlowParams {
         capacity_bps: o.link_bps,
-        interval_ns: o.rtt_ns,
+        interval: Nanos::new(o.rtt_ns),
         heavy_threshold_bytes: o.heavy_threshold,
     };
     params.validate().map_err(|e| e.to_string())?;
