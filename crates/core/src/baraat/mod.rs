@@ -79,6 +79,20 @@ pub struct SpcRequest {
     pub new_flow: bool,
 }
 
+#[cfg(test)]
+impl SpcRequest {
+    /// A new flow's first request (the unit tests' usual one).
+    pub(crate) fn first(task_id: u64, demand: f64) -> SpcRequest {
+        SpcRequest {
+            task_id,
+            demand,
+            prev_demand: 0.0,
+            prev_alloc: 0.0,
+            new_flow: true,
+        }
+    }
+}
+
 /// Alg. 1's output for one switch: actual rate and nominal rate (bits/s).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SpcFeedback {
