@@ -1,6 +1,7 @@
 //! `netsched bench ...`: benchmarks that print their figures (docs/benchmarks.md).
 
 use crate::error::CliError;
+use netsched_core::Nanos;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
@@ -471,7 +472,7 @@ fn measure(seconds: f64, mut step: impl FnMut() -> u64) -> f64 {
 /// dispatched and the last node chosen.
 fn drive(dp: &mut impl DataPlane, now: u64, input: Input, out: &mut Outbox) -> (u64, u32) {
     let (mut decisions, mut node) = (0, 0);
-    handle_resubmitting(dp, now, input, out, |n| {
+    handle_resubmitting(dp, Nanos::new(now), input, out, |n| {
         decisions += 1;
         node = n;
     });
@@ -508,7 +509,7 @@ fn bench_dataplane(seconds: f64) {
         let rate = measure(seconds, || {
             let (d, _) = drive(&mut leaf, 0, Input::Task(task), &mut out);
             out.clear();
-            leaf.handle(0, reply(rng.below(workers), 3), &mut out);
+            leaf.handle(Nanos::ZERO, reply(rng.below(workers), 3), &mut out);
             d
         });
         outln!(
@@ -521,7 +522,7 @@ fn bench_dataplane(seconds: f64) {
         let rate = measure(seconds, || {
             let (d, node) = drive(&mut leaf, 0, Input::Task(task), &mut out);
             out.clear();
-            leaf.handle(0, reply(node, 0), &mut out);
+            leaf.handle(Nanos::ZERO, reply(node, 0), &mut out);
             d
         });
         outln!(
@@ -543,7 +544,7 @@ fn bench_dataplane(seconds: f64) {
             let (d, _) = drive(&mut spine, 0, Input::Task(task), &mut out);
             out.clear();
             spine.handle(
-                0,
+                Nanos::ZERO,
                 Input::LoadUpdate {
                     node: rng.below(racks),
                     load: 3 << 16,

@@ -50,8 +50,8 @@ pub enum CliError {
     /// log without the line a comparison reads).
     #[error("{0}")]
     Run(String),
-    /// Baraat's UDP lab reports its failures as text (`flowsim::udp`; its
-    /// `LabError` is no `std::error::Error`).
+    /// Baraat's UDP lab (`netsched_lab::baraat`) reports a failed run as
+    /// text.
     #[error("{0}")]
     Udp(String),
     /// What the operating system refused: `signal handlers: why`.

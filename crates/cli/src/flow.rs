@@ -216,7 +216,7 @@ struct Fig7Args {
 }
 
 fn fig7(a: Fig7Args) -> Result<(), CliError> {
-    use netsched_flowsim::udp::{fig7_table, mean_ms, Fig7Opts, Lab};
+    use netsched_lab::baraat::{fig7_table, mean_ms, Fig7Opts, Lab};
     let bad = || {
         CliError::Usage(format!(
             "--tasks: expected A..B or N with 1 <= A <= B <= 64, got `{}`",

@@ -19,6 +19,7 @@
 //!
 //! Run: `cargo bench -p netsched-core --bench decisions` (about 50 s).
 
+use netsched_core::Nanos;
 use std::collections::VecDeque;
 use std::hint::black_box;
 use std::time::Duration;
@@ -82,7 +83,7 @@ impl LeafBusy {
         let queue = &mut self.queue;
         handle_resubmitting(
             &mut self.leaf,
-            0,
+            Nanos::ZERO,
             Input::Task(task(self.next, false)),
             &mut self.out,
             |w| queue[w as usize] += 1,
@@ -111,7 +112,7 @@ impl LeafBusy {
             task: 0,
         };
         self.out.clear();
-        self.leaf.handle(0, input, &mut self.out);
+        self.leaf.handle(Nanos::ZERO, input, &mut self.out);
     }
 }
 
@@ -143,7 +144,7 @@ impl LeafIdle {
         // The spine picked this rack from its idle list (§A.3 flag set).
         handle_resubmitting(
             &mut self.leaf,
-            0,
+            Nanos::ZERO,
             Input::Task(task(self.next, true)),
             &mut self.out,
             |w| busy.push_back(w),
@@ -156,7 +157,7 @@ impl LeafIdle {
         let w = self.busy.pop_front().expect("a busy worker");
         self.out.clear();
         self.leaf.handle(
-            0,
+            Nanos::ZERO,
             Input::Reply {
                 node: w,
                 qlen: 0,
@@ -197,7 +198,7 @@ impl SpineBusy {
         for r in 0..racks as NodeId {
             handle_resubmitting(
                 &mut s.spine,
-                0,
+                Nanos::ZERO,
                 Input::IdleRemove { node: r },
                 &mut s.out,
                 |_| {},
@@ -205,7 +206,7 @@ impl SpineBusy {
             let load = s.outstanding[r as usize] * s.factor;
             handle_resubmitting(
                 &mut s.spine,
-                0,
+                Nanos::ZERO,
                 Input::LoadUpdate { node: r, load },
                 &mut s.out,
                 |_| {},
@@ -222,7 +223,7 @@ impl SpineBusy {
             let outstanding = &mut self.outstanding;
             handle_resubmitting(
                 &mut self.spine,
-                0,
+                Nanos::ZERO,
                 Input::Task(task(self.next, false)),
                 &mut self.out,
                 |r| outstanding[r as usize] += 1,
@@ -248,7 +249,7 @@ impl SpineBusy {
         let load = self.outstanding[self.update_rr] * self.factor;
         self.out.clear();
         self.spine
-            .handle(0, Input::LoadUpdate { node, load }, &mut self.out);
+            .handle(Nanos::ZERO, Input::LoadUpdate { node, load }, &mut self.out);
     }
 }
 
@@ -323,7 +324,7 @@ fn spine_idle(c: &mut Criterion) {
         b.iter(|| {
             handle_resubmitting(
                 &mut spine,
-                0,
+                Nanos::ZERO,
                 Input::Task(task(next, false)),
                 &mut out,
                 |r| {

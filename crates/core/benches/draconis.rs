@@ -7,6 +7,7 @@
 //!
 //! Run: `cargo bench -p netsched-core --bench draconis` (about 25 s).
 
+use netsched_core::Nanos;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -53,7 +54,7 @@ fn server(c: &mut Criterion) {
         let mut tasks = TaskList::new();
         tasks.push(TaskInfo::new(id));
         srv.handle(
-            0,
+            Nanos::ZERO,
             PullInput::JobSubmission(JobSubmission {
                 client: 0,
                 job: id,
@@ -72,7 +73,7 @@ fn server(c: &mut Criterion) {
             out.clear();
             submit(&mut srv, &mut out, next);
             next += 1;
-            srv.handle(0, PullInput::TaskRequest(exec), &mut out);
+            srv.handle(Nanos::ZERO, PullInput::TaskRequest(exec), &mut out);
             black_box(out.len());
         })
     });
@@ -92,7 +93,7 @@ fn r2p2(c: &mut Criterion) {
         let mut input = input;
         loop {
             out.clear();
-            sw.handle(0, input, out);
+            sw.handle(Nanos::ZERO, input, out);
             match out.as_slice().first() {
                 Some(PullAction::Reprobe(p)) => input = PullInput::Reprobe(*p),
                 Some(PullAction::AssignTask { executor, .. }) => return *executor,
@@ -111,7 +112,11 @@ fn r2p2(c: &mut Criterion) {
     let (s0, p0) = (sw.stats, sw.pipeline().clone());
     g.bench_function("160", |b| {
         b.iter(|| {
-            sw.handle(0, PullInput::Completion { executor: rr }, &mut out);
+            sw.handle(
+                Nanos::ZERO,
+                PullInput::Completion { executor: rr },
+                &mut out,
+            );
             rr = (rr + 1) % n;
             black_box(run(&mut sw, &mut out, req));
         })

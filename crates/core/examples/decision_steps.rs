@@ -8,6 +8,7 @@
 //! `cargo build --release -p netsched-core --example decision_steps`, then
 //! `decision_steps <leaf24|leaf768|idle24|spine10|spine1152> <steps>`.
 
+use netsched_core::Nanos;
 use std::hint::black_box;
 
 use netsched_core::dataplane::{handle_resubmitting, DataPlane, Input, Outbox, TaskMeta};
@@ -18,7 +19,7 @@ use netsched_core::rng::Rng;
 /// does; returns the dispatches and the last node chosen.
 fn drive(dp: &mut impl DataPlane, input: Input, out: &mut Outbox) -> (u64, u32) {
     let (mut dispatched, mut node) = (0, 0);
-    handle_resubmitting(dp, 0, input, out, |n| {
+    handle_resubmitting(dp, Nanos::ZERO, input, out, |n| {
         dispatched += 1;
         node = n;
     });
@@ -58,7 +59,7 @@ fn main() {
             for _ in 0..steps {
                 dispatched += drive(&mut leaf, task, &mut out).0;
                 out.clear();
-                leaf.handle(0, reply(rng.below(workers), 3), &mut out);
+                leaf.handle(Nanos::ZERO, reply(rng.below(workers), 3), &mut out);
             }
         }
         "idle24" => {
@@ -68,7 +69,7 @@ fn main() {
                 let (d, node) = drive(&mut leaf, task, &mut out);
                 dispatched += d;
                 out.clear();
-                leaf.handle(0, reply(node, 0), &mut out);
+                leaf.handle(Nanos::ZERO, reply(node, 0), &mut out);
             }
         }
         "spine10" | "spine1152" => {
@@ -86,7 +87,7 @@ fn main() {
                     node: rng.below(racks),
                     load: 3 << 16,
                 };
-                spine.handle(0, update, &mut out);
+                spine.handle(Nanos::ZERO, update, &mut out);
             }
         }
         _ => panic!("{usage}"),

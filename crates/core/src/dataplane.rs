@@ -10,6 +10,7 @@
 
 use crate::outbox::{ActionList, ActionSlots};
 use crate::switch::Pipeline;
+use crate::time::Nanos;
 
 /// A downstream node of one scheduler instance, numbered locally from 0:
 /// a worker for a leaf, a rack (leaf scheduler) for a spine.
@@ -258,8 +259,8 @@ impl Outbox {
 
 /// A scheduler data plane.
 pub trait DataPlane {
-    /// Process one input at time `now` (integer nanoseconds).
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox);
+    /// Process one input at time `now`.
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox);
     /// Pass counters of this instance's switch pipeline.
     fn pipeline(&self) -> &Pipeline;
     /// Whether handling `input` only writes this data plane's registers and
@@ -281,7 +282,7 @@ pub trait DataPlane {
 #[inline]
 pub fn handle_resubmitting(
     dp: &mut impl DataPlane,
-    now: u64,
+    now: Nanos,
     input: Input,
     out: &mut Outbox,
     mut on_dispatch: impl FnMut(NodeId),
@@ -318,8 +319,8 @@ mod tests {
     }
 
     impl DataPlane for Resubmitting {
-        fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
-            assert_eq!(now, 7, "every pass at the input's time");
+        fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+            assert_eq!(now, Nanos::new(7), "every pass at the input's time");
             let task = match input {
                 Input::Task(t) | Input::Resubmit(Resubmit::Retry { task: t }) => t,
                 other => panic!("unexpected {other:?}"),
@@ -352,7 +353,7 @@ mod tests {
             let mut out = Outbox::new();
             let mut dispatched = Vec::new();
             let task = TaskMeta::default();
-            handle_resubmitting(&mut dp, 7, Input::Task(task), &mut out, |n| {
+            handle_resubmitting(&mut dp, Nanos::new(7), Input::Task(task), &mut out, |n| {
                 dispatched.push(n)
             });
             assert_eq!(dp.pass, passes);

@@ -23,6 +23,7 @@ pub mod registry;
 pub mod retry_budget;
 pub mod rng;
 pub mod switch;
+pub mod time;
 pub mod unknown_name;
 
 pub use control::Control;
@@ -31,3 +32,4 @@ pub use dataplane::{
     TaskMeta, Upstream,
 };
 pub use registry::{Layer, Plane, PlaneParams, Policy};
+pub use time::Nanos;

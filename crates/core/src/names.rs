@@ -5,6 +5,14 @@
 //! `crate::unknown_name`, which the registry below uses too): the name, the
 //! closest known one when it is a likely typo, and every name.
 //!
+//! Each family has its own contract and registry, and each name maps to
+//! the data plane it builds there: a push policy to a [`crate::Plane`]
+//! (`DataPlane`: tasks dispatched to nodes), a pull policy to a
+//! [`crate::pull::PullPlane`] (`PullDataPlane`: jobs queued until an
+//! executor asks, [`PullPolicy::plane`]), a flow policy to a
+//! [`crate::baraat::FlowPlane`] (`FlowDataPlane`: rate requests answered
+//! with feedback, [`FlowPolicy::plane`]).
+//!
 //! Drivers, the lab and the CLI compare policies as these enums, never as
 //! strings: a name is read once, by a `parse` here (or the registry's
 //! [`Policy::parse`]), and written by `name`.
@@ -12,6 +20,7 @@
 pub use crate::registry::{Policy, UnknownPolicy};
 pub use crate::unknown_name::{suggest, unknown};
 
+use crate::baraat::{FlowPlaneKind, SpcClasses};
 use crate::pull::PullPlaneKind;
 
 /// A name no policy of a vocabulary answers to, or one that was renamed.
@@ -170,6 +179,19 @@ impl FlowPolicy {
             FlowPolicy::Orchestra => "orchestra",
             FlowPolicy::Stf => "stf",
             FlowPolicy::Baraat => "baraat",
+        }
+    }
+
+    /// The switch data plane this policy runs in the flow family's
+    /// registry (`crate::baraat::FlowPlane`): SPC with one class (fair
+    /// sharing, ideal RCP) or with FIFO-LM's (Baraat); `None` for the
+    /// idealised central schedulers (pFabric's best case, Orchestra, STF),
+    /// which only the flow simulator's fluid engine computes.
+    pub fn plane(self) -> Option<FlowPlaneKind> {
+        match self {
+            FlowPolicy::Fair => Some(FlowPlaneKind::Spc(SpcClasses::One)),
+            FlowPolicy::Baraat => Some(FlowPlaneKind::Spc(SpcClasses::FifoLm)),
+            FlowPolicy::Pfabric | FlowPolicy::Orchestra | FlowPolicy::Stf => None,
         }
     }
 

@@ -17,6 +17,7 @@ use crate::control::Control;
 use crate::horus::{ConnTableConfig, HorusLeaf, HorusOptions, HorusSpine};
 use crate::racksched::{LoadTracking, RackSched, RackSchedConfig, RackSchedSpine, ReqTableConfig};
 use crate::switch::Pipeline;
+use crate::Nanos;
 use crate::{DataPlane, Input, NodeId, Outbox};
 
 /// Where a [`registered!`] data plane runs in a pool (Horus §3.1).
@@ -100,7 +101,7 @@ registered! {
 
 impl DataPlane for ExtraPlane {
     #[inline]
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         each_extra!(self, dp => dp.handle(now, input, out))
     }
 
@@ -114,11 +115,11 @@ impl DataPlane for ExtraPlane {
 }
 
 impl Control for ExtraPlane {
-    fn add_node(&mut self, node: NodeId, weight: u32, now: u64, out: &mut Outbox) {
+    fn add_node(&mut self, node: NodeId, weight: u32, now: Nanos, out: &mut Outbox) {
         each_extra!(self, dp => dp.add_node(node, weight, now, out))
     }
 
-    fn remove_node(&mut self, node: NodeId, now: u64, out: &mut Outbox) {
+    fn remove_node(&mut self, node: NodeId, now: Nanos, out: &mut Outbox) {
         each_extra!(self, dp => dp.remove_node(node, now, out))
     }
 
@@ -126,7 +127,7 @@ impl Control for ExtraPlane {
         each_extra!(self, dp => dp.resync())
     }
 
-    fn tick(&mut self, now: u64, out: &mut Outbox) {
+    fn tick(&mut self, now: Nanos, out: &mut Outbox) {
         each_extra!(self, dp => dp.tick(now, out))
     }
 }
@@ -622,7 +623,7 @@ impl Plane {
 
 impl DataPlane for Plane {
     #[inline]
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         each_plane!(self, dp => dp.handle(now, input, out))
     }
 
@@ -637,11 +638,11 @@ impl DataPlane for Plane {
 }
 
 impl Control for Plane {
-    fn add_node(&mut self, node: NodeId, weight: u32, now: u64, out: &mut Outbox) {
+    fn add_node(&mut self, node: NodeId, weight: u32, now: Nanos, out: &mut Outbox) {
         each_plane!(self, dp => dp.add_node(node, weight, now, out))
     }
 
-    fn remove_node(&mut self, node: NodeId, now: u64, out: &mut Outbox) {
+    fn remove_node(&mut self, node: NodeId, now: Nanos, out: &mut Outbox) {
         each_plane!(self, dp => dp.remove_node(node, now, out))
     }
 
@@ -649,7 +650,7 @@ impl Control for Plane {
         each_plane!(self, dp => dp.resync())
     }
 
-    fn tick(&mut self, now: u64, out: &mut Outbox) {
+    fn tick(&mut self, now: Nanos, out: &mut Outbox) {
         each_plane!(self, dp => dp.tick(now, out))
     }
 }
@@ -711,8 +712,8 @@ mod tests {
             for layer in [Layer::Spine, Layer::Leaf] {
                 let mut plane = Plane::build(p, layer, &[2, 1, 3], 7, &params);
                 let mut out = Outbox::new();
-                plane.remove_node(1, 0, &mut out);
-                plane.add_node(1, 1, 0, &mut out);
+                plane.remove_node(1, Nanos::ZERO, &mut out);
+                plane.add_node(1, 1, Nanos::ZERO, &mut out);
                 assert_eq!(plane.passes().1, plane.pipeline().resubmissions);
             }
         }
@@ -723,7 +724,7 @@ mod tests {
         let mut leaf = Plane::build(Policy::Horus, Layer::Leaf, &[1], 1, &PlaneParams::default());
         assert_eq!(leaf.resync(), Some((true, 0)));
         let mut out = Outbox::new();
-        leaf.remove_node(0, 0, &mut out);
+        leaf.remove_node(0, Nanos::ZERO, &mut out);
         assert!(!out.is_empty(), "idleRemove to the spine");
         assert_eq!(leaf.resync().map(|r| r.0), Some(false));
         let mut spine = Plane::build(

@@ -9,6 +9,7 @@ use netsched_core::fixed;
 use netsched_core::horus::{
     ConnTableConfig, HorusLeaf, HorusOptions, HorusSpine, RemoveLock, SpineIdlePick,
 };
+use netsched_core::Nanos;
 
 fn task(id: u64) -> TaskMeta {
     TaskMeta {
@@ -43,7 +44,7 @@ fn feed<D: DataPlane>(dp: &mut D, now: u64, input: Input) -> Effects {
         fx.passes += 1;
         assert!(fx.passes < 8, "input keeps resubmitting");
         let mut out = Outbox::new();
-        dp.handle(now, input, &mut out);
+        dp.handle(Nanos::new(now), input, &mut out);
         for a in out.drain() {
             match a {
                 Action::Dispatch { node, decision, .. } => fx.dispatched.push((node, decision)),
@@ -245,13 +246,13 @@ fn spine_idle_pick_last_and_random() {
 fn remove_lock_on_drops_and_off_applies() {
     let mut on = spine(4, HorusOptions::default());
     let mut out = Outbox::new();
-    on.handle(0, Input::IdleRemove { node: 0 }, &mut out);
+    on.handle(Nanos::ZERO, Input::IdleRemove { node: 0 }, &mut out);
     let pending = out.drain().collect::<Vec<_>>();
     assert!(matches!(
         pending[..],
         [Action::Resubmit(Resubmit::IdleRemove { .. })]
     ));
-    on.handle(0, Input::IdleRemove { node: 1 }, &mut out);
+    on.handle(Nanos::ZERO, Input::IdleRemove { node: 1 }, &mut out);
     assert!(matches!(
         out.drain().collect::<Vec<_>>()[..],
         [Action::Drop(netsched_core::DropReason::LockHeld)]
@@ -265,7 +266,7 @@ fn remove_lock_on_drops_and_off_applies() {
         },
     );
     for node in [0, 1] {
-        off.handle(0, Input::IdleRemove { node }, &mut out);
+        off.handle(Nanos::ZERO, Input::IdleRemove { node }, &mut out);
         assert!(out.is_empty(), "{:?}", out.as_slice());
     }
     let mut left = off.idle_nodes().idle().to_vec();

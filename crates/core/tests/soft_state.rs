@@ -5,6 +5,7 @@
 use netsched_core::dataplane::{Action, DataPlane, Input, Notice, Outbox, TaskMeta};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions, HorusSpine};
 use netsched_core::Control;
+use netsched_core::Nanos;
 
 const BOUND: u64 = 1_000_000_000;
 
@@ -30,7 +31,7 @@ fn feed(spine: &mut HorusSpine, now: u64, input: Input) -> Vec<u32> {
     let mut next = Some(input);
     while let Some(i) = next.take() {
         let mut out = Outbox::new();
-        spine.handle(now, i, &mut out);
+        spine.handle(Nanos::new(now), i, &mut out);
         for a in out.drain() {
             match a {
                 Action::Dispatch { node, .. } => racks.push(node),
@@ -92,10 +93,10 @@ fn a_leafs_refresh_undoes_forged_notices_within_the_interval() {
     assert_eq!(share_of_rack1(&mut spine, 2, 0), 0);
     // The leaf refreshes once per interval; before it nothing is due.
     let mut out = Outbox::new();
-    leaf1.tick(o.refresh_interval_ns() - 1, &mut out);
+    leaf1.tick(Nanos::new(o.refresh_interval_ns() - 1), &mut out);
     assert!(out.is_empty());
     let now = o.refresh_interval_ns();
-    leaf1.tick(now, &mut out);
+    leaf1.tick(Nanos::new(now), &mut out);
     let notices: Vec<Notice> = out
         .drain()
         .map(|a| match a {
@@ -135,7 +136,7 @@ fn a_spine_forgets_a_rack_that_stopped_refreshing() {
                 load: 2 << 16,
             },
         );
-        spine.tick(now, &mut out);
+        spine.tick(Nanos::new(now), &mut out);
         assert!(out.is_empty());
     }
     assert_eq!(spine.busy_nodes().view(1), Some((0, 0)), "expired: load 0");
@@ -151,8 +152,8 @@ fn without_soft_state_nothing_is_refreshed_or_forgotten() {
     forged(&mut spine, 1);
     let mut out = Outbox::new();
     for now in [BOUND, 10 * BOUND] {
-        leaf.tick(now, &mut out);
-        spine.tick(now, &mut out);
+        leaf.tick(Nanos::new(now), &mut out);
+        spine.tick(Nanos::new(now), &mut out);
     }
     assert!(out.is_empty());
     assert_eq!(spine.busy_nodes().view(1), Some((u32::MAX >> 1, 0)));
@@ -171,18 +172,18 @@ fn rs_h_loads_expire_and_rs_h_leaves_re_report() {
         node: 1,
         load: u32::MAX,
     };
-    spine.handle(10, max, &mut out);
+    spine.handle(Nanos::new(10), max, &mut out);
     spine.handle(
-        600_000_000,
+        Nanos::new(600_000_000),
         Input::LoadUpdate {
             node: 0,
             load: 3 << 16,
         },
         &mut out,
     );
-    spine.tick(BOUND, &mut out);
+    spine.tick(Nanos::new(BOUND), &mut out);
     assert_eq!(spine.load_table().load(1), Some(u32::MAX), "not yet");
-    spine.tick(BOUND + 10, &mut out);
+    spine.tick(Nanos::new(BOUND + 10), &mut out);
     assert_eq!(spine.load_table().load(1), Some(0), "rack 1 forgotten");
     assert_eq!(
         spine.load_table().load(0),
@@ -190,13 +191,13 @@ fn rs_h_loads_expire_and_rs_h_leaves_re_report() {
         "rack 0 refreshed"
     );
     assert_eq!(spine.expired_racks(), 1);
-    spine.tick(BOUND + 600_000_000, &mut out);
+    spine.tick(Nanos::new(BOUND + 600_000_000), &mut out);
     assert_eq!(spine.load_table().load(0), Some(0));
     assert!(out.is_empty(), "a spine emits nothing");
     // Off by default: nothing expires.
     let mut plain = RackSchedSpine::new(2, 1, 2, ReqTableConfig::default());
-    plain.handle(10, max, &mut out);
-    plain.tick(10 * BOUND, &mut out);
+    plain.handle(Nanos::new(10), max, &mut out);
+    plain.tick(Nanos::new(10 * BOUND), &mut out);
     assert_eq!(plain.load_table().load(1), Some(u32::MAX));
 
     let leaf = |report_load| {
@@ -214,7 +215,7 @@ fn rs_h_loads_expire_and_rs_h_leaves_re_report() {
     let mut sent = 0;
     for ms in (0..=1000u64).step_by(5) {
         let mut out = Outbox::new();
-        rs_h.tick(ms * 1_000_000, &mut out);
+        rs_h.tick(Nanos::new(ms * 1_000_000), &mut out);
         for a in out.drain() {
             assert!(matches!(
                 a,
@@ -228,7 +229,7 @@ fn rs_h_loads_expire_and_rs_h_leaves_re_report() {
     }
     assert_eq!(sent, 4, "at 250, 500, 750 and 1000 ms");
     let mut tor = leaf(false);
-    tor.tick(BOUND, &mut out);
+    tor.tick(Nanos::new(BOUND), &mut out);
     assert!(out.is_empty());
 }
 
@@ -245,7 +246,7 @@ fn a_refresh_from_read_registers_is_the_leafs_own_refresh() {
         let mut out = Outbox::new();
         netsched_core::dataplane::handle_resubmitting(
             &mut own,
-            0,
+            Nanos::ZERO,
             Input::Task(task(id)),
             &mut out,
             |_| {},

@@ -10,7 +10,7 @@ use netsched_config::ConfigError;
 
 use crate::config::FlowConfig;
 use crate::engine::EngineStats;
-use crate::packet::{PacketEngine, PacketOpts, PacketStats};
+use crate::packet::{NoSwitchPlane, PacketEngine, PacketOpts, PacketStats};
 use crate::policy::Policy;
 use crate::report::{stats, Stats};
 use crate::run::{heavy_threshold, run_one, task_source, RunResult};
@@ -23,8 +23,8 @@ pub const P99_TOLERANCE: f64 = 0.10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    #[error("packet mode runs the policies SPC implements (fair, baraat), not {0}")]
-    Unsupported(&'static str),
+    #[error(transparent)]
+    Unsupported(#[from] NoSwitchPlane),
     #[error(transparent)]
     Config(#[from] ConfigError),
 }
@@ -56,8 +56,8 @@ pub fn run_packet(
     policy: Policy,
     timing: PacketTiming,
 ) -> Result<(RunResult, PacketStats), CompareError> {
-    if !matches!(policy, Policy::Fair | Policy::Baraat) {
-        return Err(CompareError::Unsupported(policy.name()));
+    if policy.plane().is_none() {
+        return Err(NoSwitchPlane(policy).into());
     }
     let start = Instant::now();
     let (_, thr) = heavy_threshold(cfg, gen, policy, None);
@@ -70,7 +70,7 @@ pub fn run_packet(
             ticks_per_rtt: timing.ticks_per_rtt,
             delta_fraction: timing.delta_fraction,
         },
-    );
+    )?;
     let mut tasks = engine.run(task_source(gen, cfg));
     tasks.sort_unstable_by_key(|t| t.index);
     let run = RunResult {
@@ -122,12 +122,10 @@ pub fn compare(
 ) -> Result<Vec<Comparison>, CompareError> {
     cfg.validate()?;
     let policies = cfg.parsed_policies()?;
-    // Refuse before spending a fluid run on a policy SPC does not run.
-    if let Some(p) = policies
-        .iter()
-        .find(|p| !matches!(p, Policy::Fair | Policy::Baraat))
-    {
-        return Err(CompareError::Unsupported(p.name()));
+    // Refuse before spending a fluid run on a policy without a switch
+    // data plane in the flow registry.
+    if let Some(&p) = policies.iter().find(|p| p.plane().is_none()) {
+        return Err(NoSwitchPlane(p).into());
     }
     let gen = Generator::new(cfg);
     let mut out = Vec::new();
@@ -209,8 +207,8 @@ pub fn fig7_means(
     use crate::engine::{Engine, EngineOpts};
     use crate::topology::Topology;
     use crate::workload::{FlowSpec, TaskSpec, NO_GATE};
-    if !matches!(policy, Policy::Fair | Policy::Baraat) {
-        return Err(CompareError::Unsupported(policy.name()));
+    if policy.plane().is_none() {
+        return Err(NoSwitchPlane(policy).into());
     }
     let topo = Topology::new(&TopologyConfig {
         pods: 1,
@@ -256,7 +254,7 @@ pub fn fig7_means(
             ticks_per_rtt: timing.ticks_per_rtt,
             delta_fraction: timing.delta_fraction,
         },
-    )
+    )?
     .run(specs.into_iter());
     Ok((mean(fluid), mean(packet)))
 }

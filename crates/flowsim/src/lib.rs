@@ -12,7 +12,6 @@ pub mod policy;
 pub mod report;
 pub mod run;
 pub mod topology;
-pub mod udp;
 pub mod workload;
 
 /// Baraat's state machines (task ids, FIFO-LM, SPC Alg. 1 and 2) are the

@@ -3,6 +3,7 @@
 //! whose few RTTs of control-loop convergence are small against their
 //! transfer time. Links are 1 Gbps, so 125,000 bytes take 1 ms alone.
 
+use netsched_core::baraat::FlowDataPlane;
 use netsched_flowsim::engine::{Engine, EngineOpts, TaskResult};
 use netsched_flowsim::packet::{PacketEngine, PacketOpts};
 use netsched_flowsim::workload::TaskSpec;
@@ -25,6 +26,7 @@ fn packet_engine(policy: Policy, threshold: f64) -> PacketEngine {
             delta_fraction: 0.01,
         },
     )
+    .expect("fair and baraat have a switch data plane")
 }
 
 fn by_index(mut r: Vec<TaskResult>) -> Vec<u64> {
@@ -226,7 +228,11 @@ fn a_binding_switch_link_costs_the_lower_class_rtts_the_fluid_model_does_not() {
             ticks_per_rtt: 4,
             delta_fraction: 0.01,
         };
-        let packet = by_index(PacketEngine::new(topo(oversub), opts).run(tasks.iter().cloned()));
+        let packet = by_index(
+            PacketEngine::new(topo(oversub), opts)
+                .unwrap()
+                .run(tasks.iter().cloned()),
+        );
         let mut e = Engine::new(
             topo(oversub),
             EngineOpts {
@@ -296,7 +302,11 @@ fn a_class_with_a_flow_blocked_elsewhere_leaks_to_the_class_behind_at_any_rtt() 
             ticks_per_rtt: 4,
             delta_fraction: 0.01,
         };
-        let packet = by_index(PacketEngine::new(topo(4.0), opts).run(tasks.iter().cloned()));
+        let packet = by_index(
+            PacketEngine::new(topo(4.0), opts)
+                .unwrap()
+                .run(tasks.iter().cloned()),
+        );
         eprintln!("RTT {rtt} ns: fluid {fluid:?} packet {packet:?}");
         // Task 1 is ahead everywhere: setup only.
         assert!(packet[0] <= fluid[0] + 5 * rtt, "{packet:?}");

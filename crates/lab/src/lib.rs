@@ -12,11 +12,15 @@
 //!   saturation and latency against load.
 //! * [`cluster_up`]: `netsched cluster up`, a fleet of daemon processes
 //!   (controller, switches, workers, client) started from one config.
+//! * [`baraat`]: Baraat's SPC over real UDP in network namespaces
+//!   (`netsched flowsim fig7`): a driver of core's SPC and proto's Baraat
+//!   messages.
 //! * [`netns`]: network namespaces as hosts on a bridge, for tests that need
 //!   separate network stacks (failures, control-plane authentication).
 //!
 //! docs/runtime.md describes the daemons; docs/benchmarks.md the figures.
 
+pub mod baraat;
 pub mod bench;
 pub mod capacity;
 pub mod cluster_up;

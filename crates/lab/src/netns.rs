@@ -84,7 +84,7 @@ pub fn netns_required() -> bool {
 
 /// The error for "`ip netns add` failed": a skip, unless namespaces are
 /// required.
-fn unavailable(why: NetnsError) -> LabError {
+pub(crate) fn unavailable(why: NetnsError) -> LabError {
     if netns_required() {
         LabError::Failed(NetnsError::Required {
             source: Box::new(why),
@@ -94,7 +94,7 @@ fn unavailable(why: NetnsError) -> LabError {
     }
 }
 
-fn ip(args: &[&str]) -> Result<(), NetnsError> {
+pub(crate) fn ip(args: &[&str]) -> Result<(), NetnsError> {
     let failed = |reason: String| NetnsError::Ip {
         args: args.join(" "),
         reason,
@@ -122,6 +122,25 @@ pub fn skip(test: &str, why: &dyn std::fmt::Display) {
         "\n*** SKIP {test}: network namespaces unavailable ({why}); \
          this multi-host test did NOT run. Set {REQUIRE_NETNS_ENV}=1 to make this a failure. ***\n"
     );
+}
+
+/// Moves the calling thread into the namespace `name` (`ip netns`'s
+/// `/run/netns/<name>`); sockets it creates afterwards live there.
+pub(crate) fn enter_ns(name: &str) -> Result<(), NetnsError> {
+    let path = format!("/run/netns/{name}");
+    let f = File::open(&path).map_err(|source| NetnsError::Open {
+        path: path.clone(),
+        source,
+    })?;
+    // SAFETY: a valid namespace fd; setns affects only this thread.
+    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    if r != 0 {
+        return Err(NetnsError::Setns {
+            name: name.to_string(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(())
 }
 
 /// Distinct names for labs of one process (tests run in parallel).
@@ -245,20 +264,7 @@ impl Host {
     /// Moves the calling thread into this namespace; sockets it creates
     /// afterwards live there.
     pub fn enter(&self) -> Result<(), NetnsError> {
-        let path = format!("/run/netns/{}", self.name);
-        let f = File::open(&path).map_err(|source| NetnsError::Open {
-            path: path.clone(),
-            source,
-        })?;
-        // SAFETY: a valid namespace fd; setns affects only this thread.
-        let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-        if r != 0 {
-            return Err(NetnsError::Setns {
-                name: self.name.clone(),
-                source: std::io::Error::last_os_error(),
-            });
-        }
-        Ok(())
+        enter_ns(&self.name)
     }
 
     /// Runs `f` on a new thread inside this namespace.

@@ -6,6 +6,7 @@
 //! pass, unless NETSCHED_REQUIRE_BPF=1 (scripts/test.sh, CI), which makes
 //! them fail instead.
 
+use netsched_core::Nanos;
 use std::net::Ipv4Addr;
 
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};
@@ -187,7 +188,7 @@ fn reference(
     let mut pending = vec![input];
     while let Some(input) = pending.pop() {
         let mut out = Outbox::new();
-        leaf.handle(now, input, &mut out);
+        leaf.handle(Nanos::new(now), input, &mut out);
         for action in out.drain() {
             match action {
                 Action::Dispatch { node, .. } => outcome = Outcome::Dispatched(node),

@@ -11,6 +11,7 @@
 
 mod common;
 
+use netsched_core::Nanos;
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -144,7 +145,7 @@ fn reference(switch: &mut Draconis, event: &Event, held: &mut Held) -> Answer {
     let mut pending = VecDeque::from([input]);
     while let Some(input) = pending.pop_front() {
         let mut out = PullOutbox::new();
-        switch.handle(0, input, &mut out);
+        switch.handle(Nanos::ZERO, input, &mut out);
         for action in out.drain() {
             match action {
                 PullAction::Recirculate(Recirc::Repair(r)) if held.hold => held.repairs.push(r),
@@ -472,7 +473,11 @@ fn pending_repairs_installed_from_a_switch_behave_as_on_the_switch() {
         run_both(&mut switch, &mut xdp, &after, &mut held);
         for repair in std::mem::take(&mut held.repairs) {
             let mut out = PullOutbox::new();
-            switch.handle(0, PullInput::Resubmit(Recirc::Repair(repair)), &mut out);
+            switch.handle(
+                Nanos::ZERO,
+                PullInput::Resubmit(Recirc::Repair(repair)),
+                &mut out,
+            );
             assert!(out.is_empty());
             xdp.land_repair(repair).expect("repair");
         }

@@ -16,6 +16,7 @@
 
 mod common;
 
+use netsched_core::Nanos;
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -444,7 +445,7 @@ fn queue(test: &str) -> Option<Queue> {
     let tasks: Vec<TaskInfo> = (1..=4).map(TaskInfo::new).collect();
     let mut out = PullOutbox::new();
     switch.handle(
-        0,
+        Nanos::ZERO,
         PullInput::JobSubmission(JobSubmission {
             client: 0,
             job: 1,

@@ -10,6 +10,7 @@
 
 mod common;
 
+use netsched_core::Nanos;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use common::{bpf_allowed, bpf_required, frame, sent, SWITCH_MAC};
@@ -251,7 +252,7 @@ fn reference_at(
     let mut pending = vec![input];
     while let Some(input) = pending.pop() {
         let mut out = Outbox::new();
-        spine.handle(now, input, &mut out);
+        spine.handle(Nanos::new(now), input, &mut out);
         for action in out.drain() {
             match action {
                 Action::Dispatch {

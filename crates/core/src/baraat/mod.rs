@@ -10,14 +10,16 @@
 //!   switch model ([`crate::switch`]): its register arrays, stages and
 //!   passes are checked like every other data plane's (docs/switch-model.md).
 //! * [`SpcSender`]: the sender's demand of Alg. 2 (§4.3.3).
+//! * [`FlowPlane`] (`registry.rs`): the flow family's registry, with its
+//!   contract [`FlowDataPlane`]; the drivers build their ports through it.
 //!
 //! None of them owns a clock, socket or thread: a driver hands them a packet
 //! header's fields (or an interval tick) and gets back a rate or a decision.
 //! Drivers: the flow simulator (crates/flowsim: its fluid engine keeps a
 //! [`FifoLm`] per port and computes the fixed point [`SpcPort`] and
 //! [`SpcSender`] converge to; its packet-level engine runs them per
-//! request), and its UDP lab (the same per datagram, with the wire format of
-//! `netsched_proto::baraat`).
+//! request), and the lab's UDP switch (crates/lab/src/baraat: the same per
+//! datagram, with the wire format of `netsched_proto::baraat`).
 //!
 //! Rates are bits per second (f64); the paper's header encodes them as
 //! bytes/µs in one byte (§4.4 "Header"), which is a wire concern, not the
@@ -25,10 +27,12 @@
 
 mod classifier;
 mod port;
+mod registry;
 mod sender;
 
 pub use classifier::{FifoLm, TaskCounters, Tasks};
 pub use port::SpcPort;
+pub use registry::{FlowDataPlane, FlowParams, FlowPlane, FlowPlaneKind, SpcClasses};
 pub use sender::SpcSender;
 
 /// Baraat §4.1: a monotonically increasing counter per entry point. With `n`
@@ -73,6 +77,20 @@ pub struct SpcRequest {
     pub prev_alloc: f64,
     /// True on the flow's first packet.
     pub new_flow: bool,
+}
+
+#[cfg(test)]
+impl SpcRequest {
+    /// A new flow's first request (the unit tests' usual one).
+    pub(crate) fn first(task_id: u64, demand: f64) -> SpcRequest {
+        SpcRequest {
+            task_id,
+            demand,
+            prev_demand: 0.0,
+            prev_alloc: 0.0,
+            new_flow: true,
+        }
+    }
 }
 
 /// Alg. 1's output for one switch: actual rate and nominal rate (bits/s).

@@ -211,13 +211,7 @@ mod tests {
     use super::*;
 
     fn req(task_id: u64, demand: f64) -> SpcRequest {
-        SpcRequest {
-            task_id,
-            demand,
-            prev_demand: 0.0,
-            prev_alloc: 0.0,
-            new_flow: true,
-        }
+        SpcRequest::first(task_id, demand)
     }
 
     #[test]

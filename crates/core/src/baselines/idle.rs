@@ -8,6 +8,7 @@ use crate::idle::{IdleNodes, RemoveFirst, Retrieved};
 use crate::racksched::ReqTableConfig;
 use crate::rng::Rng;
 use crate::switch::{Layout, Pass, Pipeline};
+use crate::Nanos;
 
 /// A FIFO of idle nodes, each present at most once, in plain memory. The
 /// longest-idle node comes out first.
@@ -177,7 +178,8 @@ fn idle_else_random(
 }
 
 impl DataPlane for Jiq {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
@@ -292,7 +294,8 @@ impl IdleOnly {
 affinity_sweep!(Jiq, IdleOnly);
 
 impl DataPlane for IdleOnly {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();

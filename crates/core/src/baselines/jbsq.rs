@@ -18,6 +18,7 @@
 //! [`crate::pull::r2p2::R2p2Jbsq`]; it keeps no queue (a waiting request
 //! is a packet in flight), so the two share only the bound rule.
 
+use crate::Nanos;
 use std::collections::VecDeque;
 
 use super::{affinity_only, follow, remember, IdleFifo};
@@ -228,7 +229,8 @@ impl Jbsq {
 affinity_sweep!(Jbsq);
 
 impl DataPlane for Jbsq {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         let pass = self.pipeline.begin();
         match input {
             Input::Task(task) if !task.first => {

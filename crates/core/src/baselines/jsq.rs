@@ -8,6 +8,7 @@ use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::rng::Rng;
 use crate::switch::Pipeline;
+use crate::Nanos;
 
 const ABSENT: u32 = u32::MAX;
 
@@ -269,7 +270,8 @@ membership_with_affinity!(Jsq, view, add, remove);
 affinity_sweep!(Jsq);
 
 impl DataPlane for Jsq {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();

@@ -77,6 +77,7 @@ use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, O
 use crate::racksched::{RackSched, RackSchedConfig, ReqTableConfig};
 use crate::rng::Rng;
 use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
+use crate::Nanos;
 
 const NO_SLOT: u32 = u32::MAX;
 
@@ -351,7 +352,7 @@ impl RandomDispatch {
 }
 
 impl DataPlane for RandomDispatch {
-    fn handle(&mut self, _now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, _now: Nanos, input: Input, out: &mut Outbox) {
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
@@ -424,7 +425,8 @@ membership_with_affinity!(RoundRobin, nodes, control_add, control_remove);
 affinity_sweep!(RoundRobin);
 
 impl DataPlane for RoundRobin {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
@@ -466,7 +468,7 @@ pub(crate) mod testutil {
 
     pub fn run(dp: &mut impl DataPlane, now: u64, input: Input) -> Vec<Action> {
         let mut out = Outbox::new();
-        dp.handle(now, input, &mut out);
+        dp.handle(crate::Nanos::new(now), input, &mut out);
         out.drain().collect()
     }
 

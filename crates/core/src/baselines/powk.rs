@@ -7,6 +7,7 @@ use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, O
 use crate::racksched::{pipeline_with_load_table, LoadTable, Report, ReqTableConfig};
 use crate::rng::Rng;
 use crate::switch::Pipeline;
+use crate::Nanos;
 
 /// Power-of-k over loads the driver updates with zero delay through
 /// `QueueChanged` (an oracle feed, not packets). The sampling itself obeys the
@@ -47,7 +48,8 @@ membership_with_affinity!(PowKInstant, loads, control_add, control_remove);
 affinity_sweep!(PowKInstant);
 
 impl DataPlane for PowKInstant {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();

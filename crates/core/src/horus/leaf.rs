@@ -28,6 +28,7 @@ use crate::idle::{AddOutcome, IdleNodes, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
 use crate::rng::Rng;
 use crate::switch::{Layout, Pass, Pipeline, RegisterArray, RegisterDump};
+use crate::Nanos;
 
 use super::{follow_affinity, ConnTableConfig, HorusOptions};
 
@@ -706,7 +707,8 @@ impl HorusLeaf {
 
 impl DataPlane for HorusLeaf {
     #[inline]
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(t) => self.on_task(now, t, out),
             Input::Reply { node, qlen, .. } => self.on_reply(now, node, qlen, out),

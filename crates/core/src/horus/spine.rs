@@ -10,6 +10,7 @@ use crate::idle::{AddOutcome, IdleNodes, RemoveFirst, Retrieved};
 use crate::pow2::{LazyPow2, Pow2First};
 use crate::rng::Rng;
 use crate::switch::{Layout, Pass, Pipeline, RegisterDump};
+use crate::Nanos;
 
 use super::{follow_affinity, ConnTableConfig, HorusOptions, RemoveLock, SpineIdlePick};
 
@@ -381,7 +382,8 @@ impl HorusSpine {
 
 impl DataPlane for HorusSpine {
     #[inline]
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(t) => self.on_task(now, t, out),
             Input::IdleAdd { node } if self.known(node) => {

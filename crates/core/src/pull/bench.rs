@@ -10,6 +10,7 @@ use super::{
     Draconis, DraconisConfig, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput,
     PullOutbox, TaskInfo, TaskList,
 };
+use crate::Nanos;
 
 /// The workload shapes measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,16 +73,17 @@ impl Steady {
     /// job_submission, and every copy is a `memcpy`).
     fn run(&mut self, input: PullInput) -> u64 {
         self.out.clear();
-        self.dp.handle(0, input, &mut self.out);
+        self.dp.handle(Nanos::ZERO, input, &mut self.out);
         let mut assigned = 0;
         loop {
             self.next_out.clear();
             for action in self.out.as_slice() {
                 match action {
-                    PullAction::Recirculate(recirc) => {
-                        self.dp
-                            .handle(0, PullInput::Resubmit(*recirc), &mut self.next_out)
-                    }
+                    PullAction::Recirculate(recirc) => self.dp.handle(
+                        Nanos::ZERO,
+                        PullInput::Resubmit(*recirc),
+                        &mut self.next_out,
+                    ),
                     PullAction::AssignTask { .. } => assigned += 1,
                     _ => {}
                 }

@@ -23,6 +23,7 @@ use super::{
 use crate::dataplane::DropReason;
 use crate::outbox::{ActionList, ActionSlots};
 use crate::switch::Pipeline;
+use crate::Nanos;
 
 /// What a recirculated R2P2 request carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,7 +149,7 @@ impl PullOutbox {
 /// A pull scheduler.
 pub trait PullDataPlane {
     /// Process one input at time `now` (integer nanoseconds).
-    fn handle(&mut self, now: u64, input: PullInput, out: &mut PullOutbox);
+    fn handle(&mut self, now: Nanos, input: PullInput, out: &mut PullOutbox);
     /// Pass counters of the switch pipeline; `None` for a software scheduler
     /// with no switch model (Sparrow).
     fn pipeline(&self) -> Option<&Pipeline>;

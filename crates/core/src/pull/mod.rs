@@ -30,6 +30,7 @@ pub mod sparrow;
 
 use crate::dataplane::DropReason;
 use crate::switch::{Layout, Pass, Pipeline};
+use crate::Nanos;
 
 pub use contract::{PullAction, PullDataPlane, PullInput, PullOutbox};
 pub use executor::{Executor, ExecutorWake};
@@ -613,7 +614,7 @@ impl Draconis {
 impl PullDataPlane for Draconis {
     /// One pass; the switch keeps no clock (a pass's time is the driver's).
     #[inline]
-    fn handle(&mut self, _now: u64, input: PullInput, out: &mut PullOutbox) {
+    fn handle(&mut self, _now: Nanos, input: PullInput, out: &mut PullOutbox) {
         self.pass(input, out)
     }
 

@@ -37,6 +37,7 @@ use super::{PullAction, PullDataPlane, PullInput, PullOutbox};
 use crate::dataplane::DropReason;
 use crate::rng::Rng;
 use crate::switch::{Layout, Pass, Pipeline, RegisterArray};
+use crate::Nanos;
 
 /// R2P2 configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,7 +240,7 @@ impl R2p2Jbsq {
 impl PullDataPlane for R2p2Jbsq {
     /// One pass; the switch keeps no clock.
     #[inline]
-    fn handle(&mut self, _now: u64, input: PullInput, out: &mut PullOutbox) {
+    fn handle(&mut self, _now: Nanos, input: PullInput, out: &mut PullOutbox) {
         self.pass(input, out)
     }
 
@@ -262,7 +263,7 @@ mod tests {
         };
         loop {
             out.clear();
-            sw.handle(0, input, &mut out);
+            sw.handle(Nanos::ZERO, input, &mut out);
             match out.as_slice() {
                 [PullAction::AssignTask { executor, .. }] => return *executor,
                 [PullAction::Reprobe(p)] => input = PullInput::Reprobe(*p),
@@ -289,7 +290,7 @@ mod tests {
                 let e = dispatch(&mut sw, id);
                 behind += u32::from(e == busy);
                 let mut out = PullOutbox::new();
-                sw.handle(0, PullInput::Completion { executor: e }, &mut out);
+                sw.handle(Nanos::ZERO, PullInput::Completion { executor: e }, &mut out);
                 assert_eq!(sw.outstanding().iter().sum::<u32>(), 1);
             }
             behind
@@ -319,17 +320,17 @@ mod tests {
         };
         for _ in 0..10_000 {
             out.clear();
-            sw.handle(0, input, &mut out);
+            sw.handle(Nanos::ZERO, input, &mut out);
             let [PullAction::Reprobe(p)] = out.as_slice() else {
                 panic!("{:?}", out.as_slice())
             };
             input = PullInput::Reprobe(*p);
         }
-        sw.handle(0, PullInput::Completion { executor: 1 }, &mut out);
+        sw.handle(Nanos::ZERO, PullInput::Completion { executor: 1 }, &mut out);
         out.clear();
         // At most one sweep later it has the freed slot.
         for _ in 0..2 {
-            sw.handle(0, input, &mut out);
+            sw.handle(Nanos::ZERO, input, &mut out);
             if let [PullAction::AssignTask { executor, .. }] = out.as_slice() {
                 assert_eq!(*executor, 1);
                 assert_eq!(sw.stats.dropped, 0);

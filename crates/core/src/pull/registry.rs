@@ -12,6 +12,7 @@ use super::{Draconis, DraconisConfig, PullDataPlane, PullInput, PullOutbox};
 use crate::limits;
 use crate::registry::ParamError;
 use crate::switch::Pipeline;
+use crate::Nanos;
 
 /// The pull schedulers, one per variant of [`PullPlane`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +155,7 @@ impl PullPlane {
 
 impl PullDataPlane for PullPlane {
     #[inline]
-    fn handle(&mut self, now: u64, input: PullInput, out: &mut PullOutbox) {
+    fn handle(&mut self, now: Nanos, input: PullInput, out: &mut PullOutbox) {
         each_pull_plane!(self, dp => dp.handle(now, input, out))
     }
 
@@ -212,7 +213,7 @@ mod tests {
                 }
                 _ => PullInput::GetTask { worker: 0, slot: 0 },
             };
-            plane.handle(0, foreign, &mut out);
+            plane.handle(Nanos::ZERO, foreign, &mut out);
             assert_eq!(
                 out.as_slice(),
                 [PullAction::Drop(crate::DropReason::Unexpected)],
@@ -239,7 +240,7 @@ mod tests {
                     tasks: TaskList::from_slice(&[task]).unwrap(),
                 }),
             };
-            plane.handle(0, first, &mut out);
+            plane.handle(Nanos::ZERO, first, &mut out);
             let follow_up = match (kind, out.as_slice()) {
                 (PullPlaneKind::Sparrow, [PullAction::Probe { worker, slot }, ..]) => {
                     Some(PullInput::GetTask {
@@ -254,7 +255,7 @@ mod tests {
             };
             if let Some(input) = follow_up {
                 out.clear();
-                plane.handle(1, input, &mut out);
+                plane.handle(Nanos::new(1), input, &mut out);
             }
             assert!(
                 out.as_slice().iter().any(|a| matches!(

@@ -15,6 +15,7 @@
 //! the server's throughput limit (1.1 M tasks/s for DPDK, §8.2) is the
 //! driver's to model (per-message service time), not this state machine's.
 
+use crate::Nanos;
 use std::collections::VecDeque;
 
 use super::{Draconis, DraconisConfig, PullAction, PullDataPlane, PullInput, PullOutbox, Recirc};
@@ -57,7 +58,7 @@ impl DraconisServer {
 impl PullDataPlane for DraconisServer {
     /// Processes one message to completion. `out` receives only external
     /// actions (never `Recirculate`); size it with [`PullDataPlane::outbox`].
-    fn handle(&mut self, now: u64, input: PullInput, out: &mut PullOutbox) {
+    fn handle(&mut self, now: Nanos, input: PullInput, out: &mut PullOutbox) {
         let mut next = Some(input);
         while let Some(input) = next {
             self.steps += 1;

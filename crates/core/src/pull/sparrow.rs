@@ -13,6 +13,7 @@
 //! Software schedulers: no switch model. State is allocated at construction
 //! (job slab, sampling permutation, reservation queues); nothing per message.
 
+use crate::Nanos;
 use std::collections::VecDeque;
 
 use super::{
@@ -169,7 +170,7 @@ impl PullDataPlane for SparrowScheduler {
     /// One message; the scheduler keeps no clock (its per-message service
     /// time is the driver's to model).
     #[inline]
-    fn handle(&mut self, _now: u64, input: PullInput, out: &mut PullOutbox) {
+    fn handle(&mut self, _now: Nanos, input: PullInput, out: &mut PullOutbox) {
         self.message(input, out)
     }
 

@@ -10,6 +10,7 @@ use crate::dataplane::{
 };
 use crate::rng::Rng;
 use crate::switch::{Pipeline, RegisterArray};
+use crate::Nanos;
 
 /// RackSched's ToR scheduler over the servers of one rack (§3), optionally an
 /// RS-H leaf (Horus §4.1, §5.2).
@@ -244,7 +245,8 @@ impl RackSched {
 }
 
 impl DataPlane for RackSched {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();

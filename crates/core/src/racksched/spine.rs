@@ -5,6 +5,7 @@ use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, DropReason, Input, NodeId, Outbox};
 use crate::rng::Rng;
 use crate::switch::Pipeline;
+use crate::Nanos;
 
 /// RS-H's spine scheduler (Horus §4.1): RackSched one level up, power-of-k
 /// over rack average loads (16.16) that only the leaves' `LoadUpdate`
@@ -109,7 +110,8 @@ impl RackSchedSpine {
 }
 
 impl DataPlane for RackSchedSpine {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();

@@ -6,11 +6,12 @@ use crate::affinity::stage_hash;
 use crate::dataplane::{DataPlane, Input, Notice, Resubmit, Upstream};
 use crate::fixed;
 use crate::rng::Rng;
+use crate::Nanos;
 use proptest::prelude::*;
 
 fn run(dp: &mut impl DataPlane, now: u64, input: Input) -> Vec<Action> {
     let mut out = Outbox::new();
-    dp.handle(now, input, &mut out);
+    dp.handle(Nanos::new(now), input, &mut out);
     out.drain().collect()
 }
 

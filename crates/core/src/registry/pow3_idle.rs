@@ -23,6 +23,7 @@
 //! meant for an idle worker while busy, which is soft: the stack is bounded
 //! by its capacity and a full stack ignores the push.
 
+use crate::Nanos;
 use crate::affinity::AffinityTable;
 use crate::baselines::dispatch_task;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
@@ -100,7 +101,8 @@ impl Pow3Idle {
 }
 
 impl DataPlane for Pow3Idle {
-    fn handle(&mut self, now: u64, input: Input, out: &mut Outbox) {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let now = now.get();
         match input {
             Input::Task(task) => {
                 let pass = self.pipeline.begin();
@@ -156,14 +158,14 @@ impl DataPlane for Pow3Idle {
 
 impl Control for Pow3Idle {
     /// A worker joins with an empty queue, idle.
-    fn add_node(&mut self, node: NodeId, _weight: u32, _now: u64, _out: &mut Outbox) {
+    fn add_node(&mut self, node: NodeId, _weight: u32, _now: Nanos, _out: &mut Outbox) {
         if self.loads.control_add(node) {
             self.control_push(node);
         }
     }
 
     /// The switch CPU rewrites the stack without `node`.
-    fn remove_node(&mut self, node: NodeId, _now: u64, _out: &mut Outbox) {
+    fn remove_node(&mut self, node: NodeId, _now: Nanos, _out: &mut Outbox) {
         if !self.loads.control_remove(node) {
             return;
         }
@@ -241,17 +243,17 @@ mod tests {
         // Repeated idle reports fill the stack to its capacity, no further.
         let mut out = Outbox::new();
         for _ in 0..10 {
-            p.handle(0, done(0), &mut out);
+            p.handle(Nanos::ZERO, done(0), &mut out);
         }
         assert_eq!(p.idle().len(), 2);
-        p.remove_node(0, 0, &mut out);
+        p.remove_node(0, Nanos::ZERO, &mut out);
         assert_eq!(p.idle(), [1]);
         for id in 0..20 {
             assert_eq!(dispatch(&mut p, id).0, 1, "only worker 1 is left");
         }
-        p.remove_node(1, 0, &mut out);
+        p.remove_node(1, Nanos::ZERO, &mut out);
         assert_eq!(one(&mut p, task(50)), Action::Drop(DropReason::NoNodes));
-        p.add_node(5, 1, 0, &mut out);
+        p.add_node(5, 1, Nanos::ZERO, &mut out);
         assert_eq!(dispatch(&mut p, 51), (5, Decision::Idle));
         assert_eq!(
             one(&mut p, Input::IdleAdd { node: 5 }),

@@ -1,6 +1,7 @@
 //! The harness: a switch whose recirculated packets wait in a pool and come back in any order.
 
 use super::*;
+use netsched_core::Nanos;
 
 #[derive(Default)]
 pub(super) struct Ledger {
@@ -195,7 +196,7 @@ impl Harness {
             _ => None,
         };
         self.out.clear();
-        self.dp.handle(0, input, &mut self.out);
+        self.dp.handle(Nanos::ZERO, input, &mut self.out);
         for (l, &(r0, a0)) in pointers_before.iter().enumerate() {
             let (r1, a1, _) = self.dp.queue().pointers(l as u8);
             let cov = &mut self.ledger.coverage;
@@ -545,7 +546,7 @@ pub(super) fn run_ops(
 /// One input through a bare queue; what it emitted.
 pub(super) fn feed(dp: &mut Draconis, input: PullInput) -> Vec<PullAction> {
     let mut out = PullOutbox::new();
-    dp.handle(0, input, &mut out);
+    dp.handle(Nanos::ZERO, input, &mut out);
     out.as_slice().to_vec()
 }
 

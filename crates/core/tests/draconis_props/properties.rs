@@ -1,6 +1,7 @@
 //! Properties of the Draconis queue under every interleaving the harness allows.
 
 use super::*;
+use netsched_core::Nanos;
 
 /// Runs `cases` cases of `strategy` through `body` from a fixed seed and
 /// returns the coverage summed over them. Deterministic, so the coverage
@@ -185,12 +186,12 @@ proptest! {
                 Op::Deliver(i) => PullInput::TaskRequest(exec(*i as u32 % 8)),
             };
             so.clear();
-            server.handle(0, input, &mut so);
+            server.handle(Nanos::ZERO, input, &mut so);
             let mut expect = Vec::new();
             let mut queue = std::collections::VecDeque::from([input]);
             while let Some(i) = queue.pop_front() {
                 wo.clear();
-                sw.handle(0, i, &mut wo);
+                sw.handle(Nanos::ZERO, i, &mut wo);
                 for a in wo.as_slice() {
                     match *a {
                         PullAction::Recirculate(r) => queue.push_back(PullInput::Resubmit(r)),

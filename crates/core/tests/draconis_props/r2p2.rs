@@ -1,6 +1,7 @@
 //! R2P2 JBSQ(k).
 
 use super::*;
+use netsched_core::Nanos;
 
 fn r2p2_run(sw: &mut R2p2Jbsq, input: PullInput) -> (Option<u32>, u32, Option<DropReason>) {
     let mut out = PullOutbox::new();
@@ -8,7 +9,7 @@ fn r2p2_run(sw: &mut R2p2Jbsq, input: PullInput) -> (Option<u32>, u32, Option<Dr
     let mut recircs = 0;
     loop {
         out.clear();
-        sw.handle(0, input, &mut out);
+        sw.handle(Nanos::ZERO, input, &mut out);
         match out.as_slice()[0] {
             PullAction::AssignTask { executor, .. } => return (Some(executor), recircs, None),
             PullAction::Reprobe(p) => {
@@ -50,9 +51,13 @@ fn r2p2_jbsq_fills_idle_first_then_up_to_k_then_drops() {
     );
     assert_eq!(sw.stats.dropped, 1);
     let mut out = PullOutbox::new();
-    sw.handle(0, PullInput::Completion { executor: 2 }, &mut out);
+    sw.handle(Nanos::ZERO, PullInput::Completion { executor: 2 }, &mut out);
     assert_eq!(r2p2_run(&mut sw, req(100)).0, Some(2));
-    sw.handle(0, PullInput::Completion { executor: 77 }, &mut out);
+    sw.handle(
+        Nanos::ZERO,
+        PullInput::Completion { executor: 77 },
+        &mut out,
+    );
     assert_eq!(out.as_slice(), &[PullAction::Drop(DropReason::UnknownNode)]);
 }
 
@@ -81,7 +86,7 @@ proptest! {
                 }
             } else {
                 let mut out = PullOutbox::new();
-                sw.handle(0, PullInput::Completion { executor: *e }, &mut out);
+                sw.handle(Nanos::ZERO, PullInput::Completion { executor: *e }, &mut out);
             }
             prop_assert!(sw.outstanding().iter().all(|&c| c <= bound));
         }

@@ -1,6 +1,7 @@
 //! Sparrow.
 
 use super::*;
+use netsched_core::Nanos;
 
 #[test]
 fn sparrow_batch_sampling_late_binding() {
@@ -15,7 +16,7 @@ fn sparrow_batch_sampling_late_binding() {
     let mut out = s.outbox();
     let tasks: Vec<TaskInfo> = (0..3).map(TaskInfo::new).collect();
     s.handle(
-        0,
+        Nanos::ZERO,
         PullInput::JobSubmission(JobSubmission {
             client: 1,
             job: 1,
@@ -42,7 +43,7 @@ fn sparrow_batch_sampling_late_binding() {
     for &(w, slot) in probes.iter().rev() {
         let req = workers[w as usize].on_probe(slot).unwrap();
         out.clear();
-        s.handle(0, req, &mut out);
+        s.handle(Nanos::ZERO, req, &mut out);
         match out.as_slice()[0] {
             PullAction::AssignTask {
                 task,
@@ -62,6 +63,10 @@ fn sparrow_batch_sampling_late_binding() {
     assert_eq!(s.stats.cancelled, 3);
     assert_eq!(s.active_jobs(), 0, "job state freed after the last probe");
     out.clear();
-    s.handle(0, PullInput::GetTask { worker: 0, slot: 0 }, &mut out);
+    s.handle(
+        Nanos::ZERO,
+        PullInput::GetTask { worker: 0, slot: 0 },
+        &mut out,
+    );
     assert_eq!(out.as_slice(), &[PullAction::Drop(DropReason::Unexpected)]);
 }

@@ -3,6 +3,7 @@
 //! retrieve_ptr > SWAP_INDX (docs/draconis.md).
 
 use super::*;
+use netsched_core::Nanos;
 
 /// Where the literal rule sends a swap pass that read `retrieve_ptr = r`.
 fn literal_rule_target(r: u32, pkt_retrieve_ptr: u32, swap_indx: u32) -> u32 {
@@ -229,10 +230,10 @@ fn entries_show_each_level_cell_by_cell() {
     for i in 0..4u64 {
         let mut t = TaskInfo::new(i + 1);
         t.priority = 2;
-        d.handle(0, job(0, i, &[t]), &mut out);
+        d.handle(Nanos::ZERO, job(0, i, &[t]), &mut out);
         out.clear();
         if i == 1 {
-            d.handle(0, PullInput::TaskRequest(exec(0)), &mut out);
+            d.handle(Nanos::ZERO, PullInput::TaskRequest(exec(0)), &mut out);
             let mut pending: Vec<Recirc> = out
                 .drain()
                 .filter_map(|a| match a {
@@ -242,7 +243,7 @@ fn entries_show_each_level_cell_by_cell() {
                 .collect();
             // Level 0 is empty: the request walks on to level 1.
             while let Some(r) = pending.pop() {
-                d.handle(0, PullInput::Resubmit(r), &mut out);
+                d.handle(Nanos::ZERO, PullInput::Resubmit(r), &mut out);
                 out.clear();
             }
         }

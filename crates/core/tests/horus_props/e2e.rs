@@ -1,6 +1,7 @@
 //! 3. `HorusSpine` + `HorusLeaf` end to end through a small sans-IO driver.
 
 use super::*;
+use netsched_core::Nanos;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum NoticeMode {
@@ -164,7 +165,7 @@ impl Cluster {
             self.now += 100;
             match ev {
                 Ev::Spine(input) => {
-                    self.spine.handle(self.now, input, &mut out);
+                    self.spine.handle(Nanos::new(self.now), input, &mut out);
                     for a in out.drain() {
                         match a {
                             Action::Dispatch {
@@ -239,7 +240,7 @@ impl Cluster {
                     }
                 }
                 Ev::Leaf(r, input) => {
-                    self.leaves[r].handle(self.now, input, &mut out);
+                    self.leaves[r].handle(Nanos::new(self.now), input, &mut out);
                     let mut load_update = None;
                     for a in out.drain() {
                         match a {

@@ -1,6 +1,7 @@
 //! 1. `IdleNodes` (Horus Alg. 1) against a `BTreeSet` model, spine and leaf flavours.
 
 use super::*;
+use netsched_core::Nanos;
 
 #[derive(Clone, Copy, Debug)]
 enum IdleOp {
@@ -401,7 +402,7 @@ fn spine_idle_add_between_passes_of_idle_remove_is_kept() {
     let mut spine = HorusSpine::new(&[4, 4, 4], 1, ConnTableConfig::default());
     let mut out = Outbox::new();
     let mut feed = |spine: &mut HorusSpine, input: Input| -> Vec<Action> {
-        spine.handle(0, input, &mut out);
+        spine.handle(Nanos::ZERO, input, &mut out);
         out.drain().collect()
     };
     // Rack 1 busy: list [0, 2].

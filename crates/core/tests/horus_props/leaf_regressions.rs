@@ -1,6 +1,7 @@
 //! Deterministic tests for the bugs the end-to-end properties found (bug 2, control-plane removals).
 
 use super::*;
+use netsched_core::Nanos;
 
 /// Feeds one input to a two-worker leaf, records dispatches in `queues`
 /// (checking that an idle-path task only ever reaches an idle worker) and
@@ -11,7 +12,7 @@ fn feed_leaf(
     input: Input,
 ) -> Option<Resubmit> {
     let mut out = Outbox::new();
-    leaf.handle(0, input, &mut out);
+    leaf.handle(Nanos::ZERO, input, &mut out);
     let mut resubmit = None;
     for a in out.drain() {
         match a {
@@ -147,7 +148,7 @@ fn leaf_lists_every_idle_worker_after_a_crossing() {
 fn spine_control_remove_rack_during_pending_idle_remove() {
     let mut spine = HorusSpine::new(&[2, 2, 2], 1, ConnTableConfig::default());
     let mut out = Outbox::new();
-    spine.handle(0, Input::IdleRemove { node: 0 }, &mut out);
+    spine.handle(Nanos::ZERO, Input::IdleRemove { node: 0 }, &mut out);
     let acts: Vec<Action> = out.drain().collect();
     let [Action::Resubmit(second_pass)] = acts[..] else {
         panic!("{acts:?}")
@@ -158,7 +159,7 @@ fn spine_control_remove_rack_during_pending_idle_remove() {
         spine.idle_nodes().is_locked(),
         "control plane released the lock of a pending remove"
     );
-    spine.handle(0, Input::Resubmit(second_pass), &mut out);
+    spine.handle(Nanos::ZERO, Input::Resubmit(second_pass), &mut out);
     assert!(out.drain().next().is_none());
     assert_eq!(
         spine.idle_nodes().idle(),
@@ -166,7 +167,7 @@ fn spine_control_remove_rack_during_pending_idle_remove() {
         "the failed rack must leave the idle list"
     );
     for id in 0..16 {
-        spine.handle(0, Input::Task(single_packet_task(id)), &mut out);
+        spine.handle(Nanos::ZERO, Input::Task(single_packet_task(id)), &mut out);
         for a in out.drain() {
             if let Action::Dispatch { node, .. } = a {
                 assert_ne!(node, 1, "task sent to the removed rack");

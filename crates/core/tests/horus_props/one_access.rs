@@ -1,6 +1,7 @@
 //! 4. Switch model: one access per register array per pass, under a random mix of every input.
 
 use super::*;
+use netsched_core::Nanos;
 
 #[derive(Clone, Copy, Debug)]
 enum FuzzOp {
@@ -147,9 +148,9 @@ proptest! {
                 }
             };
             if to_spine {
-                spine.handle(now, input, &mut out);
+                spine.handle(Nanos::new(now), input, &mut out);
             } else {
-                leaf.handle(now, input, &mut out);
+                leaf.handle(Nanos::new(now), input, &mut out);
             }
             for a in out.drain() {
                 if let Action::Resubmit(r) = a {

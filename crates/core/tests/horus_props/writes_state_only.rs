@@ -1,10 +1,11 @@
 //! 5. What `writes_state_only` promises the simulator.
 
 use super::*;
+use netsched_core::Nanos;
 
 fn spine_run(spine: &mut HorusSpine, now: u64, input: Input) -> Vec<Action> {
     let mut out = Outbox::new();
-    spine.handle(now, input, &mut out);
+    spine.handle(Nanos::new(now), input, &mut out);
     out.drain().collect()
 }
 

@@ -5,7 +5,7 @@
 
 use super::{Flow, PacketEngine, EPS_BYTES};
 use crate::topology::MAX_HOPS;
-use netsched_core::baraat::{SpcFeedback, SpcPort, SpcRequest};
+use netsched_core::baraat::{FlowDataPlane, FlowPlane, SpcFeedback, SpcRequest};
 
 impl PacketEngine {
     /// Once per RTT, every port with flows moves its virtual capacity
@@ -21,10 +21,12 @@ impl PacketEngine {
                     let input_bps = self.rx[l] * 8.0 / rtt_s;
                     if !self.topo.is_host_link(l as u32) {
                         let port = &self.ports[l];
-                        self.stats.switch_active_bits += port.capacity * rtt_s;
+                        // The port's physical capacity, which it was built with.
+                        let capacity = self.topo.capacity(l as u32) as f64;
+                        self.stats.switch_active_bits += capacity * rtt_s;
                         if port.allocated() >= 0.95 * port.virtual_capacity() {
                             self.stats.switch_booked_idle_bits +=
-                                (port.capacity - input_bps).max(0.0) * rtt_s;
+                                (capacity - input_bps).max(0.0) * rtt_s;
                         }
                     }
                     self.ports[l].on_interval(input_bps, self.queue[l]);
@@ -94,7 +96,7 @@ impl PacketEngine {
 
 /// The leader of the first class with a flow at the port: who the port
 /// serves first.
-fn top_class(port: &SpcPort) -> Option<u64> {
+fn top_class(port: &FlowPlane) -> Option<u64> {
     let c = port.classifier();
     c.classes()
         .zip(c.tasks())
@@ -105,11 +107,11 @@ fn top_class(port: &SpcPort) -> Option<u64> {
 /// One request of flow `f` through its path: the demand for the next RTT
 /// from the bytes still unsent and the last feedback's smallest NR, then
 /// Alg. 1 at each port with what that port holds for the flow.
-fn request(f: &mut Flow, ports: &mut [SpcPort]) -> [SpcFeedback; MAX_HOPS] {
+fn request(f: &mut Flow, ports: &mut [FlowPlane]) -> [SpcFeedback; MAX_HOPS] {
     let demand = f.sender.next_demand(f.unsent.ceil() as u64, f.min_nr);
     let mut fb = [SpcFeedback { ar: 0.0, nr: 0.0 }; MAX_HOPS];
     for h in 0..f.n as usize {
-        fb[h] = ports[f.links[h] as usize].on_packet(SpcRequest {
+        fb[h] = ports[f.links[h] as usize].on_request(SpcRequest {
             task_id: f.class_id,
             demand,
             prev_demand: f.held_demand,

@@ -7,14 +7,15 @@
 //! The model is at the granularity of rate updates, not single packets:
 //! * Control. Every flow sends one SPC request per RTT (`opts.rtt_ns`),
 //!   carrying the demand of [`SpcSender::next_demand`]; the request visits
-//!   every port of its path ([`SpcPort::on_packet`]) and the feedback
+//!   every port of its path ([`FlowDataPlane::on_request`], Alg. 1 at an
+//!   SPC port the flow registry built, [`FlowPlane::build`]) and the feedback
 //!   vector reaches the sender one RTT later, which then sends at the
 //!   smallest AR ([`SpcSender::on_feedback`]) and makes its next request.
 //!   A new flow sends nothing until its first feedback is back (the paper's
 //!   "protocol overhead", §5.1). The last byte sent carries the FIN
-//!   ([`SpcPort::on_flow_end`]); a task's counters are dropped when its
-//!   last flow is delivered ([`SpcPort::on_task_end`]). Every port runs
-//!   [`SpcPort::on_interval`] once per RTT with the bytes that arrived in
+//!   ([`FlowDataPlane::on_flow_end`]); a task's counters are dropped when its
+//!   last flow is delivered ([`FlowDataPlane::on_task_end`]). Every port runs
+//!   [`FlowDataPlane::on_interval`] once per RTT with the bytes that arrived in
 //!   it and its standing queue (footnote 5's virtual capacity).
 //! * Data. Time advances in ticks of `rtt_ns / ticks_per_rtt`. In a tick
 //!   each sender injects `rate × tick` bytes; each link, in path order
@@ -47,10 +48,17 @@ use crate::engine::TaskResult;
 use crate::policy::Policy;
 use crate::topology::{LinkId, Topology, MAX_HOPS};
 use crate::workload::{FlowSpec, TaskSpec, NO_GATE};
-use netsched_core::baraat::{SpcFeedback, SpcPort, SpcSender};
+use netsched_core::baraat::{FlowDataPlane, FlowParams, FlowPlane, SpcFeedback, SpcSender};
+use netsched_core::Nanos;
 
 /// Bytes below this are float residue, not data.
 const EPS_BYTES: f64 = 1e-6;
+
+/// A policy the flow registry has no switch data plane for
+/// (`FlowPolicy::plane`): only the fluid engine computes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("packet mode runs the policies with a switch data plane (fair, baraat), not {}", .0.name())]
+pub struct NoSwitchPlane(pub Policy);
 
 /// Parameters of a packet-level run.
 #[derive(Clone, Debug)]
@@ -177,7 +185,7 @@ pub struct PacketEngine {
     hop_delay_ns: u64,
     /// One SPC port per directed link (host uplinks included: the NIC
     /// shares its rate among its flows like a switch port).
-    ports: Vec<SpcPort>,
+    ports: Vec<FlowPlane>,
     /// Each link's flows and the hop the link is on their path.
     link_flows: Vec<Vec<(u32, u8)>>,
     /// Standing queue after the last tick, and bytes that arrived since the
@@ -202,19 +210,24 @@ pub struct PacketEngine {
 }
 
 impl PacketEngine {
-    pub fn new(topo: Topology, opts: PacketOpts) -> Self {
+    /// The engine over `topo`, its ports built by the flow registry for
+    /// `opts.policy`; a policy without a switch data plane is refused.
+    pub fn new(topo: Topology, opts: PacketOpts) -> Result<Self, NoSwitchPlane> {
+        let kind = opts.policy.plane().ok_or(NoSwitchPlane(opts.policy))?;
         let nl = topo.links() as usize;
         let k = opts.ticks_per_rtt.max(1) as u64;
         let rtt = opts.rtt_ns.max(k);
-        let threshold = if opts.policy == Policy::Baraat {
-            opts.heavy_threshold
-        } else {
-            f64::INFINITY
-        };
         let ports = (0..nl as u32)
-            .map(|l| SpcPort::new(topo.capacity(l) as f64, rtt, threshold))
+            .map(|l| {
+                let params = FlowParams {
+                    capacity_bps: topo.capacity(l) as f64,
+                    interval: Nanos::new(rtt),
+                    heavy_threshold_bytes: opts.heavy_threshold,
+                };
+                FlowPlane::build(kind, &params)
+            })
             .collect();
-        PacketEngine {
+        Ok(PacketEngine {
             tick_ns: rtt / k,
             hop_delay_ns: rtt / (2 * MAX_HOPS as u64),
             ports,
@@ -238,7 +251,7 @@ impl PacketEngine {
                 rtt_ns: rtt,
                 ..opts
             },
-        }
+        })
     }
 
     pub fn opts(&self) -> &PacketOpts {
@@ -448,8 +461,8 @@ impl PacketEngine {
         self.free_tasks.push(slot);
     }
 
-    /// The port state (for tests): the SPC switch of link `l`.
-    pub fn port(&self, l: LinkId) -> &SpcPort {
+    /// The port state (for tests): the flow data plane of link `l`.
+    pub fn port(&self, l: LinkId) -> &FlowPlane {
         &self.ports[l as usize]
     }
 }

@@ -36,6 +36,7 @@
 //! No allocation per datagram once every client is known: batches, outboxes
 //! and the recirculation FIFO are allocated at start.
 
+use netsched_core::Nanos;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -703,7 +704,7 @@ impl PullDaemon {
         let mut out = std::mem::replace(&mut self.out, PullOutbox::with_capacity(0));
         out.clear();
         let started = Instant::now();
-        self.sched.handle(now, input, &mut out);
+        self.sched.handle(Nanos::new(now), input, &mut out);
         self.registry
             .observe(self.slots.decision_time, started.elapsed());
         let mut overflowed = false;

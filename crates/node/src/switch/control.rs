@@ -7,6 +7,7 @@
 //! data path in `switch/dispatch.rs` only calls [`SwitchDaemon::on_control`] and
 //! [`SwitchDaemon::send_status`].
 
+use netsched_core::Nanos;
 use std::net::SocketAddr;
 
 use netsched_core::{Control, Notice, Outbox, Upstream};
@@ -286,12 +287,14 @@ impl SwitchDaemon {
             if !want && inst.alive[node] {
                 // Removed through the admin API: out of the data plane now.
                 inst.alive[node] = false;
-                inst.plane.remove_node(node as u32, now, &mut out);
+                inst.plane
+                    .remove_node(node as u32, Nanos::new(now), &mut out);
             } else if want && !inst.alive[node] && hb == 0 {
                 // No heartbeats to wait for: trust the controller.
                 inst.alive[node] = true;
                 inst.last_seen[node] = now;
-                inst.plane.add_node(node as u32, 1, now, &mut out);
+                inst.plane
+                    .add_node(node as u32, 1, Nanos::new(now), &mut out);
             } else {
                 continue;
             }
@@ -334,7 +337,7 @@ impl SwitchDaemon {
             if admit && (!inst.alive[r] || inst.rack_w[r] != w) {
                 // §A.2: the controller installs 1/w for the rack's live workers.
                 let mut out = Outbox::new();
-                inst.plane.add_node(r as u32, w, now, &mut out);
+                inst.plane.add_node(r as u32, w, Nanos::new(now), &mut out);
                 if !inst.alive[r] {
                     tracing::info!(target: "switch", pool, rack = r, workers = w, "rack admitted");
                 }
@@ -346,7 +349,7 @@ impl SwitchDaemon {
             } else if !admit && inst.alive[r] {
                 // §A.3: a failed or removed leaf is not used for new tasks.
                 let mut out = Outbox::new();
-                inst.plane.remove_node(r as u32, now, &mut out);
+                inst.plane.remove_node(r as u32, Nanos::new(now), &mut out);
                 inst.alive[r] = false;
                 tracing::warn!(target: "switch", pool, rack = r, "rack dropped");
                 self.changed();

@@ -2,6 +2,7 @@
 //! workers silent past the heartbeat timeout leave the data plane, and come
 //! back when heard from.
 
+use netsched_core::Nanos;
 use netsched_core::{Control, Input, Outbox};
 
 use super::SwitchDaemon;
@@ -16,7 +17,8 @@ impl SwitchDaemon {
         if !inst.alive[node] && inst.enabled[node] {
             inst.alive[node] = true;
             let mut out = Outbox::new();
-            inst.plane.add_node(node as u32, 1, now, &mut out);
+            inst.plane
+                .add_node(node as u32, 1, Nanos::new(now), &mut out);
             let live = inst.alive.iter().filter(|a| **a).count() as u64;
             self.registry.set(inst.live_gauge, live);
             self.registry.inc(self.slots.recovered_workers);
@@ -48,7 +50,7 @@ impl SwitchDaemon {
         }
         for i in 0..self.instances.len() {
             let mut out = Outbox::new();
-            self.instances[i].plane.tick(now, &mut out);
+            self.instances[i].plane.tick(Nanos::new(now), &mut out);
             if !out.is_empty() {
                 self.execute(i, &mut out, false, None);
             }
@@ -69,7 +71,8 @@ impl SwitchDaemon {
                 if inst.alive[node] && now.saturating_sub(inst.last_seen[node]) > timeout {
                     inst.alive[node] = false;
                     let mut out = Outbox::new();
-                    inst.plane.remove_node(node as u32, now, &mut out);
+                    inst.plane
+                        .remove_node(node as u32, Nanos::new(now), &mut out);
                     let live = inst.alive.iter().filter(|a| **a).count() as u64;
                     self.registry.set(inst.live_gauge, live);
                     self.registry.inc(self.slots.failed_workers);

@@ -1,6 +1,7 @@
 //! Running passes and executing the data plane's actions: dispatches,
 //! notices, failed replies and the send path.
 
+use netsched_core::Nanos;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -41,7 +42,9 @@ impl SwitchDaemon {
                     | Input::Resubmit(Resubmit::Pow2 { .. })
             );
             let started = Instant::now();
-            self.instances[i].plane.handle(now, input, &mut out);
+            self.instances[i]
+                .plane
+                .handle(Nanos::new(now), input, &mut out);
             if carries_task {
                 decision_time += started.elapsed();
             }

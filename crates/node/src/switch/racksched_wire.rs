@@ -27,6 +27,7 @@
 //!   tasks outstanding at each node is exact and current; it is fed after
 //!   every dispatch and every reply.
 
+use netsched_core::Nanos;
 use std::net::SocketAddr;
 
 use netsched_core::{DataPlane, Input, Outbox, TaskMeta, Upstream};
@@ -284,8 +285,11 @@ impl SwitchDaemon {
         let qlen = *o;
         let mut out = Outbox::new();
         let now = self.clock.now_ns();
-        inst.plane
-            .handle(now, Input::QueueChanged { node, qlen }, &mut out);
+        inst.plane.handle(
+            Nanos::new(now),
+            Input::QueueChanged { node, qlen },
+            &mut out,
+        );
         self.execute(i, &mut out, false, None);
     }
 
@@ -301,8 +305,11 @@ impl SwitchDaemon {
         *o = o.saturating_sub(1);
         let qlen = *o;
         let mut out = Outbox::new();
-        inst.plane
-            .handle(now, Input::QueueChanged { node, qlen }, &mut out);
+        inst.plane.handle(
+            Nanos::new(now),
+            Input::QueueChanged { node, qlen },
+            &mut out,
+        );
         self.execute(i, &mut out, false, None);
     }
 }

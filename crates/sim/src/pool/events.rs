@@ -2,6 +2,7 @@
 
 use netsched_core::dataplane::{Input, Notice, Resubmit, TaskMeta};
 use netsched_core::Control;
+use netsched_core::Nanos;
 
 use super::{notice_input, task_of, PoolSim, UpperState};
 use crate::metrics::AbortReason;
@@ -219,7 +220,7 @@ impl PoolSim<'_> {
                 } else if self.racks[rack as usize].alive {
                     let mut out = self.out.take().unwrap_or_default();
                     if let Some(leaf) = &mut self.racks[rack as usize].sched {
-                        leaf.remove_node(local, now, &mut out);
+                        leaf.remove_node(local, Nanos::new(now), &mut out);
                     }
                     self.lower_actions(now, rack, &mut out, None, false);
                     self.out = Some(out);

@@ -2,6 +2,7 @@
 //! controller's notices, relinking, and workers joining or leaving.
 
 use netsched_core::dataplane::Notice;
+use netsched_core::Nanos;
 use netsched_core::{Control, Plane};
 
 use super::events::Ev;
@@ -220,7 +221,7 @@ impl PoolSim<'_> {
                 let mut out = self.out.take().unwrap_or_default();
                 out.clear();
                 if let Some(leaf) = &mut self.racks[rack as usize].sched {
-                    leaf.add_node(local, 1, now, &mut out);
+                    leaf.add_node(local, 1, Nanos::new(now), &mut out);
                 }
                 self.lower_actions(now, rack, &mut out, None, false);
                 self.out = Some(out);

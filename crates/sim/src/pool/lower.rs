@@ -2,6 +2,7 @@
 //! emits, including its notices to the spines.
 
 use netsched_core::dataplane::{Action, Input, Notice, Outbox, TaskMeta, Upstream};
+use netsched_core::Nanos;
 use netsched_core::{Control, DataPlane};
 
 use super::events::Ev;
@@ -23,7 +24,7 @@ impl PoolSim<'_> {
         let mut out = self.out.take().unwrap_or_default();
         out.clear();
         if let Some(leaf) = &mut self.racks[rack as usize].sched {
-            leaf.handle(now, input, &mut out);
+            leaf.handle(Nanos::new(now), input, &mut out);
         }
         self.lower_actions(now, rack, &mut out, carries_task, first_pass_of_task);
         self.out = Some(out);
@@ -144,7 +145,7 @@ impl PoolSim<'_> {
             let mut out = self.out.take().unwrap_or_default();
             out.clear();
             if let Some(leaf) = &mut self.racks[rack as usize].sched {
-                leaf.tick(now, &mut out);
+                leaf.tick(Nanos::new(now), &mut out);
             }
             self.lower_actions(now, rack, &mut out, None, false);
             self.out = Some(out);
@@ -153,7 +154,9 @@ impl PoolSim<'_> {
             if self.uppers[upper as usize].alive {
                 self.settle(upper);
                 let mut out = Outbox::new();
-                self.uppers[upper as usize].sched.tick(now, &mut out);
+                self.uppers[upper as usize]
+                    .sched
+                    .tick(Nanos::new(now), &mut out);
                 debug_assert!(out.is_empty(), "an upper's tick emitted actions");
             }
         }

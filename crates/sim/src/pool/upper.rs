@@ -2,6 +2,7 @@
 //! submission to one, feeding it inputs and carrying out what it emits.
 
 use netsched_core::dataplane::{Action, DropReason, Input, Outbox, TaskMeta};
+use netsched_core::Nanos;
 use netsched_core::{Control, DataPlane, Plane};
 
 use super::events::Ev;
@@ -112,7 +113,7 @@ impl PoolSim<'_> {
         out.clear();
         self.uppers[upper as usize]
             .sched
-            .handle(now, input, &mut out);
+            .handle(Nanos::new(now), input, &mut out);
         self.upper_actions(now, upper, &mut out, carries_task, first_pass_of_task);
         self.out = Some(out);
     }
@@ -123,7 +124,7 @@ impl PoolSim<'_> {
         let mut out = Outbox::new();
         self.uppers[upper as usize]
             .sched
-            .add_node(node, workers, now, &mut out);
+            .add_node(node, workers, Nanos::new(now), &mut out);
         self.upper_actions(now, upper, &mut out, None, false);
     }
 
@@ -215,7 +216,7 @@ impl UpperState {
     /// is gone. An upper emits nothing when it loses a node.
     pub(super) fn remove_node(&mut self, node: u32, now: u64) {
         let mut out = Outbox::new();
-        self.sched.remove_node(node, now, &mut out);
+        self.sched.remove_node(node, Nanos::new(now), &mut out);
         debug_assert!(out.is_empty(), "an upper's node removal emitted actions");
     }
 

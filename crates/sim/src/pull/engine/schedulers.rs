@@ -6,6 +6,7 @@
 use super::pipeline::{PROBE_FRAME_BYTES, RECIRC_FRAME_BYTES};
 use super::*;
 use netsched_core::dataplane::DropReason;
+use netsched_core::Nanos;
 
 use crate::pull::config::ServerMessage;
 
@@ -47,7 +48,7 @@ impl Sim<'_> {
         let t = match kind {
             PullPlaneKind::Switch | PullPlaneKind::Jbsq => {
                 let pass = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
-                plane.handle(pass, input, &mut out);
+                plane.handle(Nanos::new(pass), input, &mut out);
                 pass
             }
             // A software scheduler: cores that run each message to
@@ -67,7 +68,7 @@ impl Sim<'_> {
                 let before = plane.server_steps().unwrap_or(0);
                 let request = matches!(input, PullInput::TaskRequest(_));
                 let submission = matches!(input, PullInput::JobSubmission(_));
-                plane.handle(start, input, &mut out);
+                plane.handle(Nanos::new(start), input, &mut out);
                 let finish = match plane.server_steps() {
                     Some(after) => {
                         let kind = server_message(request, submission, &out);
@@ -192,7 +193,7 @@ impl Sim<'_> {
         };
         let now = self.pipeline.as_mut().map_or(now, |p| p.admit(now));
         self.kout.clear();
-        sw.handle(now, input, &mut self.kout);
+        sw.handle(Nanos::new(now), input, &mut self.kout);
         for i in 0..self.kout.len() {
             match self.kout.as_slice()[i] {
                 Action::Dispatch { node, task, .. } => {

@@ -1,4 +1,4 @@
-//! Baraat Fig. 7 over real UDP in network namespaces (crates/flowsim/src/udp/):
+//! Baraat Fig. 7 over real UDP in network namespaces (crates/lab/src/baraat/):
 //! two batched tasks, each reading 200 KB from three servers through a
 //! 100 Mbps software switch running SPC. FIFO-LM must finish the first task
 //! well before fair sharing does, and every byte must arrive intact.
@@ -9,7 +9,8 @@ use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use netsched_flowsim::udp::{Fig7Faults, Fig7Mode, Fig7Opts, Lab, LabError};
+use netsched_lab::baraat::{Fig7Faults, Fig7Mode, Fig7Opts, Lab};
+use netsched_lab::netns::LabError;
 
 /// One lab at a time: each runs five busy threads, and the timing of
 /// `fig7_fifo_lm_finishes_first_task_before_fair_sharing` does not survive
@@ -27,8 +28,8 @@ fn fig7_fifo_lm_finishes_first_task_before_fair_sharing() {
     let _one = one_lab();
     let lab = match Lab::new(&format!("fsim{}", std::process::id())) {
         Ok(l) => l,
-        Err(LabError::NotPermitted(e)) => {
-            // NETSCHED_REQUIRE_NETNS=1 makes `Lab::new` return `Other`
+        Err(LabError::Skip(e)) => {
+            // NETSCHED_REQUIRE_NETNS=1 makes `Lab::new` return `Failed`
             // instead (a failure, below). Straight to the stderr handle:
             // libtest captures eprintln! of a passing test, and a skip must
             // be seen.
@@ -179,7 +180,7 @@ fn feedback_is_not_repeated_for_finished_tasks() {
 fn lab_or_skip(test: &str, tag: &str) -> Option<Lab> {
     match Lab::new(&format!("{tag}{}", std::process::id())) {
         Ok(l) => Some(l),
-        Err(LabError::NotPermitted(e)) => {
+        Err(LabError::Skip(e)) => {
             let _ = writeln!(
                 std::io::stderr(),
                 "\n*** SKIP {test}: cannot create network namespaces ({e}); the test checked \

@@ -1,53 +1,20 @@
 //! The lab: network namespaces joined to a software switch by veth pairs,
 //! and the addresses and sockets the experiment's threads use in them.
 
-use std::fs::File;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::netns::{enter_ns, ip, unavailable, LabError, NetnsError};
+
 use super::{run_fig7, Fig7Mode, Fig7Opts, Fig7Run, PORT_CLIENT, PORT_SERVER, PORT_SW, SERVERS};
-
-/// Could not create a namespace (not permitted): tests skip on this, unless
-/// `NETSCHED_REQUIRE_NETNS=1`, which makes it `Other` (a failure).
-#[derive(Debug)]
-pub enum LabError {
-    NotPermitted(String),
-    Other(String),
-}
-
-impl std::fmt::Display for LabError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LabError::NotPermitted(s) => write!(f, "network namespaces not permitted: {s}"),
-            LabError::Other(s) => f.write_str(s),
-        }
-    }
-}
 
 /// Namespaces `<prefix>-sw`, `-c`, `-s0..2`, veth pairs from the switch to
 /// each; deleted on drop (also when a run fails).
 pub struct Lab {
     prefix: String,
     names: Vec<String>,
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
 }
 
 impl Lab {
@@ -57,21 +24,15 @@ impl Lab {
             names: Vec::new(),
         };
         let sw = lab.ns("sw");
-        // Same gate as netsched_lab::netns (this crate does not depend on
-        // it): NETSCHED_REQUIRE_NETNS=1 turns the skip into a failure.
         static LABS: AtomicU32 = AtomicU32::new(0);
         let lab_no = LABS.fetch_add(1, Ordering::Relaxed);
-        let required = std::env::var("NETSCHED_REQUIRE_NETNS").is_ok_and(|v| v == "1");
-        ip(&["netns", "add", &sw]).map_err(if required {
-            LabError::Other
-        } else {
-            LabError::NotPermitted
-        })?;
+        // A skip unless NETSCHED_REQUIRE_NETNS=1, as every namespace lab.
+        ip(&["netns", "add", &sw]).map_err(unavailable)?;
         lab.names.push(sw.clone());
         let ends: Vec<(String, String)> = std::iter::once(("c".to_string(), "10.77.0".to_string()))
             .chain((0..SERVERS).map(|i| (format!("s{i}"), format!("10.77.{}", i + 1))))
             .collect();
-        let o = |r: Result<(), String>| r.map_err(LabError::Other);
+        let o = |r: Result<(), NetnsError>| r.map_err(LabError::Failed);
         o(ip(&["-n", &sw, "link", "set", "lo", "up"]))?;
         for (k, (end, net)) in ends.iter().enumerate() {
             let ns = lab.ns(end);
@@ -129,14 +90,8 @@ impl Drop for Lab {
 }
 
 /// Move the calling thread into a network namespace.
-pub(super) fn enter(ns: &str) -> io::Result<()> {
-    let f = File::open(format!("/var/run/netns/{ns}"))?;
-    // SAFETY: setns on a valid namespace fd only changes this thread's
-    // network namespace.
-    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
+pub(super) fn enter(ns: &str) -> Result<(), NetnsError> {
+    enter_ns(ns)?;
     // Short sleeps of the pacing loops should not be stretched by the
     // default 50 µs timer slack (half a packet time at 100 Mbps).
     // SAFETY: prctl(PR_SET_TIMERSLACK) only affects this thread.

@@ -133,7 +133,7 @@ impl TaskEnds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::udp::until_acked::{UntilAcked, REPEAT_S};
+    use crate::baraat::until_acked::{UntilAcked, REPEAT_S};
     use netsched_core::baraat::{SpcFeedback, SpcPort, SpcRequest};
 
     const C: f64 = 100e6;
