@@ -228,6 +228,19 @@ fn bench_xdp_e2e(a: XdpE2eArgs) -> Result<(), CliError> {
     for r in &out.rows {
         outln!("{}", r.line(out.direct_p50_us));
     }
+    for (r, l) in out.rows.iter().filter_map(|r| Some((r, r.live.as_ref()?))) {
+        outln!(
+            "{}: sent {}, completed {}; leaf steered {} ran {}; responder steered {} ran {} \
+             (a difference was dropped at that cpumap queue)",
+            r.system.name(),
+            l.sent,
+            r.tasks,
+            l.leaf_steered,
+            l.leaf_ran,
+            l.responder_steered,
+            l.responder_ran
+        );
+    }
     if let Some(base) = out.rows.iter().find(|r| r.system == System::Nginx) {
         for r in &out.rows {
             outln!(

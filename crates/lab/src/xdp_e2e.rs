@@ -149,11 +149,19 @@ pub struct Row {
 pub struct Live {
     /// Tasks the generator sent (the rest of `tasks` were lost).
     pub sent: u64,
-    /// The leaf program's own run time per completed task (its task and
-    /// its reply run), from the kernel's BPF statistics.
-    pub prog_ns_per_task: Option<f64>,
+    /// The leaf program's own mean run time per packet (a task or a
+    /// reply), from the kernel's BPF run-time statistics.
+    pub prog_ns_per_run: Option<f64>,
     /// p50 with the responder answering in the leaf's place.
     pub direct_p50_us: f64,
+    /// Where frames went during the throughput run: packets the leaf's
+    /// steering took and the leaf ran (its daemon's
+    /// `netsched_xdp_cpu_packets_total`), and the responder's (the
+    /// differences were dropped at the cpumap queues).
+    pub leaf_steered: u64,
+    pub leaf_ran: u64,
+    pub responder_steered: u64,
+    pub responder_ran: u64,
 }
 
 impl Row {
@@ -166,7 +174,7 @@ impl Row {
         self.tasks as f64 / self.sched_cpu_s.max(0.01)
     }
 
-    pub const HEADER: &'static str = "| system | tasks/s | scheduler CPU share | tasks per scheduler CPU-second | machine softirq µs/task | generator CPU share | generated tasks/s | loss | leaf program ns/task | p50 µs | p99 µs | added p50 µs |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
+    pub const HEADER: &'static str = "| system | tasks/s | scheduler CPU share | tasks per scheduler CPU-second | machine softirq µs/task | generator CPU share | generated tasks/s | loss | leaf program ns/packet | p50 µs | p99 µs | added p50 µs |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
 
     pub fn line(&self, direct_p50: f64) -> String {
         let (generated, loss, prog, direct_p50) = match &self.live {
@@ -176,7 +184,7 @@ impl Row {
                     "{:.1} %",
                     100.0 * l.sent.saturating_sub(self.tasks) as f64 / l.sent.max(1) as f64
                 ),
-                l.prog_ns_per_task
+                l.prog_ns_per_run
                     .map_or("-".to_string(), |ns| format!("{ns:.0}")),
                 l.direct_p50_us,
             ),
@@ -207,7 +215,7 @@ pub struct Outcome {
 
 pub(crate) const SCHED_PORT: u16 = 7101;
 pub(crate) const ECHO_PORT: u16 = 7201;
-const METRICS_PORT: u16 = 7400;
+pub(crate) const METRICS_PORT: u16 = 7400;
 
 pub(crate) fn lab_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::io(what, std::io::Error::other(e.to_string()))

@@ -166,6 +166,37 @@ fn cpumap_id(log: &Path) -> Option<u32> {
         .ok()
 }
 
+/// (steered, ran) packets of the leaf so far, from its daemon's metrics.
+fn leaf_packets(sched: &Host) -> (u64, u64) {
+    let addr = sched
+        .at(xdp_e2e::METRICS_PORT)
+        .parse()
+        .expect("an address");
+    let body = sched
+        .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
+        .ok()
+        .and_then(|r| r.ok())
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    let mut out = (0, 0);
+    for line in body.lines() {
+        let Some(rest) = line.strip_prefix("netsched_xdp_cpu_packets_total{") else {
+            continue;
+        };
+        let value: u64 = rest
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0) as u64;
+        if rest.contains("program=\"steer\"") {
+            out.0 += value;
+        } else {
+            out.1 += value;
+        }
+    }
+    out
+}
+
 pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     let mut lab = Lab::new("xliv").map_err(|e| lab_err("network namespaces (run as root)", e))?;
     let (gen, sched) = lab
@@ -181,7 +212,7 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     let traffic = gen
         .run(move || -> Result<Traffic, XdpError> {
             let mut t = Traffic::load()?;
-            t.attach_responder("eth0", flags, other)?;
+            t.attach_responder("eth0", flags, other, 0)?;
             Ok(t)
         })
         .map_err(|e| lab_err("generator namespace", e))?
@@ -218,6 +249,13 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     let cpu = |paths: &[std::path::PathBuf]| -> Result<f64, Error> {
         paths.iter().map(|p| cpu_seconds(p)).sum()
     };
+    let leaf_runs = || leaf_packets(&sched);
+    let resp_runs = |t: &Traffic| {
+        t.runs_on()
+            .map(|r| (r.steered.iter().sum::<u64>(), r.scheduler.iter().sum::<u64>()))
+            .unwrap_or_default()
+    };
+    let (leaf0, resp0) = (leaf_runs(), resp_runs(&traffic));
     let (cpu0, soft0, runs0) = (cpu(&paths)?, softirq_s(), runs());
     let (duration, batch_frame) = (opts.duration, frame.clone());
     let (traffic, sent, wall_s, gen_cpu_s, total) = gen
@@ -243,6 +281,9 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
         .map_err(|e| lab_err("generator namespace", e))?
         .map_err(xdp_err("live generator"))?;
     let (cpu1, soft1, runs1) = (cpu(&paths)?, softirq_s(), runs());
+    // The daemon publishes its counters every 100 ms.
+    std::thread::sleep(Duration::from_millis(250));
+    let (leaf1, resp1) = (leaf_runs(), resp_runs(&traffic));
     drop(stats_on);
     drop(running);
 
@@ -251,7 +292,7 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     let reflector = sched
         .run(move || -> Result<Traffic, XdpError> {
             let mut t = Traffic::load()?;
-            t.attach_responder("eth0", flags, sched_cpu)?;
+            t.attach_responder("eth0", flags, sched_cpu, 0)?;
             Ok(t)
         })
         .map_err(|e| lab_err("scheduler namespace", e))?
@@ -268,10 +309,8 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     drop(traffic);
     drop(lab);
 
-    let prog_ns_per_task = match (runs0, runs1) {
-        (Some((t0, _)), Some((t1, _))) if total.completed > 0 => {
-            Some((t1 - t0) as f64 / total.completed as f64)
-        }
+    let prog_ns_per_run = match (runs0, runs1) {
+        (Some((t0, n0)), Some((t1, n1))) if n1 > n0 => Some((t1 - t0) as f64 / (n1 - n0) as f64),
         _ => None,
     };
     let us = |s: &TrafficStats, q| s.quantile_us(q).map_or(f64::NAN, |v| v as f64);
@@ -286,8 +325,12 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
         p99_us: us(&low, 0.99),
         live: Some(crate::xdp_e2e::Live {
             sent,
-            prog_ns_per_task,
+            prog_ns_per_run,
             direct_p50_us: us(&direct, 0.5),
+            leaf_steered: leaf1.0 - leaf0.0,
+            leaf_ran: leaf1.1 - leaf0.1,
+            responder_steered: resp1.0 - resp0.0,
+            responder_ran: resp1.1 - resp0.1,
         }),
     })
 }

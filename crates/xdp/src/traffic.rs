@@ -94,14 +94,25 @@ impl Traffic {
     }
 
     /// Attaches the responder to `interface`, run by `cpu`'s cpumap thread
-    /// (bpf/steer.h, as the schedulers are attached).
+    /// (bpf/steer.h, as the schedulers are attached), SCHED_FIFO at
+    /// `realtime_priority` if above 0 (as the schedulers' threads run, so
+    /// that the machine's other tasks do not starve the workers and the
+    /// client into dropping at the cpumap's queue).
     pub fn attach_responder(
         &mut self,
         interface: &str,
         flags: XdpFlags,
         cpu: u32,
+        realtime_priority: u8,
     ) -> Result<SchedulerThread, XdpError> {
-        daemon::attach_steered(&mut self.ebpf, &STEERING, interface, flags, cpu, 0)
+        daemon::attach_steered(
+            &mut self.ebpf,
+            &STEERING,
+            interface,
+            flags,
+            cpu,
+            realtime_priority,
+        )
     }
 
     fn fd(&mut self, name: &'static str) -> Result<i32, XdpError> {
@@ -125,6 +136,13 @@ impl Traffic {
     pub fn respond_once(&mut self, frame: &[u8]) -> Result<test_run::TestRun, XdpError> {
         let fd = self.fd("responder")?;
         test_run::run(fd, frame, 1).map_err(XdpError::TestRun)
+    }
+
+    /// Packets the responder's steering took and the responder ran, per
+    /// CPU, since [`Traffic::attach_responder`] (the difference was dropped
+    /// at the cpumap's queue).
+    pub fn runs_on(&self) -> Result<daemon::CpuRuns, XdpError> {
+        daemon::runs_on(&self.ebpf)
     }
 
     /// The responder's counts so far, summed over CPUs.
