@@ -168,10 +168,7 @@ fn cpumap_id(log: &Path) -> Option<u32> {
 
 /// (steered, ran) packets of the leaf so far, from its daemon's metrics.
 fn leaf_packets(sched: &Host) -> (u64, u64) {
-    let addr = sched
-        .at(xdp_e2e::METRICS_PORT)
-        .parse()
-        .expect("an address");
+    let addr = sched.at(xdp_e2e::METRICS_PORT).parse().expect("an address");
     let body = sched
         .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
         .ok()
@@ -222,7 +219,14 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     let workers_at = gen.at(xdp_e2e::ECHO_PORT);
     let running = xdp_e2e::start(opts, System::XdpLeaf, &sched, &workers_at, dir)?;
     // Warm up: the first task teaches the leaf the application's route.
-    let (traffic, warm) = paced(&gen, traffic, frame.clone(), 1_000.0, Duration::from_millis(100), other)?;
+    let (traffic, warm) = paced(
+        &gen,
+        traffic,
+        frame.clone(),
+        1_000.0,
+        Duration::from_millis(100),
+        other,
+    )?;
     if warm.completed == 0 {
         let log = std::fs::read_to_string(running.log().unwrap_or(dir)).unwrap_or_default();
         return Err(Error::NothingCompleted {
@@ -252,7 +256,12 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     let leaf_runs = || leaf_packets(&sched);
     let resp_runs = |t: &Traffic| {
         t.runs_on()
-            .map(|r| (r.steered.iter().sum::<u64>(), r.scheduler.iter().sum::<u64>()))
+            .map(|r| {
+                (
+                    r.steered.iter().sum::<u64>(),
+                    r.scheduler.iter().sum::<u64>(),
+                )
+            })
             .unwrap_or_default()
     };
     let (leaf0, resp0) = (leaf_runs(), resp_runs(&traffic));
@@ -287,12 +296,14 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     drop(stats_on);
     drop(running);
 
-    // The same hops without the leaf: the responder answers on `sched`.
+    // The same hops without the leaf: the responder answers on `sched`,
+    // on the leaf's CPU and real-time as the leaf's thread is (the daemon's
+    // default `realtime_priority = 1`).
     let sched_cpu = opts.cpu;
     let reflector = sched
         .run(move || -> Result<Traffic, XdpError> {
             let mut t = Traffic::load()?;
-            t.attach_responder("eth0", flags, sched_cpu, 0)?;
+            t.attach_responder("eth0", flags, sched_cpu, 1)?;
             Ok(t)
         })
         .map_err(|e| lab_err("scheduler namespace", e))?

@@ -288,7 +288,9 @@ fn through_xdp(
     seq: u16,
 ) -> (Outcome, Vec<Notice>) {
     xdp.set_clock(now).expect("clock");
-    let run = xdp.test_run(&packet(mode, event, seq), 1).expect("test run");
+    let run = xdp
+        .test_run(&packet(mode, event, seq), 1)
+        .expect("test run");
     let outcome = match (event, run.action) {
         (Event::Task { .. }, XdpAction::Tx) => {
             let node = forwarded_to(&run.frame).expect("forwarded frame");
@@ -382,12 +384,7 @@ fn differential(xdp: &mut XdpLeaf, workers: u32, events: &[(u64, Event)]) -> Tal
 /// daemon's (crates/node/src/switch/xdp.rs): a reply the leaf took goes to
 /// the client of its application's last dispatched task, when it came from
 /// its worker's registered address and such a task exists.
-fn differential_in(
-    xdp: &mut XdpLeaf,
-    mode: Mode,
-    workers: u32,
-    events: &[(u64, Event)],
-) -> Tally {
+fn differential_in(xdp: &mut XdpLeaf, mode: Mode, workers: u32, events: &[(u64, Event)]) -> Tally {
     if mode.forwarding {
         let source = std::net::SocketAddrV4::new(LEAF_IP, LEAF_PORT);
         xdp.set_source(source).expect("source");
