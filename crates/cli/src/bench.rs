@@ -230,11 +230,12 @@ fn bench_xdp_e2e(a: XdpE2eArgs) -> Result<(), CliError> {
     }
     for (r, l) in out.rows.iter().filter_map(|r| Some((r, r.live.as_ref()?))) {
         outln!(
-            "{}: sent {}, completed {}; leaf steered {} ran {}; responder steered {} ran {} \
-             (a difference was dropped at that cpumap queue)",
+            "{}: sent {}, completed {}, replies forwarded by the program {}; leaf steered {} \
+             ran {}; responder steered {} ran {} (a difference was dropped at that cpumap queue)",
             r.system.name(),
             l.sent,
             r.tasks,
+            l.replies_forwarded,
             l.leaf_steered,
             l.leaf_ran,
             l.responder_steered,

@@ -266,4 +266,12 @@ fn bench_xdp_e2e_live_frames_smoke() {
     let per_s: f64 = cells[2].parse().unwrap();
     let generated: f64 = cells[7].parse().unwrap();
     assert!(per_s > 0.0 && generated >= per_s, "{row}");
+    // The replies went on from the program, not from the leaf's daemon.
+    let forwarded: u64 = out
+        .split("replies forwarded by the program ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no forwarded count: {out}"));
+    assert!(forwarded > 0, "{out}");
 }

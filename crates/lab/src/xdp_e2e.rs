@@ -162,6 +162,8 @@ pub struct Live {
     pub leaf_ran: u64,
     pub responder_steered: u64,
     pub responder_ran: u64,
+    /// Replies the leaf program sent on itself (its `replies_forwarded`).
+    pub replies_forwarded: u64,
 }
 
 impl Row {

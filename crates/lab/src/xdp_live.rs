@@ -166,8 +166,9 @@ fn cpumap_id(log: &Path) -> Option<u32> {
         .ok()
 }
 
-/// (steered, ran) packets of the leaf so far, from its daemon's metrics.
-fn leaf_packets(sched: &Host) -> (u64, u64) {
+/// (steered, ran, replies the program forwarded) packets of the leaf so
+/// far, from its daemon's metrics.
+fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
     let addr = sched.at(xdp_e2e::METRICS_PORT).parse().expect("an address");
     let body = sched
         .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
@@ -175,16 +176,23 @@ fn leaf_packets(sched: &Host) -> (u64, u64) {
         .and_then(|r| r.ok())
         .map(|(_, b)| b)
         .unwrap_or_default();
-    let mut out = (0, 0);
+    let mut out = (0, 0, 0);
+    let value = |line: &str| -> u64 {
+        line.rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0) as u64
+    };
     for line in body.lines() {
+        if line.starts_with("netsched_xdp_events_total{")
+            && line.contains("event=\"replies_forwarded\"")
+        {
+            out.2 += value(line);
+        }
         let Some(rest) = line.strip_prefix("netsched_xdp_cpu_packets_total{") else {
             continue;
         };
-        let value: u64 = rest
-            .rsplit(' ')
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0) as u64;
+        let value = value(rest);
         if rest.contains("program=\"steer\"") {
             out.0 += value;
         } else {
@@ -342,6 +350,7 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
             leaf_ran: leaf1.1 - leaf0.1,
             responder_steered: resp1.0 - resp0.0,
             responder_ran: resp1.1 - resp0.1,
+            replies_forwarded: leaf1.2 - leaf0.2,
         }),
     })
 }
