@@ -95,20 +95,29 @@ fn unavailable(why: NetnsError) -> LabError {
 }
 
 fn ip(args: &[&str]) -> Result<(), NetnsError> {
-    let failed = |reason: String| NetnsError::Ip {
-        args: args.join(" "),
-        reason,
-    };
+    ip_output(args).map(drop)
+}
+
+/// `ip args`'s standard output, or why it failed.
+fn ip_output(args: &[&str]) -> Result<String, NetnsError> {
     let out = Command::new("ip")
         .args(args)
         .output()
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| ip_failed(args, e.to_string()))?;
     if out.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(failed(
+        Err(ip_failed(
+            args,
             String::from_utf8_lossy(&out.stderr).trim().to_string(),
         ))
+    }
+}
+
+fn ip_failed(args: &[&str], reason: String) -> NetnsError {
+    NetnsError::Ip {
+        args: args.join(" "),
+        reason,
     }
 }
 
@@ -287,15 +296,8 @@ impl Host {
     /// it was mounted in, whatever a thread entered.)
     pub fn mac(&self) -> Result<[u8; 6], NetnsError> {
         let args = ["-n", &self.name, "link", "show", "eth0"];
-        let failed = |reason: String| NetnsError::Ip {
-            args: args.join(" "),
-            reason,
-        };
-        let out = Command::new("ip")
-            .args(args)
-            .output()
-            .map_err(|e| failed(e.to_string()))?;
-        let text = String::from_utf8_lossy(&out.stdout);
+        let failed = |reason: String| ip_failed(&args, reason);
+        let text = ip_output(&args)?;
         let hex = text
             .split("link/ether ")
             .nth(1)

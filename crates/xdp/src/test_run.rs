@@ -73,20 +73,9 @@ pub(crate) fn run(prog_fd: RawFd, packet: &[u8], repeat: u32) -> io::Result<Test
         repeat: repeat.max(1),
         ..TestAttr::default()
     };
-    // SAFETY: `attr` is a valid `bpf_attr` prefix whose pointers outlive the
-    // call, with their sizes as given; the kernel writes at most
-    // `data_size_out` bytes to `out`.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_TEST_RUN,
-            &mut attr as *mut TestAttr,
-            std::mem::size_of::<TestAttr>(),
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: `attr`'s pointers outlive the call, with their sizes as
+    // given; the kernel writes at most `data_size_out` bytes to `out`.
+    unsafe { prog_test_run(&mut attr)? };
     out.truncate(attr.data_size_out as usize);
     Ok(TestRun {
         action: XdpAction::from(attr.retval),
@@ -130,14 +119,25 @@ pub(crate) fn run_live(prog_fd: RawFd, packet: &[u8], repeat: u32, ifindex: u32)
         flags: BPF_F_TEST_XDP_LIVE_FRAMES,
         ..TestAttr::default()
     };
-    // SAFETY: `attr` is a valid `bpf_attr` prefix whose pointers (the
-    // packet, the context) outlive the call, with their sizes as given; in
-    // live-frame mode the kernel writes no output.
+    // SAFETY: `attr`'s pointers (the packet, the context) outlive the
+    // call, with their sizes as given; in live-frame mode the kernel writes
+    // no output.
+    unsafe { prog_test_run(&mut attr) }
+}
+
+/// `bpf(BPF_PROG_TEST_RUN, attr)`.
+///
+/// # Safety
+/// Every pointer in `attr` must be valid for its size until the call
+/// returns (the output ones writable).
+unsafe fn prog_test_run(attr: &mut TestAttr) -> io::Result<()> {
+    // SAFETY: `attr` is a valid `bpf_attr` prefix; the caller vouches for
+    // its pointers.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_bpf,
             BPF_PROG_TEST_RUN,
-            &mut attr as *mut TestAttr,
+            attr as *mut TestAttr,
             std::mem::size_of::<TestAttr>(),
         )
     };
