@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const PROGRAMS: [&str; 3] = ["horus_leaf", "horus_spine", "draconis_queue"];
+const PROGRAMS: [&str; 4] = ["horus_leaf", "horus_spine", "draconis_queue", "traffic"];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CLANG");

@@ -145,11 +145,12 @@ pub struct CapacityArgs {
 
 #[derive(Args)]
 pub struct XdpE2eArgs {
-    /// Systems in run order: xdp-leaf, xdp-spine, socket-leaf,
+    /// Systems in run order: xdp-leaf-live (the XDP leaf between an XDP
+    /// generator and XDP workers), xdp-leaf, xdp-spine, socket-leaf,
     /// socket-spine, nginx.
     #[arg(
         long,
-        default_value = "xdp-leaf,xdp-spine,socket-leaf,socket-spine,nginx",
+        default_value = "xdp-leaf-live,xdp-leaf,xdp-spine,socket-leaf,socket-spine,nginx",
         value_delimiter = ','
     )]
     systems: Vec<String>,
@@ -227,6 +228,20 @@ fn bench_xdp_e2e(a: XdpE2eArgs) -> Result<(), CliError> {
     outln!("\n{}", Row::HEADER);
     for r in &out.rows {
         outln!("{}", r.line(out.direct_p50_us));
+    }
+    for (r, l) in out.rows.iter().filter_map(|r| Some((r, r.live.as_ref()?))) {
+        outln!(
+            "{}: sent {}, completed {}, replies forwarded by the program {}; leaf steered {} \
+             ran {}; responder steered {} ran {} (a difference was dropped at that cpumap queue)",
+            r.system.name(),
+            l.sent,
+            r.tasks,
+            l.replies_forwarded,
+            l.leaf_steered,
+            l.leaf_ran,
+            l.responder_steered,
+            l.responder_ran
+        );
     }
     if let Some(base) = out.rows.iter().find(|r| r.system == System::Nginx) {
         for r in &out.rows {

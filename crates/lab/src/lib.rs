@@ -29,5 +29,6 @@ pub mod netns;
 pub mod nginx;
 pub mod pull_bench;
 pub mod xdp_e2e;
+pub mod xdp_live;
 
 pub use error::Error;

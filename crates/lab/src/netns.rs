@@ -95,20 +95,29 @@ pub(crate) fn unavailable(why: NetnsError) -> LabError {
 }
 
 pub(crate) fn ip(args: &[&str]) -> Result<(), NetnsError> {
-    let failed = |reason: String| NetnsError::Ip {
-        args: args.join(" "),
-        reason,
-    };
+    ip_output(args).map(drop)
+}
+
+/// `ip args`'s standard output, or why it failed.
+fn ip_output(args: &[&str]) -> Result<String, NetnsError> {
     let out = Command::new("ip")
         .args(args)
         .output()
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| ip_failed(args, e.to_string()))?;
     if out.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(failed(
+        Err(ip_failed(
+            args,
             String::from_utf8_lossy(&out.stderr).trim().to_string(),
         ))
+    }
+}
+
+fn ip_failed(args: &[&str], reason: String) -> NetnsError {
+    NetnsError::Ip {
+        args: args.join(" "),
+        reason,
     }
 }
 
@@ -222,6 +231,47 @@ impl Lab {
         Ok(Host { name, addr, hub_if })
     }
 
+    /// Two namespaces joined by one veth pair of their own (`eth0` in each,
+    /// 10.subnet.1.1/24 and 10.subnet.1.2/24), not on the bridge: frames
+    /// one sends reach the other's driver directly (native XDP on both
+    /// ends). Removed with the lab.
+    pub fn pair(&mut self, a: &str, b: &str) -> Result<(Host, Host), LabError> {
+        let f = |r: Result<(), NetnsError>| r.map_err(LabError::Failed);
+        let i = self.hosts.len();
+        let names = [a, b].map(|l| format!("{}{}{}", self.prefix, &l[..l.len().min(3)], i));
+        for name in &names {
+            f(ip(&["netns", "add", name]))?;
+            self.hosts.push(name.clone());
+        }
+        f(ip(&[
+            "-n", &names[0], "link", "add", "eth0", "type", "veth", "peer", "name", "eth0",
+            "netns", &names[1],
+        ]))?;
+        let mut hosts = Vec::new();
+        for (k, name) in names.iter().enumerate() {
+            let addr = Ipv4Addr::new(10, self.subnet, 1, k as u8 + 1);
+            f(ip(&["-n", name, "link", "set", "lo", "up"]))?;
+            f(ip(&[
+                "-n",
+                name,
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                "eth0",
+            ]))?;
+            f(ip(&["-n", name, "link", "set", "eth0", "up"]))?;
+            hosts.push(Host {
+                name: name.clone(),
+                addr,
+                hub_if: String::new(),
+            });
+        }
+        let b = hosts.pop().expect("two hosts");
+        let a = hosts.pop().expect("two hosts");
+        Ok((a, b))
+    }
+
     /// The hub namespace, which holds the bridge and the hosts' peer veths
     /// (`Host::hub_if`).
     pub fn hub(&self) -> &str {
@@ -259,6 +309,28 @@ impl Host {
     /// `addr:port` in this namespace.
     pub fn at(&self, port: u16) -> String {
         format!("{}:{port}", self.addr)
+    }
+
+    /// eth0's MAC. (Not from /sys: sysfs shows the devices of the namespace
+    /// it was mounted in, whatever a thread entered.)
+    pub fn mac(&self) -> Result<[u8; 6], NetnsError> {
+        let args = ["-n", &self.name, "link", "show", "eth0"];
+        let failed = |reason: String| ip_failed(&args, reason);
+        let text = ip_output(&args)?;
+        let hex = text
+            .split("link/ether ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .ok_or_else(|| failed(format!("no link/ether in {text:?}")))?;
+        let mut mac = [0u8; 6];
+        let mut parts = hex.split(':');
+        for byte in &mut mac {
+            *byte = parts
+                .next()
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+                .ok_or_else(|| failed(format!("bad MAC {hex:?}")))?;
+        }
+        Ok(mac)
     }
 
     /// Moves the calling thread into this namespace; sockets it creates

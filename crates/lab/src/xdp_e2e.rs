@@ -1,7 +1,9 @@
 //! `netsched bench xdp-e2e`: tasks per scheduler core and the latency a
 //! scheduler adds, end to end through veth interfaces in network
 //! namespaces, for the XDP leaf, the XDP spine, the socket daemon (leaf and
-//! spine) and nginx's UDP proxy, in one run.
+//! spine) and nginx's UDP proxy, in one run; and `xdp-leaf-live`, the XDP
+//! leaf with a generator and workers that are XDP programs themselves
+//! (crate::xdp_live, its own namespace pair).
 //!
 //! The lab is three namespaces on a bridge (`netns::Lab`): `gen` (the
 //! generator), `sched` (the scheduler under test) and `wrk` (the worker
@@ -47,6 +49,8 @@ use crate::nginx::Nginx;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum System {
     XdpLeaf,
+    /// The XDP leaf between an XDP generator and XDP workers (xdp_live).
+    XdpLeafLive,
     XdpSpine,
     SocketLeaf,
     SocketSpine,
@@ -54,7 +58,8 @@ pub enum System {
 }
 
 impl System {
-    pub const ALL: [System; 5] = [
+    pub const ALL: [System; 6] = [
+        System::XdpLeafLive,
         System::XdpLeaf,
         System::XdpSpine,
         System::SocketLeaf,
@@ -65,6 +70,7 @@ impl System {
     pub fn name(self) -> &'static str {
         match self {
             System::XdpLeaf => "xdp-leaf",
+            System::XdpLeafLive => "xdp-leaf-live",
             System::XdpSpine => "xdp-spine",
             System::SocketLeaf => "socket-leaf",
             System::SocketSpine => "socket-spine",
@@ -73,7 +79,10 @@ impl System {
     }
 
     fn xdp(self) -> bool {
-        matches!(self, System::XdpLeaf | System::XdpSpine)
+        matches!(
+            self,
+            System::XdpLeaf | System::XdpLeafLive | System::XdpSpine
+        )
     }
 }
 
@@ -131,6 +140,30 @@ pub struct Row {
     pub gen_cpu_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
+    /// `xdp-leaf-live` only.
+    pub live: Option<Live>,
+}
+
+/// What the live-frame run adds to a row.
+#[derive(Clone, Debug)]
+pub struct Live {
+    /// Tasks the generator sent (the rest of `tasks` were lost).
+    pub sent: u64,
+    /// The leaf program's own mean run time per packet (a task or a
+    /// reply), from the kernel's BPF run-time statistics.
+    pub prog_ns_per_run: Option<f64>,
+    /// p50 with the responder answering in the leaf's place.
+    pub direct_p50_us: f64,
+    /// Where frames went during the throughput run: packets the leaf's
+    /// steering took and the leaf ran (its daemon's
+    /// `netsched_xdp_cpu_packets_total`), and the responder's (the
+    /// differences were dropped at the cpumap queues).
+    pub leaf_steered: u64,
+    pub leaf_ran: u64,
+    pub responder_steered: u64,
+    pub responder_ran: u64,
+    /// Replies the leaf program sent on itself (its `replies_forwarded`).
+    pub replies_forwarded: u64,
 }
 
 impl Row {
@@ -143,11 +176,24 @@ impl Row {
         self.tasks as f64 / self.sched_cpu_s.max(0.01)
     }
 
-    pub const HEADER: &'static str = "| system | tasks/s | scheduler CPU share | tasks per scheduler CPU-second | machine softirq µs/task | generator CPU share | p50 µs | p99 µs | added p50 µs |\n|---|---|---|---|---|---|---|---|---|";
+    pub const HEADER: &'static str = "| system | tasks/s | scheduler CPU share | tasks per scheduler CPU-second | machine softirq µs/task | generator CPU share | generated tasks/s | loss | leaf program ns/packet | p50 µs | p99 µs | added p50 µs |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
 
     pub fn line(&self, direct_p50: f64) -> String {
+        let (generated, loss, prog, direct_p50) = match &self.live {
+            Some(l) => (
+                format!("{:.0}", l.sent as f64 / self.wall_s.max(1e-9)),
+                format!(
+                    "{:.1} %",
+                    100.0 * l.sent.saturating_sub(self.tasks) as f64 / l.sent.max(1) as f64
+                ),
+                l.prog_ns_per_run
+                    .map_or("-".to_string(), |ns| format!("{ns:.0}")),
+                l.direct_p50_us,
+            ),
+            None => ("-".into(), "-".into(), "-".into(), direct_p50),
+        };
         format!(
-            "| {} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {:.1} |",
+            "| {} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {generated} | {loss} | {prog} | {:.1} | {:.1} | {:.1} |",
             self.system.name(),
             self.tasks_per_s(),
             self.sched_cpu_s / self.wall_s,
@@ -169,11 +215,11 @@ pub struct Outcome {
     pub rows: Vec<Row>,
 }
 
-const SCHED_PORT: u16 = 7101;
-const ECHO_PORT: u16 = 7201;
-const METRICS_PORT: u16 = 7400;
+pub(crate) const SCHED_PORT: u16 = 7101;
+pub(crate) const ECHO_PORT: u16 = 7201;
+pub(crate) const METRICS_PORT: u16 = 7400;
 
-fn lab_err(what: &str, e: impl std::fmt::Display) -> Error {
+pub(crate) fn lab_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::io(what, std::io::Error::other(e.to_string()))
 }
 
@@ -219,7 +265,7 @@ fn ethtool_set(ifname: &str, cmd: u32, data: u32) -> std::io::Result<()> {
 }
 
 /// Machine-wide softirq time, seconds (/proc/stat's `cpu` line).
-fn softirq_s() -> f64 {
+pub(crate) fn softirq_s() -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let ticks: f64 = stat
         .lines()
@@ -239,7 +285,7 @@ fn kernel_thread(name: &str) -> Option<u32> {
 }
 
 /// A running scheduler: a `netsched switch` process or nginx.
-enum Running {
+pub(crate) enum Running {
     Switch { child: Child, log: PathBuf },
     Nginx(Nginx),
 }
@@ -252,8 +298,16 @@ impl Running {
         }
     }
 
+    /// The daemon's log (a `netsched switch` process).
+    pub(crate) fn log(&self) -> Option<&Path> {
+        match self {
+            Running::Switch { log, .. } => Some(log),
+            Running::Nginx(_) => None,
+        }
+    }
+
     /// The stat files whose CPU time is the scheduler's.
-    fn stat_paths(&self) -> Vec<PathBuf> {
+    pub(crate) fn stat_paths(&self) -> Vec<PathBuf> {
         let mut v = vec![PathBuf::from(format!("/proc/{}/stat", self.pid()))];
         if let Running::Switch { log, .. } = self {
             let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -305,7 +359,7 @@ fn sched_config(opts: &XdpE2eOpts, system: System, sched: &Host, echo_at: &str) 
 }
 
 /// Starts `system` in `sched` and waits until it serves.
-fn start(
+pub(crate) fn start(
     opts: &XdpE2eOpts,
     system: System,
     sched: &Host,
@@ -437,6 +491,7 @@ fn measure(
         gen_cpu_s,
         p50_us,
         p99_us,
+        live: None,
     })
 }
 
@@ -487,7 +542,11 @@ pub fn run(opts: &XdpE2eOpts, mut progress: impl FnMut(&Row)) -> Result<Outcome,
             .map_err(|e| lab_err("latency client", e))??;
         let mut rows = Vec::new();
         for &system in &opts.systems {
-            let row = measure(opts, system, &gen, &sched, &echo_at, &dir)?;
+            let row = if system == System::XdpLeafLive {
+                crate::xdp_live::measure(opts, &dir)?
+            } else {
+                measure(opts, system, &gen, &sched, &echo_at, &dir)?
+            };
             progress(&row);
             rows.push(row);
         }

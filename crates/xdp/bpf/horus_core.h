@@ -49,11 +49,13 @@ struct rng_state {
 // Where an application's tasks came from (the socket daemon's reply
 // routes, crates/node/src/switch/reply_routes.rs): the daemon sends the
 // replies XDP passes up there. Keyed by the application id as it is on the
-// wire (task_id's upper half, big endian).
+// wire (task_id's upper half, big endian). `mac` is the Ethernet source the
+// task came from (the client, or the router before it): a leaf that sends a
+// reply on itself (bpf/horus_leaf.bpf.c) addresses the frame there.
 struct reply_route {
 	__be32 ip;
 	__be16 port;
-	__u16 pad;
+	__u8 mac[6];
 };
 
 struct {
@@ -322,16 +324,29 @@ static __always_inline int pow2_schedule_resubmitted(const struct samples *s, __
 	return 1;
 }
 
+static __always_inline int mac_differs(const __u8 *a, const __u8 *b)
+{
+	int differs = 0;
+#pragma unroll
+	for (int i = 0; i < ETH_ALEN; i++)
+		differs |= a[i] ^ b[i];
+	return differs;
+}
+
 // A forwarded task's application (task_id's upper half, at byte 12 of the
-// datagram) now replies through this scheduler: remember where it came from.
-static __always_inline void learn_reply_route(const __u8 *horus, __be32 ip, __be16 port)
+// datagram) now replies through this scheduler: remember where it came from
+// (`mac`: the frame's Ethernet source, read before the rewrite).
+static __always_inline void learn_reply_route(const __u8 *horus, const __u8 *mac, __be32 ip,
+					      __be16 port)
 {
 	__u32 app;
 	__builtin_memcpy(&app, horus + 12, sizeof(app));
 	struct reply_route from = { .ip = ip, .port = port };
+	__builtin_memcpy(from.mac, mac, ETH_ALEN);
 	struct reply_route *known = bpf_map_lookup_elem(&reply_routes, &app);
 	// Written only when it changed: a hash update costs more than a lookup.
-	if (!known || known->ip != from.ip || known->port != from.port)
+	if (!known || known->ip != from.ip || known->port != from.port ||
+	    mac_differs(known->mac, from.mac))
 		bpf_map_update_elem(&reply_routes, &app, &from, BPF_ANY);
 }
 

@@ -66,6 +66,7 @@ enum counter {
 	C_REPLIES,
 	C_NOTICES_LOST,
 	C_SEAL_FAILED,
+	C_REPLIES_FORWARDED,
 	C_COUNTERS,
 };
 
@@ -85,7 +86,9 @@ struct leaf_config {
 	// 2w, at most IDLE_CAPACITY.
 	__u32 idle_capacity;
 	__u32 announce_on_reply;
-	__u32 pad0;
+	// Nonzero (with leaf_ip): a reply goes on to its client from here
+	// (`reply_out`); zero: it is passed up to the daemon.
+	__u32 forward_replies;
 	__u64 loss_resync_ns;
 	// Nonzero: the clock (differential tests); zero: bpf_ktime_get_ns().
 	__u64 fixed_now;
@@ -346,9 +349,42 @@ static __always_inline int on_reply(__u32 node, __u32 qlen, __u64 now,
 		if (slot_of(node) != NO_SLOT)
 			list_idle(node, cfg);
 	}
-	// The reply goes on to its client from user space, by the route
-	// `forward` recorded for its application (`reply_routes`, docs/xdp.md).
+	// The reply goes on to its client: `reply_out`.
 	return XDP_PASS;
+}
+
+// A reply the leaf took goes on to its client by the route `forward`
+// recorded for its application (`reply_routes`), from the leaf's address, as
+// the socket daemon sends it (crates/node/src/switch/xdp.rs): XDP_TX. Passed
+// up to the daemon instead when forwarding is off, when the datagram did not
+// come from the worker's registered address (the daemon drops it as an
+// unregistered source, as the socket daemon does) or when no route is known
+// (the daemon counts the missing route).
+static __always_inline int reply_out(struct udp_frame *f, __u8 *horus, void *data_end, __u32 node,
+				     const struct leaf_config *cfg)
+{
+	if (!cfg->forward_replies || !cfg->leaf_ip)
+		return XDP_PASS;
+	struct worker_addr *from = bpf_map_lookup_elem(&worker_addr, &node);
+	if (!from || from->ip != f->ip->saddr || from->port != f->udp->source)
+		return XDP_PASS;
+	if ((void *)(horus + 16) > data_end)
+		return XDP_PASS;
+	__u32 app;
+	__builtin_memcpy(&app, horus + 12, sizeof(app));
+	struct reply_route *to = bpf_map_lookup_elem(&reply_routes, &app);
+	if (!to)
+		return XDP_PASS;
+	__builtin_memcpy(f->eth->h_source, cfg->leaf_mac, ETH_ALEN);
+	__builtin_memcpy(f->eth->h_dest, to->mac, ETH_ALEN);
+	f->ip->saddr = cfg->leaf_ip;
+	f->ip->daddr = to->ip;
+	f->udp->source = cfg->leaf_port;
+	f->udp->dest = to->port;
+	f->udp->check = 0;
+	ipv4_set_checksum(f->ip);
+	count(C_REPLIES_FORWARDED, 1);
+	return XDP_TX;
 }
 
 // Send the task on to `node`: destination MAC, IP and UDP port from the
@@ -359,14 +395,13 @@ static __always_inline int forward(struct ethhdr *eth, struct iphdr *ip, struct 
 				   const struct leaf_config *cfg)
 {
 	struct worker_addr *to = bpf_map_lookup_elem(&worker_addr, &node);
-	if (!to)
+	if (!to || (void *)(horus + 16) > data_end)
 		return XDP_DROP;
+	if (cfg->leaf_ip)
+		learn_reply_route(horus, eth->h_source, ip->saddr, udp->source);
 	__builtin_memcpy(eth->h_source, cfg->leaf_mac, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, to->mac, ETH_ALEN);
-	if ((void *)(horus + 16) > data_end)
-		return XDP_DROP;
 	if (cfg->leaf_ip) {
-		learn_reply_route(horus, ip->saddr, udp->source);
 		ip->saddr = cfg->leaf_ip;
 		udp->source = cfg->leaf_port;
 	}
@@ -467,7 +502,12 @@ static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 			goto pass;
 		__u32 node = ((__u32)horus[4] << 8) | horus[5];
 		__u32 qlen = ((__u32)horus[8] << 8) | horus[9];
-		return on_reply(node, qlen, now, cfg);
+		int verdict = on_reply(node, qlen, now, cfg);
+		if (verdict == XDP_PASS)
+			verdict = reply_out(&frame, horus, data_end, node, cfg);
+		if (on_leaf_cpu && verdict == XDP_TX)
+			return bpf_redirect(ctx->ingress_ifindex, 0);
+		return verdict;
 	}
 	if (type != TYPE_TASK_FIRST)
 		goto pass;

@@ -358,10 +358,11 @@ static __always_inline int forward(struct udp_frame *f, __u8 *horus, void *data_
 	struct rack_addr *to = bpf_map_lookup_elem(&rack_addr, &rack);
 	if (!to || (void *)(horus + TASK_FIXED) > data_end)
 		return XDP_DROP;
+	if (cfg->spine_ip)
+		learn_reply_route(horus, f->eth->h_source, f->ip->saddr, f->udp->source);
 	__builtin_memcpy(f->eth->h_source, cfg->spine_mac, ETH_ALEN);
 	__builtin_memcpy(f->eth->h_dest, to->mac, ETH_ALEN);
 	if (cfg->spine_ip) {
-		learn_reply_route(horus, f->ip->saddr, f->udp->source);
 		f->ip->saddr = cfg->spine_ip;
 		f->udp->source = cfg->spine_port;
 	}

@@ -33,6 +33,17 @@ impl XdpLeaf {
         self.write_config()
     }
 
+    /// With `on` (and a source, [`XdpLeaf::set_source`]), a reply from a
+    /// worker's registered address whose application has a route goes on
+    /// to its client from the program (`XDP_TX`, from the source address,
+    /// to the Ethernet address the application's last task came from);
+    /// otherwise every reply is passed up, as before. The daemon turns it
+    /// off where its I/O layer must see replies (fault injection).
+    pub fn set_reply_forwarding(&mut self, on: bool) -> Result<(), XdpError> {
+        self.config.forward_replies = on;
+        self.write_config()
+    }
+
     /// Where application `app_id`'s tasks last came from, as the program
     /// recorded it (after [`XdpLeaf::set_source`]).
     pub fn reply_route(&mut self, app_id: u32) -> Result<Option<SocketAddrV4>, XdpError> {

@@ -14,6 +14,7 @@ mod draconis;
 mod object;
 mod spine;
 mod test_run;
+pub mod traffic;
 
 use aya::maps::{MapData, Queue};
 use aya::Ebpf;
@@ -96,6 +97,8 @@ pub enum XdpError {
     CpuOutOfRange { cpu: u32 },
     #[error("duplicating the leaf program's fd: {0}")]
     Fd(std::io::Error),
+    #[error("BPF run-time statistics: {0}")]
+    Stats(std::io::Error),
     #[error("cpumap: {0}")]
     CpuMap(#[from] aya::maps::xdp::XdpMapError),
     #[error(
@@ -148,6 +151,10 @@ pub struct XdpCounters {
     pub notices_lost: u64,
     /// Forwarded tasks dropped because the frame could not grow by a seal.
     pub seal_failed: u64,
+    /// Replies the program sent on to their clients itself
+    /// ([`XdpLeaf::set_reply_forwarding`]); the rest of `replies` were
+    /// passed up (or dropped, from an unknown worker).
+    pub replies_forwarded: u64,
 }
 
 /// Map names of the switch model's arrays (docs/xdp.md): `.` becomes `_`,
@@ -201,6 +208,8 @@ struct LeafConfig {
     /// Where forwarded tasks leave from (`netsched switch`); none: the
     /// client's source is kept (the differential tests).
     source: Option<std::net::SocketAddrV4>,
+    /// Replies go on to their clients from the program (with a source).
+    forward_replies: bool,
 }
 
 use spine::NOTICE_KEY_BYTES;
@@ -216,6 +225,7 @@ impl LeafConfig {
         b[0..4].copy_from_slice(&self.threshold.to_ne_bytes());
         b[4..8].copy_from_slice(&self.idle_capacity.to_ne_bytes());
         b[8..12].copy_from_slice(&u32::from(self.announce_on_reply).to_ne_bytes());
+        b[12..16].copy_from_slice(&u32::from(self.forward_replies).to_ne_bytes());
         b[16..24].copy_from_slice(&self.loss_resync_ns.to_ne_bytes());
         b[24..32].copy_from_slice(&self.fixed_now.to_ne_bytes());
         b[32..38].copy_from_slice(&self.leaf_mac);
@@ -250,6 +260,7 @@ impl XdpLeaf {
                 fixed_now: 0,
                 leaf_mac: [0; 6],
                 source: None,
+                forward_replies: false,
             },
         })
     }
@@ -281,6 +292,7 @@ impl XdpLeaf {
             fixed_now: self.config.fixed_now,
             leaf_mac,
             source: self.config.source,
+            forward_replies: self.config.forward_replies,
         };
         self.write_config()?;
         // Nodes beyond the sans-IO arrays are not live.
@@ -395,6 +407,7 @@ impl XdpLeaf {
             replies: c(10)?,
             notices_lost: c(11)?,
             seal_failed: c(12)?,
+            replies_forwarded: c(13)?,
         })
     }
 

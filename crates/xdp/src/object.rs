@@ -124,7 +124,8 @@ impl SchedulerObject {
             .ebpf
             .map("reply_routes")
             .ok_or(XdpError::NoMap("reply_routes"))?;
-        let routes: HashMap<&MapData, u32, [u8; 8]> = HashMap::try_from(map)?;
+        // `struct reply_route`: IPv4 address, port (network order), MAC.
+        let routes: HashMap<&MapData, u32, [u8; 12]> = HashMap::try_from(map)?;
         // The program keys by the id's bytes as they are on the wire.
         let key = u32::from_ne_bytes(app_id.to_be_bytes());
         match routes.get(&key, 0) {

@@ -1,6 +1,10 @@
 //! The same packets through the sans-IO HorusLeaf (crates/core) and through
 //! the XDP leaf (BPF_PROG_TEST_RUN): the same decisions, notices, counters,
-//! register arrays (map contents against `peek`) and random stream.
+//! register arrays (map contents against `peek`) and random stream. With
+//! reply forwarding on, a reply's way on (to its application's client, from
+//! the program, or passed up to the daemon) is checked against the daemon's
+//! rule: the route of the application's last dispatched task, for a reply
+//! from the worker's registered address.
 //!
 //! Needs root (loading BPF programs). Without it the tests print why and
 //! pass, unless NETSCHED_REQUIRE_BPF=1 (scripts/test.sh, CI), which makes
@@ -21,7 +25,6 @@ use proptest::prelude::*;
 
 const LEAF_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xfe];
 const CLIENT_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xc1];
-const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const LEAF_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 254);
 const LEAF_PORT: u16 = 7000;
 const SEED: u64 = 0x5eed;
@@ -37,9 +40,62 @@ enum Event {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Outcome {
     Dispatched(NodeId),
-    /// A reply that updated state and goes on to its client.
+    /// A reply that updated state and goes on to its client from the
+    /// daemon (passed up).
     ReplyPassed,
+    /// A reply that updated state and the program sent on to client `.0`.
+    ReplyForwarded(u8),
     Dropped,
+}
+
+/// How the packets of a run are made and the leaf configured: `forwarding`
+/// sets the leaf's source address and turns reply forwarding on, and the
+/// packets then vary their application, client and (for replies) source
+/// port, so that routes move and some replies come from where their worker
+/// is not registered.
+#[derive(Clone, Copy, Debug)]
+struct Mode {
+    forwarding: bool,
+}
+
+const PLAIN: Mode = Mode { forwarding: false };
+const FORWARDING: Mode = Mode { forwarding: true };
+
+impl Mode {
+    /// The application a packet is of: task_id's upper half.
+    fn app(self, event: Event, seq: u16) -> u32 {
+        match (self.forwarding, event) {
+            (false, _) => 0,
+            (true, Event::Task { .. }) => u32::from(seq % 3),
+            // Application 3 never sends a task: its replies have no route.
+            (true, Event::Reply { .. }) => u32::from(seq % 4),
+        }
+    }
+
+    /// The client a task comes from: an application moves between clients.
+    fn client(self, seq: u16) -> u8 {
+        if self.forwarding {
+            ((seq % 3 + (seq / 7) % 2) % 3) as u8
+        } else {
+            0
+        }
+    }
+
+    /// A reply from a port its worker is not registered at.
+    fn forged(self, seq: u16) -> bool {
+        self.forwarding && seq % 5 == 4
+    }
+
+    fn task_id(self, event: Event, seq: u16) -> u64 {
+        (u64::from(self.app(event, seq)) << 32) | u64::from(seq)
+    }
+}
+
+/// Client `c`'s Ethernet and UDP address (client 0 is CLIENT_MAC, 10.0.0.1).
+fn client_addr(c: u8) -> ([u8; 6], Ipv4Addr, u16) {
+    let mut mac = CLIENT_MAC;
+    mac[5] += c;
+    (mac, Ipv4Addr::new(10, 0, 0, 1 + c), 5000 + u16::from(c))
 }
 
 fn worker_addr(node: u32) -> WorkerAddr {
@@ -106,17 +162,18 @@ fn frame(src_mac: [u8; 6], src_ip: Ipv4Addr, src_port: u16, payload: &[u8]) -> V
     f
 }
 
-fn packet(event: Event, seq: u16) -> Vec<u8> {
+fn packet(mode: Mode, event: Event, seq: u16) -> Vec<u8> {
+    let task_id = mode.task_id(event, seq);
     let body = match event {
         Event::Task { idle_selected } => HorusBody::TaskFirst(HorusTask {
-            task_id: u64::from(seq),
+            task_id,
             is_last: true,
             idle_selected,
             payload: b"key",
             ..HorusTask::default()
         }),
         Event::Reply { .. } => HorusBody::Reply(HorusReply {
-            task_id: u64::from(seq),
+            task_id,
             status: ReplyStatus::Ok,
             payload: b"value",
         }),
@@ -137,10 +194,14 @@ fn packet(event: Event, seq: u16) -> Vec<u8> {
     });
     let datagram = message.to_vec().expect("encode");
     match event {
-        Event::Task { .. } => frame(CLIENT_MAC, CLIENT_IP, 5000, &datagram),
+        Event::Task { .. } => {
+            let (mac, ip, port) = client_addr(mode.client(seq));
+            frame(mac, ip, port, &datagram)
+        }
         Event::Reply { node, .. } => {
             let w = worker_addr(node);
-            frame(w.mac, w.ip, w.port, &datagram)
+            let port = w.port + u16::from(mode.forged(seq));
+            frame(w.mac, w.ip, port, &datagram)
         }
     }
 }
@@ -220,29 +281,48 @@ fn reference(
     (outcome, notices)
 }
 
-fn through_xdp(xdp: &mut XdpLeaf, now: u64, event: Event, seq: u16) -> (Outcome, Vec<Notice>) {
+fn through_xdp(
+    xdp: &mut XdpLeaf,
+    mode: Mode,
+    now: u64,
+    event: Event,
+    seq: u16,
+) -> (Outcome, Vec<Notice>) {
     xdp.set_clock(now).expect("clock");
-    let run = xdp.test_run(&packet(event, seq), 1).expect("test run");
+    let run = xdp
+        .test_run(&packet(mode, event, seq), 1)
+        .expect("test run");
     let outcome = match (event, run.action) {
         (Event::Task { .. }, XdpAction::Tx) => {
             let node = forwarded_to(&run.frame).expect("forwarded frame");
-            check_forwarded(&run.frame, node);
+            check_forwarded(&run.frame, node, mode, seq);
             Outcome::Dispatched(node)
         }
         (Event::Reply { .. }, XdpAction::Pass) => Outcome::ReplyPassed,
+        (Event::Reply { .. }, XdpAction::Tx) => {
+            Outcome::ReplyForwarded(check_reply_forwarded(&run.frame, mode, event, seq))
+        }
         (_, XdpAction::Drop) => Outcome::Dropped,
         (event, action) => panic!("{event:?} came out as {action:?}"),
     };
     (outcome, xdp.drain_notices().expect("notices"))
 }
 
-/// A forwarded task is addressed to its worker and still a valid datagram.
-fn check_forwarded(frame: &[u8], node: NodeId) {
+/// A forwarded task is addressed to its worker and still a valid datagram;
+/// it leaves from the leaf's address when the leaf has one.
+fn check_forwarded(frame: &[u8], node: NodeId, mode: Mode, seq: u16) {
     let w = worker_addr(node);
     assert_eq!(frame[0..6], w.mac, "destination MAC");
     assert_eq!(frame[6..12], LEAF_MAC, "source MAC");
     assert_eq!(ipv4_checksum(&frame[14..34]), 0, "IPv4 checksum");
-    assert_eq!(frame[26..30], CLIENT_IP.octets(), "source IP kept");
+    let (_, client_ip, client_port) = client_addr(mode.client(seq));
+    let (ip, port) = if mode.forwarding {
+        (LEAF_IP, LEAF_PORT)
+    } else {
+        (client_ip, client_port)
+    };
+    assert_eq!(frame[26..30], ip.octets(), "source IP");
+    assert_eq!(frame[34..36], port.to_be_bytes(), "source port");
     assert_eq!(frame[30..34], w.ip.octets(), "destination IP");
     assert_eq!(frame[36..38], w.port.to_be_bytes(), "destination port");
     match netsched_proto::decode(&frame[42..]).expect("netsched datagram") {
@@ -254,6 +334,32 @@ fn check_forwarded(frame: &[u8], node: NodeId) {
     }
 }
 
+/// A reply the program sent on: from the leaf's address to one client's,
+/// Ethernet and UDP, a valid datagram carrying the worker's reply. Returns
+/// the client.
+fn check_reply_forwarded(frame: &[u8], mode: Mode, event: Event, seq: u16) -> u8 {
+    let client = frame[33].wrapping_sub(1);
+    let (mac, ip, port) = client_addr(client);
+    assert_eq!(frame[0..6], mac, "destination MAC");
+    assert_eq!(frame[6..12], LEAF_MAC, "source MAC");
+    assert_eq!(ipv4_checksum(&frame[14..34]), 0, "IPv4 checksum");
+    assert_eq!(frame[26..30], LEAF_IP.octets(), "source IP");
+    assert_eq!(frame[30..34], ip.octets(), "destination IP");
+    assert_eq!(frame[34..36], LEAF_PORT.to_be_bytes(), "source port");
+    assert_eq!(frame[36..38], port.to_be_bytes(), "destination port");
+    assert_eq!(frame[40..42], [0, 0], "no UDP checksum");
+    match netsched_proto::decode(&frame[42..]).expect("netsched datagram") {
+        Message::Horus(HorusMessage {
+            body: HorusBody::Reply(r),
+            ..
+        }) => {
+            assert_eq!(r.task_id, mode.task_id(event, seq));
+            assert_eq!(r.payload, b"value");
+        }
+        other => panic!("forwarded {other:?} as a reply"),
+    }
+    client
+}
 /// Every register array and the random stream agree.
 fn assert_same_state(leaf: &HorusLeaf, xdp: &mut XdpLeaf, step: usize) {
     for dump in leaf.registers() {
@@ -272,6 +378,21 @@ fn assert_same_state(leaf: &HorusLeaf, xdp: &mut XdpLeaf, step: usize) {
 /// Runs `events` (with the clock gaps) through both leaves and compares
 /// after every packet.
 fn differential(xdp: &mut XdpLeaf, workers: u32, events: &[(u64, Event)]) -> Tally {
+    differential_in(xdp, PLAIN, workers, events)
+}
+
+/// [`differential`] in `mode`. The reference's reply routing is the
+/// daemon's (crates/node/src/switch/xdp.rs): a reply the leaf took goes to
+/// the client of its application's last dispatched task, when it came from
+/// its worker's registered address and such a task exists.
+fn differential_in(xdp: &mut XdpLeaf, mode: Mode, workers: u32, events: &[(u64, Event)]) -> Tally {
+    if mode.forwarding {
+        let source = std::net::SocketAddrV4::new(LEAF_IP, LEAF_PORT);
+        xdp.set_source(source).expect("source");
+    }
+    xdp.set_reply_forwarding(mode.forwarding)
+        .expect("reply forwarding");
+    let mut routes = std::collections::BTreeMap::new();
     let mut leaf = HorusLeaf::with_options(
         workers,
         SEED,
@@ -288,8 +409,20 @@ fn differential(xdp: &mut XdpLeaf, workers: u32, events: &[(u64, Event)]) -> Tal
     for (step, &(gap, event)) in events.iter().enumerate() {
         now += gap;
         let seq = step as u16;
-        let expected = reference(&mut leaf, now, event, seq, &mut tally);
-        let got = through_xdp(xdp, now, event, seq);
+        let mut expected = reference(&mut leaf, now, event, seq, &mut tally);
+        let app = mode.app(event, seq);
+        match expected.0 {
+            Outcome::Dispatched(_) => {
+                routes.insert(app, mode.client(seq));
+            }
+            Outcome::ReplyPassed if mode.forwarding && !mode.forged(seq) => {
+                if let Some(&client) = routes.get(&app) {
+                    expected.0 = Outcome::ReplyForwarded(client);
+                }
+            }
+            _ => {}
+        }
+        let got = through_xdp(xdp, mode, now, event, seq);
         assert_eq!(got, expected, "packet {step}: {event:?}");
         assert_same_state(&leaf, xdp, step + 1);
     }
@@ -308,6 +441,43 @@ fn differential(xdp: &mut XdpLeaf, workers: u32, events: &[(u64, Event)]) -> Tal
         reference.forgotten_lost
     );
     tally
+}
+
+#[test]
+fn replies_go_on_to_their_applications_clients_from_the_program() {
+    let test = "replies_go_on_to_their_applications_clients_from_the_program";
+    let Some(mut xdp) = bpf_leaf(test) else {
+        return;
+    };
+    // Tasks of three applications from three clients (an application
+    // moving between them), replies of four applications (one never sent a
+    // task) from registered and unregistered ports, and from a non-worker.
+    let mut rng = netsched_core::rng::Rng::new(7);
+    let events: Vec<(u64, Event)> = (0..600)
+        .map(|_| {
+            let event = if rng.below(2) == 0 {
+                Event::Task {
+                    idle_selected: rng.below(4) == 0,
+                }
+            } else {
+                Event::Reply {
+                    node: rng.below(5),
+                    qlen: rng.below(4) as u16,
+                }
+            };
+            (1 + u64::from(rng.below(1_000)), event)
+        })
+        .collect();
+    let start = xdp.counters().expect("counters");
+    differential_in(&mut xdp, FORWARDING, 4, &events);
+    let c = xdp.counters().expect("counters");
+    let (replies, forwarded) = (
+        c.replies - start.replies,
+        c.replies_forwarded - start.replies_forwarded,
+    );
+    // Every way a reply can take was taken.
+    assert!(forwarded > 0 && forwarded < replies, "{c:?}");
+    assert!(c.drop_unknown_node > 0, "{c:?}");
 }
 
 #[test]
@@ -421,6 +591,7 @@ fn decision_rate() {
     let addrs: Vec<WorkerAddr> = (0..8).map(worker_addr).collect();
     xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
     let task = packet(
+        PLAIN,
         Event::Task {
             idle_selected: false,
         },
@@ -430,7 +601,7 @@ fn decision_rate() {
     xdp.test_run(&task, 8).expect("test run");
     let runs = 1_000_000;
     let busy = xdp.test_run(&task, runs).expect("test run");
-    let reply = packet(Event::Reply { node: 3, qlen: 2 }, 1);
+    let reply = packet(PLAIN, Event::Reply { node: 3, qlen: 2 }, 1);
     let replies = xdp.test_run(&reply, runs).expect("test run");
     let c = xdp.counters().expect("counters");
     assert_eq!(c.dispatch_sampled + c.dispatch_idle, u64::from(runs) + 8);
@@ -476,10 +647,11 @@ proptest! {
     fn random_packet_sequences_match_the_sans_io_leaf(
         workers in 1u32..5,
         events in proptest::collection::vec(event(), 1..60),
+        forwarding in any::<bool>(),
     ) {
         let Some(mut xdp) = bpf_leaf("random_packet_sequences_match_the_sans_io_leaf") else {
             return Ok(());
         };
-        differential(&mut xdp, workers, &events);
+        differential_in(&mut xdp, Mode { forwarding }, workers, &events);
     }
 }

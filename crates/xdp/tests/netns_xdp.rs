@@ -24,24 +24,9 @@ const CLIENT_PORT: u16 = 5000;
 const WORKERS: usize = 3;
 const TASKS: u64 = 300;
 
-/// eth0's MAC in `host`'s namespace. (Not from /sys: sysfs shows the
-/// devices of the namespace it was mounted in, whatever a thread entered.)
+/// eth0's MAC in `host`'s namespace.
 fn mac_of(host: &Host) -> [u8; 6] {
-    let out = std::process::Command::new("ip")
-        .args(["-n", &host.name, "link", "show", "eth0"])
-        .output()
-        .expect("ip link show");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let hex = text
-        .split("link/ether ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .expect("eth0 has a MAC");
-    let mut mac = [0u8; 6];
-    for (byte, part) in mac.iter_mut().zip(hex.split(':')) {
-        *byte = u8::from_str_radix(part, 16).expect("hex MAC");
-    }
-    mac
+    host.mac().expect("eth0 has a MAC")
 }
 
 fn encode(message: HorusMessage) -> Vec<u8> {

@@ -2,9 +2,12 @@
 //! switch's interface (crates/xdp, docs/xdp.md) and this daemon keeps what
 //! the program leaves to user space (a spine: replies, refused tasks,
 //! metrics; it has no notices to send and no heartbeats to watch):
-//! * **Replies** the program passed up after updating its state go on to
-//!   their clients by the reply routes the program recorded per application
-//!   id, without a second scheduling pass.
+//! * **Replies**: the program sends a reply on to its client itself when it
+//!   knows the application's route and the reply came from the worker's
+//!   registered address (no fault injection configured); the ones it passed
+//!   up after updating its state go on to their clients from here by the
+//!   same routes, without a second scheduling pass. Liveness and the
+//!   workers' queue-length gauges come from their KeepAlives either way.
 //! * **Tasks** that reach the socket (multi-packet tasks need the connection
 //!   table, §A.4, which XDP does not hold; or any task while the program is
 //!   not attached) are refused with a failed reply, counted as the runtime
@@ -40,7 +43,7 @@ const NEIGHBOUR_WAIT: Duration = Duration::from_secs(3);
 const LEAF: usize = 0;
 
 /// `XdpCounters`' fields in the order of `netsched_xdp_events_total`.
-const EVENTS: [&str; 13] = [
+const EVENTS: [&str; 14] = [
     "dispatch_idle",
     "dispatch_sampled",
     "resubmissions",
@@ -54,9 +57,10 @@ const EVENTS: [&str; 13] = [
     "replies",
     "notices_lost",
     "seal_failed",
+    "replies_forwarded",
 ];
 
-fn event_values(c: &XdpCounters) -> [u64; 13] {
+fn event_values(c: &XdpCounters) -> [u64; 14] {
     [
         c.dispatch_idle,
         c.dispatch_sampled,
@@ -71,6 +75,7 @@ fn event_values(c: &XdpCounters) -> [u64; 13] {
         c.replies,
         c.notices_lost,
         c.seal_failed,
+        c.replies_forwarded,
     ]
 }
 
@@ -194,6 +199,9 @@ impl XdpPath {
                 // its counter the odd stream (crate::notice_auth).
                 let start = crate::notice_auth::xdp_task_seq_start();
                 leaf.set_task_key(notice_key, start)?;
+                // Replies go on to their clients from the program, unless
+                // injected loss must see them in the daemon's I/O layer.
+                leaf.set_reply_forwarding(cfg.fault.drop_rate == 0.0)?;
                 leaf.install(sans_io, mac, &nodes)?;
                 (Program::Leaf(leaf), &EVENTS)
             }

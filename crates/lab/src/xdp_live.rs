@@ -1,0 +1,356 @@
+//! `netsched bench xdp-e2e` with system `xdp-leaf-live`: the XDP leaf end to
+//! end with no user space on the data path. `netsched switch` runs the leaf
+//! (`datapath = "xdp"`, native mode by default, serialised on `[xdp] cpu`,
+//! replies forwarded by the program) in `sched`, whose `eth0` is one end of
+//! a veth pair; the other end, in `gen`, carries both the generator and the
+//! workers (crates/xdp/bpf/traffic.bpf.c):
+//!
+//! * the generator is `BPF_PROG_TEST_RUN` with live frames: a pre-built
+//!   task frame sent out of `gen`'s eth0 in batches, each stamped with its
+//!   send time, as fast as the kernel takes them (open loop);
+//! * the workers (`workers` entries, one address, all in `gen`) are the
+//!   responder program on that eth0, which turns each task the leaf sends
+//!   there into its idle reply and sends it back; the leaf forwards the
+//!   reply to the client, which is the same responder: it completes the
+//!   task, timing it from the stamp.
+//!
+//! The responder runs serialised on the other CPU (bpf/steer.h), the
+//! generating thread is pinned there too, so the leaf's CPU runs the leaf.
+//! Figures: completed tasks per second; the scheduler's CPU (the daemon's
+//! process and the leaf's cpumap thread, as for `xdp-leaf`) and tasks per
+//! scheduler CPU-second; the leaf program's own run time per task from the
+//! kernel's BPF run-time statistics (`BPF_ENABLE_STATS`, on only during the
+//! run); the generator's rate and the loss (sent − completed, dropped where
+//! a queue was full); and the latency at `low_rate` through the leaf and,
+//! for the latency the leaf adds, with the responder answering on `sched`'s
+//! eth0 in the leaf's place (the same hops, no scheduling).
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+use netsched_xdp::traffic::{self, Traffic, TrafficStats, STAMP_BYTES};
+use netsched_xdp::{XdpError, XdpFlags};
+
+use crate::capacity::cpu_seconds;
+use crate::error::Error;
+use crate::netns::{Host, Lab};
+use crate::xdp_e2e::{self, lab_err, softirq_s, Row, System, XdpE2eOpts};
+
+const CLIENT_PORT: u16 = 6000;
+/// Frames per live test run: a run's syscall is the generator's only
+/// per-batch cost.
+const BATCH: u32 = 1 << 14;
+
+/// The task the generator sends: application 1, one packet, an 8-byte
+/// payload for the stamp.
+fn task_frame(gen: &Host, gen_mac: [u8; 6], sched: &Host, sched_mac: [u8; 6]) -> Vec<u8> {
+    let datagram = Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: 1,
+            ..HorusHeader::default()
+        },
+        body: HorusBody::TaskFirst(HorusTask {
+            task_id: 1 << 32,
+            is_last: true,
+            payload: &[0; STAMP_BYTES],
+            ..HorusTask::default()
+        }),
+    })
+    .to_vec()
+    .expect("a task encodes");
+    udp_frame(
+        (gen_mac, gen.addr, CLIENT_PORT),
+        (sched_mac, sched.addr, xdp_e2e::SCHED_PORT),
+        &datagram,
+    )
+}
+
+/// Ethernet + IPv4 (checksummed) + UDP (no checksum) around `payload`.
+fn udp_frame(
+    from: ([u8; 6], Ipv4Addr, u16),
+    to: ([u8; 6], Ipv4Addr, u16),
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut f = Vec::with_capacity(42 + payload.len());
+    f.extend_from_slice(&to.0);
+    f.extend_from_slice(&from.0);
+    f.extend_from_slice(&0x0800u16.to_be_bytes());
+    let mut ip = [0u8; 20];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&((28 + payload.len()) as u16).to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&from.1.octets());
+    ip[16..20].copy_from_slice(&to.1.octets());
+    let mut sum: u32 = ip
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&from.2.to_be_bytes());
+    f.extend_from_slice(&to.2.to_be_bytes());
+    f.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin(cpu: u32) {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it for
+    // cpu < CPU_SETSIZE; sched_setaffinity(0) affects the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn ifindex(name: &str) -> u32 {
+    let name = std::ffi::CString::new(name).expect("no NUL");
+    // SAFETY: a valid NUL-terminated name.
+    unsafe { libc::if_nametoindex(name.as_ptr()) }
+}
+
+fn xdp_err(what: &str) -> impl Fn(XdpError) -> Error + '_ {
+    move |e| lab_err(what, e)
+}
+
+/// Sends one task every `1 / rate` s for `duration` from `gen` and returns
+/// what the responder counted meanwhile (the latency at low load).
+fn paced(
+    gen: &Host,
+    mut traffic: Traffic,
+    frame: Vec<u8>,
+    rate: f64,
+    duration: Duration,
+    cpu: u32,
+) -> Result<(Traffic, TrafficStats), Error> {
+    gen.run(move || {
+        pin(cpu);
+        let eth0 = ifindex("eth0");
+        let before = traffic.stats()?;
+        let gap = Duration::from_secs_f64(1.0 / rate.max(1.0));
+        let start = Instant::now();
+        let mut next = start;
+        while start.elapsed() < duration {
+            traffic.send(&frame, 1, eth0)?;
+            next += gap;
+            if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let after = traffic.stats()?.since(&before);
+        Ok((traffic, after))
+    })
+    .map_err(|e| lab_err("generator namespace", e))?
+    .map_err(xdp_err("live generator"))
+}
+
+/// The cpumap map id in the leaf daemon's log (`thread=cpumap/<cpu>/map:<id>`).
+fn cpumap_id(log: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix("thread="))?
+        .rsplit("map:")
+        .next()?
+        .trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()
+}
+
+/// (steered, ran, replies the program forwarded) packets of the leaf so
+/// far, from its daemon's metrics.
+fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
+    let addr = sched.at(xdp_e2e::METRICS_PORT).parse().expect("an address");
+    let body = sched
+        .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
+        .ok()
+        .and_then(|r| r.ok())
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    let mut out = (0, 0, 0);
+    let value = |line: &str| -> u64 {
+        line.rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0) as u64
+    };
+    for line in body.lines() {
+        if line.starts_with("netsched_xdp_events_total{")
+            && line.contains("event=\"replies_forwarded\"")
+        {
+            out.2 += value(line);
+        }
+        let Some(rest) = line.strip_prefix("netsched_xdp_cpu_packets_total{") else {
+            continue;
+        };
+        let value = value(rest);
+        if rest.contains("program=\"steer\"") {
+            out.0 += value;
+        } else {
+            out.1 += value;
+        }
+    }
+    out
+}
+
+pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
+    let mut lab = Lab::new("xliv").map_err(|e| lab_err("network namespaces (run as root)", e))?;
+    let (gen, sched) = lab
+        .pair("gen", "sched")
+        .map_err(|e| lab_err("namespace pair", e))?;
+    let flags = if opts.mode == "native" {
+        XdpFlags::DRV_MODE
+    } else {
+        XdpFlags::SKB_MODE
+    };
+    // The generator and the responder on the CPU the leaf is not on.
+    let other = u32::from(opts.cpu == 0);
+    let traffic = gen
+        .run(move || -> Result<Traffic, XdpError> {
+            let mut t = Traffic::load()?;
+            t.attach_responder("eth0", flags, other, 0)?;
+            Ok(t)
+        })
+        .map_err(|e| lab_err("generator namespace", e))?
+        .map_err(xdp_err("the responder"))?;
+    let mac = |h: &Host| h.mac().map_err(|e| lab_err("MAC", e));
+    let frame = task_frame(&gen, mac(&gen)?, &sched, mac(&sched)?);
+    let workers_at = gen.at(xdp_e2e::ECHO_PORT);
+    let running = xdp_e2e::start(opts, System::XdpLeaf, &sched, &workers_at, dir)?;
+    // Warm up: the first task teaches the leaf the application's route.
+    let (traffic, warm) = paced(
+        &gen,
+        traffic,
+        frame.clone(),
+        1_000.0,
+        Duration::from_millis(100),
+        other,
+    )?;
+    if warm.completed == 0 {
+        let log = std::fs::read_to_string(running.log().unwrap_or(dir)).unwrap_or_default();
+        return Err(Error::NothingCompleted {
+            summary: format!(
+                "xdp-leaf-live: no task came back through the leaf ({warm:?}); daemon log: {}",
+                log.trim()
+            ),
+        });
+    }
+    let (traffic, low) = paced(
+        &gen,
+        traffic,
+        frame.clone(),
+        opts.low_rate,
+        opts.latency_duration,
+        other,
+    )?;
+
+    // Throughput: open loop, as fast as live frames go.
+    let stats_on = traffic::enable_run_time_stats().map_err(xdp_err("bpf stats"))?;
+    let map_id = running.log().and_then(cpumap_id);
+    let runs = || map_id.and_then(|id| traffic::cpumap_program_runs(id, opts.cpu).ok());
+    let paths = running.stat_paths();
+    let cpu = |paths: &[std::path::PathBuf]| -> Result<f64, Error> {
+        paths.iter().map(|p| cpu_seconds(p)).sum()
+    };
+    let leaf_runs = || leaf_packets(&sched);
+    let resp_runs = |t: &Traffic| {
+        t.runs_on()
+            .map(|r| {
+                (
+                    r.steered.iter().sum::<u64>(),
+                    r.scheduler.iter().sum::<u64>(),
+                )
+            })
+            .unwrap_or_default()
+    };
+    let (leaf0, resp0) = (leaf_runs(), resp_runs(&traffic));
+    let (cpu0, soft0, runs0) = (cpu(&paths)?, softirq_s(), runs());
+    let (duration, batch_frame) = (opts.duration, frame.clone());
+    let (traffic, sent, wall_s, gen_cpu_s, total) = gen
+        .run(move || -> Result<_, XdpError> {
+            let mut traffic = traffic;
+            pin(other);
+            let eth0 = ifindex("eth0");
+            let before = traffic.stats()?;
+            let cpu0 = netsched_node::net::thread_cpu_ns();
+            let start = Instant::now();
+            let mut sent = 0u64;
+            while start.elapsed() < duration {
+                traffic.send(&batch_frame, BATCH, eth0)?;
+                sent += u64::from(BATCH);
+            }
+            let wall = start.elapsed().as_secs_f64();
+            let gen_cpu = (netsched_node::net::thread_cpu_ns() - cpu0) as f64 / 1e9;
+            // What is still in flight lands.
+            std::thread::sleep(Duration::from_millis(100));
+            let total = traffic.stats()?.since(&before);
+            Ok((traffic, sent, wall, gen_cpu, total))
+        })
+        .map_err(|e| lab_err("generator namespace", e))?
+        .map_err(xdp_err("live generator"))?;
+    let (cpu1, soft1, runs1) = (cpu(&paths)?, softirq_s(), runs());
+    // The daemon publishes its counters every 100 ms.
+    std::thread::sleep(Duration::from_millis(250));
+    let (leaf1, resp1) = (leaf_runs(), resp_runs(&traffic));
+    drop(stats_on);
+    drop(running);
+
+    // The same hops without the leaf: the responder answers on `sched`,
+    // on the leaf's CPU and real-time as the leaf's thread is (the daemon's
+    // default `realtime_priority = 1`).
+    let sched_cpu = opts.cpu;
+    let reflector = sched
+        .run(move || -> Result<Traffic, XdpError> {
+            let mut t = Traffic::load()?;
+            t.attach_responder("eth0", flags, sched_cpu, 1)?;
+            Ok(t)
+        })
+        .map_err(|e| lab_err("scheduler namespace", e))?
+        .map_err(xdp_err("the responder in the leaf's place"))?;
+    let (traffic, direct) = paced(
+        &gen,
+        traffic,
+        frame,
+        opts.low_rate,
+        opts.latency_duration,
+        other,
+    )?;
+    drop(reflector);
+    drop(traffic);
+    drop(lab);
+
+    let prog_ns_per_run = match (runs0, runs1) {
+        (Some((t0, n0)), Some((t1, n1))) if n1 > n0 => Some((t1 - t0) as f64 / (n1 - n0) as f64),
+        _ => None,
+    };
+    let us = |s: &TrafficStats, q| s.quantile_us(q).map_or(f64::NAN, |v| v as f64);
+    Ok(Row {
+        system: System::XdpLeafLive,
+        tasks: total.completed,
+        wall_s,
+        sched_cpu_s: cpu1 - cpu0,
+        softirq_s: soft1 - soft0,
+        gen_cpu_s,
+        p50_us: us(&low, 0.5),
+        p99_us: us(&low, 0.99),
+        live: Some(crate::xdp_e2e::Live {
+            sent,
+            prog_ns_per_run,
+            direct_p50_us: us(&direct, 0.5),
+            leaf_steered: leaf1.0 - leaf0.0,
+            leaf_ran: leaf1.1 - leaf0.1,
+            responder_steered: resp1.0 - resp0.0,
+            responder_ran: resp1.1 - resp0.1,
+            replies_forwarded: leaf1.2 - leaf0.2,
+        }),
+    })
+}

@@ -1,0 +1,197 @@
+//! The end-to-end benchmark's traffic in XDP (`bpf/traffic.bpf.c`): a
+//! generator that sends pre-built task frames out of an interface through
+//! `BPF_PROG_TEST_RUN` with live frames (kernel >= 5.18), and a responder
+//! on the same interface that answers tasks as a worker and completes
+//! replies as a client, timing each task from send to reply. Neither end is
+//! user space, so a scheduler's rate through an interface can be measured.
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use aya::maps::PerCpuArray;
+use aya::programs::{Xdp, XdpFlags};
+use aya::Ebpf;
+
+use crate::daemon::{self, SchedulerThread, Steering};
+use crate::{test_run, XdpError};
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/traffic.bpf.o"));
+
+/// Latency buckets of `lat_hist`, 1 µs each (the last: longer).
+pub const LATENCY_BUCKETS: usize = 4096;
+
+/// Bytes of the stamp a task's payload must hold (the send time).
+pub const STAMP_BYTES: usize = 8;
+
+const STEERING: Steering = Steering {
+    steer: "responder_steer",
+    on_cpu: "responder_cpu",
+    cpumap: "resp_cpu",
+};
+
+/// What the responder counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrafficStats {
+    /// Tasks answered (as a worker).
+    pub answered: u64,
+    /// Replies received (as the client): completed tasks.
+    pub completed: u64,
+    /// Their send-to-reply times, summed.
+    pub latency_ns: u64,
+    /// Completed tasks per microsecond of latency.
+    pub histogram: Vec<u64>,
+}
+
+impl TrafficStats {
+    /// The `q` quantile of the latency histogram, µs (upper bucket edge).
+    pub fn quantile_us(&self, q: f64) -> Option<u64> {
+        let total: u64 = self.histogram.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let want = ((total as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        self.histogram.iter().enumerate().find_map(|(us, n)| {
+            seen += n;
+            (seen >= want).then_some(us as u64 + 1)
+        })
+    }
+
+    /// What happened between `earlier` and `self`.
+    pub fn since(&self, earlier: &TrafficStats) -> TrafficStats {
+        TrafficStats {
+            answered: self.answered - earlier.answered,
+            completed: self.completed - earlier.completed,
+            latency_ns: self.latency_ns - earlier.latency_ns,
+            histogram: self
+                .histogram
+                .iter()
+                .zip(earlier.histogram.iter().chain(std::iter::repeat(&0)))
+                .map(|(a, b)| a - b)
+                .collect(),
+        }
+    }
+}
+
+/// The loaded generator and responder.
+pub struct Traffic {
+    ebpf: Ebpf,
+}
+
+impl Traffic {
+    pub fn load() -> Result<Self, XdpError> {
+        if OBJECT.is_empty() {
+            return Err(XdpError::ObjectMissing);
+        }
+        let mut ebpf = Ebpf::load(OBJECT)?;
+        for name in ["gen_tx", "responder"] {
+            let prog: &mut Xdp = ebpf
+                .program_mut(name)
+                .ok_or(XdpError::NoNamedProgram(name))?
+                .try_into()?;
+            prog.load()?;
+        }
+        Ok(Traffic { ebpf })
+    }
+
+    /// Attaches the responder to `interface`, run by `cpu`'s cpumap thread
+    /// (bpf/steer.h, as the schedulers are attached), SCHED_FIFO at
+    /// `realtime_priority` if above 0 (as the schedulers' threads run, so
+    /// that the machine's other tasks do not starve the workers and the
+    /// client into dropping at the cpumap's queue).
+    pub fn attach_responder(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+        cpu: u32,
+        realtime_priority: u8,
+    ) -> Result<SchedulerThread, XdpError> {
+        daemon::attach_steered(
+            &mut self.ebpf,
+            &STEERING,
+            interface,
+            flags,
+            cpu,
+            realtime_priority,
+        )
+    }
+
+    fn fd(&mut self, name: &'static str) -> Result<i32, XdpError> {
+        let prog: &mut Xdp = self
+            .ebpf
+            .program_mut(name)
+            .ok_or(XdpError::NoNamedProgram(name))?
+            .try_into()?;
+        Ok(prog.fd()?.as_fd().as_raw_fd())
+    }
+
+    /// Sends `frame` (a single-packet task whose payload is
+    /// [`STAMP_BYTES`] long) `count` times out of interface `ifindex` of the
+    /// calling thread's namespace, each stamped with its send time.
+    pub fn send(&mut self, frame: &[u8], count: u32, ifindex: u32) -> Result<(), XdpError> {
+        let fd = self.fd("gen_tx")?;
+        test_run::run_live(fd, frame, count, ifindex).map_err(XdpError::TestRun)
+    }
+
+    /// The responder on one frame, without an interface (its unit test).
+    pub fn respond_once(&mut self, frame: &[u8]) -> Result<test_run::TestRun, XdpError> {
+        let fd = self.fd("responder")?;
+        test_run::run(fd, frame, 1).map_err(XdpError::TestRun)
+    }
+
+    /// Packets the responder's steering took and the responder ran, per
+    /// CPU, since [`Traffic::attach_responder`] (the difference was dropped
+    /// at the cpumap's queue).
+    pub fn runs_on(&self) -> Result<daemon::CpuRuns, XdpError> {
+        daemon::runs_on(&self.ebpf)
+    }
+
+    /// The responder's counts so far, summed over CPUs.
+    pub fn stats(&self) -> Result<TrafficStats, XdpError> {
+        let sum = |map: &'static str, len: usize| -> Result<Vec<u64>, XdpError> {
+            let data = self.ebpf.map(map).ok_or(XdpError::NoMap(map))?;
+            let array: PerCpuArray<_, u64> = PerCpuArray::try_from(data)?;
+            (0..len as u32)
+                .map(|i| Ok(array.get(&i, 0)?.iter().sum()))
+                .collect()
+        };
+        let s = sum("traffic_stats", 3)?;
+        Ok(TrafficStats {
+            answered: s[0],
+            completed: s[1],
+            latency_ns: s[2],
+            histogram: sum("lat_hist", LATENCY_BUCKETS)?,
+        })
+    }
+}
+
+/// The kernel's per-program run-time statistics (`BPF_ENABLE_STATS` with
+/// `BPF_STATS_RUN_TIME`), on while this value lives and off when the last
+/// holder closes it (unlike `kernel.bpf_stats_enabled`, nothing is left
+/// switched on if the process dies).
+pub struct RunTimeStats(#[allow(dead_code)] std::os::fd::OwnedFd);
+
+pub fn enable_run_time_stats() -> Result<RunTimeStats, XdpError> {
+    aya::sys::enable_stats(aya::sys::Stats::RunTime)
+        .map(RunTimeStats)
+        .map_err(|e| XdpError::Stats(e.io_error))
+}
+
+/// The run time (ns) and run count of the program in entry `cpu` of the
+/// cpumap with id `map_id` (a serialised scheduler: its cpumap thread's
+/// name, `cpumap/<cpu>/map:<id>`, carries the id), counted while
+/// [`enable_run_time_stats`] was on.
+pub fn cpumap_program_runs(map_id: u32, cpu: u32) -> Result<(u64, u64), XdpError> {
+    let map = aya::maps::Map::CpuMap(aya::maps::MapData::from_id(map_id)?);
+    let entry = aya::maps::CpuMap::try_from(map)?.get(cpu, 0)?;
+    let id = entry
+        .prog_id
+        .ok_or(XdpError::NoNamedProgram("cpumap entry program"))?
+        .get();
+    for info in aya::programs::loaded_programs() {
+        let info = info?;
+        if info.id() == id {
+            return Ok((info.run_time().as_nanos() as u64, info.run_count()));
+        }
+    }
+    Err(XdpError::NoNamedProgram("cpumap entry program"))
+}

@@ -1,0 +1,83 @@
+//! The benchmark's XDP responder (bpf/traffic.bpf.c) on single frames
+//! through BPF_PROG_TEST_RUN: a task becomes its worker's idle reply, sent
+//! back with the addresses turned around and the send stamp kept; that
+//! reply, arriving at the client, completes the task and is dropped; other
+//! frames pass. Needs root (NETSCHED_REQUIRE_BPF=1: fail instead of skip).
+
+mod common;
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use netsched_proto::{
+    decode, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
+};
+use netsched_xdp::traffic::Traffic;
+use netsched_xdp::{XdpAction, XdpError};
+
+#[test]
+fn a_task_becomes_its_idle_reply_and_the_reply_completes_it() {
+    let test = "a_task_becomes_its_idle_reply_and_the_reply_completes_it";
+    if !common::bpf_allowed(test) {
+        return;
+    }
+    let mut traffic = match Traffic::load() {
+        Ok(t) => t,
+        Err(XdpError::ObjectMissing) if !common::bpf_required() => {
+            return eprintln!("{test}: skipped, the BPF object was not built (no clang)");
+        }
+        Err(e) => panic!("{test}: {e}"),
+    };
+    let stamp = 42u64.to_ne_bytes();
+    let task = Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: 1,
+            dst_id: 3,
+            ..HorusHeader::default()
+        },
+        body: HorusBody::TaskFirst(HorusTask {
+            task_id: (7 << 32) | 9,
+            is_last: true,
+            payload: &stamp,
+            ..HorusTask::default()
+        }),
+    })
+    .to_vec()
+    .expect("encode");
+    let leaf = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 254), 7000);
+    let worker = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 3), 7201);
+    let run = traffic
+        .respond_once(&common::frame_to(leaf, worker, &task))
+        .expect("test run");
+    assert_eq!(run.action, XdpAction::Tx);
+    let reply = &run.frame;
+    assert_eq!(reply[30..34], leaf.ip().octets(), "back to the leaf");
+    assert_eq!(reply[26..30], worker.ip().octets(), "from the worker");
+    assert_eq!(reply[34..36], worker.port().to_be_bytes());
+    assert_eq!(reply[36..38], leaf.port().to_be_bytes());
+    assert_eq!(common::ipv4_checksum(&reply[14..34]), 0, "IPv4 checksum");
+    match decode(&reply[42..]).expect("a netsched datagram") {
+        Message::Horus(HorusMessage {
+            header,
+            body: HorusBody::Reply(r),
+        }) => {
+            assert_eq!((header.src_id, header.qlen), (3, 0), "worker 3, idle");
+            assert_eq!(r.task_id, (7 << 32) | 9);
+            assert_eq!(r.status, ReplyStatus::Ok);
+            assert_eq!(r.payload, stamp, "the stamp goes back");
+        }
+        other => panic!("answered {other:?}"),
+    }
+    assert_eq!(traffic.stats().expect("stats").answered, 1);
+    // The reply at the client: completed (its latency is the clock since
+    // the stamp, which 42 ns after boot makes long) and dropped.
+    let back = traffic.respond_once(reply).expect("test run");
+    assert_eq!(back.action, XdpAction::Drop);
+    let stats = traffic.stats().expect("stats");
+    assert_eq!(stats.completed, 1);
+    assert_eq!(stats.histogram.iter().sum::<u64>(), 1);
+    // Anything else goes up to the stack.
+    let other = traffic
+        .respond_once(&common::frame_to(leaf, worker, b"not netsched"))
+        .expect("test run");
+    assert_eq!(other.action, XdpAction::Pass);
+}
