@@ -29,6 +29,5 @@ pub mod netns;
 pub mod nginx;
 pub mod pull_bench;
 pub mod xdp_e2e;
-pub mod xdp_live;
 
 pub use error::Error;

@@ -66,32 +66,7 @@ impl XdpLeaf {
     }
 }
 
-impl XdpLeaf {
-    /// Attaches the leaf so that one CPU runs it whatever CPU took the
-    /// packet: `horus_steer` on `interface` redirects every packet into the
-    /// cpumap entry of `cpu`, whose program is the leaf (`horus_leaf_cpu`,
-    /// kernel >= 5.9), and that CPU's cpumap thread runs it one packet at a
-    /// time. There is no unserialised attach: two CPUs running the program at once
-    /// would race on its unsynchronised maps. A
-    /// `realtime_priority` above 0 makes that thread SCHED_FIFO at it
-    /// ([`SchedulerThread`]).
-    pub fn attach_serialised(
-        &mut self,
-        interface: &str,
-        flags: XdpFlags,
-        cpu: u32,
-        realtime_priority: u8,
-    ) -> Result<SchedulerThread, XdpError> {
-        self.object
-            .attach_serialised(interface, flags, cpu, realtime_priority)
-    }
-
-    /// Packets per CPU since [`XdpLeaf::attach_serialised`]: the ones the
-    /// steering program took, and the ones the leaf ran.
-    pub fn runs_on(&mut self) -> Result<CpuRuns, XdpError> {
-        self.object.runs_on()
-    }
-}
+impl XdpLeaf {}
 
 /// The names of a program's steering pieces in its object.
 pub(crate) struct Steering {

@@ -10,14 +10,12 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use aya::maps::{HashMap, MapData, Queue};
-use aya::programs::XdpFlags;
 use aya::EbpfLoader;
 use netsched_core::pull::queue::RepairFlags;
 use netsched_core::pull::{Constraint, Draconis, DraconisConfig, Slot, TaskInfo};
 
 use crate::daemon::Steering;
 use crate::object::SchedulerObject;
-use crate::test_run::TestRun;
 use crate::XdpError;
 
 // Aligned: the ELF parser reads the object in place.
@@ -176,6 +174,8 @@ pub struct XdpDraconis {
 }
 
 impl XdpDraconis {
+    crate::object::steered_program_methods!("draconis_steer");
+
     /// Loads the program for `config`'s queue (the verifier runs here): the
     /// queue map is sized `levels × capacity`, every pointer starts at 0.
     pub fn load(config: &DraconisConfig) -> Result<Self, XdpError> {
@@ -354,32 +354,5 @@ impl XdpDraconis {
             no_tailroom: c(9)?,
             errors_lost: c(10)?,
         })
-    }
-
-    /// Runs the program on `packet` (an Ethernet frame) without attaching
-    /// it, `repeat` times (>= 1; state changes every time).
-    pub fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
-        self.object.test_run(packet, repeat)
-    }
-
-    /// Attaches the queue so that one CPU runs it whatever CPU took the
-    /// packet, as [`crate::XdpLeaf::attach_serialised`] does for the leaf:
-    /// `draconis_steer` on `interface` redirects every packet into the
-    /// cpumap entry of `cpu`, whose program is the queue. Without it two
-    /// CPUs can interleave inside a pass (docs/xdp.md, "One CPU").
-    pub fn attach_serialised(
-        &mut self,
-        interface: &str,
-        flags: XdpFlags,
-        cpu: u32,
-        realtime_priority: u8,
-    ) -> Result<crate::SchedulerThread, XdpError> {
-        self.object
-            .attach_serialised(interface, flags, cpu, realtime_priority)
-    }
-
-    /// Packets per CPU since [`XdpDraconis::attach_serialised`].
-    pub fn runs_on(&self) -> Result<crate::CpuRuns, XdpError> {
-        self.object.runs_on()
     }
 }

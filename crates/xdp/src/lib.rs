@@ -244,6 +244,8 @@ pub struct XdpLeaf {
 }
 
 impl XdpLeaf {
+    crate::object::steered_program_methods!("horus_steer");
+
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {
         if OBJECT.is_empty() {
@@ -409,12 +411,6 @@ impl XdpLeaf {
             seal_failed: c(12)?,
             replies_forwarded: c(13)?,
         })
-    }
-
-    /// Runs the program once on `packet` (an Ethernet frame) without
-    /// attaching it, `repeat` times (>= 1; state changes every time).
-    pub fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
-        self.object.test_run(packet, repeat)
     }
 }
 

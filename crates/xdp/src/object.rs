@@ -142,3 +142,49 @@ impl SchedulerObject {
         daemon::runs_on(&self.ebpf)
     }
 }
+
+/// Test runs, the serialised attach and per-CPU counts: what every scheduler
+/// program (the leaf, the spine, the Draconis queue) offers by delegating to
+/// its loaded [`SchedulerObject`], written once. `$steer` names its steering
+/// program.
+macro_rules! steered_program_methods {
+    ($steer:literal) => {
+        /// Runs the program once on `packet` (an Ethernet frame) without
+        /// attaching it, `repeat` times (>= 1; state changes every time).
+        pub fn test_run(
+            &mut self,
+            packet: &[u8],
+            repeat: u32,
+        ) -> Result<$crate::TestRun, $crate::XdpError> {
+            self.object.test_run(packet, repeat)
+        }
+
+        #[doc = concat!(
+                    "Attaches the program so that one CPU runs it whatever CPU took the packet: `",
+                    $steer,
+                    "` on `interface` redirects every packet into the cpumap entry of `cpu`, ",
+                    "whose program is this one (kernel >= 5.9), and that CPU's cpumap thread ",
+                    "runs it one packet at a time. There is no unserialised attach: two CPUs ",
+                    "running the program at once would race on its unsynchronised maps ",
+                    "(docs/xdp.md, \"One CPU\"). A `realtime_priority` above 0 makes that ",
+                    "thread SCHED_FIFO at it ([`SchedulerThread`](crate::SchedulerThread))."
+                )]
+        pub fn attach_serialised(
+            &mut self,
+            interface: &str,
+            flags: $crate::XdpFlags,
+            cpu: u32,
+            realtime_priority: u8,
+        ) -> Result<$crate::SchedulerThread, $crate::XdpError> {
+            self.object
+                .attach_serialised(interface, flags, cpu, realtime_priority)
+        }
+
+        /// Packets per CPU since `attach_serialised`: the ones the steering
+        /// program took, and the ones this program ran.
+        pub fn runs_on(&self) -> Result<$crate::CpuRuns, $crate::XdpError> {
+            self.object.runs_on()
+        }
+    };
+}
+pub(crate) use steered_program_methods;

@@ -9,9 +9,9 @@ use std::net::SocketAddrV4;
 use aya::Ebpf;
 use netsched_core::horus::{HorusSpine, RemoveLock, SpineIdlePick};
 
-use crate::daemon::{CpuRuns, SchedulerThread, Steering};
+use crate::daemon::Steering;
 use crate::object::SchedulerObject;
-use crate::{TestRun, WorkerAddr, XdpError, XdpFlags};
+use crate::{WorkerAddr, XdpError};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/horus_spine.bpf.o"));
 
@@ -103,6 +103,8 @@ pub(crate) fn notice_key_bytes(key: [u8; 16]) -> [u8; NOTICE_KEY_BYTES] {
 }
 
 impl XdpSpine {
+    crate::object::steered_program_methods!("spine_steer");
+
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {
         if OBJECT.is_empty() {
@@ -263,27 +265,5 @@ impl XdpSpine {
             drop_replayed: c(15)?,
             expired: c(16)?,
         })
-    }
-
-    /// Runs the program once on `packet` (an Ethernet frame), `repeat` times.
-    pub fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
-        self.object.test_run(packet, repeat)
-    }
-
-    /// As [`crate::XdpLeaf::attach_serialised`]: `spine_steer` on the
-    /// interface, the spine on `cpu`'s cpumap thread.
-    pub fn attach_serialised(
-        &mut self,
-        interface: &str,
-        flags: XdpFlags,
-        cpu: u32,
-        realtime_priority: u8,
-    ) -> Result<SchedulerThread, XdpError> {
-        self.object
-            .attach_serialised(interface, flags, cpu, realtime_priority)
-    }
-
-    pub fn runs_on(&mut self) -> Result<CpuRuns, XdpError> {
-        self.object.runs_on()
     }
 }

@@ -88,6 +88,13 @@ const RX_SLOT: usize = 2048;
 /// (netsched_proto::seal, "Sealed tasks").
 const TX_SLOT: usize = MAX_DATAGRAM + netsched_proto::seal::SEAL_LEN;
 
+/// A task packet to send: a message to encode, or bytes forwarded as they
+/// came (RackSched requests, parked packets).
+enum TaskOut<'a> {
+    Encode(&'a netsched_proto::Message<'a>),
+    Raw(&'a [u8]),
+}
+
 /// The task packet a pass belongs to, in its wire family.
 #[derive(Clone, Copy)]
 enum Pkt<'a> {

@@ -14,15 +14,8 @@ use netsched_proto::{
 
 use super::racksched_wire;
 use super::slots::{TX_FAILED, TX_NOTICE, TX_TASK};
-use super::{Pkt, RuntimeDrop, SwitchDaemon};
+use super::{Pkt, RuntimeDrop, SwitchDaemon, TaskOut};
 use crate::config::Role;
-
-/// A task packet to send: a message to encode, or bytes forwarded as they
-/// came (RackSched requests, parked packets).
-pub(super) enum TaskOut<'a> {
-    Encode(&'a Message<'a>),
-    Raw(&'a [u8]),
-}
 
 impl SwitchDaemon {
     /// Feeds `input` and then every resubmission it causes, in order, before

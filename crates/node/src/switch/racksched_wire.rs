@@ -257,7 +257,7 @@ impl SwitchDaemon {
             Ok(Message::Horus(m)) => self.dispatch(i, node, meta, Some(Pkt::Horus(&m))),
             Ok(Message::RackSched(_)) => {
                 match self.instances[i].cfg.downstream.get(node as usize) {
-                    Some(&dst) => self.send_task(i, super::output::TaskOut::Raw(&buf), dst),
+                    Some(&dst) => self.send_task(i, super::TaskOut::Raw(&buf), dst),
                     None => self.drop_rt(RuntimeDrop::NoPacket),
                 }
             }

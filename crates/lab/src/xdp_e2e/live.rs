@@ -33,10 +33,10 @@ use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
 use netsched_xdp::traffic::{self, Traffic, TrafficStats, STAMP_BYTES};
 use netsched_xdp::{XdpError, XdpFlags};
 
+use super::{self as xdp_e2e, lab_err, softirq_s, Row, System, XdpE2eOpts};
 use crate::capacity::cpu_seconds;
 use crate::error::Error;
 use crate::netns::{Host, Lab};
-use crate::xdp_e2e::{self, lab_err, softirq_s, Row, System, XdpE2eOpts};
 
 const CLIENT_PORT: u16 = 6000;
 /// Frames per live test run: a run's syscall is the generator's only
@@ -342,7 +342,7 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
         gen_cpu_s,
         p50_us: us(&low, 0.5),
         p99_us: us(&low, 0.99),
-        live: Some(crate::xdp_e2e::Live {
+        live: Some(super::Live {
             sent,
             prog_ns_per_run,
             direct_p50_us: us(&direct, 0.5),

@@ -3,7 +3,7 @@
 //! namespaces, for the XDP leaf, the XDP spine, the socket daemon (leaf and
 //! spine) and nginx's UDP proxy, in one run; and `xdp-leaf-live`, the XDP
 //! leaf with a generator and workers that are XDP programs themselves
-//! (crate::xdp_live, its own namespace pair).
+//! (`live`, its own namespace pair).
 //!
 //! The lab is three namespaces on a bridge (`netns::Lab`): `gen` (the
 //! generator), `sched` (the scheduler under test) and `wrk` (the worker
@@ -31,6 +31,8 @@
 //! redirect) is received by the peer veth in the bridge namespace, which
 //! takes XDP frames only with NAPI of its own, i.e. with GRO on
 //! (`ETHTOOL_SGRO`, set here; kernel >= 5.13).
+
+mod live;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -543,7 +545,7 @@ pub fn run(opts: &XdpE2eOpts, mut progress: impl FnMut(&Row)) -> Result<Outcome,
         let mut rows = Vec::new();
         for &system in &opts.systems {
             let row = if system == System::XdpLeafLive {
-                crate::xdp_live::measure(opts, &dir)?
+                live::measure(opts, &dir)?
             } else {
                 measure(opts, system, &gen, &sched, &echo_at, &dir)?
             };
