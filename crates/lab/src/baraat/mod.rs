@@ -77,13 +77,6 @@ pub enum Fig7Mode {
 }
 
 impl Fig7Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Fig7Mode::Fair => "fair",
-            Fig7Mode::FifoLm => "fifo-lm",
-        }
-    }
-
     /// The flow policy the mode runs: the flow registry builds the
     /// switch's port for it.
     pub fn policy(self) -> FlowPolicy {
