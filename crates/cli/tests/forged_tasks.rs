@@ -202,13 +202,7 @@ fn tasks_forged_in_the_leafs_name_are_dropped_by_the_workers() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let field = |k: &str| -> u64 {
-        text.split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{k}=")))
-            .unwrap_or_else(|| panic!("no {k} in {text}"))
-            .parse()
-            .unwrap()
-    };
+    let field = |k: &str| common::summary_field(&text, k);
     let (submitted, completed) = (field("submitted"), field("completed"));
     let seal_drops = |reason: &str| {
         metric(

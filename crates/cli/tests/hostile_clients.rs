@@ -220,13 +220,7 @@ fn client_completes_99_percent(config: &str, min: u64) {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let field = |k: &str| -> u64 {
-        text.split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{k}=")))
-            .unwrap_or_else(|| panic!("no {k} in {text}"))
-            .parse()
-            .unwrap()
-    };
+    let field = |k: &str| common::summary_field(&text, k);
     assert!(field("submitted") > min, "{text}");
     assert!(
         field("completed") * 100 >= field("submitted") * 99,

@@ -139,13 +139,7 @@ fn client_without_a_cluster_times_every_task_out() {
     let (code, out, err) = netsched(&["client", "-c", &c, "--json", &json]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("tasks completed"), "{err}");
-    let field = |k: &str| -> u64 {
-        out.split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{k}=")))
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
+    let field = |k: &str| common::summary_field(&out, k);
     assert!(field("submitted") > 10, "{out}");
     assert_eq!(field("submitted"), field("timed_out"), "{out}");
     assert_eq!(field("completed"), 0);
@@ -169,13 +163,7 @@ fn in_process_cluster_completes_every_task() {
     ]);
     assert_eq!(code, 0, "{err}");
     let line = out.lines().last().unwrap();
-    let field = |k: &str| -> u64 {
-        line.split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{k}=")))
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
+    let field = |k: &str| common::summary_field(line, k);
     assert!(field("submitted") > 50, "{out}");
     assert_eq!(field("completed"), field("submitted"), "{out}");
     let (code, _, err) = netsched(&["cluster", "--service", "{ kind = \"nope\" }"]);

@@ -72,13 +72,7 @@ fn example_configs_run_as_processes_and_every_task_completes() {
         "{text} {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let field = |k: &str| -> u64 {
-        text.split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{k}=")))
-            .unwrap_or_else(|| panic!("no {k} in {text}"))
-            .parse()
-            .unwrap()
-    };
+    let field = |k: &str| common::summary_field(&text, k);
     assert!(field("submitted") > 500, "{text}");
     assert_eq!(field("completed"), field("submitted"), "{text}");
     assert_eq!(field("timed_out"), 0, "{text}");

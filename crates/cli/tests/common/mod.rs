@@ -394,3 +394,13 @@ impl Drop for Quiet {
         let _ = self.0.wait();
     }
 }
+
+/// The number after `key=` in a client's or cluster's summary line (`text`),
+/// e.g. `submitted=1200 completed=1200`; panics naming the key if absent.
+pub fn summary_field(text: &str, key: &str) -> u64 {
+    text.split_whitespace()
+        .find_map(|f| f.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in {text}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{key} in {text}: {e}"))
+}
