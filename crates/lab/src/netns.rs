@@ -94,6 +94,21 @@ pub(crate) fn unavailable(why: NetnsError) -> LabError {
     }
 }
 
+/// Loopback up, and `eth0` in namespace `name` up at `addr`/24.
+fn bring_up(name: &str, addr: Ipv4Addr) -> Result<(), NetnsError> {
+    ip(&["-n", name, "link", "set", "lo", "up"])?;
+    ip(&[
+        "-n",
+        name,
+        "addr",
+        "add",
+        &format!("{addr}/24"),
+        "dev",
+        "eth0",
+    ])?;
+    ip(&["-n", name, "link", "set", "eth0", "up"])
+}
+
 pub(crate) fn ip(args: &[&str]) -> Result<(), NetnsError> {
     ip_output(args).map(drop)
 }
@@ -216,18 +231,8 @@ impl Lab {
             "-n", &self.hub, "link", "set", &hub_if, "master", "br0",
         ]))?;
         f(ip(&["-n", &self.hub, "link", "set", &hub_if, "up"]))?;
-        f(ip(&["-n", &name, "link", "set", "lo", "up"]))?;
         f(ip(&["-n", &name, "link", "set", &peer, "name", "eth0"]))?;
-        f(ip(&[
-            "-n",
-            &name,
-            "addr",
-            "add",
-            &format!("{addr}/24"),
-            "dev",
-            "eth0",
-        ]))?;
-        f(ip(&["-n", &name, "link", "set", "eth0", "up"]))?;
+        f(bring_up(&name, addr))?;
         Ok(Host { name, addr, hub_if })
     }
 
@@ -250,17 +255,7 @@ impl Lab {
         let mut hosts = Vec::new();
         for (k, name) in names.iter().enumerate() {
             let addr = Ipv4Addr::new(10, self.subnet, 1, k as u8 + 1);
-            f(ip(&["-n", name, "link", "set", "lo", "up"]))?;
-            f(ip(&[
-                "-n",
-                name,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                "eth0",
-            ]))?;
-            f(ip(&["-n", name, "link", "set", "eth0", "up"]))?;
+            f(bring_up(name, addr))?;
             hosts.push(Host {
                 name: name.clone(),
                 addr,
