@@ -222,6 +222,32 @@ def render_markdown(md_text: str, units: Optional[dict] = None) -> str:
 
 # --- the site ------------------------------------------------------------------
 
+# A page's markup between tags on one line: a page is build output, and its
+# template's one-element-per-line layout made every page repeat the next
+# one's shape line for line (`duplicates` listed hundreds of such pairs
+# among the committed pages). White space holding a newline between two
+# tags renders as one space, so the page looks the same. Text keeps its
+# line breaks; `<script>` and `<pre>` (and `code.cmd`, white-space: pre,
+# which holds no tags) are left as they are.
+_VERBATIM = re.compile(r"(<(script|pre|style|textarea)\b.*?</\2>)", re.S)
+_BREAK_BETWEEN_TAGS = re.compile(r">\s*\n\s*<")
+
+
+def compact_markup(html: str) -> str:
+    """`html` with the line breaks between tags folded to spaces, outside
+    `<script>`, `<pre>`, `<style>` and `<textarea>`."""
+    parts = _VERBATIM.split(html)
+    # split() with two groups yields [text, whole, tagname, text, ...].
+    out = []
+    for i, part in enumerate(parts):
+        kind = i % 3
+        if kind == 0:
+            out.append(_BREAK_BETWEEN_TAGS.sub("> <", part))
+        elif kind == 1:
+            out.append(part)
+    return "".join(out)
+
+
 def _env():
     from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -287,11 +313,11 @@ def build_site(results: str, out: Optional[str] = None) -> int:
     css = (Path(__file__).parent / "templates" / "report.css").read_text()
     (dest / "report.css").write_text(css)
     scales = sorted({e.scale for e in entries if e.scale})
-    (dest / "index.html").write_text(env.get_template("index.html.j2").render(
-        groups=groups, total=total, bars=bars, scales=scales, entries=entries))
+    (dest / "index.html").write_text(compact_markup(env.get_template("index.html.j2").render(
+        groups=groups, total=total, bars=bars, scales=scales, entries=entries)))
     for i, e in enumerate(entries):
         prev = entries[i - 1] if i > 0 else None
         nxt = entries[i + 1] if i + 1 < len(entries) else None
-        (dest / e.href).write_text(env.get_template("entry.html.j2").render(
-            e=e, prev=prev, next=nxt, bars=bars))
+        (dest / e.href).write_text(compact_markup(env.get_template("entry.html.j2").render(
+            e=e, prev=prev, next=nxt, bars=bars)))
     return len(entries)

@@ -5,9 +5,21 @@ import re
 from pathlib import Path
 
 from netsched.readme import BEGIN, END, block_of, counts_text, replace_block
-from netsched.report import build_site, header_label, render_markdown
+from netsched.report import build_site, compact_markup, header_label, render_markdown
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def test_pages_fold_the_breaks_between_tags_but_not_text_or_scripts():
+    page = ("<table>\n<tr>\n  <td>a</td>\n  <td><b>x</b>\n<i>y</i></td>\n</tr>\n</table>\n"
+            "<p>one line\nand the next</p>\n"
+            "<script>\nif (a >\n  b) {}\nx = '<b>'\n</script>\n<pre>\n<b>kept</b>\n</pre>")
+    out = compact_markup(page)
+    # Between tags: one space, which is what the browser renders anyway.
+    assert out.startswith("<table> <tr> <td>a</td> <td><b>x</b> <i>y</i></td> </tr> </table> <p>")
+    assert "<p>one line\nand the next</p>" in out
+    assert "<script>\nif (a >\n  b) {}\nx = '<b>'\n</script>" in out
+    assert "<pre>\n<b>kept</b>\n</pre>" in out
 
 
 def test_headers_name_their_units():
