@@ -50,10 +50,12 @@ pub enum CliError {
     /// log without the line a comparison reads).
     #[error("{0}")]
     Run(String),
-    /// Baraat's UDP lab (`netsched_lab::baraat`) reports a failed run as
-    /// text.
-    #[error("{0}")]
-    Udp(String),
+    /// Baraat's UDP lab (`netsched_lab::baraat`): its namespaces could not
+    /// be made, or a run failed.
+    #[error(transparent)]
+    BaraatLab(#[from] netsched_lab::baraat::LabError),
+    #[error(transparent)]
+    BaraatRun(#[from] netsched_lab::baraat::Fig7Error),
     /// What the operating system refused: `signal handlers: why`.
     #[error("{what}: {source}")]
     Os {

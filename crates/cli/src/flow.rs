@@ -236,15 +236,14 @@ fn fig7(a: Fig7Args) -> Result<(), CliError> {
             "--bytes, --mbps and --interval-us must be positive".into(),
         ));
     }
-    let lab = Lab::new(&format!("fig7-{}", std::process::id()))
-        .map_err(|e| CliError::Udp(e.to_string()))?;
+    let lab = Lab::new(&format!("fig7-{}", std::process::id()))?;
     let base = Fig7Opts {
         bytes_per_server: a.bytes,
         link_bps: a.mbps * 1e6,
         rtt_ns: a.interval_us * 1000,
         ..Fig7Opts::default()
     };
-    let rows = fig7_table(&lab, lo..=hi, &base).map_err(CliError::Udp)?;
+    let rows = fig7_table(&lab, lo..=hi, &base)?;
     outln!(
         "tasks  fair mean ms  fifo-lm mean ms  link use fair/fifo-lm  fair per task ms  |  fifo-lm per task ms"
     );

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use netsched_lab::baraat::{Fig7Faults, Fig7Mode, Fig7Opts, Lab};
+use netsched_lab::baraat::{Fig7Error, Fig7Faults, Fig7Mode, Fig7Opts, Lab};
 use netsched_lab::netns::LabError;
 
 /// One lab at a time: each runs five busy threads, and the timing of
@@ -190,4 +190,25 @@ fn lab_or_skip(test: &str, tag: &str) -> Option<Lab> {
         }
         Err(e) => panic!("{e}"),
     }
+}
+
+/// A run the port's Alg. 1 cannot take is refused with a typed error that
+/// names the parameter, before any thread starts.
+#[test]
+fn a_zero_link_rate_is_refused_by_name() {
+    let _one = one_lab();
+    let Some(lab) = lab_or_skip("a_zero_link_rate_is_refused_by_name", "fzr") else {
+        return;
+    };
+    let o = Fig7Opts {
+        link_bps: 0.0,
+        ..Fig7Opts::default()
+    };
+    let err = lab
+        .fig7(Fig7Mode::FifoLm, &o)
+        .expect_err("a zero link rate");
+    assert!(
+        matches!(err, Fig7Error::Params(ref p) if p.field == "capacity_bps"),
+        "{err}"
+    );
 }

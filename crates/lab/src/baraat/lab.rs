@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::netns::{enter_ns, ip, unavailable, LabError, NetnsError};
 
-use super::{run_fig7, Fig7Mode, Fig7Opts, Fig7Run, PORT_CLIENT, PORT_SERVER, PORT_SW, SERVERS};
+use super::{
+    run_fig7, Fig7Error, Fig7Mode, Fig7Opts, Fig7Run, PORT_CLIENT, PORT_SERVER, PORT_SW, SERVERS,
+};
 
 /// Namespaces `<prefix>-sw`, `-c`, `-s0..2`, veth pairs from the switch to
 /// each; deleted on drop (also when a run fails).
@@ -76,7 +78,7 @@ impl Lab {
     }
 
     /// Run one Fig. 7 experiment in the lab.
-    pub fn fig7(&self, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> {
+    pub fn fig7(&self, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, Fig7Error> {
         run_fig7(self, mode, o)
     }
 }

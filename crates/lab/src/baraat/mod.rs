@@ -40,6 +40,7 @@ use netsched_core::Nanos;
 use netsched_proto::{decode_baraat, BaraatMessage, Rate, MAX_BARAAT_PAYLOAD, MAX_DATAGRAM};
 
 mod client;
+mod error;
 mod feedback;
 mod lab;
 mod server;
@@ -48,6 +49,7 @@ mod task_end;
 mod until_acked;
 pub use crate::netns::LabError;
 use client::{client_loop, ClientResult};
+pub use error::{Fig7Error, Role};
 pub use lab::Lab;
 use lab::{bind_port, enter};
 use server::server_loop;
@@ -215,14 +217,25 @@ fn len_of(bytes: u64, seq: u32) -> usize {
     (bytes - start).min(PAYLOAD as u64) as usize
 }
 
-fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> {
+/// A socket bound to `port` in namespace `ns`, for the thread `role`.
+fn socket_in(ns: &str, port: u16, role: Role) -> Result<UdpSocket, Fig7Error> {
+    enter(ns).map_err(|source| Fig7Error::Namespace { role, source })?;
+    bind_port(port).map_err(io_of(role))
+}
+
+fn io_of(role: Role) -> impl Fn(io::Error) -> Fig7Error {
+    move |source| Fig7Error::Io { role, source }
+}
+
+fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, Fig7Error> {
     let params = FlowParams {
         capacity_bps: o.link_bps,
         interval: Nanos::new(o.rtt_ns),
         heavy_threshold_bytes: o.heavy_threshold,
     };
-    params.validate().map_err(|e| e.to_string())?;
-    let kind = mode.policy().plane().ok_or("no switch data plane")?;
+    params.validate()?;
+    let policy = mode.policy();
+    let kind = policy.plane().ok_or(Fig7Error::NoPlane(policy))?;
     let port = FlowPlane::build(kind, &params);
     let stop = Arc::new(AtomicBool::new(false));
     // Every socket is bound before the client sends its requests.
@@ -235,11 +248,10 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
         let o = o.clone();
         let ready = ready.clone();
         let fins = fins.clone();
-        thread::spawn(move || -> Result<(u64, u64, SwitchResidual), String> {
-            let r = enter(&sw_ns).map_err(|e| e.to_string());
-            let sock = r.and_then(|_| bind_port(PORT_SW).map_err(|e| format!("switch: {e}")));
+        thread::spawn(move || {
+            let sock = socket_in(&sw_ns, PORT_SW, Role::Switch);
             ready.wait();
-            switch_loop(&sock?, port, &o, &stop, &fins).map_err(|e| format!("switch: {e}"))
+            switch_loop(&sock?, port, &o, &stop, &fins).map_err(io_of(Role::Switch))
         })
     };
     for i in 0..SERVERS {
@@ -247,25 +259,22 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
         let o = o.clone();
         let ns = lab.ns(&format!("s{i}"));
         let ready = ready.clone();
-        handles.push(thread::spawn(move || -> Result<(u64, u64), String> {
-            let r = enter(&ns).map_err(|e| e.to_string());
-            let sock =
-                r.and_then(|_| bind_port(PORT_SERVER).map_err(|e| format!("server {i}: {e}")));
+        handles.push(thread::spawn(move || {
+            let sock = socket_in(&ns, PORT_SERVER, Role::Server(i));
             ready.wait();
-            server_loop(&sock?, i, &o, &stop).map_err(|e| format!("server {i}: {e}"))
+            server_loop(&sock?, i, &o, &stop).map_err(io_of(Role::Server(i)))
         }));
     }
     let client = {
         let o = o.clone();
         let ready = ready.clone();
-        thread::spawn(move || -> Result<ClientResult, String> {
-            let r = enter(&c_ns).map_err(|e| e.to_string());
-            let sock = r.and_then(|_| bind_port(PORT_CLIENT).map_err(|e| format!("client: {e}")));
+        thread::spawn(move || {
+            let sock = socket_in(&c_ns, PORT_CLIENT, Role::Client);
             ready.wait();
-            sock.and_then(|s| client_loop(&s, mode, &o).map_err(|e| format!("client: {e}")))
+            client_loop(&sock?, mode, &o).map_err(io_of(Role::Client))
         })
     };
-    let client = client.join().map_err(|_| "client panicked".to_string());
+    let client = client.join().map_err(|_| Fig7Error::Panicked(Role::Client));
     // The servers' FINs return the flows' last allocations after the
     // client has its bytes: wait for them (bounded), so that the switch's
     // final state says whether anything leaked.
@@ -279,15 +288,15 @@ fn run_fig7(lab: &Lab, mode: Fig7Mode, o: &Fig7Opts) -> Result<Fig7Run, String> 
     }
     stop.store(true, Ordering::Relaxed);
     let mut retx = 0;
-    for h in handles {
+    for (i, h) in handles.into_iter().enumerate() {
         retx += h
             .join()
-            .map_err(|_| "server thread panicked".to_string())??
+            .map_err(|_| Fig7Error::Panicked(Role::Server(i)))??
             .0;
     }
     let (drops, sent, residual) = switch
         .join()
-        .map_err(|_| "switch thread panicked".to_string())??;
+        .map_err(|_| Fig7Error::Panicked(Role::Switch))??;
     let ClientResult {
         completion_ns,
         bytes,
@@ -312,7 +321,7 @@ pub fn fig7_table(
     lab: &Lab,
     tasks: std::ops::RangeInclusive<u32>,
     base: &Fig7Opts,
-) -> Result<Vec<(u32, Fig7Run, Fig7Run)>, String> {
+) -> Result<Vec<(u32, Fig7Run, Fig7Run)>, Fig7Error> {
     let mut rows = Vec::new();
     for n in tasks {
         let o = Fig7Opts {
