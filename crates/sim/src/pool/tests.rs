@@ -201,6 +201,22 @@ fn spine_gets_the_new_factor_when_workers_leave() {
     assert_eq!(factor(&sim), netsched_core::fixed::additive_factor(5));
 }
 
+/// Four racks of one 8-core server each under one spine: with Horus near
+/// saturation, tasks are resubmitted at both layers.
+fn four_racks() -> PoolPlan {
+    PoolPlan {
+        pool_id: 0,
+        racks: (0..4)
+            .map(|r| RackPlan {
+                leaf: r,
+                spine: 0,
+                servers: vec![(r, 8)],
+            })
+            .collect(),
+        spines: vec![0],
+    }
+}
+
 /// Horus Fig. 15 counts the tasks a switch processes more than once, each
 /// once per layer. Before the fix every task-carrying resubmission pass was
 /// counted, so a task resubmitted twice at a leaf (a stale idle entry, then
@@ -212,17 +228,7 @@ fn resubmitted_tasks_counts_each_task_once_per_layer() {
     let mut setup = setup(Policy::Horus, WorkerModel::Fcfs, 1, 0.95, &service, &hops);
     setup.end_ns = 20_000_000;
     setup.resubmit_ns = 500;
-    let plan = PoolPlan {
-        pool_id: 0,
-        racks: (0..4)
-            .map(|r| RackPlan {
-                leaf: r,
-                spine: 0,
-                servers: vec![(r, 8)],
-            })
-            .collect(),
-        spines: vec![0],
-    };
+    let plan = four_racks();
     let mut sim = PoolSim::new(&setup, &plan);
     sim.schedule_start();
     let mut leaf_passes = std::collections::BTreeMap::<u64, u32>::new();
@@ -255,17 +261,7 @@ fn resubmitted_tasks_any_counts_each_task_once_across_layers() {
     let hops = |_: u32, _: u32| 1;
     let mut setup = setup(Policy::Horus, WorkerModel::Fcfs, 1, 0.95, &service, &hops);
     setup.resubmit_ns = 500;
-    let plan = PoolPlan {
-        pool_id: 0,
-        racks: (0..4)
-            .map(|r| RackPlan {
-                leaf: r,
-                spine: 0,
-                servers: vec![(r, 8)],
-            })
-            .collect(),
-        spines: vec![0],
-    };
+    let plan = four_racks();
     let mut sim = PoolSim::new(&setup, &plan);
     sim.schedule_start();
     // Tasks (by sequence number) each layer processed more than once.
