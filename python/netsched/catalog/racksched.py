@@ -785,6 +785,12 @@ register(rack_experiment(
           "each core). Bimodal(90-10) and Bimodal(50-50); p99 against offered KRPS.",
     points=fig14_points,
     claims=fig14_claims,
+    ablations=rack_ablations() + [Ablation(
+        "client-1000", ["rs-bimodal-client-like-shinjuku", "rs-bimodal-50-50-client-like-shinjuku"],
+        "Client(1000) instead of Client(100): each client hears a tenth as often from a server "
+        "(§4.5: Client(10) and Client(1000) perform nearly the same as Client(100))",
+        apply=lambda cfg: cfg["schedulers"].update(clients=1000),
+        where=lambda labels: labels.get("system") == "client-100")],
     differences=RS_DIFF + " R2P2's bound is not given in the paper; we use JBSQ(3) as Draconis "
                 "does, with the router's queue in the switch at no recirculation cost and no "
                 "preemption at the cores. Client(100) picks each task's client uniformly at "
