@@ -155,6 +155,12 @@ pub struct PoolMetrics {
     /// counted once per layer whatever the number or reason of its extra
     /// passes (Horus Fig. 15, "fraction of resubmitted tasks").
     pub resubmitted_tasks: [u64; 2],
+    /// Measured tasks processed more than once by a spine or a leaf, each
+    /// counted once whatever the layers (Horus App. B: "the fraction of task
+    /// packets that are processed twice by a spine or leaf switch", at most
+    /// 100 % when every packet is resubmitted; the per-layer counts summed
+    /// would count a task repeated at both layers twice).
+    pub resubmitted_tasks_any: u64,
     /// Measured tasks' decisions per layer and kind.
     pub decisions: [[u64; 3]; 2],
     /// Packets by type (all, warm-up included).
@@ -195,6 +201,7 @@ impl PoolMetrics {
             drops: [0; DropReason::ALL.len()],
             resubmissions: [0; 2],
             resubmitted_tasks: [0; 2],
+            resubmitted_tasks_any: 0,
             decisions: [[0; 3]; 2],
             messages: [0; MessageKind::COUNT],
             passes: [[0; 2]; 2],
@@ -272,6 +279,12 @@ impl PoolMetrics {
         if task == Some(true) {
             self.resubmitted_tasks[layer(upper)] += 1;
         }
+    }
+
+    /// A measured task's first repeat pass at any layer.
+    #[inline]
+    pub fn resubmitted_task_any_layer(&mut self) {
+        self.resubmitted_tasks_any += 1;
     }
 
     #[inline]
@@ -361,6 +374,7 @@ impl PoolMetrics {
         add(&mut self.drops, &other.drops);
         add(&mut self.resubmissions, &other.resubmissions);
         add(&mut self.resubmitted_tasks, &other.resubmitted_tasks);
+        self.resubmitted_tasks_any += other.resubmitted_tasks_any;
         for l in 0..2 {
             add(&mut self.decisions[l], &other.decisions[l]);
             add(&mut self.passes[l], &other.passes[l]);

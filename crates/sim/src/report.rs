@@ -29,7 +29,7 @@ pub fn table(runs: &[RunResult]) -> String {
     );
     for r in runs {
         let sum = r.summary();
-        let resub: u64 = sum.resubmitted_tasks.values().sum();
+        let resub = sum.resubmitted_tasks_any;
         let msgs: u64 = sum.messages.values().sum();
         let [p50, p99, p999, mean] = sum.response.headline_us();
         let _ = writeln!(

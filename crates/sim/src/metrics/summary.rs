@@ -117,6 +117,9 @@ pub struct Summary {
     pub resubmissions: BTreeMap<String, u64>,
     /// Resubmission passes carrying a measured task, keyed by layer name.
     pub resubmitted_tasks: BTreeMap<String, u64>,
+    /// Measured tasks repeated by a switch of any layer, each counted once.
+    #[serde(default)]
+    pub resubmitted_tasks_any: u64,
     /// Pipeline passes, keyed `<layer>_first` / `<layer>_resubmit`.
     pub passes: BTreeMap<String, u64>,
     /// Horus response time (spine submission to completion at the worker).
@@ -191,6 +194,7 @@ impl Summary {
             decisions,
             resubmissions: named(LAYER_NAMES.iter().copied(), &m.resubmissions),
             resubmitted_tasks: named(LAYER_NAMES.iter().copied(), &m.resubmitted_tasks),
+            resubmitted_tasks_any: m.resubmitted_tasks_any,
             passes,
             response: LatencyStats::of(&m.response),
             waiting: LatencyStats::of(&m.waiting),
@@ -292,6 +296,10 @@ impl Summary {
                 push(format!("decision_{key}"), get(&self.decisions, &key));
             }
         }
+        push(
+            "resubmitted_tasks_any".into(),
+            self.resubmitted_tasks_any.to_string(),
+        );
         for l in LAYER_NAMES {
             push(format!("resubmissions_{l}"), get(&self.resubmissions, l));
             push(

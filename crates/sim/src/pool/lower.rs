@@ -51,10 +51,7 @@ impl PoolSim<'_> {
                     self.send_task_to_node(now, 1, pool_node, slot);
                 }
                 Action::Resubmit(r) => {
-                    self.metrics.resubmission(
-                        false,
-                        self.twice_processed(carries_task, first_pass_of_task),
-                    );
+                    self.count_resubmission(false, carries_task, first_pass_of_task);
                     self.q
                         .after(self.setup.resubmit_ns, Ev::LowerResubmit { rack, r });
                 }
@@ -98,6 +95,25 @@ impl PoolSim<'_> {
     ) -> Option<bool> {
         task.filter(|_| first_pass_of_task)
             .map(|t| self.tasks[t as usize].measured)
+    }
+
+    /// A resubmission pass at the `upper` or lower layer: counted per layer
+    /// (a task once per layer) and, the first time any layer repeats a
+    /// measured task, once across layers.
+    pub(super) fn count_resubmission(
+        &mut self,
+        upper: bool,
+        task: Option<u32>,
+        first_pass_of_task: bool,
+    ) {
+        let twice = self.twice_processed(task, first_pass_of_task);
+        self.metrics.resubmission(upper, twice);
+        if let (Some(t), Some(measured)) = (task, twice) {
+            let rec = &mut self.tasks[t as usize];
+            if measured && !std::mem::replace(&mut rec.resubmitted, true) {
+                self.metrics.resubmitted_task_any_layer();
+            }
+        }
     }
 
     /// The spine a leaf's notice goes to: its group's, except for idle state

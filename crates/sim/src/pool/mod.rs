@@ -42,6 +42,8 @@ struct TaskRec {
     service: u64,
     class: u8,
     measured: bool,
+    /// A switch of some layer has processed it more than once (Horus Fig. 15).
+    resubmitted: bool,
     /// The upper scheduler (spine, or client of a flat policy) it was submitted to.
     upper: u32,
 }
@@ -313,6 +315,7 @@ impl<'a> PoolSim<'a> {
             service,
             class,
             measured: now >= self.setup.warmup_ns,
+            resubmitted: false,
             upper: 0,
         };
         if let Some(slot) = self.free_tasks.pop() {

@@ -169,8 +169,7 @@ impl PoolSim<'_> {
                     }
                 }
                 Action::Resubmit(r) => {
-                    self.metrics
-                        .resubmission(true, self.twice_processed(carries_task, first_pass_of_task));
+                    self.count_resubmission(true, carries_task, first_pass_of_task);
                     self.q
                         .after(self.setup.resubmit_ns, Ev::UpperResubmit { upper, r });
                 }
