@@ -179,13 +179,16 @@ fn idle_else_random(
 
 impl DataPlane for Jiq {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
-                    idle_else_random(self.idle.pop(), &mut self.nodes, pass, &mut self.rng)
-                });
+                dispatch_task(
+                    &mut self.pipeline,
+                    &mut self.affinity,
+                    now,
+                    task,
+                    out,
+                    |pass| idle_else_random(self.idle.pop(), &mut self.nodes, pass, &mut self.rng),
+                );
             }
             Input::Reply { node, qlen, .. } => {
                 self.pipeline.begin();
@@ -295,17 +298,22 @@ affinity_sweep!(Jiq, IdleOnly);
 
 impl DataPlane for IdleOnly {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
-                    let idle = match self.idle.retrieve(pass) {
-                        Retrieved::Node { node, .. } => Some(node),
-                        Retrieved::Empty | Retrieved::Locked => None,
-                    };
-                    idle_else_random(idle, &mut self.nodes, pass, &mut self.rng)
-                });
+                dispatch_task(
+                    &mut self.pipeline,
+                    &mut self.affinity,
+                    now,
+                    task,
+                    out,
+                    |pass| {
+                        let idle = match self.idle.retrieve(pass) {
+                            Retrieved::Node { node, .. } => Some(node),
+                            Retrieved::Empty | Retrieved::Locked => None,
+                        };
+                        idle_else_random(idle, &mut self.nodes, pass, &mut self.rng)
+                    },
+                );
             }
             Input::Reply { node, qlen, .. } => {
                 if !self.nodes.contains(node) {

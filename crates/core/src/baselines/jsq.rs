@@ -271,21 +271,26 @@ affinity_sweep!(Jsq);
 
 impl DataPlane for Jsq {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |_| {
-                    let node = self.view.pick_min(&mut self.rng)?;
-                    // Zero-delay knowledge includes this task: it is on the
-                    // node's queue from now on, even while it is still on
-                    // the wire, or the next tasks would join the same queue
-                    // (issue 13, item 5). The driver's next `QueueChanged`
-                    // for the node replaces the count.
-                    let q = self.view.qlen(node).unwrap_or(0);
-                    self.view.set(node, q.saturating_add(1));
-                    Some((node, Decision::Other))
-                });
+                dispatch_task(
+                    &mut self.pipeline,
+                    &mut self.affinity,
+                    now,
+                    task,
+                    out,
+                    |_| {
+                        let node = self.view.pick_min(&mut self.rng)?;
+                        // Zero-delay knowledge includes this task: it is on the
+                        // node's queue from now on, even while it is still on
+                        // the wire, or the next tasks would join the same queue
+                        // (issue 13, item 5). The driver's next `QueueChanged`
+                        // for the node replaces the count.
+                        let q = self.view.qlen(node).unwrap_or(0);
+                        self.view.set(node, q.saturating_add(1));
+                        Some((node, Decision::Other))
+                    },
+                );
             }
             Input::QueueChanged { node, qlen } => {
                 if !self.view.set(node, qlen) {

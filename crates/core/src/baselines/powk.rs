@@ -49,18 +49,23 @@ affinity_sweep!(PowKInstant);
 
 impl DataPlane for PowKInstant {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
-                    let active = self.loads.active(pass);
-                    if active == 0 {
-                        return None;
-                    }
-                    let (node, _) = self.loads.choose(pass, &mut self.rng, active, 0);
-                    Some((node, Decision::Sampled))
-                });
+                dispatch_task(
+                    &mut self.pipeline,
+                    &mut self.affinity,
+                    now,
+                    task,
+                    out,
+                    |pass| {
+                        let active = self.loads.active(pass);
+                        if active == 0 {
+                            return None;
+                        }
+                        let (node, _) = self.loads.choose(pass, &mut self.rng, active, 0);
+                        Some((node, Decision::Sampled))
+                    },
+                );
             }
             Input::QueueChanged { node, qlen } => {
                 let pass = self.pipeline.begin();

@@ -102,13 +102,11 @@ impl Pow3Idle {
 
 impl DataPlane for Pow3Idle {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
                 let (loads, rng, top, stack) =
                     (&mut self.loads, &mut self.rng, &mut self.top, &mut self.stack);
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
+                dispatch_task(&mut self.pipeline, &mut self.affinity, now, task, out, |pass| {
                     let active = loads.active(pass);
                     if active == 0 {
                         return None;
