@@ -3,7 +3,7 @@
 //! performance bounds"; §4.3 "a hypothetical switch that executes JSQ with
 //! zero-delay state updates").
 
-use super::{affinity_only, dispatch_task};
+use super::affinity_only;
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::rng::Rng;
@@ -273,13 +273,8 @@ impl DataPlane for Jsq {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         match input {
             Input::Task(task) => {
-                dispatch_task(
-                    &mut self.pipeline,
-                    &mut self.affinity,
-                    now,
-                    task,
-                    out,
-                    |_| {
+                self.affinity
+                    .dispatch(&mut self.pipeline, now, task, out, |_| {
                         let node = self.view.pick_min(&mut self.rng)?;
                         // Zero-delay knowledge includes this task: it is on the
                         // node's queue from now on, even while it is still on
@@ -289,8 +284,7 @@ impl DataPlane for Jsq {
                         let q = self.view.qlen(node).unwrap_or(0);
                         self.view.set(node, q.saturating_add(1));
                         Some((node, Decision::Other))
-                    },
-                );
+                    });
             }
             Input::QueueChanged { node, qlen } => {
                 if !self.view.set(node, qlen) {

@@ -282,34 +282,37 @@ pub(crate) fn remember(
     }
 }
 
-/// The task path of every baseline that keeps continuations in an affinity
-/// table (Horus §A.4), one pass of `pipeline`: a continuation follows its
-/// first packet; a first packet goes where `choose` says (`None`: no
-/// active node, `Drop(NoNodes)`) and is remembered for its continuations.
-#[inline(always)]
-pub(crate) fn dispatch_task(
-    pipeline: &mut Pipeline,
-    affinity: &mut AffinityTable,
-    now: Nanos,
-    task: TaskMeta,
-    out: &mut Outbox,
-    choose: impl FnOnce(&Pass) -> Option<(NodeId, Decision)>,
-) {
-    let pass = pipeline.begin();
-    let now = now.get();
-    if follow(affinity, &pass, now, task, out) {
-        return;
+impl AffinityTable {
+    /// The task path of every baseline that keeps continuations in an
+    /// affinity table (Horus §A.4), one pass of `pipeline`: a continuation
+    /// follows its first packet; a first packet goes where `choose` says
+    /// (`None`: no active node, `Drop(NoNodes)`) and is remembered for its
+    /// continuations.
+    #[inline(always)]
+    pub(crate) fn dispatch(
+        &mut self,
+        pipeline: &mut Pipeline,
+        now: Nanos,
+        task: TaskMeta,
+        out: &mut Outbox,
+        choose: impl FnOnce(&Pass) -> Option<(NodeId, Decision)>,
+    ) {
+        let pass = pipeline.begin();
+        let now = now.get();
+        if follow(self, &pass, now, task, out) {
+            return;
+        }
+        let Some((node, decision)) = choose(&pass) else {
+            out.push(Action::Drop(DropReason::NoNodes));
+            return;
+        };
+        remember(self, &pass, now, task, node);
+        out.push(Action::Dispatch {
+            node,
+            task,
+            decision,
+        });
     }
-    let Some((node, decision)) = choose(&pass) else {
-        out.push(Action::Drop(DropReason::NoNodes));
-        return;
-    };
-    remember(affinity, &pass, now, task, node);
-    out.push(Action::Dispatch {
-        node,
-        task,
-        decision,
-    });
 }
 
 /// Uniformly random dispatch, stateless: the node is a seeded hash of the
@@ -430,13 +433,8 @@ impl DataPlane for RoundRobin {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         match input {
             Input::Task(task) => {
-                dispatch_task(
-                    &mut self.pipeline,
-                    &mut self.affinity,
-                    now,
-                    task,
-                    out,
-                    |pass| {
+                self.affinity
+                    .dispatch(&mut self.pipeline, now, task, out, |pass| {
                         let n = self.nodes.active(pass);
                         if n == 0 {
                             return None;
@@ -447,8 +445,7 @@ impl DataPlane for RoundRobin {
                             s
                         });
                         Some((self.nodes.node_at(pass, slot), Decision::Other))
-                    },
-                );
+                    });
             }
             Input::Reply { .. } => {}
             _ => out.push(Action::Drop(DropReason::Unexpected)),

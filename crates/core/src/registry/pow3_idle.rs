@@ -25,7 +25,6 @@
 
 use crate::Nanos;
 use crate::affinity::AffinityTable;
-use crate::baselines::dispatch_task;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::racksched::{LoadTable, Report, ReqTableConfig};
 use crate::registry::{PlaneParams, Registered, Shape};
@@ -106,7 +105,7 @@ impl DataPlane for Pow3Idle {
             Input::Task(task) => {
                 let (loads, rng, top, stack) =
                     (&mut self.loads, &mut self.rng, &mut self.top, &mut self.stack);
-                dispatch_task(&mut self.pipeline, &mut self.affinity, now, task, out, |pass| {
+                self.affinity.dispatch(&mut self.pipeline, now, task, out, |pass| {
                     let active = loads.active(pass);
                     if active == 0 {
                         return None;
