@@ -462,12 +462,7 @@ pub(crate) mod testutil {
     use crate::dataplane::{Action, DataPlane, Input, NodeId, Outbox, TaskMeta};
 
     pub fn task(id: u64) -> TaskMeta {
-        TaskMeta {
-            id,
-            first: true,
-            last: true,
-            ..TaskMeta::default()
-        }
+        TaskMeta::single(id)
     }
 
     pub fn run(dp: &mut impl DataPlane, now: u64, input: Input) -> Vec<Action> {
