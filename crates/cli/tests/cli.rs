@@ -8,20 +8,10 @@ use std::process::Command;
 
 use common::{bin, netsched};
 
-const BASE: &str = r#"
-seed = 1
-policy = "horus"
-[topology]
-kind = "fat-tree"
-radix = 4
-cores_per_server = 8
-[placement]
-sizes = [20, 10]
-[workload]
-service = { kind = "preset", name = "bimodal" }
-load = 0.7
-tasks_per_worker = 30
-"#;
+/// The run the tests vary, one line at a time.
+fn base() -> String {
+    common::small_fat_tree("seed = 1\npolicy = \"horus\"\n", 30)
+}
 
 /// This test binary's scratch directory.
 fn dir() -> PathBuf {
@@ -39,7 +29,7 @@ fn assert_rejected(name: &str, text: &str, field: &str) {
     common::assert_one_line_error(name, &args, field);
 }
 
-/// Each case replaces one line of `BASE`: (file name, from, to, the field the
+/// Each case replaces one line of `base()`: (file name, from, to, the field the
 /// one-line error must name).
 const REJECTED: [(&str, &str, &str, &str); 8] = [
     (
@@ -75,21 +65,21 @@ const REJECTED: [(&str, &str, &str, &str); 8] = [
 #[test]
 fn invalid_configs_are_rejected_with_the_field_named() {
     for (name, from, to, field) in REJECTED {
-        assert!(BASE.contains(from), "{name}: `{from}` is not in BASE");
-        assert_rejected(name, &BASE.replace(from, to), field);
+        assert!(base().contains(from), "{name}: `{from}` is not in the base");
+        assert_rejected(name, &base().replace(from, to), field);
     }
     // A value the data plane refuses is a config error, not a panic in a
     // simulation thread (netsched_core::registry::PlaneParams).
     assert_rejected(
         "samples.toml",
-        &format!("{BASE}\n[schedulers]\nsamples = 17\n"),
+        &format!("{}\n[schedulers]\nsamples = 17\n", base()),
         "schedulers.samples: must be in 1..=16, got 17",
     );
 }
 
 #[test]
 fn policy_and_load_flags_are_validated_too() {
-    let p = write("ok.toml", BASE);
+    let p = write("ok.toml", &base());
     let (code, _, err) = netsched(&["sim", "-q", "-c", &p, "--policy", "nope"]);
     assert_ne!(code, 0);
     assert!(err.contains("unknown policy `nope`"), "{err}");
@@ -100,7 +90,7 @@ fn policy_and_load_flags_are_validated_too() {
 
 #[test]
 fn a_small_run_prints_the_table_and_writes_outputs() {
-    let p = write("run.toml", BASE);
+    let p = write("run.toml", &base());
     let out = std::env::temp_dir().join(format!("netsched-cli-out-{}", std::process::id()));
     let (code, stdout, err) = netsched(&[
         "sim",
@@ -134,7 +124,7 @@ fn a_small_run_prints_the_table_and_writes_outputs() {
 #[test]
 fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
     let text =
-        BASE.replace("policy = \"horus\"", "policy = \"rs-h\"") + "[schedulers]\nsamples = 17\n";
+        base().replace("policy = \"horus\"", "policy = \"rs-h\"") + "[schedulers]\nsamples = 17\n";
     let p = write("samples17.toml", &text);
     for args in [
         vec!["check", &p],
@@ -162,12 +152,12 @@ fn samples_beyond_the_data_plane_are_refused_by_check_and_sim() {
 /// passes.
 #[test]
 fn check_resolves_the_trace_a_run_would_read() {
-    // BASE with its service read from the trace at `path`.
+    // The base with its service read from the trace at `path`.
     let with_trace = |name: &str, path: &str| {
         let svc = format!("service = {{ kind = \"trace\", path = \"{path}\" }}");
         write(
             name,
-            &BASE.replace("service = { kind = \"preset\", name = \"bimodal\" }", &svc),
+            &base().replace("service = { kind = \"preset\", name = \"bimodal\" }", &svc),
         )
     };
     let missing = with_trace("trace-missing.toml", "no-such-trace.csv");
@@ -202,7 +192,7 @@ fn with_closed_stdout(args: &[&str]) -> (i32, String) {
 /// files are written all the same.
 #[test]
 fn a_closed_stdout_ends_quietly_and_files_are_still_written() {
-    let p = write("pipe.toml", BASE);
+    let p = write("pipe.toml", &base());
     let (code, err) = with_closed_stdout(&["check", &p]);
     assert_eq!((code, err.as_str()), (0, ""));
     let out = std::env::temp_dir().join(format!("netsched-cli-pipe-{}", std::process::id()));
@@ -219,7 +209,7 @@ fn a_closed_stdout_ends_quietly_and_files_are_still_written() {
 /// the default stays the table.
 #[test]
 fn sim_prints_json_or_csv_for_scripts() {
-    let p = write("format.toml", BASE);
+    let p = write("format.toml", &base());
     let out = std::env::temp_dir().join(format!("netsched-cli-format-{}", std::process::id()));
     let run = |fmt: &str| {
         netsched(&[

@@ -14,29 +14,20 @@ use common::{bin, netsched};
 
 /// 2 policies × 10 loads, each run long enough (600 k tasks) that a sweep
 /// cannot finish in the moment between a run's `done` line and SIGINT.
-const SWEEP: &str = r#"
-seed = 1
-[sweep]
-policies = ["horus", "rs-h"]
-loads = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
-[topology]
-kind = "fat-tree"
-radix = 4
-cores_per_server = 8
-[placement]
-sizes = [20, 10]
-[workload]
-service = { kind = "preset", name = "bimodal" }
-load = 0.7
-tasks_per_worker = 20000
-"#;
+fn sweep() -> String {
+    common::small_fat_tree(
+        "seed = 1\n[sweep]\npolicies = [\"horus\", \"rs-h\"]\n\
+         loads = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]\n",
+        20_000,
+    )
+}
 
 /// SIGINT after the first run finished: the run in progress is abandoned,
 /// every finished run is in runs.csv, and the exit code is 130.
 #[test]
 fn sigint_writes_the_finished_runs_and_exits_130() {
     let dir = common::temp_dir("sigint");
-    let cfg = common::write_config(&dir, "sweep.toml", SWEEP);
+    let cfg = common::write_config(&dir, "sweep.toml", sweep());
     let out = dir.join("out");
     let _ = std::fs::remove_dir_all(&out);
     let mut child = Command::new(bin())
@@ -107,7 +98,7 @@ fn piped_progress_is_plain_lines_naming_run_k_of_n() {
     let cfg = common::write_config(
         &dir,
         "small.toml",
-        SWEEP.replace("tasks_per_worker = 20000", "tasks_per_worker = 20"),
+        sweep().replace("tasks_per_worker = 20000", "tasks_per_worker = 20"),
     );
     let (code, _, err) = netsched(&[
         "sim",
@@ -131,7 +122,7 @@ fn piped_progress_is_plain_lines_naming_run_k_of_n() {
 #[test]
 fn a_negative_load_is_a_value_not_a_flag() {
     let dir = common::temp_dir("negload");
-    let cfg = common::write_config(&dir, "s.toml", SWEEP);
+    let cfg = common::write_config(&dir, "s.toml", sweep());
     for args in [
         vec!["sim", "-q", "-c", cfg.as_str(), "--load", "-0.5"],
         vec!["pull", "-q", "--load", "-0.5"],

@@ -16,34 +16,14 @@
 mod common;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{bin, horus_task as task, loopback_metric as metric, tcp_port, udp_port as port};
+use common::{
+    bin, horus_task as task, loopback_metric as metric, tcp_port, udp_port as port, Quiet,
+};
 
 const KEY: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
-
-/// Daemon processes killed when the test ends, however it ends.
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn start(p: &mut Procs, args: &[&str]) {
-    let child = Command::new(bin())
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    p.0.push(child);
-}
 
 /// A raw IPv4 socket that writes its own headers (IPPROTO_RAW implies
 /// IP_HDRINCL), or None without CAP_NET_RAW.
@@ -176,10 +156,12 @@ fn tasks_forged_in_the_leafs_name_are_dropped_by_the_workers() {
             listed(&workers)
         ),
     );
-    let mut p = Procs(Vec::new());
-    start(&mut p, &["switch", "-c", &s, "--duration-s", "60"]);
-    start(&mut p, &["switch", "-c", &l, "--duration-s", "60"]);
-    start(&mut p, &["worker", "-c", &w, "--duration-s", "60"]);
+    // Killed when the test ends, however it ends.
+    let _daemons = [
+        Quiet::spawn(&["switch", "-c", &s, "--duration-s", "60"]),
+        Quiet::spawn(&["switch", "-c", &l, "--duration-s", "60"]),
+        Quiet::spawn(&["worker", "-c", &w, "--duration-s", "60"]),
+    ];
     wait_up(SocketAddr::from(([127, 0, 0, 1], spine)));
 
     // 8 tasks of 4.9 s, two per worker, from the leaf's own address.

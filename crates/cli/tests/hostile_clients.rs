@@ -13,10 +13,10 @@
 mod common;
 
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use common::{bin, horus_task as task, tcp_port, udp_port as port};
+use common::{bin, horus_task as task, tcp_port, udp_port as port, Quiet};
 use netsched_proto::{
     task_id, DraconisMessage, HorusBody, HorusMessage, Message, ReplyStatus, TaskVec, WireTask,
 };
@@ -30,30 +30,15 @@ fn write(name: &str, text: &str) -> String {
 }
 
 /// Daemon processes killed when the test ends, however it ends.
-struct Procs(Vec<(String, Child)>);
+struct Procs(Vec<(String, Quiet)>);
 
 impl Procs {
     fn start(&mut self, name: &str, args: &[&str]) {
-        let child = Command::new(bin())
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.0.push((name.into(), child));
+        self.0.push((name.into(), Quiet::spawn(args)));
     }
 
     fn child(&mut self, name: &str) -> &mut Child {
-        &mut self.0.iter_mut().find(|(n, _)| n == name).unwrap().1
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        &mut self.0.iter_mut().find(|(n, _)| n == name).unwrap().1 .0
     }
 }
 

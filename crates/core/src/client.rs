@@ -35,46 +35,51 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::retry_budget::RetryBudget;
+use crate::time::Nanos;
 
 /// When attempts time out and how often a task is tried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// The first attempt's timeout, ns.
-    pub timeout_ns: u64,
+    /// The first attempt's timeout.
+    pub timeout: Nanos,
     /// Attempts in all before a task times out (at least 1: the first send).
     pub max_attempts: u32,
     /// Doublings of the timeout, one per attempt, at most this many.
     pub max_doublings: u32,
-    /// Wait before a task returned in an error packet is sent again, ns.
-    pub backoff_ns: u64,
+    /// Wait before a task returned in an error packet is sent again.
+    pub backoff: Nanos,
     /// Doublings of the backoff, one per return of the same task.
     pub max_backoff_doublings: u32,
 }
 
 impl RetryPolicy {
     /// A fixed timeout and `retries` resubmissions after the first send.
-    pub fn fixed(timeout_ns: u64, retries: u32) -> Self {
+    pub fn fixed(timeout: Nanos, retries: u32) -> Self {
         RetryPolicy {
-            timeout_ns,
+            timeout,
             max_attempts: retries.saturating_add(1),
             max_doublings: 0,
-            backoff_ns: 0,
+            backoff: Nanos::ZERO,
             max_backoff_doublings: 0,
         }
     }
 
     /// The backoff after a task's `returns`-th return in an error packet.
-    pub fn backoff_after(&self, returns: u32) -> u64 {
+    pub fn backoff_after(&self, returns: u32) -> Nanos {
         let doublings = returns.saturating_sub(1).min(self.max_backoff_doublings);
-        self.backoff_ns.checked_shl(doublings).unwrap_or(u64::MAX)
+        shl_saturating(self.backoff, doublings)
     }
 
     /// The timeout of an attempt sent after `timeouts` earlier ones expired.
-    pub fn timeout_after(&self, timeouts: u32) -> u64 {
-        self.timeout_ns
-            .checked_shl(timeouts.min(self.max_doublings))
-            .unwrap_or(u64::MAX)
+    pub fn timeout_after(&self, timeouts: u32) -> Nanos {
+        shl_saturating(self.timeout, timeouts.min(self.max_doublings))
     }
+}
+
+/// `t << k` as `u64::checked_shl` gives it (bits shifted out are lost; a
+/// shift of 64 or more is [`Nanos::MAX`]).
+fn shl_saturating(t: Nanos, k: u32) -> Nanos {
+    Nanos::new(t.get().checked_shl(k).unwrap_or(u64::MAX))
 }
 
 /// Where a task stands.
@@ -122,14 +127,14 @@ enum Timers {
 
 #[derive(Clone, Copy, Debug)]
 struct Task {
-    intended: u64,
+    intended: Nanos,
     state: TaskState,
     /// Sends so far; a deadline names the send it belongs to, so one
     /// superseded by a later send (`resend`) is ignored.
     sends: u32,
     timeouts: u32,
     /// When the current send times out.
-    due: u64,
+    due: Nanos,
     /// The current send was acknowledged: its timeout does not count.
     acked: bool,
     /// Returns in error packets so far.
@@ -161,9 +166,9 @@ pub struct TaskTracker {
     tasks: Vec<Task>,
     /// (deadline, seq, send), earliest first. Entries of answered tasks stay
     /// until they come due.
-    deadlines: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    deadlines: BinaryHeap<Reverse<(Nanos, u32, u32)>>,
     /// (due, seq): returned tasks waiting out their backoff.
-    backoffs: BinaryHeap<Reverse<(u64, u32)>>,
+    backoffs: BinaryHeap<Reverse<(Nanos, u32)>>,
     timers: Timers,
     tally: Tally,
     /// Paid from by every resubmission and retry when set.
@@ -209,7 +214,7 @@ impl TaskTracker {
     }
 
     /// Starts the timeout of task `seq`'s current send, due `at`.
-    fn arm(&mut self, seq: u32, at: u64) {
+    fn arm(&mut self, seq: u32, at: Nanos) {
         let t = &mut self.tasks[seq as usize];
         t.due = at;
         t.acked = false;
@@ -222,7 +227,7 @@ impl TaskTracker {
     /// count from there), and returns its sequence number. `sent_at`: when
     /// its first attempt left, which starts its timeout; `None` if the send
     /// failed, which fails the task at once (no deadline).
-    pub fn submit(&mut self, intended: u64, sent_at: Option<u64>) -> u32 {
+    pub fn submit(&mut self, intended: Nanos, sent_at: Option<Nanos>) -> u32 {
         let seq = self.tasks.len() as u32;
         self.tally.submitted += 1;
         if let (Some(b), Some(_)) = (&mut self.budget, sent_at) {
@@ -239,19 +244,19 @@ impl TaskTracker {
             state,
             sends: 1,
             timeouts: 0,
-            due: u64::MAX,
+            due: Nanos::MAX,
             acked: false,
             returns: 0,
         });
         if let Some(at) = sent_at {
-            self.arm(seq, at.saturating_add(self.policy.timeout_ns));
+            self.arm(seq, at.saturating_add(self.policy.timeout));
         }
         seq
     }
 
     /// When pending task `seq`'s current send times out, and that send's
     /// number (for [`TaskTracker::on_deadline`]).
-    pub fn deadline(&self, seq: u32) -> Option<(u64, u32)> {
+    pub fn deadline(&self, seq: u32) -> Option<(Nanos, u32)> {
         let t = self.tasks.get(seq as usize)?;
         (t.state == TaskState::Pending).then_some((t.due, t.sends))
     }
@@ -278,7 +283,7 @@ impl TaskTracker {
     /// `send`: the send it belongs to, if the packet tells (a stale copy's
     /// return is ignored). Returns when to send it again; a tracker that
     /// keeps the timers hands it out of [`TaskTracker::expire`] then.
-    pub fn on_returned(&mut self, seq: u32, send: Option<u32>, now: u64) -> Option<u64> {
+    pub fn on_returned(&mut self, seq: u32, send: Option<u32>, now: Nanos) -> Option<Nanos> {
         let t = self.tasks.get_mut(seq as usize)?;
         if t.state != TaskState::Pending || send.is_some_and(|s| s != t.sends) {
             return None;
@@ -293,7 +298,7 @@ impl TaskTracker {
 
     /// A returned task's backoff passed at `now`: it is sent again if
     /// still pending (true), its timeout restarting.
-    pub fn retry(&mut self, seq: u32, now: u64) -> bool {
+    pub fn retry(&mut self, seq: u32, now: Nanos) -> bool {
         let resent = self.resend(seq, now);
         if resent {
             self.tally.retried += 1;
@@ -304,7 +309,7 @@ impl TaskTracker {
     /// Send `send` of task `seq` reached its deadline at `now`: what to do
     /// about it, `None` if it no longer counts (answered, acknowledged, or
     /// superseded by a later send).
-    pub fn on_deadline(&mut self, seq: u32, send: u32, now: u64) -> Option<Expiry> {
+    pub fn on_deadline(&mut self, seq: u32, send: u32, now: Nanos) -> Option<Expiry> {
         let t = self.tasks.get_mut(seq as usize)?;
         if t.state != TaskState::Pending || t.sends != send || t.acked {
             return None;
@@ -356,7 +361,7 @@ impl TaskTracker {
     /// what to do about it; call until `None`. Returned tasks come first
     /// (their backoff passed). A resubmitted task's next attempt times out
     /// `timeout_after(timeouts)` from `now`.
-    pub fn expire(&mut self, now: u64) -> Option<Expiry> {
+    pub fn expire(&mut self, now: Nanos) -> Option<Expiry> {
         while let Some(&Reverse((due, seq))) = self.backoffs.peek() {
             if due > now {
                 break;
@@ -395,13 +400,17 @@ impl TaskTracker {
     }
 
     /// When the budget pays for the next retry put off at `now`.
-    fn next_paid_at(&mut self, now: u64) -> u64 {
-        self.budget.as_mut().map_or(now, |b| b.next_token_at(now))
+    fn next_paid_at(&mut self, now: Nanos) -> Nanos {
+        self.budget
+            .as_mut()
+            .map_or(now, |b| Nanos::new(b.next_token_at(now.get())))
     }
 
     /// A retry at `now` is paid for (always, without a budget).
-    fn paid(&mut self, now: u64) -> bool {
-        self.budget.as_mut().is_none_or(|b| b.try_withdraw(now))
+    fn paid(&mut self, now: Nanos) -> bool {
+        self.budget
+            .as_mut()
+            .is_none_or(|b| b.try_withdraw(now.get()))
     }
 
     /// Send `send` of task `seq` timing out now would resubmit it (not
@@ -418,7 +427,7 @@ impl TaskTracker {
     /// Task `seq` is sent again at `now` for a reason of the driver's (the
     /// scheduler returned it): its timeout restarts, and the deadline of
     /// the earlier send no longer counts. False if it is not pending.
-    pub fn resend(&mut self, seq: u32, now: u64) -> bool {
+    pub fn resend(&mut self, seq: u32, now: Nanos) -> bool {
         let Some(t) = self.tasks.get_mut(seq as usize) else {
             return false;
         };
@@ -432,7 +441,7 @@ impl TaskTracker {
     }
 
     /// When task `seq` was meant to be sent.
-    pub fn intended(&self, seq: u32) -> Option<u64> {
+    pub fn intended(&self, seq: u32) -> Option<Nanos> {
         self.tasks.get(seq as usize).map(|t| t.intended)
     }
 
@@ -442,7 +451,7 @@ impl TaskTracker {
 
     /// The earliest deadline or backoff still queued (possibly of an
     /// answered task).
-    pub fn next_deadline(&self) -> Option<u64> {
+    pub fn next_deadline(&self) -> Option<Nanos> {
         let deadline = self.deadlines.peek().map(|r| r.0 .0);
         let backoff = self.backoffs.peek().map(|r| r.0 .0);
         deadline.into_iter().chain(backoff).min()
@@ -490,9 +499,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const MS: u64 = 1_000_000;
+    fn ms(n: u64) -> Nanos {
+        Nanos::from_millis(n)
+    }
 
-    fn drain(t: &mut TaskTracker, now: u64) -> Vec<Expiry> {
+    fn drain(t: &mut TaskTracker, now: Nanos) -> Vec<Expiry> {
         std::iter::from_fn(|| t.expire(now)).collect()
     }
 
@@ -501,7 +512,7 @@ mod tests {
     /// exactly once, after the same number of attempts.
     #[test]
     fn a_retry_budget_spreads_resubmissions_and_loses_nothing() {
-        let policy = RetryPolicy::fixed(10 * MS, 3);
+        let policy = RetryPolicy::fixed(ms(10), 3);
         let resubmits = |e: &[Expiry]| {
             e.iter()
                 .filter(|e| matches!(e, Expiry::Resubmit { .. }))
@@ -512,18 +523,18 @@ mod tests {
             TaskTracker::new(policy, 8).with_retry_budget(RetryBudget::new(0.0, 10, 1));
         for t in [&mut free, &mut budgeted] {
             for _ in 0..5 {
-                t.submit(0, Some(0));
+                t.submit(Nanos::ZERO, Some(Nanos::ZERO));
             }
         }
         let (mut a, mut b) = (0, 0);
-        for now in (1..=45).map(|ms| ms * MS) {
+        for now in (1..=45).map(ms) {
             a += resubmits(&drain(&mut free, now));
             b += resubmits(&drain(&mut budgeted, now));
         }
         assert_eq!((a, free.tally().timed_out), (15, 5));
         assert_eq!((b, budgeted.tally().timed_out), (1, 0));
         assert!(budgeted.tally().deferred >= 4);
-        for now in (46..=3_000).map(|ms| ms * MS) {
+        for now in (46..=3_000).map(ms) {
             b += resubmits(&drain(&mut budgeted, now));
         }
         assert_eq!(b, 15, "the same attempts, spread out");
@@ -533,23 +544,23 @@ mod tests {
 
     #[test]
     fn a_task_times_out_after_its_retries_at_a_fixed_timeout() {
-        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 2), 4);
-        let s = t.submit(5 * MS, Some(5 * MS));
+        let mut t = TaskTracker::new(RetryPolicy::fixed(ms(10), 2), 4);
+        let s = t.submit(ms(5), Some(ms(5)));
         assert_eq!(s, 0);
-        assert_eq!(t.next_deadline(), Some(15 * MS));
-        assert!(drain(&mut t, 15 * MS - 1).is_empty());
+        assert_eq!(t.next_deadline(), Some(ms(15)));
+        assert!(drain(&mut t, ms(15) - Nanos::new(1)).is_empty());
         assert_eq!(
-            drain(&mut t, 15 * MS),
+            drain(&mut t, ms(15)),
             vec![Expiry::Resubmit { seq: 0, attempt: 2 }]
         );
         // The next attempt's timeout runs from the expiry it was sent at.
-        assert_eq!(t.next_deadline(), Some(25 * MS));
+        assert_eq!(t.next_deadline(), Some(ms(25)));
         assert_eq!(
-            drain(&mut t, 26 * MS),
+            drain(&mut t, ms(26)),
             vec![Expiry::Resubmit { seq: 0, attempt: 3 }]
         );
-        assert_eq!(t.next_deadline(), Some(36 * MS));
-        assert_eq!(drain(&mut t, 36 * MS), vec![Expiry::GaveUp { seq: 0 }]);
+        assert_eq!(t.next_deadline(), Some(ms(36)));
+        assert_eq!(drain(&mut t, ms(36)), vec![Expiry::GaveUp { seq: 0 }]);
         assert!(!t.has_deadlines());
         assert_eq!(t.state(0), Some(TaskState::TimedOut));
         assert_eq!(t.on_reply(0, true), ReplyOutcome::Late);
@@ -559,16 +570,16 @@ mod tests {
 
     #[test]
     fn without_retries_the_first_timeout_gives_up() {
-        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 0), 1);
-        t.submit(0, Some(0));
-        assert_eq!(drain(&mut t, 10 * MS), vec![Expiry::GaveUp { seq: 0 }]);
+        let mut t = TaskTracker::new(RetryPolicy::fixed(ms(10), 0), 1);
+        t.submit(Nanos::ZERO, Some(Nanos::ZERO));
+        assert_eq!(drain(&mut t, ms(10)), vec![Expiry::GaveUp { seq: 0 }]);
     }
 
     #[test]
     fn the_first_answer_counts_and_later_ones_are_duplicates() {
-        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 1), 2);
-        t.submit(0, Some(0));
-        t.submit(1, Some(1));
+        let mut t = TaskTracker::new(RetryPolicy::fixed(ms(10), 1), 2);
+        t.submit(Nanos::ZERO, Some(Nanos::ZERO));
+        t.submit(Nanos::new(1), Some(Nanos::new(1)));
         assert_eq!(t.on_reply(0, true), ReplyOutcome::Completed);
         assert_eq!(t.on_reply(1, false), ReplyOutcome::Failed);
         assert_eq!(t.on_reply(0, true), ReplyOutcome::Duplicate);
@@ -577,60 +588,60 @@ mod tests {
         // Answered tasks' deadlines pass without a resubmission, but keep
         // the run open until they do.
         assert!(t.has_deadlines());
-        assert!(drain(&mut t, 20 * MS).is_empty());
+        assert!(drain(&mut t, ms(20)).is_empty());
         assert!(!t.has_deadlines());
     }
 
     #[test]
     fn a_failed_send_fails_the_task_without_a_deadline() {
-        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 3), 1);
-        t.submit(7, None);
+        let mut t = TaskTracker::new(RetryPolicy::fixed(ms(10), 3), 1);
+        t.submit(Nanos::new(7), None);
         assert_eq!(t.state(0), Some(TaskState::Failed));
         assert!(!t.has_deadlines());
-        assert_eq!(t.intended(0), Some(7));
+        assert_eq!(t.intended(0), Some(Nanos::new(7)));
         assert_eq!(t.tally().failed, 1);
     }
 
     #[test]
     fn doubling_timeouts_and_a_resend_supersede_the_old_deadline() {
         let policy = RetryPolicy {
-            timeout_ns: 10 * MS,
+            timeout: ms(10),
             max_attempts: 10,
             max_doublings: 2,
-            ..RetryPolicy::fixed(0, 0)
+            ..RetryPolicy::fixed(Nanos::ZERO, 0)
         };
         assert_eq!(
             (0..5)
-                .map(|k| policy.timeout_after(k) / MS)
+                .map(|k| policy.timeout_after(k).get() / 1_000_000)
                 .collect::<Vec<_>>(),
             vec![10, 20, 40, 40, 40]
         );
         let mut t = TaskTracker::new(policy, 1);
-        t.submit(0, Some(0));
+        t.submit(Nanos::ZERO, Some(Nanos::ZERO));
         // Returned by the scheduler at 4 ms and sent again: the deadline of
         // the first send (10 ms) no longer counts.
-        assert!(t.resend(0, 4 * MS));
-        assert!(drain(&mut t, 10 * MS).is_empty());
+        assert!(t.resend(0, ms(4)));
+        assert!(drain(&mut t, ms(10)).is_empty());
         assert_eq!(
-            drain(&mut t, 14 * MS),
+            drain(&mut t, ms(14)),
             vec![Expiry::Resubmit { seq: 0, attempt: 3 }]
         );
-        assert_eq!(t.next_deadline(), Some(34 * MS), "doubled");
+        assert_eq!(t.next_deadline(), Some(ms(34)), "doubled");
         t.on_reply(0, true);
-        assert!(!t.resend(0, 40 * MS), "only a pending task is resent");
+        assert!(!t.resend(0, ms(40)), "only a pending task is resent");
     }
 
     #[test]
     fn an_acknowledged_send_does_not_time_out_but_a_resend_does() {
-        let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, 3), 1);
-        t.submit(0, Some(0));
+        let mut t = TaskTracker::new(RetryPolicy::fixed(ms(10), 3), 1);
+        t.submit(Nanos::ZERO, Some(Nanos::ZERO));
         assert!(!t.acknowledge(0, 2), "not the current send");
         assert!(t.acknowledge(0, 1));
-        assert!(drain(&mut t, 10 * MS).is_empty(), "queued: no timeout");
+        assert!(drain(&mut t, ms(10)).is_empty(), "queued: no timeout");
         // Returned from the queue and sent again: the new send times out.
-        assert!(t.resend(0, 12 * MS));
+        assert!(t.resend(0, ms(12)));
         assert_eq!(
-            drain(&mut t, 22 * MS),
+            drain(&mut t, ms(22)),
             vec![Expiry::Resubmit { seq: 0, attempt: 3 }]
         );
     }
@@ -638,31 +649,32 @@ mod tests {
     #[test]
     fn a_returned_task_is_retried_after_a_doubling_backoff() {
         let policy = RetryPolicy {
-            backoff_ns: MS,
+            backoff: ms(1),
             max_backoff_doublings: 1,
-            ..RetryPolicy::fixed(100 * MS, 0)
+            ..RetryPolicy::fixed(ms(100), 0)
         };
         assert_eq!(
             (1..4)
-                .map(|r| policy.backoff_after(r) / MS)
+                .map(|r| policy.backoff_after(r).get() / 1_000_000)
                 .collect::<Vec<_>>(),
             vec![1, 2, 2]
         );
         let mut t = TaskTracker::new(policy, 1);
-        t.submit(0, Some(0));
-        assert_eq!(t.on_returned(0, Some(2), 0), None, "a stale copy's return");
-        assert_eq!(t.on_returned(0, Some(1), 0), Some(MS));
-        assert_eq!(t.next_deadline(), Some(MS));
+        t.submit(Nanos::ZERO, Some(Nanos::ZERO));
         assert_eq!(
-            drain(&mut t, MS),
+            t.on_returned(0, Some(2), Nanos::ZERO),
+            None,
+            "a stale copy's return"
+        );
+        assert_eq!(t.on_returned(0, Some(1), Nanos::ZERO), Some(ms(1)));
+        assert_eq!(t.next_deadline(), Some(ms(1)));
+        assert_eq!(
+            drain(&mut t, ms(1)),
             vec![Expiry::Retry { seq: 0, attempt: 2 }]
         );
-        assert_eq!(t.on_returned(0, None, 5 * MS), Some(7 * MS), "doubled");
+        assert_eq!(t.on_returned(0, None, ms(5)), Some(ms(7)), "doubled");
         t.on_reply(0, true);
-        assert!(
-            drain(&mut t, 7 * MS).is_empty(),
-            "answered before its retry"
-        );
+        assert!(drain(&mut t, ms(7)).is_empty(), "answered before its retry");
         let tally = t.tally();
         assert_eq!(
             (tally.retried, tally.resubmitted, tally.completed),
@@ -674,21 +686,21 @@ mod tests {
     fn driver_timers_take_the_same_decisions_as_the_trackers_own() {
         let policy = RetryPolicy {
             max_doublings: 1,
-            ..RetryPolicy::fixed(10 * MS, 2)
+            ..RetryPolicy::fixed(ms(10), 2)
         };
         let mut own = TaskTracker::new(policy, 1);
         let mut driven = TaskTracker::with_driver_timers(policy, 1);
-        own.submit(0, Some(0));
-        driven.submit(0, Some(0));
+        own.submit(Nanos::ZERO, Some(Nanos::ZERO));
+        driven.submit(Nanos::ZERO, Some(Nanos::ZERO));
         assert!(!driven.has_deadlines());
-        let mut now = 0;
+        let mut now = Nanos::ZERO;
         while let Some((at, send)) = driven.deadline(0) {
             assert_eq!(own.next_deadline(), Some(at));
             now = at;
             assert_eq!(driven.on_deadline(0, send, now), own.expire(now));
             assert_eq!(driven.on_deadline(0, send, now), None, "fired once");
         }
-        assert_eq!(now, 50 * MS, "10, then 20 twice");
+        assert_eq!(now, ms(50), "10, then 20 twice");
         assert_eq!(driven.state(0), Some(TaskState::TimedOut));
         assert_eq!(driven.tally(), own.tally());
         assert_eq!(driven.unresolved(), 0);
@@ -702,11 +714,11 @@ mod tests {
             retries in 0u32..4,
             events in proptest::collection::vec((0u32..12, any::<bool>(), 0u64..50), 1..200),
         ) {
-            let mut t = TaskTracker::new(RetryPolicy::fixed(10 * MS, retries), 16);
-            let mut now = 0;
+            let mut t = TaskTracker::new(RetryPolicy::fixed(ms(10), retries), 16);
+            let mut now = Nanos::ZERO;
             let mut resubmits = 0u64;
             for (k, (seq, ok, dt)) in events.into_iter().enumerate() {
-                now += dt * MS / 10;
+                now += Nanos::new(dt * 100_000);
                 if k % 3 == 0 && t.len() < 12 {
                     t.submit(now, (seq % 5 != 0).then_some(now));
                 } else {
@@ -720,7 +732,7 @@ mod tests {
                 }
             }
             // Every deadline passes: retries run out, nothing stays pending.
-            while t.expire(u64::MAX).is_some() {}
+            while t.expire(Nanos::MAX).is_some() {}
             let tally = t.tally();
             prop_assert!(!t.has_deadlines());
             prop_assert_eq!(tally.completed + tally.failed + tally.timed_out, tally.submitted);

@@ -39,6 +39,18 @@ pub struct TaskMeta {
     pub class: u8,
 }
 
+impl TaskMeta {
+    /// Task `id` of one packet (first and last), from no upstream.
+    pub fn single(id: TaskId) -> TaskMeta {
+        TaskMeta {
+            id,
+            first: true,
+            last: true,
+            ..TaskMeta::default()
+        }
+    }
+}
+
 /// A state message from a leaf to spine(s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Notice {

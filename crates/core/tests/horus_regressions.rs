@@ -12,12 +12,7 @@ use netsched_core::horus::{
 use netsched_core::Nanos;
 
 fn task(id: u64) -> TaskMeta {
-    TaskMeta {
-        id,
-        first: true,
-        last: true,
-        ..TaskMeta::default()
-    }
+    TaskMeta::single(id)
 }
 
 fn reply(node: NodeId, qlen: u32, id: u64) -> Input {

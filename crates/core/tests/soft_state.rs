@@ -17,12 +17,7 @@ fn opts(soft: u64) -> HorusOptions {
 }
 
 fn task(id: u64) -> TaskMeta {
-    TaskMeta {
-        id,
-        first: true,
-        last: true,
-        ..TaskMeta::default()
-    }
+    TaskMeta::single(id)
 }
 
 /// Feeds `input` and its resubmissions; returns the racks tasks went to.

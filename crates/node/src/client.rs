@@ -28,6 +28,7 @@ use hdrhistogram::Histogram;
 use netsched_config::workload::ServiceSampler;
 use netsched_core::client::{Expiry, ReplyOutcome, RetryPolicy, TaskTracker};
 use netsched_core::rng::Rng;
+use netsched_core::Nanos;
 use netsched_proto::{
     task_id, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, RackSchedMessage,
     RackSchedPacket, ReplyStatus, ReqId, MAX_DATAGRAM,
@@ -410,7 +411,7 @@ impl Client {
         let expected = (peak * cfg.duration_ms as f64 / 1e3 * 1.2) as usize + 16;
         // Timeouts and resubmissions (`retries` at a fixed `timeout_ms`).
         let mut tasks = TaskTracker::new(
-            RetryPolicy::fixed(cfg.timeout_ms * 1_000_000, cfg.retries),
+            RetryPolicy::fixed(Nanos::from_millis(cfg.timeout_ms), cfg.retries),
             expected,
         );
         // What a resubmission needs to send the task again (only kept with
@@ -466,7 +467,8 @@ impl Client {
                 // The timeout runs from the intended send time, like the
                 // latency.
                 let sent = self.send_task(&mut tx, seq, &spec);
-                tasks.submit(next_at, sent.then_some(next_at));
+                let intended = Nanos::new(next_at);
+                tasks.submit(intended, sent.then_some(intended));
                 self.metrics.submitted();
                 if !sent {
                     *report_failed.entry("send_error".into()).or_default() += 1;
@@ -514,7 +516,7 @@ impl Client {
                 }
                 match tasks.on_reply(seq, r.status == ReplyStatus::Ok) {
                     ReplyOutcome::Completed => {
-                        let intended = tasks.intended(seq).unwrap_or(at);
+                        let intended = tasks.intended(seq).map_or(at, Nanos::get);
                         let latency = at.saturating_sub(intended).max(1_000);
                         let _ = hist.record(latency);
                         self.metrics.completed(latency);
@@ -539,7 +541,7 @@ impl Client {
             // Deadlines, earliest first: resubmit while retries are left,
             // then time out. Entries of finished tasks are dropped here.
             let now = ns();
-            while let Some(expiry) = tasks.expire(now) {
+            while let Some(expiry) = tasks.expire(Nanos::new(now)) {
                 if let Expiry::GaveUp { .. } = expiry {
                     self.metrics.timed_out();
                 }

@@ -109,18 +109,14 @@ impl LocalCluster {
             batch: 32,
             fail_replies: true,
             instances: vec![PoolConfig {
-                pool: spec.pool,
-                role: Role::Spine,
-                policy: spec.spine_policy,
-                downstream: leaf_addrs.clone(),
                 rack_workers: vec![spec.executors as u32; spec.racks],
-                upstream: vec![],
-                rack: 0,
-                heartbeat_timeout_ms: 0,
-                clients: None,
-                max_routes: crate::config::DEFAULT_MAX_ROUTES,
                 soft_state_ms: spec.soft_state_ms,
-                ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
+                ..PoolConfig::new(
+                    spec.pool,
+                    Role::Spine,
+                    spec.spine_policy,
+                    leaf_addrs.clone(),
+                )
             }],
             key: key.clone(),
             ..Default::default()
@@ -143,18 +139,11 @@ impl LocalCluster {
                 batch: 32,
                 fail_replies: true,
                 instances: vec![PoolConfig {
-                    pool: spec.pool,
-                    role: Role::Leaf,
-                    policy: spec.leaf_policy,
-                    downstream: exec_addrs.clone(),
-                    rack_workers: vec![],
                     upstream: vec![spine],
                     rack: r as u16,
                     heartbeat_timeout_ms: spec.heartbeat_ms * 10,
-                    clients: None,
-                    max_routes: crate::config::DEFAULT_MAX_ROUTES,
                     soft_state_ms: spec.soft_state_ms,
-                    ..PoolConfig::new(0, Role::Leaf, Policy::Horus, Vec::new())
+                    ..PoolConfig::new(spec.pool, Role::Leaf, spec.leaf_policy, exec_addrs.clone())
                 }],
                 key: key.clone(),
                 ..Default::default()

@@ -197,6 +197,11 @@ impl Clock {
     pub fn now_ns(&self) -> u64 {
         self.0.elapsed().as_nanos() as u64
     }
+    /// [`Clock::now_ns`] as the data planes' time.
+    #[inline]
+    pub fn now(&self) -> netsched_core::Nanos {
+        netsched_core::Nanos::new(self.now_ns())
+    }
     pub fn start(&self) -> Instant {
         self.0
     }

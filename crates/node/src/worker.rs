@@ -200,6 +200,16 @@ impl<K> Executors<K> {
         })
     }
 
+    /// Starts thread `name` running `f`, one of `threads`.
+    pub(crate) fn spawn_thread(
+        threads: &mut Vec<JoinHandle<()>>,
+        name: String,
+        f: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<()> {
+        threads.push(std::thread::Builder::new().name(name).spawn(f)?);
+        Ok(())
+    }
+
     /// Binds every address of `listen`; `error` names a failure.
     pub(crate) fn bind_all<E>(
         listen: &[String],
@@ -424,22 +434,13 @@ impl Worker {
                 sealer: notice_key.map(crate::notice_auth::NoticeSealer::new),
             });
             if !node.heartbeat.is_zero() && node.leaf.is_some() {
-                let node = node.clone();
-                let stop = stop.clone();
-                threads.push(
-                    std::thread::Builder::new()
-                        .name(format!("beat-{}", node.id))
-                        .spawn(move || beat(&node, &stop))?,
-                );
+                let (name, node, stop) = (format!("beat-{}", node.id), node.clone(), stop.clone());
+                Self::spawn_thread(threads, name, move || beat(&node, &stop))?;
             }
             for e in 0..cfg.executors {
-                let node = node.clone();
-                let stop = stop.clone();
-                threads.push(
-                    std::thread::Builder::new()
-                        .name(format!("exec-{}.{e}", node.id))
-                        .spawn(move || executor(&node, &stop))?,
-                );
+                let (name, node, stop) =
+                    (format!("exec-{}.{e}", node.id), node.clone(), stop.clone());
+                Self::spawn_thread(threads, name, move || executor(&node, &stop))?;
             }
             Ok(())
         })?;

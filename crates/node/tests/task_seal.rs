@@ -96,20 +96,16 @@ fn a_keyed_leaf_seals_the_tasks_it_forwards() {
     }
 }
 
-/// A worker with the key whose leaf is `leaf`, one executor, no heartbeats.
+/// A worker with the key whose leaf is `leaf`.
 fn keyed_worker(leaf: SocketAddr) -> (Worker, SocketAddr, Arc<AtomicBool>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let cfg = WorkerConfig {
-        listen: vec!["127.0.0.1:0".into()],
-        leaf: Some(leaf),
-        pool: 1,
-        heartbeat_ms: 0,
-        key: Some(Secret::new(KEY)),
-        ..Default::default()
-    };
-    let w = Worker::bind(&cfg, stop.clone()).unwrap();
-    let addr = w.addrs()[0];
-    (w, addr, stop)
+    let key = Some(Secret::new(KEY));
+    common::leaf_worker(
+        leaf,
+        WorkerConfig {
+            key,
+            ..Default::default()
+        },
+    )
 }
 
 /// Replies reaching `s` within `wait` each: their task ids (in order).

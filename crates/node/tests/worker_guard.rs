@@ -29,21 +29,15 @@ fn task(seq: u32, service_time_ns: u64) -> Vec<u8> {
     .unwrap()
 }
 
-/// A worker whose leaf is `leaf`, one executor, no heartbeats (so every
-/// datagram the leaf receives is a reply).
+/// A worker whose leaf is `leaf` (`common::leaf_worker`).
 fn worker(leaf: SocketAddr, max_service_ms: u64) -> (Worker, SocketAddr, Arc<AtomicBool>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let cfg = WorkerConfig {
-        listen: vec!["127.0.0.1:0".into()],
-        leaf: Some(leaf),
-        pool: 1,
-        heartbeat_ms: 0,
-        max_service_ms,
-        ..Default::default()
-    };
-    let w = Worker::bind(&cfg, stop.clone()).unwrap();
-    let addr = w.addrs()[0];
-    (w, addr, stop)
+    common::leaf_worker(
+        leaf,
+        WorkerConfig {
+            max_service_ms,
+            ..Default::default()
+        },
+    )
 }
 
 /// Next reply at `s` within `wait`: (task id, status, payload).

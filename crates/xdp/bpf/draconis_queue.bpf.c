@@ -580,27 +580,9 @@ pass:
 	return XDP_PASS;
 }
 
-SEC("xdp")
-int draconis_queue(struct xdp_md *ctx)
-{
-	return queue_run(ctx);
-}
-
 // Serialising the queue, as the Horus leaf is (steer.h): the pointers, the
 // slots and `drac_scratch` are updated without atomics, and two submissions
 // on two CPUs could otherwise both read one add_ptr and write one slot
 // (seen: a job enqueued and never assigned). `draconis_steer` hands every
 // packet to `queue_cpu`'s one entry, whose program is `draconis_queue_cpu`.
-DEFINE_STEERING(queue_cpu, draconis_steer)
-
-// A cpumap program has no XDP_TX: the answer leaves by a redirect to the
-// interface the request came in on.
-SEC("xdp/cpumap")
-int draconis_queue_cpu(struct xdp_md *ctx)
-{
-	count_run(64);
-	int verdict = queue_run(ctx);
-	if (verdict == XDP_TX)
-		return bpf_redirect(ctx->ingress_ifindex, 0);
-	return verdict;
-}
+DEFINE_STEERED_PROGRAMS(queue_run, draconis_queue, queue_cpu, draconis_steer, draconis_queue_cpu)

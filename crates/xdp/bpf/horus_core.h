@@ -82,6 +82,37 @@ ARRAY(pow2_factor, __u32, POW2_NODES);
 ARRAY(pow2_drift1, __u32, POW2_NODES);
 ARRAY(pow2_drift2, __u32, POW2_NODES);
 
+// A frame as the leaf and the spine take it: H_OTHER, not a Horus datagram
+// (passed up uncounted); H_MALFORMED, a Horus datagram crates/proto's
+// decoder refuses (its payload length field must end the datagram
+// exactly), which may change no state; H_OK, `f` parsed with the payload's
+// length in `*len`.
+enum horus_frame { H_OK, H_OTHER, H_MALFORMED };
+
+static __always_inline enum horus_frame parse_horus_frame(void *data, void *data_end,
+							  struct udp_frame *f, __u32 *len)
+{
+	if (parse_udp_frame(data, data_end, f))
+		return H_OTHER;
+	__u8 *horus = f->body;
+	if ((void *)(horus + HORUS_HEADER_LEN) > data_end || horus[0] != WIRE_HORUS)
+		return H_OTHER;
+	if (udp_payload_len(f, data_end, HORUS_HEADER_LEN, len) || *len > MAX_DATAGRAM)
+		return H_MALFORMED;
+	return H_OK;
+}
+
+// The flags of a task's first packet as crates/proto decodes it (its
+// payload length field ends the datagram exactly, no unknown flag), or -1.
+static __always_inline int task_first_flags(const __u8 *horus, void *data_end, __u32 len)
+{
+	if (len < TASK_FIXED || (void *)(horus + TASK_FIXED) > data_end ||
+	    (((__u32)horus[TASK_FIXED - 2] << 8) | horus[TASK_FIXED - 1]) != len - TASK_FIXED)
+		return -1;
+	__u8 flags = horus[TASK_FLAGS_OFFSET];
+	return (flags & ~FLAGS_KNOWN) ? -1 : flags;
+}
+
 static __always_inline __u32 *u32_cell(void *map, __u32 index)
 {
 	return bpf_map_lookup_elem(map, &index);

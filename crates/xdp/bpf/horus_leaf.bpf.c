@@ -466,25 +466,19 @@ failed:
 	return XDP_DROP;
 }
 
-// The leaf on one packet. `on_leaf_cpu`: run from the cpumap entry on the
-// one CPU the steering program sends every packet to, where XDP_TX does not
-// exist: the task leaves by a redirect to the interface it came in on.
-static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
+// The leaf on one packet.
+static __always_inline int leaf_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	// Not a frame for the leaf: passed up uncounted.
 	struct udp_frame frame;
-	if (parse_udp_frame(data, data_end, &frame))
-		return XDP_PASS;
-	__u8 *horus = frame.body;
-	if ((void *)(horus + HORUS_HEADER_LEN) > data_end || horus[0] != WIRE_HORUS)
-		return XDP_PASS;
-	// Only a datagram the decoder (crates/proto) accepts may change state or
-	// be sent on: the payload length field must end the datagram exactly.
 	__u32 len;
-	if (udp_payload_len(&frame, data_end, HORUS_HEADER_LEN, &len) || len > MAX_DATAGRAM)
+	enum horus_frame parsed = parse_horus_frame(data, data_end, &frame, &len);
+	if (parsed == H_OTHER)
+		return XDP_PASS;
+	if (parsed == H_MALFORMED)
 		goto pass;
+	__u8 *horus = frame.body;
 
 	__u32 zero = 0;
 	const struct leaf_config *cfg = bpf_map_lookup_elem(&leaf_config, &zero);
@@ -505,21 +499,12 @@ static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 		int verdict = on_reply(node, qlen, now, cfg);
 		if (verdict == XDP_PASS)
 			verdict = reply_out(&frame, horus, data_end, node, cfg);
-		if (on_leaf_cpu && verdict == XDP_TX)
-			return bpf_redirect(ctx->ingress_ifindex, 0);
 		return verdict;
 	}
-	if (type != TYPE_TASK_FIRST)
-		goto pass;
-	if (len < TASK_FIXED || (void *)(horus + TASK_FIXED) > data_end ||
-	    (((__u32)horus[TASK_FIXED - 2] << 8) | horus[TASK_FIXED - 1]) != len - TASK_FIXED)
-		goto pass;
-	__u8 flags = horus[TASK_FLAGS_OFFSET];
-	if (flags & ~FLAGS_KNOWN)
-		goto pass;
+	int flags = type == TYPE_TASK_FIRST ? task_first_flags(horus, data_end, len) : -1;
 	// A multi-packet task needs the connection table (§A.4), which stays in
 	// user space: its first packet and continuations are passed up.
-	if (!(flags & FLAG_LAST))
+	if (flags < 0 || !(flags & FLAG_LAST))
 		goto pass;
 
 	struct task_run run = {
@@ -540,28 +525,14 @@ static __always_inline int leaf_run(struct xdp_md *ctx, int on_leaf_cpu)
 	int verdict = forward(frame.eth, frame.ip, frame.udp, horus, data_end, run.chosen, cfg);
 	if (verdict == XDP_TX)
 		verdict = seal_forwarded(ctx, len);
-	if (on_leaf_cpu && verdict == XDP_TX)
-		return bpf_redirect(ctx->ingress_ifindex, 0);
 	return verdict;
 pass:
 	count(C_PASSED, 1);
 	return XDP_PASS;
 }
 
-SEC("xdp")
-int horus_leaf(struct xdp_md *ctx)
-{
-	return leaf_run(ctx, 0);
-}
-
 // Serialising the leaf (docs/xdp.md, "Resubmission and concurrency"):
 // `horus_steer` hands every packet to `leaf_cpu`'s one entry, whose program
-// is `horus_leaf_cpu` (steer.h).
-DEFINE_STEERING(leaf_cpu, horus_steer)
-
-SEC("xdp/cpumap")
-int horus_leaf_cpu(struct xdp_md *ctx)
-{
-	count_run(64);
-	return leaf_run(ctx, 1);
-}
+// is `horus_leaf_cpu` (steer.h), where a task leaves by a redirect to the
+// interface it came in on.
+DEFINE_STEERED_PROGRAMS(leaf_run, horus_leaf, leaf_cpu, horus_steer, horus_leaf_cpu)

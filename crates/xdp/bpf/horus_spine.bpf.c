@@ -407,7 +407,7 @@ static __always_inline int take_notice(__u8 type, __u32 src, const __u8 *horus, 
 	return XDP_DROP;
 }
 
-static __always_inline int spine_run(struct xdp_md *ctx, int on_spine_cpu)
+static __always_inline int spine_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -417,14 +417,13 @@ static __always_inline int spine_run(struct xdp_md *ctx, int on_spine_cpu)
 		return XDP_PASS;
 	soft_state_expire(cfg);
 	struct udp_frame frame;
-	if (parse_udp_frame(data, data_end, &frame))
-		return XDP_PASS;
-	__u8 *horus = frame.body;
-	if ((void *)(horus + HORUS_HEADER_LEN) > data_end || horus[0] != WIRE_HORUS)
-		return XDP_PASS;
 	__u32 len;
-	if (udp_payload_len(&frame, data_end, HORUS_HEADER_LEN, &len) || len > MAX_DATAGRAM)
+	enum horus_frame parsed = parse_horus_frame(data, data_end, &frame, &len);
+	if (parsed == H_OTHER)
+		return XDP_PASS;
+	if (parsed == H_MALFORMED)
 		goto pass;
+	__u8 *horus = frame.body;
 	struct rng_state *rng = bpf_map_lookup_elem(&spine_rng, &zero);
 	if (!rng)
 		return XDP_PASS;
@@ -433,52 +432,27 @@ static __always_inline int spine_run(struct xdp_md *ctx, int on_spine_cpu)
 
 	// Notices from leaves: header only, or header and the 16.16 load; each
 	// sealed or not (open_notice).
-	enum opened opened;
-	if (type == TYPE_IDLE_ADD || type == TYPE_IDLE_REMOVE) {
-		opened = open_notice(horus, data_end, len, NOTICE_LEN, src);
-	} else if (type == TYPE_LOAD_UPDATE) {
-		opened = open_notice(horus, data_end, len, LOAD_UPDATE_LEN, src);
-	} else {
-		goto task;
+	if (type == TYPE_IDLE_ADD || type == TYPE_IDLE_REMOVE || type == TYPE_LOAD_UPDATE) {
+		enum opened opened = type == TYPE_LOAD_UPDATE ?
+					     open_notice(horus, data_end, len, LOAD_UPDATE_LEN, src) :
+					     open_notice(horus, data_end, len, NOTICE_LEN, src);
+		if (opened == O_PASS)
+			goto pass;
+		if (opened == O_DROP)
+			return XDP_DROP;
+		return take_notice(type, src, horus, data_end, &frame, cfg);
 	}
-	if (opened == O_PASS)
-		goto pass;
-	if (opened == O_DROP)
-		return XDP_DROP;
-	return take_notice(type, src, horus, data_end, &frame, cfg);
-task:
-	if (type != TYPE_TASK_FIRST)
-		goto pass;
-	if (len < TASK_FIXED || (void *)(horus + TASK_FIXED) > data_end ||
-	    (((__u32)horus[TASK_FIXED - 2] << 8) | horus[TASK_FIXED - 1]) != len - TASK_FIXED)
-		goto pass;
-	__u8 flags = horus[TASK_FLAGS_OFFSET];
-	if ((flags & ~FLAGS_KNOWN) || !(flags & FLAG_LAST))
+	int flags = type == TYPE_TASK_FIRST ? task_first_flags(horus, data_end, len) : -1;
+	if (flags < 0 || !(flags & FLAG_LAST))
 		goto pass;
 	int idle = 0;
 	long rack = schedule(rng, &idle);
 	if (rack < 0)
 		return XDP_DROP;
-	int verdict = forward(&frame, horus, data_end, (__u32)rack, idle, cfg);
-	if (on_spine_cpu && verdict == XDP_TX)
-		return bpf_redirect(ctx->ingress_ifindex, 0);
-	return verdict;
+	return forward(&frame, horus, data_end, (__u32)rack, idle, cfg);
 pass:
 	count(C_PASSED, 1);
 	return XDP_PASS;
 }
 
-SEC("xdp")
-int horus_spine(struct xdp_md *ctx)
-{
-	return spine_run(ctx, 0);
-}
-
-DEFINE_STEERING(spine_cpu, spine_steer)
-
-SEC("xdp/cpumap")
-int horus_spine_cpu(struct xdp_md *ctx)
-{
-	count_run(64);
-	return spine_run(ctx, 1);
-}
+DEFINE_STEERED_PROGRAMS(spine_run, horus_spine, spine_cpu, spine_steer, horus_spine_cpu)

@@ -14,6 +14,12 @@
 // scheduler ran: the tests' proof that packets came in on several CPUs and
 // one ran them), count_run() for the cpumap program to call with offset 64,
 // and the steering program `steer`.
+//
+// DEFINE_STEERED_PROGRAMS(run, prog, cpumap, steer, prog_cpu) defines a
+// scheduler's programs over its `int run(struct xdp_md *)`: `prog`, run on
+// the interface itself (and by BPF_PROG_TEST_RUN), the steering above, and
+// `prog_cpu`, the program of the cpumap entry, which turns XDP_TX into the
+// redirect.
 
 #ifndef NETSCHED_STEER_H
 #define NETSCHED_STEER_H
@@ -55,6 +61,23 @@
 		/* Not a cpumap entry: nothing runs the scheduler, and the     \
 		   packet goes up. */                                          \
 		return bpf_redirect_map(&cpumap, cpu ? *cpu : 0, XDP_PASS);    \
+	}
+
+#define DEFINE_STEERED_PROGRAMS(run, prog, cpumap, steer, prog_cpu)          \
+	SEC("xdp")                                                             \
+	int prog(struct xdp_md *ctx)                                           \
+	{                                                                      \
+		return run(ctx);                                               \
+	}                                                                      \
+	DEFINE_STEERING(cpumap, steer)                                         \
+	SEC("xdp/cpumap")                                                      \
+	int prog_cpu(struct xdp_md *ctx)                                       \
+	{                                                                      \
+		count_run(64);                                                 \
+		int verdict = run(ctx);                                        \
+		if (verdict == XDP_TX)                                         \
+			return bpf_redirect(ctx->ingress_ifindex, 0);          \
+		return verdict;                                                \
 	}
 
 #endif

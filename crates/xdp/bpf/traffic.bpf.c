@@ -142,20 +142,4 @@ static __always_inline int respond(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-SEC("xdp")
-int responder(struct xdp_md *ctx)
-{
-	return respond(ctx);
-}
-
-DEFINE_STEERING(resp_cpu, responder_steer)
-
-SEC("xdp/cpumap")
-int responder_cpu(struct xdp_md *ctx)
-{
-	count_run(64);
-	int verdict = respond(ctx);
-	if (verdict == XDP_TX)
-		return bpf_redirect(ctx->ingress_ifindex, 0);
-	return verdict;
-}
+DEFINE_STEERED_PROGRAMS(respond, responder, resp_cpu, responder_steer, responder_cpu)

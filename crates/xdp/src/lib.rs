@@ -19,13 +19,13 @@ pub mod traffic;
 use aya::maps::{MapData, Queue};
 use aya::Ebpf;
 use netsched_core::horus::HorusLeaf;
-use netsched_core::{NodeId, Notice};
+use netsched_core::{Nanos, NodeId, Notice};
 
 pub use aya::programs::XdpFlags;
 use daemon::Steering;
 pub use daemon::{interface_mac, neighbour_mac, CpuRuns, SchedulerThread, MAX_CPUS};
 pub use draconis::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpSlot, MAX_LEVELS};
-use object::SchedulerObject;
+use object::{ModelMaps, SchedulerObject};
 pub use spine::{RackAddr, SpineCounters, XdpSpine, MAX_RACKS};
 pub use test_run::{TestRun, XdpAction};
 
@@ -39,9 +39,6 @@ const PROGRAM: &str = "horus_leaf";
 /// Workers one XDP leaf can hold: the size of its per-worker maps
 /// (`MAX_WORKERS` in the C source).
 pub const MAX_WORKERS: u32 = 64;
-
-/// `NO_SLOT` of crates/core/src/pow2.rs: `pow2.slot_of` of a node that is not live.
-const NO_SLOT: u32 = u32::MAX;
 
 #[derive(Debug, thiserror::Error)]
 pub enum XdpError {
@@ -196,6 +193,14 @@ fn cell_bytes(map: &str) -> usize {
     }
 }
 
+/// Where the leaf program keeps its switch model.
+const LEAF_MAPS: ModelMaps = ModelMaps {
+    map_name,
+    cell_bytes,
+    rng: "leaf_rng",
+    addrs: "worker_addr",
+};
+
 /// The leaf's options the program reads (`struct leaf_config`).
 #[derive(Clone, Copy, Debug)]
 struct LeafConfig {
@@ -297,22 +302,13 @@ impl XdpLeaf {
             forward_replies: self.config.forward_replies,
         };
         self.write_config()?;
-        // Nodes beyond the sans-IO arrays are not live.
-        let mut slot_of = self.object.array::<u32>("pow2_slot_of")?;
-        for node in 0..MAX_WORKERS {
-            slot_of.set(node, NO_SLOT, 0)?;
-        }
-        for dump in leaf.registers() {
-            let map = map_name(dump.name).ok_or(XdpError::UnknownArray(dump.name))?;
-            self.write_cells(map, &dump.cells)?;
-        }
-        let mut rng = self.object.array::<[u64; 4]>("leaf_rng")?;
-        rng.set(0, leaf.rng_state(), 0)?;
-        let mut addrs = self.object.array::<[u8; 12]>("worker_addr")?;
-        for (node, addr) in workers.iter().enumerate() {
-            addrs.set(node as u32, addr.to_bytes(), 0)?;
-        }
-        Ok(())
+        self.object.install_model(
+            &LEAF_MAPS,
+            MAX_WORKERS,
+            &leaf.registers(),
+            leaf.rng_state(),
+            workers.iter().map(|a| a.to_bytes()),
+        )
     }
 
     /// Sealed tasks (crates/proto/src/seal.rs, "Sealed tasks"): with a key
@@ -342,9 +338,10 @@ impl XdpLeaf {
         ))
     }
 
-    /// Fixes the program's clock at `now_ns` (0: the kernel's monotonic clock).
-    pub fn set_clock(&mut self, now_ns: u64) -> Result<(), XdpError> {
-        self.config.fixed_now = now_ns;
+    /// Fixes the program's clock at `now` ([`Nanos::ZERO`]: the kernel's
+    /// monotonic clock).
+    pub fn set_clock(&mut self, now: Nanos) -> Result<(), XdpError> {
+        self.config.fixed_now = now.get();
         self.write_config()
     }
 
@@ -356,19 +353,14 @@ impl XdpLeaf {
         Ok(())
     }
 
-    fn write_cells(&mut self, map: &'static str, cells: &[u64]) -> Result<(), XdpError> {
-        self.object.write_cells(map, cell_bytes(map), cells)
-    }
-
     /// The first `len` cells of the map holding the switch model's `array`.
     pub fn read_array(&mut self, array: &'static str, len: usize) -> Result<Vec<u64>, XdpError> {
-        let map = map_name(array).ok_or(XdpError::UnknownArray(array))?;
-        self.object.read_cells(map, cell_bytes(map), len)
+        self.object.read_model_array(&LEAF_MAPS, array, len)
     }
 
     /// The random stream's state after the packets run so far.
     pub fn rng_state(&mut self) -> Result<[u64; 4], XdpError> {
-        Ok(self.object.array::<[u64; 4]>("leaf_rng")?.get(&0, 0)?)
+        self.object.model_rng(&LEAF_MAPS)
     }
 
     /// Pops the notices the program queued, in the order it queued them.

@@ -1,5 +1,5 @@
-//! A loaded scheduler object: the plumbing [`crate::XdpLeaf`] and
-//! [`crate::XdpDraconis`] share. Each object holds one XDP program run on
+//! A loaded scheduler object: the plumbing [`crate::XdpLeaf`],
+//! [`crate::XdpSpine`] and [`crate::XdpDraconis`] share. Each object holds one XDP program run on
 //! the interface or by `BPF_PROG_TEST_RUN`, its register maps, and the
 //! steering that serialises it on one CPU (bpf/steer.h).
 
@@ -8,10 +8,21 @@ use std::os::fd::{AsFd, AsRawFd};
 use aya::maps::{Array, HashMap, MapData};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
+use netsched_core::switch::RegisterDump;
 
 use crate::daemon::{self, CpuRuns, SchedulerThread, Steering};
 use crate::test_run::{self, TestRun};
 use crate::XdpError;
+
+/// Where a Horus program (leaf or spine) keeps its switch model: the map
+/// of each sans-IO register array and how wide a map's cells are, the map
+/// of its random stream, and the map of its nodes' addresses.
+pub(crate) struct ModelMaps {
+    pub(crate) map_name: fn(&str) -> Option<&'static str>,
+    pub(crate) cell_bytes: fn(&str) -> usize,
+    pub(crate) rng: &'static str,
+    pub(crate) addrs: &'static str,
+}
 
 pub(crate) struct SchedulerObject {
     pub(crate) ebpf: Ebpf,
@@ -49,7 +60,7 @@ impl SchedulerObject {
 
     /// Writes `cells` into `map`, each `bytes` wide (1, 4 or 8): a switch
     /// model's array installed from its sans-IO dump.
-    pub(crate) fn write_cells(
+    fn write_cells(
         &mut self,
         map: &'static str,
         bytes: usize,
@@ -67,7 +78,7 @@ impl SchedulerObject {
     }
 
     /// The first `len` cells of `map`, each `bytes` wide, widened to u64.
-    pub(crate) fn read_cells(
+    fn read_cells(
         &mut self,
         map: &'static str,
         bytes: usize,
@@ -82,6 +93,51 @@ impl SchedulerObject {
                 })
             })
             .collect()
+    }
+
+    /// Installs a Horus switch model's state (a leaf's or a spine's): every
+    /// node of `pow2_slot_of` up to `max_nodes` not live (`NO_SLOT` of
+    /// crates/core/src/pow2.rs) until its register says so, each register
+    /// array of `registers`, the random stream `rng`, and where each of
+    /// its nodes is reached (`addrs`, `struct worker_addr`).
+    pub(crate) fn install_model(
+        &mut self,
+        maps: &ModelMaps,
+        max_nodes: u32,
+        registers: &[RegisterDump],
+        rng: [u64; 4],
+        addrs: impl Iterator<Item = [u8; 12]>,
+    ) -> Result<(), XdpError> {
+        let mut slot_of = self.array::<u32>("pow2_slot_of")?;
+        for node in 0..max_nodes {
+            slot_of.set(node, u32::MAX, 0)?;
+        }
+        for dump in registers {
+            let map = (maps.map_name)(dump.name).ok_or(XdpError::UnknownArray(dump.name))?;
+            self.write_cells(map, (maps.cell_bytes)(map), &dump.cells)?;
+        }
+        self.array::<[u64; 4]>(maps.rng)?.set(0, rng, 0)?;
+        let mut table = self.array::<[u8; 12]>(maps.addrs)?;
+        for (node, addr) in addrs.enumerate() {
+            table.set(node as u32, addr, 0)?;
+        }
+        Ok(())
+    }
+
+    /// The first `len` cells of the map holding the switch model's `array`.
+    pub(crate) fn read_model_array(
+        &mut self,
+        maps: &ModelMaps,
+        array: &'static str,
+        len: usize,
+    ) -> Result<Vec<u64>, XdpError> {
+        let map = (maps.map_name)(array).ok_or(XdpError::UnknownArray(array))?;
+        self.read_cells(map, (maps.cell_bytes)(map), len)
+    }
+
+    /// The model's random stream after the packets run so far.
+    pub(crate) fn model_rng(&mut self, maps: &ModelMaps) -> Result<[u64; 4], XdpError> {
+        Ok(self.array::<[u64; 4]>(maps.rng)?.get(&0, 0)?)
     }
 
     fn program(&mut self) -> Result<&mut Xdp, XdpError> {

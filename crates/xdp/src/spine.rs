@@ -8,9 +8,10 @@ use std::net::SocketAddrV4;
 
 use aya::Ebpf;
 use netsched_core::horus::{HorusSpine, RemoveLock, SpineIdlePick};
+use netsched_core::Nanos;
 
 use crate::daemon::Steering;
-use crate::object::SchedulerObject;
+use crate::object::{ModelMaps, SchedulerObject};
 use crate::{WorkerAddr, XdpError};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/horus_spine.bpf.o"));
@@ -19,9 +20,6 @@ const PROGRAM: &str = "horus_spine";
 
 /// Racks one XDP spine can hold (`MAX_RACKS` in the C source).
 pub const MAX_RACKS: u32 = 64;
-
-/// `NO_SLOT` of crates/core/src/pow2.rs.
-const NO_SLOT: u32 = u32::MAX;
 
 /// Where the spine sends a rack's tasks: its leaf's MAC, IPv4 address and
 /// UDP port (the same layout as a leaf's worker address).
@@ -73,6 +71,14 @@ fn cell_bytes(map: &str) -> usize {
         _ => 4,
     }
 }
+
+/// Where the spine program keeps its switch model.
+const SPINE_MAPS: ModelMaps = ModelMaps {
+    map_name,
+    cell_bytes,
+    rng: "spine_rng",
+    addrs: "rack_addr",
+};
 
 /// Bytes of `struct spine_config`.
 const SPINE_CONFIG_BYTES: usize = 32;
@@ -147,22 +153,13 @@ impl XdpSpine {
         self.racks = linked;
         self.soft_state_ns = options.soft_state_ns;
         self.write_config()?;
-        let mut slot_of = self.object.array::<u32>("pow2_slot_of")?;
-        for node in 0..MAX_RACKS {
-            slot_of.set(node, NO_SLOT, 0)?;
-        }
-        for dump in spine.registers() {
-            let map = map_name(dump.name).ok_or(XdpError::UnknownArray(dump.name))?;
-            self.write_cells(map, &dump.cells)?;
-        }
-        self.object
-            .array::<[u64; 4]>("spine_rng")?
-            .set(0, spine.rng_state(), 0)?;
-        let mut addrs = self.object.array::<[u8; 12]>("rack_addr")?;
-        for (rack, addr) in racks.iter().enumerate() {
-            addrs.set(rack as u32, addr.to_bytes(), 0)?;
-        }
-        Ok(())
+        self.object.install_model(
+            &SPINE_MAPS,
+            MAX_RACKS,
+            &spine.registers(),
+            spine.rng_state(),
+            racks.iter().map(|a| a.to_bytes()),
+        )
     }
 
     /// Installs `spine`'s state again (a rack added or removed), keeping the
@@ -209,8 +206,10 @@ impl XdpSpine {
     /// after it changed forgets racks not heard from for the spine's
     /// `soft_state_ns` ([`HorusSpine::control_expire`] at this `now`). The
     /// daemon calls it from its periodic tick.
-    pub fn set_clock(&mut self, now: u64) -> Result<(), XdpError> {
-        self.object.array::<u64>("spine_clock")?.set(0, now, 0)?;
+    pub fn set_clock(&mut self, now: Nanos) -> Result<(), XdpError> {
+        self.object
+            .array::<u64>("spine_clock")?
+            .set(0, now.get(), 0)?;
         Ok(())
     }
 
@@ -229,18 +228,13 @@ impl XdpSpine {
         Ok(())
     }
 
-    fn write_cells(&mut self, map: &'static str, cells: &[u64]) -> Result<(), XdpError> {
-        self.object.write_cells(map, cell_bytes(map), cells)
-    }
-
     /// The first `len` cells of the map holding the switch model's `array`.
     pub fn read_array(&mut self, array: &'static str, len: usize) -> Result<Vec<u64>, XdpError> {
-        let map = map_name(array).ok_or(XdpError::UnknownArray(array))?;
-        self.object.read_cells(map, cell_bytes(map), len)
+        self.object.read_model_array(&SPINE_MAPS, array, len)
     }
 
     pub fn rng_state(&mut self) -> Result<[u64; 4], XdpError> {
-        Ok(self.object.array::<[u64; 4]>("spine_rng")?.get(&0, 0)?)
+        self.object.model_rng(&SPINE_MAPS)
     }
 
     pub fn counters(&mut self) -> Result<SpineCounters, XdpError> {

@@ -10,9 +10,12 @@
 //! pass, unless NETSCHED_REQUIRE_BPF=1 (scripts/test.sh, CI), which makes
 //! them fail instead.
 
-use netsched_core::Nanos;
-use std::net::Ipv4Addr;
+mod common;
 
+use netsched_core::Nanos;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use common::{ipv4_checksum, SWITCH, SWITCH_MAC};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};
 use netsched_core::{
     Action, DataPlane, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
@@ -23,10 +26,10 @@ use netsched_proto::{
 use netsched_xdp::{forwarded_to, WorkerAddr, XdpAction, XdpError, XdpLeaf};
 use proptest::prelude::*;
 
-const LEAF_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xfe];
+const LEAF_MAC: [u8; 6] = SWITCH_MAC;
 const CLIENT_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xc1];
-const LEAF_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 254);
-const LEAF_PORT: u16 = 7000;
+const LEAF_IP: Ipv4Addr = *SWITCH.ip();
+const LEAF_PORT: u16 = SWITCH.port();
 const SEED: u64 = 0x5eed;
 
 /// A packet arriving at the leaf.
@@ -106,60 +109,19 @@ fn worker_addr(node: u32) -> WorkerAddr {
     }
 }
 
-/// Root loads BPF; otherwise skip, or fail under NETSCHED_REQUIRE_BPF=1.
 fn bpf_leaf(test: &str) -> Option<XdpLeaf> {
-    let required = std::env::var("NETSCHED_REQUIRE_BPF").is_ok_and(|v| v == "1");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!required, "{test}: NETSCHED_REQUIRE_BPF=1 but not root");
-        eprintln!("{test}: skipped, loading BPF programs needs root");
-        return None;
-    }
-    match XdpLeaf::load() {
-        Ok(leaf) => Some(leaf),
-        Err(XdpError::ObjectMissing) if !required => {
-            eprintln!("{test}: skipped, the BPF object was not built (no clang)");
-            None
-        }
-        Err(e) => panic!("{test}: loading the XDP leaf: {e}"),
-    }
-}
-
-fn ipv4_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    common::load_program(test, "leaf", XdpLeaf::load)
 }
 
 /// Ethernet + IPv4 + UDP around a netsched datagram, as a client or worker
 /// sends it to the leaf.
 fn frame(src_mac: [u8; 6], src_ip: Ipv4Addr, src_port: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(42 + payload.len());
-    f.extend_from_slice(&LEAF_MAC);
-    f.extend_from_slice(&src_mac);
-    f.extend_from_slice(&0x0800u16.to_be_bytes());
-    let total = (20 + 8 + payload.len()) as u16;
-    let mut ip = [0u8; 20];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&src_ip.octets());
-    ip[16..20].copy_from_slice(&LEAF_IP.octets());
-    let check = ipv4_checksum(&ip);
-    ip[10..12].copy_from_slice(&check.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&src_port.to_be_bytes());
-    f.extend_from_slice(&LEAF_PORT.to_be_bytes());
-    f.extend_from_slice(&(8 + payload.len() as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(payload);
-    f
+    common::frame_from_mac(
+        src_mac,
+        SocketAddrV4::new(src_ip, src_port),
+        SWITCH,
+        payload,
+    )
 }
 
 fn packet(mode: Mode, event: Event, seq: u16) -> Vec<u8> {
@@ -288,7 +250,7 @@ fn through_xdp(
     event: Event,
     seq: u16,
 ) -> (Outcome, Vec<Notice>) {
-    xdp.set_clock(now).expect("clock");
+    xdp.set_clock(Nanos::new(now)).expect("clock");
     let run = xdp
         .test_run(&packet(mode, event, seq), 1)
         .expect("test run");
@@ -362,16 +324,13 @@ fn check_reply_forwarded(frame: &[u8], mode: Mode, event: Event, seq: u16) -> u8
 }
 /// Every register array and the random stream agree.
 fn assert_same_state(leaf: &HorusLeaf, xdp: &mut XdpLeaf, step: usize) {
-    for dump in leaf.registers() {
-        let cells = xdp
-            .read_array(dump.name, dump.cells.len())
-            .expect("read map");
-        assert_eq!(cells, dump.cells, "`{}` after packet {step}", dump.name);
-    }
-    assert_eq!(
-        xdp.rng_state().expect("rng"),
+    let xdp_rng = xdp.rng_state().expect("rng");
+    common::assert_same_registers(
+        leaf.registers(),
         leaf.rng_state(),
-        "random stream after packet {step}"
+        |array, len| xdp.read_array(array, len),
+        xdp_rng,
+        step,
     );
 }
 

@@ -15,7 +15,7 @@ use netsched_core::Nanos;
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use common::{bpf_allowed, bpf_required, frame, mac_of, sent, SWITCH, SWITCH_MAC};
+use common::{bpf_allowed, frame, mac_of, sent, SWITCH, SWITCH_MAC};
 use netsched_core::pull::{
     Draconis, DraconisConfig, ExecInfo, JobSubmission, PullAction, PullDataPlane, PullInput,
     PullOutbox, Recirc, Repair, TaskInfo, TaskList,
@@ -270,17 +270,7 @@ fn assert_same_state(switch: &Draconis, xdp: &mut XdpDraconis, step: usize) {
 }
 
 fn load(test: &str, config: &DraconisConfig) -> Option<XdpDraconis> {
-    if !bpf_allowed(test) {
-        return None;
-    }
-    match XdpDraconis::load(config) {
-        Ok(xdp) => Some(xdp),
-        Err(XdpError::ObjectMissing) if !bpf_required() => {
-            eprintln!("{test}: skipped, the BPF object was not built (no clang)");
-            None
-        }
-        Err(e) => panic!("{test}: loading the XDP Draconis queue: {e}"),
-    }
+    common::load_program(test, "Draconis queue", || XdpDraconis::load(config))
 }
 
 /// Runs `events` through both and compares after every packet; `switch`

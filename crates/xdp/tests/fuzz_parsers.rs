@@ -20,7 +20,7 @@ use netsched_core::Nanos;
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use common::{bpf_allowed, bpf_required, frame, sent};
+use common::{frame, sent};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};
 use netsched_core::pull::{
     Draconis, DraconisConfig, JobSubmission, PullDataPlane, PullInput, PullOutbox, TaskInfo,
@@ -403,14 +403,7 @@ fn check(program: &mut dyn Program, frame: &[u8]) -> bool {
 }
 
 fn leaf(test: &str) -> Option<Leaf> {
-    if !bpf_allowed(test) {
-        return None;
-    }
-    let mut xdp = match XdpLeaf::load() {
-        Ok(xdp) => xdp,
-        Err(XdpError::ObjectMissing) if !bpf_required() => return None,
-        Err(e) => panic!("{test}: loading the XDP leaf: {e}"),
-    };
+    let mut xdp = common::load_program(test, "leaf", XdpLeaf::load)?;
     let sans_io = HorusLeaf::with_options(
         WORKERS,
         1,
@@ -420,7 +413,7 @@ fn leaf(test: &str) -> Option<Leaf> {
     let addrs: Vec<WorkerAddr> = (0..WORKERS).map(worker_addr).collect();
     xdp.install(&sans_io, [0x02, 0, 0, 0, 0, 0xfe], &addrs)
         .expect("install");
-    xdp.set_clock(1_000).expect("clock");
+    xdp.set_clock(Nanos::new(1_000)).expect("clock");
     let dumps = sans_io.registers();
     let names = dumps.iter().map(|d| d.name).collect();
     let lens = dumps.iter().map(|d| d.cells.len()).collect();
@@ -428,18 +421,11 @@ fn leaf(test: &str) -> Option<Leaf> {
 }
 
 fn queue(test: &str) -> Option<Queue> {
-    if !bpf_allowed(test) {
-        return None;
-    }
     let config = DraconisConfig {
         levels: 2,
         ..DraconisConfig::fcfs(8)
     };
-    let mut xdp = match XdpDraconis::load(&config) {
-        Ok(xdp) => xdp,
-        Err(XdpError::ObjectMissing) if !bpf_required() => return None,
-        Err(e) => panic!("{test}: loading the XDP Draconis queue: {e}"),
-    };
+    let mut xdp = common::load_program(test, "Draconis queue", || XdpDraconis::load(&config))?;
     // A few tasks queued, so that requests are assigned some.
     let mut switch = Draconis::new(config);
     let tasks: Vec<TaskInfo> = (1..=4).map(TaskInfo::new).collect();

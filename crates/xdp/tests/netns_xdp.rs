@@ -5,6 +5,8 @@
 //! Every task must complete. Needs root (skips without it, fails under
 //! NETSCHED_REQUIRE_NETNS=1).
 
+mod common;
+
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use aya::programs::XdpFlags;
 use netsched_core::horus::{ConnTableConfig, HorusLeaf};
 use netsched_lab::netns::{skip, Host, Lab, LabError};
 use netsched_proto::{
-    decode, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
+    decode, HorusBody, HorusHeader, HorusMessage, HorusReply, Message, ReplyStatus,
 };
 use netsched_xdp::{WorkerAddr, XdpLeaf};
 
@@ -159,19 +161,7 @@ fn every_task_completes_through_the_xdp_leaf() {
             let mut buf = [0u8; 2048];
             while completed < TASKS && Instant::now() < deadline {
                 while sent < TASKS && sent - completed < 4 {
-                    let task = encode(HorusMessage {
-                        header: HorusHeader {
-                            pool_id: 1,
-                            seq: sent as u16,
-                            ..HorusHeader::default()
-                        },
-                        body: HorusBody::TaskFirst(HorusTask {
-                            task_id: sent,
-                            is_last: true,
-                            payload: b"key",
-                            ..HorusTask::default()
-                        }),
-                    });
+                    let task = common::horus_task(sent, 0, b"key");
                     socket.send_to(&task, leaf_at).expect("send task");
                     sent += 1;
                 }

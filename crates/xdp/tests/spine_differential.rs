@@ -13,7 +13,7 @@ mod common;
 use netsched_core::Nanos;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use common::{bpf_allowed, bpf_required, frame, sent, SWITCH_MAC};
+use common::{frame, sent, SWITCH_MAC};
 use netsched_core::horus::{ConnTableConfig, HorusOptions, HorusSpine};
 use netsched_core::{
     Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox, Resubmit, TaskMeta,
@@ -95,17 +95,7 @@ fn rack_addr(rack: u32) -> RackAddr {
 }
 
 fn bpf_spine(test: &str) -> Option<XdpSpine> {
-    if !bpf_allowed(test) {
-        return None;
-    }
-    match XdpSpine::load() {
-        Ok(spine) => Some(spine),
-        Err(XdpError::ObjectMissing) if !bpf_required() => {
-            eprintln!("{test}: skipped, the BPF object was not built (no clang)");
-            None
-        }
-        Err(e) => panic!("{test}: loading the XDP spine: {e}"),
-    }
+    common::load_program(test, "spine", XdpSpine::load)
 }
 
 fn packet(event: Event, seq: u16) -> Vec<u8> {
@@ -297,7 +287,7 @@ fn reference_at(
 
 fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16, how: SealAs) -> Outcome {
     if let Event::Tick { now } = event {
-        xdp.set_clock(now).expect("clock");
+        xdp.set_clock(Nanos::new(now)).expect("clock");
         // Any frame runs the expiry: this one is not even IPv4.
         let nudge = [0u8; 60];
         let run = xdp.test_run(&nudge, 1).expect("test run");
@@ -337,16 +327,13 @@ fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16, how: SealAs) -> Outco
 }
 
 fn assert_same_state(spine: &HorusSpine, xdp: &mut XdpSpine, step: usize) {
-    for dump in spine.registers() {
-        let cells = xdp
-            .read_array(dump.name, dump.cells.len())
-            .expect("read map");
-        assert_eq!(cells, dump.cells, "`{}` after packet {step}", dump.name);
-    }
-    assert_eq!(
-        xdp.rng_state().expect("rng"),
+    let xdp_rng = xdp.rng_state().expect("rng");
+    common::assert_same_registers(
+        spine.registers(),
         spine.rng_state(),
-        "random stream after packet {step}"
+        |array, len| xdp.read_array(array, len),
+        xdp_rng,
+        step,
     );
 }
 
@@ -371,7 +358,7 @@ fn differential_with(
     let addrs: Vec<RackAddr> = (0..rack_workers.len() as u32).map(rack_addr).collect();
     xdp.install(&spine, SWITCH_MAC, &addrs).expect("install");
     xdp.set_notice_key(key.map(|k| k.0)).expect("key");
-    xdp.set_clock(0).expect("clock");
+    xdp.set_clock(Nanos::ZERO).expect("clock");
     assert_same_state(&spine, xdp, 0);
     let start = xdp.counters().expect("counters");
     let mut expected = SpineCounters::default();

@@ -17,24 +17,14 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};
 use netsched_proto::seal::{self, NoticeKey, SEAL_LEN};
-use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message, MAX_TASK_PAYLOAD};
-use netsched_xdp::{WorkerAddr, XdpAction, XdpError, XdpLeaf};
+use netsched_proto::MAX_TASK_PAYLOAD;
+use netsched_xdp::{WorkerAddr, XdpAction, XdpLeaf};
 use proptest::prelude::*;
 
-use common::{bpf_allowed, bpf_required, ipv4_checksum, SWITCH, SWITCH_MAC};
+use common::{horus_task as task, ipv4_checksum, SWITCH, SWITCH_MAC};
 
 fn bpf_leaf(test: &str) -> Option<XdpLeaf> {
-    if !bpf_allowed(test) {
-        return None;
-    }
-    match XdpLeaf::load() {
-        Ok(leaf) => Some(leaf),
-        Err(XdpError::ObjectMissing) if !bpf_required() => {
-            eprintln!("{test}: skipped, the BPF object was not built (no clang)");
-            None
-        }
-        Err(e) => panic!("{test}: loading the XDP leaf: {e}"),
-    }
+    common::load_program(test, "leaf", XdpLeaf::load)
 }
 
 fn worker_addr(node: u32) -> WorkerAddr {
@@ -51,25 +41,6 @@ fn frame(datagram: &[u8]) -> Vec<u8> {
         SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 5000),
         datagram,
     )
-}
-
-fn task(id: u64, service_ns: u64, payload: &[u8]) -> Vec<u8> {
-    Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: 1,
-            seq: id as u16,
-            ..HorusHeader::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: id,
-            is_last: true,
-            service_time_ns: service_ns,
-            payload,
-            ..HorusTask::default()
-        }),
-    })
-    .to_vec()
-    .expect("encode")
 }
 
 /// A leaf over `workers` workers, leaving from the leaf's own address.

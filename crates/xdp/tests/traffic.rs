@@ -12,20 +12,13 @@ use netsched_proto::{
     decode, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
 };
 use netsched_xdp::traffic::Traffic;
-use netsched_xdp::{XdpAction, XdpError};
+use netsched_xdp::XdpAction;
 
 #[test]
 fn a_task_becomes_its_idle_reply_and_the_reply_completes_it() {
     let test = "a_task_becomes_its_idle_reply_and_the_reply_completes_it";
-    if !common::bpf_allowed(test) {
+    let Some(mut traffic) = common::load_program(test, "responder", Traffic::load) else {
         return;
-    }
-    let mut traffic = match Traffic::load() {
-        Ok(t) => t,
-        Err(XdpError::ObjectMissing) if !common::bpf_required() => {
-            return eprintln!("{test}: skipped, the BPF object was not built (no clang)");
-        }
-        Err(e) => panic!("{test}: {e}"),
     };
     let stamp = 42u64.to_ne_bytes();
     let task = Message::Horus(HorusMessage {

@@ -104,6 +104,18 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
+/// The small run the CLI tests simulate, after their own top-level keys
+/// (`head`): a radix-4 fat tree with 20 + 10 servers of 8 cores, the
+/// bimodal preset at load 0.7, `tasks_per_worker` tasks per worker.
+pub fn small_fat_tree(head: &str, tasks_per_worker: u32) -> String {
+    format!(
+        "{head}[topology]\nkind = \"fat-tree\"\nradix = 4\ncores_per_server = 8\n\
+         [placement]\nsizes = [20, 10]\n\
+         [workload]\nservice = {{ kind = \"preset\", name = \"bimodal\" }}\nload = 0.7\n\
+         tasks_per_worker = {tasks_per_worker}\n"
+    )
+}
+
 /// Writes `text` to `dir/name`; returns the path as the string a command
 /// line takes.
 pub fn write_config(dir: &Path, name: &str, text: impl AsRef<[u8]>) -> String {

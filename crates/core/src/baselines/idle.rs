@@ -1,7 +1,7 @@
 //! Idle-list dispatchers: JIQ (Lu et al., Performance 2011) and the
 //! idle-only ablation of Horus (App. C, "Analysis of Horus Components").
 
-use super::{dispatch_task, NodeSlots};
+use super::NodeSlots;
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::idle::{IdleNodes, RemoveFirst, Retrieved};
@@ -179,13 +179,12 @@ fn idle_else_random(
 
 impl DataPlane for Jiq {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
-                    idle_else_random(self.idle.pop(), &mut self.nodes, pass, &mut self.rng)
-                });
+                self.affinity
+                    .dispatch(&mut self.pipeline, now, task, out, |pass| {
+                        idle_else_random(self.idle.pop(), &mut self.nodes, pass, &mut self.rng)
+                    });
             }
             Input::Reply { node, qlen, .. } => {
                 self.pipeline.begin();
@@ -295,17 +294,16 @@ affinity_sweep!(Jiq, IdleOnly);
 
 impl DataPlane for IdleOnly {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
-                    let idle = match self.idle.retrieve(pass) {
-                        Retrieved::Node { node, .. } => Some(node),
-                        Retrieved::Empty | Retrieved::Locked => None,
-                    };
-                    idle_else_random(idle, &mut self.nodes, pass, &mut self.rng)
-                });
+                self.affinity
+                    .dispatch(&mut self.pipeline, now, task, out, |pass| {
+                        let idle = match self.idle.retrieve(pass) {
+                            Retrieved::Node { node, .. } => Some(node),
+                            Retrieved::Empty | Retrieved::Locked => None,
+                        };
+                        idle_else_random(idle, &mut self.nodes, pass, &mut self.rng)
+                    });
             }
             Input::Reply { node, qlen, .. } => {
                 if !self.nodes.contains(node) {

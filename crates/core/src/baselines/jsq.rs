@@ -3,7 +3,7 @@
 //! performance bounds"; §4.3 "a hypothetical switch that executes JSQ with
 //! zero-delay state updates").
 
-use super::{affinity_only, dispatch_task};
+use super::affinity_only;
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::rng::Rng;
@@ -271,21 +271,20 @@ affinity_sweep!(Jsq);
 
 impl DataPlane for Jsq {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |_| {
-                    let node = self.view.pick_min(&mut self.rng)?;
-                    // Zero-delay knowledge includes this task: it is on the
-                    // node's queue from now on, even while it is still on
-                    // the wire, or the next tasks would join the same queue
-                    // (issue 13, item 5). The driver's next `QueueChanged`
-                    // for the node replaces the count.
-                    let q = self.view.qlen(node).unwrap_or(0);
-                    self.view.set(node, q.saturating_add(1));
-                    Some((node, Decision::Other))
-                });
+                self.affinity
+                    .dispatch(&mut self.pipeline, now, task, out, |_| {
+                        let node = self.view.pick_min(&mut self.rng)?;
+                        // Zero-delay knowledge includes this task: it is on the
+                        // node's queue from now on, even while it is still on
+                        // the wire, or the next tasks would join the same queue
+                        // (issue 13, item 5). The driver's next `QueueChanged`
+                        // for the node replaces the count.
+                        let q = self.view.qlen(node).unwrap_or(0);
+                        self.view.set(node, q.saturating_add(1));
+                        Some((node, Decision::Other))
+                    });
             }
             Input::QueueChanged { node, qlen } => {
                 if !self.view.set(node, qlen) {

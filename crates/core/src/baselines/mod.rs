@@ -282,32 +282,37 @@ pub(crate) fn remember(
     }
 }
 
-/// The task path of every baseline that keeps continuations in an affinity
-/// table (Horus §A.4): a continuation follows its first packet; a first
-/// packet goes where `choose` says (`None`: no active node, `Drop(NoNodes)`)
-/// and is remembered for its continuations.
-#[inline(always)]
-pub(crate) fn dispatch_task(
-    affinity: &mut AffinityTable,
-    pass: &Pass,
-    now: u64,
-    task: TaskMeta,
-    out: &mut Outbox,
-    choose: impl FnOnce(&Pass) -> Option<(NodeId, Decision)>,
-) {
-    if follow(affinity, pass, now, task, out) {
-        return;
+impl AffinityTable {
+    /// The task path of every baseline that keeps continuations in an
+    /// affinity table (Horus §A.4), one pass of `pipeline`: a continuation
+    /// follows its first packet; a first packet goes where `choose` says
+    /// (`None`: no active node, `Drop(NoNodes)`) and is remembered for its
+    /// continuations.
+    #[inline(always)]
+    pub(crate) fn dispatch(
+        &mut self,
+        pipeline: &mut Pipeline,
+        now: Nanos,
+        task: TaskMeta,
+        out: &mut Outbox,
+        choose: impl FnOnce(&Pass) -> Option<(NodeId, Decision)>,
+    ) {
+        let pass = pipeline.begin();
+        let now = now.get();
+        if follow(self, &pass, now, task, out) {
+            return;
+        }
+        let Some((node, decision)) = choose(&pass) else {
+            out.push(Action::Drop(DropReason::NoNodes));
+            return;
+        };
+        remember(self, &pass, now, task, node);
+        out.push(Action::Dispatch {
+            node,
+            task,
+            decision,
+        });
     }
-    let Some((node, decision)) = choose(pass) else {
-        out.push(Action::Drop(DropReason::NoNodes));
-        return;
-    };
-    remember(affinity, pass, now, task, node);
-    out.push(Action::Dispatch {
-        node,
-        task,
-        decision,
-    });
 }
 
 /// Uniformly random dispatch, stateless: the node is a seeded hash of the
@@ -426,22 +431,21 @@ affinity_sweep!(RoundRobin);
 
 impl DataPlane for RoundRobin {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
-                    let n = self.nodes.active(pass);
-                    if n == 0 {
-                        return None;
-                    }
-                    let slot = self.next.update(pass, 0, |c| {
-                        let s = *c % n;
-                        *c = (s + 1) % n;
-                        s
+                self.affinity
+                    .dispatch(&mut self.pipeline, now, task, out, |pass| {
+                        let n = self.nodes.active(pass);
+                        if n == 0 {
+                            return None;
+                        }
+                        let slot = self.next.update(pass, 0, |c| {
+                            let s = *c % n;
+                            *c = (s + 1) % n;
+                            s
+                        });
+                        Some((self.nodes.node_at(pass, slot), Decision::Other))
                     });
-                    Some((self.nodes.node_at(pass, slot), Decision::Other))
-                });
             }
             Input::Reply { .. } => {}
             _ => out.push(Action::Drop(DropReason::Unexpected)),
@@ -458,12 +462,7 @@ pub(crate) mod testutil {
     use crate::dataplane::{Action, DataPlane, Input, NodeId, Outbox, TaskMeta};
 
     pub fn task(id: u64) -> TaskMeta {
-        TaskMeta {
-            id,
-            first: true,
-            last: true,
-            ..TaskMeta::default()
-        }
+        TaskMeta::single(id)
     }
 
     pub fn run(dp: &mut impl DataPlane, now: u64, input: Input) -> Vec<Action> {

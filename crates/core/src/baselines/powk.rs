@@ -1,7 +1,6 @@
 //! Power-of-k with instant updates: the ideal counterpart of RackSched's
 //! delayed updates (Horus App. C contrasts the two update disciplines).
 
-use super::dispatch_task;
 use crate::affinity::AffinityTable;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::racksched::{pipeline_with_load_table, LoadTable, Report, ReqTableConfig};
@@ -49,18 +48,17 @@ affinity_sweep!(PowKInstant);
 
 impl DataPlane for PowKInstant {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
-                    let active = self.loads.active(pass);
-                    if active == 0 {
-                        return None;
-                    }
-                    let (node, _) = self.loads.choose(pass, &mut self.rng, active, 0);
-                    Some((node, Decision::Sampled))
-                });
+                self.affinity
+                    .dispatch(&mut self.pipeline, now, task, out, |pass| {
+                        let active = self.loads.active(pass);
+                        if active == 0 {
+                            return None;
+                        }
+                        let (node, _) = self.loads.choose(pass, &mut self.rng, active, 0);
+                        Some((node, Decision::Sampled))
+                    });
             }
             Input::QueueChanged { node, qlen } => {
                 let pass = self.pipeline.begin();

@@ -6,6 +6,7 @@
 //! the machine what it sent and received, and asks it what is due.
 
 use super::{ExecInfo, PullInput};
+use crate::time::Nanos;
 
 /// What the executor waits for from its scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,10 +14,10 @@ enum Awaiting {
     Nothing,
     /// An answer to the request sent at `since`.
     Answer {
-        since: u64,
+        since: Nanos,
     },
     /// A no-op said "nothing now": ask again at this instant.
-    RetryAt(u64),
+    RetryAt(Nanos),
 }
 
 /// Why [`Executor::poll`] woke the executor; either way the driver sends
@@ -30,34 +31,35 @@ pub enum ExecutorWake {
     AnswerLost,
 }
 
-/// One executor's pull state. Times are integer ns on the driver's clock.
+/// One executor's pull state. Times are on the driver's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Executor {
     pub info: ExecInfo,
-    pub retry_ns: u64,
+    /// The wait after a no-op before asking again (§4.6).
+    pub retry: Nanos,
     /// Consecutive no-ops since the last task.
     pub noops: u32,
     /// How long an answer may take before the request counts as lost;
     /// `None` where nothing is lost (the simulator).
-    request_timeout_ns: Option<u64>,
+    request_timeout: Option<Nanos>,
     awaiting: Awaiting,
 }
 
 impl Executor {
-    pub fn new(info: ExecInfo, retry_ns: u64) -> Self {
+    pub fn new(info: ExecInfo, retry: Nanos) -> Self {
         Executor {
             info,
-            retry_ns,
+            retry,
             noops: 0,
-            request_timeout_ns: None,
+            request_timeout: None,
             awaiting: Awaiting::Nothing,
         }
     }
 
-    /// Sends a request again when its answer has not come within `timeout_ns`.
-    pub fn with_request_timeout(self, timeout_ns: u64) -> Self {
+    /// Sends a request again when its answer has not come within `timeout`.
+    pub fn with_request_timeout(self, timeout: Nanos) -> Self {
         Executor {
-            request_timeout_ns: Some(timeout_ns),
+            request_timeout: Some(timeout),
             ..self
         }
     }
@@ -70,7 +72,7 @@ impl Executor {
 
     /// The driver sent a request (or a Sparrow get-task) at `now`: wait for
     /// its answer.
-    pub fn sent(&mut self, now: u64) {
+    pub fn sent(&mut self, now: Nanos) {
         self.awaiting = Awaiting::Answer { since: now };
     }
 
@@ -80,9 +82,9 @@ impl Executor {
     }
 
     /// A no-op arrived at `now`: when to send the next request.
-    pub fn on_noop(&mut self, now: u64) -> u64 {
+    pub fn on_noop(&mut self, now: Nanos) -> Nanos {
         self.noops += 1;
-        let at = now + self.retry_ns;
+        let at = now + self.retry;
         self.awaiting = Awaiting::RetryAt(at);
         at
     }
@@ -97,17 +99,17 @@ impl Executor {
     }
 
     /// The next instant [`Executor::poll`] has something to do, if any.
-    pub fn deadline(&self) -> Option<u64> {
+    pub fn deadline(&self) -> Option<Nanos> {
         match self.awaiting {
             Awaiting::Nothing => None,
             Awaiting::RetryAt(at) => Some(at),
-            Awaiting::Answer { since } => self.request_timeout_ns.map(|t| since + t),
+            Awaiting::Answer { since } => self.request_timeout.map(|t| since + t),
         }
     }
 
     /// What is due at `now`. After a wake the executor waits for nothing
     /// until the driver reports its next request with [`Executor::sent`].
-    pub fn poll(&mut self, now: u64) -> Option<ExecutorWake> {
+    pub fn poll(&mut self, now: Nanos) -> Option<ExecutorWake> {
         self.deadline().filter(|&d| now >= d)?;
         let wake = match self.awaiting {
             Awaiting::RetryAt(_) => ExecutorWake::Retry,
@@ -122,43 +124,47 @@ impl Executor {
 mod tests {
     use super::*;
 
+    const fn ns(n: u64) -> Nanos {
+        Nanos::new(n)
+    }
+
     fn exec() -> Executor {
-        Executor::new(ExecInfo::default(), 50).with_request_timeout(1_000)
+        Executor::new(ExecInfo::default(), ns(50)).with_request_timeout(ns(1_000))
     }
 
     #[test]
     fn a_noop_retries_after_the_retry_delay() {
         let mut e = exec();
-        e.sent(0);
-        assert_eq!(e.on_noop(100), 150);
-        assert_eq!(e.deadline(), Some(150));
-        assert_eq!(e.poll(149), None);
-        assert_eq!(e.poll(150), Some(ExecutorWake::Retry));
+        e.sent(ns(0));
+        assert_eq!(e.on_noop(ns(100)), ns(150));
+        assert_eq!(e.deadline(), Some(ns(150)));
+        assert_eq!(e.poll(ns(149)), None);
+        assert_eq!(e.poll(ns(150)), Some(ExecutorWake::Retry));
         assert_eq!(e.deadline(), None, "waits for nothing until it sends");
     }
 
     #[test]
     fn an_unanswered_request_is_lost_after_the_timeout() {
         let mut e = exec();
-        e.sent(10);
-        assert_eq!(e.poll(1_009), None);
-        assert_eq!(e.poll(1_010), Some(ExecutorWake::AnswerLost));
+        e.sent(ns(10));
+        assert_eq!(e.poll(ns(1_009)), None);
+        assert_eq!(e.poll(ns(1_010)), Some(ExecutorWake::AnswerLost));
         // Without a timeout (the simulator) nothing is ever lost.
-        let mut e = Executor::new(ExecInfo::default(), 50);
-        e.sent(10);
+        let mut e = Executor::new(ExecInfo::default(), ns(50));
+        e.sent(ns(10));
         assert_eq!(e.deadline(), None);
-        assert_eq!(e.poll(u64::MAX), None);
+        assert_eq!(e.poll(Nanos::MAX), None);
     }
 
     #[test]
     fn a_task_answers_the_request_but_not_a_pending_retry() {
         let mut e = exec();
-        e.sent(0);
+        e.sent(ns(0));
         e.on_task();
         assert_eq!(e.deadline(), None);
-        e.on_noop(0);
+        e.on_noop(ns(0));
         e.on_task();
         assert_eq!(e.noops, 0);
-        assert_eq!(e.deadline(), Some(50));
+        assert_eq!(e.deadline(), Some(ns(50)));
     }
 }

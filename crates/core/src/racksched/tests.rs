@@ -511,11 +511,8 @@ fn tracking(n: u32, samples: u32, tracking: LoadTracking) -> RackSched {
 /// Feeds a Proactive dispatch and its counting pass; returns the server.
 fn proactive_dispatch(rs: &mut RackSched, id: u64, class: u8) -> NodeId {
     let t = TaskMeta {
-        id,
-        first: true,
-        last: true,
         class,
-        ..TaskMeta::default()
+        ..TaskMeta::single(id)
     };
     let acts = run(rs, 0, Input::Task(t));
     let [Action::Dispatch { node, .. }, Action::Resubmit(r)] = acts[..] else {

@@ -25,7 +25,6 @@
 
 use crate::Nanos;
 use crate::affinity::AffinityTable;
-use crate::baselines::dispatch_task;
 use crate::dataplane::{Action, DataPlane, Decision, DropReason, Input, NodeId, Outbox};
 use crate::racksched::{LoadTable, Report, ReqTableConfig};
 use crate::registry::{PlaneParams, Registered, Shape};
@@ -102,13 +101,11 @@ impl Pow3Idle {
 
 impl DataPlane for Pow3Idle {
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        let now = now.get();
         match input {
             Input::Task(task) => {
-                let pass = self.pipeline.begin();
                 let (loads, rng, top, stack) =
                     (&mut self.loads, &mut self.rng, &mut self.top, &mut self.stack);
-                dispatch_task(&mut self.affinity, &pass, now, task, out, |pass| {
+                self.affinity.dispatch(&mut self.pipeline, now, task, out, |pass| {
                     let active = loads.active(pass);
                     if active == 0 {
                         return None;

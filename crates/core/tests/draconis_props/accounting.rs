@@ -1,6 +1,7 @@
 //! Switch model accounting.
 
 use super::*;
+use netsched_core::time::Nanos;
 
 #[test]
 fn fcfs_request_is_one_pass_and_no_recirculation_in_steady_state() {
@@ -72,10 +73,10 @@ fn swap_hand_stays_ahead_of_refill_during_retrieve_repair() {
 #[test]
 fn executor_retries_after_noop_and_bad_recirculation_is_dropped() {
     let mut dp = Draconis::new(DraconisConfig::fcfs(4));
-    let mut e = netsched_core::pull::Executor::new(exec(3), 2_000);
+    let mut e = netsched_core::pull::Executor::new(exec(3), Nanos::new(2_000));
     let a = feed(&mut dp, e.request());
     assert_eq!(a, vec![PullAction::NoOp { executor: 3 }]);
-    assert_eq!(e.on_noop(10_000), 12_000);
+    assert_eq!(e.on_noop(Nanos::new(10_000)), Nanos::new(12_000));
     // The submission finds retrieve_ptr overshot by the first request.
     let a = feed(&mut dp, job(1, 0, &[TaskInfo::new(5)]));
     let rep = repairs(&a);

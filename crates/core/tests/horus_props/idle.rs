@@ -131,6 +131,26 @@ fn check_idle_quiescent(
     Ok(())
 }
 
+/// After `op` (step `step`): the lock is held exactly while a remove is
+/// `pending`, `p` counts the idle nodes even between the passes of a
+/// remove, and with no remove pending the arrays are quiescent.
+fn check_idle_step(
+    idle: &IdleNodes,
+    model: &BTreeSet<NodeId>,
+    pending: bool,
+    cap: u32,
+    step: usize,
+    op: IdleOp,
+) -> Result<(), TestCaseError> {
+    prop_assert_eq!(idle.is_locked(), pending, "step {}: lock", step);
+    prop_assert_eq!(idle.len() as usize, model.len(), "step {}: p", step);
+    if !pending {
+        check_idle_quiescent(idle, model, cap)
+            .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
+    }
+    Ok(())
+}
+
 /// Spine flavour (membership bit): duplicate adds and removes of absent nodes
 /// are counted no-ops, removes under the lock are dropped. With
 /// `adds_between_passes`, adds may also land between the two passes of a remove
@@ -220,13 +240,7 @@ fn run_spine_idle(
             }
             IdleOp::Retrieve => unreachable!("spines never retrieve"),
         }
-        prop_assert_eq!(idle.is_locked(), pending.is_some(), "step {}: lock", step);
-        // p counts idle nodes even between the passes of a remove.
-        prop_assert_eq!(idle.len() as usize, model.len(), "step {}: p", step);
-        if pending.is_none() {
-            check_idle_quiescent(&idle, &model, cap)
-                .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
-        }
+        check_idle_step(&idle, &model, pending.is_some(), cap, step, op)?;
     }
     complete_pending(&mut idle, &mut pipe, &mut pending);
     check_idle_quiescent(&idle, &model, cap)
@@ -319,12 +333,7 @@ fn run_leaf_idle(cap: u32, ops: &[IdleOp], adds_between_passes: bool) -> Result<
             }
             IdleOp::Peek => unreachable!("leaves retrieve"),
         }
-        prop_assert_eq!(idle.is_locked(), pending.is_some(), "step {}: lock", step);
-        prop_assert_eq!(idle.len() as usize, model.len(), "step {}: p", step);
-        if pending.is_none() {
-            check_idle_quiescent(&idle, &model, cap)
-                .map_err(|e| fail(format!("step {step} {op:?}: {e}")))?;
-        }
+        check_idle_step(&idle, &model, pending.is_some(), cap, step, op)?;
     }
     complete_pending(&mut idle, &mut pipe, &mut pending);
     check_idle_quiescent(&idle, &model, cap)

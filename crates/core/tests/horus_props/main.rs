@@ -50,12 +50,7 @@ fn fail(msg: String) -> TestCaseError {
 }
 
 fn single_packet_task(id: u64) -> TaskMeta {
-    TaskMeta {
-        id,
-        first: true,
-        last: true,
-        ..TaskMeta::default()
-    }
+    TaskMeta::single(id)
 }
 
 mod e2e;

@@ -35,6 +35,7 @@ use netsched_config::workload::ServiceSampler;
 use netsched_core::client::{Expiry, ReplyOutcome, RetryPolicy, TaskTracker};
 use netsched_core::retry_budget::RetryBudget;
 use netsched_core::rng::Rng;
+use netsched_core::Nanos;
 use netsched_proto::{
     task_id, CompletionStatus, DraconisMessage, Message, TaskVec, WireTask, MAX_DATAGRAM,
     MAX_PULL_TASKS,
@@ -220,8 +221,8 @@ impl PullClient {
                 .collect()
         };
         let window = cfg.duration_ms * 1_000_000;
-        let timeout = cfg.timeout_ms * 1_000_000;
-        let backoff = cfg.error_backoff_us * 1_000;
+        let timeout = Nanos::from_millis(cfg.timeout_ms);
+        let backoff = Nanos::from_micros(cfg.error_backoff_us);
         let mean_job_gap_ns = 1e9 * cfg.job_tasks as f64 / cfg.rate;
         // Preallocated for the open-loop rate, capped: a closed-loop
         // client's nominal rate can be far above what it will submit.
@@ -231,10 +232,10 @@ impl PullClient {
             !closed || unresolved + cfg.job_tasks as u64 <= cfg.max_outstanding as u64
         };
         let policy = RetryPolicy {
-            timeout_ns: timeout,
+            timeout,
             max_attempts: cfg.max_attempts,
             max_doublings: MAX_DOUBLINGS,
-            backoff_ns: backoff,
+            backoff,
             max_backoff_doublings: MAX_DOUBLINGS,
         };
         let b = cfg.retry_budget;
@@ -263,7 +264,7 @@ impl PullClient {
         // A hard end, so a dead scheduler cannot hang the client.
         let hard_end = window
             + (0..cfg.max_attempts.min(64) + 2)
-                .map(|k| policy.timeout_after(k))
+                .map(|k| policy.timeout_after(k).get())
                 .sum::<u64>()
             + 1_000_000_000;
         let app = cfg.app_id;
@@ -329,7 +330,7 @@ impl PullClient {
                         fn_par,
                         props: cfg.props,
                     };
-                    tracker.submit(intended, Some(now));
+                    tracker.submit(Nanos::new(intended), Some(Nanos::new(now)));
                     specs.push(spec);
                     out.tasks.push(spec);
                     if out.tasks.len() == MAX_PULL_TASKS {
@@ -363,7 +364,7 @@ impl PullClient {
                         }
                         match tracker.on_reply(seq, status == CompletionStatus::Ok) {
                             ReplyOutcome::Completed => {
-                                let intended = tracker.intended(seq).expect("a known task");
+                                let intended = tracker.intended(seq).expect("a known task").get();
                                 let r = at.saturating_sub(intended).max(1_000);
                                 let _ = response.record(r);
                                 let _ = scheduling.record(r.saturating_sub(exec_ns).max(1_000));
@@ -390,7 +391,7 @@ impl PullClient {
                                 // refusing is full, and an immediate
                                 // resubmission only fills it again. The
                                 // packet does not say which send came back.
-                                tracker.on_returned(seq, None, at);
+                                tracker.on_returned(seq, None, Nanos::new(at));
                             }
                         }
                     }
@@ -405,7 +406,7 @@ impl PullClient {
                 job: task_id::new(app, job_seq),
             };
             let mut resent = false;
-            while let Some(expiry) = tracker.expire(now) {
+            while let Some(expiry) = tracker.expire(Nanos::new(now)) {
                 let (Expiry::Retry { seq, .. } | Expiry::Resubmit { seq, .. }) = expiry else {
                     continue; // timed out for good
                 };
@@ -434,7 +435,7 @@ impl PullClient {
             let next_due = [
                 // A closed-loop client without room waits for an answer.
                 (next_job_at < window && room(tracker.unresolved())).then_some(next_job_at),
-                tracker.next_deadline(),
+                tracker.next_deadline().map(Nanos::get),
             ]
             .into_iter()
             .flatten()

@@ -180,12 +180,9 @@ impl PullWorker {
                 slots: s.slots,
             };
             let stop = stop.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("pull-exec-{}", ex.id))
-                    .spawn(move || ex.run(&stop))?,
-            );
-            Ok(())
+            Self::spawn_thread(threads, format!("pull-exec-{}", ex.id), move || {
+                ex.run(&stop)
+            })
         })?;
         Ok(executors)
     }
@@ -208,13 +205,13 @@ impl Exec {
             node: self.node,
             resources: self.resources,
         };
-        let mut ex = Executor::new(info, self.retry.as_nanos() as u64)
-            .with_request_timeout(self.request_timeout.as_nanos() as u64);
+        let mut ex = Executor::new(info, self.retry.into())
+            .with_request_timeout(self.request_timeout.into());
         let mut rx = [0u8; MAX_DATAGRAM];
         let mut tx = [0u8; MAX_DATAGRAM];
         if self.mode == Mode::Pull {
             self.request(&mut tx);
-            ex.sent(clock.now_ns());
+            ex.sent(clock.now());
         }
         while !stop.load(Ordering::Relaxed) {
             // Everything queued in the socket first.
@@ -240,7 +237,7 @@ impl Exec {
                                 self.sparrow_next(sparrow.on_free(), &mut ex, &clock, &mut tx)
                             }
                             _ => {
-                                ex.on_noop(clock.now_ns());
+                                ex.on_noop(clock.now());
                             }
                         }
                     }
@@ -262,7 +259,7 @@ impl Exec {
                 match self.mode {
                     Mode::Pull if local.is_empty() => {
                         self.request(&mut tx);
-                        ex.sent(clock.now_ns());
+                        ex.sent(clock.now());
                     }
                     Mode::Pull => {}
                     // R2P2: every finished task frees a JBSQ slot.
@@ -271,7 +268,7 @@ impl Exec {
                 }
                 continue;
             }
-            let now = clock.now_ns();
+            let now = clock.now();
             match (ex.poll(now), self.mode) {
                 (Some(ExecutorWake::AnswerLost), Mode::Sparrow) => {
                     // The reservation's answer is lost; give it up (its
@@ -289,7 +286,7 @@ impl Exec {
                 (None, _) => {}
             }
             let wait = match ex.deadline() {
-                Some(at) => Duration::from_nanos(at.saturating_sub(now)),
+                Some(at) => at.saturating_sub(now).into(),
                 None => Duration::from_millis(10),
             };
             // Park even for short waits (ppoll has µs resolution with the
@@ -317,7 +314,7 @@ impl Exec {
             Some(PullInput::GetTask { slot, .. }) => {
                 self.send(DraconisMessage::GetTask { slot }, self.scheduler, tx);
                 self.registry.inc(self.slots.requests);
-                ex.sent(clock.now_ns());
+                ex.sent(clock.now());
             }
             _ => ex.idle(),
         }

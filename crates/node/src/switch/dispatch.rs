@@ -43,22 +43,12 @@ impl SwitchDaemon {
         }
         match msg.body {
             HorusBody::TaskFirst(t) | HorusBody::TaskContinuation(t) => {
-                let i = match self.task_instance(Some(pool), src) {
-                    Ok(i) => i,
-                    Err(r) => return self.drop_rt(r),
+                let app = task_id::app_id(t.task_id);
+                let Some((i, upstream)) =
+                    self.admit_task(Some(pool), app, src, now, Pkt::Horus(&msg))
+                else {
+                    return;
                 };
-                if let Err(r) = self.learn_route(i, task_id::app_id(t.task_id), src, now) {
-                    return self.refuse_task(Pkt::Horus(&msg), src, r);
-                }
-                let inst = &self.instances[i];
-                // §A.4: a leaf's connection table remembers which spine a
-                // task came from.
-                let upstream = inst
-                    .cfg
-                    .upstream
-                    .iter()
-                    .position(|a| *a == src)
-                    .unwrap_or(0) as u32;
                 let meta = TaskMeta {
                     id: t.task_id,
                     first: matches!(msg.body, HorusBody::TaskFirst(_)),
@@ -217,6 +207,38 @@ impl SwitchDaemon {
                 RouteRefused::SourceLimit => RuntimeDrop::RouteSourceLimit,
                 RouteRefused::Owned => RuntimeDrop::RouteOwned,
             })
+    }
+
+    /// A task of application `app` from `src` (in `pool`; `None`: the
+    /// RackSched wire, which names none): the instance that takes it, with
+    /// its reply route learned, and the index of the upstream spine it came
+    /// from (§A.4: a leaf's connection table remembers it; 0 from a
+    /// client). `None` once it is dropped or refused.
+    pub(super) fn admit_task(
+        &mut self,
+        pool: Option<u16>,
+        app: u32,
+        src: SocketAddr,
+        now: u64,
+        p: Pkt<'_>,
+    ) -> Option<(usize, u32)> {
+        let i = match self.task_instance(pool, src) {
+            Ok(i) => i,
+            Err(r) => {
+                self.drop_rt(r);
+                return None;
+            }
+        };
+        if let Err(r) = self.learn_route(i, app, src, now) {
+            self.refuse_task(p, src, r);
+            return None;
+        }
+        let upstream = self.instances[i]
+            .cfg
+            .upstream
+            .iter()
+            .position(|a| *a == src);
+        Some((i, upstream.unwrap_or(0) as u32))
     }
 
     /// A task whose reply route could not be learned: counted, and answered

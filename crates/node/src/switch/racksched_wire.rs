@@ -104,21 +104,13 @@ impl SwitchDaemon {
             .inc(self.rs_slots.rx[m.racksched_type().code() as usize - 1]);
         match m {
             RackSchedMessage::ReqFirst(p) | RackSchedMessage::ReqRest(p) => {
-                let i = match self.task_instance(None, src) {
-                    Ok(i) => i,
-                    Err(r) => return self.drop_rt(r),
+                let app = p.req_id.client_id;
+                let Some((i, upstream)) =
+                    self.admit_task(None, app, src, now, Pkt::RackSched(data))
+                else {
+                    return;
                 };
-                if let Err(r) = self.learn_route(i, p.req_id.client_id, src, now) {
-                    return self.refuse_task(Pkt::RackSched(data), src, r);
-                }
-                let inst = &mut self.instances[i];
-                inst.rs_wire = true;
-                let upstream = inst
-                    .cfg
-                    .upstream
-                    .iter()
-                    .position(|a| *a == src)
-                    .unwrap_or(0) as u32;
+                self.instances[i].rs_wire = true;
                 let meta = TaskMeta {
                     id: p.req_id.as_u64(),
                     first: matches!(m, RackSchedMessage::ReqFirst(_)),
@@ -274,35 +266,27 @@ impl SwitchDaemon {
 
     /// Zero-delay feed after a dispatch to `node`.
     pub(super) fn oracle_dispatched(&mut self, i: usize, node: u32) {
-        if !self.wants_oracle(i) {
-            return;
+        if self.wants_oracle(i) {
+            let now = self.clock.now_ns();
+            self.oracle_feed(i, node, now, |o| o + 1);
         }
-        let inst = &mut self.instances[i];
-        let Some(o) = inst.outstanding.get_mut(node as usize) else {
-            return;
-        };
-        *o += 1;
-        let qlen = *o;
-        let mut out = Outbox::new();
-        let now = self.clock.now_ns();
-        inst.plane.handle(
-            Nanos::new(now),
-            Input::QueueChanged { node, qlen },
-            &mut out,
-        );
-        self.execute(i, &mut out, false, None);
     }
 
     /// Zero-delay feed after a reply from `node`.
     pub(super) fn oracle_replied(&mut self, i: usize, node: u32, now: u64) {
-        if !self.wants_oracle(i) {
-            return;
+        if self.wants_oracle(i) {
+            self.oracle_feed(i, node, now, |o| o.saturating_sub(1));
         }
+    }
+
+    /// `node`'s outstanding tasks become `change` of them; the plane hears
+    /// the new count as its queue length at `now`.
+    fn oracle_feed(&mut self, i: usize, node: u32, now: u64, change: impl FnOnce(u32) -> u32) {
         let inst = &mut self.instances[i];
         let Some(o) = inst.outstanding.get_mut(node as usize) else {
             return;
         };
-        *o = o.saturating_sub(1);
+        *o = change(*o);
         let qlen = *o;
         let mut out = Outbox::new();
         inst.plane.handle(

@@ -26,7 +26,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 
 use netsched_core::dataplane::{Action, Outbox};
-use netsched_core::{Plane, Upstream};
+use netsched_core::{Nanos, Plane, Upstream};
 use netsched_proto::{task_id, HorusBody, Message};
 use netsched_xdp::{SpineCounters, WorkerAddr, XdpCounters, XdpFlags, XdpLeaf, XdpSpine};
 
@@ -434,7 +434,7 @@ impl SwitchDaemon {
         else {
             return;
         };
-        if let Err(e) = spine.set_clock(now) {
+        if let Err(e) = spine.set_clock(Nanos::new(now)) {
             tracing::warn!(target: "switch", error = %e, "xdp: writing the clock");
         }
     }

@@ -7,7 +7,7 @@ use std::net::UdpSocket;
 use netsched_node::cluster::{ClusterSpec, LocalCluster};
 use netsched_node::config::{Policy, PoolConfig};
 use netsched_node::metrics::Registry;
-use netsched_node::SwitchConfig;
+use netsched_node::{SwitchConfig, Worker, WorkerConfig};
 use netsched_proto::{HorusMessage, HorusTask, Message};
 
 /// Task `id` for pool `pool`, alone in its job, that runs for
@@ -112,4 +112,28 @@ pub fn flat_baselines() -> Vec<Policy> {
         .into_iter()
         .filter(|p| p.is_flat() && !matches!(p, Policy::Extra(_)))
         .collect()
+}
+
+/// A worker on a loopback port whose leaf is `leaf` (pool 1, one
+/// executor, no heartbeats, so every datagram the leaf receives is a
+/// reply), otherwise as `cfg`; its address and stop flag.
+pub fn leaf_worker(
+    leaf: std::net::SocketAddr,
+    cfg: WorkerConfig,
+) -> (
+    Worker,
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cfg = WorkerConfig {
+        listen: vec!["127.0.0.1:0".into()],
+        leaf: Some(leaf),
+        pool: 1,
+        heartbeat_ms: 0,
+        ..cfg
+    };
+    let w = Worker::bind(&cfg, stop.clone()).unwrap();
+    let addr = w.addrs()[0];
+    (w, addr, stop)
 }

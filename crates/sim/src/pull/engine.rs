@@ -23,6 +23,7 @@ use netsched_core::pull::{
 };
 use netsched_core::registry::{Layer, Plane, PlaneParams, Policy};
 use netsched_core::rng::Rng;
+use netsched_core::Nanos;
 
 mod clients;
 mod executors;
@@ -286,7 +287,7 @@ impl<'a> Sim<'a> {
             };
             execs.push(Exec {
                 info,
-                ex: Executor::new(info, retry),
+                ex: Executor::new(info, Nanos::new(retry)),
                 running: None,
                 local: VecDeque::with_capacity(cfg.r2p2.jbsq_bound as usize),
                 busy_since: 0,
@@ -430,10 +431,10 @@ impl<'a> Sim<'a> {
             recirc: cfg.network.recirc_ns,
             tracker: TaskTracker::with_driver_timers(
                 RetryPolicy {
-                    timeout_ns: timeout,
+                    timeout: Nanos::new(timeout),
                     max_attempts: cfg.client.max_attempts,
                     max_doublings: 0,
-                    backoff_ns: (cfg.client.error_backoff_us * 1e3).round() as u64,
+                    backoff: Nanos::new((cfg.client.error_backoff_us * 1e3).round() as u64),
                     max_backoff_doublings: 0,
                 },
                 cfg.workload.tasks.min(1 << 24) as usize,
@@ -456,7 +457,7 @@ impl<'a> Sim<'a> {
             let mut jitter = Rng::derive(self.cfg.seed, stream::EXEC_JITTER);
             let round_trip = 2 * self.sched_link;
             for i in 0..self.execs.len() {
-                let period = self.execs[i].ex.retry_ns + round_trip;
+                let period = self.execs[i].ex.retry.get() + round_trip;
                 let t = jitter.next_u64() % period;
                 let req = self.execs[i].ex.request();
                 self.execs[i].request_sent = t;
@@ -533,27 +534,19 @@ impl<'a> Sim<'a> {
             Ev::ExecTask(e, task) => self.exec_task(now, e, task),
             Ev::ExecNoOp(e) => {
                 let x = &mut self.execs[e as usize];
-                let at = x.ex.on_noop(now);
+                let at = x.ex.on_noop(Nanos::new(now)).get();
                 let req = x.ex.request();
                 x.request_sent = at;
                 self.send_pull(at + self.sched_link, 0, req);
             }
             Ev::ExecDone(e) => self.exec_done(now, e),
             Ev::Probe(e, slot) => {
-                let w = self.execs[e as usize]
-                    .sparrow
-                    .as_mut()
-                    .expect("sparrow worker");
-                if let Some(get) = w.on_probe(slot) {
+                if let Some(get) = self.sparrow_worker(e).on_probe(slot) {
                     self.send_get_task(now, get);
                 }
             }
             Ev::SparrowNoOp(e) => {
-                let w = self.execs[e as usize]
-                    .sparrow
-                    .as_mut()
-                    .expect("sparrow worker");
-                if let Some(get) = w.on_free() {
+                if let Some(get) = self.sparrow_worker(e).on_free() {
                     self.send_get_task(now, get);
                 }
             }
@@ -566,31 +559,34 @@ impl<'a> Sim<'a> {
                 let list = self.epkts.take(i);
                 for t in list.as_slice() {
                     self.m.error_tasks += 1;
-                    if let Some(due) = self.tracker.on_returned(t.id as u32, Some(send_of(t)), now)
+                    let send = Some(send_of(t));
+                    if let Some(due) = self.tracker.on_returned(t.id as u32, send, Nanos::new(now))
                     {
-                        self.q.at(due, Ev::Resubmit(t.id));
+                        self.q.at(due.get(), Ev::Resubmit(t.id));
                     }
                 }
             }
             Ev::Resubmit(id) => {
-                if self.tracker.retry(id as u32, now) {
+                if self.tracker.retry(id as u32, Nanos::new(now)) {
                     self.resubmit(now, id);
                 }
             }
-            Ev::Timeout(id, send) => match self.tracker.on_deadline(id as u32, send, now) {
-                None => {}
-                Some(Expiry::GaveUp { .. }) => {
-                    self.m.timeouts += 1;
-                    if id >= self.warmup {
-                        self.m.gave_up += 1;
+            Ev::Timeout(id, send) => {
+                match self.tracker.on_deadline(id as u32, send, Nanos::new(now)) {
+                    None => {}
+                    Some(Expiry::GaveUp { .. }) => {
+                        self.m.timeouts += 1;
+                        if id >= self.warmup {
+                            self.m.gave_up += 1;
+                        }
+                        self.on_resolved(now);
                     }
-                    self.on_resolved(now);
+                    Some(_) => {
+                        self.m.timeouts += 1;
+                        self.resubmit(now, id);
+                    }
                 }
-                Some(_) => {
-                    self.m.timeouts += 1;
-                    self.resubmit(now, id);
-                }
-            },
+            }
             Ev::Done(id) => {
                 if self.tracker.on_reply(id as u32, true) == ReplyOutcome::Completed {
                     if id >= self.warmup {

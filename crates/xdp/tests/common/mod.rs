@@ -1,6 +1,7 @@
-//! Frames and loading shared by the Draconis differential tests and the
-//! parser fuzzing: Ethernet + IPv4 + UDP around a netsched datagram, and the
-//! root / NETSCHED_REQUIRE_BPF=1 rule of every BPF test.
+//! Frames, loading and state comparison shared by the XDP tests: Ethernet +
+//! IPv4 + UDP around a netsched datagram, the root /
+//! NETSCHED_REQUIRE_BPF=1 rule of every BPF test, and the register
+//! comparison of the differential tests.
 
 #![allow(dead_code)]
 
@@ -26,6 +27,45 @@ pub fn bpf_required() -> bool {
     std::env::var("NETSCHED_REQUIRE_BPF").is_ok_and(|v| v == "1")
 }
 
+/// A program `load`ed for `test` if BPF tests may run here
+/// ([`bpf_allowed`]); without the BPF object (no clang) the test is
+/// skipped, unless under NETSCHED_REQUIRE_BPF=1. `what` names the program
+/// in a panic.
+pub fn load_program<T>(
+    test: &str,
+    what: &str,
+    load: impl FnOnce() -> Result<T, netsched_xdp::XdpError>,
+) -> Option<T> {
+    if !bpf_allowed(test) {
+        return None;
+    }
+    match load() {
+        Ok(program) => Some(program),
+        Err(netsched_xdp::XdpError::ObjectMissing) if !bpf_required() => {
+            eprintln!("{test}: skipped, the BPF object was not built (no clang)");
+            None
+        }
+        Err(e) => panic!("{test}: loading the XDP {what}: {e}"),
+    }
+}
+
+/// The XDP program holds the sans-IO switch model's state after packet
+/// `step`: every register array (`dumps`, against what `read` finds in the
+/// maps) and the random stream (`rng`, against the program's `xdp_rng`).
+pub fn assert_same_registers(
+    dumps: Vec<netsched_core::switch::RegisterDump>,
+    rng: [u64; 4],
+    mut read: impl FnMut(&'static str, usize) -> Result<Vec<u64>, netsched_xdp::XdpError>,
+    xdp_rng: [u64; 4],
+    step: usize,
+) {
+    for dump in dumps {
+        let cells = read(dump.name, dump.cells.len()).expect("read map");
+        assert_eq!(cells, dump.cells, "`{}` after packet {step}", dump.name);
+    }
+    assert_eq!(xdp_rng, rng, "random stream after packet {step}");
+}
+
 /// The MAC a test gives the host at `addr`.
 pub fn mac_of(addr: SocketAddrV4) -> [u8; 6] {
     let [_, _, c, d] = addr.ip().octets();
@@ -49,9 +89,19 @@ pub fn frame(from: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
 }
 
 pub fn frame_to(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    frame_from_mac(mac_of(from), from, to, payload)
+}
+
+/// The frame `from` (at MAC `src_mac`) sends to `to` (at [`SWITCH_MAC`]).
+pub fn frame_from_mac(
+    src_mac: [u8; 6],
+    from: SocketAddrV4,
+    to: SocketAddrV4,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut f = Vec::with_capacity(42 + payload.len());
     f.extend_from_slice(&SWITCH_MAC);
-    f.extend_from_slice(&mac_of(from));
+    f.extend_from_slice(&src_mac);
     f.extend_from_slice(&0x0800u16.to_be_bytes());
     let total = (20 + 8 + payload.len()) as u16;
     let mut ip = [0u8; 20];
@@ -114,4 +164,26 @@ pub fn sent(frame: &[u8]) -> Result<Sent<'_>, String> {
         to: addr(30, 36),
         payload: &frame[42..42 + udp - 8],
     })
+}
+
+/// Task `id`'s one packet from a client of pool 1 (its header's `seq` the
+/// id's low bits).
+pub fn horus_task(id: u64, service_ns: u64, payload: &[u8]) -> Vec<u8> {
+    use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+    Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: 1,
+            seq: id as u16,
+            ..HorusHeader::default()
+        },
+        body: HorusBody::TaskFirst(HorusTask {
+            task_id: id,
+            is_last: true,
+            service_time_ns: service_ns,
+            payload,
+            ..HorusTask::default()
+        }),
+    })
+    .to_vec()
+    .expect("encode")
 }

@@ -77,7 +77,7 @@ impl Sim<'_> {
                 props,
                 phase,
             });
-            self.tracker.submit(now, Some(now));
+            self.tracker.submit(Nanos::new(now), Some(Nanos::new(now)));
             if idx >= self.warmup {
                 self.m.submitted += 1;
             }
@@ -107,7 +107,7 @@ impl Sim<'_> {
         let client = (self.jobs % self.cfg.client.clients as u64) as u32;
         for id in lo..hi {
             let (at, send) = self.tracker.deadline(id as u32).expect("a pending task");
-            self.q.at(at, Ev::Timeout(id, send));
+            self.q.at(at.get(), Ev::Timeout(id, send));
         }
         match self.policy {
             PullPolicy::R2p2Recirc => {
@@ -136,40 +136,35 @@ impl Sim<'_> {
                 // and n = 2, so two Sparrows behaved as one.)
                 let n = self.cfg.sparrow.schedulers as u64;
                 let s = (self.jobs % n) as u32;
-                let mut id = lo;
-                while id < hi {
-                    let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
-                    let mut tasks = TaskList::new();
-                    for i in id..end {
-                        tasks.push(self.task_info(i));
-                    }
-                    self.sparrow_jobs += 1;
-                    let input = PullInput::JobSubmission(JobSubmission {
-                        client,
-                        job: self.sparrow_jobs,
-                        tasks,
-                    });
-                    self.send_pull(now + self.sched_link, s, input);
-                    id = end;
-                }
-            }
-            _ => {
-                // §4.3 "Handling Large Jobs": a job larger than a packet is
-                // split into several job_submission packets.
-                let mut id = lo;
-                while id < hi {
-                    let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
-                    let mut tasks = TaskList::new();
-                    for i in id..end {
-                        tasks.push(self.task_info(i));
-                    }
-                    let job = self.packets.len() as u64;
-                    self.packets.push(tasks);
+                self.in_packets(lo, hi, |e, tasks| {
+                    e.sparrow_jobs += 1;
+                    let job = e.sparrow_jobs;
                     let input = PullInput::JobSubmission(JobSubmission { client, job, tasks });
-                    self.send_pull(now + self.sched_link, 0, input);
-                    id = end;
-                }
+                    e.send_pull(now + e.sched_link, s, input);
+                });
             }
+            _ => self.in_packets(lo, hi, |e, tasks| {
+                let job = e.packets.len() as u64;
+                e.packets.push(tasks);
+                let input = PullInput::JobSubmission(JobSubmission { client, job, tasks });
+                e.send_pull(now + e.sched_link, 0, input);
+            }),
+        }
+    }
+
+    /// Tasks `lo..hi` in job_submission packets of at most
+    /// `MAX_TASKS_PER_PACKET`, each handed to `send` (§4.3 "Handling Large
+    /// Jobs": a job larger than a packet is split into several).
+    fn in_packets(&mut self, lo: u64, hi: u64, mut send: impl FnMut(&mut Self, TaskList)) {
+        let mut id = lo;
+        while id < hi {
+            let end = (id + MAX_TASKS_PER_PACKET as u64).min(hi);
+            let mut tasks = TaskList::new();
+            for i in id..end {
+                tasks.push(self.task_info(i));
+            }
+            send(self, tasks);
+            id = end;
         }
     }
 

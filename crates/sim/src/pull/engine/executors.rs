@@ -99,11 +99,7 @@ impl Sim<'_> {
                 }
             }
             PullPolicy::Sparrow => {
-                let w = self.execs[e as usize]
-                    .sparrow
-                    .as_mut()
-                    .expect("sparrow worker");
-                if let Some(get) = w.on_free() {
+                if let Some(get) = self.sparrow_worker(e).on_free() {
                     self.send_get_task(now, get);
                 }
             }

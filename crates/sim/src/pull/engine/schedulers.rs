@@ -211,6 +211,14 @@ impl Sim<'_> {
         }
     }
 
+    /// Executor `e`'s Sparrow worker state (policy sparrow only).
+    pub(super) fn sparrow_worker(&mut self, e: u32) -> &mut SparrowWorker {
+        self.execs[e as usize]
+            .sparrow
+            .as_mut()
+            .expect("sparrow worker")
+    }
+
     /// A worker's late-binding request goes to the scheduler that probed it.
     pub(super) fn send_get_task(&mut self, now: u64, get: PullInput) {
         let PullInput::GetTask { worker, slot } = get else {
