@@ -14,8 +14,9 @@ from .draconis import (LINK_US, PAPER, SERVICES, SWAP_RETRY, base_table, merge, 
 
 # The trace model (docs/draconis.md "Bursty batch submissions"). A job's tasks
 # share one service time and one priority (`job_attributes`): the authors'
-# client replays the trace as job lines of one runTime, one priority and
-# numTasks tasks (UWASL/Draconis `Draconis_Client.cpp`, `jobEntry`).
+# client replays the trace as job lines of one runTime and numTasks tasks,
+# each a `jobEntry` with one priority field (UWASL/Draconis
+# `Draconis_Client.cpp`; the public, FCFS-only client sets it to 0).
 BURSTY = {"arrival": "bursty", "burst_fraction": 0.05, "burst_mean_tasks": 100.0,
           "burst_max_tasks": 1000, "job_attributes": True}
 

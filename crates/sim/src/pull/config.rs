@@ -155,7 +155,8 @@ pub struct PullWorkload {
     /// its first task (`service`, `priority_weights`), instead of one draw
     /// per task. The Draconis authors' client replays the Google trace this
     /// way (§8.4, §8.6; UWASL/Draconis `Draconis_Client.cpp`: a job line
-    /// carries one runTime and one priority for its numTasks tasks).
+    /// carries one runTime for its numTasks tasks, and its `jobEntry` one
+    /// priority; the public client, FCFS only, sets it to 0).
     pub job_attributes: bool,
     /// §8.5 locality setup (data on one uniformly chosen node per task).
     pub locality: Option<LocalityConfig>,
