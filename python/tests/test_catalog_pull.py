@@ -178,3 +178,35 @@ def test_the_comparison_takes_a_registered_design_by_name(monkeypatch):
     small = dict(ours[0].config, workload=dict(ours[0].config["workload"], tasks_per_worker=5))
     runs = netsched.run_sim(small).runs
     assert list(runs.policy) == ["pow3-idle"] and (runs.p99_us > 0).all()
+
+
+def test_draconis_fig12_queuing_delay_is_measured_at_the_switch():
+    """§8.6's queuing delay is the authors' switch-timestamp difference
+    (dispatch − enqueue), not our scheduling latency, which adds the
+    client→switch and switch→executor links."""
+    import pandas as pd
+
+    from netsched.catalog import draconis, draconis_policies
+
+    sched = {f"sched_l{l}_{q}_us": 1000.0 * l + {"p50": 0, "p90": 1, "p99": 2}[q]
+             for l in range(1, 5) for q in ("p50", "p90", "p99")}
+    counts = {f"sched_l{l}_count": 10 for l in range(1, 5)}
+    pools = pd.DataFrame([dict(system="draconis-priority", **sched, **counts),
+                          dict(system="draconis", sched_p50_us=500.0, sched_p90_us=600.0,
+                               sched_p99_us=700.0)])
+    t = draconis_policies.fig12_table(None, pools).set_index("level")
+    links = 2 * draconis.LINK_US
+    assert t.loc["L1", "p50_us"] == 1000.0 - links
+    assert t.loc["L4", "p99_us"] == 4002.0 - links
+    assert t.loc["FCFS", "p90_us"] == 600.0 - links
+
+
+def test_draconis_trace_model_jobs_share_service_time_and_priority():
+    """The authors' client replays the Google trace as jobs of one runTime
+    and one priority (Fig. 9, 12, 13 use the trace model)."""
+    from netsched.catalog import REGISTRY
+
+    for name in ("draconis-fig9", "draconis-fig12", "draconis-fig13"):
+        for p in REGISTRY[name].points("reduced"):
+            assert p.config["workload"]["arrival"] == "bursty", name
+            assert p.config["workload"]["job_attributes"] is True, name

@@ -25,6 +25,9 @@ PAPER = "Draconis (EuroSys'24)"
 # task_request the moment a no-op arrives (one poll per round trip); 1 ns is
 # the simulator's shortest retry.
 CALIBRATED = {"draconis": {"retry_us": 0.001}}
+# The host↔switch link every entry runs with (the simulator's default
+# `network.link_ns`, fitted to Fig. 5a's floor; docs/draconis.md "Calibration").
+LINK_US = 2.0
 # The swapping policies (Fig. 10-11) keep the 10 µs retry their placement and
 # phase results were checked with: an executor polling once per round trip
 # would walk the queue (up to `max_swaps` recirculations) every 4 µs, a
@@ -252,7 +255,7 @@ register(Experiment(
                  "RackSched's intra-node overhead 3.5 → 10 µs (§8.1 states 3-4 µs): the "
                  "overhead the paper's 3× needs", apply=setting("racksched", node_overhead_ns=10_000),
                  where=only("racksched")),
-        Ablation("sparrow-one-probe", ["fig5a-low-ratio-sparrow"],
+        Ablation("sparrow-one-probe", ["fig5a-low-ratio-sparrow", "fig5a-socket-vs-sparrow"],
                  "Sparrow probes one worker per task (d = 1) instead of two",
                  apply=setting("sparrow", probe_ratio=1), where=only("sparrow")),
         Ablation("socket-server-repoll-1ms", ["fig5a-socket-vs-sparrow"],

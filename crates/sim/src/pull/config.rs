@@ -151,6 +151,13 @@ pub struct PullWorkload {
     /// Weights of priority levels 1.. (1 = highest); empty = all level 1.
     /// §8.6 mix: [1.2, 1.7, 64.6, 32.2].
     pub priority_weights: Vec<f64>,
+    /// Tasks of one job share one service time and one priority, drawn for
+    /// its first task (`service`, `priority_weights`), instead of one draw
+    /// per task. The Draconis authors' client replays the Google trace this
+    /// way (§8.4, §8.6; UWASL/Draconis `Draconis_Client.cpp`: a job line
+    /// carries one runTime for its numTasks tasks, and its `jobEntry` one
+    /// priority; the public client, FCFS only, sets it to 0).
+    pub job_attributes: bool,
     /// §8.5 locality setup (data on one uniformly chosen node per task).
     pub locality: Option<LocalityConfig>,
     /// §8.5 resource experiment: the run is cut into three equal phases by
@@ -173,6 +180,7 @@ impl Default for PullWorkload {
             burst_mean_tasks: 100.0,
             burst_max_tasks: 1000,
             priority_weights: vec![],
+            job_attributes: false,
             locality: None,
             resource_phases: false,
         }

@@ -41,13 +41,28 @@ impl Sim<'_> {
         let total = self.cfg.workload.tasks;
         let first = self.tasks.len() as u64;
         let nodes = self.cfg.cluster.nodes;
+        // `job_attributes`: the job's first task draws the service time and
+        // priority its other tasks share (the authors' trace replay gives a
+        // job one runTime and one priority); otherwise every task draws its
+        // own. Same draws in the same order for the first task either way.
+        let shared = self.cfg.workload.job_attributes;
+        let mut job: Option<(u64, u8)> = None;
         for idx in first..first + size {
-            let (service, _) = self.sampler.sample(&mut self.rng_service);
-            let priority = if self.prio_cum.is_empty() {
-                1
-            } else {
-                let u = self.rng_prio.unit();
-                self.prio_cum.iter().position(|&c| u < c).unwrap_or(0) as u8 + 1
+            let (service, priority) = match job {
+                Some(attrs) => attrs,
+                None => {
+                    let (service, _) = self.sampler.sample(&mut self.rng_service);
+                    let priority = if self.prio_cum.is_empty() {
+                        1
+                    } else {
+                        let u = self.rng_prio.unit();
+                        self.prio_cum.iter().position(|&c| u < c).unwrap_or(0) as u8 + 1
+                    };
+                    if shared {
+                        job = Some((service, priority));
+                    }
+                    (service, priority)
+                }
             };
             let data_node = if self.cfg.workload.locality.is_some() {
                 self.rng_data.below(nodes) as u16
@@ -178,5 +193,77 @@ impl Sim<'_> {
     pub(super) fn resubmit(&mut self, now: u64, id: u64) {
         self.m.resubmissions += 1;
         self.submit(now, id, id + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// The (service, priority) of each task of the first `jobs` jobs.
+    fn jobs(shared: bool, jobs: usize) -> Vec<Vec<(u64, u8)>> {
+        let mut cfg = PullConfig::from_toml(
+            r#"
+seed = 5
+policy = "draconis-priority"
+[workload]
+service = { kind = "exp", mean_us = 500 }
+tasks = 5000
+arrival = "bursty"
+burst_fraction = 1.0
+burst_mean_tasks = 20
+priority_weights = [1, 1, 1, 1]
+"#,
+        )
+        .expect("config");
+        cfg.workload.job_attributes = shared;
+        let sampler = cfg
+            .workload
+            .service
+            .build_relative_to(Path::new("."))
+            .expect("sampler");
+        let mut sim = Sim::new(&cfg, sampler, PullPolicy::DraconisPriority, 0.5).expect("sim");
+        (0..jobs)
+            .map(|_| {
+                let first = sim.tasks.len();
+                let size = sim.job_size() as u64;
+                sim.new_job(0, size);
+                sim.tasks[first..]
+                    .iter()
+                    .map(|t| (t.service, t.priority))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// `job_attributes`: every task of a job has the job's service time and
+    /// priority, and jobs differ; without it the tasks of a job draw their
+    /// own (the default, unchanged: its first task draws as before).
+    #[test]
+    fn job_attributes_are_shared_by_a_jobs_tasks() {
+        let shared = jobs(true, 30);
+        let own = jobs(false, 30);
+        assert!(shared.iter().filter(|j| j.len() > 1).count() > 10);
+        for j in &shared {
+            assert!(
+                j.iter().all(|a| *a == j[0]),
+                "one job's tasks differ: {j:?}"
+            );
+        }
+        let firsts: std::collections::BTreeSet<u64> = shared.iter().map(|j| j[0].0).collect();
+        assert!(firsts.len() > 25, "jobs share a service time: {firsts:?}");
+        assert!(
+            own.iter()
+                .filter(|j| j.iter().any(|a| a.0 != j[0].0))
+                .count()
+                > 10,
+            "per-task draws give a job's tasks their own service times"
+        );
+        assert_eq!(
+            shared[0][0], own[0][0],
+            "the first task draws alike either way"
+        );
     }
 }
