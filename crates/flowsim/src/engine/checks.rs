@@ -56,7 +56,19 @@ impl Engine {
                         super::fabric::MOVING
                     };
                     assert_eq!(key, want, "link {l}: key of flow {fid}");
+                    assert!(link.still_floor <= key, "link {l}: floor above flow {fid}");
                 }
+                let mut moving: Vec<u32> = link
+                    .flows
+                    .iter()
+                    .zip(&link.keys)
+                    .filter(|&(_, &k)| k == super::fabric::MOVING)
+                    .map(|(&f, _)| f)
+                    .collect();
+                let mut listed = link.moving.clone();
+                moving.sort_unstable();
+                listed.sort_unstable();
+                assert_eq!(listed, moving, "link {l}: moving flows");
             }
         }
         for (g, grp) in self.groups.all.iter().enumerate() {

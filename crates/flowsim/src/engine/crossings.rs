@@ -29,6 +29,9 @@ pub(super) struct OrderScratch {
     moving: Vec<(u128, f64)>,
     /// Per moving flow, the closest flow at rate 0 ahead of it (packed).
     still_ahead: Vec<Option<u128>>,
+    /// The moving flows in the link's order, and (position, id) to sort them.
+    order: Vec<u32>,
+    by_pos: Vec<(u32, u32)>,
 }
 
 fn rem_of(p: u128) -> f64 {
@@ -52,7 +55,7 @@ impl Engine {
         };
         let (links, pos, n) = (f.links, f.pos, f.n as usize);
         for h in 0..n {
-            self.fabric.links[links[h] as usize].keys[pos[h] as usize] = key;
+            self.fabric.links[links[h] as usize].set_key(pos[h] as usize, fid, key);
         }
     }
 
@@ -75,50 +78,66 @@ impl Engine {
     /// held back elsewhere), and only a moving flow can catch up with the
     /// one ahead of it.
     ///
-    /// The first scan of the link's keys finds the moving flows, the load
-    /// and the first flow at rate 0; a second, only on a full link with a
-    /// flow at 0 ahead of a moving one, finds each moving flow's closest
-    /// flow at 0 ahead. A full link usually holds one moving flow, the head
-    /// of its order, and hundreds at 0 behind it (pFabric's strict
-    /// priority), and is re-armed at every promotion: one scan of the
-    /// link's own array then does.
+    /// The moving flows come from the link's list (`Link::moving`); the
+    /// link's keys are scanned only on a full link where a flow at 0 may be
+    /// ahead of a moving one (`Link::still_floor` below the last moving
+    /// key), to find each moving flow's closest flow at 0 ahead. A full
+    /// link usually holds one moving flow, the head of its order, and
+    /// hundreds at 0 behind it (pFabric's strict priority), and is re-armed
+    /// at every promotion: then nothing but that flow is read.
     fn arm_crossing(&mut self, l: LinkId) {
         let link = &self.fabric.links[l as usize];
-        if link.flows.len() < 2 || !self.follow(l) {
+        if link.flows.len() < 2 || link.moving.is_empty() || !self.follow(l) {
+            // No moving flow: no load, nothing catches up.
             self.crossings.remove(l);
             return;
         }
         let mut s = std::mem::take(&mut self.scratch.order);
         s.moving.clear();
         let mut load = 0.0;
-        // The first flow at rate 0 in the order.
-        let mut first_still = MOVING;
-        for (&fid, &key) in link.flows.iter().zip(&link.keys) {
-            if key == MOVING {
-                let group = self.fabric.flows[fid as usize].group;
-                let rate = self.groups.all[group as usize].rate;
-                load += rate;
-                s.moving.push((float_then_id(self.rem_now(fid), fid), rate));
-            } else {
-                first_still = first_still.min(key);
+        s.order.clear();
+        if link.moving.len() > 2 {
+            // The load is summed in the link's order, as it was when the
+            // keys were scanned (a sum of two is the same either way).
+            s.by_pos.clear();
+            for &fid in &link.moving {
+                let f = &self.fabric.flows[fid as usize];
+                let h = f.links[..f.n as usize]
+                    .iter()
+                    .position(|&x| x == l)
+                    .expect("flow is on the link");
+                s.by_pos.push((f.pos[h], fid));
             }
+            s.by_pos.sort_unstable();
+            s.order.extend(s.by_pos.iter().map(|p| p.1));
+        } else {
+            s.order.extend_from_slice(&link.moving);
+        }
+        for &fid in &s.order {
+            let group = self.fabric.flows[fid as usize].group;
+            let rate = self.groups.all[group as usize].rate;
+            load += rate;
+            s.moving.push((float_then_id(self.rem_now(fid), fid), rate));
         }
         // Full as the water-fill has it: under 1 bit/s left.
         let full = load >= self.topo.capacity(l) as f64 - 1.0;
         let mut soonest = f64::INFINITY;
-        if full && !s.moving.is_empty() {
+        // The smallest key at 0, when the keys were scanned.
+        let mut floor = None;
+        if full {
             s.moving.sort_unstable_by_key(|m| m.0);
             s.still_ahead.clear();
             s.still_ahead.resize(s.moving.len(), None);
             let last = s.moving[s.moving.len() - 1].0;
             // Every flow at 0 behind every moving one (the usual case)
-            // needs no second scan.
-            let scan = if first_still < last {
+            // needs no scan.
+            let scan = if link.still_floor < last {
                 &link.keys[..]
             } else {
                 &[]
             };
             for &p in scan {
+                floor = Some(floor.map_or(p, |f: u128| f.min(p)));
                 if p > last {
                     // Moving, or behind every moving flow: no one's
                     // neighbour ahead.
@@ -145,6 +164,10 @@ impl Engine {
                     soonest = soonest.min(gap * 8e9 / (rate - ahead.1));
                 }
             }
+        }
+        if let Some(f) = floor {
+            // The scan saw every key (a moving one is above all others).
+            self.fabric.links[l as usize].still_floor = f;
         }
         self.scratch.order = s;
         if soonest < (u64::MAX / 4) as f64 {

@@ -39,7 +39,7 @@ pub(super) const MOVING: u128 = u128::MAX;
 /// A link's flows (a flow knows its index here: `Flow::pos`), the sum of
 /// their NIC rates (whether the link can bind), and the component walk's
 /// stamp and local index.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct Link {
     pub(super) flows: Vec<u32>,
     /// Beside each of `flows`, under pFabric with its timers: the flow's
@@ -48,9 +48,63 @@ pub(super) struct Link {
     /// group. The timers scan this instead of the flows (`crossings`): a
     /// full link holds hundreds at 0 and is re-armed at every promotion.
     pub(super) keys: Vec<u128>,
+    /// The flows whose key is [`MOVING`] (in no particular order; a full
+    /// link usually has one, the head of its order), so that re-arming a
+    /// link whose flows are all at 0 reads nothing else.
+    pub(super) moving: Vec<u32>,
+    /// At most the smallest key at rate 0 in `keys` ([`MOVING`]: none):
+    /// lowered where such a key is written, set exactly by a scan, left as
+    /// it is where a key leaves (still a lower bound). The timers skip the
+    /// scan for a flow at 0 ahead of a moving one while it is at least the
+    /// last moving flow's key.
+    pub(super) still_floor: u128,
     pub(super) sum_caps: u64,
     pub(super) stamp: u32,
     pub(super) local: u32,
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Link {
+            flows: Vec::new(),
+            keys: Vec::new(),
+            moving: Vec::new(),
+            still_floor: MOVING,
+            sum_caps: 0,
+            stamp: 0,
+            local: 0,
+        }
+    }
+}
+
+impl Link {
+    /// Write the key at `pos` (pFabric with its timers), keeping `moving`
+    /// and `still_floor`.
+    #[inline]
+    pub(super) fn set_key(&mut self, pos: usize, fid: u32, key: u128) {
+        let old = std::mem::replace(&mut self.keys[pos], key);
+        if key == MOVING {
+            if old != MOVING {
+                self.moving.push(fid);
+            }
+        } else {
+            if old == MOVING {
+                self.drop_moving(fid);
+            }
+            self.still_floor = self.still_floor.min(key);
+        }
+    }
+
+    /// `fid` is no longer moving here.
+    #[inline]
+    pub(super) fn drop_moving(&mut self, fid: u32) {
+        let i = self
+            .moving
+            .iter()
+            .position(|&m| m == fid)
+            .expect("a moving flow is listed");
+        self.moving.swap_remove(i);
+    }
 }
 
 /// The flows and the links they cross.

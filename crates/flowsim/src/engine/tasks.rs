@@ -5,7 +5,7 @@
 //! start and leaves them at its last byte.
 
 use super::events::Ev;
-use super::fabric::Flow;
+use super::fabric::{Flow, MOVING};
 use super::keys::float_then_id;
 use super::{Engine, TaskResult, NONE};
 use crate::policy::Policy;
@@ -147,7 +147,9 @@ impl Engine {
             let link = &mut self.fabric.links[l as usize];
             self.fabric.flows[id as usize].pos[h] = link.flows.len() as u32;
             link.flows.push(id);
-            link.keys.push(float_then_id(bytes as f64, id));
+            let key = float_then_id(bytes as f64, id);
+            link.keys.push(key);
+            link.still_floor = link.still_floor.min(key);
             link.sum_caps += cap;
             // A switch link that cannot bind now could not before either:
             // no rate depends on it, so it seeds nothing.
@@ -187,7 +189,9 @@ impl Engine {
             let link = &mut self.fabric.links[l as usize];
             let p = pos[h] as usize;
             link.flows.swap_remove(p);
-            link.keys.swap_remove(p);
+            if link.keys.swap_remove(p) == MOVING {
+                link.drop_moving(id);
+            }
             // Seed only a link that could bind before (host links always).
             let seed = self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l);
             link.sum_caps -= cap;
