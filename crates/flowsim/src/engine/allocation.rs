@@ -326,6 +326,15 @@ impl Engine {
         self.scratch.keyed = keyed;
         // New groups and finish events; Baraat's next threshold crossings.
         self.form_groups();
+        if self.keeps_order() {
+            // The flows at 0 after leaving their groups (`form_groups`
+            // marked those in a new one).
+            for &fid in &comp_flows {
+                if self.fabric.flows[fid as usize].group == NONE {
+                    self.mark_order(fid);
+                }
+            }
+        }
         self.keep_behind();
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);

@@ -56,7 +56,18 @@ impl Engine {
                         super::fabric::MOVING
                     };
                     assert_eq!(key, want, "link {l}: key of flow {fid}");
-                    assert!(link.still_floor <= key, "link {l}: floor above flow {fid}");
+                    let bits = if f.group == NONE {
+                        (f.rem + 0.0).to_bits()
+                    } else {
+                        super::fabric::MOVING_BITS
+                    };
+                    assert_eq!(f.order_bits, bits, "flow {fid}: its keys' bits");
+                    if key != super::fabric::MOVING {
+                        assert!(
+                            link.front.contains(&key) || link.rest_floor <= key,
+                            "link {l}: flow {fid} below the floor, out of the front"
+                        );
+                    }
                 }
                 let mut moving: Vec<u32> = link
                     .flows
@@ -69,6 +80,13 @@ impl Engine {
                 moving.sort_unstable();
                 listed.sort_unstable();
                 assert_eq!(listed, moving, "link {l}: moving flows");
+                assert!(link.front.len() <= super::fabric::FRONT);
+                for w in link.front.windows(2) {
+                    assert!(w[0] > w[1], "link {l}: front out of order");
+                }
+                for k in &link.front {
+                    assert!(link.keys.contains(k), "link {l}: front key {k:x} gone");
+                }
             }
         }
         for (g, grp) in self.groups.all.iter().enumerate() {

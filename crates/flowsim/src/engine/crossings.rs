@@ -16,7 +16,7 @@
 //! leaving makes no new neighbours (a timer it leaves behind at most
 //! triggers a recomputation that changes nothing).
 
-use super::fabric::MOVING;
+use super::fabric::{FRONT, MOVING, MOVING_BITS};
 use super::keys::float_then_id;
 use super::{Engine, NONE};
 use crate::policy::Policy;
@@ -32,6 +32,8 @@ pub(super) struct OrderScratch {
     /// The moving flows in the link's order, and (position, id) to sort them.
     order: Vec<u32>,
     by_pos: Vec<(u32, u32)>,
+    /// The smallest keys at 0 of a scanned link, ascending (`FRONT + 1`).
+    smallest: Vec<u128>,
 }
 
 fn rem_of(p: u128) -> f64 {
@@ -41,18 +43,23 @@ fn rem_of(p: u128) -> f64 {
 impl Engine {
     /// Under pFabric with its timers, copy whether `fid` is at rate 0 (and
     /// then its key) into its links' [`Link::keys`](super::fabric::Link).
-    /// Called wherever a flow joins or leaves a rate group; its bytes left
-    /// do not move out of one.
+    /// Called wherever a flow joins a rate group or ends up out of one (a
+    /// recomputation marks its flows once, after forming the new groups);
+    /// its bytes left do not move out of one.
     pub(super) fn mark_order(&mut self, fid: u32) {
         if !self.keeps_order() {
             return;
         }
-        let f = &self.fabric.flows[fid as usize];
-        let key = if f.group == NONE {
-            float_then_id(f.rem, fid)
+        let f = &mut self.fabric.flows[fid as usize];
+        let (bits, key) = if f.group == NONE {
+            ((f.rem + 0.0).to_bits(), float_then_id(f.rem, fid))
         } else {
-            MOVING
+            (MOVING_BITS, MOVING)
         };
+        if f.order_bits == bits {
+            return;
+        }
+        f.order_bits = bits;
         let (links, pos, n) = (f.links, f.pos, f.n as usize);
         for h in 0..n {
             self.fabric.links[links[h] as usize].set_key(pos[h] as usize, fid, key);
@@ -92,6 +99,20 @@ impl Engine {
             self.crossings.remove(l);
             return;
         }
+        if let [fid] = link.moving[..] {
+            // The usual case: one moving flow, the head of the order
+            // unless a flow at 0 may be ahead (the general path below,
+            // which gives the same when nothing is).
+            let group = self.fabric.flows[fid as usize].group;
+            let rate = self.groups.all[group as usize].rate;
+            // The load is that one rate (0.0 + rate).
+            if rate < self.topo.capacity(l) as f64 - 1.0
+                || link.still_floor() >= float_then_id(self.rem_now(fid), fid)
+            {
+                self.crossings.remove(l);
+                return;
+            }
+        }
         let mut s = std::mem::take(&mut self.scratch.order);
         s.moving.clear();
         let mut load = 0.0;
@@ -122,8 +143,8 @@ impl Engine {
         // Full as the water-fill has it: under 1 bit/s left.
         let full = load >= self.topo.capacity(l) as f64 - 1.0;
         let mut soonest = f64::INFINITY;
-        // The smallest key at 0, when the keys were scanned.
-        let mut floor = None;
+        // The smallest keys at 0, when the keys were scanned.
+        let mut scanned = false;
         if full {
             s.moving.sort_unstable_by_key(|m| m.0);
             s.still_ahead.clear();
@@ -131,13 +152,19 @@ impl Engine {
             let last = s.moving[s.moving.len() - 1].0;
             // Every flow at 0 behind every moving one (the usual case)
             // needs no scan.
-            let scan = if link.still_floor < last {
+            let scan = if link.still_floor() < last {
+                scanned = true;
+                s.smallest.clear();
                 &link.keys[..]
             } else {
                 &[]
             };
             for &p in scan {
-                floor = Some(floor.map_or(p, |f: u128| f.min(p)));
+                if p != MOVING && (s.smallest.len() <= FRONT || p < s.smallest[FRONT]) {
+                    let at = s.smallest.partition_point(|&q| q < p);
+                    s.smallest.insert(at, p);
+                    s.smallest.truncate(FRONT + 1);
+                }
                 if p > last {
                     // Moving, or behind every moving flow: no one's
                     // neighbour ahead.
@@ -165,9 +192,14 @@ impl Engine {
                 }
             }
         }
-        if let Some(f) = floor {
-            // The scan saw every key (a moving one is above all others).
-            self.fabric.links[l as usize].still_floor = f;
+        if scanned {
+            // The scan saw every key: the front and the floor of the rest
+            // are exact.
+            let link = &mut self.fabric.links[l as usize];
+            let n = s.smallest.len().min(FRONT);
+            link.front.clear();
+            link.front.extend(s.smallest[..n].iter().rev());
+            link.rest_floor = s.smallest.get(FRONT).copied().unwrap_or(MOVING);
         }
         self.scratch.order = s;
         if soonest < (u64::MAX / 4) as f64 {

@@ -30,7 +30,16 @@ pub(super) struct Flow {
     /// In a group: the group's per-member byte count at which the flow is
     /// done (its bytes left when the group formed).
     pub(super) target: f64,
+    /// Under pFabric with its timers: the bits of the bytes left written
+    /// as this flow's key in its links' [`Link::keys`], or
+    /// [`MOVING_BITS`] (so that a key that does not change is not
+    /// written, nor its links read).
+    pub(super) order_bits: u64,
 }
+
+/// [`Flow::order_bits`] of a flow whose keys are [`MOVING`] (a NaN's bits,
+/// no flow's bytes left).
+pub(super) const MOVING_BITS: u64 = u64::MAX;
 
 /// A [`Link::keys`] entry of a flow in a rate group (above any packed
 /// key: a finite float's bits are below the infinities').
@@ -52,12 +61,17 @@ pub(super) struct Link {
     /// link usually has one, the head of its order), so that re-arming a
     /// link whose flows are all at 0 reads nothing else.
     pub(super) moving: Vec<u32>,
-    /// At most the smallest key at rate 0 in `keys` ([`MOVING`]: none):
-    /// lowered where such a key is written, set exactly by a scan, left as
-    /// it is where a key leaves (still a lower bound). The timers skip the
-    /// scan for a flow at 0 ahead of a moving one while it is at least the
-    /// last moving flow's key.
-    pub(super) still_floor: u128,
+    /// The smallest keys at rate 0 of `keys` as the last scan found them
+    /// (at most [`FRONT`], descending, so the smallest leaves by a pop; one
+    /// leaves the list when its flow
+    /// leaves rate 0 or the link), and at most the smallest of the other
+    /// keys at rate 0 ([`MOVING`]: none; lowered where such a key is
+    /// written). Their minimum is at most every key at rate 0: the timers
+    /// scan the keys for a flow at 0 ahead of a moving one only while it is
+    /// below the last moving flow's key. A link's order usually loses its
+    /// head at each promotion, so the list spares that many scans.
+    pub(super) front: Vec<u128>,
+    pub(super) rest_floor: u128,
     pub(super) sum_caps: u64,
     pub(super) stamp: u32,
     pub(super) local: u32,
@@ -69,7 +83,8 @@ impl Default for Link {
             flows: Vec::new(),
             keys: Vec::new(),
             moving: Vec::new(),
-            still_floor: MOVING,
+            front: Vec::new(),
+            rest_floor: MOVING,
             sum_caps: 0,
             stamp: 0,
             local: 0,
@@ -77,33 +92,51 @@ impl Default for Link {
     }
 }
 
+/// How many of a link's smallest keys at rate 0 a scan keeps
+/// ([`Link::front`]).
+pub(super) const FRONT: usize = 8;
+
 impl Link {
-    /// Write the key at `pos` (pFabric with its timers), keeping `moving`
-    /// and `still_floor`.
+    /// Write the key at `pos` (pFabric with its timers), keeping `moving`,
+    /// `front` and `rest_floor`.
     #[inline]
     pub(super) fn set_key(&mut self, pos: usize, fid: u32, key: u128) {
         let old = std::mem::replace(&mut self.keys[pos], key);
+        if old == key {
+            return;
+        }
+        self.forget_key(fid, old);
         if key == MOVING {
-            if old != MOVING {
-                self.moving.push(fid);
-            }
+            self.moving.push(fid);
         } else {
-            if old == MOVING {
-                self.drop_moving(fid);
-            }
-            self.still_floor = self.still_floor.min(key);
+            self.rest_floor = self.rest_floor.min(key);
         }
     }
 
-    /// `fid` is no longer moving here.
+    /// `fid`'s key `old` left the link's keys.
     #[inline]
-    pub(super) fn drop_moving(&mut self, fid: u32) {
-        let i = self
-            .moving
-            .iter()
-            .position(|&m| m == fid)
-            .expect("a moving flow is listed");
-        self.moving.swap_remove(i);
+    pub(super) fn forget_key(&mut self, fid: u32, old: u128) {
+        if old == MOVING {
+            let i = self
+                .moving
+                .iter()
+                .position(|&m| m == fid)
+                .expect("a moving flow is listed");
+            self.moving.swap_remove(i);
+        } else if self.front.last() == Some(&old) {
+            // The usual case: the head of the order starts moving.
+            self.front.pop();
+        } else if self.front.first().is_some_and(|&hi| old <= hi) {
+            if let Some(i) = self.front.iter().position(|&k| k == old) {
+                self.front.remove(i);
+            }
+        }
+    }
+
+    /// At most every key at rate 0 of the link.
+    #[inline]
+    pub(super) fn still_floor(&self) -> u128 {
+        self.front.last().map_or(self.rest_floor, |&f| f.min(self.rest_floor))
     }
 }
 

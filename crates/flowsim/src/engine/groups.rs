@@ -239,7 +239,8 @@ impl Engine {
                 }
                 grp.live -= 1;
                 group_task_dec(grp, tid);
-                self.mark_order(fid);
+                // Its key is written once its new group is known (after
+                // `form_groups`, by the recomputation).
             }
         }
         for &g in &left {

@@ -5,7 +5,7 @@
 //! start and leaves them at its last byte.
 
 use super::events::Ev;
-use super::fabric::{Flow, MOVING};
+use super::fabric::Flow;
 use super::keys::float_then_id;
 use super::{Engine, TaskResult, NONE};
 use crate::policy::Policy;
@@ -139,6 +139,7 @@ impl Engine {
             group: NONE,
             gpos: 0,
             target: 0.0,
+            order_bits: (bytes as f64 + 0.0).to_bits(),
         };
         let id = self.fabric.insert(f);
         self.stats.flows += 1;
@@ -149,7 +150,7 @@ impl Engine {
             link.flows.push(id);
             let key = float_then_id(bytes as f64, id);
             link.keys.push(key);
-            link.still_floor = link.still_floor.min(key);
+            link.rest_floor = link.rest_floor.min(key);
             link.sum_caps += cap;
             // A switch link that cannot bind now could not before either:
             // no rate depends on it, so it seeds nothing.
@@ -189,9 +190,8 @@ impl Engine {
             let link = &mut self.fabric.links[l as usize];
             let p = pos[h] as usize;
             link.flows.swap_remove(p);
-            if link.keys.swap_remove(p) == MOVING {
-                link.drop_moving(id);
-            }
+            let old = link.keys.swap_remove(p);
+            link.forget_key(id, old);
             // Seed only a link that could bind before (host links always).
             let seed = self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l);
             link.sum_caps -= cap;
