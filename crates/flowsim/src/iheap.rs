@@ -74,6 +74,7 @@ impl IndexedHeap {
         }
     }
 
+    #[inline]
     pub fn remove(&mut self, item: u32) {
         let i = item as usize;
         let Some(&p) = self.pos.get(i) else { return };

@@ -47,7 +47,9 @@ impl Engine {
         if self.keeps_order() {
             // The copies pFabric's timers scan (`Link::keys`).
             for (l, link) in self.fabric.links.iter().enumerate() {
+                let front = &self.fabric.fronts[l];
                 assert_eq!(link.keys.len(), link.flows.len(), "link {l}: keys");
+                let (mut moving, mut xor) = (0, 0);
                 for (&fid, &key) in link.flows.iter().zip(&link.keys) {
                     let f = &self.fabric.flows[fid as usize];
                     let want = if f.group == NONE {
@@ -62,30 +64,25 @@ impl Engine {
                         super::fabric::MOVING_BITS
                     };
                     assert_eq!(f.order_bits, bits, "flow {fid}: its keys' bits");
-                    if key != super::fabric::MOVING {
+                    if key == super::fabric::MOVING {
+                        moving += 1;
+                        xor ^= fid;
+                    } else {
+                        // In the front (perhaps stale entries), or above
+                        // the floor of the rest.
                         assert!(
-                            link.front.contains(&key) || link.rest_floor <= key,
+                            key == link.front_min || front.contains(&key) || link.rest_floor <= key,
                             "link {l}: flow {fid} below the floor, out of the front"
                         );
                     }
                 }
-                let mut moving: Vec<u32> = link
-                    .flows
-                    .iter()
-                    .zip(&link.keys)
-                    .filter(|&(_, &k)| k == super::fabric::MOVING)
-                    .map(|(&f, _)| f)
-                    .collect();
-                let mut listed = link.moving.clone();
-                moving.sort_unstable();
-                listed.sort_unstable();
-                assert_eq!(listed, moving, "link {l}: moving flows");
-                assert!(link.front.len() <= super::fabric::FRONT);
-                for w in link.front.windows(2) {
+                assert_eq!((link.moving, link.moving_xor), (moving, xor), "link {l}: moving");
+                assert!(front.len() < super::fabric::FRONT);
+                for w in front.windows(2) {
                     assert!(w[0] > w[1], "link {l}: front out of order");
                 }
-                for k in &link.front {
-                    assert!(link.keys.contains(k), "link {l}: front key {k:x} gone");
+                if let Some(&next) = front.last() {
+                    assert!(link.front_min < next, "link {l}: front's smallest");
                 }
             }
         }

@@ -29,10 +29,10 @@ pub(super) struct OrderScratch {
     moving: Vec<(u128, f64)>,
     /// Per moving flow, the closest flow at rate 0 ahead of it (packed).
     still_ahead: Vec<Option<u128>>,
-    /// The moving flows in the link's order, and (position, id) to sort them.
+    /// The moving flows' ids in the link's order.
     order: Vec<u32>,
-    by_pos: Vec<(u32, u32)>,
-    /// The smallest keys at 0 of a scanned link, ascending (`FRONT + 1`).
+    /// The keys at 0 of a scanned link, then the smallest `FRONT + 1`
+    /// ascending.
     smallest: Vec<u128>,
 }
 
@@ -46,23 +46,38 @@ impl Engine {
     /// Called wherever a flow joins a rate group or ends up out of one (a
     /// recomputation marks its flows once, after forming the new groups);
     /// its bytes left do not move out of one.
+    #[inline]
     pub(super) fn mark_order(&mut self, fid: u32) {
         if !self.keeps_order() {
             return;
         }
-        let f = &mut self.fabric.flows[fid as usize];
-        let (bits, key) = if f.group == NONE {
-            ((f.rem + 0.0).to_bits(), float_then_id(f.rem, fid))
+        let f = &self.fabric.flows[fid as usize];
+        let bits = if f.group == NONE {
+            (f.rem + 0.0).to_bits()
         } else {
-            (MOVING_BITS, MOVING)
+            MOVING_BITS
         };
-        if f.order_bits == bits {
-            return;
+        // Most flows a recomputation marks keep their keys.
+        if f.order_bits != bits {
+            self.write_order(fid, bits);
         }
+    }
+
+    #[inline(never)]
+    fn write_order(&mut self, fid: u32, bits: u64) {
+        let f = &mut self.fabric.flows[fid as usize];
         f.order_bits = bits;
+        let key = if bits == MOVING_BITS {
+            MOVING
+        } else {
+            float_then_id(f.rem, fid)
+        };
         let (links, pos, n) = (f.links, f.pos, f.n as usize);
         for h in 0..n {
-            self.fabric.links[links[h] as usize].set_key(pos[h] as usize, fid, key);
+            let l = links[h] as usize;
+            let link = &mut self.fabric.links[l];
+            let old = std::mem::replace(&mut link.keys[pos[h] as usize], key);
+            link.set_key(&mut self.fabric.fronts[l], fid, old, key);
         }
     }
 
@@ -85,24 +100,26 @@ impl Engine {
     /// held back elsewhere), and only a moving flow can catch up with the
     /// one ahead of it.
     ///
-    /// The moving flows come from the link's list (`Link::moving`); the
-    /// link's keys are scanned only on a full link where a flow at 0 may be
-    /// ahead of a moving one (`Link::still_floor` below the last moving
-    /// key), to find each moving flow's closest flow at 0 ahead. A full
-    /// link usually holds one moving flow, the head of its order, and
-    /// hundreds at 0 behind it (pFabric's strict priority), and is re-armed
-    /// at every promotion: then nothing but that flow is read.
+    /// The moving flows are counted on the link (`Link::moving`); the
+    /// link's keys are scanned only to find several, or on a full link
+    /// where a flow at 0 may be ahead of a moving one
+    /// (`Link::still_floor` below the last moving key), to find each
+    /// moving flow's closest flow at 0 ahead. A full link usually holds
+    /// one moving flow, the head of its order, and hundreds at 0 behind it
+    /// (pFabric's strict priority), and is re-armed at every promotion:
+    /// then nothing but that flow is read.
     fn arm_crossing(&mut self, l: LinkId) {
         let link = &self.fabric.links[l as usize];
-        if link.flows.len() < 2 || link.moving.is_empty() || !self.follow(l) {
+        if link.moving == 0 || link.flows.len() < 2 || !self.follow(l) {
             // No moving flow: no load, nothing catches up.
             self.crossings.remove(l);
             return;
         }
-        if let [fid] = link.moving[..] {
+        if link.moving == 1 {
             // The usual case: one moving flow, the head of the order
             // unless a flow at 0 may be ahead (the general path below,
             // which gives the same when nothing is).
+            let fid = link.moving_xor;
             let group = self.fabric.flows[fid as usize].group;
             let rate = self.groups.all[group as usize].rate;
             // The load is that one rate (0.0 + rate).
@@ -117,22 +134,16 @@ impl Engine {
         s.moving.clear();
         let mut load = 0.0;
         s.order.clear();
-        if link.moving.len() > 2 {
-            // The load is summed in the link's order, as it was when the
-            // keys were scanned (a sum of two is the same either way).
-            s.by_pos.clear();
-            for &fid in &link.moving {
-                let f = &self.fabric.flows[fid as usize];
-                let h = f.links[..f.n as usize]
-                    .iter()
-                    .position(|&x| x == l)
-                    .expect("flow is on the link");
-                s.by_pos.push((f.pos[h], fid));
-            }
-            s.by_pos.sort_unstable();
-            s.order.extend(s.by_pos.iter().map(|p| p.1));
+        if link.moving == 1 {
+            s.order.push(link.moving_xor);
         } else {
-            s.order.extend_from_slice(&link.moving);
+            // Several (rare): in the link's order, in which the load was
+            // always summed.
+            for (&fid, &key) in link.flows.iter().zip(&link.keys) {
+                if key == MOVING {
+                    s.order.push(fid);
+                }
+            }
         }
         for &fid in &s.order {
             let group = self.fabric.flows[fid as usize].group;
@@ -160,10 +171,8 @@ impl Engine {
                 &[]
             };
             for &p in scan {
-                if p != MOVING && (s.smallest.len() <= FRONT || p < s.smallest[FRONT]) {
-                    let at = s.smallest.partition_point(|&q| q < p);
-                    s.smallest.insert(at, p);
-                    s.smallest.truncate(FRONT + 1);
+                if p != MOVING {
+                    s.smallest.push(p);
                 }
                 if p > last {
                     // Moving, or behind every moving flow: no one's
@@ -193,12 +202,19 @@ impl Engine {
             }
         }
         if scanned {
+            if s.smallest.len() > FRONT + 1 {
+                s.smallest.select_nth_unstable(FRONT);
+                s.smallest.truncate(FRONT + 1);
+            }
+            s.smallest.sort_unstable();
             // The scan saw every key: the front and the floor of the rest
             // are exact.
-            let link = &mut self.fabric.links[l as usize];
             let n = s.smallest.len().min(FRONT);
-            link.front.clear();
-            link.front.extend(s.smallest[..n].iter().rev());
+            let front = &mut self.fabric.fronts[l as usize];
+            front.clear();
+            front.extend(s.smallest.get(1..n).unwrap_or(&[]).iter().rev());
+            let link = &mut self.fabric.links[l as usize];
+            link.front_min = s.smallest.first().copied().unwrap_or(MOVING);
             link.rest_floor = s.smallest.get(FRONT).copied().unwrap_or(MOVING);
         }
         self.scratch.order = s;

@@ -57,21 +57,22 @@ pub(super) struct Link {
     /// group. The timers scan this instead of the flows (`crossings`): a
     /// full link holds hundreds at 0 and is re-armed at every promotion.
     pub(super) keys: Vec<u128>,
-    /// The flows whose key is [`MOVING`] (in no particular order; a full
-    /// link usually has one, the head of its order), so that re-arming a
-    /// link whose flows are all at 0 reads nothing else.
-    pub(super) moving: Vec<u32>,
-    /// The smallest keys at rate 0 of `keys` as the last scan found them
-    /// (at most [`FRONT`], descending, so the smallest leaves by a pop; one
-    /// leaves the list when its flow
-    /// leaves rate 0 or the link), and at most the smallest of the other
-    /// keys at rate 0 ([`MOVING`]: none; lowered where such a key is
-    /// written). Their minimum is at most every key at rate 0: the timers
-    /// scan the keys for a flow at 0 ahead of a moving one only while it is
-    /// below the last moving flow's key. A link's order usually loses its
-    /// head at each promotion, so the list spares that many scans.
-    pub(super) front: Vec<u128>,
+    /// Under pFabric with its timers, of `keys`: the smallest at rate 0
+    /// that the last scan found, or a later one ([`Fabric::fronts`] holds
+    /// the others it kept; [`MOVING`]: none), and at most every key at
+    /// rate 0 out of the front ([`MOVING`]: none; lowered where such a key
+    /// is written). Their minimum is at most every key at rate 0: the
+    /// timers scan the keys for a flow at 0 ahead of a moving one only
+    /// while it is below the last moving flow's key. A link's order
+    /// usually loses its head at each promotion, so the front spares that
+    /// many scans.
+    pub(super) front_min: u128,
     pub(super) rest_floor: u128,
+    /// How many of `keys` are [`MOVING`], and their flows' ids xor-ed (the
+    /// id when one is, the usual case on a full link: the head of its
+    /// order), so that re-arming a link reads neither `keys` nor a list.
+    pub(super) moving: u32,
+    pub(super) moving_xor: u32,
     pub(super) sum_caps: u64,
     pub(super) stamp: u32,
     pub(super) local: u32,
@@ -82,9 +83,10 @@ impl Default for Link {
         Link {
             flows: Vec::new(),
             keys: Vec::new(),
-            moving: Vec::new(),
-            front: Vec::new(),
+            front_min: MOVING,
             rest_floor: MOVING,
+            moving: 0,
+            moving_xor: 0,
             sum_caps: 0,
             stamp: 0,
             local: 0,
@@ -93,50 +95,47 @@ impl Default for Link {
 }
 
 /// How many of a link's smallest keys at rate 0 a scan keeps
-/// ([`Link::front`]).
-pub(super) const FRONT: usize = 8;
+/// ([`Link::front_min`] and [`Fabric::fronts`]).
+pub(super) const FRONT: usize = 32;
+
 
 impl Link {
-    /// Write the key at `pos` (pFabric with its timers), keeping `moving`,
-    /// `front` and `rest_floor`.
+    /// At most every key at rate 0 of the link.
     #[inline]
-    pub(super) fn set_key(&mut self, pos: usize, fid: u32, key: u128) {
-        let old = std::mem::replace(&mut self.keys[pos], key);
+    pub(super) fn still_floor(&self) -> u128 {
+        self.front_min.min(self.rest_floor)
+    }
+
+    /// The key at `fid`'s place in `keys` went from `old` to `key` (pFabric
+    /// with its timers): keep the moving count and the floor; `front` is
+    /// the rest of the link's front ([`Fabric::fronts`]), read only when
+    /// its smallest key leaves.
+    #[inline]
+    pub(super) fn set_key(&mut self, front: &mut Vec<u128>, fid: u32, old: u128, key: u128) {
         if old == key {
             return;
         }
-        self.forget_key(fid, old);
+        self.forget_key(front, fid, old);
         if key == MOVING {
-            self.moving.push(fid);
+            self.moving += 1;
+            self.moving_xor ^= fid;
         } else {
             self.rest_floor = self.rest_floor.min(key);
         }
     }
 
-    /// `fid`'s key `old` left the link's keys.
+    /// `fid`'s key `old` left `keys`.
     #[inline]
-    pub(super) fn forget_key(&mut self, fid: u32, old: u128) {
+    pub(super) fn forget_key(&mut self, front: &mut Vec<u128>, fid: u32, old: u128) {
         if old == MOVING {
-            let i = self
-                .moving
-                .iter()
-                .position(|&m| m == fid)
-                .expect("a moving flow is listed");
-            self.moving.swap_remove(i);
-        } else if self.front.last() == Some(&old) {
-            // The usual case: the head of the order starts moving.
-            self.front.pop();
-        } else if self.front.first().is_some_and(|&hi| old <= hi) {
-            if let Some(i) = self.front.iter().position(|&k| k == old) {
-                self.front.remove(i);
-            }
+            self.moving -= 1;
+            self.moving_xor ^= fid;
+        } else if old == self.front_min {
+            // The usual case: the head of the order starts moving. (A key
+            // of the front that leaves otherwise stays there: a stale
+            // entry only lowers the floor.)
+            self.front_min = front.pop().unwrap_or(MOVING);
         }
-    }
-
-    /// At most every key at rate 0 of the link.
-    #[inline]
-    pub(super) fn still_floor(&self) -> u128 {
-        self.front.last().map_or(self.rest_floor, |&f| f.min(self.rest_floor))
     }
 }
 
@@ -144,6 +143,11 @@ impl Link {
 #[derive(Clone, Default)]
 pub(super) struct Fabric {
     pub(super) links: Vec<Link>,
+    /// Beside each of `links`, under pFabric with its timers: the keys of
+    /// its front above [`Link::front_min`], descending (the next smallest
+    /// last; apart from [`Link`] so that a recomputation's walk does not
+    /// read them).
+    pub(super) fronts: Vec<Vec<u128>>,
     pub(super) flows: Vec<Flow>,
     /// Component stamps of the flows, apart from `flows` so that the
     /// component walk (which sees every flow once per link) stays in cache.
@@ -157,6 +161,7 @@ impl Fabric {
     pub(super) fn new(links: usize) -> Self {
         Fabric {
             links: vec![Link::default(); links],
+            fronts: vec![Vec::new(); links],
             ..Fabric::default()
         }
     }

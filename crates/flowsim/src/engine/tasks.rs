@@ -167,6 +167,7 @@ impl Engine {
     }
 
     pub(super) fn finish_flow(&mut self, id: u32) {
+        let keeps_order = self.keeps_order();
         self.advance(id);
         let f = &mut self.fabric.flows[id as usize];
         f.alive = false;
@@ -191,7 +192,9 @@ impl Engine {
             let p = pos[h] as usize;
             link.flows.swap_remove(p);
             let old = link.keys.swap_remove(p);
-            link.forget_key(id, old);
+            if keeps_order {
+                link.forget_key(&mut self.fabric.fronts[l as usize], id, old);
+            }
             // Seed only a link that could bind before (host links always).
             let seed = self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l);
             link.sum_caps -= cap;
