@@ -28,6 +28,7 @@ impl IndexedHeap {
     }
 
     /// The time of `item`, if present.
+    #[inline]
     pub fn get(&self, item: u32) -> Option<u64> {
         match self.pos.get(item as usize) {
             Some(&p) if p != ABSENT => Some(self.heap[p as usize].0),

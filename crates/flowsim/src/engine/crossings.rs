@@ -81,6 +81,14 @@ impl Engine {
         }
     }
 
+    /// No timer on `l` (most links have none to remove).
+    #[inline]
+    fn disarm(&mut self, l: LinkId) {
+        if self.crossings.get(l).is_some() {
+            self.crossings.remove(l);
+        }
+    }
+
     /// pFabric with its order-swap timers on.
     pub(super) fn keeps_order(&self) -> bool {
         self.opts.policy == Policy::Pfabric && self.swap_timers
@@ -112,7 +120,7 @@ impl Engine {
         let link = &self.fabric.links[l as usize];
         if link.moving == 0 || link.flows.len() < 2 || !self.follow(l) {
             // No moving flow: no load, nothing catches up.
-            self.crossings.remove(l);
+            self.disarm(l);
             return;
         }
         if link.moving == 1 {
@@ -126,7 +134,7 @@ impl Engine {
             if rate < self.topo.capacity(l) as f64 - 1.0
                 || link.still_floor() >= float_then_id(self.rem_now(fid), fid)
             {
-                self.crossings.remove(l);
+                self.disarm(l);
                 return;
             }
         }
@@ -224,7 +232,7 @@ impl Engine {
             let at = self.events.now + (soonest.floor() as u64 + 1);
             self.crossings.set(l, at);
         } else {
-            self.crossings.remove(l);
+            self.disarm(l);
         }
     }
 }
