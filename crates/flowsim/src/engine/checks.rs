@@ -48,6 +48,7 @@ impl Engine {
             // The copies pFabric's timers scan (`Link::keys`).
             for (l, link) in self.fabric.links.iter().enumerate() {
                 let front = &self.fabric.fronts[l];
+                let order = &self.fabric.orders[l];
                 assert_eq!(link.keys.len(), link.flows.len(), "link {l}: keys");
                 let (mut moving, mut xor) = (0, 0);
                 for (&fid, &key) in link.flows.iter().zip(&link.keys) {
@@ -71,18 +72,18 @@ impl Engine {
                         // In the front (perhaps stale entries), or above
                         // the floor of the rest.
                         assert!(
-                            key == link.front_min || front.contains(&key) || link.rest_floor <= key,
+                            key == order.front_min || front.contains(&key) || order.rest_floor <= key,
                             "link {l}: flow {fid} below the floor, out of the front"
                         );
                     }
                 }
-                assert_eq!((link.moving, link.moving_xor), (moving, xor), "link {l}: moving");
+                assert_eq!((order.moving, order.moving_xor), (moving, xor), "link {l}: moving");
                 assert!(front.len() < super::fabric::FRONT);
                 for w in front.windows(2) {
                     assert!(w[0] > w[1], "link {l}: front out of order");
                 }
                 if let Some(&next) = front.last() {
-                    assert!(link.front_min < next, "link {l}: front's smallest");
+                    assert!(order.front_min < next, "link {l}: front's smallest");
                 }
             }
         }

@@ -75,9 +75,8 @@ impl Engine {
         let (links, pos, n) = (f.links, f.pos, f.n as usize);
         for h in 0..n {
             let l = links[h] as usize;
-            let link = &mut self.fabric.links[l];
-            let old = std::mem::replace(&mut link.keys[pos[h] as usize], key);
-            link.set_key(&mut self.fabric.fronts[l], fid, old, key);
+            let old = std::mem::replace(&mut self.fabric.links[l].keys[pos[h] as usize], key);
+            self.fabric.orders[l].set_key(&mut self.fabric.fronts[l], fid, old, key);
         }
     }
 
@@ -108,31 +107,32 @@ impl Engine {
     /// held back elsewhere), and only a moving flow can catch up with the
     /// one ahead of it.
     ///
-    /// The moving flows are counted on the link (`Link::moving`); the
+    /// The moving flows are counted beside the link (`LinkOrder::moving`); the
     /// link's keys are scanned only to find several, or on a full link
     /// where a flow at 0 may be ahead of a moving one
-    /// (`Link::still_floor` below the last moving key), to find each
+    /// (`LinkOrder::still_floor` below the last moving key), to find each
     /// moving flow's closest flow at 0 ahead. A full link usually holds
     /// one moving flow, the head of its order, and hundreds at 0 behind it
     /// (pFabric's strict priority), and is re-armed at every promotion:
     /// then nothing but that flow is read.
     fn arm_crossing(&mut self, l: LinkId) {
         let link = &self.fabric.links[l as usize];
-        if link.moving == 0 || link.flows.len() < 2 || !self.follow(l) {
+        let order = &self.fabric.orders[l as usize];
+        if order.moving == 0 || link.flows.len() < 2 || !self.follow(l) {
             // No moving flow: no load, nothing catches up.
             self.disarm(l);
             return;
         }
-        if link.moving == 1 {
+        if order.moving == 1 {
             // The usual case: one moving flow, the head of the order
             // unless a flow at 0 may be ahead (the general path below,
             // which gives the same when nothing is).
-            let fid = link.moving_xor;
+            let fid = order.moving_xor;
             let group = self.fabric.flows[fid as usize].group;
             let rate = self.groups.all[group as usize].rate;
             // The load is that one rate (0.0 + rate).
             if rate < self.topo.capacity(l) as f64 - 1.0
-                || link.still_floor() >= float_then_id(self.rem_now(fid), fid)
+                || order.still_floor() >= float_then_id(self.rem_now(fid), fid)
             {
                 self.disarm(l);
                 return;
@@ -142,8 +142,8 @@ impl Engine {
         s.moving.clear();
         let mut load = 0.0;
         s.order.clear();
-        if link.moving == 1 {
-            s.order.push(link.moving_xor);
+        if order.moving == 1 {
+            s.order.push(order.moving_xor);
         } else {
             // Several (rare): in the link's order, in which the load was
             // always summed.
@@ -171,7 +171,7 @@ impl Engine {
             let last = s.moving[s.moving.len() - 1].0;
             // Every flow at 0 behind every moving one (the usual case)
             // needs no scan.
-            let scan = if link.still_floor() < last {
+            let scan = if order.still_floor() < last {
                 scanned = true;
                 s.smallest.clear();
                 &link.keys[..]
@@ -221,9 +221,9 @@ impl Engine {
             let front = &mut self.fabric.fronts[l as usize];
             front.clear();
             front.extend(s.smallest.get(1..n).unwrap_or(&[]).iter().rev());
-            let link = &mut self.fabric.links[l as usize];
-            link.front_min = s.smallest.first().copied().unwrap_or(MOVING);
-            link.rest_floor = s.smallest.get(FRONT).copied().unwrap_or(MOVING);
+            let order = &mut self.fabric.orders[l as usize];
+            order.front_min = s.smallest.first().copied().unwrap_or(MOVING);
+            order.rest_floor = s.smallest.get(FRONT).copied().unwrap_or(MOVING);
         }
         self.scratch.order = s;
         if soonest < (u64::MAX / 4) as f64 {

@@ -48,7 +48,7 @@ pub(super) const MOVING: u128 = u128::MAX;
 /// A link's flows (a flow knows its index here: `Flow::pos`), the sum of
 /// their NIC rates (whether the link can bind), and the component walk's
 /// stamp and local index.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Link {
     pub(super) flows: Vec<u32>,
     /// Beside each of `flows`, under pFabric with its timers: the flow's
@@ -57,7 +57,21 @@ pub(super) struct Link {
     /// group. The timers scan this instead of the flows (`crossings`): a
     /// full link holds hundreds at 0 and is re-armed at every promotion.
     pub(super) keys: Vec<u128>,
-    /// Under pFabric with its timers, of `keys`: the smallest at rate 0
+    pub(super) sum_caps: u64,
+    pub(super) stamp: u32,
+    pub(super) local: u32,
+}
+
+/// How many of a link's smallest keys at rate 0 a scan keeps
+/// ([`LinkOrder::front_min`] and [`Fabric::fronts`]).
+pub(super) const FRONT: usize = 32;
+
+
+/// What pFabric's timers keep beside a link's [`Link::keys`] (apart from
+/// [`Link`], which every policy's recomputation walks).
+#[derive(Clone, Debug)]
+pub(super) struct LinkOrder {
+    /// Of the link's keys: the smallest at rate 0
     /// that the last scan found, or a later one ([`Fabric::fronts`] holds
     /// the others it kept; [`MOVING`]: none), and at most every key at
     /// rate 0 out of the front ([`MOVING`]: none; lowered where such a key
@@ -70,43 +84,30 @@ pub(super) struct Link {
     pub(super) rest_floor: u128,
     /// How many of `keys` are [`MOVING`], and their flows' ids xor-ed (the
     /// id when one is, the usual case on a full link: the head of its
-    /// order), so that re-arming a link reads neither `keys` nor a list.
+    /// order), so that re-arming a link reads neither its keys nor a list.
     pub(super) moving: u32,
     pub(super) moving_xor: u32,
-    pub(super) sum_caps: u64,
-    pub(super) stamp: u32,
-    pub(super) local: u32,
 }
 
-impl Default for Link {
+impl Default for LinkOrder {
     fn default() -> Self {
-        Link {
-            flows: Vec::new(),
-            keys: Vec::new(),
+        LinkOrder {
             front_min: MOVING,
             rest_floor: MOVING,
             moving: 0,
             moving_xor: 0,
-            sum_caps: 0,
-            stamp: 0,
-            local: 0,
         }
     }
 }
 
-/// How many of a link's smallest keys at rate 0 a scan keeps
-/// ([`Link::front_min`] and [`Fabric::fronts`]).
-pub(super) const FRONT: usize = 32;
-
-
-impl Link {
+impl LinkOrder {
     /// At most every key at rate 0 of the link.
     #[inline]
     pub(super) fn still_floor(&self) -> u128 {
         self.front_min.min(self.rest_floor)
     }
 
-    /// The key at `fid`'s place in `keys` went from `old` to `key` (pFabric
+    /// The key at `fid`'s place in the link's keys went from `old` to `key` (pFabric
     /// with its timers): keep the moving count and the floor; `front` is
     /// the rest of the link's front ([`Fabric::fronts`]), read only when
     /// its smallest key leaves.
@@ -124,7 +125,7 @@ impl Link {
         }
     }
 
-    /// `fid`'s key `old` left `keys`.
+    /// `fid`'s key `old` left the link's keys.
     #[inline]
     pub(super) fn forget_key(&mut self, front: &mut Vec<u128>, fid: u32, old: u128) {
         if old == MOVING {
@@ -143,8 +144,10 @@ impl Link {
 #[derive(Clone, Default)]
 pub(super) struct Fabric {
     pub(super) links: Vec<Link>,
+    /// Beside each of `links`, under pFabric with its timers.
+    pub(super) orders: Vec<LinkOrder>,
     /// Beside each of `links`, under pFabric with its timers: the keys of
-    /// its front above [`Link::front_min`], descending (the next smallest
+    /// its front above [`LinkOrder::front_min`], descending (the next smallest
     /// last; apart from [`Link`] so that a recomputation's walk does not
     /// read them).
     pub(super) fronts: Vec<Vec<u128>>,
@@ -161,6 +164,7 @@ impl Fabric {
     pub(super) fn new(links: usize) -> Self {
         Fabric {
             links: vec![Link::default(); links],
+            orders: vec![LinkOrder::default(); links],
             fronts: vec![Vec::new(); links],
             ..Fabric::default()
         }
