@@ -51,7 +51,8 @@ impl Engine {
                 let order = &self.fabric.orders[l];
                 assert_eq!(link.keys.len(), link.flows.len(), "link {l}: keys");
                 let (mut moving, mut xor) = (0, 0);
-                for (&fid, &key) in link.flows.iter().zip(&link.keys) {
+                assert!(order.seen as usize <= link.keys.len(), "link {l}: seen");
+                for (i, (&fid, &key)) in link.flows.iter().zip(&link.keys).enumerate() {
                     let f = &self.fabric.flows[fid as usize];
                     let want = if f.group == NONE {
                         super::keys::float_then_id(f.rem, fid)
@@ -68,7 +69,7 @@ impl Engine {
                     if key == super::fabric::MOVING {
                         moving += 1;
                         xor ^= fid;
-                    } else {
+                    } else if i < order.seen as usize {
                         // In the front (perhaps stale entries), or above
                         // the floor of the rest.
                         assert!(

@@ -117,6 +117,16 @@ impl Engine {
     /// then nothing but that flow is read.
     fn arm_crossing(&mut self, l: LinkId) {
         let link = &self.fabric.links[l as usize];
+        let order = &mut self.fabric.orders[l as usize];
+        let n = link.keys.len() as u32;
+        if order.seen < n {
+            // Flows started since: their keys are at 0 (a moving one is
+            // above all).
+            for &k in &link.keys[order.seen as usize..] {
+                order.rest_floor = order.rest_floor.min(k);
+            }
+            order.seen = n;
+        }
         let order = &self.fabric.orders[l as usize];
         if order.moving == 0 || link.flows.len() < 2 || !self.follow(l) {
             // No moving flow: no load, nothing catches up.
@@ -224,6 +234,7 @@ impl Engine {
             let order = &mut self.fabric.orders[l as usize];
             order.front_min = s.smallest.first().copied().unwrap_or(MOVING);
             order.rest_floor = s.smallest.get(FRONT).copied().unwrap_or(MOVING);
+            order.seen = self.fabric.links[l as usize].keys.len() as u32;
         }
         self.scratch.order = s;
         if soonest < (u64::MAX / 4) as f64 {

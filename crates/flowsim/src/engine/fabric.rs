@@ -87,6 +87,10 @@ pub(super) struct LinkOrder {
     /// order), so that re-arming a link reads neither its keys nor a list.
     pub(super) moving: u32,
     pub(super) moving_xor: u32,
+    /// The floor counts the keys before this index; those after it came
+    /// with flows started since (pushed at the end, read at the next
+    /// re-arm), so that a start does not touch this.
+    pub(super) seen: u32,
 }
 
 impl Default for LinkOrder {
@@ -96,6 +100,7 @@ impl Default for LinkOrder {
             rest_floor: MOVING,
             moving: 0,
             moving_xor: 0,
+            seen: 0,
         }
     }
 }

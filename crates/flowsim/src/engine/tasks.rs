@@ -142,7 +142,6 @@ impl Engine {
             order_bits: (bytes as f64 + 0.0).to_bits(),
         };
         let id = self.fabric.insert(f);
-        let keeps_order = self.keeps_order();
         self.stats.flows += 1;
         self.instant.started.push(id);
         for (h, &l) in links[..n].iter().enumerate() {
@@ -151,10 +150,7 @@ impl Engine {
             link.flows.push(id);
             let key = float_then_id(bytes as f64, id);
             link.keys.push(key);
-            if keeps_order {
-                let order = &mut self.fabric.orders[l as usize];
-                order.rest_floor = order.rest_floor.min(key);
-            }
+
             link.sum_caps += cap;
             // A switch link that cannot bind now could not before either:
             // no rate depends on it, so it seeds nothing.
@@ -197,7 +193,14 @@ impl Engine {
             link.flows.swap_remove(p);
             let old = link.keys.swap_remove(p);
             if keeps_order {
-                self.fabric.orders[l as usize].forget_key(&mut self.fabric.fronts[l as usize], id, old);
+                let order = &mut self.fabric.orders[l as usize];
+                order.forget_key(&mut self.fabric.fronts[l as usize], id, old);
+                let len = link.keys.len() as u32;
+                if (p as u32) < order.seen && len >= order.seen {
+                    // A key the floor did not count moved into its place.
+                    order.rest_floor = order.rest_floor.min(link.keys[p]);
+                }
+                order.seen = order.seen.min(len);
             }
             // Seed only a link that could bind before (host links always).
             let seed = self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l);
