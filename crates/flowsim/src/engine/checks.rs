@@ -73,12 +73,18 @@ impl Engine {
                         // In the front (perhaps stale entries), or above
                         // the floor of the rest.
                         assert!(
-                            key == order.front_min || front.contains(&key) || order.rest_floor <= key,
+                            key == order.front_min
+                                || front.contains(&key)
+                                || order.rest_floor <= key,
                             "link {l}: flow {fid} below the floor, out of the front"
                         );
                     }
                 }
-                assert_eq!((order.moving, order.moving_xor), (moving, xor), "link {l}: moving");
+                assert_eq!(
+                    (order.moving, order.moving_xor),
+                    (moving, xor),
+                    "link {l}: moving"
+                );
                 assert!(front.len() < super::fabric::FRONT);
                 for w in front.windows(2) {
                     assert!(w[0] > w[1], "link {l}: front out of order");

@@ -66,7 +66,6 @@ pub(super) struct Link {
 /// ([`LinkOrder::front_min`] and [`Fabric::fronts`]).
 pub(super) const FRONT: usize = 32;
 
-
 /// What pFabric's timers keep beside a link's [`Link::keys`] (apart from
 /// [`Link`], which every policy's recomputation walks).
 #[derive(Clone, Debug)]
