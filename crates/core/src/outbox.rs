@@ -30,7 +30,9 @@ impl<S: ActionSlots> ActionList<S> {
         self.items.slots().len()
     }
 
-    #[inline]
+    /// Always inlined: left to itself rustc kept it out of line (a call
+    /// per action, 9 % of `bench dataplane`'s samples).
+    #[inline(always)]
     pub fn push(&mut self, a: S::Action) {
         let capacity = self.capacity();
         if self.len >= capacity {

@@ -28,6 +28,7 @@ impl IndexedHeap {
     }
 
     /// The time of `item`, if present.
+    #[inline]
     pub fn get(&self, item: u32) -> Option<u64> {
         match self.pos.get(item as usize) {
             Some(&p) if p != ABSENT => Some(self.heap[p as usize].0),
@@ -74,6 +75,7 @@ impl IndexedHeap {
         }
     }
 
+    #[inline]
     pub fn remove(&mut self, item: u32) {
         let i = item as usize;
         let Some(&p) = self.pos.get(i) else { return };

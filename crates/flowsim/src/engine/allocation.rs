@@ -46,6 +46,9 @@ pub(super) struct Scratch {
     pub(super) kgroup: Vec<u32>,
     pub(super) xlinks: Vec<LinkId>,
     pub(super) order: super::crossings::OrderScratch,
+    /// The flows that left a group in `leave_groups` (pFabric with its
+    /// timers: their keys are written after `form_groups`).
+    pub(super) left: Vec<u32>,
 }
 
 impl Engine {
@@ -326,6 +329,15 @@ impl Engine {
         self.scratch.keyed = keyed;
         // New groups and finish events; Baraat's next threshold crossings.
         self.form_groups();
+        // The flows at 0 after leaving their groups (`form_groups` marked
+        // those in a new one; the others were at 0 and kept their keys).
+        let left = std::mem::take(&mut self.scratch.left);
+        for &fid in &left {
+            if self.fabric.flows[fid as usize].group == NONE {
+                self.mark_order(fid);
+            }
+        }
+        self.scratch.left = left;
         self.keep_behind();
         if self.opts.policy == Policy::Baraat {
             self.schedule_crossings(&comp_flows);

@@ -47,8 +47,12 @@ impl Engine {
         if self.keeps_order() {
             // The copies pFabric's timers scan (`Link::keys`).
             for (l, link) in self.fabric.links.iter().enumerate() {
+                let front = &self.fabric.fronts[l];
+                let order = &self.fabric.orders[l];
                 assert_eq!(link.keys.len(), link.flows.len(), "link {l}: keys");
-                for (&fid, &key) in link.flows.iter().zip(&link.keys) {
+                let (mut moving, mut xor) = (0, 0);
+                assert!(order.seen as usize <= link.keys.len(), "link {l}: seen");
+                for (i, (&fid, &key)) in link.flows.iter().zip(&link.keys).enumerate() {
                     let f = &self.fabric.flows[fid as usize];
                     let want = if f.group == NONE {
                         super::keys::float_then_id(f.rem, fid)
@@ -56,6 +60,37 @@ impl Engine {
                         super::fabric::MOVING
                     };
                     assert_eq!(key, want, "link {l}: key of flow {fid}");
+                    let bits = if f.group == NONE {
+                        (f.rem + 0.0).to_bits()
+                    } else {
+                        super::fabric::MOVING_BITS
+                    };
+                    assert_eq!(f.order_bits, bits, "flow {fid}: its keys' bits");
+                    if key == super::fabric::MOVING {
+                        moving += 1;
+                        xor ^= fid;
+                    } else if i < order.seen as usize {
+                        // In the front (perhaps stale entries), or above
+                        // the floor of the rest.
+                        assert!(
+                            key == order.front_min
+                                || front.contains(&key)
+                                || order.rest_floor <= key,
+                            "link {l}: flow {fid} below the floor, out of the front"
+                        );
+                    }
+                }
+                assert_eq!(
+                    (order.moving, order.moving_xor),
+                    (moving, xor),
+                    "link {l}: moving"
+                );
+                assert!(front.len() < super::fabric::FRONT);
+                for w in front.windows(2) {
+                    assert!(w[0] > w[1], "link {l}: front out of order");
+                }
+                if let Some(&next) = front.last() {
+                    assert!(order.front_min < next, "link {l}: front's smallest");
                 }
             }
         }

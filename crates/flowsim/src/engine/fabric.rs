@@ -30,7 +30,16 @@ pub(super) struct Flow {
     /// In a group: the group's per-member byte count at which the flow is
     /// done (its bytes left when the group formed).
     pub(super) target: f64,
+    /// Under pFabric with its timers: the bits of the bytes left written
+    /// as this flow's key in its links' [`Link::keys`], or
+    /// [`MOVING_BITS`] (so that a key that does not change is not
+    /// written, nor its links read).
+    pub(super) order_bits: u64,
 }
+
+/// [`Flow::order_bits`] of a flow whose keys are [`MOVING`] (a NaN's bits,
+/// no flow's bytes left).
+pub(super) const MOVING_BITS: u64 = u64::MAX;
 
 /// A [`Link::keys`] entry of a flow in a rate group (above any packed
 /// key: a finite float's bits are below the infinities').
@@ -53,10 +62,99 @@ pub(super) struct Link {
     pub(super) local: u32,
 }
 
+/// How many of a link's smallest keys at rate 0 a scan keeps
+/// ([`LinkOrder::front_min`] and [`Fabric::fronts`]).
+pub(super) const FRONT: usize = 32;
+
+/// What pFabric's timers keep beside a link's [`Link::keys`] (apart from
+/// [`Link`], which every policy's recomputation walks).
+#[derive(Clone, Debug)]
+pub(super) struct LinkOrder {
+    /// Of the link's keys: the smallest at rate 0
+    /// that the last scan found, or a later one ([`Fabric::fronts`] holds
+    /// the others it kept; [`MOVING`]: none), and at most every key at
+    /// rate 0 out of the front ([`MOVING`]: none; lowered where such a key
+    /// is written). Their minimum is at most every key at rate 0: the
+    /// timers scan the keys for a flow at 0 ahead of a moving one only
+    /// while it is below the last moving flow's key. A link's order
+    /// usually loses its head at each promotion, so the front spares that
+    /// many scans.
+    pub(super) front_min: u128,
+    pub(super) rest_floor: u128,
+    /// How many of `keys` are [`MOVING`], and their flows' ids xor-ed (the
+    /// id when one is, the usual case on a full link: the head of its
+    /// order), so that re-arming a link reads neither its keys nor a list.
+    pub(super) moving: u32,
+    pub(super) moving_xor: u32,
+    /// The floor counts the keys before this index; those after it came
+    /// with flows started since (pushed at the end, read at the next
+    /// re-arm), so that a start does not touch this.
+    pub(super) seen: u32,
+}
+
+impl Default for LinkOrder {
+    fn default() -> Self {
+        LinkOrder {
+            front_min: MOVING,
+            rest_floor: MOVING,
+            moving: 0,
+            moving_xor: 0,
+            seen: 0,
+        }
+    }
+}
+
+impl LinkOrder {
+    /// At most every key at rate 0 of the link.
+    #[inline]
+    pub(super) fn still_floor(&self) -> u128 {
+        self.front_min.min(self.rest_floor)
+    }
+
+    /// The key at `fid`'s place in the link's keys went from `old` to `key` (pFabric
+    /// with its timers): keep the moving count and the floor; `front` is
+    /// the rest of the link's front ([`Fabric::fronts`]), read only when
+    /// its smallest key leaves.
+    #[inline]
+    pub(super) fn set_key(&mut self, front: &mut Vec<u128>, fid: u32, old: u128, key: u128) {
+        if old == key {
+            return;
+        }
+        self.forget_key(front, fid, old);
+        if key == MOVING {
+            self.moving += 1;
+            self.moving_xor ^= fid;
+        } else {
+            self.rest_floor = self.rest_floor.min(key);
+        }
+    }
+
+    /// `fid`'s key `old` left the link's keys.
+    #[inline]
+    pub(super) fn forget_key(&mut self, front: &mut Vec<u128>, fid: u32, old: u128) {
+        if old == MOVING {
+            self.moving -= 1;
+            self.moving_xor ^= fid;
+        } else if old == self.front_min {
+            // The usual case: the head of the order starts moving. (A key
+            // of the front that leaves otherwise stays there: a stale
+            // entry only lowers the floor.)
+            self.front_min = front.pop().unwrap_or(MOVING);
+        }
+    }
+}
+
 /// The flows and the links they cross.
 #[derive(Clone, Default)]
 pub(super) struct Fabric {
     pub(super) links: Vec<Link>,
+    /// Beside each of `links`, under pFabric with its timers.
+    pub(super) orders: Vec<LinkOrder>,
+    /// Beside each of `links`, under pFabric with its timers: the keys of
+    /// its front above [`LinkOrder::front_min`], descending (the next smallest
+    /// last; apart from [`Link`] so that a recomputation's walk does not
+    /// read them).
+    pub(super) fronts: Vec<Vec<u128>>,
     pub(super) flows: Vec<Flow>,
     /// Component stamps of the flows, apart from `flows` so that the
     /// component walk (which sees every flow once per link) stays in cache.
@@ -70,6 +168,8 @@ impl Fabric {
     pub(super) fn new(links: usize) -> Self {
         Fabric {
             links: vec![Link::default(); links],
+            orders: vec![LinkOrder::default(); links],
+            fronts: vec![Vec::new(); links],
             ..Fabric::default()
         }
     }

@@ -224,6 +224,8 @@ impl Engine {
     pub(super) fn leave_groups(&mut self, comp_flows: &[u32], stamp: u32) {
         let mut left = std::mem::take(&mut self.groups.fresh);
         left.clear();
+        let keeps_order = self.keeps_order();
+        self.scratch.left.clear();
         for &fid in comp_flows {
             self.advance(fid);
             let f = &mut self.fabric.flows[fid as usize];
@@ -239,7 +241,11 @@ impl Engine {
                 }
                 grp.live -= 1;
                 group_task_dec(grp, tid);
-                self.mark_order(fid);
+                if keeps_order {
+                    // Its key is written once its new group is known
+                    // (after `form_groups`, by the recomputation).
+                    self.scratch.left.push(fid);
+                }
             }
         }
         for &g in &left {

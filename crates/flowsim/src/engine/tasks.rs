@@ -139,6 +139,7 @@ impl Engine {
             group: NONE,
             gpos: 0,
             target: 0.0,
+            order_bits: (bytes as f64 + 0.0).to_bits(),
         };
         let id = self.fabric.insert(f);
         self.stats.flows += 1;
@@ -147,7 +148,9 @@ impl Engine {
             let link = &mut self.fabric.links[l as usize];
             self.fabric.flows[id as usize].pos[h] = link.flows.len() as u32;
             link.flows.push(id);
-            link.keys.push(float_then_id(bytes as f64, id));
+            let key = float_then_id(bytes as f64, id);
+            link.keys.push(key);
+
             link.sum_caps += cap;
             // A switch link that cannot bind now could not before either:
             // no rate depends on it, so it seeds nothing.
@@ -164,6 +167,7 @@ impl Engine {
     }
 
     pub(super) fn finish_flow(&mut self, id: u32) {
+        let keeps_order = self.keeps_order();
         self.advance(id);
         let f = &mut self.fabric.flows[id as usize];
         f.alive = false;
@@ -187,7 +191,17 @@ impl Engine {
             let link = &mut self.fabric.links[l as usize];
             let p = pos[h] as usize;
             link.flows.swap_remove(p);
-            link.keys.swap_remove(p);
+            let old = link.keys.swap_remove(p);
+            if keeps_order {
+                let order = &mut self.fabric.orders[l as usize];
+                order.forget_key(&mut self.fabric.fronts[l as usize], id, old);
+                let len = link.keys.len() as u32;
+                if (p as u32) < order.seen && len >= order.seen {
+                    // A key the floor did not count moved into its place.
+                    order.rest_floor = order.rest_floor.min(link.keys[p]);
+                }
+                order.seen = order.seen.min(len);
+            }
             // Seed only a link that could bind before (host links always).
             let seed = self.topo.is_host_link(l) || link.sum_caps > self.topo.capacity(l);
             link.sum_caps -= cap;
