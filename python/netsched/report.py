@@ -248,6 +248,17 @@ def compact_markup(html: str) -> str:
     return "".join(out)
 
 
+# The stylesheet a report ships is build output too: its copy of the
+# template, comments and line breaks included, was a 90-line repeat of
+# templates/report.css in every committed report.
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def compact_stylesheet(css: str) -> str:
+    """`css` without comments, its white space folded to single spaces."""
+    return " ".join(_CSS_COMMENT.sub(" ", css).split()) + "\n"
+
+
 def _env():
     from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -311,7 +322,7 @@ def build_site(results: str, out: Optional[str] = None) -> int:
         groups.setdefault(e.paper or "other", []).append(e)
     env = _env()
     css = (Path(__file__).parent / "templates" / "report.css").read_text()
-    (dest / "report.css").write_text(css)
+    (dest / "report.css").write_text(compact_stylesheet(css))
     scales = sorted({e.scale for e in entries if e.scale})
     (dest / "index.html").write_text(compact_markup(env.get_template("index.html.j2").render(
         groups=groups, total=total, bars=bars, scales=scales, entries=entries)))

@@ -179,10 +179,11 @@ impl Default for SparrowSection {
     }
 }
 
-/// The parameters of `policy`'s pull scheduler from the three sections:
-/// the one place the simulator and the UDP runtime turn them into
-/// [`PullParams`], so both build the same scheduler. `levels` and
-/// `nodes_per_rack` as for [`DraconisSection::switch_config`].
+/// The parameters of `policy`'s pull scheduler from the three sections,
+/// validated: the one place the simulator, `netsched check` and the UDP
+/// runtime turn them into [`PullParams`], so all build the same scheduler
+/// and refuse the same values. `levels` and `nodes_per_rack` as for
+/// [`DraconisSection::switch_config`].
 pub fn pull_params(
     policy: PullPolicy,
     levels: u8,
@@ -190,8 +191,8 @@ pub fn pull_params(
     draconis: &DraconisSection,
     r2p2: &R2p2Section,
     sparrow: &SparrowSection,
-) -> PullParams {
-    PullParams {
+) -> Result<PullParams, ConfigError> {
+    let params = PullParams {
         draconis: draconis.switch_config(policy, levels, nodes_per_rack),
         r2p2: R2p2Config {
             jbsq_bound: r2p2.jbsq_bound,
@@ -202,7 +203,11 @@ pub fn pull_params(
             probe_ratio: sparrow.probe_ratio,
             max_jobs: sparrow.max_jobs,
         },
-    }
+    };
+    params
+        .validate()
+        .map_err(|e| ConfigError::new(e.field, e.msg))?;
+    Ok(params)
 }
 
 #[cfg(test)]

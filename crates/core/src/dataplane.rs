@@ -183,12 +183,8 @@ pub struct Pow2Samples {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Action {
-    /// Forward the task to downstream node `node`.
-    Dispatch {
-        node: NodeId,
-        task: TaskMeta,
-        decision: Decision,
-    },
+    /// Forward the task to a downstream node.
+    Dispatch(Dispatch),
     /// Run another pass with this metadata (feed back as [`Input::Resubmit`]).
     Resubmit(Resubmit),
     /// Send a state message to upstream scheduler(s).
@@ -197,6 +193,27 @@ pub enum Action {
     Drop(DropReason),
     /// The task was buffered inside the scheduler (central queue baselines).
     Queued,
+}
+
+/// A decision to forward `task` to downstream node `node`: one value, so a
+/// driver can hand it on (count it, route it, compare it) whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    pub node: NodeId,
+    pub task: TaskMeta,
+    pub decision: Decision,
+}
+
+impl Action {
+    /// [`Action::Dispatch`] of `task` to `node`, decided by `decision`.
+    #[inline(always)]
+    pub fn dispatch(node: NodeId, task: TaskMeta, decision: Decision) -> Action {
+        Action::Dispatch(Dispatch {
+            node,
+            task,
+            decision,
+        })
+    }
 }
 
 /// What a driver feeds a data plane.
@@ -306,7 +323,7 @@ pub fn handle_resubmitting(
         let mut again = None;
         for action in out.as_slice() {
             match *action {
-                Action::Dispatch { node, .. } => on_dispatch(node),
+                Action::Dispatch(Dispatch { node, .. }) => on_dispatch(node),
                 Action::Resubmit(r) => again = Some(Input::Resubmit(r)),
                 _ => {}
             }
@@ -342,11 +359,7 @@ mod tests {
                 out.push(Action::Resubmit(Resubmit::Retry { task }));
                 return;
             }
-            out.push(Action::Dispatch {
-                node: self.pass,
-                task,
-                decision: Decision::Other,
-            });
+            out.push(Action::dispatch(self.pass, task, Decision::Other));
             out.push(Action::Drop(DropReason::Overflow));
         }
         fn pipeline(&self) -> &Pipeline {

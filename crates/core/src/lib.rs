@@ -28,8 +28,8 @@ pub mod unknown_name;
 
 pub use control::Control;
 pub use dataplane::{
-    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskId,
-    TaskMeta, Upstream,
+    Action, DataPlane, Decision, Dispatch, DropReason, Input, NodeId, Notice, Outbox, Resubmit,
+    TaskId, TaskMeta, Upstream,
 };
 pub use registry::{Layer, Plane, PlaneParams, Policy};
 pub use time::Nanos;

@@ -3,7 +3,7 @@
 //! Each defect's test failed before its fix.
 
 use netsched_core::dataplane::{
-    Action, DataPlane, Decision, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
+    Action, DataPlane, Decision, Dispatch, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
 };
 use netsched_core::fixed;
 use netsched_core::horus::{
@@ -42,7 +42,9 @@ fn feed<D: DataPlane>(dp: &mut D, now: u64, input: Input) -> Effects {
         dp.handle(Nanos::new(now), input, &mut out);
         for a in out.drain() {
             match a {
-                Action::Dispatch { node, decision, .. } => fx.dispatched.push((node, decision)),
+                Action::Dispatch(Dispatch { node, decision, .. }) => {
+                    fx.dispatched.push((node, decision))
+                }
                 Action::Resubmit(r) => next = Some(Input::Resubmit(r)),
                 Action::Notify { notice, .. } => fx.notices.push(notice),
                 _ => {}

@@ -2,7 +2,7 @@
 //! a rack ends within the refresh interval, and a spine forgets a rack that
 //! stopped refreshing, without touching the per-task path.
 
-use netsched_core::dataplane::{Action, DataPlane, Input, Notice, Outbox, TaskMeta};
+use netsched_core::dataplane::{Action, DataPlane, Dispatch, Input, Notice, Outbox, TaskMeta};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions, HorusSpine};
 use netsched_core::Control;
 use netsched_core::Nanos;
@@ -29,7 +29,7 @@ fn feed(spine: &mut HorusSpine, now: u64, input: Input) -> Vec<u32> {
         spine.handle(Nanos::new(now), i, &mut out);
         for a in out.drain() {
             match a {
-                Action::Dispatch { node, .. } => racks.push(node),
+                Action::Dispatch(Dispatch { node, .. }) => racks.push(node),
                 Action::Resubmit(r) => next = Some(Input::Resubmit(r)),
                 _ => {}
             }

@@ -18,7 +18,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use common::{ipv4_checksum, SWITCH, SWITCH_MAC};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};
 use netsched_core::{
-    Action, DataPlane, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
+    Action, DataPlane, Dispatch, DropReason, Input, NodeId, Notice, Outbox, Resubmit, TaskMeta,
 };
 use netsched_proto::{
     HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
@@ -214,7 +214,7 @@ fn reference(
         leaf.handle(Nanos::new(now), input, &mut out);
         for action in out.drain() {
             match action {
-                Action::Dispatch { node, .. } => outcome = Outcome::Dispatched(node),
+                Action::Dispatch(Dispatch { node, .. }) => outcome = Outcome::Dispatched(node),
                 Action::Notify { notice, .. } => {
                     match notice {
                         Notice::IdleAdd => tally.idle_adds += 1,

@@ -245,19 +245,15 @@ fn reference_at(
         spine.handle(Nanos::new(now), input, &mut out);
         for action in out.drain() {
             match action {
-                Action::Dispatch {
-                    node,
-                    task,
-                    decision,
-                } => {
-                    match decision {
+                Action::Dispatch(d) => {
+                    match d.decision {
                         Decision::Idle => c.dispatch_idle += 1,
                         Decision::Sampled => c.dispatch_sampled += 1,
                         Decision::Other => unreachable!("no tokens, no affinity"),
                     }
                     outcome = Outcome::Dispatched {
-                        rack: node,
-                        idle_selected: task.idle_selected,
+                        rack: d.node,
+                        idle_selected: d.task.idle_selected,
                     };
                 }
                 Action::Resubmit(r) => {

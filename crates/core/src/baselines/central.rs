@@ -37,7 +37,7 @@ impl Jbsq {
 mod tests {
     use super::super::testutil::*;
     use super::*;
-    use crate::dataplane::{Action, DropReason, Input, Outbox};
+    use crate::dataplane::{Action, Dispatch, DropReason, Input, Outbox};
     use proptest::prelude::*;
 
     #[test]
@@ -52,7 +52,7 @@ mod tests {
         let mut order = Vec::new();
         for w in [b, a, a, b] {
             match run(&mut c, 0, done(w)).as_slice() {
-                [Action::Dispatch { node, task, .. }] => {
+                [Action::Dispatch(Dispatch { node, task, .. })] => {
                     assert_eq!(*node, w, "the worker that finished takes the head");
                     order.push(task.id);
                 }
@@ -89,7 +89,9 @@ mod tests {
         run(&mut c, 0, Input::Task(task(1)));
         let mut out = Outbox::new();
         c.control_add_node(4, 0, &mut out);
-        assert!(matches!(out.as_slice(), [Action::Dispatch { node: 4, task, .. }] if task.id == 1));
+        assert!(
+            matches!(out.as_slice(), [Action::Dispatch(Dispatch { node: 4, task, .. })] if task.id == 1)
+        );
         c.control_remove_node(0);
         assert_eq!(
             run(&mut c, 0, done(0)),
@@ -122,7 +124,7 @@ mod tests {
                 };
                 for a in acts {
                     match a {
-                        Action::Dispatch { node, task, .. } => {
+                        Action::Dispatch(Dispatch { node, task, .. }) => {
                             prop_assert!(running[node as usize].is_none(), "worker {} given two tasks", node);
                             running[node as usize] = Some(task.id);
                             started.push(task.id);

@@ -328,6 +328,7 @@ impl DataPlane for IdleOnly {
 mod tests {
     use super::super::testutil::*;
     use super::*;
+    use crate::dataplane::Dispatch;
     use proptest::prelude::*;
 
     fn reply(node: NodeId, qlen: u32) -> Input {
@@ -341,7 +342,7 @@ mod tests {
 
     fn decision_of(acts: &[Action]) -> (NodeId, Decision) {
         match acts {
-            [Action::Dispatch { node, decision, .. }] => (*node, *decision),
+            [Action::Dispatch(Dispatch { node, decision, .. })] => (*node, *decision),
             other => panic!("expected one dispatch, got {other:?}"),
         }
     }

@@ -114,11 +114,7 @@ impl Jbsq {
             self.levels[*c as usize].push(node);
         }
         remember(&mut self.affinity, pass, now, task, node);
-        out.push(Action::Dispatch {
-            node,
-            task,
-            decision: Decision::Other,
-        });
+        out.push(Action::dispatch(node, task, Decision::Other));
     }
 
     /// One task of `node` finished.
@@ -268,6 +264,7 @@ impl DataPlane for Jbsq {
 mod tests {
     use super::super::testutil::*;
     use super::*;
+    use crate::dataplane::Dispatch;
     use proptest::prelude::*;
 
     #[test]
@@ -283,7 +280,7 @@ mod tests {
         assert_eq!(run(&mut j, 0, Input::Task(task(7))), vec![Action::Queued]);
         // A reply frees one slot at node 1, which takes the head at once.
         match run(&mut j, 0, done(1)).as_slice() {
-            [Action::Dispatch { node: 1, task, .. }] => assert_eq!(task.id, 6),
+            [Action::Dispatch(Dispatch { node: 1, task, .. })] => assert_eq!(task.id, 6),
             other => panic!("{other:?}"),
         }
         assert_eq!(j.outstanding(1), 3);
@@ -351,7 +348,7 @@ mod tests {
         let got: Vec<(NodeId, u64)> = out
             .drain()
             .map(|a| match a {
-                Action::Dispatch { node, task, .. } => (node, task.id),
+                Action::Dispatch(Dispatch { node, task, .. }) => (node, task.id),
                 other => panic!("{other:?}"),
             })
             .collect();
@@ -363,7 +360,7 @@ mod tests {
         );
         // Node 4 frees a slot: the last waiting task goes there.
         assert!(matches!(run(&mut j, 0, done(4)).as_slice(),
-            [Action::Dispatch { node: 4, task, .. }] if task.id == 4));
+            [Action::Dispatch(Dispatch { node: 4, task, .. })] if task.id == 4));
         j.control_remove_node(4);
         assert_eq!(
             run(&mut j, 0, Input::Task(task(9))),
@@ -430,7 +427,7 @@ mod tests {
                 let mut queued = false;
                 for a in acts {
                     match a {
-                        Action::Dispatch { node, task, .. } => {
+                        Action::Dispatch(Dispatch { node, task, .. }) => {
                             if arrive {
                                 let least = *before.iter().min().unwrap();
                                 prop_assert_eq!(before[node as usize], least, "not the shortest");

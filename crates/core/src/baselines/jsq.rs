@@ -305,6 +305,7 @@ impl DataPlane for Jsq {
 mod tests {
     use super::super::testutil::*;
     use super::*;
+    use crate::dataplane::Dispatch;
     use crate::rng::Rng;
     use proptest::prelude::*;
 
@@ -351,7 +352,7 @@ mod tests {
                         let acts = run(&mut jsq, 0, Input::Task(task(i as u64)));
                         let min = model.iter().flatten().min().copied();
                         match (acts.as_slice(), min) {
-                            ([Action::Dispatch { node, .. }], Some(m)) => {
+                            ([Action::Dispatch(Dispatch { node, .. })], Some(m)) => {
                                 prop_assert_eq!(model[*node as usize], Some(m));
                                 model[*node as usize] = Some(m + 1);
                             }

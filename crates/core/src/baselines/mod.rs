@@ -258,11 +258,7 @@ fn follow_continuation(
         table.lookup(pass, now, task.id)
     };
     match entry {
-        Some(e) => out.push(Action::Dispatch {
-            node: e.node,
-            task,
-            decision: Decision::Other,
-        }),
+        Some(e) => out.push(Action::dispatch(e.node, task, Decision::Other)),
         None => out.push(Action::Drop(DropReason::NoAffinity)),
     }
 }
@@ -307,11 +303,7 @@ impl AffinityTable {
             return;
         };
         remember(self, &pass, now, task, node);
-        out.push(Action::Dispatch {
-            node,
-            task,
-            decision,
-        });
+        out.push(Action::dispatch(node, task, decision));
     }
 }
 
@@ -368,11 +360,7 @@ impl DataPlane for RandomDispatch {
                 }
                 let slot = (stage_hash(task.id ^ self.salt, 0) % n as u64) as u32;
                 let node = self.nodes.node_at(&pass, slot);
-                out.push(Action::Dispatch {
-                    node,
-                    task,
-                    decision: Decision::Other,
-                });
+                out.push(Action::dispatch(node, task, Decision::Other));
             }
             Input::Reply { .. } => {}
             _ => out.push(Action::Drop(DropReason::Unexpected)),
@@ -459,7 +447,7 @@ impl DataPlane for RoundRobin {
 
 #[cfg(test)]
 pub(crate) mod testutil {
-    use crate::dataplane::{Action, DataPlane, Input, NodeId, Outbox, TaskMeta};
+    use crate::dataplane::{Action, DataPlane, Dispatch, Input, NodeId, Outbox, TaskMeta};
 
     pub fn task(id: u64) -> TaskMeta {
         TaskMeta::single(id)
@@ -485,7 +473,7 @@ pub(crate) mod testutil {
     /// The node of the single Dispatch `input` produced.
     pub fn dispatched(dp: &mut impl DataPlane, now: u64, input: Input) -> NodeId {
         match run(dp, now, input).as_slice() {
-            [Action::Dispatch { node, .. }] => *node,
+            [Action::Dispatch(Dispatch { node, .. })] => *node,
             other => panic!("expected one dispatch, got {other:?}"),
         }
     }

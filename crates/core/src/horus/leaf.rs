@@ -192,11 +192,7 @@ impl HorusLeaf {
         if !task.last {
             self.conn.insert(pass, now, task.id, node, task.upstream);
         }
-        out.push(Action::Dispatch {
-            node,
-            task,
-            decision,
-        });
+        out.push(Action::dispatch(node, task, decision));
     }
 
     /// §3.4: report the average only when it is at least one task per worker

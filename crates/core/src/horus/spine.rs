@@ -242,11 +242,7 @@ impl HorusSpine {
         if !task.last {
             self.conn.insert(pass, now, task.id, rack, 0);
         }
-        out.push(Action::Dispatch {
-            node: rack,
-            task,
-            decision,
-        });
+        out.push(Action::dispatch(rack, task, decision));
     }
 
     // ---- control plane ----

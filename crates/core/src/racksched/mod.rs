@@ -204,11 +204,7 @@ fn schedule(
                 loads.hashed(pass, active, task.id)
             }
         };
-        out.push(Action::Dispatch {
-            node,
-            task,
-            decision: Decision::Other,
-        });
+        out.push(Action::dispatch(node, task, Decision::Other));
         return None;
     }
     // Alg. 1 lines 1-3: REQF is scheduled on LoadTable, then remembered.
@@ -235,21 +231,13 @@ fn schedule(
         }
     };
     if task.last || req.insert(pass, now, task.id, node, 0) {
-        out.push(Action::Dispatch {
-            node,
-            task,
-            decision,
-        });
+        out.push(Action::dispatch(node, task, decision));
         Some(node)
     } else {
         // ReqTable full: the continuations will miss, so the first packet must
         // already go where the hash sends them.
         let node = loads.hashed(pass, active, task.id);
-        out.push(Action::Dispatch {
-            node,
-            task,
-            decision: Decision::Other,
-        });
+        out.push(Action::dispatch(node, task, Decision::Other));
         Some(node)
     }
 }

@@ -3,6 +3,7 @@
 use super::load_table::DISPATCH_HASH;
 use super::*;
 use crate::affinity::stage_hash;
+use crate::dataplane::Dispatch;
 use crate::dataplane::{DataPlane, Input, Notice, Resubmit, Upstream};
 use crate::fixed;
 use crate::rng::Rng;
@@ -17,7 +18,7 @@ fn run(dp: &mut impl DataPlane, now: u64, input: Input) -> Vec<Action> {
 
 fn one_dispatch(acts: &[Action]) -> (NodeId, Decision) {
     match acts {
-        [Action::Dispatch { node, decision, .. }] => (*node, *decision),
+        [Action::Dispatch(Dispatch { node, decision, .. })] => (*node, *decision),
         other => panic!("expected one dispatch, got {other:?}"),
     }
 }
@@ -515,7 +516,7 @@ fn proactive_dispatch(rs: &mut RackSched, id: u64, class: u8) -> NodeId {
         ..TaskMeta::single(id)
     };
     let acts = run(rs, 0, Input::Task(t));
-    let [Action::Dispatch { node, .. }, Action::Resubmit(r)] = acts[..] else {
+    let [Action::Dispatch(Dispatch { node, .. }), Action::Resubmit(r)] = acts[..] else {
         panic!("expected a dispatch and a counting pass, got {acts:?}")
     };
     assert_eq!(r, Resubmit::CountDispatch { node, class });
@@ -529,7 +530,7 @@ fn proactive_counts_dispatches_minus_replies_and_keeps_lost_replies() {
     let mut rs = tracking(4, 4, LoadTracking::Proactive);
     let t = single(1);
     let acts = run(&mut rs, 0, t);
-    let [Action::Dispatch { node: first, .. }, Action::Resubmit(r)] = acts[..] else {
+    let [Action::Dispatch(Dispatch { node: first, .. }), Action::Resubmit(r)] = acts[..] else {
         panic!("{acts:?}")
     };
     assert_eq!(

@@ -178,6 +178,7 @@ impl Control for Pow3Idle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dataplane::Dispatch;
     use crate::baselines::testutil::{done, run};
 
     fn task(id: u64) -> Input {
@@ -193,7 +194,7 @@ mod tests {
 
     fn dispatch(p: &mut Pow3Idle, id: u64) -> (NodeId, Decision) {
         match one(p, task(id)) {
-            Action::Dispatch { node, decision, .. } => (node, decision),
+            Action::Dispatch(Dispatch { node, decision, .. }) => (node, decision),
             a => panic!("{a:?}"),
         }
     }

@@ -168,26 +168,7 @@ impl Cluster {
                     self.spine.handle(Nanos::new(self.now), input, &mut out);
                     for a in out.drain() {
                         match a {
-                            Action::Dispatch {
-                                node,
-                                task,
-                                decision,
-                            } => {
-                                prop_assert!(
-                                    (node as usize) < self.leaves.len(),
-                                    "spine picked rack {}",
-                                    node
-                                );
-                                prop_assert_eq!(
-                                    task.idle_selected,
-                                    decision == Decision::Idle,
-                                    "§A.3 flag"
-                                );
-                                self.spine_expect_q[node as usize] +=
-                                    self.factor[node as usize] as u64;
-                                self.last_rack = Some(node as usize);
-                                work.push_back(Ev::Leaf(node as usize, Input::Task(task)));
-                            }
+                            Action::Dispatch(d) => self.spine_dispatched(d, &mut work)?,
                             Action::Resubmit(r) => {
                                 let park = match r {
                                     Resubmit::Pow2 { .. } => {
@@ -244,40 +225,7 @@ impl Cluster {
                     let mut load_update = None;
                     for a in out.drain() {
                         match a {
-                            Action::Dispatch {
-                                node,
-                                task,
-                                decision,
-                            } => {
-                                let w = node as usize;
-                                prop_assert!(
-                                    w < self.queues[r].len(),
-                                    "leaf {} picked worker {}",
-                                    r,
-                                    w
-                                );
-                                prop_assert!(
-                                    self.delivered.insert(task.id),
-                                    "task {} dispatched twice",
-                                    task.id
-                                );
-                                match decision {
-                                    Decision::Idle => {
-                                        // A stale idle entry must never win.
-                                        prop_assert!(
-                                            self.queues[r][w].is_empty(),
-                                            "leaf {} sent an idle-path task to busy worker {}",
-                                            r,
-                                            w
-                                        );
-                                        self.idle_decisions += 1
-                                    }
-                                    _ => self.sampled_decisions += 1,
-                                }
-                                self.queues[r][w].push_back(task.id);
-                                self.add_dropped[r][w] = false;
-                                self.leaf_mirror[r] += self.factor[r] as u64;
-                            }
+                            Action::Dispatch(d) => self.leaf_dispatched(r, d)?,
                             Action::Resubmit(rs) => {
                                 self.resubmits += 1;
                                 if self.cfg.delay_leaf_pow2 {
@@ -316,6 +264,55 @@ impl Cluster {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The spine sent a task to rack `d.node`: check the §A.3 flag and
+    /// hand the task to that leaf.
+    fn spine_dispatched(
+        &mut self,
+        d: Dispatch,
+        work: &mut VecDeque<Ev>,
+    ) -> Result<(), TestCaseError> {
+        let rack = d.node as usize;
+        prop_assert!(rack < self.leaves.len(), "spine picked rack {}", rack);
+        prop_assert_eq!(
+            d.task.idle_selected,
+            d.decision == Decision::Idle,
+            "§A.3 flag"
+        );
+        self.spine_expect_q[rack] += self.factor[rack] as u64;
+        self.last_rack = Some(rack);
+        work.push_back(Ev::Leaf(rack, Input::Task(d.task)));
+        Ok(())
+    }
+
+    /// Leaf `r` sent a task to worker `d.node`: a task is dispatched once,
+    /// and an idle-path decision never picks a busy worker.
+    fn leaf_dispatched(&mut self, r: usize, d: Dispatch) -> Result<(), TestCaseError> {
+        let w = d.node as usize;
+        prop_assert!(w < self.queues[r].len(), "leaf {} picked worker {}", r, w);
+        prop_assert!(
+            self.delivered.insert(d.task.id),
+            "task {} dispatched twice",
+            d.task.id
+        );
+        match d.decision {
+            Decision::Idle => {
+                // A stale idle entry must never win.
+                prop_assert!(
+                    self.queues[r][w].is_empty(),
+                    "leaf {} sent an idle-path task to busy worker {}",
+                    r,
+                    w
+                );
+                self.idle_decisions += 1
+            }
+            _ => self.sampled_decisions += 1,
+        }
+        self.queues[r][w].push_back(d.task.id);
+        self.add_dropped[r][w] = false;
+        self.leaf_mirror[r] += self.factor[r] as u64;
         Ok(())
     }
 

@@ -16,19 +16,17 @@ fn feed_leaf(
     let mut resubmit = None;
     for a in out.drain() {
         match a {
-            Action::Dispatch {
-                node,
-                task,
-                decision,
-            } => {
-                if decision == Decision::Idle {
+            Action::Dispatch(d) => {
+                let queue = &mut queues[d.node as usize];
+                if d.decision == Decision::Idle {
                     assert!(
-                        queues[node as usize].is_empty(),
-                        "idle-path task {} to busy worker {node}",
-                        task.id
+                        queue.is_empty(),
+                        "idle-path task {} to busy worker {}",
+                        d.task.id,
+                        d.node
                     );
                 }
-                queues[node as usize].push_back(task.id)
+                queue.push_back(d.task.id)
             }
             Action::Resubmit(r) => resubmit = Some(r),
             _ => {}
@@ -169,7 +167,7 @@ fn spine_control_remove_rack_during_pending_idle_remove() {
     for id in 0..16 {
         spine.handle(Nanos::ZERO, Input::Task(single_packet_task(id)), &mut out);
         for a in out.drain() {
-            if let Action::Dispatch { node, .. } = a {
+            if let Action::Dispatch(Dispatch { node, .. }) = a {
                 assert_ne!(node, 1, "task sent to the removed rack");
             }
         }

@@ -24,8 +24,8 @@
 use std::collections::{BTreeSet, HashSet, VecDeque};
 
 use netsched_core::dataplane::{
-    Action, DataPlane, Decision, DropReason, Input, NodeId, Notice, Outbox, Pow2Samples, Resubmit,
-    TaskMeta, Upstream,
+    Action, DataPlane, Decision, Dispatch, DropReason, Input, NodeId, Notice, Outbox, Pow2Samples,
+    Resubmit, TaskMeta, Upstream,
 };
 use netsched_core::fixed;
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};

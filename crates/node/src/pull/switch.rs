@@ -355,10 +355,7 @@ impl PullDaemon {
             &cfg.draconis,
             &cfg.r2p2,
             &cfg.sparrow,
-        );
-        params
-            .validate()
-            .map_err(|e| ConfigError::new(e.field, e.msg))?;
+        )?;
         let Some(kind) = cfg.policy.plane() else {
             let msg = format!("{} is not a pull scheduler", cfg.policy.name());
             return Err(ConfigError::new("policy", msg).into());

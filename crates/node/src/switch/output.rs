@@ -63,24 +63,20 @@ impl SwitchDaemon {
     ) {
         for a in out.drain() {
             match a {
-                Action::Dispatch {
-                    node,
-                    task: meta,
-                    decision,
-                } => {
-                    let d = match decision {
+                Action::Dispatch(d) => {
+                    let kind = match d.decision {
                         Decision::Idle => 0,
                         Decision::Sampled => 1,
                         Decision::Other => 2,
                     };
-                    self.registry.inc(self.slots.decisions[d]);
+                    self.registry.inc(self.slots.decisions[kind]);
                     let inst = &mut self.instances[i];
                     if inst.cfg.role == Role::Leaf {
                         let now = self.clock.now_ns();
-                        inst.in_flight.dispatched(meta.id, node as u16, now);
+                        inst.in_flight.dispatched(d.task.id, d.node as u16, now);
                     }
-                    self.dispatch(i, node, meta, task);
-                    self.oracle_dispatched(i, node);
+                    self.dispatch(i, d.node, d.task, task);
+                    self.oracle_dispatched(i, d.node);
                 }
                 Action::Resubmit(r) => {
                     self.registry.inc(self.slots.resubmissions);

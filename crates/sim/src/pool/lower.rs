@@ -41,13 +41,9 @@ impl PoolSim<'_> {
     ) {
         for a in out.drain() {
             match a {
-                Action::Dispatch {
-                    node,
-                    task,
-                    decision,
-                } => {
-                    let slot = self.count_decision(false, task, decision);
-                    let pool_node = self.racks[rack as usize].nodes[node as usize];
+                Action::Dispatch(d) => {
+                    let slot = self.count_decision(false, d.task, d.decision);
+                    let pool_node = self.racks[rack as usize].nodes[d.node as usize];
                     self.send_task_to_node(now, 1, pool_node, slot);
                 }
                 Action::Resubmit(r) => {

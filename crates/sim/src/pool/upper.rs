@@ -141,31 +141,27 @@ impl PoolSim<'_> {
     ) {
         for a in out.drain() {
             match a {
-                Action::Dispatch {
-                    node,
-                    task,
-                    decision,
-                } => {
-                    let slot = self.count_decision(true, task, decision);
+                Action::Dispatch(d) => {
+                    let slot = self.count_decision(true, d.task, d.decision);
                     if self.setup.policy.is_flat() {
                         // Flat schedulers pick a worker directly: spine -> leaf -> worker.
-                        let (rack, _) = self.node_loc[node as usize];
+                        let (rack, _) = self.node_loc[d.node as usize];
                         let hops = self.spine_leaf_hops(upper, rack) + 1;
-                        self.send_task_to_node(now, hops, node, slot);
+                        self.send_task_to_node(now, hops, d.node, slot);
                     } else {
-                        let rack = self.uppers[upper as usize].nodes[node as usize];
+                        let rack = self.uppers[upper as usize].nodes[d.node as usize];
                         let hops = self.spine_leaf_hops(upper, rack);
                         self.metrics.message(MessageKind::Task);
                         if self.lost() {
                             self.abort(slot, AbortReason::Lost);
                             continue;
                         }
-                        let d = self.hop_delay(hops);
+                        let delay = self.hop_delay(hops);
                         let meta = TaskMeta {
                             upstream: upper,
-                            ..task
+                            ..d.task
                         };
-                        self.q.after(d, Ev::AtLower { rack, meta });
+                        self.q.after(delay, Ev::AtLower { rack, meta });
                     }
                 }
                 Action::Resubmit(r) => {

@@ -220,18 +220,14 @@ pub(crate) fn checked_params(
     levels: u8,
     nodes_per_rack: u32,
 ) -> Result<PullParams, ConfigError> {
-    let params = pull_params(
+    pull_params(
         policy,
         levels,
         nodes_per_rack,
         &cfg.draconis,
         &cfg.r2p2,
         &cfg.sparrow,
-    );
-    params
-        .validate()
-        .map_err(|e| ConfigError::new(e.field, e.msg))?;
-    Ok(params)
+    )
 }
 
 pub fn run_one(

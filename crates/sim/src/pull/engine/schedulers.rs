@@ -5,7 +5,7 @@
 
 use super::pipeline::{PROBE_FRAME_BYTES, RECIRC_FRAME_BYTES};
 use super::*;
-use netsched_core::dataplane::DropReason;
+use netsched_core::dataplane::{Dispatch, DropReason};
 use netsched_core::Nanos;
 
 use crate::pull::config::ServerMessage;
@@ -196,7 +196,7 @@ impl Sim<'_> {
         sw.handle(Nanos::new(now), input, &mut self.kout);
         for i in 0..self.kout.len() {
             match self.kout.as_slice()[i] {
-                Action::Dispatch { node, task, .. } => {
+                Action::Dispatch(Dispatch { node, task, .. }) => {
                     let (id, attempt) = rack_split(task.id);
                     self.accepted(id, attempt);
                     self.q.at(
