@@ -74,7 +74,7 @@ pub enum NodeCmd {
     /// A local cluster in one process (spine, leaves, executors as threads on
     /// loopback) under an open-loop client; prints the client's report.
     /// `netsched cluster up CONFIG` instead starts every daemon as a separate
-    /// process, per policy, beside the simulator (docs/runtime.md).
+    /// process, per policy, beside the simulator (docs/lab.md).
     Cluster(ClusterArgs),
 }
 

@@ -18,7 +18,8 @@
 //! * [`netns`]: network namespaces as hosts on a bridge, for tests that need
 //!   separate network stacks (failures, control-plane authentication).
 //!
-//! docs/runtime.md describes the daemons; docs/benchmarks.md the figures.
+//! docs/runtime.md describes the daemons, docs/lab.md this crate's fleet and
+//! namespace tests, docs/benchmarks.md the figures.
 
 pub mod baraat;
 pub mod bench;
