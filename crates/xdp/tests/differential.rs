@@ -588,6 +588,48 @@ fn continuations_follow_their_first_packets_worker() {
     assert!(xdp.conn_entries().unwrap().iter().all(|e| !e.used));
 }
 
+/// A worker the control plane removes loses its entries as in the sans-IO
+/// leaf (`control_remove_worker` forgets them): the reinstall keeps the
+/// program's table less those, and their continuations drop.
+#[test]
+fn a_removed_workers_entries_are_forgotten_at_reinstall() {
+    let Some(mut xdp) = bpf_leaf("a_removed_workers_entries_are_forgotten_at_reinstall") else {
+        return;
+    };
+    let mut leaf = HorusLeaf::with_options(3, SEED, CONN, HorusOptions::default());
+    let addrs: Vec<WorkerAddr> = (0..3).map(worker_addr).collect();
+    xdp.set_upstreams(&upstreams()).expect("upstreams");
+    xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
+    let mut tally = Tally::default();
+    let mut step = |leaf: &mut HorusLeaf, xdp: &mut XdpLeaf, event, seq: u16| {
+        let want = reference(leaf, PLAIN, 1_000, event, seq, &mut tally);
+        assert_eq!(through_xdp(xdp, PLAIN, 1_000, event, seq), want, "{event:?}");
+        assert_same_state(leaf, xdp, usize::from(seq));
+        want.0
+    };
+    // Three idle workers take the first three tasks.
+    for conn in 0..3u8 {
+        let first = Event::First {
+            conn,
+            idle_selected: false,
+        };
+        step(&mut leaf, &mut xdp, first, u16::from(conn));
+    }
+    let at_1 = leaf.conn_table().cells().filter(|e| e.used && e.node == 1);
+    assert_eq!(at_1.count(), 1);
+    leaf.control_remove_worker(1, &mut Outbox::new());
+    xdp.reinstall(&leaf, LEAF_MAC, &addrs).expect("reinstall");
+    assert_same_state(&leaf, &mut xdp, 3);
+    let outcomes: Vec<Outcome> = (0..3u8)
+        .map(|conn| {
+            let last = Event::Cont { conn, last: true };
+            step(&mut leaf, &mut xdp, last, 4 + u16::from(conn))
+        })
+        .collect();
+    let dropped = outcomes.iter().filter(|o| **o == Outcome::Dropped);
+    assert_eq!(dropped.count(), 1, "{outcomes:?}");
+}
+
 #[test]
 fn an_idle_selected_task_at_a_busy_rack_resends_the_idle_remove() {
     let Some(mut xdp) = bpf_leaf("an_idle_selected_task_at_a_busy_rack_resends_the_idle_remove")
