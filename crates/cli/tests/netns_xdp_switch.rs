@@ -673,8 +673,7 @@ fn multi_packet_tasks_complete_through_the_xdp_spine_and_leaf() {
 
     std::thread::sleep(Duration::from_millis(300));
     let metric = |host: &Host, name: &str, label: &str| {
-        scrape(host, LEAF_METRICS, name, label)
-            .unwrap_or_else(|| panic!("{name} at {}", host.name))
+        scrape(host, LEAF_METRICS, name, label).unwrap_or_else(|| panic!("{name} at {}", host.name))
     };
     let executed = scrape(&wrk, WORKER_METRICS, "netsched_worker_tasks_total", "").unwrap();
     let seal_drops =

@@ -101,9 +101,7 @@ impl SchedulerObject {
     pub(crate) fn conn_entries(&mut self) -> Result<Vec<Entry>, XdpError> {
         let n = self.conn_cells()?;
         let cells = self.array::<[u8; ENTRY_BYTES]>("conn_table")?;
-        (0..n)
-            .map(|i| Ok(entry_of(&cells.get(&i, 0)?)))
-            .collect()
+        (0..n).map(|i| Ok(entry_of(&cells.get(&i, 0)?))).collect()
     }
 
     /// The control plane forgets the entries of every node `live` says is

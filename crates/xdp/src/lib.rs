@@ -100,7 +100,10 @@ pub enum XdpError {
     Stats(std::io::Error),
     #[error("a connection table of {stages} stages × {slots} slots exceeds the XDP program's {} stages, {} cells", conn::CONN_MAX_STAGES, conn::CONN_CELLS)]
     ConnTable { stages: u32, slots: u32 },
-    #[error("{upstreams} upstream spines exceed the XDP leaf's {}", conn::MAX_UPSTREAMS)]
+    #[error(
+        "{upstreams} upstream spines exceed the XDP leaf's {}",
+        conn::MAX_UPSTREAMS
+    )]
     TooManyUpstreams { upstreams: usize },
     #[error("cpumap: {0}")]
     CpuMap(#[from] aya::maps::xdp::XdpMapError),

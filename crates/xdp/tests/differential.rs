@@ -48,12 +48,23 @@ const CONN: ConnTableConfig = ConnTableConfig {
 #[derive(Clone, Copy, Debug)]
 enum Event {
     /// A single-packet task (TaskFirst with isLastPacket).
-    Task { idle_selected: bool },
+    Task {
+        idle_selected: bool,
+    },
     /// The first packet of multi-packet task `conn` (no isLastPacket).
-    First { conn: u8, idle_selected: bool },
+    First {
+        conn: u8,
+        idle_selected: bool,
+    },
     /// A TaskContinuation of task `conn`, isLastPacket set with `last`.
-    Cont { conn: u8, last: bool },
-    Reply { node: NodeId, qlen: u16 },
+    Cont {
+        conn: u8,
+        last: bool,
+    },
+    Reply {
+        node: NodeId,
+        qlen: u16,
+    },
 }
 
 /// What the leaf did with one packet, all passes included.
@@ -603,7 +614,11 @@ fn a_removed_workers_entries_are_forgotten_at_reinstall() {
     let mut tally = Tally::default();
     let mut step = |leaf: &mut HorusLeaf, xdp: &mut XdpLeaf, event, seq: u16| {
         let want = reference(leaf, PLAIN, 1_000, event, seq, &mut tally);
-        assert_eq!(through_xdp(xdp, PLAIN, 1_000, event, seq), want, "{event:?}");
+        assert_eq!(
+            through_xdp(xdp, PLAIN, 1_000, event, seq),
+            want,
+            "{event:?}"
+        );
         assert_same_state(leaf, xdp, usize::from(seq));
         want.0
     };
@@ -747,12 +762,36 @@ fn decision_rate() {
     let replies = xdp.test_run(&reply, runs).expect("test run");
     let c = xdp.counters().expect("counters");
     assert_eq!(c.dispatch_sampled + c.dispatch_idle, u64::from(runs) + 8);
+    // A multi-packet task's continuation (§A.4): a table lookup, no pass.
+    // The clock is fixed so that the entry does not expire during the runs.
+    xdp.set_clock(Nanos::new(1_000)).expect("clock");
+    let first = Event::First {
+        conn: 0,
+        idle_selected: false,
+    };
+    xdp.test_run(&packet(PLAIN, first, 1), 1).expect("test run");
+    let cont = packet(
+        PLAIN,
+        Event::Cont {
+            conn: 0,
+            last: false,
+        },
+        1,
+    );
+    let follows = xdp.test_run(&cont, runs).expect("test run");
+    assert_eq!(
+        xdp.conn_counters().expect("counters").followed,
+        u64::from(runs)
+    );
     println!(
-        "busy-path decisions: {} ns each, {:.2} M/s per core; replies: {} ns each, {:.2} M/s",
+        "busy-path decisions: {} ns each, {:.2} M/s per core; replies: {} ns each, {:.2} M/s; \
+         continuations: {} ns each, {:.2} M/s",
         busy.mean_ns,
         1e3 / f64::from(busy.mean_ns.max(1)),
         replies.mean_ns,
         1e3 / f64::from(replies.mean_ns.max(1)),
+        follows.mean_ns,
+        1e3 / f64::from(follows.mean_ns.max(1)),
     );
 }
 
@@ -778,12 +817,17 @@ fn event() -> impl Strategy<Value = (u64, Event)> {
     let gap = prop_oneof![8 => 1u64..5_000, 1 => 10_000_000u64..30_000_000];
     let task = any::<bool>().prop_map(|idle_selected| Event::Task { idle_selected });
     // Multi-packet tasks 0-4; 5 is a stranger's, never opened.
-    let first = (0u8..5, any::<bool>())
-        .prop_map(|(conn, idle_selected)| Event::First { conn, idle_selected });
+    let first = (0u8..5, any::<bool>()).prop_map(|(conn, idle_selected)| Event::First {
+        conn,
+        idle_selected,
+    });
     let cont = (0u8..6, any::<bool>()).prop_map(|(conn, last)| Event::Cont { conn, last });
     // Node 4 is not a worker of the rack.
     let reply = (0u32..5, 0u16..4).prop_map(|(node, qlen)| Event::Reply { node, qlen });
-    (gap, prop_oneof![3 => task, 1 => first, 2 => cont, 3 => reply])
+    (
+        gap,
+        prop_oneof![3 => task, 1 => first, 2 => cont, 3 => reply],
+    )
 }
 
 proptest! {

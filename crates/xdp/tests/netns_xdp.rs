@@ -196,7 +196,13 @@ fn through_the_xdp_leaf(test: &str, packets: u8) {
         let table = xdp.conn_entries().expect("connection table");
         let open = table.iter().filter(|e| e.used).count();
         let conn = xdp.conn_counters().expect("counters");
-        (forwarded, notices, xdp.counters().expect("counters"), conn, open)
+        (
+            forwarded,
+            notices,
+            xdp.counters().expect("counters"),
+            conn,
+            open,
+        )
     });
     ready_rx
         .recv_timeout(Duration::from_secs(10))

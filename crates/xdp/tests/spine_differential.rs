@@ -121,7 +121,9 @@ fn bpf_spine(test: &str) -> Option<XdpSpine> {
 /// The task id of a task packet: a multi-packet task's is its `conn`'s.
 fn task_id(event: Event, seq: u16) -> u64 {
     match event {
-        Event::First { conn } | Event::Cont { conn, .. } => (7u64 << 32) | 0x1_0000 | u64::from(conn),
+        Event::First { conn } | Event::Cont { conn, .. } => {
+            (7u64 << 32) | 0x1_0000 | u64::from(conn)
+        }
         _ => (7u64 << 32) | u64::from(seq),
     }
 }
