@@ -42,6 +42,38 @@ fn worker_list(wrk: &Host) -> String {
     quoted(&workers)
 }
 
+/// The cluster key, as `cluster up` hands it out (32 times the hex `byte`),
+/// written under `dir`: the leaf's program seals every task it forwards and
+/// the workers run only sealed ones. Returns its path.
+fn cluster_key(dir: &Path, byte: &str) -> String {
+    let key = dir.join("cluster.key");
+    netsched_node::secret::write_secret_file(&key, &byte.repeat(32)).unwrap();
+    key.display().to_string()
+}
+
+/// The worker agent of `WORKERS` executors on `wrk` under the leaf at
+/// `leaf_at`, taking only tasks sealed under `key`; `extra` ends its config.
+fn start_sealed_worker(
+    procs: &mut Procs,
+    dir: &Path,
+    wrk: &Host,
+    leaf_at: &str,
+    key: &str,
+    extra: &str,
+) {
+    let quoted = worker_list(wrk);
+    let p = write_config(
+        dir,
+        "worker.toml",
+        format!(
+            "listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\n\
+             metrics = \"{}\"\nkey_file = \"{key}\"\n{extra}",
+            wrk.at(WORKER_METRICS)
+        ),
+    );
+    procs.start("worker", wrk, &["worker", "-c", &p]);
+}
+
 #[test]
 fn every_task_completes_through_the_xdp_switch_with_loss() {
     let test = "every_task_completes_through_the_xdp_switch_with_loss";
@@ -60,22 +92,10 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let quoted = worker_list(&wrk);
     let mut procs = Procs::new(dir);
 
-    // The cluster key, as `cluster up` hands it out: the program seals
-    // every task it forwards and the workers run only sealed ones.
-    let key = dir.join("cluster.key");
-    netsched_node::secret::write_secret_file(&key, &"5e".repeat(32)).unwrap();
-    let key = key.display();
+    let key = cluster_key(dir, "5e");
     // Tasks lost on their way into the worker (5 %).
-    let p = write_config(
-        dir,
-        "worker.toml",
-        format!(
-            "listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\n\
-             metrics = \"{}\"\nkey_file = \"{key}\"\n\n[fault]\ndrop_rate = 0.05\nseed = 11\n",
-            wrk.at(WORKER_METRICS)
-        ),
-    );
-    procs.start("worker", &wrk, &["worker", "-c", &p]);
+    let fault = "\n[fault]\ndrop_rate = 0.05\nseed = 11\n";
+    start_sealed_worker(&mut procs, dir, &wrk, &leaf_at, &key, fault);
     // Replies lost after the program counted them (5 %).
     let p = write_config(
         dir,
@@ -608,19 +628,8 @@ fn multi_packet_tasks_complete_through_the_xdp_spine_and_leaf() {
     let leaf_at = leaf.at(LEAF_PORT);
     let quoted = worker_list(&wrk);
     let mut procs = Procs::new(dir);
-    let key = dir.join("cluster.key");
-    netsched_node::secret::write_secret_file(&key, &"6f".repeat(32)).unwrap();
-    let key = key.display();
-    let p = write_config(
-        dir,
-        "worker.toml",
-        format!(
-            "listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\n\
-             metrics = \"{}\"\nkey_file = \"{key}\"\n",
-            wrk.at(WORKER_METRICS)
-        ),
-    );
-    procs.start("worker", &wrk, &["worker", "-c", &p]);
+    let key = cluster_key(dir, "6f");
+    start_sealed_worker(&mut procs, dir, &wrk, &leaf_at, &key, "");
     let xdp = "datapath = \"xdp\"\n\n[xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpu = 1\n";
     let p = write_config(
         dir,
