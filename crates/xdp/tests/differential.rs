@@ -279,10 +279,7 @@ fn reference(
         leaf.handle(Nanos::new(now), input, &mut out);
         for action in out.drain() {
             match action {
-                Action::Dispatch { node, task, .. } => {
-                    tally.conn.followed += u64::from(!task.first);
-                    outcome = Outcome::Dispatched(node)
-                }
+                Action::Dispatch { node, .. } => outcome = Outcome::Dispatched(node),
                 Action::Notify { notice, .. } => {
                     match notice {
                         Notice::IdleAdd => tally.idle_adds += 1,
@@ -310,6 +307,9 @@ fn reference(
                 Action::Queued => unreachable!("a Horus leaf never queues"),
             }
         }
+    }
+    if let Event::Cont { .. } = event {
+        tally.conn.followed += u64::from(matches!(outcome, Outcome::Dispatched(_)));
     }
     (outcome, notices)
 }

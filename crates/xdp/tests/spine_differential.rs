@@ -304,7 +304,9 @@ fn reference_at(
                         Decision::Idle => c.dispatch_idle += 1,
                         Decision::Sampled => c.dispatch_sampled += 1,
                         // A continuation (no tokens): counted by the table.
-                        Decision::Other => assert!(!task.first, "{event:?}"),
+                        Decision::Other => {
+                            assert!(matches!(event, Event::Cont { .. }), "{event:?}")
+                        }
                     }
                     outcome = Outcome::Dispatched {
                         rack: node,
