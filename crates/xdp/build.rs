@@ -16,6 +16,7 @@ fn main() {
     println!("cargo:rerun-if-changed=bpf/maps.h");
     // Shared by the Horus leaf and spine.
     println!("cargo:rerun-if-changed=bpf/horus_core.h");
+    println!("cargo:rerun-if-changed=bpf/conn.h");
     // Sealed state messages (the Horus spine).
     println!("cargo:rerun-if-changed=bpf/seal.h");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));

@@ -42,6 +42,38 @@ fn worker_list(wrk: &Host) -> String {
     quoted(&workers)
 }
 
+/// The cluster key, as `cluster up` hands it out (32 times the hex `byte`),
+/// written under `dir`: the leaf's program seals every task it forwards and
+/// the workers run only sealed ones. Returns its path.
+fn cluster_key(dir: &Path, byte: &str) -> String {
+    let key = dir.join("cluster.key");
+    netsched_node::secret::write_secret_file(&key, &byte.repeat(32)).unwrap();
+    key.display().to_string()
+}
+
+/// The worker agent of `WORKERS` executors on `wrk` under the leaf at
+/// `leaf_at`, taking only tasks sealed under `key`; `extra` ends its config.
+fn start_sealed_worker(
+    procs: &mut Procs,
+    dir: &Path,
+    wrk: &Host,
+    leaf_at: &str,
+    key: &str,
+    extra: &str,
+) {
+    let quoted = worker_list(wrk);
+    let p = write_config(
+        dir,
+        "worker.toml",
+        format!(
+            "listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\n\
+             metrics = \"{}\"\nkey_file = \"{key}\"\n{extra}",
+            wrk.at(WORKER_METRICS)
+        ),
+    );
+    procs.start("worker", wrk, &["worker", "-c", &p]);
+}
+
 #[test]
 fn every_task_completes_through_the_xdp_switch_with_loss() {
     let test = "every_task_completes_through_the_xdp_switch_with_loss";
@@ -60,22 +92,10 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let quoted = worker_list(&wrk);
     let mut procs = Procs::new(dir);
 
-    // The cluster key, as `cluster up` hands it out: the program seals
-    // every task it forwards and the workers run only sealed ones.
-    let key = dir.join("cluster.key");
-    netsched_node::secret::write_secret_file(&key, &"5e".repeat(32)).unwrap();
-    let key = key.display();
+    let key = cluster_key(dir, "5e");
     // Tasks lost on their way into the worker (5 %).
-    let p = write_config(
-        dir,
-        "worker.toml",
-        format!(
-            "listen = [{quoted}]\nleaf = \"{leaf_at}\"\npool = 1\nheartbeat_ms = 50\n\
-             metrics = \"{}\"\nkey_file = \"{key}\"\n\n[fault]\ndrop_rate = 0.05\nseed = 11\n",
-            wrk.at(WORKER_METRICS)
-        ),
-    );
-    procs.start("worker", &wrk, &["worker", "-c", &p]);
+    let fault = "\n[fault]\ndrop_rate = 0.05\nseed = 11\n";
+    start_sealed_worker(&mut procs, dir, &wrk, &leaf_at, &key, fault);
     // Replies lost after the program counted them (5 %).
     let p = write_config(
         dir,
@@ -578,6 +598,116 @@ fn an_xdp_leaf_refreshes_its_spine_from_the_programs_maps() {
         idle_adds >= 5 && loads >= 5,
         "{idle_adds} idleAdds, {loads} loadUpdates in 3 s"
     );
+    drop(procs);
+    drop(lab);
+}
+
+/// Multi-packet tasks (Horus §A.4) through an XDP spine and an XDP leaf,
+/// both `netsched switch` daemons: every packet of a task is scheduled or
+/// followed in the programs (the first by the spine's and the leaf's
+/// passes, each continuation by their connection tables), sealed by the
+/// leaf's program for the workers, and none is passed up and refused. A
+/// client sends tasks of three packets with retries; every task completes,
+/// and the tables' counters account for every continuation.
+#[test]
+fn multi_packet_tasks_complete_through_the_xdp_spine_and_leaf() {
+    let test = "multi_packet_tasks_complete_through_the_xdp_spine_and_leaf";
+    if common::bpf_missing(test) {
+        return;
+    }
+    let Some(mut lab) = common::lab(test, "xmp") else {
+        return;
+    };
+    let cli = lab.host("cli").unwrap();
+    let spine = lab.host("spine").unwrap();
+    let leaf = lab.host("leaf").unwrap();
+    let wrk = lab.host("wrk").unwrap();
+    let scratch = Scratch::new("xmp");
+    let dir = scratch.path();
+    let spine_at = spine.at(LEAF_PORT - 1);
+    let leaf_at = leaf.at(LEAF_PORT);
+    let quoted = worker_list(&wrk);
+    let mut procs = Procs::new(dir);
+    let key = cluster_key(dir, "6f");
+    start_sealed_worker(&mut procs, dir, &wrk, &leaf_at, &key, "");
+    let xdp = "datapath = \"xdp\"\n\n[xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpu = 1\n";
+    let p = write_config(
+        dir,
+        "spine.toml",
+        format!(
+            "listen = \"{spine_at}\"\nmetrics = \"{}\"\nseed = 3\nkey_file = \"{key}\"\n{xdp}\n\
+             [[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"horus\"\n\
+             downstream = [\"{leaf_at}\"]\nrack_workers = [{WORKERS}]\n",
+            spine.at(LEAF_METRICS)
+        ),
+    );
+    procs.start("spine", &spine, &["switch", "-c", &p]);
+    let p = write_config(
+        dir,
+        "leaf.toml",
+        format!(
+            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 4\nkey_file = \"{key}\"\n{xdp}\n\
+             [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\nrack = 0\n\
+             upstream = [\"{spine_at}\"]\ndownstream = [{quoted}]\n",
+            leaf.at(LEAF_METRICS)
+        ),
+    );
+    procs.start("leaf", &leaf, &["switch", "-c", &p]);
+    for host in [&spine, &leaf] {
+        let up = scrape(host, LEAF_METRICS, "netsched_xdp_events_total", "");
+        assert!(up.is_some(), "{}'s /metrics never answered", host.name);
+    }
+    wait_for("every worker live", Duration::from_secs(15), || {
+        scrape(&leaf, LEAF_METRICS, "netsched_live_nodes", "") == Some(u64::from(WORKERS))
+    });
+    procs.check_running();
+
+    // 500 tasks/s of three packets each for 1.5 s; a task not answered in
+    // 100 ms is sent again, every packet of it.
+    let cfg = write_config(
+        dir,
+        "client.toml",
+        format!(
+            "targets = [{{ addr = \"{spine_at}\" }}]\npool = 1\napp_id = 7\npackets = 3\n\
+             rate = 500\nduration_ms = 1500\ntimeout_ms = 100\nretries = 20\nseed = 5\n\
+             bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 100 }}\n",
+            cli.addr
+        ),
+    );
+    let report = ClientRun::start(&cli, None, &cfg, dir.join("client.json")).report();
+    let submitted = n(&report, "submitted");
+    assert!(submitted > 400, "{report}");
+    assert_eq!(n(&report, "completed"), submitted, "{report}");
+    procs.check_running();
+
+    std::thread::sleep(Duration::from_millis(300));
+    let metric = |host: &Host, name: &str, label: &str| {
+        scrape(host, LEAF_METRICS, name, label).unwrap_or_else(|| panic!("{name} at {}", host.name))
+    };
+    let executed = scrape(&wrk, WORKER_METRICS, "netsched_worker_tasks_total", "").unwrap();
+    let seal_drops =
+        scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "").unwrap_or(0);
+    let mut counts = format!("submitted {submitted}, executed {executed}");
+    for host in [&spine, &leaf] {
+        let event = |e: &str| metric(host, "netsched_xdp_events_total", &format!("\"{e}\""));
+        let dispatched = metric(host, "netsched_xdp_events_total", "dispatch_");
+        let followed = event("conn_followed");
+        let (strangers, overflows) = (event("drop_no_affinity"), event("conn_overflows"));
+        let refused = metric(host, "netsched_drops_total", "xdp_passed_task");
+        counts += &format!(
+            "; {}: dispatched {dispatched}, followed {followed}, no affinity {strangers}, \
+             overflows {overflows}, refused {refused}",
+            host.name
+        );
+        // Each dispatched first packet has two continuations, each
+        // followed (nothing is lost here); each completed task's last
+        // packet went through the table at least once.
+        assert_eq!(followed, 2 * dispatched, "{counts}");
+        assert!(dispatched >= submitted, "{counts}");
+        assert_eq!((strangers, overflows, refused), (0, 0, 0), "{counts}");
+    }
+    assert!(submitted <= executed, "{counts}");
+    assert_eq!(seal_drops, 0, "continuations sealed by the leaf: {counts}");
     drop(procs);
     drop(lab);
 }

@@ -191,6 +191,27 @@ impl AffinityTable {
         }
     }
 
+    /// Stages of the table (pipeline stages, one array each).
+    pub fn stage_count(&self) -> u32 {
+        self.stages.len() as u32
+    }
+
+    pub fn slots_per_stage(&self) -> u32 {
+        self.slots
+    }
+
+    /// How long an entry lives (§A.4: tens of milliseconds).
+    pub fn timeout_ns(&self) -> u64 {
+        self.timeout_ns
+    }
+
+    /// Every cell, stage 0 first (`affinity.0`, `affinity.1`, ...), read by
+    /// the control plane: crates/xdp installs these in its connection-table
+    /// map and checks them after every packet.
+    pub fn cells(&self) -> impl Iterator<Item = &Entry> + '_ {
+        self.stages.iter().flat_map(|s| s.as_slice().iter())
+    }
+
     pub fn occupancy(&self) -> usize {
         self.stages
             .iter()

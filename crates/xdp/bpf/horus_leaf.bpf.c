@@ -17,6 +17,9 @@
 // maps are updated without atomics, as a switch's stage updates one cell
 // per packet.
 //
+// Multi-packet tasks follow the connection table of §A.4 (conn.h): the
+// first packet is scheduled and recorded, continuations go where it went.
+//
 // XDP cannot originate a packet, so notices toward the spine (idleAdd,
 // idleRemove, loadUpdate) are pushed in order onto the `notices` queue map;
 // the loader pops them and sends the datagrams the socket daemon would send.
@@ -45,6 +48,7 @@
 #define REPLY_STATUS_MAX 1
 
 #include "horus_core.h"
+#include "conn.h"
 
 // Notice kinds on the `notices` queue (crates/xdp/src/lib.rs NoticeKind).
 #define NOTICE_IDLE_ADD 1
@@ -466,6 +470,17 @@ failed:
 	return XDP_DROP;
 }
 
+// A task packet on to `node`, sealed (forward, seal_forwarded).
+static __always_inline int send_task(struct xdp_md *ctx, struct udp_frame *f, __u8 *horus,
+				     void *data_end, __u32 node, __u32 len,
+				     const struct leaf_config *cfg)
+{
+	int verdict = forward(f->eth, f->ip, f->udp, horus, data_end, node, cfg);
+	if (verdict == XDP_TX)
+		verdict = seal_forwarded(ctx, len);
+	return verdict;
+}
+
 // The leaf on one packet.
 static __always_inline int leaf_run(struct xdp_md *ctx)
 {
@@ -501,11 +516,18 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 			verdict = reply_out(&frame, horus, data_end, node, cfg);
 		return verdict;
 	}
-	int flags = type == TYPE_TASK_FIRST ? task_first_flags(horus, data_end, len) : -1;
-	// A multi-packet task needs the connection table (§A.4), which stays in
-	// user space: its first packet and continuations are passed up.
-	if (flags < 0 || !(flags & FLAG_LAST))
+	int flags = conn_task_flags(type, horus, data_end, len);
+	if (flags < 0 || (void *)(horus + TASK_FIXED) > data_end)
 		goto pass;
+	__u64 key = conn_task_key(horus);
+	if (type == TYPE_TASK_CONT) {
+		// §A.4: a continuation goes to its first packet's worker (conn.h),
+		// with no scheduling pass; none known: dropped, counted.
+		long node = conn_follow(key, flags & FLAG_LAST, now);
+		if (node < 0)
+			return XDP_DROP;
+		return send_task(ctx, &frame, horus, data_end, (__u32)node, len, cfg);
+	}
 
 	struct task_run run = {
 		.now = now,
@@ -522,10 +544,12 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 	}
 	if (run.verdict != XDP_TX)
 		return run.verdict;
-	int verdict = forward(frame.eth, frame.ip, frame.udp, horus, data_end, run.chosen, cfg);
-	if (verdict == XDP_TX)
-		verdict = seal_forwarded(ctx, len);
-	return verdict;
+	// §A.4: the first packet of a multi-packet task records its worker and
+	// the spine it came from (read before `forward` rewrites the source).
+	if (!(flags & FLAG_LAST))
+		conn_insert(key, now, run.chosen,
+			    conn_upstream_of(frame.ip->saddr, frame.udp->source));
+	return send_task(ctx, &frame, horus, data_end, run.chosen, len, cfg);
 pass:
 	count(C_PASSED, 1);
 	return XDP_PASS;

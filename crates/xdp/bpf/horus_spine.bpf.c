@@ -15,8 +15,10 @@
 //   second pass right after the first.
 // * idleAdd, idleRemove (both passes of Alg. 1's remove, back to back) and
 //   loadUpdate from a leaf update the arrays; they end here (XDP_DROP).
-// * Everything else (replies, multi-packet tasks, other traffic) is passed
-//   up to the daemon.
+// * A multi-packet task's first packet is scheduled the same way and its
+//   rack recorded in the connection table (§A.4, conn.h); its
+//   continuations follow that rack.
+// * Everything else (replies, other traffic) is passed up to the daemon.
 // * Sealed state messages (seal.h): with the notice key installed, a notice
 //   is taken only sealed, under the key, with a sequence number above the
 //   last one taken from its rack; else it is counted and dropped, as the
@@ -50,6 +52,7 @@
 #define LOAD_UPDATE_LEN (HORUS_HEADER_LEN + 4)
 
 #include "horus_core.h"
+#include "conn.h"
 #include "seal.h"
 
 // Counters (crates/xdp/src/spine.rs SpineCounters), indices into `counters`.
@@ -442,13 +445,26 @@ static __always_inline int spine_run(struct xdp_md *ctx)
 			return XDP_DROP;
 		return take_notice(type, src, horus, data_end, &frame, cfg);
 	}
-	int flags = type == TYPE_TASK_FIRST ? task_first_flags(horus, data_end, len) : -1;
-	if (flags < 0 || !(flags & FLAG_LAST))
+	int flags = conn_task_flags(type, horus, data_end, len);
+	if (flags < 0 || (void *)(horus + TASK_FIXED) > data_end)
 		goto pass;
+	__u64 key = conn_task_key(horus);
+	__u64 now = conn_now();
+	if (type == TYPE_TASK_CONT) {
+		// §A.4: a continuation goes to its first packet's rack (conn.h),
+		// never marked idleSelected; none known: dropped, counted.
+		long rack = conn_follow(key, flags & FLAG_LAST, now);
+		if (rack < 0)
+			return XDP_DROP;
+		return forward(&frame, horus, data_end, (__u32)rack, 0, cfg);
+	}
 	int idle = 0;
 	long rack = schedule(rng, &idle);
 	if (rack < 0)
 		return XDP_DROP;
+	// §A.4: a multi-packet task's first packet records its rack.
+	if (!(flags & FLAG_LAST))
+		conn_insert(key, now, (__u32)rack, 0);
 	return forward(&frame, horus, data_end, (__u32)rack, idle, cfg);
 pass:
 	count(C_PASSED, 1);

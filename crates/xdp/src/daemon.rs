@@ -52,7 +52,9 @@ impl XdpLeaf {
 
     /// Installs `leaf`'s state again (a control-plane change: a worker added
     /// or removed) but keeps the program's random stream, so the samples do
-    /// not repeat the ones drawn since the first install.
+    /// not repeat the ones drawn since the first install, and its
+    /// connection table, less the entries of workers `leaf` no longer has
+    /// (`HorusLeaf::control_remove_worker` forgets them so).
     pub fn reinstall(
         &mut self,
         leaf: &HorusLeaf,
@@ -60,7 +62,9 @@ impl XdpLeaf {
         workers: &[WorkerAddr],
     ) -> Result<(), XdpError> {
         let rng = self.rng_state()?;
-        self.install(leaf, leaf_mac, workers)?;
+        self.install_registers(leaf, leaf_mac, workers)?;
+        self.object
+            .conn_forget(|node| leaf.busy_nodes().contains(node))?;
         self.object.array::<[u64; 4]>("leaf_rng")?.set(0, rng, 0)?;
         Ok(())
     }

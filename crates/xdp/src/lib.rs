@@ -8,6 +8,7 @@
 //! ([`XdpLeaf::install`]): every register array into the map of the same
 //! name, and the random stream's state, so both draw the same samples.
 
+mod conn;
 mod cpu_thread;
 mod daemon;
 mod draconis;
@@ -22,6 +23,7 @@ use netsched_core::horus::HorusLeaf;
 use netsched_core::{Nanos, NodeId, Notice};
 
 pub use aya::programs::XdpFlags;
+pub use conn::{ConnCounters, CONN_CELLS, CONN_MAX_STAGES, MAX_UPSTREAMS};
 use daemon::Steering;
 pub use daemon::{interface_mac, neighbour_mac, CpuRuns, SchedulerThread, MAX_CPUS};
 pub use draconis::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpSlot, MAX_LEVELS};
@@ -96,6 +98,13 @@ pub enum XdpError {
     Fd(std::io::Error),
     #[error("BPF run-time statistics: {0}")]
     Stats(std::io::Error),
+    #[error("a connection table of {stages} stages × {slots} slots exceeds the XDP program's {} stages, {} cells", conn::CONN_MAX_STAGES, conn::CONN_CELLS)]
+    ConnTable { stages: u32, slots: u32 },
+    #[error(
+        "{upstreams} upstream spines exceed the XDP leaf's {}",
+        conn::MAX_UPSTREAMS
+    )]
+    TooManyUpstreams { upstreams: usize },
     #[error("cpumap: {0}")]
     CpuMap(#[from] aya::maps::xdp::XdpMapError),
     #[error(
@@ -141,7 +150,7 @@ pub struct XdpCounters {
     pub drop_no_nodes: u64,
     pub drop_overflow: u64,
     pub drop_unknown_node: u64,
-    /// Packets handed to the kernel's stack: not Horus, multi-packet tasks.
+    /// Packets handed to the kernel's stack: not Horus, malformed.
     pub passed: u64,
     pub replies: u64,
     /// Notices the full `notices` queue could not take.
@@ -250,6 +259,7 @@ pub struct XdpLeaf {
 
 impl XdpLeaf {
     crate::object::steered_program_methods!("horus_steer");
+    crate::conn::conn_table_methods!();
 
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {
@@ -273,10 +283,29 @@ impl XdpLeaf {
     }
 
     /// The control plane installs `leaf`'s state: its options, every
-    /// register array, its random stream, and the workers' addresses.
-    /// Only the paper's mechanism runs in XDP: a leaf with idle tokens is
-    /// refused ([`XdpError::IdleTokens`]).
+    /// register array, its connection table (§A.4), its random stream, and
+    /// the workers' addresses. Only the paper's mechanism runs in XDP: a
+    /// leaf with idle tokens is refused ([`XdpError::IdleTokens`]).
     pub fn install(
+        &mut self,
+        leaf: &HorusLeaf,
+        leaf_mac: [u8; 6],
+        workers: &[WorkerAddr],
+    ) -> Result<(), XdpError> {
+        self.install_registers(leaf, leaf_mac, workers)?;
+        self.object.install_conn(leaf.conn_table())
+    }
+
+    /// A multi-packet task's first packet from the i-th of `upstream` (the
+    /// leaf's spines, its config's order) records spine i in the
+    /// connection table (§A.4), from any other source 0, as the socket
+    /// daemon records it.
+    pub fn set_upstreams(&mut self, upstream: &[std::net::SocketAddr]) -> Result<(), XdpError> {
+        self.object.set_conn_upstreams(upstream)
+    }
+
+    /// [`Self::install`] without the connection table.
+    fn install_registers(
         &mut self,
         leaf: &HorusLeaf,
         leaf_mac: [u8; 6],

@@ -41,7 +41,7 @@ pub struct SpineCounters {
     pub idle_adds: u64,
     pub idle_removes: u64,
     pub load_updates: u64,
-    /// Handed to the stack: replies, multi-packet tasks, malformed frames.
+    /// Handed to the stack: replies, malformed frames.
     pub passed: u64,
     /// Notices whose source is not the rack's leaf address.
     pub drop_unregistered: u64,
@@ -110,6 +110,7 @@ pub(crate) fn notice_key_bytes(key: [u8; 16]) -> [u8; NOTICE_KEY_BYTES] {
 
 impl XdpSpine {
     crate::object::steered_program_methods!("spine_steer");
+    crate::conn::conn_table_methods!();
 
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {
@@ -127,10 +128,22 @@ impl XdpSpine {
     }
 
     /// The control plane installs `spine`'s state: every register array,
-    /// its random stream, and each rack's leaf address (`racks[r]`). Only
+    /// its connection table (§A.4), its random stream, and each rack's
+    /// leaf address (`racks[r]`). Only
     /// the paper's mechanism runs in XDP: idle tokens, a random idle pick
     /// and the lock-free remove (horus-sim's) are refused.
     pub fn install(
+        &mut self,
+        spine: &HorusSpine,
+        spine_mac: [u8; 6],
+        racks: &[RackAddr],
+    ) -> Result<(), XdpError> {
+        self.install_registers(spine, spine_mac, racks)?;
+        self.object.install_conn(spine.conn_table())
+    }
+
+    /// [`Self::install`] without the connection table.
+    fn install_registers(
         &mut self,
         spine: &HorusSpine,
         spine_mac: [u8; 6],
@@ -163,7 +176,8 @@ impl XdpSpine {
     }
 
     /// Installs `spine`'s state again (a rack added or removed), keeping the
-    /// program's random stream.
+    /// program's random stream and its connection table, less the entries
+    /// of racks `spine` no longer has (`HorusSpine::control_remove_rack`).
     pub fn reinstall(
         &mut self,
         spine: &HorusSpine,
@@ -171,7 +185,9 @@ impl XdpSpine {
         racks: &[RackAddr],
     ) -> Result<(), XdpError> {
         let rng = self.rng_state()?;
-        self.install(spine, spine_mac, racks)?;
+        self.install_registers(spine, spine_mac, racks)?;
+        self.object
+            .conn_forget(|rack| spine.busy_nodes().contains(rack))?;
         self.object.array::<[u64; 4]>("spine_rng")?.set(0, rng, 0)?;
         Ok(())
     }
@@ -211,6 +227,13 @@ impl XdpSpine {
             .array::<u64>("spine_clock")?
             .set(0, now.get(), 0)?;
         Ok(())
+    }
+
+    /// Fixes the connection table's clock at `now` (the differential
+    /// tests; `None`, the default: the kernel's monotonic clock). The spine
+    /// has no other clock on its data path.
+    pub fn set_conn_clock(&mut self, now: Option<Nanos>) -> Result<(), XdpError> {
+        self.object.set_conn_clock(now.map(Nanos::get))
     }
 
     fn write_config(&mut self) -> Result<(), XdpError> {

@@ -1,6 +1,10 @@
 //! The same packets through the sans-IO HorusLeaf (crates/core) and through
 //! the XDP leaf (BPF_PROG_TEST_RUN): the same decisions, notices, counters,
-//! register arrays (map contents against `peek`) and random stream. With
+//! register arrays (map contents against `peek`), connection table (§A.4,
+//! cell for cell) and random stream. Multi-packet tasks (a first packet
+//! without isLastPacket, continuations, strangers' continuations) run
+//! beside single-packet ones on a small table, so entries collide,
+//! overflow and expire. With
 //! reply forwarding on, a reply's way on (to its application's client, from
 //! the program, or passed up to the daemon) is checked against the daemon's
 //! rule: the route of the application's last dispatched task, for a reply
@@ -23,7 +27,7 @@ use netsched_core::{
 use netsched_proto::{
     HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
 };
-use netsched_xdp::{forwarded_to, WorkerAddr, XdpAction, XdpError, XdpLeaf};
+use netsched_xdp::{forwarded_to, ConnCounters, WorkerAddr, XdpAction, XdpError, XdpLeaf};
 use proptest::prelude::*;
 
 const LEAF_MAC: [u8; 6] = SWITCH_MAC;
@@ -32,11 +36,35 @@ const LEAF_IP: Ipv4Addr = *SWITCH.ip();
 const LEAF_PORT: u16 = SWITCH.port();
 const SEED: u64 = 0x5eed;
 
+/// The connection table of the tests: small, so that entries collide and
+/// overflow, and short-lived, so that they expire between packets.
+const CONN: ConnTableConfig = ConnTableConfig {
+    stages: 2,
+    slots_per_stage: 4,
+    timeout_ns: 8_000,
+};
+
 /// A packet arriving at the leaf.
 #[derive(Clone, Copy, Debug)]
 enum Event {
-    Task { idle_selected: bool },
-    Reply { node: NodeId, qlen: u16 },
+    /// A single-packet task (TaskFirst with isLastPacket).
+    Task {
+        idle_selected: bool,
+    },
+    /// The first packet of multi-packet task `conn` (no isLastPacket).
+    First {
+        conn: u8,
+        idle_selected: bool,
+    },
+    /// A TaskContinuation of task `conn`, isLastPacket set with `last`.
+    Cont {
+        conn: u8,
+        last: bool,
+    },
+    Reply {
+        node: NodeId,
+        qlen: u16,
+    },
 }
 
 /// What the leaf did with one packet, all passes included.
@@ -70,6 +98,7 @@ impl Mode {
         match (self.forwarding, event) {
             (false, _) => 0,
             (true, Event::Task { .. }) => u32::from(seq % 3),
+            (true, Event::First { conn, .. } | Event::Cont { conn, .. }) => u32::from(conn % 3),
             // Application 3 never sends a task: its replies have no route.
             (true, Event::Reply { .. }) => u32::from(seq % 4),
         }
@@ -89,9 +118,33 @@ impl Mode {
         self.forwarding && seq % 5 == 4
     }
 
+    /// A multi-packet task's id is its `conn`'s (above any `seq`).
     fn task_id(self, event: Event, seq: u16) -> u64 {
-        (u64::from(self.app(event, seq)) << 32) | u64::from(seq)
+        let low = match event {
+            Event::First { conn, .. } | Event::Cont { conn, .. } => 0x1_0000 | u64::from(conn),
+            _ => u64::from(seq),
+        };
+        (u64::from(self.app(event, seq)) << 32) | low
     }
+
+    /// The spine a task came from as the socket daemon numbers it: its
+    /// source's position in [`UPSTREAMS`], 0 when not there.
+    fn upstream(self, seq: u16) -> u32 {
+        let (_, ip, port) = client_addr(self.client(seq));
+        let from = std::net::SocketAddr::V4(SocketAddrV4::new(ip, port));
+        upstreams()
+            .iter()
+            .position(|a| *a == from)
+            .map_or(0, |i| i as u32)
+    }
+}
+
+/// The leaf's upstream spines: clients 1 and 0 (client 2 is none).
+fn upstreams() -> [std::net::SocketAddr; 2] {
+    [1, 0].map(|c| {
+        let (_, ip, port) = client_addr(c);
+        std::net::SocketAddr::V4(SocketAddrV4::new(ip, port))
+    })
 }
 
 /// Client `c`'s Ethernet and UDP address (client 0 is CLIENT_MAC, 10.0.0.1).
@@ -126,14 +179,17 @@ fn frame(src_mac: [u8; 6], src_ip: Ipv4Addr, src_port: u16, payload: &[u8]) -> V
 
 fn packet(mode: Mode, event: Event, seq: u16) -> Vec<u8> {
     let task_id = mode.task_id(event, seq);
+    let task = |is_last, idle_selected| HorusTask {
+        task_id,
+        is_last,
+        idle_selected,
+        payload: b"key",
+        ..HorusTask::default()
+    };
     let body = match event {
-        Event::Task { idle_selected } => HorusBody::TaskFirst(HorusTask {
-            task_id,
-            is_last: true,
-            idle_selected,
-            payload: b"key",
-            ..HorusTask::default()
-        }),
+        Event::Task { idle_selected } => HorusBody::TaskFirst(task(true, idle_selected)),
+        Event::First { idle_selected, .. } => HorusBody::TaskFirst(task(false, idle_selected)),
+        Event::Cont { last, .. } => HorusBody::TaskContinuation(task(last, false)),
         Event::Reply { .. } => HorusBody::Reply(HorusReply {
             task_id,
             status: ReplyStatus::Ok,
@@ -141,8 +197,8 @@ fn packet(mode: Mode, event: Event, seq: u16) -> Vec<u8> {
         }),
     };
     let (src_id, qlen) = match event {
-        Event::Task { .. } => (0, 0),
         Event::Reply { node, qlen } => (node as u16, qlen),
+        _ => (0, 0),
     };
     let message = Message::Horus(HorusMessage {
         header: HorusHeader {
@@ -156,14 +212,14 @@ fn packet(mode: Mode, event: Event, seq: u16) -> Vec<u8> {
     });
     let datagram = message.to_vec().expect("encode");
     match event {
-        Event::Task { .. } => {
-            let (mac, ip, port) = client_addr(mode.client(seq));
-            frame(mac, ip, port, &datagram)
-        }
         Event::Reply { node, .. } => {
             let w = worker_addr(node);
             let port = w.port + u16::from(mode.forged(seq));
             frame(w.mac, w.ip, port, &datagram)
+        }
+        _ => {
+            let (mac, ip, port) = client_addr(mode.client(seq));
+            frame(mac, ip, port, &datagram)
         }
     }
 }
@@ -177,25 +233,34 @@ struct Tally {
     idle_adds: u64,
     idle_removes: u64,
     load_updates: u64,
+    /// Continuations sent where their first packet went, and dropped for
+    /// want of an entry (the program's [`ConnCounters`]).
+    conn: ConnCounters,
 }
 
 /// The sans-IO leaf, resubmissions run at once as the drivers run them.
 fn reference(
     leaf: &mut HorusLeaf,
+    mode: Mode,
     now: u64,
     event: Event,
     seq: u16,
     tally: &mut Tally,
 ) -> (Outcome, Vec<Notice>) {
-    let input = match event {
-        Event::Task { idle_selected } => Input::Task(TaskMeta {
-            id: u64::from(seq),
-            first: true,
-            last: true,
+    let task = |first, last, idle_selected| {
+        Input::Task(TaskMeta {
+            id: mode.task_id(event, seq),
+            first,
+            last,
             idle_selected,
-            upstream: 0,
+            upstream: mode.upstream(seq),
             class: 0,
-        }),
+        })
+    };
+    let input = match event {
+        Event::Task { idle_selected } => task(true, true, idle_selected),
+        Event::First { idle_selected, .. } => task(true, false, idle_selected),
+        Event::Cont { last, .. } => task(false, last, false),
         Event::Reply { node, qlen } => Input::Reply {
             node,
             qlen: u32::from(qlen),
@@ -204,8 +269,8 @@ fn reference(
         },
     };
     let mut outcome = match event {
-        Event::Task { .. } => Outcome::Dropped,
         Event::Reply { .. } => Outcome::ReplyPassed,
+        _ => Outcome::Dropped,
     };
     let mut notices = Vec::new();
     let mut pending = vec![input];
@@ -235,10 +300,16 @@ fn reference(
                 }
                 // A full idle list drops the listing, not the reply.
                 Action::Drop(DropReason::Overflow) => {}
-                Action::Drop(_) => outcome = Outcome::Dropped,
+                Action::Drop(reason) => {
+                    tally.conn.drop_no_affinity += u64::from(reason == DropReason::NoAffinity);
+                    outcome = Outcome::Dropped
+                }
                 Action::Queued => unreachable!("a Horus leaf never queues"),
             }
         }
+    }
+    if let Event::Cont { .. } = event {
+        tally.conn.followed += u64::from(matches!(outcome, Outcome::Dispatched(_)));
     }
     (outcome, notices)
 }
@@ -255,14 +326,14 @@ fn through_xdp(
         .test_run(&packet(mode, event, seq), 1)
         .expect("test run");
     let outcome = match (event, run.action) {
-        (Event::Task { .. }, XdpAction::Tx) => {
-            let node = forwarded_to(&run.frame).expect("forwarded frame");
-            check_forwarded(&run.frame, node, mode, seq);
-            Outcome::Dispatched(node)
-        }
         (Event::Reply { .. }, XdpAction::Pass) => Outcome::ReplyPassed,
         (Event::Reply { .. }, XdpAction::Tx) => {
             Outcome::ReplyForwarded(check_reply_forwarded(&run.frame, mode, event, seq))
+        }
+        (_, XdpAction::Tx) => {
+            let node = forwarded_to(&run.frame).expect("forwarded frame");
+            check_forwarded(&run.frame, node, mode, event, seq);
+            Outcome::Dispatched(node)
         }
         (_, XdpAction::Drop) => Outcome::Dropped,
         (event, action) => panic!("{event:?} came out as {action:?}"),
@@ -270,9 +341,10 @@ fn through_xdp(
     (outcome, xdp.drain_notices().expect("notices"))
 }
 
-/// A forwarded task is addressed to its worker and still a valid datagram;
-/// it leaves from the leaf's address when the leaf has one.
-fn check_forwarded(frame: &[u8], node: NodeId, mode: Mode, seq: u16) {
+/// A forwarded task is addressed to its worker and still a valid datagram,
+/// the packet it was (its type, id and isLastPacket); it leaves from the
+/// leaf's address when the leaf has one.
+fn check_forwarded(frame: &[u8], node: NodeId, mode: Mode, event: Event, seq: u16) {
     let w = worker_addr(node);
     assert_eq!(frame[0..6], w.mac, "destination MAC");
     assert_eq!(frame[6..12], LEAF_MAC, "source MAC");
@@ -290,7 +362,18 @@ fn check_forwarded(frame: &[u8], node: NodeId, mode: Mode, seq: u16) {
     match netsched_proto::decode(&frame[42..]).expect("netsched datagram") {
         Message::Horus(m) => {
             assert_eq!(u32::from(m.header.dst_id), node);
-            assert!(matches!(m.body, HorusBody::TaskFirst(_)));
+            let (first, t) = match m.body {
+                HorusBody::TaskFirst(t) => (true, t),
+                HorusBody::TaskContinuation(t) => (false, t),
+                other => panic!("forwarded {other:?}"),
+            };
+            let (want_first, want_last) = match event {
+                Event::First { .. } => (true, false),
+                Event::Cont { last, .. } => (false, last),
+                _ => (true, true),
+            };
+            assert_eq!((first, t.is_last), (want_first, want_last), "{event:?}");
+            assert_eq!(t.task_id, mode.task_id(event, seq));
         }
         other => panic!("forwarded {other:?}"),
     }
@@ -322,8 +405,11 @@ fn check_reply_forwarded(frame: &[u8], mode: Mode, event: Event, seq: u16) -> u8
     }
     client
 }
-/// Every register array and the random stream agree.
+/// Every register array, the connection table and the random stream agree.
 fn assert_same_state(leaf: &HorusLeaf, xdp: &mut XdpLeaf, step: usize) {
+    let table: Vec<_> = leaf.conn_table().cells().copied().collect();
+    let cells = xdp.conn_entries().expect("connection table");
+    assert_eq!(cells, table, "connection table after packet {step}");
     let xdp_rng = xdp.rng_state().expect("rng");
     common::assert_same_registers(
         leaf.registers(),
@@ -351,24 +437,21 @@ fn differential_in(xdp: &mut XdpLeaf, mode: Mode, workers: u32, events: &[(u64, 
     }
     xdp.set_reply_forwarding(mode.forwarding)
         .expect("reply forwarding");
+    xdp.set_upstreams(&upstreams()).expect("upstreams");
     let mut routes = std::collections::BTreeMap::new();
-    let mut leaf = HorusLeaf::with_options(
-        workers,
-        SEED,
-        ConnTableConfig::default(),
-        HorusOptions::default(),
-    );
+    let mut leaf = HorusLeaf::with_options(workers, SEED, CONN, HorusOptions::default());
     let addrs: Vec<WorkerAddr> = (0..workers).map(worker_addr).collect();
     xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
     xdp.drain_notices().expect("notices");
     assert_same_state(&leaf, xdp, 0);
     let start = xdp.counters().expect("counters");
+    let conn_start = xdp.conn_counters().expect("counters");
     let mut now = 1_000;
     let mut tally = Tally::default();
     for (step, &(gap, event)) in events.iter().enumerate() {
         now += gap;
         let seq = step as u16;
-        let mut expected = reference(&mut leaf, now, event, seq, &mut tally);
+        let mut expected = reference(&mut leaf, mode, now, event, seq, &mut tally);
         let app = mode.app(event, seq);
         match expected.0 {
             Outcome::Dispatched(_) => {
@@ -399,6 +482,17 @@ fn differential_in(xdp: &mut XdpLeaf, mode: Mode, workers: u32, events: &[(u64, 
         end.forgotten_lost - start.forgotten_lost,
         reference.forgotten_lost
     );
+    let conn = xdp.conn_counters().expect("counters");
+    let expected = ConnCounters {
+        overflows: leaf.conn_table().overflows,
+        ..tally.conn
+    };
+    let got = ConnCounters {
+        followed: conn.followed - conn_start.followed,
+        drop_no_affinity: conn.drop_no_affinity - conn_start.drop_no_affinity,
+        overflows: conn.overflows - conn_start.overflows,
+    };
+    assert_eq!(got, expected, "connection table counters");
     tally
 }
 
@@ -460,6 +554,97 @@ fn idle_workers_first_then_power_of_two_with_notices() {
     assert_eq!(c.dispatch_sampled, 8, "{c:?}");
 }
 
+/// §A.4: continuations go where their first packet went, the last one
+/// removes the entry, a stranger's is dropped, and an entry past the
+/// timeout is missed by a lookup but, not overwritten, still taken by the
+/// last packet's remove (the sans-IO table's rule).
+#[test]
+fn continuations_follow_their_first_packets_worker() {
+    let Some(mut xdp) = bpf_leaf("continuations_follow_their_first_packets_worker") else {
+        return;
+    };
+    let first = |conn| Event::First {
+        conn,
+        idle_selected: false,
+    };
+    let cont = |conn, last| Event::Cont { conn, last };
+    let events = [
+        (10, first(0)),
+        (10, first(1)),
+        (10, cont(0, false)),
+        (10, cont(1, false)),
+        (10, cont(1, true)),
+        // Task 1 is done: its next packet is a stranger's.
+        (10, cont(1, false)),
+        (10, cont(5, true)),
+        // Past the timeout task 0's entry is missed, then removed.
+        (CONN.timeout_ns + 1, cont(0, false)),
+        (10, cont(0, true)),
+        (10, cont(0, true)),
+        // An entry exactly the timeout old is still live.
+        (10, first(2)),
+        (CONN.timeout_ns, cont(2, false)),
+        (10, cont(2, true)),
+    ];
+    let start = xdp.conn_counters().expect("counters");
+    let tally = differential(&mut xdp, 2, &events);
+    let c = xdp.conn_counters().expect("counters");
+    assert_eq!(
+        (tally.conn.followed, tally.conn.drop_no_affinity),
+        (6, 4),
+        "{tally:?}"
+    );
+    assert_eq!(c.followed - start.followed, 6, "{c:?}");
+    // Every cell is free again: the last packets removed every entry.
+    assert!(xdp.conn_entries().unwrap().iter().all(|e| !e.used));
+}
+
+/// A worker the control plane removes loses its entries as in the sans-IO
+/// leaf (`control_remove_worker` forgets them): the reinstall keeps the
+/// program's table less those, and their continuations drop.
+#[test]
+fn a_removed_workers_entries_are_forgotten_at_reinstall() {
+    let Some(mut xdp) = bpf_leaf("a_removed_workers_entries_are_forgotten_at_reinstall") else {
+        return;
+    };
+    let mut leaf = HorusLeaf::with_options(3, SEED, CONN, HorusOptions::default());
+    let addrs: Vec<WorkerAddr> = (0..3).map(worker_addr).collect();
+    xdp.set_upstreams(&upstreams()).expect("upstreams");
+    xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
+    let mut tally = Tally::default();
+    let mut step = |leaf: &mut HorusLeaf, xdp: &mut XdpLeaf, event, seq: u16| {
+        let want = reference(leaf, PLAIN, 1_000, event, seq, &mut tally);
+        assert_eq!(
+            through_xdp(xdp, PLAIN, 1_000, event, seq),
+            want,
+            "{event:?}"
+        );
+        assert_same_state(leaf, xdp, usize::from(seq));
+        want.0
+    };
+    // Three idle workers take the first three tasks.
+    for conn in 0..3u8 {
+        let first = Event::First {
+            conn,
+            idle_selected: false,
+        };
+        step(&mut leaf, &mut xdp, first, u16::from(conn));
+    }
+    let at_1 = leaf.conn_table().cells().filter(|e| e.used && e.node == 1);
+    assert_eq!(at_1.count(), 1);
+    leaf.control_remove_worker(1, &mut Outbox::new());
+    xdp.reinstall(&leaf, LEAF_MAC, &addrs).expect("reinstall");
+    assert_same_state(&leaf, &mut xdp, 3);
+    let outcomes: Vec<Outcome> = (0..3u8)
+        .map(|conn| {
+            let last = Event::Cont { conn, last: true };
+            step(&mut leaf, &mut xdp, last, 4 + u16::from(conn))
+        })
+        .collect();
+    let dropped = outcomes.iter().filter(|o| **o == Outcome::Dropped);
+    assert_eq!(dropped.count(), 1, "{outcomes:?}");
+}
+
 #[test]
 fn an_idle_selected_task_at_a_busy_rack_resends_the_idle_remove() {
     let Some(mut xdp) = bpf_leaf("an_idle_selected_task_at_a_busy_rack_resends_the_idle_remove")
@@ -508,20 +693,33 @@ fn a_long_random_sequence_reaches_every_path() {
             } else {
                 1 + u64::from(rng.below(1_000))
             };
-            let event = if rng.below(2) == 0 {
-                Event::Task {
+            let event = match rng.below(8) {
+                0..=2 => Event::Task {
                     idle_selected: rng.below(4) == 0,
-                }
-            } else {
-                Event::Reply {
+                },
+                // Multi-packet tasks 0-5; 6 never has a first packet.
+                3 => Event::First {
+                    conn: rng.below(6) as u8,
+                    idle_selected: rng.below(4) == 0,
+                },
+                4 => Event::Cont {
+                    conn: rng.below(7) as u8,
+                    last: rng.below(3) == 0,
+                },
+                _ => Event::Reply {
                     node: rng.below(7),
                     qlen: rng.below(6) as u16,
-                }
+                },
             };
             (gap, event)
         })
         .collect();
     let tally = differential(&mut xdp, 6, &events);
+    let t = xdp.conn_counters().expect("counters");
+    assert!(
+        tally.conn.followed > 0 && tally.conn.drop_no_affinity > 0 && t.overflows > 0,
+        "{t:?}"
+    );
     let c = xdp.counters().expect("counters");
     assert!(tally.pow2_resubmissions > 0, "{tally:?}");
     assert!(
@@ -564,12 +762,36 @@ fn decision_rate() {
     let replies = xdp.test_run(&reply, runs).expect("test run");
     let c = xdp.counters().expect("counters");
     assert_eq!(c.dispatch_sampled + c.dispatch_idle, u64::from(runs) + 8);
+    // A multi-packet task's continuation (§A.4): a table lookup, no pass.
+    // The clock is fixed so that the entry does not expire during the runs.
+    xdp.set_clock(Nanos::new(1_000)).expect("clock");
+    let first = Event::First {
+        conn: 0,
+        idle_selected: false,
+    };
+    xdp.test_run(&packet(PLAIN, first, 1), 1).expect("test run");
+    let cont = packet(
+        PLAIN,
+        Event::Cont {
+            conn: 0,
+            last: false,
+        },
+        1,
+    );
+    let follows = xdp.test_run(&cont, runs).expect("test run");
+    assert_eq!(
+        xdp.conn_counters().expect("counters").followed,
+        u64::from(runs)
+    );
     println!(
-        "busy-path decisions: {} ns each, {:.2} M/s per core; replies: {} ns each, {:.2} M/s",
+        "busy-path decisions: {} ns each, {:.2} M/s per core; replies: {} ns each, {:.2} M/s; \
+         continuations: {} ns each, {:.2} M/s",
         busy.mean_ns,
         1e3 / f64::from(busy.mean_ns.max(1)),
         replies.mean_ns,
         1e3 / f64::from(replies.mean_ns.max(1)),
+        follows.mean_ns,
+        1e3 / f64::from(follows.mean_ns.max(1)),
     );
 }
 
@@ -594,9 +816,18 @@ fn a_leaf_with_idle_tokens_is_refused() {
 fn event() -> impl Strategy<Value = (u64, Event)> {
     let gap = prop_oneof![8 => 1u64..5_000, 1 => 10_000_000u64..30_000_000];
     let task = any::<bool>().prop_map(|idle_selected| Event::Task { idle_selected });
+    // Multi-packet tasks 0-4; 5 is a stranger's, never opened.
+    let first = (0u8..5, any::<bool>()).prop_map(|(conn, idle_selected)| Event::First {
+        conn,
+        idle_selected,
+    });
+    let cont = (0u8..6, any::<bool>()).prop_map(|(conn, last)| Event::Cont { conn, last });
     // Node 4 is not a worker of the rack.
     let reply = (0u32..5, 0u16..4).prop_map(|(node, qlen)| Event::Reply { node, qlen });
-    (gap, prop_oneof![task, reply])
+    (
+        gap,
+        prop_oneof![3 => task, 1 => first, 2 => cont, 3 => reply],
+    )
 }
 
 proptest! {

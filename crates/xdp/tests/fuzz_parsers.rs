@@ -276,6 +276,9 @@ impl Program for Leaf {
             .collect();
         let rng = self.0.rng_state().expect("rng");
         all.push(rng.iter().flat_map(|w| w.to_le_bytes()).collect());
+        // The connection table (§A.4), cell by cell.
+        let table = self.0.conn_entries().expect("connection table");
+        all.extend(table.iter().map(|e| format!("{e:?}").into_bytes()));
         all
     }
 
@@ -290,11 +293,20 @@ impl Program for Leaf {
     fn handles(&self, message: &Message<'_>, _frame: &[u8]) -> Option<Handled> {
         match message {
             Message::Horus(HorusMessage {
-                body: HorusBody::TaskFirst(t),
+                body: HorusBody::TaskFirst(_),
                 ..
-            }) if t.is_last => Some(Handled {
+            }) => Some(Handled {
                 verdicts: &[XdpAction::Tx, XdpAction::Drop],
                 sends: &[[0x11, 1]],
+            }),
+            // Follows the connection table (§A.4), or is dropped without an
+            // entry.
+            Message::Horus(HorusMessage {
+                body: HorusBody::TaskContinuation(_),
+                ..
+            }) => Some(Handled {
+                verdicts: &[XdpAction::Tx, XdpAction::Drop],
+                sends: &[[0x11, 2]],
             }),
             Message::Horus(HorusMessage {
                 body: HorusBody::Reply(_),
@@ -404,12 +416,13 @@ fn check(program: &mut dyn Program, frame: &[u8]) -> bool {
 
 fn leaf(test: &str) -> Option<Leaf> {
     let mut xdp = common::load_program(test, "leaf", XdpLeaf::load)?;
-    let sans_io = HorusLeaf::with_options(
-        WORKERS,
-        1,
-        ConnTableConfig::default(),
-        HorusOptions::default(),
-    );
+    // A small connection table: the oracle reads every cell per frame.
+    let conn = ConnTableConfig {
+        stages: 2,
+        slots_per_stage: 8,
+        ..ConnTableConfig::default()
+    };
+    let sans_io = HorusLeaf::with_options(WORKERS, 1, conn, HorusOptions::default());
     let addrs: Vec<WorkerAddr> = (0..WORKERS).map(worker_addr).collect();
     xdp.install(&sans_io, [0x02, 0, 0, 0, 0, 0xfe], &addrs)
         .expect("install");

@@ -2,8 +2,10 @@
 //! attached (generic mode) to its veth, and three workers, on one bridge.
 //! Tasks leave the leaf by XDP_TX toward the worker it chose; replies pass
 //! up to a user-space helper on the leaf that sends them on to the client.
-//! Every task must complete. Needs root (skips without it, fails under
-//! NETSCHED_REQUIRE_NETNS=1).
+//! Every task must complete, single-packet tasks and multi-packet ones,
+//! whose continuations must reach the worker their first packet went to
+//! (the program's connection table, §A.4). Needs root (skips without it,
+//! fails under NETSCHED_REQUIRE_NETNS=1).
 
 mod common;
 
@@ -16,7 +18,7 @@ use aya::programs::XdpFlags;
 use netsched_core::horus::{ConnTableConfig, HorusLeaf};
 use netsched_lab::netns::{skip, Host, Lab, LabError};
 use netsched_proto::{
-    decode, HorusBody, HorusHeader, HorusMessage, HorusReply, Message, ReplyStatus,
+    decode, HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
 };
 use netsched_xdp::{WorkerAddr, XdpLeaf};
 
@@ -35,14 +37,40 @@ fn encode(message: HorusMessage) -> Vec<u8> {
     Message::Horus(message).to_vec().expect("encode")
 }
 
-/// A worker: answers every task at once, reporting an empty queue.
-fn worker(node: u16, leaf: SocketAddr, stop: Arc<AtomicBool>) -> u64 {
+/// Packet `part` of task `id` of `packets` packets, from a client of pool 1.
+fn task_packet(id: u64, part: u8, packets: u8) -> Vec<u8> {
+    let task = HorusTask {
+        task_id: id,
+        is_last: part + 1 == packets,
+        payload: b"key",
+        ..HorusTask::default()
+    };
+    encode(HorusMessage {
+        header: HorusHeader {
+            pool_id: 1,
+            seq: id as u16,
+            ..HorusHeader::default()
+        },
+        body: if part == 0 {
+            HorusBody::TaskFirst(task)
+        } else {
+            HorusBody::TaskContinuation(task)
+        },
+    })
+}
+
+/// A worker: answers every task at once when its last packet arrives,
+/// reporting an empty queue. Returns the tasks it served and the
+/// continuations it got of tasks whose first packet went elsewhere.
+fn worker(node: u16, leaf: SocketAddr, stop: Arc<AtomicBool>) -> (u64, u64) {
     let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, WORKER_PORT)).expect("bind worker");
     socket
         .set_read_timeout(Some(Duration::from_millis(50)))
         .expect("timeout");
     let mut buf = [0u8; 2048];
-    let mut served = 0;
+    let (mut served, mut misrouted) = (0, 0);
+    // Tasks whose first packet came here and whose last has not.
+    let mut open = std::collections::HashSet::new();
     while !stop.load(Ordering::Relaxed) {
         let Ok(n) = socket.recv(&mut buf) else {
             continue;
@@ -50,10 +78,22 @@ fn worker(node: u16, leaf: SocketAddr, stop: Arc<AtomicBool>) -> u64 {
         let Ok(Message::Horus(m)) = decode(&buf[..n]) else {
             continue;
         };
-        let HorusBody::TaskFirst(task) = m.body else {
-            continue;
+        let task = match m.body {
+            HorusBody::TaskFirst(task) => {
+                open.insert(task.task_id);
+                task
+            }
+            HorusBody::TaskContinuation(task) => {
+                misrouted += u64::from(!open.contains(&task.task_id));
+                task
+            }
+            _ => continue,
         };
         assert_eq!(m.header.dst_id, node, "the leaf's dst_id names this worker");
+        if !task.is_last {
+            continue;
+        }
+        open.remove(&task.task_id);
         served += 1;
         let reply = encode(HorusMessage {
             header: HorusHeader {
@@ -70,12 +110,23 @@ fn worker(node: u16, leaf: SocketAddr, stop: Arc<AtomicBool>) -> u64 {
         });
         socket.send_to(&reply, leaf).expect("reply");
     }
-    served
+    (served, misrouted)
 }
 
 #[test]
 fn every_task_completes_through_the_xdp_leaf() {
-    let test = "every_task_completes_through_the_xdp_leaf";
+    through_the_xdp_leaf("every_task_completes_through_the_xdp_leaf", 1);
+}
+
+/// §A.4 in XDP: tasks of three packets, each continuation sent by the
+/// program's connection table to its first packet's worker.
+#[test]
+fn multi_packet_tasks_complete_through_the_xdp_leaf() {
+    through_the_xdp_leaf("multi_packet_tasks_complete_through_the_xdp_leaf", 3);
+}
+
+/// `TASKS` tasks of `packets` packets each through the lab.
+fn through_the_xdp_leaf(test: &str, packets: u8) {
     let mut lab = match Lab::new("xdp") {
         Ok(lab) => lab,
         Err(LabError::Skip(why)) => return skip(test, &why),
@@ -142,7 +193,16 @@ fn every_task_completes_through_the_xdp_leaf() {
                 }
             }
         }
-        (forwarded, notices, xdp.counters().expect("counters"))
+        let table = xdp.conn_entries().expect("connection table");
+        let open = table.iter().filter(|e| e.used).count();
+        let conn = xdp.conn_counters().expect("counters");
+        (
+            forwarded,
+            notices,
+            xdp.counters().expect("counters"),
+            conn,
+            open,
+        )
     });
     ready_rx
         .recv_timeout(Duration::from_secs(10))
@@ -161,8 +221,10 @@ fn every_task_completes_through_the_xdp_leaf() {
             let mut buf = [0u8; 2048];
             while completed < TASKS && Instant::now() < deadline {
                 while sent < TASKS && sent - completed < 4 {
-                    let task = common::horus_task(sent, 0, b"key");
-                    socket.send_to(&task, leaf_at).expect("send task");
+                    for part in 0..packets {
+                        let packet = task_packet(sent, part, packets);
+                        socket.send_to(&packet, leaf_at).expect("send task");
+                    }
                     sent += 1;
                 }
                 let Ok(n) = socket.recv(&mut buf) else {
@@ -184,13 +246,23 @@ fn every_task_completes_through_the_xdp_leaf() {
         })
         .expect("client");
     stop.store(true, Ordering::Relaxed);
-    let (forwarded, _notices, counters) = leaf_thread.join().expect("leaf").expect("leaf netns");
-    let served: Vec<u64> = served
+    let (forwarded, _notices, counters, conn, open) =
+        leaf_thread.join().expect("leaf").expect("leaf netns");
+    let (served, misrouted): (Vec<u64>, Vec<u64>) = served
         .into_iter()
         .map(|h| h.join().expect("worker").expect("worker netns"))
-        .collect();
-    assert_eq!(completed, TASKS, "served {served:?}, counters {counters:?}");
+        .unzip();
+    assert_eq!(
+        completed, TASKS,
+        "served {served:?}, counters {counters:?} {conn:?}"
+    );
     assert_eq!(served.iter().sum::<u64>(), TASKS, "{served:?}");
+    // Every continuation went where its first packet went, none was
+    // dropped, and every last packet removed its entry.
+    assert_eq!(misrouted, vec![0; WORKERS], "{conn:?}");
+    let continuations = TASKS * u64::from(packets - 1);
+    assert_eq!(conn.followed, continuations, "{conn:?}");
+    assert_eq!((conn.drop_no_affinity, conn.overflows, open), (0, 0, 0));
     assert_eq!(forwarded, TASKS);
     assert_eq!(
         counters.dispatch_idle + counters.dispatch_sampled,

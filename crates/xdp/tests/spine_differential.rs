@@ -1,7 +1,11 @@
 //! The same packets through the sans-IO HorusSpine (crates/core) and through
 //! the XDP spine (BPF_PROG_TEST_RUN): the same rack for every task (and its
 //! idleSelected mark), the same counters, register arrays and random stream
-//! after every packet. Sealed notices go first through the socket daemon's
+//! after every packet, and the connection table (§A.4) cell for cell:
+//! multi-packet tasks' first packets and continuations, strangers' among
+//! them, on a small table whose entries collide, overflow and expire
+//! (the table's clock is the control plane's, set by the ticks). Sealed
+//! notices go first through the socket daemon's
 //! rule (`netsched_proto::seal::open` and the node's `ReplayGuard`), soft
 //! state through `HorusSpine::control_expire` at the same clock.
 //!
@@ -23,17 +27,33 @@ use netsched_proto::seal::{self, NoticeKey, SealError};
 use netsched_proto::{
     HorusBody, HorusHeader, HorusMessage, HorusReply, HorusTask, Message, ReplyStatus,
 };
-use netsched_xdp::{RackAddr, SpineCounters, XdpAction, XdpError, XdpSpine};
+use netsched_xdp::{ConnCounters, RackAddr, SpineCounters, XdpAction, XdpError, XdpSpine};
 use proptest::prelude::*;
 
 const CLIENT: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 5000);
 const SEED: u64 = 0x5e1e;
+
+/// The connection table of the differential runs: small and short-lived.
+const CONN: ConnTableConfig = ConnTableConfig {
+    stages: 2,
+    slots_per_stage: 4,
+    timeout_ns: 1_500,
+};
 
 /// A packet arriving at the spine.
 #[derive(Clone, Copy, Debug)]
 enum Event {
     Task {
         idle_selected: bool,
+    },
+    /// The first packet of multi-packet task `conn` (no isLastPacket).
+    First {
+        conn: u8,
+    },
+    /// A TaskContinuation of task `conn`, isLastPacket set with `last`.
+    Cont {
+        conn: u8,
+        last: bool,
     },
     IdleAdd {
         rack: NodeId,
@@ -98,6 +118,16 @@ fn bpf_spine(test: &str) -> Option<XdpSpine> {
     common::load_program(test, "spine", XdpSpine::load)
 }
 
+/// The task id of a task packet: a multi-packet task's is its `conn`'s.
+fn task_id(event: Event, seq: u16) -> u64 {
+    match event {
+        Event::First { conn } | Event::Cont { conn, .. } => {
+            (7u64 << 32) | 0x1_0000 | u64::from(conn)
+        }
+        _ => (7u64 << 32) | u64::from(seq),
+    }
+}
+
 fn packet(event: Event, seq: u16) -> Vec<u8> {
     let (from, bytes) = datagram(event, seq, SealAs::Plain);
     frame(from, &bytes)
@@ -116,13 +146,27 @@ fn datagram(event: Event, seq: u16, how: SealAs) -> (SocketAddrV4, Vec<u8>) {
             CLIENT,
             header(0),
             HorusBody::TaskFirst(HorusTask {
-                task_id: (7u64 << 32) | u64::from(seq),
+                task_id: task_id(event, seq),
                 is_last: true,
                 idle_selected,
                 payload: b"key",
                 ..HorusTask::default()
             }),
         ),
+        Event::First { .. } | Event::Cont { .. } => {
+            let last = matches!(event, Event::Cont { last: true, .. });
+            let task = HorusTask {
+                task_id: task_id(event, seq),
+                is_last: last,
+                payload: b"part",
+                ..HorusTask::default()
+            };
+            let body = match event {
+                Event::First { .. } => HorusBody::TaskFirst(task),
+                _ => HorusBody::TaskContinuation(task),
+            };
+            (CLIENT, header(0), body)
+        }
         Event::IdleAdd { rack } => (leaf_addr(rack), header(rack), HorusBody::IdleAdd),
         Event::IdleRemove { rack } => (leaf_addr(rack), header(rack), HorusBody::IdleRemove),
         Event::LoadUpdate { rack, load } => (
@@ -205,12 +249,18 @@ fn reference_at(
     let known = |rack: NodeId| spine.busy_nodes().contains(rack);
     let input = match event {
         Event::Task { idle_selected } => Input::Task(TaskMeta {
-            id: (7u64 << 32) | u64::from(seq),
+            id: task_id(event, seq),
             first: true,
             last: true,
             idle_selected,
             upstream: 0,
             class: 0,
+        }),
+        Event::First { .. } | Event::Cont { .. } => Input::Task(TaskMeta {
+            id: task_id(event, seq),
+            first: matches!(event, Event::First { .. }),
+            last: matches!(event, Event::Cont { last: true, .. }),
+            ..TaskMeta::default()
         }),
         Event::IdleAdd { rack } => {
             c.idle_adds += u64::from(known(rack));
@@ -236,7 +286,7 @@ fn reference_at(
         }
     };
     let mut outcome = match event {
-        Event::Task { .. } => Outcome::Dropped,
+        Event::Task { .. } | Event::First { .. } | Event::Cont { .. } => Outcome::Dropped,
         _ => Outcome::Consumed,
     };
     let mut pending = vec![input];
@@ -249,7 +299,10 @@ fn reference_at(
                     match d.decision {
                         Decision::Idle => c.dispatch_idle += 1,
                         Decision::Sampled => c.dispatch_sampled += 1,
-                        Decision::Other => unreachable!("no tokens, no affinity"),
+                        // A continuation (no tokens): counted by the table.
+                        Decision::Other => {
+                            assert!(matches!(event, Event::Cont { .. }), "{event:?}")
+                        }
                     }
                     outcome = Outcome::Dispatched {
                         rack: d.node,
@@ -272,6 +325,8 @@ fn reference_at(
                     DropReason::StaleIdleUpdate => c.stale_idle_updates += 1,
                     DropReason::LockHeld => c.drop_lock_held += 1,
                     DropReason::Overflow => c.drop_overflow += 1,
+                    // A continuation without an entry: counted by the table.
+                    DropReason::NoAffinity => {}
                     other => panic!("{event:?}: unexpected drop {other:?}"),
                 },
                 other => panic!("{event:?}: unexpected action {other:?}"),
@@ -284,6 +339,7 @@ fn reference_at(
 fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16, how: SealAs) -> Outcome {
     if let Event::Tick { now } = event {
         xdp.set_clock(Nanos::new(now)).expect("clock");
+        xdp.set_conn_clock(Some(Nanos::new(now))).expect("clock");
         // Any frame runs the expiry: this one is not even IPv4.
         let nudge = [0u8; 60];
         let run = xdp.test_run(&nudge, 1).expect("test run");
@@ -293,26 +349,32 @@ fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16, how: SealAs) -> Outco
     let (from, bytes) = datagram(event, seq, how);
     let run = xdp.test_run(&frame(from, &bytes), 1).expect("test run");
     match (event, run.action) {
-        (Event::Task { .. }, XdpAction::Tx) => {
+        (Event::Task { .. } | Event::First { .. } | Event::Cont { .. }, XdpAction::Tx) => {
             let s = sent(&run.frame).expect("a valid frame");
             let Message::Horus(m) = netsched_proto::decode(s.payload).expect("decodes") else {
                 panic!("not a Horus message");
             };
-            let HorusBody::TaskFirst(task) = m.body else {
+            let (HorusBody::TaskFirst(task) | HorusBody::TaskContinuation(task)) = m.body else {
                 panic!("forwarded {:?}", m.body);
             };
+            let cont = matches!(m.body, HorusBody::TaskContinuation(_));
+            assert_eq!(cont, matches!(event, Event::Cont { .. }), "{event:?}");
+            let last = !matches!(event, Event::First { .. } | Event::Cont { last: false, .. });
+            assert_eq!(task.is_last, last, "{event:?}");
             let rack = NodeId::from(m.header.dst_id);
             assert_eq!(s.to, leaf_addr(rack), "destination");
             assert_eq!(s.dst_mac, rack_addr(rack).mac, "destination MAC");
             assert_eq!(s.src_mac, SWITCH_MAC, "source MAC");
             assert_eq!(s.from, CLIENT, "source kept (no source configured)");
-            assert_eq!(task.task_id, (7u64 << 32) | u64::from(seq));
+            assert_eq!(task.task_id, task_id(event, seq));
             Outcome::Dispatched {
                 rack,
                 idle_selected: task.idle_selected,
             }
         }
-        (Event::Task { .. }, XdpAction::Drop) => Outcome::Dropped,
+        (Event::Task { .. } | Event::First { .. } | Event::Cont { .. }, XdpAction::Drop) => {
+            Outcome::Dropped
+        }
         (Event::Reply, XdpAction::Pass) => Outcome::Passed,
         (
             Event::IdleAdd { .. } | Event::IdleRemove { .. } | Event::LoadUpdate { .. },
@@ -323,6 +385,9 @@ fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16, how: SealAs) -> Outco
 }
 
 fn assert_same_state(spine: &HorusSpine, xdp: &mut XdpSpine, step: usize) {
+    let table: Vec<_> = spine.conn_table().cells().copied().collect();
+    let cells = xdp.conn_entries().expect("connection table");
+    assert_eq!(cells, table, "connection table after packet {step}");
     let xdp_rng = xdp.rng_state().expect("rng");
     common::assert_same_registers(
         spine.registers(),
@@ -349,14 +414,16 @@ fn differential_with(
     key: Option<NoticeKey>,
     events: &[(Event, SealAs)],
 ) -> SpineCounters {
-    let mut spine =
-        HorusSpine::with_options(rack_workers, SEED, ConnTableConfig::default(), options);
+    let mut spine = HorusSpine::with_options(rack_workers, SEED, CONN, options);
     let addrs: Vec<RackAddr> = (0..rack_workers.len() as u32).map(rack_addr).collect();
     xdp.install(&spine, SWITCH_MAC, &addrs).expect("install");
     xdp.set_notice_key(key.map(|k| k.0)).expect("key");
     xdp.set_clock(Nanos::ZERO).expect("clock");
+    xdp.set_conn_clock(Some(Nanos::ZERO)).expect("clock");
     assert_same_state(&spine, xdp, 0);
     let start = xdp.counters().expect("counters");
+    let conn_start = xdp.conn_counters().expect("counters");
+    let mut conn = ConnCounters::default();
     let mut expected = SpineCounters::default();
     let mut replay = ReplayGuard::default();
     let mut now = 0;
@@ -376,8 +443,22 @@ fn differential_with(
                 }
             }
         };
+        if let Event::Cont { .. } = event {
+            match want {
+                Outcome::Dispatched { .. } => conn.followed += 1,
+                _ => conn.drop_no_affinity += 1,
+            }
+        }
+        conn.overflows = spine.conn_table().overflows;
         let got = through_xdp(xdp, event, seq, how);
         assert_eq!(got, want, "packet {step}: {event:?} {how:?}");
+        let c = xdp.conn_counters().expect("counters");
+        let got = ConnCounters {
+            followed: c.followed - conn_start.followed,
+            drop_no_affinity: c.drop_no_affinity - conn_start.drop_no_affinity,
+            overflows: c.overflows - conn_start.overflows,
+        };
+        assert_eq!(got, conn, "connection table counters after packet {step}");
         assert_same_state(&spine, xdp, step + 1);
         spine.idle_nodes().check_invariant().expect("idle list");
         let now = xdp.counters().expect("counters");
@@ -676,6 +757,9 @@ fn event(racks: u32) -> impl Strategy<Value = Event> {
     let rack = 0..=racks;
     prop_oneof![
         4 => any::<bool>().prop_map(|idle_selected| Event::Task { idle_selected }),
+        // Multi-packet tasks 0-4; 5 is a stranger's, never opened.
+        1 => (0u8..5).prop_map(|conn| Event::First { conn }),
+        2 => (0u8..6, any::<bool>()).prop_map(|(conn, last)| Event::Cont { conn, last }),
         1 => rack.clone().prop_map(|rack| Event::IdleAdd { rack }),
         1 => rack.clone().prop_map(|rack| Event::IdleRemove { rack }),
         2 => (rack, 0u32..(6 << 16)).prop_map(|(rack, load)| Event::LoadUpdate { rack, load }),
@@ -731,8 +815,9 @@ fn a_long_random_sequence_reaches_every_path() {
     };
     let mut rng = netsched_core::rng::Rng::new(43);
     let racks = 5;
+    let mut clock = 0;
     let events: Vec<Event> = (0..3_000)
-        .map(|_| match rng.below(10) {
+        .map(|_| match rng.below(13) {
             0..=4 => Event::Task {
                 idle_selected: rng.below(2) == 0,
             },
@@ -746,10 +831,31 @@ fn a_long_random_sequence_reaches_every_path() {
                 rack: rng.below(racks + 1),
                 load: rng.below(8 << 16),
             },
-            _ => Event::Reply,
+            9 => Event::Reply,
+            // Multi-packet tasks 0-5; 6 never has a first packet.
+            10 => Event::First {
+                conn: rng.below(6) as u8,
+            },
+            11 => Event::Cont {
+                conn: rng.below(7) as u8,
+                last: rng.below(3) == 0,
+            },
+            // The control plane's clock moves on: entries expire.
+            _ => {
+                clock += u64::from(rng.below(1_000));
+                Event::Tick { now: clock }
+            }
         })
         .collect();
+    let start = xdp.conn_counters().expect("counters");
     let c = differential(&mut xdp, &[1, 3, 8, 2, 5], &events);
+    let t = xdp.conn_counters().expect("counters");
+    assert!(
+        t.followed > start.followed
+            && t.drop_no_affinity > start.drop_no_affinity
+            && t.overflows > start.overflows,
+        "{t:?}"
+    );
     assert!(c.dispatch_idle > 0 && c.dispatch_sampled > 0, "{c:?}");
     assert!(c.resubmissions > c.idle_removes, "{c:?}");
     assert!(c.stale_idle_updates > 0 && c.drop_unknown_node > 0, "{c:?}");

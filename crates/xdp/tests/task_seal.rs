@@ -6,7 +6,8 @@
 //! append with the same key and sequence number, with the IPv4 and UDP
 //! lengths and the IPv4 checksum fixed; and a worker's rule
 //! (`seal::open_task`) accepts it. With no key the frame is unchanged in
-//! length (unsealed).
+//! length (unsealed). A multi-packet task's continuations are sealed
+//! alike.
 //!
 //! Needs root (loading BPF programs): skipped otherwise, a failure under
 //! NETSCHED_REQUIRE_BPF=1.
@@ -17,7 +18,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};
 use netsched_proto::seal::{self, NoticeKey, SEAL_LEN};
-use netsched_proto::MAX_TASK_PAYLOAD;
+use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message, MAX_TASK_PAYLOAD};
 use netsched_xdp::{WorkerAddr, XdpAction, XdpLeaf};
 use proptest::prelude::*;
 
@@ -193,4 +194,50 @@ fn seal_cost() {
         "task with a 3-byte payload: {off3:.1} ns unsealed, {on3:.1} ns sealed; \
          1,000-byte payload: {off1k:.1} ns unsealed, {on1k:.1} ns sealed ({runs} single runs each)"
     );
+}
+
+/// A multi-packet task's packets (§A.4): the first, then continuations
+/// the connection table sends on, each sealed as the socket leaf seals it.
+#[test]
+fn every_packet_of_a_multi_packet_task_is_sealed() {
+    let Some(mut xdp) = bpf_leaf("every_packet_of_a_multi_packet_task_is_sealed") else {
+        return;
+    };
+    installed(&mut xdp, 2);
+    let key = NoticeKey(*b"xdp-task-seal-02");
+    let start = 1_790_000_000_000_000_001;
+    xdp.set_task_key(Some(key.0), start).expect("key");
+    let packet = |part: u8| {
+        let task = HorusTask {
+            task_id: (7 << 32) | 5,
+            is_last: part == 2,
+            payload: b"part",
+            ..HorusTask::default()
+        };
+        let body = if part == 0 {
+            HorusBody::TaskFirst(task)
+        } else {
+            HorusBody::TaskContinuation(task)
+        };
+        let header = HorusHeader {
+            pool_id: 1,
+            ..HorusHeader::default()
+        };
+        Message::Horus(HorusMessage { header, body })
+            .to_vec()
+            .expect("encode")
+    };
+    let sent: Vec<Vec<u8>> = (0..3u8)
+        .map(|part| {
+            check_sealed(
+                &mut xdp,
+                &key,
+                &packet(part),
+                start + 2 * (u64::from(part) + 1),
+            )
+        })
+        .collect();
+    // Every packet went to the first packet's worker (dst_id).
+    assert!(sent.iter().all(|p| p[6..8] == sent[0][6..8]), "{sent:?}");
+    assert_eq!(xdp.conn_counters().expect("counters").followed, 2);
 }

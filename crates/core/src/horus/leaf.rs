@@ -666,8 +666,8 @@ impl HorusLeaf {
 
     /// Every register array of the paper's mechanism, in stage order, read
     /// by the control plane: crates/xdp installs these in its maps and checks
-    /// them after every packet. The slot list and connection table are not
-    /// included (crates/xdp implements neither).
+    /// them after every packet. The slot list and the connection table are not
+    /// included (crates/xdp has no slot list; the table is [`Self::conn_table`]).
     pub fn registers(&self) -> Vec<RegisterDump> {
         let mut dumps = self.idle.registers();
         dumps.push(RegisterDump::of(&self.listed, u64::from));
@@ -698,6 +698,11 @@ impl HorusLeaf {
 
     pub fn connection_table(&mut self) -> &mut AffinityTable {
         &mut self.conn
+    }
+
+    /// The connection table (§A.4), read-only (crates/xdp installs it).
+    pub fn conn_table(&self) -> &AffinityTable {
+        &self.conn
     }
 }
 

@@ -374,6 +374,11 @@ impl HorusSpine {
     pub fn busy_nodes(&self) -> &LazyPow2 {
         &self.pow2
     }
+
+    /// The connection table (§A.4), read-only (crates/xdp installs it).
+    pub fn conn_table(&self) -> &AffinityTable {
+        &self.conn
+    }
 }
 
 impl DataPlane for HorusSpine {

@@ -49,7 +49,8 @@ pub enum RuntimeDrop {
     /// The kernel refused the send (buffer full, unreachable).
     Send,
     /// `datapath = "xdp"`: a task the XDP program passed up instead of
-    /// scheduling it (a multi-packet task; switch/xdp.rs), refused.
+    /// scheduling it (IP options, a fragment, the program detached;
+    /// switch/xdp.rs), refused.
     XdpPassedTask,
     /// A state message (notice, keep-alive) without a seal where sealing is
     /// on (`notice_mac`, crate::notice_auth).

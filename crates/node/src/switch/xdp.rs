@@ -8,10 +8,11 @@
 //!   up after updating its state go on to their clients from here by the
 //!   same routes, without a second scheduling pass. Liveness and the
 //!   workers' queue-length gauges come from their KeepAlives either way.
-//! * **Tasks** that reach the socket (multi-packet tasks need the connection
-//!   table, §A.4, which XDP does not hold; or any task while the program is
-//!   not attached) are refused with a failed reply, counted as the runtime
-//!   drop `xdp_passed_task` and logged: never scheduled beside the program,
+//! * **Tasks**, multi-packet ones included (the program keeps §A.4's
+//!   connection table), never reach the socket unless the program could not
+//!   parse them (IP options, a fragment) or is not attached; those are
+//!   refused with a failed reply, counted as the runtime drop
+//!   `xdp_passed_task` and logged: never scheduled beside the program,
 //!   whose state would then be wrong.
 //! * **Notices** the program queued go to the linked spine as the datagrams
 //!   the socket daemon sends (§3.4).
@@ -28,7 +29,9 @@ use std::time::{Duration, Instant};
 use netsched_core::dataplane::{Action, Outbox};
 use netsched_core::{Nanos, Plane, Upstream};
 use netsched_proto::{task_id, HorusBody, Message};
-use netsched_xdp::{SpineCounters, WorkerAddr, XdpCounters, XdpFlags, XdpLeaf, XdpSpine};
+use netsched_xdp::{
+    ConnCounters, SpineCounters, WorkerAddr, XdpCounters, XdpFlags, XdpLeaf, XdpSpine,
+};
 
 use super::slots::TX_REPLY;
 use super::{Pkt, RuntimeDrop, SwitchDaemon};
@@ -77,6 +80,14 @@ fn event_values(c: &XdpCounters) -> [u64; 14] {
         c.seal_failed,
         c.replies_forwarded,
     ]
+}
+
+/// `ConnCounters`' fields (§A.4's connection table, either role), after
+/// the role's own in `netsched_xdp_events_total`.
+const CONN_EVENTS: [&str; 3] = ["conn_followed", "drop_no_affinity", "conn_overflows"];
+
+fn conn_event_values(c: &ConnCounters) -> [u64; 3] {
+    [c.followed, c.drop_no_affinity, c.overflows]
 }
 
 /// `SpineCounters`' fields in the order of `netsched_xdp_events_total`.
@@ -137,10 +148,15 @@ impl Program {
     }
 
     fn events(&mut self) -> Result<Vec<u64>, netsched_xdp::XdpError> {
-        Ok(match self {
-            Program::Leaf(l) => event_values(&l.counters()?).to_vec(),
-            Program::Spine(s) => spine_event_values(&s.counters()?).to_vec(),
-        })
+        let (mut values, conn) = match self {
+            Program::Leaf(l) => (event_values(&l.counters()?).to_vec(), l.conn_counters()?),
+            Program::Spine(s) => (
+                spine_event_values(&s.counters()?).to_vec(),
+                s.conn_counters()?,
+            ),
+        };
+        values.extend(conn_event_values(&conn));
+        Ok(values)
     }
 
     fn runs_on(&mut self) -> Result<netsched_xdp::CpuRuns, netsched_xdp::XdpError> {
@@ -202,6 +218,9 @@ impl XdpPath {
                 // Replies go on to their clients from the program, unless
                 // injected loss must see them in the daemon's I/O layer.
                 leaf.set_reply_forwarding(cfg.fault.drop_rate == 0.0)?;
+                // A multi-packet task's entry records the spine it came
+                // from (§A.4), numbered as the socket daemon numbers it.
+                leaf.set_upstreams(&cfg.instances[LEAF].upstream)?;
                 leaf.install(sans_io, mac, &nodes)?;
                 (Program::Leaf(leaf), &EVENTS)
             }
@@ -223,10 +242,11 @@ impl XdpPath {
         };
         let events = names
             .iter()
+            .chain(&CONN_EVENTS)
             .map(|e| {
                 reg.register(
                     "netsched_xdp_events_total",
-                    "datapath xdp: the program's counters map (dispatches by path, passes, drops, notices lost)",
+                    "datapath xdp: the program's counters maps (dispatches by path, passes, drops, notices lost, the connection table's)",
                     Kind::Counter,
                     &[("event", e)],
                 )
@@ -386,7 +406,7 @@ impl SwitchDaemon {
                 target: "switch",
                 %src,
                 refused = x.refused,
-                "xdp: task passed up (multi-packet tasks need the connection table, not in XDP); refused"
+                "xdp: task passed up (IP options, a fragment, or the program not attached); refused"
             );
         }
         self.refuse_task(p, src, RuntimeDrop::XdpPassedTask);
