@@ -13,9 +13,11 @@
 // reordered reply's relist) is another iteration of a bpf_loop inside the
 // same program run: the passes of one packet run back to back on one CPU,
 // as the sans-IO drivers run them, so no other packet can come between them.
-// The program assumes one CPU runs it at a time (one RX queue, docs/xdp.md):
-// maps are updated without atomics, as a switch's stage updates one cell
-// per packet.
+// One CPU runs the passes at a time: either the program is serialised on one
+// CPU (steer.h), or it runs on every CPU and each packet's passes hold the
+// pass lock (pass_lock.h, docs/xdp.md "Every CPU"). Inside the passes maps
+// are updated without atomics, as a switch's stage updates one cell per
+// packet; what runs outside them uses atomics (count_atomic, the sealer).
 //
 // XDP cannot originate a packet, so notices toward the spine (idleAdd,
 // idleRemove, loadUpdate) are pushed in order onto the `notices` queue map;
@@ -45,6 +47,7 @@
 #define REPLY_STATUS_MAX 1
 
 #include "horus_core.h"
+#include "pass_lock.h"
 
 // Notice kinds on the `notices` queue (crates/xdp/src/lib.rs NoticeKind).
 #define NOTICE_IDLE_ADD 1
@@ -383,7 +386,7 @@ static __always_inline int reply_out(struct udp_frame *f, __u8 *horus, void *dat
 	f->udp->dest = to->port;
 	f->udp->check = 0;
 	ipv4_set_checksum(f->ip);
-	count(C_REPLIES_FORWARDED, 1);
+	count_atomic(C_REPLIES_FORWARDED, 1);
 	return XDP_TX;
 }
 
@@ -444,8 +447,8 @@ static __always_inline int seal_forwarded(struct xdp_md *ctx, __u32 len)
 	__u8 *trailer = horus + len;
 	if ((void *)(trailer + SEAL_LEN) > data_end)
 		goto failed;
-	s->seq += 2;
-	__u64 seq = s->seq;
+	// Outside the passes: CPUs seal at once, each takes its own number.
+	__u64 seq = __sync_fetch_and_add(&s->seq, 2) + 2;
 #pragma unroll
 	for (int i = 0; i < 8; i++)
 		trailer[i] = (__u8)(seq >> (56 - 8 * i));
@@ -462,8 +465,24 @@ static __always_inline int seal_forwarded(struct xdp_md *ctx, __u32 len)
 	ipv4_set_checksum(ip);
 	return XDP_TX;
 failed:
-	count(C_SEAL_FAILED, 1);
+	count_atomic(C_SEAL_FAILED, 1);
 	return XDP_DROP;
+}
+
+// The clock of a packet's passes, read once they hold the pass lock, so it
+// never goes back in the order the passes ran.
+static __always_inline __u64 leaf_now(const struct leaf_config *cfg)
+{
+	return cfg->fixed_now ? cfg->fixed_now : bpf_ktime_get_ns();
+}
+
+// A packet's key in `pass_order`: its task id's low word (bytes 16-19 of
+// the datagram, inside the fixed part of a task and of a reply).
+static __always_inline __u32 task_key(const __u8 *horus)
+{
+	__u32 key;
+	__builtin_memcpy(&key, horus + 16, sizeof(key));
+	return bpf_ntohl(key);
 }
 
 // The leaf on one packet.
@@ -485,8 +504,8 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 	struct rng_state *rng = bpf_map_lookup_elem(&leaf_rng, &zero);
 	if (!cfg || !rng)
 		return XDP_PASS;
-	__u64 now = cfg->fixed_now ? cfg->fixed_now : bpf_ktime_get_ns();
 	__u8 type = horus[1];
+	struct pass_lock *held;
 
 	if (type == TYPE_REPLY) {
 		if (len < REPLY_FIXED || (void *)(horus + REPLY_FIXED) > data_end ||
@@ -496,7 +515,11 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 			goto pass;
 		__u32 node = ((__u32)horus[4] << 8) | horus[5];
 		__u32 qlen = ((__u32)horus[8] << 8) | horus[9];
-		int verdict = on_reply(node, qlen, now, cfg);
+		// Given up under contention: passed up unapplied (pass_lock.h).
+		if (pass_begin(&held, task_key(horus)))
+			return XDP_PASS;
+		int verdict = on_reply(node, qlen, leaf_now(cfg), cfg);
+		pass_end(held);
 		if (verdict == XDP_PASS)
 			verdict = reply_out(&frame, horus, data_end, node, cfg);
 		return verdict;
@@ -507,17 +530,21 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 	if (flags < 0 || !(flags & FLAG_LAST))
 		goto pass;
 
+	// Given up under contention: dropped, counted (pass_lock.h).
+	if (pass_begin(&held, task_key(horus)))
+		return XDP_DROP;
 	struct task_run run = {
-		.now = now,
+		.now = leaf_now(cfg),
 		.rng = rng,
 		.cfg = cfg,
 		.idle_selected = !!(flags & FLAG_IDLE_SELECTED),
 		.first_pass = 1,
 	};
 	bpf_loop(MAX_PASSES, task_pass, &run, 0);
+	pass_end(held);
 	if (!run.done) {
 		// Unreachable with at most MAX_WORKERS workers (MAX_PASSES above).
-		count(C_DROP_NO_NODES, 1);
+		count_atomic(C_DROP_NO_NODES, 1);
 		return XDP_DROP;
 	}
 	if (run.verdict != XDP_TX)
@@ -527,7 +554,7 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 		verdict = seal_forwarded(ctx, len);
 	return verdict;
 pass:
-	count(C_PASSED, 1);
+	count_atomic(C_PASSED, 1);
 	return XDP_PASS;
 }
 

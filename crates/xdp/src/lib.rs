@@ -11,6 +11,7 @@
 mod cpu_thread;
 mod daemon;
 mod draconis;
+mod every_cpu;
 mod object;
 mod spine;
 mod test_run;
@@ -25,6 +26,7 @@ pub use aya::programs::XdpFlags;
 use daemon::Steering;
 pub use daemon::{interface_mac, neighbour_mac, CpuRuns, SchedulerThread, MAX_CPUS};
 pub use draconis::{QueuedError, XdpDraconis, XdpDraconisCounters, XdpSlot, MAX_LEVELS};
+pub use every_cpu::{PassLockStats, ProgramRunner, PASS_ORDER_LEN};
 use object::{ModelMaps, SchedulerObject};
 pub use spine::{RackAddr, SpineCounters, XdpSpine, MAX_RACKS};
 pub use test_run::{TestRun, XdpAction};
