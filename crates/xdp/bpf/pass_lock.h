@@ -32,8 +32,9 @@
 #ifndef NETSCHED_PASS_LOCK_H
 #define NETSCHED_PASS_LOCK_H
 
-// About a millisecond of spinning (a few nanoseconds an iteration).
-#define PASS_SPIN_MAX (1 << 18)
+// A few milliseconds of spinning (a few nanoseconds an iteration): only a
+// holder that is not running (a descheduled vCPU) keeps it that long.
+#define PASS_SPIN_MAX (1 << 20)
 #define PASS_ORDER_LEN (1 << 14)
 
 struct pass_lock {

@@ -75,7 +75,33 @@ fn worker(node: u16, leaf: SocketAddr, stop: Arc<AtomicBool>) -> u64 {
 
 #[test]
 fn every_task_completes_through_the_xdp_leaf() {
-    let test = "every_task_completes_through_the_xdp_leaf";
+    every_task_completes("every_task_completes_through_the_xdp_leaf", false);
+}
+
+/// The leaf attached straight to the interface (`[xdp] cpus = "all"`): in
+/// generic mode it runs on each sender's CPU (the client's, the workers',
+/// spread over the CPUs), its passes under the pass lock.
+#[test]
+fn every_task_completes_through_the_xdp_leaf_on_every_cpu() {
+    every_task_completes(
+        "every_task_completes_through_the_xdp_leaf_on_every_cpu",
+        true,
+    );
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it for
+    // cpu < CPU_SETSIZE; sched_setaffinity(0) affects the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn every_task_completes(test: &str, every_cpu: bool) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut lab = match Lab::new("xdp") {
         Ok(lab) => lab,
         Err(LabError::Skip(why)) => return skip(test, &why),
@@ -104,7 +130,12 @@ fn every_task_completes_through_the_xdp_leaf() {
         .enumerate()
         .map(|(node, w)| {
             let stop = stop.clone();
-            w.spawn(move || worker(node as u16, leaf_at, stop))
+            w.spawn(move || {
+                if every_cpu {
+                    pin(node % cpus);
+                }
+                worker(node as u16, leaf_at, stop)
+            })
         })
         .collect();
 
@@ -119,9 +150,16 @@ fn every_task_completes_through_the_xdp_leaf() {
         // Serialised, as the daemon runs it: attached plainly, the program
         // runs on whichever CPU took a packet, and two CPUs updating its
         // unsynchronised maps at once lose counts (CI saw 299 replies of 300).
-        let _thread = xdp
-            .attach_serialised("eth0", XdpFlags::SKB_MODE, 0, 0)
-            .expect("attach");
+        let _thread = if every_cpu {
+            xdp.attach_every_cpu("eth0", XdpFlags::SKB_MODE)
+                .expect("attach");
+            None
+        } else {
+            Some(
+                xdp.attach_serialised("eth0", XdpFlags::SKB_MODE, 0, 0)
+                    .expect("attach"),
+            )
+        };
         let socket = UdpSocket::bind(leaf_at).expect("bind leaf");
         socket
             .set_read_timeout(Some(Duration::from_millis(50)))
@@ -142,7 +180,8 @@ fn every_task_completes_through_the_xdp_leaf() {
                 }
             }
         }
-        (forwarded, notices, xdp.counters().expect("counters"))
+        let lock = xdp.pass_lock_stats().expect("pass lock");
+        (forwarded, notices, xdp.counters().expect("counters"), lock)
     });
     ready_rx
         .recv_timeout(Duration::from_secs(10))
@@ -184,7 +223,8 @@ fn every_task_completes_through_the_xdp_leaf() {
         })
         .expect("client");
     stop.store(true, Ordering::Relaxed);
-    let (forwarded, _notices, counters) = leaf_thread.join().expect("leaf").expect("leaf netns");
+    let (forwarded, _notices, counters, lock) =
+        leaf_thread.join().expect("leaf").expect("leaf netns");
     let served: Vec<u64> = served
         .into_iter()
         .map(|h| h.join().expect("worker").expect("worker netns"))
@@ -198,5 +238,8 @@ fn every_task_completes_through_the_xdp_leaf() {
         "{counters:?}"
     );
     assert_eq!(counters.replies, TASKS, "{counters:?}");
+    // Every task and reply ran its passes once (under the lock on every
+    // CPU), none given up.
+    assert_eq!((lock.tickets, lock.busy), (2 * TASKS, 0), "{lock:?}");
     drop(lab);
 }
