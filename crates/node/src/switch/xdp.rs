@@ -268,7 +268,7 @@ impl XdpPath {
             mode = ?xcfg.mode,
             cpus = ?xcfg.cpus,
             cpu = xcfg.cpu,
-            thread = thread.as_ref().map_or("none (every CPU)", |t| t.name.as_str()),
+            thread = %thread.as_ref().map_or("none (every CPU)", |t| t.name.as_str()),
             realtime_priority = ?thread.as_ref().and_then(|t| t.realtime_priority),
             nodes = nodes.len(),
             role = if matches!(program, Program::Leaf(_)) { "leaf" } else { "spine" },
