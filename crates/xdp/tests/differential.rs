@@ -322,6 +322,21 @@ fn check_reply_forwarded(frame: &[u8], mode: Mode, event: Event, seq: u16) -> u8
     }
     client
 }
+/// A fresh sans-IO leaf of `workers` with the paper's options, installed
+/// into `xdp` (its start-up notices drained).
+fn installed_leaf(xdp: &mut XdpLeaf, workers: u32) -> HorusLeaf {
+    let leaf = HorusLeaf::with_options(
+        workers,
+        SEED,
+        ConnTableConfig::default(),
+        HorusOptions::default(),
+    );
+    let addrs: Vec<WorkerAddr> = (0..workers).map(worker_addr).collect();
+    xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
+    xdp.drain_notices().expect("notices");
+    leaf
+}
+
 /// Every register array and the random stream agree.
 fn assert_same_state(leaf: &HorusLeaf, xdp: &mut XdpLeaf, step: usize) {
     let xdp_rng = xdp.rng_state().expect("rng");
@@ -352,15 +367,7 @@ fn differential_in(xdp: &mut XdpLeaf, mode: Mode, workers: u32, events: &[(u64, 
     xdp.set_reply_forwarding(mode.forwarding)
         .expect("reply forwarding");
     let mut routes = std::collections::BTreeMap::new();
-    let mut leaf = HorusLeaf::with_options(
-        workers,
-        SEED,
-        ConnTableConfig::default(),
-        HorusOptions::default(),
-    );
-    let addrs: Vec<WorkerAddr> = (0..workers).map(worker_addr).collect();
-    xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
-    xdp.drain_notices().expect("notices");
+    let mut leaf = installed_leaf(xdp, workers);
     assert_same_state(&leaf, xdp, 0);
     let start = xdp.counters().expect("counters");
     let mut now = 1_000;
@@ -385,6 +392,12 @@ fn differential_in(xdp: &mut XdpLeaf, mode: Mode, workers: u32, events: &[(u64, 
         assert_eq!(got, expected, "packet {step}: {event:?}");
         assert_same_state(&leaf, xdp, step + 1);
     }
+    assert_same_counters(xdp, &start, &leaf);
+    tally
+}
+
+/// The program's counters since `start` against the sans-IO leaf's.
+fn assert_same_counters(xdp: &mut XdpLeaf, start: &netsched_xdp::XdpCounters, leaf: &HorusLeaf) {
     let end = xdp.counters().expect("counters");
     let reference = leaf.counters();
     assert_eq!(
@@ -399,7 +412,6 @@ fn differential_in(xdp: &mut XdpLeaf, mode: Mode, workers: u32, events: &[(u64, 
         end.forgotten_lost - start.forgotten_lost,
         reference.forgotten_lost
     );
-    tally
 }
 
 #[test]
@@ -693,23 +705,6 @@ fn with_the_pass_lock_on_packets_match_the_sans_io_leaf_in_order() {
     assert_eq!(xdp.pass_order(0).expect("order"), order);
 }
 
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it for
-    // cpu < CPU_SETSIZE; sched_setaffinity(0) affects the calling thread.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    assert_eq!(
-        rc,
-        0,
-        "sched_setaffinity({cpu}): {}",
-        std::io::Error::last_os_error()
-    );
-}
-
 /// Threads on different CPUs run random tasks and replies through one
 /// program at once (`BPF_PROG_TEST_RUN`, the pass lock on), over replies to
 /// the same workers (overlapping rounds) and to disjoint halves of the rack.
@@ -729,15 +724,7 @@ fn concurrent_cpus_are_the_sans_io_leaf_in_lock_order() {
     const ROUNDS: usize = 6;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = 6;
-    let mut leaf = HorusLeaf::with_options(
-        workers,
-        SEED,
-        ConnTableConfig::default(),
-        HorusOptions::default(),
-    );
-    let addrs: Vec<WorkerAddr> = (0..workers).map(worker_addr).collect();
-    xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
-    xdp.drain_notices().expect("notices");
+    let mut leaf = installed_leaf(&mut xdp, workers);
     xdp.set_clock(Nanos::new(CONCURRENT_NOW)).expect("clock");
     xdp.set_every_cpu(true).expect("every cpu");
     xdp.set_pass_order_log(true).expect("order log");
@@ -768,7 +755,7 @@ fn concurrent_cpus_are_the_sans_io_leaf_in_lock_order() {
                 .map(|(t, stream)| {
                     let (runner, barrier) = (&runner, &barrier);
                     s.spawn(move || {
-                        pin(t % cpus);
+                        common::pin(t % cpus);
                         barrier.wait();
                         stream
                             .iter()
@@ -848,16 +835,7 @@ fn concurrent_cpus_are_the_sans_io_leaf_in_lock_order() {
         assert_idle_list_consistent(&mut xdp, workers, round);
         assert!(!after.held, "the lock is free when no packet runs");
     }
-    let end = xdp.counters().expect("counters");
-    let reference = leaf.counters();
-    assert_eq!(
-        end.stale_idle_entries - start.stale_idle_entries,
-        reference.stale_idle_entries
-    );
-    assert_eq!(
-        end.relisted_after_reorder - start.relisted_after_reorder,
-        reference.relisted_after_reorder
-    );
+    assert_same_counters(&mut xdp, &start, &leaf);
     assert!(
         tally.pow2_resubmissions > 0 && tally.retries > 0,
         "{tally:?}"

@@ -21,23 +21,6 @@ fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it for
-    // cpu < CPU_SETSIZE; sched_setaffinity(0) affects the calling thread.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    assert_eq!(
-        rc,
-        0,
-        "sched_setaffinity: {}",
-        std::io::Error::last_os_error()
-    );
-}
-
 /// A leaf of 8 busy workers (the idle list emptied: every task a lazy
 /// power-of-2 decision), the pass lock on with `every_cpu`, tasks sealed
 /// with `sealed`.
@@ -77,7 +60,7 @@ fn run_at_once(xdp: &mut XdpLeaf, task: &[u8], threads: usize, runs: u32, one_by
             .map(|t| {
                 let (runner, barrier) = (&runner, &barrier);
                 s.spawn(move || {
-                    pin(t % cpus);
+                    common::pin(t % cpus);
                     barrier.wait();
                     let start = Instant::now();
                     let (calls, repeat) = if one_by_one { (runs, 1) } else { (1, runs) };

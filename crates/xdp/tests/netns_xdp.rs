@@ -89,17 +89,6 @@ fn every_task_completes_through_the_xdp_leaf_on_every_cpu() {
     );
 }
 
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it for
-    // cpu < CPU_SETSIZE; sched_setaffinity(0) affects the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
 fn every_task_completes(test: &str, every_cpu: bool) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut lab = match Lab::new("xdp") {
@@ -132,7 +121,7 @@ fn every_task_completes(test: &str, every_cpu: bool) {
             let stop = stop.clone();
             w.spawn(move || {
                 if every_cpu {
-                    pin(node % cpus);
+                    common::pin(node % cpus);
                 }
                 worker(node as u16, leaf_at, stop)
             })
