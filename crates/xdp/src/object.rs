@@ -240,9 +240,10 @@ macro_rules! steered_program_methods {
                     $steer,
                     "` on `interface` redirects every packet into the cpumap entry of `cpu`, ",
                     "whose program is this one (kernel >= 5.9), and that CPU's cpumap thread ",
-                    "runs it one packet at a time. There is no unserialised attach: two CPUs ",
-                    "running the program at once would race on its unsynchronised maps ",
-                    "(docs/xdp.md, \"One CPU\"). A `realtime_priority` above 0 makes that ",
+                    "runs it one packet at a time: two CPUs running the program at once would ",
+                    "race on its unsynchronised maps (docs/xdp.md, \"One CPU\"); only the leaf ",
+                    "runs on every CPU, behind its pass lock (`XdpLeaf::attach_every_cpu`). ",
+                    "A `realtime_priority` above 0 makes that ",
                     "thread SCHED_FIFO at it ([`SchedulerThread`](crate::SchedulerThread))."
                 )]
         pub fn attach_serialised(
