@@ -17,6 +17,8 @@ fn main() {
     // Shared by the Horus leaf and spine.
     println!("cargo:rerun-if-changed=bpf/horus_core.h");
     println!("cargo:rerun-if-changed=bpf/conn.h");
+    // The pass lock of a scheduler on every CPU (the Horus leaf).
+    println!("cargo:rerun-if-changed=bpf/pass_lock.h");
     // Sealed state messages (the Horus spine).
     println!("cargo:rerun-if-changed=bpf/seal.h");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
@@ -26,7 +28,11 @@ fn main() {
         println!("cargo:rerun-if-changed={source}");
         let out = out_dir.join(format!("{program}.bpf.o"));
         let built = Command::new(&clang)
-            .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
+            // -mcpu=v3: atomics that return a value (the pass lock's
+            // compare-and-swap, fetch-and-add), kernel >= 5.12.
+            .args([
+                "-O2", "-g", "-target", "bpf", "-mcpu=v3", "-Wall", "-Werror",
+            ])
             .args(["-I/usr/include/x86_64-linux-gnu", "-c", &source, "-o"])
             .arg(&out)
             .status();

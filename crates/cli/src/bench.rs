@@ -146,11 +146,12 @@ pub struct CapacityArgs {
 #[derive(Args)]
 pub struct XdpE2eArgs {
     /// Systems in run order: xdp-leaf-live (the XDP leaf between an XDP
-    /// generator and XDP workers), xdp-leaf, xdp-spine, socket-leaf,
+    /// generator and XDP workers), xdp-leaf, xdp-leaf-all (the XDP leaf on
+    /// every CPU, `[xdp] cpus = "all"`), xdp-spine, socket-leaf,
     /// socket-spine, nginx.
     #[arg(
         long,
-        default_value = "xdp-leaf-live,xdp-leaf,xdp-spine,socket-leaf,socket-spine,nginx",
+        default_value = "xdp-leaf-live,xdp-leaf,xdp-leaf-all,xdp-spine,socket-leaf,socket-spine,nginx",
         value_delimiter = ','
     )]
     systems: Vec<String>,

@@ -427,15 +427,30 @@ fn client_against(cli: &Host, dir: &Path, name: &str, leaf_at: &str) -> serde_js
 /// it is added back and gets tasks again.
 #[test]
 fn worker_removal_and_return_reach_the_xdp_maps() {
-    let test = "worker_removal_and_return_reach_the_xdp_maps";
-    let Some(mut lab) = common::lab(test, "xsc") else {
+    worker_removal_and_return("worker_removal_and_return_reach_the_xdp_maps", "one");
+}
+
+/// The same with the leaf on every CPU (`[xdp] cpus = "all"`, the pass
+/// lock; docs/xdp.md "Every CPU"): the daemon attaches the program itself.
+#[test]
+fn worker_removal_and_return_reach_the_xdp_maps_on_every_cpu() {
+    worker_removal_and_return(
+        "worker_removal_and_return_reach_the_xdp_maps_on_every_cpu",
+        "all",
+    );
+}
+
+fn worker_removal_and_return(test: &str, cpus: &str) {
+    // Namespaces and scratch of their own: both variants run at once.
+    let prefix = if cpus == "all" { "xsa" } else { "xsc" };
+    let Some(mut lab) = common::lab(test, prefix) else {
         return;
     };
     let cli = lab.host("cli").unwrap();
     let leaf = lab.host("leaf").unwrap();
     let stay = lab.host("wrk").unwrap();
     let go = lab.host("wrk").unwrap();
-    let scratch = Scratch::new("xsc");
+    let scratch = Scratch::new(prefix);
     let dir = scratch.path();
     let leaf_at = leaf.at(LEAF_PORT);
     let mut procs = Procs::new(dir);
@@ -462,7 +477,7 @@ fn worker_removal_and_return_reach_the_xdp_maps() {
         "leaf.toml",
         format!(
             "listen = \"{leaf_at}\"\nmetrics = \"{}\"\ndatapath = \"xdp\"\n\n\
-             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\n\n\
+             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpus = \"{cpus}\"\n\n\
              [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\n\
              heartbeat_timeout_ms = 300\ndownstream = [\"{}\", \"{}\", \"{}\"]\n",
             leaf.at(LEAF_METRICS),

@@ -326,9 +326,15 @@ pub struct XdpConfig {
     pub interface: String,
     #[serde(default)]
     pub mode: XdpMode,
-    /// The CPU that runs the leaf: every packet is redirected to it
-    /// (cpumap), so the program's unsynchronised state sees one packet at
-    /// a time whatever CPU received it (docs/xdp.md).
+    /// Which CPUs run the scheduler (docs/xdp.md, "Every CPU"): `one`
+    /// (default), `cpu` below; `all`, whichever CPU received the frame
+    /// (each RX queue's), each packet's passes under the program's pass
+    /// lock. `all` is the Horus leaf's only.
+    #[serde(default)]
+    pub cpus: XdpCpus,
+    /// With `cpus = "one"`, the CPU that runs the scheduler: every packet is
+    /// redirected to it (cpumap), so the program's unsynchronised state
+    /// sees one packet at a time whatever CPU received it (docs/xdp.md).
     #[serde(default)]
     pub cpu: u32,
     /// SCHED_FIFO priority (1-99) of the kernel thread that runs the
@@ -367,6 +373,15 @@ impl XdpConfig {
         }
         Ok(())
     }
+}
+
+/// [`XdpConfig::cpus`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum XdpCpus {
+    #[default]
+    One,
+    All,
 }
 
 /// How the program is attached: `native` in the driver (default), or
@@ -604,6 +619,11 @@ impl SwitchConfig {
         let [i] = &self.instances[..] else {
             return invalid("instance: exactly one (a Horus leaf or spine)".into());
         };
+        if xdp.cpus == XdpCpus::All && i.role != Role::Leaf {
+            return invalid(
+                "xdp.cpus = \"all\": the Horus leaf's only (the spine runs on one CPU)".into(),
+            );
+        }
         if i.policy != Policy::Horus {
             return invalid(format!(
                 "instance.policy: XDP runs `horus` (the paper's mechanism, no tokens), not `{}`",

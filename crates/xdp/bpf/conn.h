@@ -29,7 +29,8 @@
 // overflow (counted; the task's continuations then drop).
 //
 // Like the rest of a program's maps, cells are updated with plain loads and
-// stores: one CPU runs the program at a time (steer.h).
+// stores: one CPU runs the program at a time (steer.h), or, with the leaf on
+// every CPU, every access is inside the pass lock (pass_lock.h).
 //
 // The includer includes maps.h and horus_core.h first.
 

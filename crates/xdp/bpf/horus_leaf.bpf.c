@@ -13,9 +13,11 @@
 // reordered reply's relist) is another iteration of a bpf_loop inside the
 // same program run: the passes of one packet run back to back on one CPU,
 // as the sans-IO drivers run them, so no other packet can come between them.
-// The program assumes one CPU runs it at a time (one RX queue, docs/xdp.md):
-// maps are updated without atomics, as a switch's stage updates one cell
-// per packet.
+// One CPU runs the passes at a time: either the program is serialised on one
+// CPU (steer.h), or it runs on every CPU and each packet's passes hold the
+// pass lock (pass_lock.h, docs/xdp.md "Every CPU"). Inside the passes maps
+// are updated without atomics, as a switch's stage updates one cell per
+// packet; what runs outside them uses atomics (count_atomic, the sealer).
 //
 // Multi-packet tasks follow the connection table of §A.4 (conn.h): the
 // first packet is scheduled and recorded, continuations go where it went.
@@ -49,6 +51,7 @@
 
 #include "horus_core.h"
 #include "conn.h"
+#include "pass_lock.h"
 
 // Notice kinds on the `notices` queue (crates/xdp/src/lib.rs NoticeKind).
 #define NOTICE_IDLE_ADD 1
@@ -387,7 +390,7 @@ static __always_inline int reply_out(struct udp_frame *f, __u8 *horus, void *dat
 	f->udp->dest = to->port;
 	f->udp->check = 0;
 	ipv4_set_checksum(f->ip);
-	count(C_REPLIES_FORWARDED, 1);
+	count_atomic(C_REPLIES_FORWARDED, 1);
 	return XDP_TX;
 }
 
@@ -448,8 +451,8 @@ static __always_inline int seal_forwarded(struct xdp_md *ctx, __u32 len)
 	__u8 *trailer = horus + len;
 	if ((void *)(trailer + SEAL_LEN) > data_end)
 		goto failed;
-	s->seq += 2;
-	__u64 seq = s->seq;
+	// Outside the passes: CPUs seal at once, each takes its own number.
+	__u64 seq = __sync_fetch_and_add(&s->seq, 2) + 2;
 #pragma unroll
 	for (int i = 0; i < 8; i++)
 		trailer[i] = (__u8)(seq >> (56 - 8 * i));
@@ -466,7 +469,7 @@ static __always_inline int seal_forwarded(struct xdp_md *ctx, __u32 len)
 	ipv4_set_checksum(ip);
 	return XDP_TX;
 failed:
-	count(C_SEAL_FAILED, 1);
+	count_atomic(C_SEAL_FAILED, 1);
 	return XDP_DROP;
 }
 
@@ -479,6 +482,22 @@ static __always_inline int send_task(struct xdp_md *ctx, struct udp_frame *f, __
 	if (verdict == XDP_TX)
 		verdict = seal_forwarded(ctx, len);
 	return verdict;
+}
+
+// The clock of a packet's passes, read once they hold the pass lock, so it
+// never goes back in the order the passes ran.
+static __always_inline __u64 leaf_now(const struct leaf_config *cfg)
+{
+	return cfg->fixed_now ? cfg->fixed_now : bpf_ktime_get_ns();
+}
+
+// A packet's key in `pass_order`: its task id's low word (bytes 16-19 of
+// the datagram, inside the fixed part of a task and of a reply).
+static __always_inline __u32 task_key(const __u8 *horus)
+{
+	__u32 key;
+	__builtin_memcpy(&key, horus + 16, sizeof(key));
+	return bpf_ntohl(key);
 }
 
 // The leaf on one packet.
@@ -500,8 +519,8 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 	struct rng_state *rng = bpf_map_lookup_elem(&leaf_rng, &zero);
 	if (!cfg || !rng)
 		return XDP_PASS;
-	__u64 now = cfg->fixed_now ? cfg->fixed_now : bpf_ktime_get_ns();
 	__u8 type = horus[1];
+	struct pass_lock *held;
 
 	if (type == TYPE_REPLY) {
 		if (len < REPLY_FIXED || (void *)(horus + REPLY_FIXED) > data_end ||
@@ -511,7 +530,11 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 			goto pass;
 		__u32 node = ((__u32)horus[4] << 8) | horus[5];
 		__u32 qlen = ((__u32)horus[8] << 8) | horus[9];
-		int verdict = on_reply(node, qlen, now, cfg);
+		// Given up under contention: passed up unapplied (pass_lock.h).
+		if (pass_begin(&held, task_key(horus)))
+			return XDP_PASS;
+		int verdict = on_reply(node, qlen, leaf_now(cfg), cfg);
+		pass_end(held);
 		if (verdict == XDP_PASS)
 			verdict = reply_out(&frame, horus, data_end, node, cfg);
 		return verdict;
@@ -522,36 +545,46 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 	__u64 key = conn_task_key(horus);
 	if (type == TYPE_TASK_CONT) {
 		// §A.4: a continuation goes to its first packet's worker (conn.h),
-		// with no scheduling pass; none known: dropped, counted.
-		long node = conn_follow(key, flags & FLAG_LAST, now);
+		// with no scheduling pass; none known: dropped, counted. The table
+		// is leaf state like the registers: read under the pass lock.
+		if (pass_begin(&held, task_key(horus)))
+			return XDP_DROP;
+		long node = conn_follow(key, flags & FLAG_LAST, leaf_now(cfg));
+		pass_end(held);
 		if (node < 0)
 			return XDP_DROP;
 		return send_task(ctx, &frame, horus, data_end, (__u32)node, len, cfg);
 	}
 
+	// Given up under contention: dropped, counted (pass_lock.h).
+	if (pass_begin(&held, task_key(horus)))
+		return XDP_DROP;
 	struct task_run run = {
-		.now = now,
+		.now = leaf_now(cfg),
 		.rng = rng,
 		.cfg = cfg,
 		.idle_selected = !!(flags & FLAG_IDLE_SELECTED),
 		.first_pass = 1,
 	};
 	bpf_loop(MAX_PASSES, task_pass, &run, 0);
+	// §A.4: the first packet of a multi-packet task records its worker and
+	// the spine it came from (read before `forward` rewrites the source),
+	// under the same lock as the decision, so a continuation that takes
+	// the lock after it finds the entry.
+	if (run.done && run.verdict == XDP_TX && !(flags & FLAG_LAST))
+		conn_insert(key, run.now, run.chosen,
+			    conn_upstream_of(frame.ip->saddr, frame.udp->source));
+	pass_end(held);
 	if (!run.done) {
 		// Unreachable with at most MAX_WORKERS workers (MAX_PASSES above).
-		count(C_DROP_NO_NODES, 1);
+		count_atomic(C_DROP_NO_NODES, 1);
 		return XDP_DROP;
 	}
 	if (run.verdict != XDP_TX)
 		return run.verdict;
-	// §A.4: the first packet of a multi-packet task records its worker and
-	// the spine it came from (read before `forward` rewrites the source).
-	if (!(flags & FLAG_LAST))
-		conn_insert(key, now, run.chosen,
-			    conn_upstream_of(frame.ip->saddr, frame.udp->source));
 	return send_task(ctx, &frame, horus, data_end, run.chosen, len, cfg);
 pass:
-	count(C_PASSED, 1);
+	count_atomic(C_PASSED, 1);
 	return XDP_PASS;
 }
 

@@ -15,7 +15,9 @@
 		__type(value, value_t);               \
 	} name SEC(".maps")
 
-// Unsynchronised: one CPU runs the program at a time (steer.h).
+// count(): unsynchronised, for what one CPU runs at a time (steer.h, or
+// the passes under pass_lock.h); count_atomic(): for what every CPU may run
+// at once.
 #define DEFINE_COUNTERS(name, len)                                       \
 	ARRAY(name, __u64, len);                                         \
 	static __always_inline void count(enum counter c, __u64 n)       \
@@ -24,6 +26,14 @@
 		__u64 *v = bpf_map_lookup_elem(&name, &key);             \
 		if (v)                                                   \
 			*v += n;                                         \
+	}                                                                \
+	static __always_inline __attribute__((unused)) void              \
+	count_atomic(enum counter c, __u64 n)                            \
+	{                                                                \
+		__u32 key = c;                                           \
+		__u64 *v = bpf_map_lookup_elem(&name, &key);             \
+		if (v)                                                   \
+			__sync_fetch_and_add(v, n);                      \
 	}
 
 #endif

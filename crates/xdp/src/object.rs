@@ -148,9 +148,29 @@ impl SchedulerObject {
             .try_into()?)
     }
 
+    /// A duplicate of the program's fd, for test runs from other threads.
+    pub(crate) fn program_fd(&mut self) -> Result<std::os::fd::OwnedFd, XdpError> {
+        self.program()?
+            .fd()?
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(XdpError::Fd)
+    }
+
     pub(crate) fn test_run(&mut self, packet: &[u8], repeat: u32) -> Result<TestRun, XdpError> {
         let fd = self.program()?.fd()?.as_fd().as_raw_fd();
         test_run::run(fd, packet, repeat).map_err(XdpError::TestRun)
+    }
+
+    /// Attaches the program itself to `interface` (no steering): it runs on
+    /// whichever CPU takes a packet.
+    pub(crate) fn attach_direct(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+    ) -> Result<(), XdpError> {
+        self.program()?.attach(interface, flags)?;
+        Ok(())
     }
 
     pub(crate) fn attach_serialised(
@@ -220,9 +240,10 @@ macro_rules! steered_program_methods {
                     $steer,
                     "` on `interface` redirects every packet into the cpumap entry of `cpu`, ",
                     "whose program is this one (kernel >= 5.9), and that CPU's cpumap thread ",
-                    "runs it one packet at a time. There is no unserialised attach: two CPUs ",
-                    "running the program at once would race on its unsynchronised maps ",
-                    "(docs/xdp.md, \"One CPU\"). A `realtime_priority` above 0 makes that ",
+                    "runs it one packet at a time: two CPUs running the program at once would ",
+                    "race on its unsynchronised maps (docs/xdp.md, \"One CPU\"); only the leaf ",
+                    "runs on every CPU, behind its pass lock (`XdpLeaf::attach_every_cpu`). ",
+                    "A `realtime_priority` above 0 makes that ",
                     "thread SCHED_FIFO at it ([`SchedulerThread`](crate::SchedulerThread))."
                 )]
         pub fn attach_serialised(

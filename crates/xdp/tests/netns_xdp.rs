@@ -115,18 +115,43 @@ fn worker(node: u16, leaf: SocketAddr, stop: Arc<AtomicBool>) -> (u64, u64) {
 
 #[test]
 fn every_task_completes_through_the_xdp_leaf() {
-    through_the_xdp_leaf("every_task_completes_through_the_xdp_leaf", 1);
+    through_the_xdp_leaf("every_task_completes_through_the_xdp_leaf", 1, false);
 }
 
 /// §A.4 in XDP: tasks of three packets, each continuation sent by the
 /// program's connection table to its first packet's worker.
 #[test]
 fn multi_packet_tasks_complete_through_the_xdp_leaf() {
-    through_the_xdp_leaf("multi_packet_tasks_complete_through_the_xdp_leaf", 3);
+    through_the_xdp_leaf("multi_packet_tasks_complete_through_the_xdp_leaf", 3, false);
 }
 
-/// `TASKS` tasks of `packets` packets each through the lab.
-fn through_the_xdp_leaf(test: &str, packets: u8) {
+/// The leaf attached straight to the interface (`[xdp] cpus = "all"`): in
+/// generic mode it runs on each sender's CPU (the client's, the workers',
+/// spread over the CPUs), its passes under the pass lock.
+#[test]
+fn every_task_completes_through_the_xdp_leaf_on_every_cpu() {
+    through_the_xdp_leaf(
+        "every_task_completes_through_the_xdp_leaf_on_every_cpu",
+        1,
+        true,
+    );
+}
+
+/// Both at once: the connection table read and written under the pass
+/// lock by whichever CPU took the packet.
+#[test]
+fn multi_packet_tasks_complete_through_the_xdp_leaf_on_every_cpu() {
+    through_the_xdp_leaf(
+        "multi_packet_tasks_complete_through_the_xdp_leaf_on_every_cpu",
+        3,
+        true,
+    );
+}
+
+/// `TASKS` tasks of `packets` packets each through the lab, the leaf
+/// serialised on one CPU or on `every_cpu`.
+fn through_the_xdp_leaf(test: &str, packets: u8, every_cpu: bool) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut lab = match Lab::new("xdp") {
         Ok(lab) => lab,
         Err(LabError::Skip(why)) => return skip(test, &why),
@@ -155,7 +180,12 @@ fn through_the_xdp_leaf(test: &str, packets: u8) {
         .enumerate()
         .map(|(node, w)| {
             let stop = stop.clone();
-            w.spawn(move || worker(node as u16, leaf_at, stop))
+            w.spawn(move || {
+                if every_cpu {
+                    common::pin(node % cpus);
+                }
+                worker(node as u16, leaf_at, stop)
+            })
         })
         .collect();
 
@@ -170,9 +200,16 @@ fn through_the_xdp_leaf(test: &str, packets: u8) {
         // Serialised, as the daemon runs it: attached plainly, the program
         // runs on whichever CPU took a packet, and two CPUs updating its
         // unsynchronised maps at once lose counts (CI saw 299 replies of 300).
-        let _thread = xdp
-            .attach_serialised("eth0", XdpFlags::SKB_MODE, 0, 0)
-            .expect("attach");
+        let _thread = if every_cpu {
+            xdp.attach_every_cpu("eth0", XdpFlags::SKB_MODE)
+                .expect("attach");
+            None
+        } else {
+            Some(
+                xdp.attach_serialised("eth0", XdpFlags::SKB_MODE, 0, 0)
+                    .expect("attach"),
+            )
+        };
         let socket = UdpSocket::bind(leaf_at).expect("bind leaf");
         socket
             .set_read_timeout(Some(Duration::from_millis(50)))
@@ -196,12 +233,14 @@ fn through_the_xdp_leaf(test: &str, packets: u8) {
         let table = xdp.conn_entries().expect("connection table");
         let open = table.iter().filter(|e| e.used).count();
         let conn = xdp.conn_counters().expect("counters");
+        let lock = xdp.pass_lock_stats().expect("pass lock");
         (
             forwarded,
             notices,
             xdp.counters().expect("counters"),
             conn,
             open,
+            lock,
         )
     });
     ready_rx
@@ -246,7 +285,7 @@ fn through_the_xdp_leaf(test: &str, packets: u8) {
         })
         .expect("client");
     stop.store(true, Ordering::Relaxed);
-    let (forwarded, _notices, counters, conn, open) =
+    let (forwarded, _notices, counters, conn, open, lock) =
         leaf_thread.join().expect("leaf").expect("leaf netns");
     let (served, misrouted): (Vec<u64>, Vec<u64>) = served
         .into_iter()
@@ -270,5 +309,9 @@ fn through_the_xdp_leaf(test: &str, packets: u8) {
         "{counters:?}"
     );
     assert_eq!(counters.replies, TASKS, "{counters:?}");
+    // Every packet of a task and every reply ran its passes once (under
+    // the lock on every CPU), none given up.
+    let packets_in = TASKS * u64::from(packets) + TASKS;
+    assert_eq!((lock.tickets, lock.busy), (packets_in, 0), "{lock:?}");
     drop(lab);
 }

@@ -51,6 +51,9 @@ use crate::nginx::Nginx;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum System {
     XdpLeaf,
+    /// The XDP leaf on every CPU (`[xdp] cpus = "all"`): no cpumap hop, its
+    /// passes under the pass lock (docs/xdp.md, "Every CPU").
+    XdpLeafAll,
     /// The XDP leaf between an XDP generator and XDP workers (xdp_live).
     XdpLeafLive,
     XdpSpine,
@@ -60,9 +63,10 @@ pub enum System {
 }
 
 impl System {
-    pub const ALL: [System; 6] = [
+    pub const ALL: [System; 7] = [
         System::XdpLeafLive,
         System::XdpLeaf,
+        System::XdpLeafAll,
         System::XdpSpine,
         System::SocketLeaf,
         System::SocketSpine,
@@ -72,6 +76,7 @@ impl System {
     pub fn name(self) -> &'static str {
         match self {
             System::XdpLeaf => "xdp-leaf",
+            System::XdpLeafAll => "xdp-leaf-all",
             System::XdpLeafLive => "xdp-leaf-live",
             System::XdpSpine => "xdp-spine",
             System::SocketLeaf => "socket-leaf",
@@ -83,7 +88,7 @@ impl System {
     fn xdp(self) -> bool {
         matches!(
             self,
-            System::XdpLeaf | System::XdpLeafLive | System::XdpSpine
+            System::XdpLeaf | System::XdpLeafAll | System::XdpLeafLive | System::XdpSpine
         )
     }
 }
@@ -339,8 +344,10 @@ fn sched_config(opts: &XdpE2eOpts, system: System, sched: &Host, echo_at: &str) 
     let metrics = sched.at(METRICS_PORT);
     let xdp = if system.xdp() {
         format!(
-            "datapath = \"xdp\"\n\n[xdp]\ninterface = \"eth0\"\nmode = \"{}\"\ncpu = {}\n",
-            opts.mode, opts.cpu
+            "datapath = \"xdp\"\n\n[xdp]\ninterface = \"eth0\"\nmode = \"{}\"\ncpu = {}\ncpus = \"{}\"\n",
+            opts.mode,
+            opts.cpu,
+            if system == System::XdpLeafAll { "all" } else { "one" }
         )
     } else {
         String::new()

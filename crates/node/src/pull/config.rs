@@ -242,6 +242,12 @@ impl PullSwitchConfig {
         if let Err((key, why)) = xdp.check() {
             return xdp_invalid(key, why);
         }
+        if xdp.cpus == crate::config::XdpCpus::All {
+            return xdp_invalid(
+                "xdp.cpus",
+                "\"all\" is the Horus leaf's only (the queue runs on one CPU)".into(),
+            );
+        }
         if !matches!(
             self.policy,
             PullPolicy::Draconis | PullPolicy::DraconisPriority

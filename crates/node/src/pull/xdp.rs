@@ -419,6 +419,7 @@ mod tests {
                 "priority_levels: ",
             ),
             (format!("{}cpu = 64\n", sched(XDP)), "xdp.cpu: "),
+            (format!("{}cpus = \"all\"\n", sched(XDP)), "xdp.cpus: "),
             (
                 format!("{}realtime_priority = 100\n", sched(XDP)),
                 "xdp.realtime_priority: ",

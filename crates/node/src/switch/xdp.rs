@@ -35,7 +35,7 @@ use netsched_xdp::{
 
 use super::slots::TX_REPLY;
 use super::{Pkt, RuntimeDrop, SwitchDaemon};
-use crate::config::{Role, SwitchConfig, XdpMode};
+use crate::config::{Role, SwitchConfig, XdpCpus, XdpMode};
 use crate::error::Error;
 use crate::metrics::{Kind, Registry, Slot};
 
@@ -236,9 +236,17 @@ impl XdpPath {
             _ => unreachable!("validated: a Horus leaf or spine"),
         };
         let (cpu, priority) = (xcfg.cpu, xcfg.realtime_priority);
-        let thread = match &mut program {
-            Program::Leaf(l) => l.attach_serialised(&interface, flags, cpu, priority)?,
-            Program::Spine(s) => s.attach_serialised(&interface, flags, cpu, priority)?,
+        // `cpus = "all"`: no cpumap thread; the leaf runs wherever the frame
+        // was received, its passes under the pass lock (docs/xdp.md).
+        let thread = match (&mut program, xcfg.cpus) {
+            (Program::Leaf(l), XdpCpus::All) => {
+                l.attach_every_cpu(&interface, flags)?;
+                None
+            }
+            (Program::Leaf(l), XdpCpus::One) => {
+                Some(l.attach_serialised(&interface, flags, cpu, priority)?)
+            }
+            (Program::Spine(s), _) => Some(s.attach_serialised(&interface, flags, cpu, priority)?),
         };
         let events = names
             .iter()
@@ -278,14 +286,15 @@ impl XdpPath {
             target: "switch",
             interface = %interface,
             mode = ?xcfg.mode,
+            cpus = ?xcfg.cpus,
             cpu = xcfg.cpu,
-            thread = %thread.name,
-            realtime_priority = ?thread.realtime_priority,
+            thread = %thread.as_ref().map_or("none (every CPU)", |t| t.name.as_str()),
+            realtime_priority = ?thread.as_ref().and_then(|t| t.realtime_priority),
             nodes = nodes.len(),
             role = if matches!(program, Program::Leaf(_)) { "leaf" } else { "spine" },
             "xdp scheduler attached"
         );
-        if let Some(warning) = thread.throttling_warning() {
+        if let Some(warning) = thread.as_ref().and_then(|t| t.throttling_warning()) {
             tracing::warn!(target: "switch", "{warning}");
         }
         Ok(XdpPath {

@@ -187,3 +187,20 @@ pub fn horus_task(id: u64, service_ns: u64, payload: &[u8]) -> Vec<u8> {
     .to_vec()
     .expect("encode")
 }
+
+/// Pins the calling thread to `cpu`.
+pub fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it for
+    // cpu < CPU_SETSIZE; sched_setaffinity(0) affects the calling thread.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    assert_eq!(
+        rc,
+        0,
+        "sched_setaffinity({cpu}): {}",
+        std::io::Error::last_os_error()
+    );
+}
