@@ -25,7 +25,19 @@ fn new_hist() -> Histogram<u64> {
 /// Larger values still grow the histogram; quantiles depend on counts only.
 const LATENCY_PRESIZE_NS: u64 = 1 << 24;
 
+/// Presized counters a thread has finished with (see [`LatencyHist::compact`]),
+/// reused by its next pool so that their pages are touched only once.
+const SPARES_KEPT: usize = 16;
+
+thread_local! {
+    static SPARES: std::cell::RefCell<Vec<Histogram<u64>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn new_latency_hist() -> Histogram<u64> {
+    if let Some(h) = SPARES.with(|s| s.borrow_mut().pop()) {
+        return h;
+    }
     let mut h = Histogram::new_with_bounds(1, LATENCY_PRESIZE_NS, SIGFIG)
         .expect("valid HDR bounds and precision");
     h.auto(true);
@@ -94,6 +106,25 @@ impl LatencyHist {
         self.sum += ns as u128;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
+    }
+
+    /// Keep the samples in counters sized to the largest of them, exactly
+    /// the layout recording alone would have grown to, and hand the presized
+    /// counters back to this thread for its next histogram: a pool's
+    /// metrics outlive it, the working counters need not.
+    pub fn compact(&mut self) {
+        let mut small = new_hist();
+        add_into(&mut small, &self.h);
+        let mut used = std::mem::replace(&mut self.h, small);
+        used.reset();
+        SPARES.with(|s| {
+            let mut s = s.borrow_mut();
+            // One grown past the presize is dropped: every fresh histogram
+            // has the same layout, which equality compares.
+            if s.len() < SPARES_KEPT && used.high() == LATENCY_PRESIZE_NS {
+                s.push(used);
+            }
+        });
     }
 
     /// Add every sample of `other`; the result equals having recorded both streams.
