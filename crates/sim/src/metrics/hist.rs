@@ -277,6 +277,32 @@ mod tests {
         sorted[rank - 1]
     }
 
+    /// A compacted histogram has the counters recording alone grows to
+    /// (equality compares them index by index, both ways), and the reused
+    /// presized counters start empty.
+    #[test]
+    fn compact_keeps_the_grown_layout_and_reuses_empty_counters() {
+        for max in [0u64, 1_500, 3_000_000, 1 << 30] {
+            let xs = [max, max / 3, 7, max / 2 + 1];
+            let mut presized = LatencyHist::new();
+            let mut grown = LatencyHist {
+                h: new_hist(),
+                sum: 0,
+                min: u64::MAX,
+                max: 0,
+            };
+            for &x in &xs {
+                presized.record(x);
+                grown.record(x);
+            }
+            presized.compact();
+            assert!(presized == grown && grown == presized, "max {max}");
+            assert_eq!(presized.h.distinct_values(), grown.h.distinct_values());
+            let reused = LatencyHist::new();
+            assert_eq!((reused.count(), reused.h.high()), (0, LATENCY_PRESIZE_NS));
+        }
+    }
+
     #[test]
     fn quantiles_within_stated_error() {
         let mut rng = Rng::new(5);
