@@ -99,7 +99,8 @@ pub(crate) fn schedulers(
                 && setup.horus.idle_link == IdleLink::RandomOfPool
                 && plan.spines.len() > 1;
             // §3.2: each leaf is linked to one spine; a spine schedules over its linked racks.
-            let mut uppers = Vec::new();
+            // Sized up front: a `Plane` is large, so growing by doubling copies it.
+            let mut uppers = Vec::with_capacity(plan.spines.len());
             let mut links = vec![(0, 0); plan.racks.len()];
             for (s, &spine) in plan.spines.iter().enumerate() {
                 let linked: Vec<u32> = all_racks

@@ -223,6 +223,16 @@ impl PoolMetrics {
         m
     }
 
+    /// Shrink the latency histograms to what their samples need (see
+    /// [`LatencyHist::compact`]); nothing reported changes.
+    pub fn compact(&mut self) {
+        self.response.compact();
+        self.waiting.compact();
+        for h in &mut self.class_response {
+            h.compact();
+        }
+    }
+
     /// Set the measurement window (post-warm-up span during which tasks are
     /// submitted) that throughput is computed over.
     pub fn set_window(&mut self, start_ns: u64, end_ns: u64) {

@@ -19,6 +19,31 @@ fn new_hist() -> Histogram<u64> {
     Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision")
 }
 
+/// Latencies of a loaded pool reach milliseconds; sizing the counters for
+/// them up front spares the ~13 reallocations (each a copy of the counters
+/// and fresh pages) that growing one power of two at a time costs every pool.
+/// Larger values still grow the histogram; quantiles depend on counts only.
+const LATENCY_PRESIZE_NS: u64 = 1 << 24;
+
+/// Presized counters a thread has finished with (see [`LatencyHist::compact`]),
+/// reused by its next pool so that their pages are touched only once.
+const SPARES_KEPT: usize = 16;
+
+thread_local! {
+    static SPARES: std::cell::RefCell<Vec<Histogram<u64>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn new_latency_hist() -> Histogram<u64> {
+    if let Some(h) = SPARES.with(|s| s.borrow_mut().pop()) {
+        return h;
+    }
+    let mut h = Histogram::new_with_bounds(1, LATENCY_PRESIZE_NS, SIGFIG)
+        .expect("valid HDR bounds and precision");
+    h.auto(true);
+    h
+}
+
 /// Record with growth. (`saturating_record` would clamp to the current range
 /// instead of growing it.) Only a value beyond 2^62, which cannot be grown
 /// to, is clamped.
@@ -43,8 +68,8 @@ fn add_into(dst: &mut Histogram<u64>, src: &Histogram<u64>) {
 /// [`QUANTILE_REL_ERROR`] = 0.1% relative), growing to whatever range it sees.
 /// Count, mean, min and max are tracked exactly beside it.
 ///
-/// Memory grows with the largest value: about 1 000 × (log2(max / 2048) + 2)
-/// counters of 8 bytes, so ~120 KiB for values up to 10 ms.
+/// Memory: about 1 000 × (log2(max / 2048) + 2) counters of 8 bytes,
+/// allocated at once for values up to 16.7 ms (~120 KiB) and grown beyond.
 #[derive(Clone, Debug)]
 pub struct LatencyHist {
     h: Histogram<u64>,
@@ -68,7 +93,7 @@ impl PartialEq for LatencyHist {
 impl LatencyHist {
     pub fn new() -> Self {
         LatencyHist {
-            h: new_hist(),
+            h: new_latency_hist(),
             sum: 0,
             min: u64::MAX,
             max: 0,
@@ -81,6 +106,25 @@ impl LatencyHist {
         self.sum += ns as u128;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
+    }
+
+    /// Keep the samples in counters sized to the largest of them, exactly
+    /// the layout recording alone would have grown to, and hand the presized
+    /// counters back to this thread for its next histogram: a pool's
+    /// metrics outlive it, the working counters need not.
+    pub fn compact(&mut self) {
+        let mut small = new_hist();
+        add_into(&mut small, &self.h);
+        let mut used = std::mem::replace(&mut self.h, small);
+        used.reset();
+        SPARES.with(|s| {
+            let mut s = s.borrow_mut();
+            // One grown past the presize is dropped: every fresh histogram
+            // has the same layout, which equality compares.
+            if s.len() < SPARES_KEPT && used.high() == LATENCY_PRESIZE_NS {
+                s.push(used);
+            }
+        });
     }
 
     /// Add every sample of `other`; the result equals having recorded both streams.
@@ -231,6 +275,34 @@ mod tests {
     fn exact_quantile(sorted: &[u64], q: f64) -> u64 {
         let rank = ((q * sorted.len() as f64).ceil() as usize).max(1);
         sorted[rank - 1]
+    }
+
+    /// A compacted histogram has the counters recording alone grows to
+    /// (equality compares them index by index, both ways), and the reused
+    /// presized counters start empty.
+    #[test]
+    fn compact_keeps_the_grown_layout_and_reuses_empty_counters() {
+        for max in [0u64, 1_500, 3_000_000, 1 << 30] {
+            let xs = [max, max / 3, 7, max / 2 + 1];
+            let mut presized = LatencyHist::new();
+            let mut grown = LatencyHist {
+                h: new_hist(),
+                sum: 0,
+                min: u64::MAX,
+                max: 0,
+            };
+            for &x in &xs {
+                presized.record(x);
+                grown.record(x);
+            }
+            presized.compact();
+            // HDR's equality is one-sided (it walks the left side's counters).
+            assert_eq!(presized, grown, "max {max}");
+            assert_eq!(grown, presized, "max {max}");
+            assert_eq!(presized.h.distinct_values(), grown.h.distinct_values());
+            let reused = LatencyHist::new();
+            assert_eq!((reused.count(), reused.h.high()), (0, LATENCY_PRESIZE_NS));
+        }
     }
 
     #[test]

@@ -277,6 +277,7 @@ impl<'a> PoolSim<'a> {
             self.metrics.add_passes(false, f, rs);
         }
         self.metrics.events = self.q.processed;
+        self.metrics.compact();
         self.metrics
     }
 
