@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tasks per CPU-second of netsched and of the Horus authors' simulator, on one configuration (issue 17 goal 4).
+"""Tasks per CPU-second of netsched and of the Horus authors' simulator, on one configuration.
 
     cargo build --release -p netsched
     python3 scripts/bench-horus-sim.py --horus-sim DIR [--pools 50,1000] [--tasks 40000] [--repeat 3]
@@ -391,7 +391,7 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=1, help="netsched's seed (horus-sim seeds itself from the OS)")
     ap.add_argument("--cpu", type=int, default=None,
                     help="the CPU both simulators are pinned to (default: the lowest this process may use)")
-    ap.add_argument("--target", type=float, default=1000.0, help="the ratio to judge against (issue 17: 1000)")
+    ap.add_argument("--target", type=float, default=1000.0, help="the ratio to judge against (1000)")
     return ap.parse_args(argv)
 
 

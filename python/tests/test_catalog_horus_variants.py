@@ -1,4 +1,4 @@
-"""Horus's configurations swept as if they were policies (issue 13 item 3):
+"""Horus's configurations swept as if they were policies:
 `netsched.sweep.Variant` (a policy plus config overrides), the cache key that
 includes the overrides, the four Horus curves of the catalog and the page
 section that compares them. Needs the package installed (`pip install .`)."""

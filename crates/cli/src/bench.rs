@@ -32,7 +32,7 @@ pub enum BenchCmd {
         /// Worker threads (0 = all cores).
         #[arg(long, default_value_t = 0)]
         threads: usize,
-        /// Events of the floor loop run after the simulation: issue 17's
+        /// Events of the floor loop run after the simulation: a
         /// bare binary-heap event loop, with a pool's mean number of
         /// pending events (0 skips it).
         #[arg(long, default_value_t = 30_000_000)]

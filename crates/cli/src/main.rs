@@ -289,7 +289,7 @@ mod tests {
     use clap::CommandFactory;
 
     /// Every option and positional argument of every subcommand says what
-    /// it is in `--help` (issue 20: `--seed`, `-c` and `--duration-s` had
+    /// it is in `--help` (`--seed`, `-c` and `--duration-s` had
     /// none).
     #[test]
     fn every_argument_has_help_text() {

@@ -1,4 +1,4 @@
-//! Failures of real processes in network namespaces (issue 3: "kill a
+//! Failures of real processes in network namespaces ("kill a
 //! worker, kill a leaf scheduler"): every daemon is a `netsched` process
 //! started with `ip netns exec`, the spine in its own namespace, each rack
 //! (leaf daemon + one worker agent process per worker) in its own, the

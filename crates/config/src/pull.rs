@@ -13,7 +13,7 @@ use netsched_core::pull::PullParams;
 use crate::error::ConfigError;
 use crate::parse::Renamed;
 
-/// `k` meant two things in the pull configs (issue 18): each has its own
+/// `k` meant two things in the pull configs: each has its own
 /// key now, and loaders of pull configs (`netsched pull`, the pull runtime)
 /// refuse the old one naming the new.
 pub const RENAMED_KEYS: [Renamed; 2] = [

@@ -294,7 +294,7 @@ mod reference {
         /// Every flow of the task has sent its FIN: forget its counters and
         /// take back whatever allocation is still booked to it. Only a request
         /// the port answered whose feedback never reached the sender leaves
-        /// one (the sender cannot return what it never heard of; issue 15):
+        /// one (the sender cannot return what it never heard of):
         /// without this, A would keep it for good and C − A would shrink.
         /// [`SpcSwitch::on_task_end`] keeps it instead, for a driver whose
         /// FINs may come after the task's end.

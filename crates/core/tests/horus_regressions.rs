@@ -1,5 +1,5 @@
-//! Regression tests for Horus data-plane defects found in review (issue 13,
-//! item 4) and tests of the options that reproduce the authors' simulator.
+//! Regression tests for Horus data-plane defects found in review and tests
+//! of the options that reproduce the authors' simulator.
 //! Each defect's test failed before its fix.
 
 use netsched_core::dataplane::{

@@ -1,8 +1,8 @@
 //! `netsched bench capacity`: the highest offered rate each scheduler
 //! sustains with p99 under a bound, and what it costs per scheduler
 //! CPU-second, for the Horus leaf daemon and nginx's `random two least_conn`
-//! UDP proxy over the same workers with the same open-loop client (issue 17,
-//! goal 3).
+//! UDP proxy over the same workers with the same open-loop client
+//! (docs/benchmarks.md).
 //!
 //! Setup as `netsched bench nginx` (crate::nginx: single-executor workers that
 //! reply to the task's sender, every path 4 loopback hops), but with tasks

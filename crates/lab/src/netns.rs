@@ -1,5 +1,5 @@
 //! Network namespaces joined by veth pairs, for multi-host tests on one
-//! machine (issue 3: a namespace per rack, the spine in its own).
+//! machine (a namespace per rack, the spine in its own).
 //!
 //! [`Lab::new`] makes a hub namespace holding a bridge; every
 //! [`Lab::host`] is a namespace with one veth pair into that bridge and an

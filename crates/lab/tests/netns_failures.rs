@@ -506,7 +506,7 @@ fn worker_and_leaf_failures_are_survived() {
     };
     // 6 workers of Exp(200 µs): 12,000 tasks/s saturate; run at ~25 %.
     // Retries on: a task in flight at the dead worker or leaf, or sent to
-    // rack 2 before the controller noticed, is resubmitted (issue 16 item 5).
+    // rack 2 before the controller noticed, is resubmitted.
     let client = dc.client_with(3000.0, 2400, 1, "retries = 5\n");
     std::thread::sleep(Duration::from_millis(500));
     // Kill one worker agent of rack 0: the leaf times it out (§A.3) and the
@@ -556,7 +556,7 @@ fn cut_link_and_controller_restart() {
         return;
     };
     // Retries on: tasks sent to rack 1 while it is cut off time out and are
-    // resubmitted elsewhere (issue 16 item 5).
+    // resubmitted elsewhere.
     let client = dc.client_with(3000.0, 2600, 4, "retries = 5\n");
     std::thread::sleep(Duration::from_millis(300));
     // Cut rack 1 off: the controller no longer hears its leaf and drops it

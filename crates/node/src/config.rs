@@ -141,7 +141,7 @@ fn default_jbsq_bound() -> u32 {
     PlaneParams::default().jbsq_bound
 }
 
-/// `k` was an instance's sample count (issue 18 split `k` by meaning).
+/// `k` was an instance's sample count (the key was split by meaning).
 const RENAMED_KEYS: [netsched_config::parse::Renamed; 1] = [netsched_config::parse::Renamed {
     table: "instance",
     key: "k",

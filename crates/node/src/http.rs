@@ -2,8 +2,7 @@
 //! serving the controller's admin API and every daemon's `/metrics`
 //! (docs/runtime.md).
 //!
-//! What the hand-written servers it replaces could not do (issue 16 item 3,
-//! issue 20 item 1):
+//! What the hand-written servers it replaces could not do:
 //!
 //! * **Concurrent connections.** Each connection is its own task, up to
 //!   [`MAX_CONNECTIONS`] (fewer if the process may not open that many

@@ -1,4 +1,4 @@
-//! netsched runtime over UDP (issue 3): real processes that drive the sans-IO
+//! netsched runtime over UDP: real processes that drive the sans-IO
 //! data planes of `netsched-core` with the wire format of `netsched-proto`.
 //!
 //! * [`switch`]: the scheduler daemon, a software Horus spine and/or leaf (the

@@ -1,4 +1,4 @@
-//! The controller's admin API under attack and faults (issue 16 items 3, 7):
+//! The controller's admin API under attack and faults:
 //! a slow connection beside authenticated requests, changes without a token,
 //! the token checked before the body, body limits, and a change whose state
 //! save fails.

@@ -1,4 +1,4 @@
-//! The client's options beyond one Poisson stream (issue 3: "several
+//! The client's options beyond one Poisson stream ("several
 //! threads, rate schedule, multi-packet tasks, per-task timeout and
 //! resubmission"), and spines learned from the controller's admin API,
 //! over real loopback sockets.

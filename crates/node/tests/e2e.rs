@@ -1,5 +1,5 @@
 //! End-to-end on loopback: client → spine → leaf → executor → leaf → spine
-//! → client, Horus on both layers (issue 3, scope item 4).
+//! → client, Horus on both layers.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Truth after faults (issue 16 item 5), at a Horus leaf driven datagram by
+//! Truth after faults, at a Horus leaf driven datagram by
 //! datagram: a duplicated reply cannot change a busy worker's load or idle
 //! state, and a worker's heartbeat reconciles the counters that lost tasks
 //! leave behind.

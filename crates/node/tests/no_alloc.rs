@@ -1,4 +1,4 @@
-//! "No allocation per packet" (issue 3, `netsched switch`): once warm, a
+//! "No allocation per packet" (`netsched switch`): once warm, a
 //! scheduler daemon handles tasks and replies without touching the heap.
 //! A counting global allocator (this test binary only) counts the
 //! allocations the test thread makes while it drives a Horus leaf and a

@@ -1,4 +1,4 @@
-//! Bounded state that recovers (issue 16 item 4): 10,000 made-up application
+//! Bounded state that recovers: 10,000 made-up application
 //! ids from one sender against an open spine must not lock a new client out,
 //! and the sender's refused tasks are answered with a failed reply.
 

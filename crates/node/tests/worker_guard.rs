@@ -1,4 +1,4 @@
-//! A worker obeys only its leaf (issue 16 item 1): a task from any other
+//! A worker obeys only its leaf: a task from any other
 //! address is dropped and counted, a synthetic service time above the cap is
 //! answered as failed at once, and a stop request ends even a long task's
 //! sleep within a second.
@@ -117,7 +117,7 @@ fn stop_ends_a_long_task_within_a_second() {
     );
 }
 
-/// Client retries (issue 16 item 5): a copy of a task still queued or
+/// Client retries: a copy of a task still queued or
 /// running is dropped, not run twice; a copy of an answered task runs again
 /// (its reply may be the one that was lost: at-least-once).
 #[test]

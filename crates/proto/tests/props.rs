@@ -453,7 +453,7 @@ fn apply(bytes: &mut Vec<u8>, e: &Edit) {
 }
 
 proptest! {
-    // Stable-Rust fuzzing inside `cargo test` (issue 16 item 6): a fixed
+    // Stable-Rust fuzzing inside `cargo test`: a fixed
     // seed, so a run is reproducible and a failure is not a flake; raise
     // NETSCHED_FUZZ_CASES for more inputs.
     #![proptest_config(ProptestConfig {

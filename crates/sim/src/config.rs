@@ -413,7 +413,7 @@ fn err(field: &str, msg: impl Into<String>) -> ConfigError {
     }
 }
 
-/// `k` meant three things (issue 18): each now has its own key.
+/// `k` meant three things: each now has its own key.
 const RENAMED_KEYS: [Renamed; 2] = [
     Renamed {
         table: "schedulers",

@@ -1,9 +1,9 @@
-//! The floor of the simulator's cost per event: issue 17's bare binary-heap
+//! The floor of the simulator's cost per event: a bare binary-heap
 //! event loop, with nothing else to do. Each step pops the earliest event
 //! and schedules one successor, so the heap keeps `pending` events, as a
 //! pool keeps about one per worker. `netsched bench sim` runs it beside the
-//! simulation and prints the ratio of their CPU per event (issue 17,
-//! docs/benchmarks.md).
+//! simulation and prints the ratio of their CPU per event
+//! (docs/benchmarks.md).
 //!
 //! The floor stays a binary heap although the pools' own queue is now a
 //! calendar queue (`crate::queue`): the issue's goal is stated against the

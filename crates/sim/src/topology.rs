@@ -452,7 +452,7 @@ impl PlacementConfig {
 
     /// [`Self::validate`], and refuse what has no effect on `topo`: a ratio
     /// given for a topology with one spine per pod, where every group of a
-    /// pod's racks gets that spine whatever r is (issue 13, item 6).
+    /// pod's racks gets that spine whatever r is.
     pub fn validate_on(&self, topo: &Topology) -> Result<(), ConfigError> {
         self.validate()?;
         if self.ratio.is_some() && topo.spines_per_pod() == 1 {

@@ -1,5 +1,5 @@
 //! `placement.ratio` (Horus §3.2, §5.3: r leaf schedulers per spine
-//! scheduler) must either change the run or be refused (issue 13, item 6).
+//! scheduler) must either change the run or be refused.
 //! It can only change anything where a pod has more than one spine: a
 //! `racks` topology declares its spines with `spines`; with one spine per
 //! pod every group of racks shares it, whatever r is.

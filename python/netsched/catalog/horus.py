@@ -20,7 +20,7 @@ from .base import (Ablation, Experiment, PaperPoint, fmt, knee, lines, numeric, 
 
 PAPER = "Horus (NSDI'24)"
 
-# --- Horus's configurations (issue 13 item 3) -----------------------------------
+# --- Horus's configurations -------------------------------------------------
 #
 # The paper's simulated figures came from the authors' Python simulator,
 # horus-sim, unmodified; netsched's `horus` is the paper's and the P4's

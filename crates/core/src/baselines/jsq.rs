@@ -278,8 +278,8 @@ impl DataPlane for Jsq {
                         let node = self.view.pick_min(&mut self.rng)?;
                         // Zero-delay knowledge includes this task: it is on the
                         // node's queue from now on, even while it is still on
-                        // the wire, or the next tasks would join the same queue
-                        // (issue 13, item 5). The driver's next `QueueChanged`
+                        // the wire, or the next tasks would join the same queue.
+                        // The driver's next `QueueChanged`
                         // for the node replaces the count.
                         let q = self.view.qlen(node).unwrap_or(0);
                         self.view.set(node, q.saturating_add(1));

@@ -13,7 +13,7 @@
 //! retry new again and F_k counts the flow twice. Waiting for F_k to reach
 //! zero then waits for a FIN that never comes, and the task's leftover
 //! demand (the lost request's, counted at a higher priority) keeps every
-//! later task's class at NR = 0 for good (issue 15's starved task). The
+//! later task's class at NR = 0 for good (a starved task). The
 //! same loss of a request that was given a rate leaves that rate in the
 //! port's A; retiring the task takes it back.
 //!

@@ -137,7 +137,7 @@ impl SwitchDaemon {
                 }
                 self.heard_from(i, h.src_id as usize, now);
                 // The heartbeat's queue length is the truth the leaf's
-                // counters are reconciled with (issue 16 item 5).
+                // counters are reconciled with.
                 if let Plane::HorusLeaf(leaf) = &mut self.instances[i].plane {
                     let mut out = Outbox::new();
                     leaf.control_reconcile_worker(h.src_id as u32, h.qlen as u32, now, &mut out);

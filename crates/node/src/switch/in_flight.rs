@@ -1,6 +1,6 @@
 //! A leaf's tasks in flight: which (task id, worker) pairs it dispatched and
 //! has not seen answered, so that a reply is fed to the data plane only if it
-//! answers one (issue 16 item 5), a Horus reply or a RackSched REP alike
+//! answers one, a Horus reply or a RackSched REP alike
 //! (a REP's LOAD is absolute, so an old copy would roll the server's load
 //! back). A duplicated reply, a stale one from before
 //! a worker was removed, or one forged with a worker's address and a made-up

@@ -92,7 +92,7 @@ pub struct PoolSim<'a> {
     nodes: Nodes,
     /// Per pool node, tasks dispatched to it and still on the wire; kept for
     /// the ideal policies only (`Policy::sees_queues_instantly`), whose view
-    /// counts them (issue 13, item 5).
+    /// counts them.
     in_flight: Vec<u32>,
     tasks: Vec<TaskRec>,
     free_tasks: Vec<u32>,

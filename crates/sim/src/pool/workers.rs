@@ -24,7 +24,7 @@ impl PoolSim<'_> {
             // Zero delay means the dispatch is known before the next task,
             // not when the task reaches the worker: counting it only on
             // arrival let every task dispatched within one network delay
-            // join the same shortest queue (issue 13, item 5; the contract
+            // join the same shortest queue (the contract
             // in netsched_core::baselines).
             self.in_flight[node as usize] += 1;
             self.instant_view(now, node);
