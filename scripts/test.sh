@@ -11,7 +11,7 @@ python3 scripts/module-cycles.py
 # As root, network-namespace tests must run: a skip is a failure
 # (crates/lab/src/netns.rs, REQUIRE_NETNS_ENV).
 # Likewise the XDP leaf's differential tests, which load BPF programs
-# (crates/xdp/tests/differential.rs).
+# (crates/xdp/tests/differential/).
 if [ "$(id -u)" = 0 ]; then
   export NETSCHED_REQUIRE_NETNS="${NETSCHED_REQUIRE_NETNS:-1}"
   export NETSCHED_REQUIRE_BPF="${NETSCHED_REQUIRE_BPF:-1}"

@@ -1,5 +1,5 @@
 //! The Horus leaf on every CPU (docs/xdp.md, "Every CPU") beside the
-//! differential tests' concurrent runs (tests/differential.rs): what runs
+//! differential tests' concurrent runs (tests/differential/every_cpu.rs): what runs
 //! outside the pass lock (sealing) under concurrent CPUs, and the decision
 //! rate on one CPU against every CPU, side by side.
 //!
