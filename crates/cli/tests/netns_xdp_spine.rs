@@ -165,16 +165,20 @@ fn every_task_completes_through_the_xdp_spine_daemon() {
     // The leaf's notices reached the spine's program: the idle rack it
     // announced at start (idleAdd, §3.3) at least.
     assert!(notices[0] > 0, "{counts}");
-    // One CPU (xdp.cpu = 1) ran the spine (the series' program label is the
-    // scheduler's slot, "leaf", for either role).
+    // One CPU (xdp.cpu = 1) ran the spine, reported as the spine's runs.
     let on = |program: &str, cpu: u32| {
         at_spine(
             "netsched_xdp_cpu_packets_total",
             &format!("program=\"{program}\",cpu=\"{cpu}\""),
         )
     };
-    assert_eq!(on("leaf", 0), 0, "the spine ran only on CPU 1: {counts}");
-    assert!(on("leaf", 1) >= dispatched, "{counts}");
+    assert_eq!(on("spine", 0), 0, "the spine ran only on CPU 1: {counts}");
+    assert!(on("spine", 1) >= dispatched, "{counts}");
+    assert_eq!(
+        on("leaf", 0) + on("leaf", 1),
+        0,
+        "a spine is no leaf: {counts}"
+    );
     drop(procs);
     drop(lab);
 }

@@ -269,15 +269,22 @@ impl XdpPath {
         let cpus = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(netsched_xdp::MAX_CPUS as usize);
+        // The scheduler's series is named by its role, so a spine's runs are
+        // not reported as a leaf's.
+        let role = if matches!(program, Program::Leaf(_)) {
+            "leaf"
+        } else {
+            "spine"
+        };
         let cpu_packets = (0..cpus)
             .map(|cpu| {
                 let cpu = cpu.to_string();
-                ["steer", "leaf"].map(|program| {
+                ["steer", role].map(|label| {
                     reg.register(
                         "netsched_xdp_cpu_packets_total",
-                        "datapath xdp: packets per CPU the steering program took and the scheduler ran (one CPU runs it)",
+                        "datapath xdp: packets per CPU the steering program took and the scheduler (leaf or spine) ran",
                         Kind::Counter,
-                        &[("program", program), ("cpu", &cpu)],
+                        &[("program", label), ("cpu", &cpu)],
                     )
                 })
             })
