@@ -484,7 +484,8 @@ impl SwitchConfig {
         }
         if self.threads > 1 && self.datapath != Datapath::Socket {
             return Err(ConfigError::Invalid(
-                "threads > 1 is for datapath = \"socket\" (the XDP leaf runs on one CPU)".into(),
+                "threads > 1 is for datapath = \"socket\" (an XDP leaf's CPUs are `[xdp] cpus`)"
+                    .into(),
             ));
         }
         if self.max_routes_per_source == 0 {
