@@ -45,9 +45,13 @@ fn controller(tag: &str) -> Ctl {
     let dir = std::env::temp_dir().join(format!("netsched-admin-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let (ctl, admin, spine, leaf, w) = (port(), port(), port(), port(), port());
+    // The controller binds port 0 and reports what it got: a port picked
+    // here and released would race every other socket in the test run
+    // (CI once lost one to another test's TCP connection). The pool's
+    // addresses are never bound, only named.
+    let (spine, leaf, w) = (port(), port(), port());
     let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\n\
+        "listen = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\nkey = \"{KEY}\"\n\
          state = \"{}\"\n[[pool]]\nid = 1\nspines = [\"{spine}\"]\n\
          [[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [\"{w}\"]\n",
         dir.join("state.json").display()
@@ -55,6 +59,7 @@ fn controller(tag: &str) -> Ctl {
     .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let c = Controller::start(&cfg, stop.clone()).unwrap();
+    let admin = c.admin_addr;
     Ctl {
         c: Some(c),
         stop,

@@ -477,14 +477,17 @@ fn the_worker_drops_and_counts_garbage_and_keeps_serving() {
 #[test]
 fn the_controller_counts_what_it_rejects_by_reason() {
     let port = || sock().local_addr().unwrap();
-    let (ctl, admin, spine, leaf, exec) = (port(), port(), port(), port(), port());
+    // The controller's own sockets bind port 0 and are read back (a port
+    // picked and released here could be taken before it binds).
+    let (spine, leaf, exec) = (port(), port(), port());
     let stop = Arc::new(AtomicBool::new(false));
     let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"t0k3n-for-tests\"\nkey = \"{KEY}\"\n\
+        "listen = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\ntoken = \"t0k3n-for-tests\"\nkey = \"{KEY}\"\n\
          [[pool]]\nid = 1\nspines = [\"{spine}\"]\n[[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [\"{exec}\"]\n"
     ))
     .unwrap();
     let c = Controller::start(&cfg, stop.clone()).unwrap();
+    let (ctl, admin) = (c.control_addr, c.admin_addr);
     let reg = c.registry();
     let rejected = |why: &str| {
         reg.value(

@@ -250,9 +250,10 @@ fn pull_scheduler_and_executor_metrics_pass_promtool() {
 
 /// A controller after one admin request: its /metrics.
 fn controller_scrape() -> String {
-    let (ctl, admin, spine, leaf, w) = (port(), port(), port(), port(), port());
+    // Bound to port 0 and read back: no window for another socket to take it.
+    let (spine, leaf, w) = (port(), port(), port());
     let cfg = ControllerConfig::from_toml(&format!(
-        "listen = \"{ctl}\"\nadmin = \"{admin}\"\ntoken = \"promtool-test-token\"\n\
+        "listen = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\ntoken = \"promtool-test-token\"\n\
          key = \"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"\n\
          [[pool]]\nid = 1\nspines = [\"{spine}\"]\n\
          [[pool.rack]]\nleaf = \"{leaf}\"\nworkers = [\"{w}\"]\n"
@@ -260,6 +261,7 @@ fn controller_scrape() -> String {
     .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let c = Controller::start(&cfg, stop.clone()).unwrap();
+    let admin = c.admin_addr;
     // One admin request, so the latency histogram has an observation.
     let (code, _) = netsched_node::controller::http(admin, "GET", "/healthz", None, None).unwrap();
     assert_eq!(code, 200);
