@@ -42,22 +42,39 @@ pub fn assert_one_line_error(name: &str, args: &[&str], field: &str) {
     );
 }
 
-/// A free loopback UDP port (the OS's pick, released for a daemon to bind).
-pub fn udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A loopback port free for both UDP and TCP, for a daemon process to bind.
+///
+/// Not the OS's pick (`bind` to port 0): that comes from the ephemeral range
+/// (32768-60999 here) that every outgoing connection and every other
+/// port-0 bind also draws from, so between its release and the daemon's bind
+/// another socket of the test run could take it (CI lost a port that way).
+/// These come from 24000-29999, below that range, which the kernel never hands
+/// out by itself: each test process walks its own stride of 100 ports
+/// (chosen by its pid), skipping any port that is taken.
+fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 24_000 + (std::process::id() % 60) as u16 * 100;
+    for _ in 0..6_000 {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed) % 6_000;
+        let port = 24_000 + (base - 24_000 + k) % 6_000;
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        if udp.is_ok() && tcp.is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in 24000-29999");
 }
 
-/// A free loopback TCP port (a metrics or admin listener).
+/// A free loopback UDP port, released for a daemon to bind ([`free_port`]).
+pub fn udp_port() -> u16 {
+    free_port()
+}
+
+/// A free loopback TCP port (a metrics or admin listener; [`free_port`]).
 pub fn tcp_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    free_port()
 }
 
 /// The sum of the metric lines (0 if none or unreachable) of `name` on `port`'s /metrics whose labels
