@@ -138,6 +138,9 @@ struct Opts {
     /// client takes its own, `Dc::client_with`).
     drop_rate: f64,
     loss_until_ms: u64,
+    /// The spines schedule in XDP (`datapath = "xdp"`, generic mode on
+    /// their `eth0`) rather than in the socket daemon.
+    spine_xdp: bool,
 }
 
 impl Default for Opts {
@@ -148,6 +151,7 @@ impl Default for Opts {
             execs: 2,
             drop_rate: 0.0,
             loss_until_ms: 0,
+            spine_xdp: false,
         }
     }
 }
@@ -175,6 +179,11 @@ impl Dc {
                 o.drop_rate, o.loss_until_ms
             )
         };
+        let spine_datapath = if o.spine_xdp {
+            "datapath = \"xdp\"\n[xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpu = 1\n"
+        } else {
+            ""
+        };
         let leaves_list: Vec<String> = rack_hosts
             .iter()
             .map(|h| format!("\"{}\"", h.at(7101)))
@@ -188,7 +197,7 @@ impl Dc {
                 spawn_switch(
                     h,
                     format!(
-                        "listen = \"{}\"\ncontroller = \"{}\"\nkey = \"{KEY}\"\nstatus_ms = 50\nseed = {}\n{}\
+                        "listen = \"{}\"\ncontroller = \"{}\"\nkey = \"{KEY}\"\nstatus_ms = 50\nseed = {}\n{}{spine_datapath}\
                          [[instance]]\npool = {POOL}\nrole = \"spine\"\npolicy = \"horus\"\n\
                          downstream = [{}]\nrack_workers = [{}]\n",
                         h.at(7100),
@@ -548,6 +557,58 @@ fn worker_and_leaf_failures_are_survived() {
     let r3 = dc.client(1000.0, 300, 3).join().unwrap().unwrap();
     assert_eq!(r3.completed, r3.submitted, "{}", r3.summary());
     assert!(done(&dc.workers[1][0]) > before, "live racks serve");
+}
+
+/// An XDP spine follows the controller as the socket spine does: a rack
+/// whose leaf died is dropped in the program's registers too (§A.3), and a
+/// run without retries after the drop loses no task. Before, only the
+/// sans-IO spine beside the program was told: the program kept the dead
+/// rack among its racks, never reinstalled. (The spine's in-process thread
+/// in a namespace also needed its MAC and neighbours read in that
+/// namespace, not the host's.)
+#[test]
+fn an_xdp_spine_installs_the_racks_the_controller_admits_and_drops() {
+    let clang = std::process::Command::new("clang")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if std::env::var_os("NETSCHED_REQUIRE_BPF").is_none() && !clang {
+        netns::skip(
+            "xdp spine",
+            &"no BPF (clang missing when netsched-xdp was built)",
+        );
+        return;
+    }
+    let o = Opts {
+        spine_xdp: true,
+        ..Opts::default()
+    };
+    let Some(mut dc) = Dc::start_admitted("xspn", o) else {
+        return;
+    };
+    let reinstalls = |dc: &Dc| dc.spine_metric("netsched_xdp_reinstalls_total", "");
+    let before = (executed(&dc), dispatched(&dc));
+    let r = dc.client(1000.0, 400, 1).join().unwrap().unwrap();
+    check_exact(&dc, before, &r);
+    let installed = reinstalls(&dc);
+    dc.leaves[2].kill();
+    wait_for(
+        "rack 2 dropped at the spine",
+        Duration::from_secs(2),
+        || spine_admitted(&dc) == vec![true, true, false],
+    );
+    // The daemon installs a changed view between batches, within
+    // milliseconds of applying it; give it up to a second, then let the
+    // tasks tell whether it did.
+    let t = Instant::now();
+    while reinstalls(&dc) == installed && t.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // No retries: a task the program sent to the dead rack would be lost.
+    let before = (executed(&dc), dispatched(&dc));
+    let r = dc.client(1000.0, 600, 2).join().unwrap().unwrap();
+    check_exact(&dc, before, &r);
+    assert!(reinstalls(&dc) > installed, "the drop was installed");
 }
 
 #[test]

@@ -238,22 +238,62 @@ pub struct CpuRuns {
     pub scheduler: Vec<u64>,
 }
 
-/// `interface`'s MAC, from sysfs (of the namespace sysfs was mounted in:
-/// `ip netns exec` mounts the namespace's own).
+/// `interface`'s MAC in the calling thread's network namespace
+/// (`SIOCGIFHWADDR` on a socket, which belongs to the namespace of the thread
+/// that opens it). Sysfs would answer for the namespace it was mounted in:
+/// right under `ip netns exec`, which mounts the namespace's own, but from a
+/// thread that entered a namespace with `setns` it names the host's
+/// interface of that name, and its MAC.
 pub fn interface_mac(interface: &str) -> std::io::Result<[u8; 6]> {
-    let text = std::fs::read_to_string(format!("/sys/class/net/{interface}/address"))?;
-    parse_mac(text.trim()).ok_or_else(|| {
-        std::io::Error::new(
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let name = interface.as_bytes();
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(&0) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{interface:?}: not an interface name"),
+        ));
+    }
+    // SAFETY: socket(2) has no memory preconditions; the fd is owned below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(name) {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: req is a valid ifreq with a NUL-terminated name (zeroed tail).
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) } < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(e.kind(), format!("{interface}: {e}")));
+    }
+    // SAFETY: SIOCGIFHWADDR filled the ifru_hwaddr member of the union.
+    let hw = unsafe { req.ifr_ifru.ifru_hwaddr };
+    if hw.sa_family != libc::ARPHRD_ETHER {
+        return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("{interface}: no Ethernet address ({})", text.trim()),
-        )
-    })
+            format!(
+                "{interface}: not an Ethernet interface (type {})",
+                hw.sa_family
+            ),
+        ));
+    }
+    let mut mac = [0u8; 6];
+    for (dst, src) in mac.iter_mut().zip(hw.sa_data.iter()) {
+        *dst = *src as u8;
+    }
+    Ok(mac)
 }
 
-/// The MAC the kernel's neighbour table (`/proc/net/arp`, this thread's
-/// network namespace) holds for `ip` on `interface`, if resolved.
+/// The MAC the kernel's neighbour table holds for `ip` on `interface`, if
+/// resolved: `/proc/thread-self/net/arp`, the calling thread's network
+/// namespace (`/proc/net` is the process's, which a thread that entered a
+/// namespace with `setns` does not share).
 pub fn neighbour_mac(interface: &str, ip: Ipv4Addr) -> std::io::Result<Option<[u8; 6]>> {
-    let table = std::fs::read_to_string("/proc/net/arp")?;
+    let table = std::fs::read_to_string("/proc/thread-self/net/arp")?;
     Ok(parse_arp(&table, interface, ip))
 }
 

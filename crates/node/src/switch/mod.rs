@@ -171,6 +171,7 @@ impl SwitchDaemon {
                 cfg,
                 &instances[0].plane,
                 &instances[0].alive,
+                &instances[0].rack_w,
                 notice.as_ref().map(|n| n.key().0),
                 &mut reg,
             )?),

@@ -175,8 +175,10 @@ pub(super) struct XdpPath {
     mac: [u8; 6],
     /// The downstream nodes' addresses (workers, or a spine's leaves).
     nodes: Vec<WorkerAddr>,
-    /// The control view's live nodes when it was last installed.
+    /// The control view when it was last installed: live nodes, and (at a
+    /// spine) each rack's live workers, whose 1/w the spine adds per task.
     installed_alive: Vec<bool>,
+    installed_weights: Vec<u32>,
     events: Vec<Slot>,
     reinstalls: Slot,
     /// Per CPU: packets the steering program took, packets the scheduler ran.
@@ -192,6 +194,7 @@ impl XdpPath {
         cfg: &SwitchConfig,
         plane: &Plane,
         alive: &[bool],
+        weights: &[u32],
         notice_key: Option<[u8; 16]>,
         reg: &mut Registry,
     ) -> Result<Self, Error> {
@@ -310,6 +313,7 @@ impl XdpPath {
             mac,
             nodes,
             installed_alive: alive.to_vec(),
+            installed_weights: weights.to_vec(),
             events,
             reinstalls,
             cpu_packets,
@@ -330,7 +334,7 @@ fn resolve_workers(interface: &str, downstream: &[SocketAddr]) -> Result<Vec<Wor
         let deadline = Instant::now() + NEIGHBOUR_WAIT;
         let mac = loop {
             if let Some(mac) = netsched_xdp::neighbour_mac(interface, *a.ip())
-                .map_err(|e| Error::io("/proc/net/arp", e))?
+                .map_err(|e| Error::io("/proc/thread-self/net/arp", e))?
             {
                 break mac;
             }
@@ -433,24 +437,22 @@ impl SwitchDaemon {
     /// (`publish`: every 100 ms).
     pub(super) fn xdp_tick(&mut self, publish: bool) {
         let Some(x) = self.xdp.as_mut() else { return };
-        let Program::Leaf(leaf) = &mut x.program else {
-            // A spine sends no notices and has no heartbeats to watch.
-            if publish {
-                self.xdp_publish();
+        // A spine sends no notices.
+        if let Program::Leaf(leaf) = &mut x.program {
+            let notices = match leaf.drain_notices() {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!(target: "switch", error = %e, "xdp: draining notices");
+                    Vec::new()
+                }
+            };
+            for notice in notices {
+                self.notify(LEAF, Upstream::Linked, notice);
             }
-            return self.flush();
-        };
-        let notices = match leaf.drain_notices() {
-            Ok(n) => n,
-            Err(e) => {
-                tracing::warn!(target: "switch", error = %e, "xdp: draining notices");
-                Vec::new()
-            }
-        };
-        for notice in notices {
-            self.notify(LEAF, Upstream::Linked, notice);
         }
-        if self.instances[LEAF].alive != self.xdp.as_ref().expect("xdp").installed_alive {
+        let inst = &self.instances[LEAF];
+        let x = self.xdp.as_ref().expect("xdp");
+        if inst.alive != x.installed_alive || inst.rack_w != x.installed_weights {
             self.xdp_reinstall();
         }
         if publish {
@@ -512,35 +514,44 @@ impl SwitchDaemon {
         }
     }
 
-    /// The control view changed (a worker added or removed): install it.
-    /// Soft state restarts from the view (every live worker idle, loads and
-    /// outstanding tasks zero, as after a leaf controller's restart) and the
-    /// spine is told the rack's state again; replies re-teach the loads.
+    /// The control view changed (a worker or, at a spine, a rack added,
+    /// removed or reweighted): install it. At a leaf, soft state restarts
+    /// from the view (every live worker idle, loads and outstanding tasks
+    /// zero, as after a leaf controller's restart) and the spine is told the
+    /// rack's state again; replies re-teach the loads. At a spine, the
+    /// sans-IO spine already applied the change (§A.3: a failed leaf's rack
+    /// takes no new tasks; §A.2: a rack's 1/w follows its live workers); its
+    /// registers, the program's random stream aside, are installed as they
+    /// are now.
     fn xdp_reinstall(&mut self) {
         let inst = &self.instances[LEAF];
         let x = self.xdp.as_mut().expect("xdp");
-        let Plane::HorusLeaf(sans_io) = &inst.plane else {
-            return;
-        };
-        let Program::Leaf(leaf) = &mut x.program else {
-            return;
-        };
         let known = x.nodes.len();
         if inst.cfg.downstream.len() > known {
             match resolve_workers(&x.interface, &inst.cfg.downstream[known..]) {
                 Ok(more) => x.nodes.extend(more),
                 Err(e) => {
                     // Retried at the next tick.
-                    tracing::warn!(target: "switch", error = %e, "xdp: new worker not installed");
+                    tracing::warn!(target: "switch", error = %e, "xdp: new downstream node not installed");
                     return;
                 }
             }
         }
-        if let Err(e) = leaf.reinstall(sans_io, x.mac, &x.nodes) {
+        let installed = match (&inst.plane, &mut x.program) {
+            (Plane::HorusLeaf(sans_io), Program::Leaf(leaf)) => {
+                leaf.reinstall(sans_io, x.mac, &x.nodes)
+            }
+            (Plane::HorusSpine(sans_io), Program::Spine(spine)) => {
+                spine.reinstall(sans_io, x.mac, &x.nodes)
+            }
+            _ => return,
+        };
+        if let Err(e) = installed {
             tracing::error!(target: "switch", error = %e, "xdp: installing the control view");
             return;
         }
         x.installed_alive = inst.alive.clone();
+        x.installed_weights = inst.rack_w.clone();
         self.registry.inc(x.reinstalls);
         let live = inst.alive.iter().filter(|a| **a).count();
         tracing::info!(target: "switch", live, "xdp: control view installed");
