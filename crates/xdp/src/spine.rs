@@ -111,6 +111,7 @@ pub(crate) fn notice_key_bytes(key: [u8; 16]) -> [u8; NOTICE_KEY_BYTES] {
 impl XdpSpine {
     crate::object::steered_program_methods!("spine_steer");
     crate::conn::conn_table_methods!();
+    crate::every_cpu::every_cpu_methods!();
 
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {

@@ -9,10 +9,15 @@
 //! rule (`netsched_proto::seal::open` and the node's `ReplayGuard`), soft
 //! state through `HorusSpine::control_expire` at the same clock.
 //!
+//! On every CPU (every_cpu.rs): the same with the pass lock on, and
+//! threads on two CPUs at once replayed in the order they took the lock.
+//!
 //! Needs root; without it the tests print why and pass, unless
 //! NETSCHED_REQUIRE_BPF=1, which makes them fail instead.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod every_cpu;
 
 use netsched_core::Nanos;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -348,6 +353,12 @@ fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16, how: SealAs) -> Outco
     }
     let (from, bytes) = datagram(event, seq, how);
     let run = xdp.test_run(&frame(from, &bytes), 1).expect("test run");
+    outcome_of(event, seq, &run)
+}
+
+/// What `run` of `event`'s packet did, after checking a forwarded task's
+/// frame (its headers, destination, flags and task id).
+fn outcome_of(event: Event, seq: u16, run: &netsched_xdp::TestRun) -> Outcome {
     match (event, run.action) {
         (Event::Task { .. } | Event::First { .. } | Event::Cont { .. }, XdpAction::Tx) => {
             let s = sent(&run.frame).expect("a valid frame");
