@@ -1,7 +1,7 @@
 //! The Horus spine (NSDI'24 §3.3, §3.4, §A.3, §A.6) as an XDP program: the
 //! loader of `bpf/horus_spine.bpf.c`, installed from a sans-IO
 //! [`HorusSpine`] as [`crate::XdpLeaf`] is from a leaf, and checked against
-//! it decision for decision (tests/spine_differential.rs). docs/xdp.md, "The
+//! it decision for decision (tests/spine_differential/). docs/xdp.md, "The
 //! spine", has the maps.
 
 use std::net::SocketAddrV4;
