@@ -16,7 +16,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{n, quoted, wait_for, write_config, ClientRun, Procs, Scratch};
+use common::{quoted, wait_for, write_config, Procs, Scratch};
 use netsched_lab::netns::Host;
 
 const SPINE_PORT: u16 = 7100;
@@ -124,32 +124,16 @@ fn xdp_spine_daemon(test: &str, prefix: &str, cpus: &str) {
     // 500 tasks/s of 200 µs for 2 s; a task not answered in 200 ms is sent
     // again (a loaded machine can delay a reply that long), so a retry may
     // run a task twice: counted below as such.
-    let clients: Vec<_> = (0..2u32)
-        .map(|c| {
-            let cfg = write_config(
-                dir,
-                &format!("client{c}.toml"),
-                format!(
-                    "targets = [{{ addr = \"{spine_at}\" }}]\npool = 1\napp_id = {}\n\
-                     rate = 500\nduration_ms = 2000\ntimeout_ms = 200\nretries = 20\nseed = {}\n\
-                     bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 200 }}\n",
-                    7 + c,
-                    5 + c,
-                    cli.addr
-                ),
-            );
-            let json = dir.join(format!("client{c}.json"));
-            ClientRun::start(&cli, Some(&c.to_string()), &cfg, json)
-        })
-        .collect();
-    let mut submitted = 0;
-    for client in clients {
-        let report = client.report();
-        let mine = n(&report, "submitted");
-        assert!(mine > 500, "{report}");
-        assert_eq!(n(&report, "completed"), mine, "{report}");
-        submitted += mine;
-    }
+    let submitted = common::pinned_clients(&cli, dir, 500, |c| {
+        format!(
+            "targets = [{{ addr = \"{spine_at}\" }}]\npool = 1\napp_id = {}\n\
+             rate = 500\nduration_ms = 2000\ntimeout_ms = 200\nretries = 20\nseed = {}\n\
+             bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 200 }}\n",
+            7 + c,
+            5 + c,
+            cli.addr
+        )
+    });
     procs.check_running();
 
     // Counters settle once the last replies are in.
@@ -207,7 +191,12 @@ fn xdp_spine_daemon(test: &str, prefix: &str, cpus: &str) {
             &format!("program=\"{program}\",cpu=\"{cpu}\""),
         )
     };
-    let runs = [on("steer", 0), on("steer", 1), on("spine", 0), on("spine", 1)];
+    let runs = [
+        on("steer", 0),
+        on("steer", 1),
+        on("spine", 0),
+        on("spine", 1),
+    ];
     if every_cpu {
         // No steering: the CPU that received a frame ran the spine, both
         // CPUs the clients sent from, every task among them.

@@ -55,7 +55,11 @@ fn busy_leaf(test: &str, every_cpu: bool, sealed: bool) -> Option<(XdpLeaf, Vec<
 fn busy_spine(test: &str, every_cpu: bool) -> Option<(XdpSpine, Vec<u8>)> {
     const RACKS: u32 = 8;
     let mut xdp = common::load_program(test, "spine", XdpSpine::load)?;
-    let spine = HorusSpine::new(&[WORKERS; RACKS as usize], 0x5eed, ConnTableConfig::default());
+    let spine = HorusSpine::new(
+        &[WORKERS; RACKS as usize],
+        0x5eed,
+        ConnTableConfig::default(),
+    );
     let leaf = |r: u32| SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, r as u8 + 1), 7100);
     let addrs: Vec<RackAddr> = (0..RACKS)
         .map(|r| RackAddr {
@@ -222,6 +226,9 @@ fn spine_decision_rate_one_cpu_against_every_cpu() {
     let busy = locked.pass_lock_stats().expect("pass lock").busy;
     let dispatched = one.counters().expect("counters").dispatch_sampled
         + locked.counters().expect("counters").dispatch_sampled;
-    assert_eq!(dispatched + busy, u64::from(runs) * 5 * (2 + threads as u64));
+    assert_eq!(
+        dispatched + busy,
+        u64::from(runs) * 5 * (2 + threads as u64)
+    );
     println!("spine, {threads} threads on {} CPUs, M decisions/s (all threads together), median of 5: {rates} ({busy} given up)", cpus());
 }

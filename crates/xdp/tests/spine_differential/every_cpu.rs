@@ -5,7 +5,6 @@
 
 use super::*;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 use netsched_core::rng::Rng;
 
@@ -96,7 +95,13 @@ fn with_the_pass_lock_on_packets_match_the_sans_io_spine_in_order() {
             (event, random_seal(&mut rng, 2 * i))
         })
         .collect();
-    let c = differential_with(&mut xdp, &[1, 3, 8, 2], soft_state(1_000), SEALING_ON, &events);
+    let c = differential_with(
+        &mut xdp,
+        &[1, 3, 8, 2],
+        soft_state(1_000),
+        SEALING_ON,
+        &events,
+    );
     assert!(
         c.expired > 0 && c.drop_replayed > 0 && c.drop_bad_seal > 0 && c.resubmissions > 0,
         "{c:?}"
@@ -185,42 +190,12 @@ fn concurrent_cpus_are_the_sans_io_spine_in_lock_order() {
             })
             .collect();
         let before = xdp.pass_lock_stats().expect("pass lock");
-        let barrier = std::sync::Barrier::new(THREADS);
         // No thread runs more than WINDOW packets ahead of the other, so
         // the lock order interleaves them whatever the machine does.
-        let done: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
-        let seen: Vec<Vec<(u16, Outcome)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = streams
-                .iter()
-                .enumerate()
-                .map(|(t, stream)| {
-                    let (runner, barrier, done) = (&runner, &barrier, &done);
-                    s.spawn(move || {
-                        common::pin(t % cpus);
-                        barrier.wait();
-                        stream
-                            .iter()
-                            .enumerate()
-                            .map(|(i, &(seq, event, how))| {
-                                let slowest = || done.iter().map(|d| d.load(SeqCst)).min();
-                                while slowest().is_some_and(|m| i > m + WINDOW) {
-                                    std::thread::yield_now();
-                                }
-                                let (from, bytes) = datagram(event, seq, how);
-                                let run = runner
-                                    .test_run(&frame(from, &bytes), 1)
-                                    .expect("test run");
-                                done[t].fetch_add(1, SeqCst);
-                                (seq, outcome_of(event, seq, &run))
-                            })
-                            .collect()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("thread"))
-                .collect()
+        let seen = common::run_in_step(&streams, WINDOW, |&(seq, event, how)| {
+            let (from, bytes) = datagram(event, seq, how);
+            let run = runner.test_run(&frame(from, &bytes), 1).expect("test run");
+            (seq, outcome_of(event, seq, &run))
         });
         let after = xdp.pass_lock_stats().expect("pass lock");
         let order = xdp.pass_order(before.tickets).expect("order");
@@ -254,17 +229,13 @@ fn concurrent_cpus_are_the_sans_io_spine_in_lock_order() {
             let (thread, event, _) = sent[&seq];
             switches += u64::from(last_thread.is_some_and(|t| t != thread));
             last_thread = Some(thread);
-            let want = match socket_unseal(key.as_ref(), &mut replay, &bytes(seq), &mut expected) {
-                Some(()) => reference_at(&mut spine, now, event, seq, &mut expected),
-                None => Outcome::Consumed,
-            };
-            if let Event::Cont { .. } = event {
-                match want {
-                    Outcome::Dispatched { .. } => conn.followed += 1,
-                    _ => conn.drop_no_affinity += 1,
-                }
-            }
-            assert_eq!(outcomes[&seq], want, "round {round}, packet {seq}: {event:?}");
+            let path = (key.as_ref(), &mut replay, &mut expected);
+            let want = socket_path(&mut spine, now, path, (event, seq), &bytes(seq));
+            tally_continuation(&mut conn, event, &want);
+            assert_eq!(
+                outcomes[&seq], want,
+                "round {round}, packet {seq}: {event:?}"
+            );
         }
         // The rest: replies passed up, notices whose seal failed dropped
         // (counted outside the passes, in any order), and packets given up
@@ -284,7 +255,10 @@ fn concurrent_cpus_are_the_sans_io_spine_in_lock_order() {
                 assert!(dropped.is_none(), "{event:?}");
                 Outcome::Consumed
             };
-            assert_eq!(outcomes[&seq], want, "round {round}, packet {seq}: {event:?}");
+            assert_eq!(
+                outcomes[&seq], want,
+                "round {round}, packet {seq}: {event:?}"
+            );
         }
         assert_same_state(&spine, &mut xdp, round);
         spine.idle_nodes().check_invariant().expect("idle list");
@@ -296,13 +270,7 @@ fn concurrent_cpus_are_the_sans_io_spine_in_lock_order() {
         assert!(switches > switches_before, "round {round}: no switch");
     }
     conn.overflows = spine.conn_table().overflows;
-    let c = xdp.conn_counters().expect("counters");
-    let got = ConnCounters {
-        followed: c.followed - conn_start.followed,
-        drop_no_affinity: c.drop_no_affinity - conn_start.drop_no_affinity,
-        overflows: c.overflows - conn_start.overflows,
-    };
-    assert_eq!(got, conn, "connection table counters");
+    assert_eq!(conn_since(&mut xdp, &conn_start), conn, "connection table");
     let now = xdp.counters().expect("counters");
     assert_eq!(delta(now, start), expected, "counters");
     assert!(
