@@ -536,13 +536,13 @@ static __always_inline int spine_run(struct xdp_md *ctx)
 	// Given up under contention: dropped, counted (pass_lock.h).
 	if (pass_begin(&held, spine_key(horus)))
 		return XDP_DROP;
-	// The table's clock, read in the passes: it never goes back in the
-	// order they run.
-	__u64 now = conn_now();
+	// The table's clock is read in the passes (it never goes back in the
+	// order they run), and only by a packet that uses the table: a clock
+	// read is a good part of a single-packet task's decision.
 	if (type == TYPE_TASK_CONT) {
 		// §A.4: a continuation goes to its first packet's rack (conn.h),
 		// never marked idleSelected; none known: dropped, counted.
-		long rack = conn_follow(key, flags & FLAG_LAST, now);
+		long rack = conn_follow(key, flags & FLAG_LAST, conn_now());
 		pass_end(held);
 		if (rack < 0)
 			return XDP_DROP;
@@ -554,7 +554,7 @@ static __always_inline int spine_run(struct xdp_md *ctx)
 	// same lock as the decision, so a continuation that takes the lock
 	// after it finds the entry.
 	if (rack >= 0 && !(flags & FLAG_LAST))
-		conn_insert(key, now, (__u32)rack, 0);
+		conn_insert(key, conn_now(), (__u32)rack, 0);
 	pass_end(held);
 	if (rack < 0)
 		return XDP_DROP;
