@@ -17,7 +17,7 @@ fn main() {
     // Shared by the Horus leaf and spine.
     println!("cargo:rerun-if-changed=bpf/horus_core.h");
     println!("cargo:rerun-if-changed=bpf/conn.h");
-    // The pass lock of a scheduler on every CPU (the Horus leaf).
+    // The pass lock of a scheduler on every CPU (the Horus leaf and spine).
     println!("cargo:rerun-if-changed=bpf/pass_lock.h");
     // Sealed state messages (the Horus spine).
     println!("cargo:rerun-if-changed=bpf/seal.h");

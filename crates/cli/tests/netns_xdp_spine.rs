@@ -1,7 +1,8 @@
 //! `netsched switch` running the Horus spine with `datapath = "xdp"`, end to
-//! end as processes in network namespaces: a client sends to the spine,
-//! whose XDP program (generic mode on its veth, steered to CPU 1) picks a
-//! rack and forwards each task to that rack's leaf (`netsched switch`, the
+//! end as processes in network namespaces: two clients (pinned to CPU 0 and
+//! CPU 1) send to the spine, whose XDP program (generic mode on its veth,
+//! steered to CPU 1, or with `[xdp] cpus = "all"` run on both CPUs under its
+//! pass lock) picks a rack and forwards each task to that rack's leaf (`netsched switch`, the
 //! socket daemon), which schedules it on a worker agent of three executors.
 //! Replies go back through the leaf to the spine, whose program passes them
 //! up to its daemon, which sends them on to the client by the program's
@@ -15,7 +16,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{n, quoted, wait_for, write_config, ClientRun, Procs, Scratch};
+use common::{quoted, wait_for, write_config, Procs, Scratch};
 use netsched_lab::netns::Host;
 
 const SPINE_PORT: u16 = 7100;
@@ -36,18 +37,39 @@ fn scrape(host: &Host, port: u16, metric: &str, label: &str) -> u64 {
 
 #[test]
 fn every_task_completes_through_the_xdp_spine_daemon() {
-    let test = "every_task_completes_through_the_xdp_spine_daemon";
+    xdp_spine_daemon(
+        "every_task_completes_through_the_xdp_spine_daemon",
+        "xsp",
+        "cpu = 1",
+    );
+}
+
+/// The same with the spine on every CPU (`[xdp] cpus = "all"`; docs/xdp.md
+/// "Every CPU"): the daemon attaches the program itself, and both CPUs the
+/// clients send from ran it.
+#[test]
+fn every_task_completes_through_the_xdp_spine_daemon_on_every_cpu() {
+    xdp_spine_daemon(
+        "every_task_completes_through_the_xdp_spine_daemon_on_every_cpu",
+        "xsq",
+        "cpus = \"all\"",
+    );
+}
+
+/// `cpus` is the `[xdp]` line choosing the spine's CPUs.
+fn xdp_spine_daemon(test: &str, prefix: &str, cpus: &str) {
     if common::bpf_missing(test) {
         return;
     }
-    let Some(mut lab) = common::lab(test, "xsp") else {
+    let every_cpu = cpus.starts_with("cpus");
+    let Some(mut lab) = common::lab(test, prefix) else {
         return;
     };
     let cli = lab.host("cli").unwrap();
     let spine = lab.host("spine").unwrap();
     let leaf = lab.host("leaf").unwrap();
     let wrk = lab.host("wrk").unwrap();
-    let scratch = Scratch::new("xsp");
+    let scratch = Scratch::new(prefix);
     let dir = scratch.path();
     let spine_at = spine.at(SPINE_PORT);
     let leaf_at = leaf.at(LEAF_PORT);
@@ -70,7 +92,7 @@ fn every_task_completes_through_the_xdp_spine_daemon() {
         "spine.toml",
         format!(
             "listen = \"{spine_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\n\
-             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpu = 1\n\n\
+             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\n{cpus}\n\n\
              [[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"horus\"\n\
              downstream = [\"{leaf_at}\"]\nrack_workers = [{WORKERS}]\n",
             spine.at(METRICS)
@@ -97,23 +119,21 @@ fn every_task_completes_through_the_xdp_spine_daemon() {
     );
     procs.check_running();
 
-    // 1,000 tasks/s of 200 µs for 2 s from two threads; a task not answered
-    // in 200 ms is sent again (a loaded machine can delay a reply that
-    // long), so a retry may run a task twice: counted below as such.
-    let cfg = write_config(
-        dir,
-        "client.toml",
+    // Two clients pinned to CPU 0 and CPU 1, so packets reach the spine's
+    // XDP hook on both CPUs (a veth receives on the sender's CPU), each
+    // 500 tasks/s of 200 µs for 2 s; a task not answered in 200 ms is sent
+    // again (a loaded machine can delay a reply that long), so a retry may
+    // run a task twice: counted below as such.
+    let submitted = common::pinned_clients(&cli, dir, 500, |c| {
         format!(
-            "targets = [{{ addr = \"{spine_at}\" }}]\npool = 1\napp_id = 7\nthreads = 2\n\
-             rate = 1000\nduration_ms = 2000\ntimeout_ms = 200\nretries = 20\nseed = 5\n\
+            "targets = [{{ addr = \"{spine_at}\" }}]\npool = 1\napp_id = {}\n\
+             rate = 500\nduration_ms = 2000\ntimeout_ms = 200\nretries = 20\nseed = {}\n\
              bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 200 }}\n",
+            7 + c,
+            5 + c,
             cli.addr
-        ),
-    );
-    let report = ClientRun::start(&cli, None, &cfg, dir.join("client.json")).report();
-    let submitted = n(&report, "submitted");
-    assert!(submitted > 1000, "{report}");
-    assert_eq!(n(&report, "completed"), submitted, "{report}");
+        )
+    });
     procs.check_running();
 
     // Counters settle once the last replies are in.
@@ -165,15 +185,31 @@ fn every_task_completes_through_the_xdp_spine_daemon() {
     // The leaf's notices reached the spine's program: the idle rack it
     // announced at start (idleAdd, §3.3) at least.
     assert!(notices[0] > 0, "{counts}");
-    // One CPU (xdp.cpu = 1) ran the spine, reported as the spine's runs.
     let on = |program: &str, cpu: u32| {
         at_spine(
             "netsched_xdp_cpu_packets_total",
             &format!("program=\"{program}\",cpu=\"{cpu}\""),
         )
     };
-    assert_eq!(on("spine", 0), 0, "the spine ran only on CPU 1: {counts}");
-    assert!(on("spine", 1) >= dispatched, "{counts}");
+    let runs = [
+        on("steer", 0),
+        on("steer", 1),
+        on("spine", 0),
+        on("spine", 1),
+    ];
+    if every_cpu {
+        // No steering: the CPU that received a frame ran the spine, both
+        // CPUs the clients sent from, every task among them.
+        assert_eq!(runs[..2], [0, 0], "nothing steered: {runs:?} {counts}");
+        assert!(runs[2] > 0 && runs[3] > 0, "{runs:?} {counts}");
+        assert!(runs[2] + runs[3] >= dispatched, "{runs:?} {counts}");
+    } else {
+        // Packets came in on both CPUs; one CPU (xdp.cpu = 1) ran the
+        // spine, reported as the spine's runs.
+        assert!(runs[0] > 0 && runs[1] > 0, "{runs:?} {counts}");
+        assert_eq!(runs[2], 0, "the spine ran only on CPU 1: {runs:?} {counts}");
+        assert!(runs[3] >= dispatched, "{runs:?} {counts}");
+    }
     assert_eq!(
         on("leaf", 0) + on("leaf", 1),
         0,

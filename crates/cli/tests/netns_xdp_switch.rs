@@ -125,36 +125,16 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     // XDP hook on both CPUs (a veth receives on the sender's CPU). Each:
     // 500 tasks/s of 100 µs for 2 s; a task not answered in 50 ms is sent
     // again, up to 20 times.
-    let clients: Vec<_> = (0..2u32)
-        .map(|c| {
-            let cfg = write_config(
-                dir,
-                &format!("client{c}.toml"),
-                format!(
-                    "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
-                     rate = 500\nduration_ms = 2000\ntimeout_ms = 50\nretries = 20\nseed = {}\n\
-                     bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 100 }}\n",
-                    7 + c,
-                    5 + c,
-                    cli.addr
-                ),
-            );
-            ClientRun::start(
-                &cli,
-                Some(&c.to_string()),
-                &cfg,
-                dir.join(format!("client{c}.json")),
-            )
-        })
-        .collect();
-    let mut submitted = 0;
-    for client in clients {
-        let report = client.report();
-        let mine = n(&report, "submitted");
-        assert!(mine > 500, "{report}");
-        assert_eq!(n(&report, "completed"), mine, "{report}");
-        submitted += mine;
-    }
+    let submitted = common::pinned_clients(&cli, dir, 500, |c| {
+        format!(
+            "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
+             rate = 500\nduration_ms = 2000\ntimeout_ms = 50\nretries = 20\nseed = {}\n\
+             bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 100 }}\n",
+            7 + c,
+            5 + c,
+            cli.addr
+        )
+    });
     procs.check_running();
 
     // Counters settle once the last replies are in.

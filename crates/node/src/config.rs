@@ -329,7 +329,8 @@ pub struct XdpConfig {
     /// Which CPUs run the scheduler (docs/xdp.md, "Every CPU"): `one`
     /// (default), `cpu` below; `all`, whichever CPU received the frame
     /// (each RX queue's), each packet's passes under the program's pass
-    /// lock. `all` is the Horus leaf's only.
+    /// lock. `all` is the Horus leaf's and spine's, not the Draconis
+    /// queue's.
     #[serde(default)]
     pub cpus: XdpCpus,
     /// With `cpus = "one"`, the CPU that runs the scheduler: every packet is
@@ -620,11 +621,6 @@ impl SwitchConfig {
         let [i] = &self.instances[..] else {
             return invalid("instance: exactly one (a Horus leaf or spine)".into());
         };
-        if xdp.cpus == XdpCpus::All && i.role != Role::Leaf {
-            return invalid(
-                "xdp.cpus = \"all\": the Horus leaf's only (the spine runs on one CPU)".into(),
-            );
-        }
         if i.policy != Policy::Horus {
             return invalid(format!(
                 "instance.policy: XDP runs `horus` (the paper's mechanism, no tokens), not `{}`",

@@ -268,8 +268,13 @@ static __always_inline enum pow2_first pow2_schedule(struct rng_state *rng, __u3
 	if (n == 0 || n > POW2_NODES)
 		return P_EMPTY;
 	__u32 i1 = rng_below(rng, n), i2 = i1;
-	if (n != 1)
-		i2 = (i1 + 1 + rng_below(rng, n - 1)) % n;
+	if (n != 1) {
+		// (i1 + 1 + r) mod n with i1 < n and r < n - 1: below 2n, so one
+		// subtraction is the modulo (a division costs more on the path).
+		i2 = i1 + 1 + rng_below(rng, n - 1);
+		if (i2 >= n)
+			i2 -= n;
+	}
 	__u32 *n1 = u32_cell(&pow2_node1, i1);
 	__u32 *n2 = u32_cell(&pow2_node2, i2);
 	struct load_cell *c1 = bpf_map_lookup_elem(&pow2_load1, &i1);

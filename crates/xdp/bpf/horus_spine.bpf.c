@@ -26,12 +26,18 @@
 // * Soft state: a rack whose leaf sent no notice for soft_state_ns is
 //   forgotten (off the idle list, load 0), HorusSpine::control_expire. The
 //   loader's tick writes the control plane's clock into `spine_clock`; the
-//   first packet after it changed runs the expiry here, on the spine's one
-//   CPU, so it never races the data path.
+//   first packet after it changed runs the expiry here, under the pass
+//   lock on every CPU, so it never races the data path.
 //
 // State: the arrays of horus_core.h sized for MAX_RACKS, plus idle.member
 // (the spine's dedup bit, crates/core/src/idle.rs). docs/xdp.md has the
-// table. One CPU runs it at a time, as the leaf (steer.h).
+// table. One CPU runs the passes at a time, as in the leaf: either the
+// program is serialised on one CPU (steer.h), or it runs on every CPU and
+// each packet's passes (a task's decision with its connection-table entry,
+// a continuation's lookup, a notice's replay check and effect) hold the
+// pass lock (pass_lock.h, docs/xdp.md "Every CPU"). Parsing, a notice's
+// seal check, the frame's rewrite and the reply routes run in parallel;
+// the counters they update are atomic (count_atomic).
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -54,6 +60,7 @@
 #include "horus_core.h"
 #include "conn.h"
 #include "seal.h"
+#include "pass_lock.h"
 
 // Counters (crates/xdp/src/spine.rs SpineCounters), indices into `counters`.
 enum counter {
@@ -114,6 +121,14 @@ ARRAY(spine_clock, __u64, 1);
 ARRAY(expired_at, __u64, 1);
 ARRAY(rack_heard, __u64, MAX_RACKS);
 ARRAY(rack_expired, __u8, MAX_RACKS);
+// On every CPU: packets this CPU's program ran (the loader adds them to
+// `runs_on`'s scheduler counts; steered, the cpumap program counts there).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} cpu_runs SEC(".maps");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -248,44 +263,81 @@ static __always_inline void refreshed(__u32 rack, const struct spine_config *cfg
 		*expired = 0;
 }
 
+// Whether the clock moved since the last expiry pass.
+static __always_inline int expiry_due(void)
+{
+	__u32 zero = 0;
+	__u64 *nowp = bpf_map_lookup_elem(&spine_clock, &zero);
+	__u64 *at = bpf_map_lookup_elem(&expired_at, &zero);
+	return nowp && at && *at != *nowp;
+}
+
+struct expiry {
+	__u64 now;
+	__u64 bound;
+	__u8 *lock;
+};
+
+// One rack of the expiry pass (a bpf_loop iteration: the verifier bounds
+// a callback, where the open loop's counter was lost in the lock's code).
+static long expire_rack(__u32 r, void *ctx)
+{
+	struct expiry *e = ctx;
+	if (!known(r))
+		return 0;
+	__u64 *heard = bpf_map_lookup_elem(&rack_heard, &r);
+	__u8 *expired = bpf_map_lookup_elem(&rack_expired, &r);
+	if (!heard || !expired || *expired || (e->now > *heard ? e->now - *heard : 0) < e->bound)
+		return 0;
+	*expired = 1;
+	count(C_EXPIRED, 1);
+	if (idle_contains(r) && !*e->lock)
+		idle_remove_now(r, e->lock);
+	pow2_update(r, 0);
+	return 0;
+}
+
 // HorusSpine::control_expire at the clock the loader wrote last, once per
 // value of the clock: every rack not heard from for soft_state_ns leaves
 // the idle list (both passes back to back, the switch CPU's remove) and its
 // load is reported as 0.
-static __always_inline void soft_state_expire(const struct spine_config *cfg)
+static __always_inline void expire_now(const struct spine_config *cfg)
 {
-	__u64 bound = cfg->soft_state_ns;
-	if (!bound)
-		return;
 	__u32 zero = 0;
 	__u64 *nowp = bpf_map_lookup_elem(&spine_clock, &zero);
 	__u64 *at = bpf_map_lookup_elem(&expired_at, &zero);
 	__u8 *lock = bpf_map_lookup_elem(&idle_lock, &zero);
 	if (!nowp || !at || !lock || *at == *nowp)
 		return;
-	__u64 now = *nowp;
-	*at = now;
-	for (__u32 r = 0; r < MAX_RACKS; r++) {
-		if (!known(r))
-			continue;
-		__u64 *heard = bpf_map_lookup_elem(&rack_heard, &r);
-		__u8 *expired = bpf_map_lookup_elem(&rack_expired, &r);
-		if (!heard || !expired || *expired || (now > *heard ? now - *heard : 0) < bound)
-			continue;
-		*expired = 1;
-		count(C_EXPIRED, 1);
-		if (idle_contains(r) && !*lock)
-			idle_remove_now(r, lock);
-		pow2_update(r, 0);
-	}
+	struct expiry e = { .now = *nowp, .bound = cfg->soft_state_ns, .lock = lock };
+	*at = e.now;
+	bpf_loop(MAX_RACKS, expire_rack, &e, 0);
 }
 
-enum opened { O_ACCEPT, O_PASS, O_DROP };
+// The expiry when due, under the pass lock (checked again once held: another
+// CPU may have run it). It takes no ticket: between two tickets it runs
+// before every later packet's passes. A lock not had leaves it to the next
+// packet.
+static __always_inline void soft_state_expire(const struct spine_config *cfg)
+{
+	if (!cfg->soft_state_ns || !expiry_due())
+		return;
+	struct pass_lock *held;
+	if (pass_lock_only(&held))
+		return;
+	expire_now(cfg);
+	pass_end(held);
+}
+
+// O_SEALED: accepted with a sequence number the replay check must take.
+enum opened { O_ACCEPT, O_SEALED, O_PASS, O_DROP };
 
 // A notice of `plain` bytes unsealed (seal.h), in the socket daemon's order:
-// unsealed, bad seal, replayed. `plain` is a constant at each call site.
+// unsealed, bad seal, then (in the passes: `replay_ok`) replayed. `plain`
+// is a constant at each call site. Outside the passes: every CPU checks
+// seals at once.
 static __always_inline enum opened open_notice(const __u8 *horus, void *data_end, __u32 len,
-					       const __u32 plain, __u32 rack)
+					       const __u32 plain, __u64 *seq)
 {
 	__u32 zero = 0;
 	const struct notice_key *key = bpf_map_lookup_elem(&notice_key, &zero);
@@ -295,7 +347,7 @@ static __always_inline enum opened open_notice(const __u8 *horus, void *data_end
 	if (len != plain + SEAL_LEN) {
 		if (!on)
 			return O_PASS; // malformed: the daemon counts it
-		count(C_DROP_UNSEALED, 1);
+		count_atomic(C_DROP_UNSEALED, 1);
 		return O_DROP;
 	}
 	if (!on)
@@ -304,22 +356,27 @@ static __always_inline enum opened open_notice(const __u8 *horus, void *data_end
 		return O_PASS;
 	__u8 m[SEALED_MAX];
 	__builtin_memcpy(m, horus, plain + SEAL_LEN);
-	__u64 seq;
-	if (!seal_ok(key, m, plain, &seq)) {
-		count(C_DROP_BAD_SEAL, 1);
+	if (!seal_ok(key, m, plain, seq)) {
+		count_atomic(C_DROP_BAD_SEAL, 1);
 		return O_DROP;
 	}
-	// ReplayGuard (crates/node/src/notice_auth.rs), for the racks a spine
-	// can hold; any other is an unknown node below.
+	return O_SEALED;
+}
+
+// ReplayGuard (crates/node/src/notice_auth.rs), for the racks a spine can
+// hold (any other is an unknown node in take_notice): `seq` must be above
+// the last one taken from `rack`. Spine state: in the passes.
+static __always_inline int replay_ok(__u32 rack, __u64 seq)
+{
 	__u64 *last = bpf_map_lookup_elem(&notice_seq, &rack);
-	if (last) {
-		if (seq <= *last) {
-			count(C_DROP_REPLAYED, 1);
-			return O_DROP;
-		}
-		*last = seq;
+	if (!last)
+		return 1;
+	if (seq <= *last) {
+		count(C_DROP_REPLAYED, 1);
+		return 0;
 	}
-	return O_ACCEPT;
+	*last = seq;
+	return 1;
 }
 
 // HorusSpine::on_task for a single-packet task: the rack chosen, or -1 when
@@ -410,11 +467,28 @@ static __always_inline int take_notice(__u8 type, __u32 src, const __u8 *horus, 
 	return XDP_DROP;
 }
 
+// A packet's key in `pass_order` (pass_lock.h): its type and its header's
+// seq, which the sender chooses (the differential tests number packets so).
+static __always_inline __u32 spine_key(const __u8 *horus)
+{
+	return ((__u32)horus[1] << 16) | ((__u32)horus[10] << 8) | horus[11];
+}
+
+// On every CPU: one more packet run on this one (`cpu_runs`).
+static __always_inline void count_cpu_run(void)
+{
+	__u32 zero = 0;
+	__u64 *runs = bpf_map_lookup_elem(&cpu_runs, &zero);
+	if (runs && pass_every_cpu())
+		*runs += 1;
+}
+
 static __always_inline int spine_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 zero = 0;
+	count_cpu_run();
 	const struct spine_config *cfg = bpf_map_lookup_elem(&spine_config, &zero);
 	if (!cfg)
 		return XDP_PASS;
@@ -432,42 +506,61 @@ static __always_inline int spine_run(struct xdp_md *ctx)
 		return XDP_PASS;
 	__u8 type = horus[1];
 	__u32 src = ((__u32)horus[4] << 8) | horus[5];
+	struct pass_lock *held;
 
 	// Notices from leaves: header only, or header and the 16.16 load; each
 	// sealed or not (open_notice).
 	if (type == TYPE_IDLE_ADD || type == TYPE_IDLE_REMOVE || type == TYPE_LOAD_UPDATE) {
+		__u64 seq = 0;
 		enum opened opened = type == TYPE_LOAD_UPDATE ?
-					     open_notice(horus, data_end, len, LOAD_UPDATE_LEN, src) :
-					     open_notice(horus, data_end, len, NOTICE_LEN, src);
+					     open_notice(horus, data_end, len, LOAD_UPDATE_LEN, &seq) :
+					     open_notice(horus, data_end, len, NOTICE_LEN, &seq);
 		if (opened == O_PASS)
 			goto pass;
 		if (opened == O_DROP)
 			return XDP_DROP;
-		return take_notice(type, src, horus, data_end, &frame, cfg);
+		// Given up under contention: lost, as a lost datagram (§A.3's
+		// re-sends and the next loadUpdate recover it; pass_lock.h).
+		if (pass_begin(&held, spine_key(horus)))
+			return XDP_DROP;
+		int verdict = XDP_DROP;
+		if (opened != O_SEALED || replay_ok(src, seq))
+			verdict = take_notice(type, src, horus, data_end, &frame, cfg);
+		pass_end(held);
+		return verdict;
 	}
 	int flags = conn_task_flags(type, horus, data_end, len);
 	if (flags < 0 || (void *)(horus + TASK_FIXED) > data_end)
 		goto pass;
 	__u64 key = conn_task_key(horus);
-	__u64 now = conn_now();
+	// Given up under contention: dropped, counted (pass_lock.h).
+	if (pass_begin(&held, spine_key(horus)))
+		return XDP_DROP;
+	// The table's clock is read in the passes (it never goes back in the
+	// order they run), and only by a packet that uses the table: a clock
+	// read is a good part of a single-packet task's decision.
 	if (type == TYPE_TASK_CONT) {
 		// §A.4: a continuation goes to its first packet's rack (conn.h),
 		// never marked idleSelected; none known: dropped, counted.
-		long rack = conn_follow(key, flags & FLAG_LAST, now);
+		long rack = conn_follow(key, flags & FLAG_LAST, conn_now());
+		pass_end(held);
 		if (rack < 0)
 			return XDP_DROP;
 		return forward(&frame, horus, data_end, (__u32)rack, 0, cfg);
 	}
 	int idle = 0;
 	long rack = schedule(rng, &idle);
+	// §A.4: a multi-packet task's first packet records its rack, under the
+	// same lock as the decision, so a continuation that takes the lock
+	// after it finds the entry.
+	if (rack >= 0 && !(flags & FLAG_LAST))
+		conn_insert(key, conn_now(), (__u32)rack, 0);
+	pass_end(held);
 	if (rack < 0)
 		return XDP_DROP;
-	// §A.4: a multi-packet task's first packet records its rack.
-	if (!(flags & FLAG_LAST))
-		conn_insert(key, now, (__u32)rack, 0);
 	return forward(&frame, horus, data_end, (__u32)rack, idle, cfg);
 pass:
-	count(C_PASSED, 1);
+	count_atomic(C_PASSED, 1);
 	return XDP_PASS;
 }
 

@@ -27,7 +27,8 @@
 // linearisation order of the concurrent runs. With `log_on` (the
 // differential tests), each packet's key (its task id's low word) is kept
 // in `pass_order` at its ticket, so a test can replay the packets through
-// the sans-IO leaf in that order and compare every register.
+// the sans-IO leaf in that order and compare every register. The Horus
+// spine takes the same lock for its passes (horus_spine.bpf.c).
 
 #ifndef NETSCHED_PASS_LOCK_H
 #define NETSCHED_PASS_LOCK_H
@@ -67,25 +68,57 @@ static long pass_spin_once(__u32 index, void *ctx)
 	return 0;
 }
 
+// The pass lock's cell, NULL only if the map is missing.
+static __always_inline struct pass_lock *pass_lock_cell(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&pass_lock, &zero);
+}
+
+// Whether the program runs on every CPU (the lock is on).
+static __always_inline int pass_every_cpu(void)
+{
+	struct pass_lock *lock = pass_lock_cell();
+	return lock && lock->on;
+}
+
+// Takes the lock when it is on: 0 (`*held` the lock to give back by
+// pass_end, NULL when none was taken), -1 when it could not be had.
+static __always_inline int pass_take(struct pass_lock *lock, struct pass_lock **held)
+{
+	*held = NULL;
+	if (lock && lock->on) {
+		struct pass_spin spin = { .lock = lock };
+		bpf_loop(PASS_SPIN_MAX, pass_spin_once, &spin, 0);
+		if (!spin.got)
+			return -1;
+		*held = lock;
+	}
+	return 0;
+}
+
+// Work under the lock that is no packet's passes (a spine's soft-state
+// expiry, which the first packet after the clock moved runs): no ticket,
+// and a lock not had is not counted (the caller leaves the work to a later
+// packet).
+static __always_inline int pass_lock_only(struct pass_lock **held)
+{
+	return pass_take(pass_lock_cell(), held);
+}
+
 // Before a packet's passes: 0 to run them (`*held` is the lock to give back
 // by pass_end, NULL when none was taken), -1 when the lock
 // could not be had (counted; the caller gives the packet up).
 static __always_inline int pass_begin(struct pass_lock **held, __u32 key)
 {
-	__u32 zero = 0;
-	struct pass_lock *lock = bpf_map_lookup_elem(&pass_lock, &zero);
-	*held = NULL;
+	struct pass_lock *lock = pass_lock_cell();
+	if (pass_take(lock, held)) {
+		if (lock)
+			__sync_fetch_and_add(&lock->busy, 1);
+		return -1;
+	}
 	if (!lock)
 		return 0;
-	if (lock->on) {
-		struct pass_spin spin = { .lock = lock };
-		bpf_loop(PASS_SPIN_MAX, pass_spin_once, &spin, 0);
-		if (!spin.got) {
-			__sync_fetch_and_add(&lock->busy, 1);
-			return -1;
-		}
-		*held = lock;
-	}
 	__u64 ticket = lock->ticket;
 	lock->ticket = ticket + 1;
 	if (lock->log_on) {

@@ -262,6 +262,7 @@ pub struct XdpLeaf {
 impl XdpLeaf {
     crate::object::steered_program_methods!("horus_steer");
     crate::conn::conn_table_methods!();
+    crate::every_cpu::every_cpu_methods!();
 
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {

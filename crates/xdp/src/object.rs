@@ -5,7 +5,7 @@
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use aya::maps::{Array, HashMap, MapData};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 use netsched_core::switch::RegisterDump;
@@ -214,8 +214,20 @@ impl SchedulerObject {
         }
     }
 
+    /// Packets per CPU: the steering's and the cpumap program's counts,
+    /// and what a program attached on every CPU counted itself (its
+    /// per-CPU `cpu_runs`, the spine's) among the scheduler's.
     pub(crate) fn runs_on(&self) -> Result<CpuRuns, XdpError> {
-        daemon::runs_on(&self.ebpf)
+        let mut runs = daemon::runs_on(&self.ebpf)?;
+        if let Some(map) = self.ebpf.map("cpu_runs") {
+            let direct: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(map)?;
+            for (cpu, n) in direct.get(&0, 0)?.iter().enumerate() {
+                if let Some(ran) = runs.scheduler.get_mut(cpu) {
+                    *ran += n;
+                }
+            }
+        }
+        Ok(runs)
     }
 }
 
@@ -241,8 +253,9 @@ macro_rules! steered_program_methods {
                     "` on `interface` redirects every packet into the cpumap entry of `cpu`, ",
                     "whose program is this one (kernel >= 5.9), and that CPU's cpumap thread ",
                     "runs it one packet at a time: two CPUs running the program at once would ",
-                    "race on its unsynchronised maps (docs/xdp.md, \"One CPU\"); only the leaf ",
-                    "runs on every CPU, behind its pass lock (`XdpLeaf::attach_every_cpu`). ",
+                    "race on its unsynchronised maps (docs/xdp.md, \"One CPU\"); the Horus ",
+                    "leaf and spine can instead run on every CPU, behind their pass lock ",
+                    "(`attach_every_cpu`). ",
                     "A `realtime_priority` above 0 makes that ",
                     "thread SCHED_FIFO at it ([`SchedulerThread`](crate::SchedulerThread))."
                 )]

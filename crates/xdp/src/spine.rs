@@ -1,7 +1,7 @@
 //! The Horus spine (NSDI'24 §3.3, §3.4, §A.3, §A.6) as an XDP program: the
 //! loader of `bpf/horus_spine.bpf.c`, installed from a sans-IO
 //! [`HorusSpine`] as [`crate::XdpLeaf`] is from a leaf, and checked against
-//! it decision for decision (tests/spine_differential.rs). docs/xdp.md, "The
+//! it decision for decision (tests/spine_differential/). docs/xdp.md, "The
 //! spine", has the maps.
 
 use std::net::SocketAddrV4;
@@ -111,6 +111,7 @@ pub(crate) fn notice_key_bytes(key: [u8; 16]) -> [u8; NOTICE_KEY_BYTES] {
 impl XdpSpine {
     crate::object::steered_program_methods!("spine_steer");
     crate::conn::conn_table_methods!();
+    crate::every_cpu::every_cpu_methods!();
 
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {

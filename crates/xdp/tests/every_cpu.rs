@@ -1,7 +1,8 @@
-//! The Horus leaf on every CPU (docs/xdp.md, "Every CPU") beside the
-//! differential tests' concurrent runs (tests/differential/every_cpu.rs): what runs
-//! outside the pass lock (sealing) under concurrent CPUs, and the decision
-//! rate on one CPU against every CPU, side by side.
+//! The Horus leaf and spine on every CPU (docs/xdp.md, "Every CPU") beside
+//! the differential tests' concurrent runs (tests/differential/every_cpu.rs,
+//! tests/spine_differential/every_cpu.rs): what runs outside the pass lock
+//! (sealing) under concurrent CPUs, and each program's decision rate on one
+//! CPU against every CPU, side by side.
 //!
 //! Needs root (loading BPF programs). Without it the tests print why and
 //! pass, unless NETSCHED_REQUIRE_BPF=1.
@@ -11,8 +12,9 @@ mod common;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Instant;
 
-use netsched_core::horus::{ConnTableConfig, HorusLeaf};
-use netsched_xdp::{WorkerAddr, XdpAction, XdpLeaf};
+use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
+use netsched_proto::{HorusBody, HorusHeader, HorusMessage, Message};
+use netsched_xdp::{ProgramRunner, RackAddr, WorkerAddr, XdpAction, XdpLeaf, XdpSpine};
 
 const WORKERS: u32 = 8;
 const CLIENT: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 5000);
@@ -47,18 +49,62 @@ fn busy_leaf(test: &str, every_cpu: bool, sealed: bool) -> Option<(XdpLeaf, Vec<
     Some((xdp, task))
 }
 
+/// A spine of 8 racks of `WORKERS` workers, each rack's leaf having
+/// removed it from the idle list (every task a lazy power-of-2 decision),
+/// the pass lock on with `every_cpu`; and a task from a client.
+fn busy_spine(test: &str, every_cpu: bool) -> Option<(XdpSpine, Vec<u8>)> {
+    const RACKS: u32 = 8;
+    let mut xdp = common::load_program(test, "spine", XdpSpine::load)?;
+    let spine = HorusSpine::new(
+        &[WORKERS; RACKS as usize],
+        0x5eed,
+        ConnTableConfig::default(),
+    );
+    let leaf = |r: u32| SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, r as u8 + 1), 7100);
+    let addrs: Vec<RackAddr> = (0..RACKS)
+        .map(|r| RackAddr {
+            mac: common::mac_of(leaf(r)),
+            ip: *leaf(r).ip(),
+            port: leaf(r).port(),
+        })
+        .collect();
+    xdp.install(&spine, common::SWITCH_MAC, &addrs)
+        .expect("install");
+    xdp.set_every_cpu(every_cpu).expect("every cpu");
+    for r in 0..RACKS {
+        let header = HorusHeader {
+            pool_id: 1,
+            src_id: r as u16,
+            ..HorusHeader::default()
+        };
+        let body = HorusBody::IdleRemove;
+        let remove = Message::Horus(HorusMessage { header, body }).to_vec();
+        let remove = common::frame(leaf(r), &remove.expect("encode"));
+        let run = xdp.test_run(&remove, 1).expect("test run");
+        assert_eq!(run.action, XdpAction::Drop);
+    }
+    assert_eq!(xdp.counters().expect("counters").idle_removes, 8);
+    let task = common::frame(CLIENT, &common::horus_task(1, 0, b"key"));
+    Some((xdp, task))
+}
+
 /// `threads` threads (pinned to different CPUs) each run `task` `runs` times
 /// at once: in one `BPF_PROG_TEST_RUN` repeating it, or with `one_by_one`
 /// one call per run (a sealed task grows the frame, which a repeat would
 /// run again). Returns the decisions per second of them all together.
-fn run_at_once(xdp: &mut XdpLeaf, task: &[u8], threads: usize, runs: u32, one_by_one: bool) -> f64 {
-    let runner = xdp.runner().expect("runner");
+fn run_at_once(
+    runner: &ProgramRunner,
+    task: &[u8],
+    threads: usize,
+    runs: u32,
+    one_by_one: bool,
+) -> f64 {
     let barrier = std::sync::Barrier::new(threads);
     let cpus = cpus();
     let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (runner, barrier) = (&runner, &barrier);
+                let barrier = &barrier;
                 s.spawn(move || {
                     common::pin(t % cpus);
                     barrier.wait();
@@ -98,7 +144,7 @@ fn cpus_sealing_at_once_take_distinct_sequence_numbers() {
         c.dispatch_idle + c.dispatch_sampled
     };
     let d0 = dispatched(&mut xdp);
-    run_at_once(&mut xdp, &task, threads, runs, true);
+    run_at_once(&xdp.runner().expect("runner"), &task, threads, runs, true);
     let total = threads as u64 * u64::from(runs);
     assert_eq!(xdp.task_seq().expect("seq") - before, 2 * total);
     assert_eq!(dispatched(&mut xdp) - d0, total);
@@ -130,17 +176,59 @@ fn decision_rate_one_cpu_against_every_cpu() {
         return;
     };
     let (mut locked, _) = busy_leaf(test, true, false).expect("loaded once");
+    let one = one.runner().expect("runner");
+    let locked_runner = locked.runner().expect("runner");
+    let rates = side_by_side(&one, &locked_runner, &task, threads, runs);
+    let busy = locked.pass_lock_stats().expect("pass lock").busy;
+    println!("leaf: {rates} ({busy} given up)");
+}
+
+/// One CPU without the lock, the pass lock with 1 thread, with `threads`:
+/// medians of 5 interleaved trials of `runs` decisions per thread, M/s.
+fn side_by_side(
+    one: &ProgramRunner,
+    locked: &ProgramRunner,
+    task: &[u8],
+    threads: usize,
+    runs: u32,
+) -> String {
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {
-        a.push(run_at_once(&mut one, &task, 1, runs, false) / 1e6);
-        b.push(run_at_once(&mut locked, &task, 1, runs, false) / 1e6);
-        c.push(run_at_once(&mut locked, &task, threads, runs, false) / 1e6);
+        a.push(run_at_once(one, task, 1, runs, false) / 1e6);
+        b.push(run_at_once(locked, task, 1, runs, false) / 1e6);
+        c.push(run_at_once(locked, task, threads, runs, false) / 1e6);
     }
-    let busy = locked.pass_lock_stats().expect("pass lock").busy;
-    println!(
-        "one CPU (no lock) {:.2}; pass lock, 1 thread {:.2}; pass lock, {threads} threads {:.2} ({busy} given up)",
+    format!(
+        "one CPU (no lock) {:.2}; pass lock, 1 thread {:.2}; pass lock, {threads} threads {:.2}",
         median(a),
         median(b),
         median(c),
+    )
+}
+
+/// The spine's busy-path decision rate (lazy power-of-2 over 8 racks, no
+/// idle rack), one CPU against every CPU, as the leaf's above. Run with
+/// `cargo test --release -p netsched-xdp --test every_cpu decision_rate -- --ignored --nocapture`
+/// (both programs).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn spine_decision_rate_one_cpu_against_every_cpu() {
+    let test = "spine_decision_rate_one_cpu_against_every_cpu";
+    let runs = 1_000_000;
+    let threads = cpus().min(4);
+    let Some((mut one, task)) = busy_spine(test, false) else {
+        return;
+    };
+    let (mut locked, _) = busy_spine(test, true).expect("loaded once");
+    let one_runner = one.runner().expect("runner");
+    let locked_runner = locked.runner().expect("runner");
+    let rates = side_by_side(&one_runner, &locked_runner, &task, threads, runs);
+    let busy = locked.pass_lock_stats().expect("pass lock").busy;
+    let dispatched = one.counters().expect("counters").dispatch_sampled
+        + locked.counters().expect("counters").dispatch_sampled;
+    assert_eq!(
+        dispatched + busy,
+        u64::from(runs) * 5 * (2 + threads as u64)
     );
+    println!("spine, {threads} threads on {} CPUs, M decisions/s (all threads together), median of 5: {rates} ({busy} given up)", cpus());
 }

@@ -366,6 +366,36 @@ impl ClientRun {
     }
 }
 
+/// Two clients in `host`'s namespace at once, pinned to CPU 0 and CPU 1 (a
+/// veth receives a frame on its sender's CPU, so an XDP program on the
+/// other side runs on both), client `c` on the config `config(c)` (written
+/// to `<dir>/client<c>.toml`); waits for both. Each must have submitted
+/// more than `at_least` tasks and completed every one; returns the tasks
+/// submitted by both together.
+pub fn pinned_clients(
+    host: &Host,
+    dir: &Path,
+    at_least: u64,
+    config: impl Fn(u32) -> String,
+) -> u64 {
+    let clients: Vec<_> = (0..2u32)
+        .map(|c| {
+            let cfg = write_config(dir, &format!("client{c}.toml"), config(c));
+            let json = dir.join(format!("client{c}.json"));
+            ClientRun::start(host, Some(&c.to_string()), &cfg, json)
+        })
+        .collect();
+    let mut submitted = 0;
+    for client in clients {
+        let report = client.report();
+        let mine = n(&report, "submitted");
+        assert!(mine > at_least, "{report}");
+        assert_eq!(n(&report, "completed"), mine, "{report}");
+        submitted += mine;
+    }
+    submitted
+}
+
 /// Writes `<dir>/<name>.toml`, runs a client on it in `host`'s namespace
 /// and returns its report (`<dir>/<name>.json`).
 pub fn run_client(host: &Host, dir: &Path, name: &str, config: &str) -> serde_json::Value {

@@ -245,7 +245,7 @@ impl PullSwitchConfig {
         if xdp.cpus == crate::config::XdpCpus::All {
             return xdp_invalid(
                 "xdp.cpus",
-                "\"all\" is the Horus leaf's only (the queue runs on one CPU)".into(),
+                "\"all\" is the Horus leaf's and spine's only: the Draconis queue runs on one CPU (its program has no pass lock)".into(),
             );
         }
         if !matches!(

@@ -239,17 +239,24 @@ impl XdpPath {
             _ => unreachable!("validated: a Horus leaf or spine"),
         };
         let (cpu, priority) = (xcfg.cpu, xcfg.realtime_priority);
-        // `cpus = "all"`: no cpumap thread; the leaf runs wherever the frame
-        // was received, its passes under the pass lock (docs/xdp.md).
+        // `cpus = "all"`: no cpumap thread; the leaf or spine runs wherever
+        // the frame was received, its passes under the pass lock
+        // (docs/xdp.md, "Every CPU").
         let thread = match (&mut program, xcfg.cpus) {
             (Program::Leaf(l), XdpCpus::All) => {
                 l.attach_every_cpu(&interface, flags)?;
                 None
             }
+            (Program::Spine(s), XdpCpus::All) => {
+                s.attach_every_cpu(&interface, flags)?;
+                None
+            }
             (Program::Leaf(l), XdpCpus::One) => {
                 Some(l.attach_serialised(&interface, flags, cpu, priority)?)
             }
-            (Program::Spine(s), _) => Some(s.attach_serialised(&interface, flags, cpu, priority)?),
+            (Program::Spine(s), XdpCpus::One) => {
+                Some(s.attach_serialised(&interface, flags, cpu, priority)?)
+            }
         };
         let events = names
             .iter()

@@ -204,3 +204,44 @@ pub fn pin(cpu: usize) {
         std::io::Error::last_os_error()
     );
 }
+
+/// Runs `streams[t]` on thread `t`, pinned to CPU `t` (modulo the CPUs),
+/// every thread released at once; `run(item)` on each item, in order. No
+/// thread runs more than `window` items ahead of the slowest, so the
+/// threads' items interleave whatever the machine's scheduler does (the
+/// concurrent differential tests). Each thread's results.
+pub fn run_in_step<T: Sync, R: Send>(
+    streams: &[Vec<T>],
+    window: usize,
+    run: impl Fn(&T) -> R + Sync,
+) -> Vec<Vec<R>> {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let barrier = std::sync::Barrier::new(streams.len());
+    let done: Vec<AtomicUsize> = streams.iter().map(|_| AtomicUsize::new(0)).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (streams.iter().enumerate())
+            .map(|(t, stream)| {
+                let (run, barrier, done) = (&run, &barrier, &done);
+                s.spawn(move || {
+                    pin(t % cpus);
+                    barrier.wait();
+                    (stream.iter().enumerate())
+                        .map(|(i, item)| {
+                            let slowest = || done.iter().map(|d| d.load(SeqCst)).min();
+                            while slowest().is_some_and(|m| i > m + window) {
+                                std::thread::yield_now();
+                            }
+                            let result = run(item);
+                            done[t].fetch_add(1, SeqCst);
+                            result
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        (handles.into_iter())
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    })
+}

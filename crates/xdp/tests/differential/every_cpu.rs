@@ -130,50 +130,19 @@ fn concurrent_cpus_are_the_sans_io_leaf_in_lock_order() {
             })
             .collect();
         let before = xdp.pass_lock_stats().expect("pass lock");
-        let barrier = std::sync::Barrier::new(THREADS);
-        // Packets each thread has run: none runs more than WINDOW ahead of
-        // the others, so the lock order interleaves them whatever the
-        // machine's scheduler does.
-        let done: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
-        let seen: Vec<Vec<(u16, Outcome)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = streams
-                .iter()
-                .enumerate()
-                .map(|(t, stream)| {
-                    let (runner, barrier, done) = (&runner, &barrier, &done);
-                    s.spawn(move || {
-                        common::pin(t % cpus);
-                        barrier.wait();
-                        stream
-                            .iter()
-                            .enumerate()
-                            .map(|(i, &(seq, event))| {
-                                let slowest = || done.iter().map(|d| d.load(SeqCst)).min();
-                                while slowest().is_some_and(|m| i > m + WINDOW) {
-                                    std::thread::yield_now();
-                                }
-                                let run = runner
-                                    .test_run(&packet(PLAIN, event, seq), 1)
-                                    .expect("test run");
-                                let outcome = match run.action {
-                                    XdpAction::Tx => Outcome::Dispatched(
-                                        forwarded_to(&run.frame).expect("forwarded"),
-                                    ),
-                                    XdpAction::Pass => Outcome::ReplyPassed,
-                                    XdpAction::Drop => Outcome::Dropped,
-                                    other => panic!("{event:?} came out as {other:?}"),
-                                };
-                                done[t].fetch_add(1, SeqCst);
-                                (seq, outcome)
-                            })
-                            .collect()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("thread"))
-                .collect()
+        // None runs more than WINDOW packets ahead of the other, so the
+        // lock order interleaves them whatever the machine's scheduler does.
+        let seen = common::run_in_step(&streams, WINDOW, |&(seq, event)| {
+            let run = runner
+                .test_run(&packet(PLAIN, event, seq), 1)
+                .expect("test run");
+            let outcome = match run.action {
+                XdpAction::Tx => Outcome::Dispatched(forwarded_to(&run.frame).expect("forwarded")),
+                XdpAction::Pass => Outcome::ReplyPassed,
+                XdpAction::Drop => Outcome::Dropped,
+                other => panic!("{event:?} came out as {other:?}"),
+            };
+            (seq, outcome)
         });
         let after = xdp.pass_lock_stats().expect("pass lock");
         let order = xdp.pass_order(before.tickets).expect("order");

@@ -20,7 +20,6 @@ mod every_cpu;
 
 use netsched_core::Nanos;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 use common::{ipv4_checksum, SWITCH, SWITCH_MAC};
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusOptions};

@@ -9,10 +9,15 @@
 //! rule (`netsched_proto::seal::open` and the node's `ReplayGuard`), soft
 //! state through `HorusSpine::control_expire` at the same clock.
 //!
+//! On every CPU (every_cpu.rs): the same with the pass lock on, and
+//! threads on two CPUs at once replayed in the order they took the lock.
+//!
 //! Needs root; without it the tests print why and pass, unless
 //! NETSCHED_REQUIRE_BPF=1, which makes them fail instead.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod every_cpu;
 
 use netsched_core::Nanos;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -348,6 +353,12 @@ fn through_xdp(xdp: &mut XdpSpine, event: Event, seq: u16, how: SealAs) -> Outco
     }
     let (from, bytes) = datagram(event, seq, how);
     let run = xdp.test_run(&frame(from, &bytes), 1).expect("test run");
+    outcome_of(event, seq, &run)
+}
+
+/// What `run` of `event`'s packet did, after checking a forwarded task's
+/// frame (its headers, destination, flags and task id).
+fn outcome_of(event: Event, seq: u16, run: &netsched_xdp::TestRun) -> Outcome {
     match (event, run.action) {
         (Event::Task { .. } | Event::First { .. } | Event::Cont { .. }, XdpAction::Tx) => {
             let s = sent(&run.frame).expect("a valid frame");
@@ -436,28 +447,15 @@ fn differential_with(
             }
             _ => {
                 let (_, bytes) = datagram(event, seq, how);
-                match socket_unseal(key.as_ref(), &mut replay, &bytes, &mut expected) {
-                    Some(()) => reference_at(&mut spine, now, event, seq, &mut expected),
-                    // Dropped by the seal: XDP_DROP, as a notice taken.
-                    None => Outcome::Consumed,
-                }
+                let path = (key.as_ref(), &mut replay, &mut expected);
+                socket_path(&mut spine, now, path, (event, seq), &bytes)
             }
         };
-        if let Event::Cont { .. } = event {
-            match want {
-                Outcome::Dispatched { .. } => conn.followed += 1,
-                _ => conn.drop_no_affinity += 1,
-            }
-        }
+        tally_continuation(&mut conn, event, &want);
         conn.overflows = spine.conn_table().overflows;
         let got = through_xdp(xdp, event, seq, how);
         assert_eq!(got, want, "packet {step}: {event:?} {how:?}");
-        let c = xdp.conn_counters().expect("counters");
-        let got = ConnCounters {
-            followed: c.followed - conn_start.followed,
-            drop_no_affinity: c.drop_no_affinity - conn_start.drop_no_affinity,
-            overflows: c.overflows - conn_start.overflows,
-        };
+        let got = conn_since(xdp, &conn_start);
         assert_eq!(got, conn, "connection table counters after packet {step}");
         assert_same_state(&spine, xdp, step + 1);
         spine.idle_nodes().check_invariant().expect("idle list");
@@ -465,6 +463,44 @@ fn differential_with(
         assert_eq!(delta(now, start), expected, "counters after packet {step}");
     }
     expected
+}
+
+/// What the socket path does with `event`'s datagram `bytes` at `now`: the
+/// socket daemon's seal and replay rule (`socket_unseal`, with the key,
+/// the replay guard and the counters of `path`), then the sans-IO spine.
+fn socket_path(
+    spine: &mut HorusSpine,
+    now: u64,
+    path: (Option<&NoticeKey>, &mut ReplayGuard, &mut SpineCounters),
+    (event, seq): (Event, u16),
+    bytes: &[u8],
+) -> Outcome {
+    let (key, replay, c) = path;
+    match socket_unseal(key, replay, bytes, c) {
+        Some(()) => reference_at(spine, now, event, seq, c),
+        // Dropped by the seal: XDP_DROP, as a notice taken.
+        None => Outcome::Consumed,
+    }
+}
+
+/// A continuation's outcome as the connection table counts it.
+fn tally_continuation(conn: &mut ConnCounters, event: Event, outcome: &Outcome) {
+    if let Event::Cont { .. } = event {
+        match outcome {
+            Outcome::Dispatched { .. } => conn.followed += 1,
+            _ => conn.drop_no_affinity += 1,
+        }
+    }
+}
+
+/// The connection table's counters since `start`.
+fn conn_since(xdp: &mut XdpSpine, start: &ConnCounters) -> ConnCounters {
+    let c = xdp.conn_counters().expect("counters");
+    ConnCounters {
+        followed: c.followed - start.followed,
+        drop_no_affinity: c.drop_no_affinity - start.drop_no_affinity,
+        overflows: c.overflows - start.overflows,
+    }
 }
 
 fn delta(a: SpineCounters, b: SpineCounters) -> SpineCounters {
