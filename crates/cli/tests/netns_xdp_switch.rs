@@ -248,6 +248,131 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     drop(lab);
 }
 
+/// The leaf on every CPU (`[xdp] cpus = "all"`) in native mode on its
+/// veth, the daemon's program in the veth's driver (docs/xdp.md, "Native
+/// mode on a veth"): every task completes, every executed task's reply
+/// reached the program and went on from it, and the program ran on both
+/// CPUs. The peer veth has NAPI by GRO, not an XDP program of its own:
+/// frames the program sent back by `XDP_TX` then sat in the peer's ring
+/// unwoken (the kernel's veth wakes it after an `XDP_TX` only for a peer
+/// with an XDP program), so no task reached a worker and none completed.
+#[test]
+fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
+    let test = "every_task_completes_through_the_native_xdp_leaf_on_every_cpu";
+    if common::bpf_missing(test) {
+        return;
+    }
+    let Some(mut lab) = common::lab(test, "xsn") else {
+        return;
+    };
+    let cli = lab.host("cli").unwrap();
+    let leaf = lab.host("leaf").unwrap();
+    let wrk = lab.host("wrk").unwrap();
+    lab.native_xdp(&leaf, &[&wrk]).unwrap();
+    let scratch = Scratch::new("xsn");
+    let dir = scratch.path();
+    let leaf_at = leaf.at(LEAF_PORT);
+    let quoted = worker_list(&wrk);
+    let mut procs = Procs::new(dir);
+    let key = cluster_key(dir, "7a");
+    start_sealed_worker(&mut procs, dir, &wrk, &leaf_at, &key, "");
+    let p = write_config(
+        dir,
+        "leaf.toml",
+        format!(
+            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\
+             key_file = \"{key}\"\n\n\
+             [xdp]\ninterface = \"eth0\"\nmode = \"native\"\ncpus = \"all\"\n\n\
+             [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\n\
+             downstream = [{quoted}]\n",
+            leaf.at(LEAF_METRICS)
+        ),
+    );
+    procs.start("leaf", &leaf, &["switch", "-c", &p]);
+    // The workers' keep-alives are passed up by the program.
+    wait_for("every worker live", Duration::from_secs(15), || {
+        scrape(&leaf, LEAF_METRICS, "netsched_live_nodes", "") == Some(u64::from(WORKERS))
+    });
+    procs.check_running();
+
+    // Two clients, pinned to CPU 0 and CPU 1 (a veth receives on the
+    // sender's CPU): 300 tasks/s each for 1 s, retried after 50 ms.
+    let clients: Vec<_> = (0..2u32)
+        .map(|c| {
+            let cfg = write_config(
+                dir,
+                &format!("client{c}.toml"),
+                format!(
+                    "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
+                     rate = 300\nduration_ms = 1000\ntimeout_ms = 50\nretries = 20\nseed = {}\n\
+                     bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 50 }}\n",
+                    7 + c,
+                    5 + c,
+                    cli.addr
+                ),
+            );
+            ClientRun::start(
+                &cli,
+                Some(&c.to_string()),
+                &cfg,
+                dir.join(format!("client{c}.json")),
+            )
+        })
+        .collect();
+    let mut submitted = 0;
+    for client in clients {
+        let report = client.report();
+        let mine = n(&report, "submitted");
+        assert!(mine > 200, "{report}");
+        assert_eq!(n(&report, "completed"), mine, "{report}");
+        submitted += mine;
+    }
+    procs.check_running();
+
+    std::thread::sleep(Duration::from_millis(300));
+    let metric = |host: &Host, port, name: &str, label: &str| {
+        scrape(host, port, name, label).unwrap_or_else(|| panic!("{name} at {}", host.name))
+    };
+    let event = |e: &str| {
+        metric(
+            &leaf,
+            LEAF_METRICS,
+            "netsched_xdp_events_total",
+            &format!("\"{e}\""),
+        )
+    };
+    let executed = metric(&wrk, WORKER_METRICS, "netsched_worker_tasks_total", "");
+    let dispatched = metric(&leaf, LEAF_METRICS, "netsched_xdp_events_total", "dispatch_");
+    let (replies, forwarded) = (event("replies"), event("replies_forwarded"));
+    let seal_drops =
+        scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "").unwrap_or(0);
+    let counts = format!(
+        "submitted {submitted}, executed {executed}, dispatched {dispatched}, \
+         replies {replies}, forwarded by the program {forwarded}, seal drops {seal_drops}"
+    );
+    assert!(submitted <= executed && executed <= dispatched, "{counts}");
+    assert_eq!(seal_drops, 0, "{counts}");
+    // Every executed task's reply reached the program, which sent it on.
+    assert_eq!(replies, executed, "{counts}");
+    assert_eq!(forwarded, replies, "{counts}");
+    // The program itself ran, on both CPUs; no steering.
+    let on = |program: &str, cpu: u32| {
+        let label = format!("program=\"{program}\",cpu=\"{cpu}\"");
+        metric(&leaf, LEAF_METRICS, "netsched_xdp_cpu_packets_total", &label)
+    };
+    let runs = [on("steer", 0), on("steer", 1), on("leaf", 0), on("leaf", 1)];
+    assert_eq!((runs[0], runs[1]), (0, 0), "nothing steered: {runs:?}");
+    assert!(runs[2] > 0 && runs[3] > 0, "the leaf ran on both CPUs: {runs:?}");
+    assert!(
+        runs[2] + runs[3] >= dispatched + replies,
+        "every task and reply ran the leaf: {runs:?}, {counts}"
+    );
+    let refused = metric(&leaf, LEAF_METRICS, "netsched_drops_total", "xdp_passed_task");
+    assert_eq!(refused, 0, "{counts}");
+    drop(procs);
+    drop(lab);
+}
+
 /// (policy, priority) fields of /proc/<pid>/stat for SCHED_FIFO at 1.
 const SCHED_FIFO_AT_1: (u64, u64) = (1, 1);
 

@@ -27,10 +27,10 @@
 //!   (once) and through each scheduler; the difference of the medians.
 //!
 //! Native XDP on a veth: the program's own interface gets NAPI from the
-//! program; a frame it sends back out (`XDP_TX`, or the cpumap program's
-//! redirect) is received by the peer veth in the bridge namespace, which
-//! takes XDP frames only with NAPI of its own, i.e. with GRO on
-//! (`ETHTOOL_SGRO`, set here; kernel >= 5.13).
+//! program; a frame it sends back out (a redirect to that interface) is
+//! received by the peer veth in the bridge namespace, which takes XDP
+//! frames only with NAPI of its own, i.e. with GRO on (`Lab::native_xdp`;
+//! kernel >= 5.13).
 
 mod live;
 
@@ -228,47 +228,6 @@ pub(crate) const METRICS_PORT: u16 = 7400;
 
 pub(crate) fn lab_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::io(what, std::io::Error::other(e.to_string()))
-}
-
-/// `ethtool -K ifname gro on`: `ETHTOOL_SGRO`.
-const ETHTOOL_SGRO: u32 = 0x2c;
-/// `ethtool -K ifname tx off`: `ETHTOOL_STXCSUM`.
-const ETHTOOL_STXCSUM: u32 = 0x17;
-
-/// Sets feature `cmd` of `ifname` to `data` in the calling thread's
-/// namespace, through `SIOCETHTOOL` (as `ethtool -K` does).
-fn ethtool_set(ifname: &str, cmd: u32, data: u32) -> std::io::Result<()> {
-    const SIOCETHTOOL: libc::c_ulong = 0x8946;
-    #[repr(C)]
-    struct EthtoolValue {
-        cmd: u32,
-        data: u32,
-    }
-    let mut value = EthtoolValue { cmd, data };
-    // SAFETY: a zeroed ifreq is valid; the name fits (checked) and stays
-    // NUL-terminated; ifr_data points at `value`, alive across the call.
-    unsafe {
-        let mut req: libc::ifreq = std::mem::zeroed();
-        let name = ifname.as_bytes();
-        if name.len() >= req.ifr_name.len() {
-            return Err(std::io::Error::other("interface name too long"));
-        }
-        for (d, s) in req.ifr_name.iter_mut().zip(name) {
-            *d = *s as libc::c_char;
-        }
-        req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let r = libc::ioctl(fd, SIOCETHTOOL as _, &mut req);
-        let err = std::io::Error::last_os_error();
-        libc::close(fd);
-        if r != 0 {
-            return Err(err);
-        }
-    }
-    Ok(())
 }
 
 /// Machine-wide softirq time, seconds (/proc/stat's `cpu` line).
@@ -513,26 +472,11 @@ pub fn run(opts: &XdpE2eOpts, mut progress: impl FnMut(&Row)) -> Result<Outcome,
     let sched = host(&mut lab, "sched")?;
     let wrk = host(&mut lab, "wrk")?;
     if opts.mode == "native" {
-        // The bridge-side peer of the scheduler's veth takes the frames
-        // the program sends back out (module doc).
-        let hub = Host {
-            name: lab.hub().to_string(),
-            addr: sched.addr,
-            hub_if: String::new(),
-        };
-        let ifname = sched.hub_if.clone();
-        hub.run(move || ethtool_set(&ifname, ETHTOOL_SGRO, 1))
-            .map_err(|e| lab_err("bridge namespace", e))?
-            .map_err(|e| Error::io(format!("GRO on {}", sched.hub_if), e))?;
-        // A veth leaves a local datagram's UDP checksum to "hardware"
-        // (CHECKSUM_PARTIAL: only the pseudo-header sum is in the packet).
-        // Generic XDP keeps that mark on the skb; native XDP turns the frame
-        // into an xdp_buff and back, the mark is lost, and the stack drops
-        // the replies the program passed up as checksum errors. A NIC's
-        // frames carry full checksums: the echo computes them.
-        wrk.run(|| ethtool_set("eth0", ETHTOOL_STXCSUM, 0))
-            .map_err(|e| lab_err("worker namespace", e))?
-            .map_err(|e| Error::io("tx checksum off on the workers' eth0", e))?;
+        // The bridge-side peer of the scheduler's veth takes the frames the
+        // program sends back out; the replies it passes up carry full
+        // checksums (module doc).
+        lab.native_xdp(&sched, &[&wrk])
+            .map_err(|e| lab_err("native XDP on the veths", e))?;
     }
     let dir = std::env::temp_dir().join(format!("netsched-xdp-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
