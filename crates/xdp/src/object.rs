@@ -162,14 +162,24 @@ impl SchedulerObject {
         test_run::run(fd, packet, repeat).map_err(XdpError::TestRun)
     }
 
-    /// Attaches the program itself to `interface` (no steering): it runs on
-    /// whichever CPU takes a packet.
+    /// Attaches the scheduler itself to `interface` (no steering): it runs
+    /// on whichever CPU takes a packet. The program is the steering's
+    /// `direct` one, loaded here unless it is the scheduler's own.
     pub(crate) fn attach_direct(
         &mut self,
         interface: &str,
         flags: XdpFlags,
     ) -> Result<(), XdpError> {
-        self.program()?.attach(interface, flags)?;
+        let direct = self.steering.direct;
+        let xdp: &mut Xdp = self
+            .ebpf
+            .program_mut(direct)
+            .ok_or(XdpError::NoNamedProgram(direct))?
+            .try_into()?;
+        if direct != self.program {
+            xdp.load()?;
+        }
+        xdp.attach(interface, flags)?;
         Ok(())
     }
 

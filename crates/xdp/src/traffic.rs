@@ -26,6 +26,7 @@ const STEERING: Steering = Steering {
     steer: "responder_steer",
     on_cpu: "responder_cpu",
     cpumap: "resp_cpu",
+    direct: "responder",
 };
 
 /// What the responder counted.
