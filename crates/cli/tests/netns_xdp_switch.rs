@@ -342,7 +342,12 @@ fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
         )
     };
     let executed = metric(&wrk, WORKER_METRICS, "netsched_worker_tasks_total", "");
-    let dispatched = metric(&leaf, LEAF_METRICS, "netsched_xdp_events_total", "dispatch_");
+    let dispatched = metric(
+        &leaf,
+        LEAF_METRICS,
+        "netsched_xdp_events_total",
+        "dispatch_",
+    );
     let (replies, forwarded) = (event("replies"), event("replies_forwarded"));
     let seal_drops =
         scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "").unwrap_or(0);
@@ -358,16 +363,29 @@ fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
     // The program itself ran, on both CPUs; no steering.
     let on = |program: &str, cpu: u32| {
         let label = format!("program=\"{program}\",cpu=\"{cpu}\"");
-        metric(&leaf, LEAF_METRICS, "netsched_xdp_cpu_packets_total", &label)
+        metric(
+            &leaf,
+            LEAF_METRICS,
+            "netsched_xdp_cpu_packets_total",
+            &label,
+        )
     };
     let runs = [on("steer", 0), on("steer", 1), on("leaf", 0), on("leaf", 1)];
     assert_eq!((runs[0], runs[1]), (0, 0), "nothing steered: {runs:?}");
-    assert!(runs[2] > 0 && runs[3] > 0, "the leaf ran on both CPUs: {runs:?}");
+    assert!(
+        runs[2] > 0 && runs[3] > 0,
+        "the leaf ran on both CPUs: {runs:?}"
+    );
     assert!(
         runs[2] + runs[3] >= dispatched + replies,
         "every task and reply ran the leaf: {runs:?}, {counts}"
     );
-    let refused = metric(&leaf, LEAF_METRICS, "netsched_drops_total", "xdp_passed_task");
+    let refused = metric(
+        &leaf,
+        LEAF_METRICS,
+        "netsched_drops_total",
+        "xdp_passed_task",
+    );
     assert_eq!(refused, 0, "{counts}");
     drop(procs);
     drop(lab);

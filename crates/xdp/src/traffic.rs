@@ -116,6 +116,23 @@ impl Traffic {
         )
     }
 
+    /// Attaches the responder to `interface` itself: it runs wherever the
+    /// interface's receive runs (with threaded NAPI, that thread), on any
+    /// CPU; its counts are per CPU, so no steering is needed.
+    pub fn attach_responder_direct(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+    ) -> Result<(), XdpError> {
+        let prog: &mut Xdp = self
+            .ebpf
+            .program_mut(STEERING.direct)
+            .ok_or(XdpError::NoNamedProgram(STEERING.direct))?
+            .try_into()?;
+        prog.attach(interface, flags)?;
+        Ok(())
+    }
+
     fn fd(&mut self, name: &'static str) -> Result<i32, XdpError> {
         let prog: &mut Xdp = self
             .ebpf
@@ -188,11 +205,18 @@ pub fn cpumap_program_runs(map_id: u32, cpu: u32) -> Result<(u64, u64), XdpError
         .prog_id
         .ok_or(XdpError::NoNamedProgram("cpumap entry program"))?
         .get();
+    program_runs(id)
+}
+
+/// The run time (ns) and run count of the loaded program with id `id` (an
+/// interface's XDP program: `ip link` shows its id), counted while
+/// [`enable_run_time_stats`] was on.
+pub fn program_runs(id: u32) -> Result<(u64, u64), XdpError> {
     for info in aya::programs::loaded_programs() {
         let info = info?;
         if info.id() == id {
             return Ok((info.run_time().as_nanos() as u64, info.run_count()));
         }
     }
-    Err(XdpError::NoNamedProgram("cpumap entry program"))
+    Err(XdpError::NoNamedProgram("a program of that id"))
 }

@@ -54,8 +54,10 @@ pub enum System {
     /// The XDP leaf on every CPU (`[xdp] cpus = "all"`): no cpumap hop, its
     /// passes under the pass lock (docs/xdp.md, "Every CPU").
     XdpLeafAll,
-    /// The XDP leaf between an XDP generator and XDP workers (xdp_live).
+    /// The XDP leaf between an XDP generator and XDP workers (`live`).
     XdpLeafLive,
+    /// The same with the leaf on every CPU (`[xdp] cpus = "all"`).
+    XdpLeafLiveAll,
     XdpSpine,
     SocketLeaf,
     SocketSpine,
@@ -63,8 +65,9 @@ pub enum System {
 }
 
 impl System {
-    pub const ALL: [System; 7] = [
+    pub const ALL: [System; 8] = [
         System::XdpLeafLive,
+        System::XdpLeafLiveAll,
         System::XdpLeaf,
         System::XdpLeafAll,
         System::XdpSpine,
@@ -78,6 +81,7 @@ impl System {
             System::XdpLeaf => "xdp-leaf",
             System::XdpLeafAll => "xdp-leaf-all",
             System::XdpLeafLive => "xdp-leaf-live",
+            System::XdpLeafLiveAll => "xdp-leaf-live-all",
             System::XdpSpine => "xdp-spine",
             System::SocketLeaf => "socket-leaf",
             System::SocketSpine => "socket-spine",
@@ -88,8 +92,22 @@ impl System {
     fn xdp(self) -> bool {
         matches!(
             self,
-            System::XdpLeaf | System::XdpLeafAll | System::XdpLeafLive | System::XdpSpine
+            System::XdpLeaf
+                | System::XdpLeafAll
+                | System::XdpLeafLive
+                | System::XdpLeafLiveAll
+                | System::XdpSpine
         )
+    }
+
+    /// The XDP leaf on every CPU (`[xdp] cpus = "all"`).
+    fn every_cpu(self) -> bool {
+        matches!(self, System::XdpLeafAll | System::XdpLeafLiveAll)
+    }
+
+    /// Between an XDP generator and XDP workers (`live`).
+    fn live(self) -> bool {
+        matches!(self, System::XdpLeafLive | System::XdpLeafLiveAll)
     }
 }
 
@@ -147,7 +165,7 @@ pub struct Row {
     pub gen_cpu_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
-    /// `xdp-leaf-live` only.
+    /// `xdp-leaf-live` and `xdp-leaf-live-all` only.
     pub live: Option<Live>,
 }
 
@@ -159,6 +177,19 @@ pub struct Live {
     /// The leaf program's own mean run time per packet (a task or a
     /// reply), from the kernel's BPF run-time statistics.
     pub prog_ns_per_run: Option<f64>,
+    /// The same for the steering program (one CPU only).
+    pub steer_ns_per_run: Option<f64>,
+    /// The scheduler's CPU (`Row::sched_cpu_s`) by where it ran: the
+    /// daemon's process, the NAPI thread of the leaf's interface (its
+    /// receive path: the steering program or, on every CPU, the leaf
+    /// program, and the redirects out), and the cpumap thread (one CPU:
+    /// the leaf program and its redirects).
+    pub daemon_cpu_s: f64,
+    pub napi_cpu_s: f64,
+    pub cpumap_cpu_s: f64,
+    /// Softirq seconds of the leaf's CPU (/proc/stat): receive work that
+    /// ran outside those threads.
+    pub leaf_cpu_softirq_s: f64,
     /// p50 with the responder answering in the leaf's place.
     pub direct_p50_us: f64,
     /// Where frames went during the throughput run: packets the leaf's
@@ -193,8 +224,11 @@ impl Row {
                     "{:.1} %",
                     100.0 * l.sent.saturating_sub(self.tasks) as f64 / l.sent.max(1) as f64
                 ),
-                l.prog_ns_per_run
-                    .map_or("-".to_string(), |ns| format!("{ns:.0}")),
+                match (l.prog_ns_per_run, l.steer_ns_per_run) {
+                    (Some(ns), Some(steer)) => format!("{ns:.0} (+ steering {steer:.0})"),
+                    (Some(ns), None) => format!("{ns:.0}"),
+                    _ => "-".to_string(),
+                },
                 l.direct_p50_us,
             ),
             None => ("-".into(), "-".into(), "-".into(), direct_p50),
@@ -232,10 +266,16 @@ pub(crate) fn lab_err(what: &str, e: impl std::fmt::Display) -> Error {
 
 /// Machine-wide softirq time, seconds (/proc/stat's `cpu` line).
 pub(crate) fn softirq_s() -> f64 {
+    cpu_softirq_s("cpu")
+}
+
+/// Softirq time of /proc/stat's line `cpu` ("cpu": every CPU, "cpu1":
+/// CPU 1), seconds.
+pub(crate) fn cpu_softirq_s(cpu: &str) -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let ticks: f64 = stat
         .lines()
-        .next()
+        .find(|l| l.split_whitespace().next() == Some(cpu))
         .and_then(|l| l.split_whitespace().nth(7)?.parse().ok())
         .unwrap_or(0.0);
     // SAFETY: sysconf has no preconditions.
@@ -243,7 +283,7 @@ pub(crate) fn softirq_s() -> f64 {
 }
 
 /// The pid of the kernel thread named `name` (the cpumap thread).
-fn kernel_thread(name: &str) -> Option<u32> {
+pub(crate) fn kernel_thread(name: &str) -> Option<u32> {
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
         let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
         (comm.trim_end() == name).then(|| e.file_name().to_str()?.parse().ok())?
@@ -306,7 +346,7 @@ fn sched_config(opts: &XdpE2eOpts, system: System, sched: &Host, echo_at: &str) 
             "datapath = \"xdp\"\n\n[xdp]\ninterface = \"eth0\"\nmode = \"{}\"\ncpu = {}\ncpus = \"{}\"\n",
             opts.mode,
             opts.cpu,
-            if system == System::XdpLeafAll { "all" } else { "one" }
+            if system.every_cpu() { "all" } else { "one" }
         )
     } else {
         String::new()
@@ -495,8 +535,8 @@ pub fn run(opts: &XdpE2eOpts, mut progress: impl FnMut(&Row)) -> Result<Outcome,
             .map_err(|e| lab_err("latency client", e))??;
         let mut rows = Vec::new();
         for &system in &opts.systems {
-            let row = if system == System::XdpLeafLive {
-                live::measure(opts, &dir)?
+            let row = if system.live() {
+                live::measure(opts, system, &dir)?
             } else {
                 measure(opts, system, &gen, &sched, &echo_at, &dir)?
             };
