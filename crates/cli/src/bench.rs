@@ -234,12 +234,16 @@ fn bench_xdp_e2e(a: XdpE2eArgs) -> Result<(), CliError> {
     }
     for (r, l) in out.rows.iter().filter_map(|r| Some((r, r.live.as_ref()?))) {
         outln!(
-            "{}: sent {}, completed {}, replies forwarded by the program {}; leaf steered {} \
+            "{}: sent {}, leaf dispatched {}, responder answered {}, leaf took replies {}, \
+             completed {}, replies forwarded by the program {}; leaf steered {} \
              ran {}; responder steered {} ran {} (a difference was dropped at that cpumap queue); \
              scheduler CPU per task: daemon {:.0} ns, NAPI thread {:.0} ns, cpumap thread {:.0} ns; \
              leaf CPU's softirq {:.0} ns; scheduler CPU per packet the leaf ran {:.0} ns",
             r.system.name(),
             l.sent,
+            l.dispatched,
+            l.answered,
+            l.replies,
             r.tasks,
             l.replies_forwarded,
             l.leaf_steered,

@@ -22,6 +22,10 @@ pub const LATENCY_BUCKETS: usize = 4096;
 /// Bytes of the stamp a task's payload must hold (the send time).
 pub const STAMP_BYTES: usize = 8;
 
+/// Bytes of the generator's task frame (`GEN_FRAME` of bpf/traffic.bpf.c):
+/// Ethernet 14, IPv4 20, UDP 8, the task's fixed 32 and the stamp.
+pub const GEN_FRAME_BYTES: usize = 14 + 20 + 8 + 32 + STAMP_BYTES;
+
 const STEERING: Steering = Steering {
     steer: "responder_steer",
     on_cpu: "responder_cpu",
@@ -143,9 +147,23 @@ impl Traffic {
     }
 
     /// Sends `frame` (a single-packet task whose payload is
-    /// [`STAMP_BYTES`] long) `count` times out of interface `ifindex` of the
-    /// calling thread's namespace, each stamped with its send time.
+    /// [`STAMP_BYTES`] long: [`GEN_FRAME_BYTES`] in all) `count` times out
+    /// of interface `ifindex` of the calling thread's namespace, each
+    /// stamped with its send time.
     pub fn send(&mut self, frame: &[u8], count: u32, ifindex: u32) -> Result<(), XdpError> {
+        let bytes: [u8; GEN_FRAME_BYTES] = frame.try_into().map_err(|_| {
+            XdpError::TestRun(std::io::Error::other(format!(
+                "a generated frame is {GEN_FRAME_BYTES} bytes, not {}",
+                frame.len()
+            )))
+        })?;
+        // The program writes it into every frame (bpf/traffic.bpf.c says
+        // why the stamp alone is not enough).
+        let map = self
+            .ebpf
+            .map_mut("gen_frame")
+            .ok_or(XdpError::NoMap("gen_frame"))?;
+        aya::maps::Array::<_, [u8; GEN_FRAME_BYTES]>::try_from(map)?.set(0, bytes, 0)?;
         let fd = self.fd("gen_tx")?;
         test_run::run_live(fd, frame, count, ifindex).map_err(XdpError::TestRun)
     }

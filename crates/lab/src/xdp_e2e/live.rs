@@ -276,9 +276,9 @@ fn cpumap_id(log: &Path) -> Option<u32> {
         .ok()
 }
 
-/// (steered, ran, replies the program forwarded) packets of the leaf so
-/// far, from its daemon's metrics.
-fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
+/// (steered, ran, replies the program forwarded, tasks it dispatched,
+/// replies it took) packets of the leaf so far, from its daemon's metrics.
+fn leaf_packets(sched: &Host) -> (u64, u64, u64, u64, u64) {
     let addr = sched.at(xdp_e2e::METRICS_PORT).parse().expect("an address");
     let body = sched
         .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
@@ -286,7 +286,7 @@ fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
         .and_then(|r| r.ok())
         .map(|(_, b)| b)
         .unwrap_or_default();
-    let mut out = (0, 0, 0);
+    let mut out = (0, 0, 0, 0, 0);
     let value = |line: &str| -> u64 {
         line.rsplit(' ')
             .next()
@@ -294,10 +294,14 @@ fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
             .unwrap_or(0.0) as u64
     };
     for line in body.lines() {
-        if line.starts_with("netsched_xdp_events_total{")
-            && line.contains("event=\"replies_forwarded\"")
-        {
-            out.2 += value(line);
+        if let Some(event) = line.strip_prefix("netsched_xdp_events_total{event=\"") {
+            if event.starts_with("replies_forwarded\"") {
+                out.2 += value(line);
+            } else if event.starts_with("dispatch_") {
+                out.3 += value(line);
+            } else if event.starts_with("replies\"") {
+                out.4 += value(line);
+            }
         }
         let Some(rest) = line.strip_prefix("netsched_xdp_cpu_packets_total{") else {
             continue;
@@ -508,6 +512,9 @@ pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<R
             responder_steered: resp1.0 - resp0.0,
             responder_ran: resp1.1 - resp0.1,
             replies_forwarded: leaf1.2 - leaf0.2,
+            dispatched: leaf1.3 - leaf0.3,
+            replies: leaf1.4 - leaf0.4,
+            answered: total.answered,
         }),
     })
 }

@@ -202,6 +202,12 @@ pub struct Live {
     pub responder_ran: u64,
     /// Replies the leaf program sent on itself (its `replies_forwarded`).
     pub replies_forwarded: u64,
+    /// Tasks the leaf program dispatched and replies it took (its
+    /// `dispatch_*` and `replies` counters).
+    pub dispatched: u64,
+    pub replies: u64,
+    /// Tasks the responder answered (as the workers).
+    pub answered: u64,
 }
 
 impl Row {
