@@ -12,7 +12,11 @@
 //   stamp: live frames come from a page pool whose pages are recycled with
 //   whatever they last held, and across veths a frame travels without a
 //   copy, so a page the scheduler and the responder turned into a reply
-//   comes back holding that reply.
+//   comes back holding that reply. Its length too: the kernel restores a
+//   recycled frame's bounds only when the run's context or the frame's data
+//   pointer changed, not after a trim downstream (the responder's), so the
+//   run is given one byte more than the frame and `gen_tx` trims it every
+//   time, which makes the kernel take the frame's bounds from the run.
 // * `responder` (serialised on one CPU by steer.h, as the schedulers are)
 //   runs on the generator's veth, where the scheduler sends both tasks (to
 //   the workers' addresses, which are the generator's) and replies (to the
@@ -84,11 +88,14 @@ int gen_tx(struct xdp_md *ctx)
 	__u8 *stamp = data + GEN_FRAME - STAMP;
 	__u32 zero = 0;
 	struct gen_frame *frame = bpf_map_lookup_elem(&gen_frame, &zero);
-	if (!frame || data + GEN_FRAME > data_end)
+	// The frame and the byte to trim.
+	if (!frame || data + GEN_FRAME + 1 > data_end)
 		return XDP_DROP;
 	__builtin_memcpy(data, frame->bytes, GEN_FRAME - STAMP);
 	__u64 now = bpf_ktime_get_ns();
 	__builtin_memcpy(stamp, &now, STAMP);
+	if (bpf_xdp_adjust_tail(ctx, -1))
+		return XDP_DROP;
 	return XDP_TX;
 }
 

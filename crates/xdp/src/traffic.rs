@@ -164,8 +164,11 @@ impl Traffic {
             .map_mut("gen_frame")
             .ok_or(XdpError::NoMap("gen_frame"))?;
         aya::maps::Array::<_, [u8; GEN_FRAME_BYTES]>::try_from(map)?.set(0, bytes, 0)?;
+        // One byte more, which the program trims (bpf/traffic.bpf.c).
+        let mut run = [0u8; GEN_FRAME_BYTES + 1];
+        run[..GEN_FRAME_BYTES].copy_from_slice(&bytes);
         let fd = self.fd("gen_tx")?;
-        test_run::run_live(fd, frame, count, ifindex).map_err(XdpError::TestRun)
+        test_run::run_live(fd, &run, count, ifindex).map_err(XdpError::TestRun)
     }
 
     /// The responder on one frame, without an interface (its unit test).
