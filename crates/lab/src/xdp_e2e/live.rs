@@ -58,7 +58,7 @@ const CLIENT_PORT: u16 = 6000;
 /// per-batch cost, and it is dear (tens of ms on this machine: the run
 /// sets up and tears down its page pool), so batches are large and the
 /// generator an open loop.
-const BATCH: u32 = 1 << 14;
+const BATCH: u32 = 1 << 16;
 
 /// The task the generator sends: application 1, one packet, an 8-byte
 /// payload for the stamp.
