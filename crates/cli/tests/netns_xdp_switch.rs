@@ -7,7 +7,8 @@
 //! counted them). The client retries; every task must complete, and the
 //! counters must add up: submitted <= executed <= dispatched. Two clients
 //! pinned to different CPUs send, and the leaf must have run on one CPU only
-//! (the cpumap steering of docs/xdp.md). Needs root and
+//! (the cpumap steering of docs/xdp.md). One test runs the leaf on every
+//! CPU in native mode on its veth. Needs root and
 //! BPF; skipped loudly without (failed under NETSCHED_REQUIRE_NETNS=1).
 
 mod common;
