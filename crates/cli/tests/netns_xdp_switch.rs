@@ -126,36 +126,7 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     // XDP hook on both CPUs (a veth receives on the sender's CPU). Each:
     // 500 tasks/s of 100 µs for 2 s; a task not answered in 50 ms is sent
     // again, up to 20 times.
-    let clients: Vec<_> = (0..2u32)
-        .map(|c| {
-            let cfg = write_config(
-                dir,
-                &format!("client{c}.toml"),
-                format!(
-                    "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
-                     rate = 500\nduration_ms = 2000\ntimeout_ms = 50\nretries = 20\nseed = {}\n\
-                     bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 100 }}\n",
-                    7 + c,
-                    5 + c,
-                    cli.addr
-                ),
-            );
-            ClientRun::start(
-                &cli,
-                Some(&c.to_string()),
-                &cfg,
-                dir.join(format!("client{c}.json")),
-            )
-        })
-        .collect();
-    let mut submitted = 0;
-    for client in clients {
-        let report = client.report();
-        let mine = n(&report, "submitted");
-        assert!(mine > 500, "{report}");
-        assert_eq!(n(&report, "completed"), mine, "{report}");
-        submitted += mine;
-    }
+    let submitted = pinned_clients(&cli, dir, &leaf_at, 500, 2000, 100);
     procs.check_running();
 
     // Counters settle once the last replies are in.
@@ -297,37 +268,8 @@ fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
     procs.check_running();
 
     // Two clients, pinned to CPU 0 and CPU 1 (a veth receives on the
-    // sender's CPU): 300 tasks/s each for 1 s, retried after 50 ms.
-    let clients: Vec<_> = (0..2u32)
-        .map(|c| {
-            let cfg = write_config(
-                dir,
-                &format!("client{c}.toml"),
-                format!(
-                    "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
-                     rate = 300\nduration_ms = 1000\ntimeout_ms = 50\nretries = 20\nseed = {}\n\
-                     bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 50 }}\n",
-                    7 + c,
-                    5 + c,
-                    cli.addr
-                ),
-            );
-            ClientRun::start(
-                &cli,
-                Some(&c.to_string()),
-                &cfg,
-                dir.join(format!("client{c}.json")),
-            )
-        })
-        .collect();
-    let mut submitted = 0;
-    for client in clients {
-        let report = client.report();
-        let mine = n(&report, "submitted");
-        assert!(mine > 200, "{report}");
-        assert_eq!(n(&report, "completed"), mine, "{report}");
-        submitted += mine;
-    }
+    // sender's CPU): 300 tasks/s of 50 µs each for 1 s, retried.
+    let submitted = pinned_clients(&cli, dir, &leaf_at, 300, 1000, 50);
     procs.check_running();
 
     std::thread::sleep(Duration::from_millis(300));
@@ -390,6 +332,53 @@ fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
     assert_eq!(refused, 0, "{counts}");
     drop(procs);
     drop(lab);
+}
+
+/// Two clients on `cli`, pinned to CPU 0 and CPU 1, each sending `rate`
+/// tasks/s of `service_us` to `leaf_at` for `duration_ms`, a task not
+/// answered in 50 ms sent again up to 20 times; each must complete every
+/// task it submitted, more than half its rate's worth. Returns the tasks
+/// submitted.
+fn pinned_clients(
+    cli: &Host,
+    dir: &Path,
+    leaf_at: &str,
+    rate: u64,
+    duration_ms: u64,
+    service_us: u64,
+) -> u64 {
+    let clients: Vec<_> = (0..2u32)
+        .map(|c| {
+            let cfg = write_config(
+                dir,
+                &format!("client{c}.toml"),
+                format!(
+                    "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
+                     rate = {rate}\nduration_ms = {duration_ms}\ntimeout_ms = 50\nretries = 20\n\
+                     seed = {}\nbind = \"{}:0\"\n\
+                     service = {{ kind = \"fixed\", value_us = {service_us} }}\n",
+                    7 + c,
+                    5 + c,
+                    cli.addr
+                ),
+            );
+            ClientRun::start(
+                cli,
+                Some(&c.to_string()),
+                &cfg,
+                dir.join(format!("client{c}.json")),
+            )
+        })
+        .collect();
+    let mut submitted = 0;
+    for client in clients {
+        let report = client.report();
+        let mine = n(&report, "submitted");
+        assert!(mine > rate * duration_ms / 2000, "{report}");
+        assert_eq!(n(&report, "completed"), mine, "{report}");
+        submitted += mine;
+    }
+    submitted
 }
 
 /// (policy, priority) fields of /proc/<pid>/stat for SCHED_FIFO at 1.
