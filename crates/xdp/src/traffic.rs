@@ -151,24 +151,43 @@ impl Traffic {
     /// of interface `ifindex` of the calling thread's namespace, each
     /// stamped with its send time.
     pub fn send(&mut self, frame: &[u8], count: u32, ifindex: u32) -> Result<(), XdpError> {
+        let run = self.load_frame(frame)?;
+        let fd = self.fd("gen_tx")?;
+        test_run::run_live(fd, &run, count, ifindex).map_err(XdpError::TestRun)
+    }
+
+    /// `gen_tx` once on `page` (what a recycled live frame may hold),
+    /// without an interface, after loading `frame` as [`Traffic::send`]
+    /// does: the frame it would send (its unit test).
+    pub fn generate_once(
+        &mut self,
+        frame: &[u8],
+        page: &[u8],
+    ) -> Result<test_run::TestRun, XdpError> {
+        self.load_frame(frame)?;
+        let fd = self.fd("gen_tx")?;
+        test_run::run(fd, page, 1).map_err(XdpError::TestRun)
+    }
+
+    /// Loads `frame` into `gen_frame`, which the program writes into every
+    /// frame it sends (bpf/traffic.bpf.c says why the stamp alone is not
+    /// enough); returns what a run is given: the frame and one byte more,
+    /// which the program trims.
+    fn load_frame(&mut self, frame: &[u8]) -> Result<[u8; GEN_FRAME_BYTES + 1], XdpError> {
         let bytes: [u8; GEN_FRAME_BYTES] = frame.try_into().map_err(|_| {
             XdpError::TestRun(std::io::Error::other(format!(
                 "a generated frame is {GEN_FRAME_BYTES} bytes, not {}",
                 frame.len()
             )))
         })?;
-        // The program writes it into every frame (bpf/traffic.bpf.c says
-        // why the stamp alone is not enough).
         let map = self
             .ebpf
             .map_mut("gen_frame")
             .ok_or(XdpError::NoMap("gen_frame"))?;
         aya::maps::Array::<_, [u8; GEN_FRAME_BYTES]>::try_from(map)?.set(0, bytes, 0)?;
-        // One byte more, which the program trims (bpf/traffic.bpf.c).
         let mut run = [0u8; GEN_FRAME_BYTES + 1];
         run[..GEN_FRAME_BYTES].copy_from_slice(&bytes);
-        let fd = self.fd("gen_tx")?;
-        test_run::run_live(fd, &run, count, ifindex).map_err(XdpError::TestRun)
+        Ok(run)
     }
 
     /// The responder on one frame, without an interface (its unit test).
