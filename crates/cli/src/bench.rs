@@ -146,12 +146,14 @@ pub struct CapacityArgs {
 #[derive(Args)]
 pub struct XdpE2eArgs {
     /// Systems in run order: xdp-leaf-live (the XDP leaf between an XDP
-    /// generator and XDP workers), xdp-leaf, xdp-leaf-all (the XDP leaf on
-    /// every CPU, `[xdp] cpus = "all"`), xdp-spine, socket-leaf,
-    /// socket-spine, nginx.
+    /// generator and XDP workers), xdp-leaf-live-all (the same on every
+    /// CPU), xdp-leaf, xdp-leaf-all (the XDP leaf on every CPU, `[xdp] cpus
+    /// = "all"`), xdp-spine, socket-leaf, socket-spine, nginx. A system
+    /// named more than once runs each time (alternate them for a
+    /// comparison) and gets a line of medians.
     #[arg(
         long,
-        default_value = "xdp-leaf-live,xdp-leaf,xdp-leaf-all,xdp-spine,socket-leaf,socket-spine,nginx",
+        default_value = "xdp-leaf-live,xdp-leaf-live-all,xdp-leaf,xdp-leaf-all,xdp-spine,socket-leaf,socket-spine,nginx",
         value_delimiter = ','
     )]
     systems: Vec<String>,
@@ -232,18 +234,30 @@ fn bench_xdp_e2e(a: XdpE2eArgs) -> Result<(), CliError> {
     }
     for (r, l) in out.rows.iter().filter_map(|r| Some((r, r.live.as_ref()?))) {
         outln!(
-            "{}: sent {}, completed {}, replies forwarded by the program {}; leaf steered {} \
-             ran {}; responder steered {} ran {} (a difference was dropped at that cpumap queue)",
+            "{}: sent {}, leaf dispatched {}, responder answered {}, leaf took replies {}, \
+             completed {}, replies forwarded by the program {}; leaf steered {} \
+             ran {}; responder steered {} ran {} (a difference was dropped at that cpumap queue); \
+             scheduler CPU per task: daemon {:.0} ns, NAPI thread {:.0} ns, cpumap thread {:.0} ns; \
+             leaf CPU's softirq {:.0} ns; scheduler CPU per packet the leaf ran {:.0} ns",
             r.system.name(),
             l.sent,
+            l.dispatched,
+            l.answered,
+            l.replies,
             r.tasks,
             l.replies_forwarded,
             l.leaf_steered,
             l.leaf_ran,
             l.responder_steered,
-            l.responder_ran
+            l.responder_ran,
+            per_task_ns(l.daemon_cpu_s, r.tasks),
+            per_task_ns(l.napi_cpu_s, r.tasks),
+            per_task_ns(l.cpumap_cpu_s, r.tasks),
+            per_task_ns(l.leaf_cpu_softirq_s, r.tasks),
+            per_task_ns(r.sched_cpu_s, l.leaf_ran)
         );
     }
+    medians(&out.rows);
     if let Some(base) = out.rows.iter().find(|r| r.system == System::Nginx) {
         for r in &out.rows {
             outln!(
@@ -255,6 +269,51 @@ fn bench_xdp_e2e(a: XdpE2eArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// `seconds` per task, in ns.
+fn per_task_ns(seconds: f64, tasks: u64) -> f64 {
+    seconds * 1e9 / tasks.max(1) as f64
+}
+
+/// For each system that ran more than once: the medians of its runs.
+fn medians(rows: &[netsched_lab::xdp_e2e::Row]) {
+    let mut seen = Vec::new();
+    for r in rows {
+        if seen.contains(&r.system) {
+            continue;
+        }
+        seen.push(r.system);
+        let runs: Vec<_> = rows.iter().filter(|x| x.system == r.system).collect();
+        if runs.len() < 2 {
+            continue;
+        }
+        let median = |f: &dyn Fn(&netsched_lab::xdp_e2e::Row) -> Option<f64>| {
+            let mut v: Vec<f64> = runs.iter().filter_map(|x| f(x)).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        let live = |f: fn(&netsched_lab::xdp_e2e::Live) -> Option<f64>| {
+            median(&|x| x.live.as_ref().and_then(f))
+        };
+        outln!(
+            "{} median of {}: {:.0} tasks/s, {:.0} tasks per scheduler CPU-second, \
+             scheduler CPU share {:.2}, p50 {:.1} us, leaf program {:.0} ns/packet, \
+             steering {:.0} ns/packet, scheduler CPU {:.0} ns per packet the leaf ran",
+            r.system.name(),
+            runs.len(),
+            median(&|x| Some(x.tasks_per_s())),
+            median(&|x| Some(x.tasks_per_core_s())),
+            median(&|x| Some(x.sched_cpu_s / x.wall_s.max(1e-9))),
+            median(&|x| Some(x.p50_us)),
+            live(|l| l.prog_ns_per_run),
+            live(|l| l.steer_ns_per_run),
+            median(&|x| x
+                .live
+                .as_ref()
+                .map(|l| per_task_ns(x.sched_cpu_s, l.leaf_ran))),
+        );
+    }
 }
 
 fn bench_capacity(a: CapacityArgs) -> Result<(), CliError> {

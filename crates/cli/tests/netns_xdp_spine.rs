@@ -45,8 +45,10 @@ fn every_task_completes_through_the_xdp_spine_daemon() {
 }
 
 /// The same with the spine on every CPU (`[xdp] cpus = "all"`; docs/xdp.md
-/// "Every CPU"): the daemon attaches the program itself, and both CPUs the
-/// clients send from ran it.
+/// "Every CPU"), in native mode: the daemon attaches the program itself,
+/// both CPUs the clients send from ran it, and its tasks leave by a
+/// redirect that wakes the leaf's veth peer (sent by XDP_TX, they waited in
+/// the peer's ring and no task completed).
 #[test]
 fn every_task_completes_through_the_xdp_spine_daemon_on_every_cpu() {
     xdp_spine_daemon(
@@ -69,6 +71,13 @@ fn xdp_spine_daemon(test: &str, prefix: &str, cpus: &str) {
     let spine = lab.host("spine").unwrap();
     let leaf = lab.host("leaf").unwrap();
     let wrk = lab.host("wrk").unwrap();
+    // One CPU in generic mode, every CPU in native mode: both paths out.
+    let mode = if every_cpu {
+        lab.native_xdp(&spine, &[&cli, &leaf]).unwrap();
+        "native"
+    } else {
+        "generic"
+    };
     let scratch = Scratch::new(prefix);
     let dir = scratch.path();
     let spine_at = spine.at(SPINE_PORT);
@@ -92,7 +101,7 @@ fn xdp_spine_daemon(test: &str, prefix: &str, cpus: &str) {
         "spine.toml",
         format!(
             "listen = \"{spine_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\n\
-             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\n{cpus}\n\n\
+             [xdp]\ninterface = \"eth0\"\nmode = \"{mode}\"\n{cpus}\n\n\
              [[instance]]\npool = 1\nrole = \"spine\"\npolicy = \"horus\"\n\
              downstream = [\"{leaf_at}\"]\nrack_workers = [{WORKERS}]\n",
             spine.at(METRICS)
@@ -270,11 +279,12 @@ fn bench_xdp_e2e_runs_every_system() {
     }
 }
 
-/// `netsched bench xdp-e2e --systems xdp-leaf-live` with a short run: the
-/// XDP generator (live frames) and the XDP workers around the XDP leaf in
-/// native mode, every program detached and the namespaces deleted after.
-/// Asserts that tasks completed through the leaf and the row reports the
-/// generator's rate, never a rate's size.
+/// `netsched bench xdp-e2e --systems xdp-leaf-live,xdp-leaf-live-all` with
+/// short runs: the XDP generator (live frames) and the XDP workers around
+/// the XDP leaf in native mode, on one CPU and on every CPU, every program
+/// detached and the namespaces deleted after. Asserts that tasks completed
+/// through each leaf and each row reports the generator's rate, never a
+/// rate's size.
 #[test]
 fn bench_xdp_e2e_live_frames_smoke() {
     let test = "bench_xdp_e2e_live_frames_smoke";
@@ -288,7 +298,7 @@ fn bench_xdp_e2e_live_frames_smoke() {
         "bench",
         "xdp-e2e",
         "--systems",
-        "xdp-leaf-live",
+        "xdp-leaf-live,xdp-leaf-live-all",
         "--duration-ms",
         "200",
         "--low-rate",
@@ -297,21 +307,24 @@ fn bench_xdp_e2e_live_frames_smoke() {
         "300",
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
-    let row = out
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("| xdp-leaf-live |"))
-        .unwrap_or_else(|| panic!("no live row: {out}"));
-    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-    let per_s: f64 = cells[2].parse().unwrap();
-    let generated: f64 = cells[7].parse().unwrap();
-    assert!(per_s > 0.0 && generated >= per_s, "{row}");
-    // The replies went on from the program, not from the leaf's daemon.
-    let forwarded: u64 = out
-        .split("replies forwarded by the program ")
-        .nth(1)
-        .and_then(|rest| rest.split(';').next())
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no forwarded count: {out}"));
-    assert!(forwarded > 0, "{out}");
+    for system in ["xdp-leaf-live", "xdp-leaf-live-all"] {
+        let row = out
+            .lines()
+            .rev()
+            .find(|l| l.starts_with(&format!("| {system} |")))
+            .unwrap_or_else(|| panic!("no {system} row: {out}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let per_s: f64 = cells[2].parse().unwrap();
+        let generated: f64 = cells[7].parse().unwrap();
+        assert!(per_s > 0.0 && generated >= per_s, "{row}");
+        // The replies went on from the program, not from the leaf's daemon.
+        let forwarded: u64 = out
+            .split(&format!("{system}: sent "))
+            .nth(1)
+            .and_then(|rest| rest.split("replies forwarded by the program ").nth(1))
+            .and_then(|rest| rest.split(';').next())
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no forwarded count for {system}: {out}"));
+        assert!(forwarded > 0, "{system}: {out}");
+    }
 }

@@ -7,7 +7,8 @@
 //! counted them). The client retries; every task must complete, and the
 //! counters must add up: submitted <= executed <= dispatched. Two clients
 //! pinned to different CPUs send, and the leaf must have run on one CPU only
-//! (the cpumap steering of docs/xdp.md). Needs root and
+//! (the cpumap steering of docs/xdp.md). One test runs the leaf on every
+//! CPU in native mode on its veth. Needs root and
 //! BPF; skipped loudly without (failed under NETSCHED_REQUIRE_NETNS=1).
 
 mod common;
@@ -125,16 +126,7 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     // XDP hook on both CPUs (a veth receives on the sender's CPU). Each:
     // 500 tasks/s of 100 µs for 2 s; a task not answered in 50 ms is sent
     // again, up to 20 times.
-    let submitted = common::pinned_clients(&cli, dir, 500, |c| {
-        format!(
-            "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
-             rate = 500\nduration_ms = 2000\ntimeout_ms = 50\nretries = 20\nseed = {}\n\
-             bind = \"{}:0\"\nservice = {{ kind = \"fixed\", value_us = 100 }}\n",
-            7 + c,
-            5 + c,
-            cli.addr
-        )
-    });
+    let submitted = pinned_clients(&cli, dir, &leaf_at, 500, 2000, 100);
     procs.check_running();
 
     // Counters settle once the last replies are in.
@@ -226,6 +218,146 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     assert_eq!(refused, 0, "{counts}");
     drop(procs);
     drop(lab);
+}
+
+/// The leaf on every CPU (`[xdp] cpus = "all"`) in native mode on its
+/// veth, the daemon's program in the veth's driver (docs/xdp.md, "Native
+/// mode on a veth"): every task completes, every executed task's reply
+/// reached the program and went on from it, and the program ran on both
+/// CPUs. The peer veth has NAPI by GRO, not an XDP program of its own:
+/// frames the program sent back by `XDP_TX` then sat in the peer's ring
+/// unwoken (the kernel's veth wakes it after an `XDP_TX` only for a peer
+/// with an XDP program), so no task reached a worker and none completed.
+#[test]
+fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
+    let test = "every_task_completes_through_the_native_xdp_leaf_on_every_cpu";
+    if common::bpf_missing(test) {
+        return;
+    }
+    let Some(mut lab) = common::lab(test, "xsn") else {
+        return;
+    };
+    let cli = lab.host("cli").unwrap();
+    let leaf = lab.host("leaf").unwrap();
+    let wrk = lab.host("wrk").unwrap();
+    lab.native_xdp(&leaf, &[&wrk]).unwrap();
+    let scratch = Scratch::new("xsn");
+    let dir = scratch.path();
+    let leaf_at = leaf.at(LEAF_PORT);
+    let quoted = worker_list(&wrk);
+    let mut procs = Procs::new(dir);
+    let key = cluster_key(dir, "7a");
+    start_sealed_worker(&mut procs, dir, &wrk, &leaf_at, &key, "");
+    let p = write_config(
+        dir,
+        "leaf.toml",
+        format!(
+            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\
+             key_file = \"{key}\"\n\n\
+             [xdp]\ninterface = \"eth0\"\nmode = \"native\"\ncpus = \"all\"\n\n\
+             [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\n\
+             downstream = [{quoted}]\n",
+            leaf.at(LEAF_METRICS)
+        ),
+    );
+    procs.start("leaf", &leaf, &["switch", "-c", &p]);
+    // The workers' keep-alives are passed up by the program.
+    wait_for("every worker live", Duration::from_secs(15), || {
+        scrape(&leaf, LEAF_METRICS, "netsched_live_nodes", "") == Some(u64::from(WORKERS))
+    });
+    procs.check_running();
+
+    // Two clients, pinned to CPU 0 and CPU 1 (a veth receives on the
+    // sender's CPU): 300 tasks/s of 50 µs each for 1 s, retried.
+    let submitted = pinned_clients(&cli, dir, &leaf_at, 300, 1000, 50);
+    procs.check_running();
+
+    std::thread::sleep(Duration::from_millis(300));
+    let metric = |host: &Host, port, name: &str, label: &str| {
+        scrape(host, port, name, label).unwrap_or_else(|| panic!("{name} at {}", host.name))
+    };
+    let event = |e: &str| {
+        metric(
+            &leaf,
+            LEAF_METRICS,
+            "netsched_xdp_events_total",
+            &format!("\"{e}\""),
+        )
+    };
+    let executed = metric(&wrk, WORKER_METRICS, "netsched_worker_tasks_total", "");
+    let dispatched = metric(
+        &leaf,
+        LEAF_METRICS,
+        "netsched_xdp_events_total",
+        "dispatch_",
+    );
+    let (replies, forwarded) = (event("replies"), event("replies_forwarded"));
+    let seal_drops =
+        scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "").unwrap_or(0);
+    let counts = format!(
+        "submitted {submitted}, executed {executed}, dispatched {dispatched}, \
+         replies {replies}, forwarded by the program {forwarded}, seal drops {seal_drops}"
+    );
+    assert!(submitted <= executed && executed <= dispatched, "{counts}");
+    assert_eq!(seal_drops, 0, "{counts}");
+    // Every executed task's reply reached the program, which sent it on.
+    assert_eq!(replies, executed, "{counts}");
+    assert_eq!(forwarded, replies, "{counts}");
+    // The program itself ran, on both CPUs; no steering.
+    let on = |program: &str, cpu: u32| {
+        let label = format!("program=\"{program}\",cpu=\"{cpu}\"");
+        metric(
+            &leaf,
+            LEAF_METRICS,
+            "netsched_xdp_cpu_packets_total",
+            &label,
+        )
+    };
+    let runs = [on("steer", 0), on("steer", 1), on("leaf", 0), on("leaf", 1)];
+    assert_eq!((runs[0], runs[1]), (0, 0), "nothing steered: {runs:?}");
+    assert!(
+        runs[2] > 0 && runs[3] > 0,
+        "the leaf ran on both CPUs: {runs:?}"
+    );
+    assert!(
+        runs[2] + runs[3] >= dispatched + replies,
+        "every task and reply ran the leaf: {runs:?}, {counts}"
+    );
+    let refused = metric(
+        &leaf,
+        LEAF_METRICS,
+        "netsched_drops_total",
+        "xdp_passed_task",
+    );
+    assert_eq!(refused, 0, "{counts}");
+    drop(procs);
+    drop(lab);
+}
+
+/// Two clients on `cli`, pinned to CPU 0 and CPU 1, each sending `rate`
+/// tasks/s of `service_us` to `leaf_at` for `duration_ms`, a task not
+/// answered in 50 ms sent again up to 20 times; each must complete every
+/// task it submitted, more than half its rate's worth. Returns the tasks
+/// submitted.
+fn pinned_clients(
+    cli: &Host,
+    dir: &Path,
+    leaf_at: &str,
+    rate: u64,
+    duration_ms: u64,
+    service_us: u64,
+) -> u64 {
+    common::pinned_clients(cli, dir, rate * duration_ms / 2000, |c| {
+        format!(
+            "targets = [{{ addr = \"{leaf_at}\" }}]\npool = 1\napp_id = {}\n\
+             rate = {rate}\nduration_ms = {duration_ms}\ntimeout_ms = 50\nretries = 20\n\
+             seed = {}\nbind = \"{}:0\"\n\
+             service = {{ kind = \"fixed\", value_us = {service_us} }}\n",
+            7 + c,
+            5 + c,
+            cli.addr
+        )
+    })
 }
 
 /// (policy, priority) fields of /proc/<pid>/stat for SCHED_FIFO at 1.

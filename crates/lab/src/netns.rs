@@ -57,6 +57,13 @@ pub enum NetnsError {
     },
     #[error("namespace thread panicked")]
     Panicked,
+    /// An interface feature could not be set (`SIOCETHTOOL`).
+    #[error("ethtool {ifname}: {source}")]
+    Ethtool {
+        ifname: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// Namespaces are unavailable where they are required.
     #[error("{source} ({}=1: namespaces are required)", REQUIRE_NETNS_ENV)]
     Required {
@@ -167,6 +174,51 @@ pub(crate) fn enter_ns(name: &str) -> Result<(), NetnsError> {
     Ok(())
 }
 
+/// `ethtool -K ifname gro on`: `ETHTOOL_SGRO`.
+const ETHTOOL_SGRO: u32 = 0x2c;
+/// `ethtool -K ifname tx off`: `ETHTOOL_STXCSUM`.
+const ETHTOOL_STXCSUM: u32 = 0x17;
+
+/// Sets feature `cmd` of `ifname` to `data` in the calling thread's
+/// namespace, through `SIOCETHTOOL` (as `ethtool -K` does).
+fn ethtool_set(ifname: &str, cmd: u32, data: u32) -> Result<(), NetnsError> {
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    let failed = |source| NetnsError::Ethtool {
+        ifname: ifname.to_string(),
+        source,
+    };
+    let mut value = EthtoolValue { cmd, data };
+    // SAFETY: a zeroed ifreq is valid; the name fits (checked) and stays
+    // NUL-terminated; ifr_data points at `value`, alive across the call.
+    unsafe {
+        let mut req: libc::ifreq = std::mem::zeroed();
+        let name = ifname.as_bytes();
+        if name.len() >= req.ifr_name.len() {
+            return Err(failed(std::io::Error::other("interface name too long")));
+        }
+        for (d, s) in req.ifr_name.iter_mut().zip(name) {
+            *d = *s as libc::c_char;
+        }
+        req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        if fd < 0 {
+            return Err(failed(std::io::Error::last_os_error()));
+        }
+        let r = libc::ioctl(fd, SIOCETHTOOL as _, &mut req);
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if r != 0 {
+            return Err(failed(err));
+        }
+    }
+    Ok(())
+}
+
 /// Distinct names for labs of one process (tests run in parallel).
 static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
 
@@ -271,6 +323,29 @@ impl Lab {
     /// (`Host::hub_if`).
     pub fn hub(&self) -> &str {
         &self.hub
+    }
+
+    /// Readies `host`'s eth0 for a native-mode XDP program that sends
+    /// frames back out of it and passes others up (docs/xdp.md, "Native
+    /// mode on a veth"). A veth takes XDP frames only with NAPI of its own:
+    /// GRO goes on at `host`'s bridge-side peer, which then takes the frames
+    /// the program redirects there. And native XDP drops a veth's
+    /// "checksum left to hardware" mark, so the stack would discard the
+    /// datagrams the program passes up as checksum errors: TX checksum
+    /// offload goes off at each of `senders`' eth0, whose datagrams then
+    /// carry full checksums, as a NIC's do.
+    pub fn native_xdp(&self, host: &Host, senders: &[&Host]) -> Result<(), NetnsError> {
+        let hub = Host {
+            name: self.hub.clone(),
+            addr: host.addr,
+            hub_if: String::new(),
+        };
+        let peer = host.hub_if.clone();
+        hub.run(move || ethtool_set(&peer, ETHTOOL_SGRO, 1))??;
+        for s in senders {
+            s.run(|| ethtool_set("eth0", ETHTOOL_STXCSUM, 0))??;
+        }
+        Ok(())
     }
 
     /// Cuts (`up = false`) or restores a host's link at the bridge port.

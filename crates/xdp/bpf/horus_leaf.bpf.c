@@ -593,3 +593,6 @@ pass:
 // is `horus_leaf_cpu` (steer.h), where a task leaves by a redirect to the
 // interface it came in on.
 DEFINE_STEERED_PROGRAMS(leaf_run, horus_leaf, leaf_cpu, horus_steer, horus_leaf_cpu)
+// The leaf on every CPU (pass_lock.h): the program the interface runs
+// itself, whose frames leave by the same redirect (steer.h says why).
+DEFINE_REDIRECTING(leaf_run, horus_leaf_all, "xdp")

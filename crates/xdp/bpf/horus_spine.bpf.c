@@ -121,14 +121,6 @@ ARRAY(spine_clock, __u64, 1);
 ARRAY(expired_at, __u64, 1);
 ARRAY(rack_heard, __u64, MAX_RACKS);
 ARRAY(rack_expired, __u8, MAX_RACKS);
-// On every CPU: packets this CPU's program ran (the loader adds them to
-// `runs_on`'s scheduler counts; steered, the cpumap program counts there).
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} cpu_runs SEC(".maps");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -474,21 +466,11 @@ static __always_inline __u32 spine_key(const __u8 *horus)
 	return ((__u32)horus[1] << 16) | ((__u32)horus[10] << 8) | horus[11];
 }
 
-// On every CPU: one more packet run on this one (`cpu_runs`).
-static __always_inline void count_cpu_run(void)
-{
-	__u32 zero = 0;
-	__u64 *runs = bpf_map_lookup_elem(&cpu_runs, &zero);
-	if (runs && pass_every_cpu())
-		*runs += 1;
-}
-
 static __always_inline int spine_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 zero = 0;
-	count_cpu_run();
 	const struct spine_config *cfg = bpf_map_lookup_elem(&spine_config, &zero);
 	if (!cfg)
 		return XDP_PASS;
@@ -565,3 +547,7 @@ pass:
 }
 
 DEFINE_STEERED_PROGRAMS(spine_run, horus_spine, spine_cpu, spine_steer, horus_spine_cpu)
+// The spine on every CPU (pass_lock.h): the program the interface runs
+// itself, counted in `runs_on` as the cpumap program is, its frames leaving
+// by a redirect rather than XDP_TX (steer.h says why).
+DEFINE_REDIRECTING(spine_run, horus_spine_all, "xdp")

@@ -20,6 +20,16 @@
 // the interface itself (and by BPF_PROG_TEST_RUN), the steering above, and
 // `prog_cpu`, the program of the cpumap entry, which turns XDP_TX into the
 // redirect.
+//
+// DEFINE_REDIRECTING(run, prog, sec) defines `prog` in section `sec`: `run`
+// counted in `runs_on` at offset 64, its XDP_TX turned into a redirect to the
+// interface the frame came in on. The cpumap program is one; a scheduler
+// run on every CPU (pass_lock.h) attaches another to the interface itself,
+// because on a veth the two differ: the frames of an XDP_TX are queued at
+// the peer, which the kernel wakes to take them only when the peer runs an
+// XDP program of its own (veth_xdp_flush), while a redirect's flush wakes a
+// peer with any NAPI (GRO on, too). Without that wake the frames wait in the
+// peer's ring for other traffic, and past its 256 entries are dropped.
 
 #ifndef NETSCHED_STEER_H
 #define NETSCHED_STEER_H
@@ -70,8 +80,11 @@
 		return run(ctx);                                               \
 	}                                                                      \
 	DEFINE_STEERING(cpumap, steer)                                         \
-	SEC("xdp/cpumap")                                                      \
-	int prog_cpu(struct xdp_md *ctx)                                       \
+	DEFINE_REDIRECTING(run, prog_cpu, "xdp/cpumap")
+
+#define DEFINE_REDIRECTING(run, prog, sec)                                    \
+	SEC(sec)                                                               \
+	int prog(struct xdp_md *ctx)                                           \
 	{                                                                      \
 		count_run(64);                                                 \
 		int verdict = run(ctx);                                        \

@@ -5,9 +5,18 @@
 // workers are user space, so the scheduler under test is what limits.
 //
 // * `gen_tx` is run by BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES
-//   (kernel >= 5.18) on a pre-built single-packet task frame: it stamps
-//   the send time into the task's 8-byte payload and sends the frame out of
-//   the generator's veth (XDP_TX), millions of frames per second.
+//   (kernel >= 5.18) on a pre-built single-packet task frame: it writes the
+//   frame (`gen_frame`, set by the loader), stamps the send time into the
+//   task's 8-byte payload and sends the frame out of the generator's veth
+//   (XDP_TX), millions of frames per second. The whole frame, not only the
+//   stamp: live frames come from a page pool whose pages are recycled with
+//   whatever they last held, and across veths a frame travels without a
+//   copy, so a page the scheduler and the responder turned into a reply
+//   comes back holding that reply. Its length too: the kernel restores a
+//   recycled frame's bounds only when the run's context or the frame's data
+//   pointer changed, not after a trim downstream (the responder's), so the
+//   run is given one byte more than the frame and `gen_tx` trims it every
+//   time, which makes the kernel take the frame's bounds from the run.
 // * `responder` (serialised on one CPU by steer.h, as the schedulers are)
 //   runs on the generator's veth, where the scheduler sends both tasks (to
 //   the workers' addresses, which are the generator's) and replies (to the
@@ -53,6 +62,15 @@ enum stat { S_ANSWERED, S_COMPLETED, S_LATENCY_NS, S_STATS };
 PERCPU(traffic_stats, S_STATS);
 PERCPU(lat_hist, LAT_BUCKETS);
 
+// The generator's task frame: Ethernet, IPv4, UDP, the task's fixed part and
+// the stamp (crates/xdp/src/traffic.rs GEN_FRAME_BYTES).
+#define GEN_FRAME (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr) + \
+		   TASK_FIXED + STAMP)
+struct gen_frame {
+	__u8 bytes[GEN_FRAME];
+};
+ARRAY(gen_frame, struct gen_frame, 1);
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 static __always_inline void add(void *map, __u32 key, __u64 n)
@@ -67,12 +85,17 @@ int gen_tx(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u8 *stamp = data + sizeof(struct ethhdr) + sizeof(struct iphdr) +
-		      sizeof(struct udphdr) + TASK_FIXED;
-	if ((void *)(stamp + STAMP) > data_end)
+	__u8 *stamp = data + GEN_FRAME - STAMP;
+	__u32 zero = 0;
+	struct gen_frame *frame = bpf_map_lookup_elem(&gen_frame, &zero);
+	// The frame and the byte to trim.
+	if (!frame || data + GEN_FRAME + 1 > data_end)
 		return XDP_DROP;
+	__builtin_memcpy(data, frame->bytes, GEN_FRAME - STAMP);
 	__u64 now = bpf_ktime_get_ns();
 	__builtin_memcpy(stamp, &now, STAMP);
+	if (bpf_xdp_adjust_tail(ctx, -1))
+		return XDP_DROP;
 	return XDP_TX;
 }
 

@@ -80,6 +80,11 @@ pub(crate) struct Steering {
     pub on_cpu: &'static str,
     /// The cpumap whose one entry runs `on_cpu`.
     pub cpumap: &'static str,
+    /// The scheduler attached to the interface itself, on every CPU
+    /// (`SchedulerObject::attach_direct`): a program whose frames leave by
+    /// a redirect, as `on_cpu`'s do (steer.h, `DEFINE_REDIRECTING`), or the
+    /// scheduler's own program (XDP_TX).
+    pub direct: &'static str,
 }
 
 impl Steering {
@@ -87,18 +92,21 @@ impl Steering {
         steer: STEER,
         on_cpu: LEAF_ON_CPU,
         cpumap: "leaf_cpu",
+        direct: "horus_leaf_all",
     };
     /// The Horus spine's (horus_spine.bpf.c).
     pub(crate) const SPINE: Steering = Steering {
         steer: "spine_steer",
         on_cpu: "horus_spine_cpu",
         cpumap: "spine_cpu",
+        direct: "horus_spine_all",
     };
     /// The Draconis queue's (draconis_queue.bpf.c, "Serialising the queue").
     pub(crate) const QUEUE: Steering = Steering {
         steer: "draconis_steer",
         on_cpu: "draconis_queue_cpu",
         cpumap: "queue_cpu",
+        direct: "draconis_queue",
     };
 }
 

@@ -5,7 +5,7 @@
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use aya::maps::{Array, HashMap, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap, MapData};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 use netsched_core::switch::RegisterDump;
@@ -162,14 +162,24 @@ impl SchedulerObject {
         test_run::run(fd, packet, repeat).map_err(XdpError::TestRun)
     }
 
-    /// Attaches the program itself to `interface` (no steering): it runs on
-    /// whichever CPU takes a packet.
+    /// Attaches the scheduler itself to `interface` (no steering): it runs
+    /// on whichever CPU takes a packet. The program is the steering's
+    /// `direct` one, loaded here unless it is the scheduler's own.
     pub(crate) fn attach_direct(
         &mut self,
         interface: &str,
         flags: XdpFlags,
     ) -> Result<(), XdpError> {
-        self.program()?.attach(interface, flags)?;
+        let direct = self.steering.direct;
+        let xdp: &mut Xdp = self
+            .ebpf
+            .program_mut(direct)
+            .ok_or(XdpError::NoNamedProgram(direct))?
+            .try_into()?;
+        if direct != self.program {
+            xdp.load()?;
+        }
+        xdp.attach(interface, flags)?;
         Ok(())
     }
 
@@ -214,19 +224,10 @@ impl SchedulerObject {
         }
     }
 
-    /// Packets per CPU: the steering's and the cpumap program's counts,
-    /// and what a program attached on every CPU counted itself (its
-    /// per-CPU `cpu_runs`, the spine's) among the scheduler's.
+    /// Packets per CPU: the steering's and the scheduler's counts (the
+    /// cpumap program's, or the redirecting program's on every CPU).
     pub(crate) fn runs_on(&self) -> Result<CpuRuns, XdpError> {
-        let mut runs = daemon::runs_on(&self.ebpf)?;
-        if let Some(map) = self.ebpf.map("cpu_runs") {
-            let direct: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(map)?;
-            for (cpu, n) in direct.get(&0, 0)?.iter().enumerate() {
-                if let Some(ran) = runs.scheduler.get_mut(cpu) {
-                    *ran += n;
-                }
-            }
-        }
+        let runs = daemon::runs_on(&self.ebpf)?;
         Ok(runs)
     }
 }

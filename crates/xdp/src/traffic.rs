@@ -22,10 +22,15 @@ pub const LATENCY_BUCKETS: usize = 4096;
 /// Bytes of the stamp a task's payload must hold (the send time).
 pub const STAMP_BYTES: usize = 8;
 
+/// Bytes of the generator's task frame (`GEN_FRAME` of bpf/traffic.bpf.c):
+/// Ethernet 14, IPv4 20, UDP 8, the task's fixed 32 and the stamp.
+pub const GEN_FRAME_BYTES: usize = 14 + 20 + 8 + 32 + STAMP_BYTES;
+
 const STEERING: Steering = Steering {
     steer: "responder_steer",
     on_cpu: "responder_cpu",
     cpumap: "resp_cpu",
+    direct: "responder",
 };
 
 /// What the responder counted.
@@ -115,6 +120,23 @@ impl Traffic {
         )
     }
 
+    /// Attaches the responder to `interface` itself: it runs wherever the
+    /// interface's receive runs (with threaded NAPI, that thread), on any
+    /// CPU; its counts are per CPU, so no steering is needed.
+    pub fn attach_responder_direct(
+        &mut self,
+        interface: &str,
+        flags: XdpFlags,
+    ) -> Result<(), XdpError> {
+        let prog: &mut Xdp = self
+            .ebpf
+            .program_mut(STEERING.direct)
+            .ok_or(XdpError::NoNamedProgram(STEERING.direct))?
+            .try_into()?;
+        prog.attach(interface, flags)?;
+        Ok(())
+    }
+
     fn fd(&mut self, name: &'static str) -> Result<i32, XdpError> {
         let prog: &mut Xdp = self
             .ebpf
@@ -125,11 +147,47 @@ impl Traffic {
     }
 
     /// Sends `frame` (a single-packet task whose payload is
-    /// [`STAMP_BYTES`] long) `count` times out of interface `ifindex` of the
-    /// calling thread's namespace, each stamped with its send time.
+    /// [`STAMP_BYTES`] long: [`GEN_FRAME_BYTES`] in all) `count` times out
+    /// of interface `ifindex` of the calling thread's namespace, each
+    /// stamped with its send time.
     pub fn send(&mut self, frame: &[u8], count: u32, ifindex: u32) -> Result<(), XdpError> {
+        let run = self.load_frame(frame)?;
         let fd = self.fd("gen_tx")?;
-        test_run::run_live(fd, frame, count, ifindex).map_err(XdpError::TestRun)
+        test_run::run_live(fd, &run, count, ifindex).map_err(XdpError::TestRun)
+    }
+
+    /// `gen_tx` once on `page` (what a recycled live frame may hold),
+    /// without an interface, after loading `frame` as [`Traffic::send`]
+    /// does: the frame it would send (its unit test).
+    pub fn generate_once(
+        &mut self,
+        frame: &[u8],
+        page: &[u8],
+    ) -> Result<test_run::TestRun, XdpError> {
+        self.load_frame(frame)?;
+        let fd = self.fd("gen_tx")?;
+        test_run::run(fd, page, 1).map_err(XdpError::TestRun)
+    }
+
+    /// Loads `frame` into `gen_frame`, which the program writes into every
+    /// frame it sends (bpf/traffic.bpf.c says why the stamp alone is not
+    /// enough); returns what a run is given: the frame and one byte more,
+    /// which the program trims.
+    fn load_frame(&mut self, frame: &[u8]) -> Result<[u8; GEN_FRAME_BYTES + 1], XdpError> {
+        let bytes: [u8; GEN_FRAME_BYTES] = frame.try_into().map_err(|_| {
+            XdpError::TestRun(std::io::Error::other(format!(
+                "a generated frame is {GEN_FRAME_BYTES} bytes, not {}",
+                frame.len()
+            )))
+        })?;
+        let map = self
+            .ebpf
+            .map_mut("gen_frame")
+            .ok_or(XdpError::NoMap("gen_frame"))?;
+        aya::maps::Array::<_, [u8; GEN_FRAME_BYTES]>::try_from(map)?.set(0, bytes, 0)?;
+        let mut run = [0u8; GEN_FRAME_BYTES + 1];
+        run[..GEN_FRAME_BYTES].copy_from_slice(&bytes);
+        Ok(run)
     }
 
     /// The responder on one frame, without an interface (its unit test).
@@ -187,11 +245,18 @@ pub fn cpumap_program_runs(map_id: u32, cpu: u32) -> Result<(u64, u64), XdpError
         .prog_id
         .ok_or(XdpError::NoNamedProgram("cpumap entry program"))?
         .get();
+    program_runs(id)
+}
+
+/// The run time (ns) and run count of the loaded program with id `id` (an
+/// interface's XDP program: `ip link` shows its id), counted while
+/// [`enable_run_time_stats`] was on.
+pub fn program_runs(id: u32) -> Result<(u64, u64), XdpError> {
     for info in aya::programs::loaded_programs() {
         let info = info?;
         if info.id() == id {
             return Ok((info.run_time().as_nanos() as u64, info.run_count()));
         }
     }
-    Err(XdpError::NoNamedProgram("cpumap entry program"))
+    Err(XdpError::NoNamedProgram("a program of that id"))
 }

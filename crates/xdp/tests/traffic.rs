@@ -2,7 +2,9 @@
 //! through BPF_PROG_TEST_RUN: a task becomes its worker's idle reply, sent
 //! back with the addresses turned around and the send stamp kept; that
 //! reply, arriving at the client, completes the task and is dropped; other
-//! frames pass. Needs root (NETSCHED_REQUIRE_BPF=1: fail instead of skip).
+//! frames pass. And the generator writes its whole frame over what a
+//! recycled live frame held. Needs root (NETSCHED_REQUIRE_BPF=1: fail
+//! instead of skip).
 
 mod common;
 
@@ -11,7 +13,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use netsched_proto::{
     decode, HorusBody, HorusHeader, HorusMessage, HorusTask, Message, ReplyStatus,
 };
-use netsched_xdp::traffic::Traffic;
+use netsched_xdp::traffic::{Traffic, GEN_FRAME_BYTES, STAMP_BYTES};
 use netsched_xdp::XdpAction;
 
 #[test]
@@ -73,4 +75,46 @@ fn a_task_becomes_its_idle_reply_and_the_reply_completes_it() {
         .respond_once(&common::frame_to(leaf, worker, b"not netsched"))
         .expect("test run");
     assert_eq!(other.action, XdpAction::Pass);
+}
+
+/// A live frame's page is recycled holding what it last carried: over
+/// veths the leaf and the responder rewrite the very page the generator
+/// sent, into a reply trimmed by 9 bytes. The generator must send its task,
+/// whole and at its length, whatever the page held: before it wrote only
+/// the stamp, and the leaf took the stale reply as one of its workers'.
+#[test]
+fn the_generator_writes_its_whole_task_over_a_recycled_reply() {
+    let test = "the_generator_writes_its_whole_task_over_a_recycled_reply";
+    let Some(mut traffic) = common::load_program(test, "gen_tx", Traffic::load) else {
+        return;
+    };
+    let task = Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: 1,
+            ..HorusHeader::default()
+        },
+        body: HorusBody::TaskFirst(HorusTask {
+            task_id: 1 << 32,
+            is_last: true,
+            payload: &[0; STAMP_BYTES],
+            ..HorusTask::default()
+        }),
+    })
+    .to_vec()
+    .expect("encode");
+    let client = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 1), 6000);
+    let leaf = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 2), 7101);
+    let frame = common::frame_to(client, leaf, &task);
+    assert_eq!(frame.len(), GEN_FRAME_BYTES);
+    // What the page held: the responder's reply to this task (shorter),
+    // then leftovers, to the length a run is given (one byte more).
+    let mut page = traffic.respond_once(&frame).expect("test run").frame;
+    assert!(page.len() < GEN_FRAME_BYTES);
+    page.resize(GEN_FRAME_BYTES + 1, 0xee);
+    let run = traffic.generate_once(&frame, &page).expect("test run");
+    assert_eq!(run.action, XdpAction::Tx);
+    let stamp_at = GEN_FRAME_BYTES - STAMP_BYTES;
+    assert_eq!(run.frame.len(), GEN_FRAME_BYTES, "trimmed to the task");
+    assert_eq!(run.frame[..stamp_at], frame[..stamp_at], "the task, whole");
+    assert_ne!(run.frame[stamp_at..], [0; STAMP_BYTES], "stamped");
 }

@@ -1,9 +1,11 @@
-//! `netsched bench xdp-e2e` with system `xdp-leaf-live`: the XDP leaf end to
-//! end with no user space on the data path. `netsched switch` runs the leaf
-//! (`datapath = "xdp"`, native mode by default, serialised on `[xdp] cpu`,
-//! replies forwarded by the program) in `sched`, whose `eth0` is one end of
-//! a veth pair; the other end, in `gen`, carries both the generator and the
-//! workers (crates/xdp/bpf/traffic.bpf.c):
+//! `netsched bench xdp-e2e` with systems `xdp-leaf-live` and
+//! `xdp-leaf-live-all`: the XDP leaf end to end with no user space on the
+//! data path. `netsched switch` runs the leaf (`datapath = "xdp"`, native
+//! mode by default, replies forwarded by the program; serialised on `[xdp]
+//! cpu` through the cpumap, or with `-all` on every CPU, `cpus = "all"`) in
+//! `sched`, whose `eth0` is one end of a veth pair; the other end, in `gen`,
+//! carries both the generator and the workers
+//! (crates/xdp/bpf/traffic.bpf.c):
 //!
 //! * the generator is `BPF_PROG_TEST_RUN` with live frames: a pre-built
 //!   task frame sent out of `gen`'s eth0 in batches, each stamped with its
@@ -14,34 +16,49 @@
 //!   reply to the client, which is the same responder: it completes the
 //!   task, timing it from the stamp.
 //!
-//! The responder runs serialised on the other CPU (bpf/steer.h), the
-//! generating thread is pinned there too, so the leaf's CPU runs the leaf.
-//! Figures: completed tasks per second; the scheduler's CPU (the daemon's
-//! process and the leaf's cpumap thread, as for `xdp-leaf`) and tasks per
-//! scheduler CPU-second; the leaf program's own run time per task from the
-//! kernel's BPF run-time statistics (`BPF_ENABLE_STATS`, on only during the
-//! run); the generator's rate and the loss (sent − completed, dropped where
-//! a queue was full); and the latency at `low_rate` through the leaf and,
-//! for the latency the leaf adds, with the responder answering on `sched`'s
-//! eth0 in the leaf's place (the same hops, no scheduling).
+//! Both ends' receive paths run in kernel threads of their own, threaded
+//! NAPI (`threaded_napi`), not in the softirq of whichever CPU sent the
+//! frame: `sched`'s on `[xdp] cpu` (real-time, as the daemon makes its
+//! cpumap thread), `gen`'s on the other CPU, where the responder runs
+//! serialised (bpf/steer.h) and the generating thread is pinned too. So the
+//! leaf's CPU runs the leaf's path and nothing else of the benchmark's, and
+//! the scheduler's CPU is what its threads ran: the daemon's process, the
+//! NAPI thread of `sched`'s eth0 (the veth's receive, the program attached
+//! there, the redirects out and the transmit into the peer's ring: with
+//! one CPU the steering program, on every CPU the leaf itself) and, with
+//! one CPU, the cpumap thread (the leaf program and its redirects). With a
+//! single receive queue the leaf on every CPU runs on that one NAPI thread:
+//! on this 2-core lab the other core is the generator's and the workers'.
+//! Figures: completed tasks per second; tasks per scheduler CPU-second; the
+//! leaf program's own run time per packet (and the steering program's)
+//! from the kernel's BPF run-time statistics (`BPF_ENABLE_STATS`, on only
+//! during the run); the leaf CPU's softirq time (receive work outside those
+//! threads); the generator's rate and the loss (sent − completed, dropped
+//! where a queue was full); and the latency at `low_rate` through the leaf
+//! and, for the latency the leaf adds, with the responder answering on
+//! `sched`'s eth0 in the leaf's place (the same hops, no scheduling).
 
+use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
 use netsched_xdp::traffic::{self, Traffic, TrafficStats, STAMP_BYTES};
 use netsched_xdp::{XdpError, XdpFlags};
 
-use super::{self as xdp_e2e, lab_err, softirq_s, Row, System, XdpE2eOpts};
+use super::{self as xdp_e2e, cpu_softirq_s, lab_err, softirq_s, Row, System, XdpE2eOpts};
 use crate::capacity::cpu_seconds;
 use crate::error::Error;
 use crate::netns::{Host, Lab};
 
 const CLIENT_PORT: u16 = 6000;
 /// Frames per live test run: a run's syscall is the generator's only
-/// per-batch cost.
-const BATCH: u32 = 1 << 14;
+/// per-batch cost, and it is dear (tens of ms on this machine: the run
+/// sets up and tears down its page pool), so batches are large and the
+/// generator an open loop.
+const BATCH: u32 = 1 << 16;
 
 /// The task the generator sends: application 1, one packet, an 8-byte
 /// payload for the stamp.
@@ -103,12 +120,105 @@ fn udp_frame(
 
 /// Pins the calling thread to `cpu`.
 fn pin(cpu: u32) {
+    pin_task(0, cpu);
+}
+
+/// Pins task `tid` (0: the calling thread) to `cpu`.
+fn pin_task(tid: u32, cpu: u32) -> bool {
     // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it for
-    // cpu < CPU_SETSIZE; sched_setaffinity(0) affects the calling thread.
+    // cpu < CPU_SETSIZE; sched_setaffinity affects only task `tid`.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        libc::sched_setaffinity(tid as i32, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// The NAPI threads of interfaces named eth0 (`napi/eth0-<id>`).
+fn napi_threads() -> BTreeSet<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return BTreeSet::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            comm.starts_with("napi/eth0-")
+                .then(|| e.file_name().to_str()?.parse().ok())?
+        })
+        .collect()
+}
+
+/// Turns on threaded NAPI for `host`'s eth0 (`/sys/class/net/eth0/threaded`
+/// through `ip netns exec`, which mounts the namespace's sysfs): its
+/// receive path, the XDP program attached there included, then runs in a
+/// kernel thread of its own, which is pinned to `cpu` and made SCHED_FIFO
+/// at `realtime_priority` if above 0. Returns the thread's pid. A veth has
+/// NAPI once an XDP program is attached: call it after the attach.
+fn threaded_napi(host: &Host, cpu: u32, realtime_priority: u8) -> Result<u32, Error> {
+    let before = napi_threads();
+    let what = format!("threaded NAPI on {}'s eth0", host.name);
+    let status = Command::new("ip")
+        .args(["netns", "exec", &host.name, "sh", "-c"])
+        .arg("echo 1 > /sys/class/net/eth0/threaded")
+        .status()
+        .map_err(|e| Error::io(&what, e))?;
+    if !status.success() {
+        return Err(lab_err(&what, status));
+    }
+    let t = Instant::now();
+    let tid = loop {
+        if let Some(&tid) = napi_threads().difference(&before).next() {
+            break tid;
+        }
+        if t.elapsed() > Duration::from_secs(2) {
+            return Err(lab_err(&what, "no napi/eth0 thread appeared"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if !pin_task(tid, cpu) {
+        return Err(Error::io(&what, std::io::Error::last_os_error()));
+    }
+    if realtime_priority > 0 {
+        let param = libc::sched_param {
+            sched_priority: i32::from(realtime_priority),
+        };
+        // SAFETY: `param` is a valid sched_param for the call's duration.
+        if unsafe { libc::sched_setscheduler(tid as i32, libc::SCHED_FIFO, &param) } != 0 {
+            return Err(Error::io(&what, std::io::Error::last_os_error()));
+        }
+    }
+    Ok(tid)
+}
+
+/// CPU seconds task `tid` has run (/proc/<tid>/schedstat, nanoseconds).
+fn task_cpu_s(tid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 / 1e9)
+}
+
+/// The id of the XDP program attached to `host`'s eth0 (`ip link`'s
+/// `prog/xdp id N`).
+fn attached_program(host: &Host) -> Option<u32> {
+    let out = Command::new("ip")
+        .args(["-n", &host.name, "link", "show", "eth0"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split("prog/xdp id ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Mean ns per run between two `(run_time_ns, run_count)` readings.
+fn ns_per_run(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
+    match (before, after) {
+        (Some((t0, n0)), Some((t1, n1))) if n1 > n0 => Some((t1 - t0) as f64 / (n1 - n0) as f64),
+        _ => None,
     }
 }
 
@@ -166,9 +276,9 @@ fn cpumap_id(log: &Path) -> Option<u32> {
         .ok()
 }
 
-/// (steered, ran, replies the program forwarded) packets of the leaf so
-/// far, from its daemon's metrics.
-fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
+/// (steered, ran, replies the program forwarded, tasks it dispatched,
+/// replies it took) packets of the leaf so far, from its daemon's metrics.
+fn leaf_packets(sched: &Host) -> (u64, u64, u64, u64, u64) {
     let addr = sched.at(xdp_e2e::METRICS_PORT).parse().expect("an address");
     let body = sched
         .run(move || netsched_node::controller::http(addr, "GET", "/metrics", None, None))
@@ -176,7 +286,7 @@ fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
         .and_then(|r| r.ok())
         .map(|(_, b)| b)
         .unwrap_or_default();
-    let mut out = (0, 0, 0);
+    let mut out = (0, 0, 0, 0, 0);
     let value = |line: &str| -> u64 {
         line.rsplit(' ')
             .next()
@@ -184,10 +294,14 @@ fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
             .unwrap_or(0.0) as u64
     };
     for line in body.lines() {
-        if line.starts_with("netsched_xdp_events_total{")
-            && line.contains("event=\"replies_forwarded\"")
-        {
-            out.2 += value(line);
+        if let Some(event) = line.strip_prefix("netsched_xdp_events_total{event=\"") {
+            if event.starts_with("replies_forwarded\"") {
+                out.2 += value(line);
+            } else if event.starts_with("dispatch_") {
+                out.3 += value(line);
+            } else if event.starts_with("replies\"") {
+                out.4 += value(line);
+            }
         }
         let Some(rest) = line.strip_prefix("netsched_xdp_cpu_packets_total{") else {
             continue;
@@ -202,7 +316,8 @@ fn leaf_packets(sched: &Host) -> (u64, u64, u64) {
     out
 }
 
-pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
+/// `system`: `XdpLeafLive` (one CPU) or `XdpLeafLiveAll` (every CPU).
+pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<Row, Error> {
     let mut lab = Lab::new("xliv").map_err(|e| lab_err("network namespaces (run as root)", e))?;
     let (gen, sched) = lab
         .pair("gen", "sched")
@@ -214,18 +329,39 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     };
     // The generator and the responder on the CPU the leaf is not on.
     let other = u32::from(opts.cpu == 0);
+    // In native mode gen's receive runs in its own NAPI thread on that
+    // CPU (module doc), which runs the responder directly; in generic mode
+    // it runs in softirqs, and the responder is steered to that CPU.
+    let threaded = opts.mode == "native";
     let traffic = gen
         .run(move || -> Result<Traffic, XdpError> {
             let mut t = Traffic::load()?;
-            t.attach_responder("eth0", flags, other, 0)?;
+            if threaded {
+                t.attach_responder_direct("eth0", flags)?;
+            } else {
+                t.attach_responder("eth0", flags, other, 0)?;
+            }
             Ok(t)
         })
         .map_err(|e| lab_err("generator namespace", e))?
         .map_err(xdp_err("the responder"))?;
+    // Real-time as the leaf's threads are: on this shared machine an
+    // ordinary thread waits out other processes' time slices (ms), which
+    // a closed loop would measure instead of the path.
+    if threaded {
+        threaded_napi(&gen, other, 1)?;
+    }
     let mac = |h: &Host| h.mac().map_err(|e| lab_err("MAC", e));
     let frame = task_frame(&gen, mac(&gen)?, &sched, mac(&sched)?);
     let workers_at = gen.at(xdp_e2e::ECHO_PORT);
-    let running = xdp_e2e::start(opts, System::XdpLeaf, &sched, &workers_at, dir)?;
+    let running = xdp_e2e::start(opts, system, &sched, &workers_at, dir)?;
+    // Real-time as the daemon's cpumap thread is (its default
+    // `realtime_priority = 1`).
+    let napi = if threaded {
+        Some(threaded_napi(&sched, opts.cpu, 1)?)
+    } else {
+        None
+    };
     // Warm up: the first task teaches the leaf the application's route.
     let (traffic, warm) = paced(
         &gen,
@@ -239,7 +375,8 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
         let log = std::fs::read_to_string(running.log().unwrap_or(dir)).unwrap_or_default();
         return Err(Error::NothingCompleted {
             summary: format!(
-                "xdp-leaf-live: no task came back through the leaf ({warm:?}); daemon log: {}",
+                "{}: no task came back through the leaf ({warm:?}); daemon log: {}",
+                system.name(),
                 log.trim()
             ),
         });
@@ -256,11 +393,30 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     // Throughput: open loop, as fast as live frames go.
     let stats_on = traffic::enable_run_time_stats().map_err(xdp_err("bpf stats"))?;
     let map_id = running.log().and_then(cpumap_id);
-    let runs = || map_id.and_then(|id| traffic::cpumap_program_runs(id, opts.cpu).ok());
-    let paths = running.stat_paths();
-    let cpu = |paths: &[std::path::PathBuf]| -> Result<f64, Error> {
-        paths.iter().map(|p| cpu_seconds(p)).sum()
+    let attached = attached_program(&sched);
+    // The leaf program: the cpumap entry's (one CPU) or the attached one
+    // (every CPU, no cpumap); the steering program is the attached one.
+    let runs = || {
+        let cpumap = map_id.and_then(|id| traffic::cpumap_program_runs(id, opts.cpu).ok());
+        let direct = attached.and_then(|id| traffic::program_runs(id).ok());
+        match cpumap {
+            Some(leaf) => (Some(leaf), direct),
+            None => (direct, None),
+        }
     };
+    let paths = running.stat_paths();
+    // The daemon's process (ticks, every thread) and the cpumap thread,
+    // then the NAPI thread (ns).
+    let cpu = |paths: &[std::path::PathBuf]| -> Result<(f64, f64, f64), Error> {
+        let daemon = paths.first().map_or(Ok(0.0), |p| cpu_seconds(p))?;
+        let cpumap = paths
+            .iter()
+            .skip(1)
+            .map(|p| cpu_seconds(p))
+            .sum::<Result<f64, _>>()?;
+        Ok((daemon, cpumap, napi.map_or(0.0, task_cpu_s)))
+    };
+    let leaf_cpu = format!("cpu{}", opts.cpu);
     let leaf_runs = || leaf_packets(&sched);
     let resp_runs = |t: &Traffic| {
         t.runs_on()
@@ -274,6 +430,7 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     };
     let (leaf0, resp0) = (leaf_runs(), resp_runs(&traffic));
     let (cpu0, soft0, runs0) = (cpu(&paths)?, softirq_s(), runs());
+    let leaf_soft0 = cpu_softirq_s(&leaf_cpu);
     let (duration, batch_frame) = (opts.duration, frame.clone());
     let (traffic, sent, wall_s, gen_cpu_s, total) = gen
         .run(move || -> Result<_, XdpError> {
@@ -298,6 +455,7 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
         .map_err(|e| lab_err("generator namespace", e))?
         .map_err(xdp_err("live generator"))?;
     let (cpu1, soft1, runs1) = (cpu(&paths)?, softirq_s(), runs());
+    let leaf_soft1 = cpu_softirq_s(&leaf_cpu);
     // The daemon publishes its counters every 100 ms.
     std::thread::sleep(Duration::from_millis(250));
     let (leaf1, resp1) = (leaf_runs(), resp_runs(&traffic));
@@ -328,29 +486,35 @@ pub(crate) fn measure(opts: &XdpE2eOpts, dir: &Path) -> Result<Row, Error> {
     drop(traffic);
     drop(lab);
 
-    let prog_ns_per_run = match (runs0, runs1) {
-        (Some((t0, n0)), Some((t1, n1))) if n1 > n0 => Some((t1 - t0) as f64 / (n1 - n0) as f64),
-        _ => None,
-    };
     let us = |s: &TrafficStats, q| s.quantile_us(q).map_or(f64::NAN, |v| v as f64);
+    let (daemon_cpu_s, cpumap_cpu_s, napi_cpu_s) =
+        (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1, cpu1.2 - cpu0.2);
     Ok(Row {
-        system: System::XdpLeafLive,
+        system,
         tasks: total.completed,
         wall_s,
-        sched_cpu_s: cpu1 - cpu0,
+        sched_cpu_s: daemon_cpu_s + cpumap_cpu_s + napi_cpu_s,
         softirq_s: soft1 - soft0,
         gen_cpu_s,
         p50_us: us(&low, 0.5),
         p99_us: us(&low, 0.99),
         live: Some(super::Live {
             sent,
-            prog_ns_per_run,
+            prog_ns_per_run: ns_per_run(runs0.0, runs1.0),
+            steer_ns_per_run: ns_per_run(runs0.1, runs1.1),
+            daemon_cpu_s,
+            napi_cpu_s,
+            cpumap_cpu_s,
+            leaf_cpu_softirq_s: leaf_soft1 - leaf_soft0,
             direct_p50_us: us(&direct, 0.5),
             leaf_steered: leaf1.0 - leaf0.0,
             leaf_ran: leaf1.1 - leaf0.1,
             responder_steered: resp1.0 - resp0.0,
             responder_ran: resp1.1 - resp0.1,
             replies_forwarded: leaf1.2 - leaf0.2,
+            dispatched: leaf1.3 - leaf0.3,
+            replies: leaf1.4 - leaf0.4,
+            answered: total.answered,
         }),
     })
 }

@@ -27,10 +27,10 @@
 //!   (once) and through each scheduler; the difference of the medians.
 //!
 //! Native XDP on a veth: the program's own interface gets NAPI from the
-//! program; a frame it sends back out (`XDP_TX`, or the cpumap program's
-//! redirect) is received by the peer veth in the bridge namespace, which
-//! takes XDP frames only with NAPI of its own, i.e. with GRO on
-//! (`ETHTOOL_SGRO`, set here; kernel >= 5.13).
+//! program; a frame it sends back out (a redirect to that interface) is
+//! received by the peer veth in the bridge namespace, which takes XDP
+//! frames only with NAPI of its own, i.e. with GRO on (`Lab::native_xdp`;
+//! kernel >= 5.13).
 
 mod live;
 
@@ -54,8 +54,10 @@ pub enum System {
     /// The XDP leaf on every CPU (`[xdp] cpus = "all"`): no cpumap hop, its
     /// passes under the pass lock (docs/xdp.md, "Every CPU").
     XdpLeafAll,
-    /// The XDP leaf between an XDP generator and XDP workers (xdp_live).
+    /// The XDP leaf between an XDP generator and XDP workers (`live`).
     XdpLeafLive,
+    /// The same with the leaf on every CPU (`[xdp] cpus = "all"`).
+    XdpLeafLiveAll,
     XdpSpine,
     SocketLeaf,
     SocketSpine,
@@ -63,8 +65,9 @@ pub enum System {
 }
 
 impl System {
-    pub const ALL: [System; 7] = [
+    pub const ALL: [System; 8] = [
         System::XdpLeafLive,
+        System::XdpLeafLiveAll,
         System::XdpLeaf,
         System::XdpLeafAll,
         System::XdpSpine,
@@ -78,6 +81,7 @@ impl System {
             System::XdpLeaf => "xdp-leaf",
             System::XdpLeafAll => "xdp-leaf-all",
             System::XdpLeafLive => "xdp-leaf-live",
+            System::XdpLeafLiveAll => "xdp-leaf-live-all",
             System::XdpSpine => "xdp-spine",
             System::SocketLeaf => "socket-leaf",
             System::SocketSpine => "socket-spine",
@@ -88,8 +92,22 @@ impl System {
     fn xdp(self) -> bool {
         matches!(
             self,
-            System::XdpLeaf | System::XdpLeafAll | System::XdpLeafLive | System::XdpSpine
+            System::XdpLeaf
+                | System::XdpLeafAll
+                | System::XdpLeafLive
+                | System::XdpLeafLiveAll
+                | System::XdpSpine
         )
+    }
+
+    /// The XDP leaf on every CPU (`[xdp] cpus = "all"`).
+    fn every_cpu(self) -> bool {
+        matches!(self, System::XdpLeafAll | System::XdpLeafLiveAll)
+    }
+
+    /// Between an XDP generator and XDP workers (`live`).
+    fn live(self) -> bool {
+        matches!(self, System::XdpLeafLive | System::XdpLeafLiveAll)
     }
 }
 
@@ -147,7 +165,7 @@ pub struct Row {
     pub gen_cpu_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
-    /// `xdp-leaf-live` only.
+    /// `xdp-leaf-live` and `xdp-leaf-live-all` only.
     pub live: Option<Live>,
 }
 
@@ -159,6 +177,19 @@ pub struct Live {
     /// The leaf program's own mean run time per packet (a task or a
     /// reply), from the kernel's BPF run-time statistics.
     pub prog_ns_per_run: Option<f64>,
+    /// The same for the steering program (one CPU only).
+    pub steer_ns_per_run: Option<f64>,
+    /// The scheduler's CPU (`Row::sched_cpu_s`) by where it ran: the
+    /// daemon's process, the NAPI thread of the leaf's interface (its
+    /// receive path: the steering program or, on every CPU, the leaf
+    /// program, and the redirects out), and the cpumap thread (one CPU:
+    /// the leaf program and its redirects).
+    pub daemon_cpu_s: f64,
+    pub napi_cpu_s: f64,
+    pub cpumap_cpu_s: f64,
+    /// Softirq seconds of the leaf's CPU (/proc/stat): receive work that
+    /// ran outside those threads.
+    pub leaf_cpu_softirq_s: f64,
     /// p50 with the responder answering in the leaf's place.
     pub direct_p50_us: f64,
     /// Where frames went during the throughput run: packets the leaf's
@@ -171,6 +202,12 @@ pub struct Live {
     pub responder_ran: u64,
     /// Replies the leaf program sent on itself (its `replies_forwarded`).
     pub replies_forwarded: u64,
+    /// Tasks the leaf program dispatched and replies it took (its
+    /// `dispatch_*` and `replies` counters).
+    pub dispatched: u64,
+    pub replies: u64,
+    /// Tasks the responder answered (as the workers).
+    pub answered: u64,
 }
 
 impl Row {
@@ -193,8 +230,11 @@ impl Row {
                     "{:.1} %",
                     100.0 * l.sent.saturating_sub(self.tasks) as f64 / l.sent.max(1) as f64
                 ),
-                l.prog_ns_per_run
-                    .map_or("-".to_string(), |ns| format!("{ns:.0}")),
+                match (l.prog_ns_per_run, l.steer_ns_per_run) {
+                    (Some(ns), Some(steer)) => format!("{ns:.0} (+ steering {steer:.0})"),
+                    (Some(ns), None) => format!("{ns:.0}"),
+                    _ => "-".to_string(),
+                },
                 l.direct_p50_us,
             ),
             None => ("-".into(), "-".into(), "-".into(), direct_p50),
@@ -230,53 +270,18 @@ pub(crate) fn lab_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::io(what, std::io::Error::other(e.to_string()))
 }
 
-/// `ethtool -K ifname gro on`: `ETHTOOL_SGRO`.
-const ETHTOOL_SGRO: u32 = 0x2c;
-/// `ethtool -K ifname tx off`: `ETHTOOL_STXCSUM`.
-const ETHTOOL_STXCSUM: u32 = 0x17;
-
-/// Sets feature `cmd` of `ifname` to `data` in the calling thread's
-/// namespace, through `SIOCETHTOOL` (as `ethtool -K` does).
-fn ethtool_set(ifname: &str, cmd: u32, data: u32) -> std::io::Result<()> {
-    const SIOCETHTOOL: libc::c_ulong = 0x8946;
-    #[repr(C)]
-    struct EthtoolValue {
-        cmd: u32,
-        data: u32,
-    }
-    let mut value = EthtoolValue { cmd, data };
-    // SAFETY: a zeroed ifreq is valid; the name fits (checked) and stays
-    // NUL-terminated; ifr_data points at `value`, alive across the call.
-    unsafe {
-        let mut req: libc::ifreq = std::mem::zeroed();
-        let name = ifname.as_bytes();
-        if name.len() >= req.ifr_name.len() {
-            return Err(std::io::Error::other("interface name too long"));
-        }
-        for (d, s) in req.ifr_name.iter_mut().zip(name) {
-            *d = *s as libc::c_char;
-        }
-        req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let r = libc::ioctl(fd, SIOCETHTOOL as _, &mut req);
-        let err = std::io::Error::last_os_error();
-        libc::close(fd);
-        if r != 0 {
-            return Err(err);
-        }
-    }
-    Ok(())
-}
-
 /// Machine-wide softirq time, seconds (/proc/stat's `cpu` line).
 pub(crate) fn softirq_s() -> f64 {
+    cpu_softirq_s("cpu")
+}
+
+/// Softirq time of /proc/stat's line `cpu` ("cpu": every CPU, "cpu1":
+/// CPU 1), seconds.
+pub(crate) fn cpu_softirq_s(cpu: &str) -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let ticks: f64 = stat
         .lines()
-        .next()
+        .find(|l| l.split_whitespace().next() == Some(cpu))
         .and_then(|l| l.split_whitespace().nth(7)?.parse().ok())
         .unwrap_or(0.0);
     // SAFETY: sysconf has no preconditions.
@@ -284,7 +289,7 @@ pub(crate) fn softirq_s() -> f64 {
 }
 
 /// The pid of the kernel thread named `name` (the cpumap thread).
-fn kernel_thread(name: &str) -> Option<u32> {
+pub(crate) fn kernel_thread(name: &str) -> Option<u32> {
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
         let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
         (comm.trim_end() == name).then(|| e.file_name().to_str()?.parse().ok())?
@@ -347,7 +352,7 @@ fn sched_config(opts: &XdpE2eOpts, system: System, sched: &Host, echo_at: &str) 
             "datapath = \"xdp\"\n\n[xdp]\ninterface = \"eth0\"\nmode = \"{}\"\ncpu = {}\ncpus = \"{}\"\n",
             opts.mode,
             opts.cpu,
-            if system == System::XdpLeafAll { "all" } else { "one" }
+            if system.every_cpu() { "all" } else { "one" }
         )
     } else {
         String::new()
@@ -513,26 +518,11 @@ pub fn run(opts: &XdpE2eOpts, mut progress: impl FnMut(&Row)) -> Result<Outcome,
     let sched = host(&mut lab, "sched")?;
     let wrk = host(&mut lab, "wrk")?;
     if opts.mode == "native" {
-        // The bridge-side peer of the scheduler's veth takes the frames
-        // the program sends back out (module doc).
-        let hub = Host {
-            name: lab.hub().to_string(),
-            addr: sched.addr,
-            hub_if: String::new(),
-        };
-        let ifname = sched.hub_if.clone();
-        hub.run(move || ethtool_set(&ifname, ETHTOOL_SGRO, 1))
-            .map_err(|e| lab_err("bridge namespace", e))?
-            .map_err(|e| Error::io(format!("GRO on {}", sched.hub_if), e))?;
-        // A veth leaves a local datagram's UDP checksum to "hardware"
-        // (CHECKSUM_PARTIAL: only the pseudo-header sum is in the packet).
-        // Generic XDP keeps that mark on the skb; native XDP turns the frame
-        // into an xdp_buff and back, the mark is lost, and the stack drops
-        // the replies the program passed up as checksum errors. A NIC's
-        // frames carry full checksums: the echo computes them.
-        wrk.run(|| ethtool_set("eth0", ETHTOOL_STXCSUM, 0))
-            .map_err(|e| lab_err("worker namespace", e))?
-            .map_err(|e| Error::io("tx checksum off on the workers' eth0", e))?;
+        // The bridge-side peer of the scheduler's veth takes the frames the
+        // program sends back out; the replies it passes up carry full
+        // checksums (module doc).
+        lab.native_xdp(&sched, &[&wrk])
+            .map_err(|e| lab_err("native XDP on the veths", e))?;
     }
     let dir = std::env::temp_dir().join(format!("netsched-xdp-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
@@ -551,8 +541,8 @@ pub fn run(opts: &XdpE2eOpts, mut progress: impl FnMut(&Row)) -> Result<Outcome,
             .map_err(|e| lab_err("latency client", e))??;
         let mut rows = Vec::new();
         for &system in &opts.systems {
-            let row = if system == System::XdpLeafLive {
-                live::measure(opts, &dir)?
+            let row = if system.live() {
+                live::measure(opts, system, &dir)?
             } else {
                 measure(opts, system, &gen, &sched, &echo_at, &dir)?
             };
