@@ -113,7 +113,12 @@ impl LatencyHist {
     /// counters back to this thread for its next histogram: a pool's
     /// metrics outlive it, the working counters need not.
     pub fn compact(&mut self) {
-        let mut small = new_hist();
+        // Sized for the largest sample at once: the layout growing one
+        // power of two at a time ends at (same bucket count, same counters),
+        // without that growth's dozen reallocations and copies.
+        let mut small = Histogram::new_with_bounds(1, self.h.max().max(2), SIGFIG)
+            .expect("valid HDR bounds and precision");
+        small.auto(true);
         add_into(&mut small, &self.h);
         let mut used = std::mem::replace(&mut self.h, small);
         used.reset();
