@@ -219,7 +219,7 @@ impl PoolMetrics {
         let mut m = Self::new(pool_id, workers);
         if classes > 1 {
             // One by one, so that each takes a thread's spare counters (a
-            // clone would copy a fresh 120 KiB).
+            // clone would copy a fresh 60 KiB).
             m.class_response = (0..classes).map(|_| LatencyHist::new()).collect();
         }
         m

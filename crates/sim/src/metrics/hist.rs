@@ -76,8 +76,8 @@ fn add_into<C: Counter>(dst: &mut Histogram<C>, src: &Histogram<C>) {
 /// [`QUANTILE_REL_ERROR`] = 0.1% relative), growing to whatever range it sees.
 /// Count, mean, min and max are tracked exactly beside it.
 ///
-/// Memory: about 1 000 × (log2(max / 2048) + 2) counters of 8 bytes,
-/// allocated at once for values up to 16.7 ms (~120 KiB) and grown beyond.
+/// Memory: about 1 000 × (log2(max / 2048) + 2) 32-bit counters,
+/// allocated at once for values up to 16.7 ms (~60 KiB) and grown beyond.
 #[derive(Clone, Debug)]
 pub struct LatencyHist {
     h: Histogram<Count>,
