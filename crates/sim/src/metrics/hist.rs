@@ -1,7 +1,7 @@
 //! Histograms with a stated error bound (DESIGN.md: "Percentiles come from all
 //! samples or from a histogram whose relative error is stated").
 
-use hdrhistogram::Histogram;
+use hdrhistogram::{Counter, Histogram};
 
 /// Significant decimal digits kept by every histogram here.
 pub const SIGFIG: u8 = 3;
@@ -19,6 +19,14 @@ fn new_hist() -> Histogram<u64> {
     Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision")
 }
 
+/// A latency histogram's counter: 32 bits, half the 64 of HDR's usual
+/// counter, so that a pool's four working histograms (response, waiting,
+/// two classes) take half the cache while it runs and the 1,000 pools'
+/// kept ones half the fresh memory. A counter could saturate only past
+/// 2^32 samples in one histogram; [`LatencyHist::compact`] and
+/// [`LatencyHist::merge`] refuse that rather than lose samples silently.
+type Count = u32;
+
 /// Latencies of a loaded pool reach milliseconds; sizing the counters for
 /// them up front spares the ~13 reallocations (each a copy of the counters
 /// and fresh pages) that growing one power of two at a time costs every pool.
@@ -30,11 +38,11 @@ const LATENCY_PRESIZE_NS: u64 = 1 << 24;
 const SPARES_KEPT: usize = 16;
 
 thread_local! {
-    static SPARES: std::cell::RefCell<Vec<Histogram<u64>>> =
+    static SPARES: std::cell::RefCell<Vec<Histogram<Count>>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn new_latency_hist() -> Histogram<u64> {
+fn new_latency_hist() -> Histogram<Count> {
     if let Some(h) = SPARES.with(|s| s.borrow_mut().pop()) {
         return h;
     }
@@ -48,7 +56,7 @@ fn new_latency_hist() -> Histogram<u64> {
 /// instead of growing it.) Only a value beyond 2^62, which cannot be grown
 /// to, is clamped.
 #[inline]
-fn record_into(h: &mut Histogram<u64>, v: u64, n: u64) {
+fn record_into<C: Counter>(h: &mut Histogram<C>, v: u64, n: C) {
     if h.record_n(v, n).is_err() {
         h.saturating_record_n(v, n);
     }
@@ -56,7 +64,7 @@ fn record_into(h: &mut Histogram<u64>, v: u64, n: u64) {
 
 /// Add `src` into `dst`. With auto-resize on `add` cannot fail in practice;
 /// should it ever, fall back to re-recording so that no sample is lost.
-fn add_into(dst: &mut Histogram<u64>, src: &Histogram<u64>) {
+fn add_into<C: Counter>(dst: &mut Histogram<C>, src: &Histogram<C>) {
     if dst.add(src).is_err() {
         for v in src.iter_recorded() {
             record_into(dst, v.value_iterated_to(), v.count_at_value());
@@ -68,11 +76,11 @@ fn add_into(dst: &mut Histogram<u64>, src: &Histogram<u64>) {
 /// [`QUANTILE_REL_ERROR`] = 0.1% relative), growing to whatever range it sees.
 /// Count, mean, min and max are tracked exactly beside it.
 ///
-/// Memory: about 1 000 × (log2(max / 2048) + 2) counters of 8 bytes,
-/// allocated at once for values up to 16.7 ms (~120 KiB) and grown beyond.
+/// Memory: about 1 000 × (log2(max / 2048) + 2) 32-bit counters,
+/// allocated at once for values up to 16.7 ms (~60 KiB) and grown beyond.
 #[derive(Clone, Debug)]
 pub struct LatencyHist {
-    h: Histogram<u64>,
+    h: Histogram<Count>,
     sum: u128,
     min: u64,
     max: u64,
@@ -113,7 +121,13 @@ impl LatencyHist {
     /// counters back to this thread for its next histogram: a pool's
     /// metrics outlive it, the working counters need not.
     pub fn compact(&mut self) {
-        let mut small = new_hist();
+        fits_counters(self.count());
+        // Sized for the largest sample at once: the layout growing one
+        // power of two at a time ends at (same bucket count, same counters),
+        // without that growth's dozen reallocations and copies.
+        let mut small = Histogram::new_with_bounds(1, self.h.max().max(2), SIGFIG)
+            .expect("valid HDR bounds and precision");
+        small.auto(true);
         add_into(&mut small, &self.h);
         let mut used = std::mem::replace(&mut self.h, small);
         used.reset();
@@ -129,6 +143,7 @@ impl LatencyHist {
 
     /// Add every sample of `other`; the result equals having recorded both streams.
     pub fn merge(&mut self, other: &LatencyHist) {
+        fits_counters(self.count() + other.count());
         add_into(&mut self.h, &other.h);
         self.sum += other.sum;
         self.min = self.min.min(other.min);
@@ -191,6 +206,15 @@ impl LatencyHist {
             self.min
         }
     }
+}
+
+/// No counter of a histogram holding `samples` can have saturated.
+fn fits_counters(samples: u64) {
+    assert!(
+        samples <= Count::MAX as u64,
+        "{samples} latency samples in one histogram: its counters hold at most {}",
+        Count::MAX
+    );
 }
 
 /// A histogram of ratios ≥ 0 kept in thousandths, for the queue-imbalance
@@ -286,7 +310,7 @@ mod tests {
             let xs = [max, max / 3, 7, max / 2 + 1];
             let mut presized = LatencyHist::new();
             let mut grown = LatencyHist {
-                h: new_hist(),
+                h: Histogram::new(SIGFIG).unwrap(),
                 sum: 0,
                 min: u64::MAX,
                 max: 0,
@@ -303,6 +327,18 @@ mod tests {
             let reused = LatencyHist::new();
             assert_eq!((reused.count(), reused.h.high()), (0, LATENCY_PRESIZE_NS));
         }
+    }
+
+    /// A 32-bit counter cannot take a 2^32nd sample: merging past that is
+    /// refused, not saturated silently.
+    #[test]
+    #[should_panic(expected = "latency samples in one histogram")]
+    fn merging_past_the_counters_range_is_refused() {
+        let mut a = LatencyHist::new();
+        a.h.record_n(1_000, Count::MAX).unwrap();
+        let mut b = LatencyHist::new();
+        b.record(1_000);
+        a.merge(&b);
     }
 
     #[test]

@@ -219,7 +219,7 @@ impl PoolSim<'_> {
                     }
                 } else if self.racks[rack as usize].alive {
                     let mut out = self.out.take().unwrap_or_default();
-                    if let Some(leaf) = &mut self.racks[rack as usize].sched {
+                    if let Some(leaf) = &mut self.leaves[rack as usize] {
                         leaf.remove_node(local, Nanos::new(now), &mut out);
                     }
                     self.lower_actions(now, rack, &mut out, None, false);

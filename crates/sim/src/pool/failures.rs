@@ -154,19 +154,11 @@ impl PoolSim<'_> {
         let t = target as usize;
         let local = self.uppers[t].ensure_node(rack);
         self.weights_dirty = true;
-        if let Some(w) = self.racks[rack as usize]
-            .sched
-            .as_ref()
-            .and_then(Plane::workers)
-        {
+        if let Some(w) = self.leaves[rack as usize].as_ref().and_then(Plane::workers) {
             self.upper_set_node(now, target, local, w);
         }
         self.racks[rack as usize].link = (target, local);
-        if let Some((idle, load)) = self.racks[rack as usize]
-            .sched
-            .as_mut()
-            .and_then(Plane::resync)
-        {
+        if let Some((idle, load)) = self.leaves[rack as usize].as_mut().and_then(Plane::resync) {
             if idle {
                 self.send_notice(rack, target, Notice::IdleAdd);
             }
@@ -179,11 +171,7 @@ impl PoolSim<'_> {
     /// left with no worker keeps its last factor; its spines stop choosing
     /// it only when the rack itself fails.
     pub(super) fn install_rack_weight(&mut self, now: u64, rack: u32) {
-        let Some(w) = self.racks[rack as usize]
-            .sched
-            .as_ref()
-            .and_then(Plane::workers)
-        else {
+        let Some(w) = self.leaves[rack as usize].as_ref().and_then(Plane::workers) else {
             return;
         };
         if w == 0 {
@@ -220,7 +208,7 @@ impl PoolSim<'_> {
             } else {
                 let mut out = self.out.take().unwrap_or_default();
                 out.clear();
-                if let Some(leaf) = &mut self.racks[rack as usize].sched {
+                if let Some(leaf) = &mut self.leaves[rack as usize] {
                     leaf.add_node(local, 1, Nanos::new(now), &mut out);
                 }
                 self.lower_actions(now, rack, &mut out, None, false);

@@ -23,7 +23,7 @@ impl PoolSim<'_> {
         let first_pass_of_task = matches!(input, Input::Task(_));
         let mut out = self.out.take().unwrap_or_default();
         out.clear();
-        if let Some(leaf) = &mut self.racks[rack as usize].sched {
+        if let Some(leaf) = &mut self.leaves[rack as usize] {
             leaf.handle(Nanos::new(now), input, &mut out);
         }
         self.lower_actions(now, rack, &mut out, carries_task, first_pass_of_task);
@@ -156,7 +156,7 @@ impl PoolSim<'_> {
             }
             let mut out = self.out.take().unwrap_or_default();
             out.clear();
-            if let Some(leaf) = &mut self.racks[rack as usize].sched {
+            if let Some(leaf) = &mut self.leaves[rack as usize] {
                 leaf.tick(Nanos::new(now), &mut out);
             }
             self.lower_actions(now, rack, &mut out, None, false);

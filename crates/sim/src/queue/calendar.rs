@@ -113,6 +113,19 @@ impl CalendarKeys {
         self.in_ring += 1;
     }
 
+    /// The smallest key if it is in the current bucket (no bucket change).
+    #[inline]
+    pub(super) fn peek(&self) -> Option<Key> {
+        self.current.last().copied()
+    }
+
+    /// The key after [`Self::peek`]'s, if it is in the current bucket too.
+    #[inline]
+    pub(super) fn peek_second(&self) -> Option<Key> {
+        let n = self.current.len();
+        (n >= 2).then(|| self.current[n - 2])
+    }
+
     /// Removes and returns the smallest key.
     #[inline]
     pub(super) fn pop(&mut self) -> Option<Key> {
