@@ -45,10 +45,7 @@ fn scrape(host: &Host, port: u16, metric: &str, label: &str) -> Option<u64> {
 #[test]
 fn every_task_completes_through_the_xdp_pull_switch() {
     let test = "every_task_completes_through_the_xdp_pull_switch";
-    if common::bpf_missing(test) {
-        return;
-    }
-    let Some(mut lab) = common::lab(test, "xpl") else {
+    let Some(mut lab) = common::xdp_lab(test, "xpl") else {
         return;
     };
     let sched = lab.host("sch").unwrap();

@@ -19,16 +19,9 @@ use std::time::Duration;
 use common::{quoted, wait_for, write_config, Procs, Scratch};
 use netsched_lab::netns::Host;
 
-const SPINE_PORT: u16 = 7100;
-const LEAF_PORT: u16 = 7101;
-const WORKER_PORT: u16 = 7201;
-const WORKERS: u16 = 3;
-const METRICS: u16 = 7400;
-const WORKER_METRICS: u16 = 7401;
-
-/// /metrics attempts 100 ms apart: the first waits for BPF verification and
-/// attach, which took over 2 s on a loaded machine (netns_xdp_switch.rs).
-const SCRAPE_ATTEMPTS: u32 = 200;
+use common::horus_xdp::{
+    LEAF_PORT, METRICS, SCRAPE_ATTEMPTS, SPINE_PORT, WORKERS, WORKER_METRICS, WORKER_PORT,
+};
 
 fn scrape(host: &Host, port: u16, metric: &str, label: &str) -> u64 {
     common::scrape(host, port, metric, label, SCRAPE_ATTEMPTS)
@@ -60,11 +53,8 @@ fn every_task_completes_through_the_xdp_spine_daemon_on_every_cpu() {
 
 /// `cpus` is the `[xdp]` line choosing the spine's CPUs.
 fn xdp_spine_daemon(test: &str, prefix: &str, cpus: &str) {
-    if common::bpf_missing(test) {
-        return;
-    }
     let every_cpu = cpus.starts_with("cpus");
-    let Some(mut lab) = common::lab(test, prefix) else {
+    let Some(mut lab) = common::xdp_lab(test, prefix) else {
         return;
     };
     let cli = lab.host("cli").unwrap();
@@ -224,8 +214,6 @@ fn xdp_spine_daemon(test: &str, prefix: &str, cpus: &str) {
         0,
         "a spine is no leaf: {counts}"
     );
-    drop(procs);
-    drop(lab);
 }
 
 /// `netsched bench xdp-e2e` end to end with a tiny load: the lab, native
@@ -235,11 +223,8 @@ fn xdp_spine_daemon(test: &str, prefix: &str, cpus: &str) {
 #[test]
 fn bench_xdp_e2e_runs_every_system() {
     let test = "bench_xdp_e2e_runs_every_system";
-    if common::bpf_missing(test) {
-        return;
-    }
     // The bench builds its own lab; this one only asks whether it can.
-    if common::lab(test, "xbs").is_none() {
+    if common::xdp_lab(test, "xbs").is_none() {
         return;
     }
     let mut systems = vec!["xdp-leaf", "xdp-spine", "socket-leaf", "socket-spine"];
@@ -288,10 +273,7 @@ fn bench_xdp_e2e_runs_every_system() {
 #[test]
 fn bench_xdp_e2e_live_frames_smoke() {
     let test = "bench_xdp_e2e_live_frames_smoke";
-    if common::bpf_missing(test) {
-        return;
-    }
-    if common::lab(test, "xls").is_none() {
+    if common::xdp_lab(test, "xls").is_none() {
         return;
     }
     let (code, out, err) = common::netsched(&[

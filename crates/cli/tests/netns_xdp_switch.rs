@@ -19,18 +19,9 @@ use std::time::Duration;
 use common::{n, quoted, run_client, wait_for, write_config, ClientRun, Procs, Scratch};
 use netsched_lab::netns::Host;
 
-const LEAF_PORT: u16 = 7101;
-const WORKER_PORT: u16 = 7201;
-const WORKERS: u16 = 3;
-const LEAF_METRICS: u16 = 7400;
-const WORKER_METRICS: u16 = 7401;
-
-/// Attempts at a daemon's /metrics, 100 ms apart: the first read waits
-/// for the program to attach, which took 2.2 s from the daemon's start on a
-/// loaded machine (two busy processes and three builds; BPF verification),
-/// past the 2 s this once allowed. Only a daemon that never answers waits
-/// them all out.
-const SCRAPE_ATTEMPTS: u32 = 200;
+use common::horus_xdp::{
+    LEAF_PORT, METRICS as LEAF_METRICS, SCRAPE_ATTEMPTS, WORKERS, WORKER_METRICS, WORKER_PORT,
+};
 
 fn scrape(host: &Host, port: u16, metric: &str, label: &str) -> Option<u64> {
     common::scrape(host, port, metric, label, SCRAPE_ATTEMPTS)
@@ -78,10 +69,7 @@ fn start_sealed_worker(
 #[test]
 fn every_task_completes_through_the_xdp_switch_with_loss() {
     let test = "every_task_completes_through_the_xdp_switch_with_loss";
-    if common::bpf_missing(test) {
-        return;
-    }
-    let Some(mut lab) = common::lab(test, "xsw") else {
+    let Some(mut lab) = common::xdp_lab(test, "xsw") else {
         return;
     };
     let cli = lab.host("cli").unwrap();
@@ -129,24 +117,17 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let submitted = pinned_clients(&cli, dir, &leaf_at, 500, 2000, 100);
     procs.check_running();
 
-    // Counters settle once the last replies are in.
-    std::thread::sleep(Duration::from_millis(300));
+    let LeafCounts {
+        executed,
+        dispatched,
+        replies,
+        seal_drops,
+        runs,
+        refused,
+    } = LeafCounts::settled(&leaf, &wrk);
     let metric = |host: &Host, port, name: &str, label: &str| {
         scrape(host, port, name, label).unwrap_or_else(|| panic!("{name} at {}", host.name))
     };
-    let executed = metric(&wrk, WORKER_METRICS, "netsched_worker_tasks_total", "");
-    let dispatched = metric(
-        &leaf,
-        LEAF_METRICS,
-        "netsched_xdp_events_total",
-        "dispatch_",
-    );
-    let replies = metric(
-        &leaf,
-        LEAF_METRICS,
-        "netsched_xdp_events_total",
-        "\"replies\"",
-    );
     let forwarded = metric(
         &leaf,
         LEAF_METRICS,
@@ -162,8 +143,6 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let task_loss = metric(&wrk, WORKER_METRICS, "netsched_fault_drops_total", "task");
     // Sealing on at the workers: every task they ran came sealed by the
     // program, and none was refused for its seal.
-    let seal_drops =
-        scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "").unwrap_or(0);
     let seal_failed = metric(
         &leaf,
         LEAF_METRICS,
@@ -189,16 +168,6 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     assert_eq!(replies, executed, "{counts}");
     assert_eq!(forwarded + reply_loss, replies, "{counts}");
     // Packets came in on both CPUs; one CPU (xdp.cpu = 1) ran the leaf.
-    let on = |program: &str, cpu: u32| {
-        let label = format!("program=\"{program}\",cpu=\"{cpu}\"");
-        metric(
-            &leaf,
-            LEAF_METRICS,
-            "netsched_xdp_cpu_packets_total",
-            &label,
-        )
-    };
-    let runs = [on("steer", 0), on("steer", 1), on("leaf", 0), on("leaf", 1)];
     assert!(
         runs[0] > 0 && runs[1] > 0,
         "steered per CPU {runs:?}: {counts}"
@@ -209,15 +178,47 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
         "every task ran the leaf on CPU 1: {runs:?}"
     );
     // No task was scheduled in user space.
-    let refused = metric(
-        &leaf,
-        LEAF_METRICS,
-        "netsched_drops_total",
-        "xdp_passed_task",
-    );
     assert_eq!(refused, 0, "{counts}");
-    drop(procs);
-    drop(lab);
+}
+
+/// What the XDP leaf tests read once the last replies are in: from the
+/// worker agent's and the leaf's /metrics.
+struct LeafCounts {
+    /// Tasks the workers ran.
+    executed: u64,
+    /// Tasks the program dispatched, by every path.
+    dispatched: u64,
+    /// Replies the program took.
+    replies: u64,
+    /// Tasks the workers refused for their seal.
+    seal_drops: u64,
+    /// Packets per CPU: steered on CPU 0 and 1, run by the leaf on 0 and 1.
+    runs: [u64; 4],
+    /// Tasks passed up and refused by the daemon.
+    refused: u64,
+}
+
+impl LeafCounts {
+    fn settled(leaf: &Host, wrk: &Host) -> LeafCounts {
+        std::thread::sleep(Duration::from_millis(300));
+        let metric = |host: &Host, port, name: &str, label: &str| {
+            scrape(host, port, name, label).unwrap_or_else(|| panic!("{name} at {}", host.name))
+        };
+        let at_leaf = |name: &str, label: &str| metric(leaf, LEAF_METRICS, name, label);
+        let on = |program: &str, cpu: u32| {
+            let label = format!("program=\"{program}\",cpu=\"{cpu}\"");
+            at_leaf("netsched_xdp_cpu_packets_total", &label)
+        };
+        LeafCounts {
+            executed: metric(wrk, WORKER_METRICS, "netsched_worker_tasks_total", ""),
+            dispatched: at_leaf("netsched_xdp_events_total", "dispatch_"),
+            replies: at_leaf("netsched_xdp_events_total", "\"replies\""),
+            seal_drops: scrape(wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "")
+                .unwrap_or(0),
+            runs: [on("steer", 0), on("steer", 1), on("leaf", 0), on("leaf", 1)],
+            refused: at_leaf("netsched_drops_total", "xdp_passed_task"),
+        }
+    }
 }
 
 /// The leaf on every CPU (`[xdp] cpus = "all"`) in native mode on its
@@ -231,10 +232,7 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
 #[test]
 fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
     let test = "every_task_completes_through_the_native_xdp_leaf_on_every_cpu";
-    if common::bpf_missing(test) {
-        return;
-    }
-    let Some(mut lab) = common::lab(test, "xsn") else {
+    let Some(mut lab) = common::xdp_lab(test, "xsn") else {
         return;
     };
     let cli = lab.host("cli").unwrap();
@@ -272,28 +270,21 @@ fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
     let submitted = pinned_clients(&cli, dir, &leaf_at, 300, 1000, 50);
     procs.check_running();
 
-    std::thread::sleep(Duration::from_millis(300));
-    let metric = |host: &Host, port, name: &str, label: &str| {
-        scrape(host, port, name, label).unwrap_or_else(|| panic!("{name} at {}", host.name))
-    };
-    let event = |e: &str| {
-        metric(
-            &leaf,
-            LEAF_METRICS,
-            "netsched_xdp_events_total",
-            &format!("\"{e}\""),
-        )
-    };
-    let executed = metric(&wrk, WORKER_METRICS, "netsched_worker_tasks_total", "");
-    let dispatched = metric(
+    let LeafCounts {
+        executed,
+        dispatched,
+        replies,
+        seal_drops,
+        runs,
+        refused,
+    } = LeafCounts::settled(&leaf, &wrk);
+    let forwarded = scrape(
         &leaf,
         LEAF_METRICS,
         "netsched_xdp_events_total",
-        "dispatch_",
-    );
-    let (replies, forwarded) = (event("replies"), event("replies_forwarded"));
-    let seal_drops =
-        scrape(&wrk, WORKER_METRICS, "netsched_worker_seal_drops_total", "").unwrap_or(0);
+        "\"replies_forwarded\"",
+    )
+    .expect("replies_forwarded at the leaf");
     let counts = format!(
         "submitted {submitted}, executed {executed}, dispatched {dispatched}, \
          replies {replies}, forwarded by the program {forwarded}, seal drops {seal_drops}"
@@ -304,16 +295,6 @@ fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
     assert_eq!(replies, executed, "{counts}");
     assert_eq!(forwarded, replies, "{counts}");
     // The program itself ran, on both CPUs; no steering.
-    let on = |program: &str, cpu: u32| {
-        let label = format!("program=\"{program}\",cpu=\"{cpu}\"");
-        metric(
-            &leaf,
-            LEAF_METRICS,
-            "netsched_xdp_cpu_packets_total",
-            &label,
-        )
-    };
-    let runs = [on("steer", 0), on("steer", 1), on("leaf", 0), on("leaf", 1)];
     assert_eq!((runs[0], runs[1]), (0, 0), "nothing steered: {runs:?}");
     assert!(
         runs[2] > 0 && runs[3] > 0,
@@ -323,15 +304,7 @@ fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
         runs[2] + runs[3] >= dispatched + replies,
         "every task and reply ran the leaf: {runs:?}, {counts}"
     );
-    let refused = metric(
-        &leaf,
-        LEAF_METRICS,
-        "netsched_drops_total",
-        "xdp_passed_task",
-    );
     assert_eq!(refused, 0, "{counts}");
-    drop(procs);
-    drop(lab);
 }
 
 /// Two clients on `cli`, pinned to CPU 0 and CPU 1, each sending `rate`
@@ -642,8 +615,6 @@ fn worker_removal_and_return(test: &str, cpus: &str) {
     let ran_on_go = scrape(&go, WORKER_METRICS, "netsched_worker_tasks_total", "").unwrap();
     assert!(ran_on_go > 0, "the returned worker gets tasks");
     procs.check_running();
-    drop(procs);
-    drop(lab);
 }
 
 /// Soft state at an XDP leaf: its registers live in the program's maps,
@@ -655,10 +626,7 @@ fn worker_removal_and_return(test: &str, cpus: &str) {
 #[test]
 fn an_xdp_leaf_refreshes_its_spine_from_the_programs_maps() {
     let test = "an_xdp_leaf_refreshes_its_spine_from_the_programs_maps";
-    if common::bpf_missing(test) {
-        return;
-    }
-    let Some(mut lab) = common::lab(test, "xsr") else {
+    let Some(mut lab) = common::xdp_lab(test, "xsr") else {
         return;
     };
     let leaf = lab.host("leaf").unwrap();
@@ -725,8 +693,6 @@ fn an_xdp_leaf_refreshes_its_spine_from_the_programs_maps() {
         idle_adds >= 5 && loads >= 5,
         "{idle_adds} idleAdds, {loads} loadUpdates in 3 s"
     );
-    drop(procs);
-    drop(lab);
 }
 
 /// Multi-packet tasks (Horus §A.4) through an XDP spine and an XDP leaf,
@@ -739,10 +705,7 @@ fn an_xdp_leaf_refreshes_its_spine_from_the_programs_maps() {
 #[test]
 fn multi_packet_tasks_complete_through_the_xdp_spine_and_leaf() {
     let test = "multi_packet_tasks_complete_through_the_xdp_spine_and_leaf";
-    if common::bpf_missing(test) {
-        return;
-    }
-    let Some(mut lab) = common::lab(test, "xmp") else {
+    let Some(mut lab) = common::xdp_lab(test, "xmp") else {
         return;
     };
     let cli = lab.host("cli").unwrap();
@@ -835,6 +798,4 @@ fn multi_packet_tasks_complete_through_the_xdp_spine_and_leaf() {
     }
     assert!(submitted <= executed, "{counts}");
     assert_eq!(seal_drops, 0, "continuations sealed by the leaf: {counts}");
-    drop(procs);
-    drop(lab);
 }

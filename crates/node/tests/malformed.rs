@@ -543,28 +543,15 @@ fn the_controller_counts_what_it_rejects_by_reason() {
         http(admin, "GET", "/v1/topology", None, None).unwrap().0,
         401
     );
+    let add_worker = |body: &str| {
+        let token = Some("t0k3n-for-tests");
+        http(admin, "POST", "/v1/workers", token, Some(body))
+            .unwrap()
+            .0
+    };
+    assert_eq!(add_worker("{"), 400);
     assert_eq!(
-        http(
-            admin,
-            "POST",
-            "/v1/workers",
-            Some("t0k3n-for-tests"),
-            Some("{")
-        )
-        .unwrap()
-        .0,
-        400
-    );
-    assert_eq!(
-        http(
-            admin,
-            "POST",
-            "/v1/workers",
-            Some("t0k3n-for-tests"),
-            Some("{\"pool\": 9, \"rack\": 0, \"addr\": \"127.0.0.1:1\"}")
-        )
-        .unwrap()
-        .0,
+        add_worker("{\"pool\": 9, \"rack\": 0, \"addr\": \"127.0.0.1:1\"}"),
         404
     );
     assert_eq!(rejected("bad_auth"), 1);

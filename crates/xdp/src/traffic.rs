@@ -26,6 +26,27 @@ pub const STAMP_BYTES: usize = 8;
 /// Ethernet 14, IPv4 20, UDP 8, the task's fixed 32 and the stamp.
 pub const GEN_FRAME_BYTES: usize = 14 + 20 + 8 + 32 + STAMP_BYTES;
 
+/// The UDP payload of the generator's task: application 1's task of one
+/// packet, whose payload is [`STAMP_BYTES`] for the send time. In a frame,
+/// [`GEN_FRAME_BYTES`] long.
+pub fn generator_task() -> Vec<u8> {
+    use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
+    Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: 1,
+            ..HorusHeader::default()
+        },
+        body: HorusBody::TaskFirst(HorusTask {
+            task_id: 1 << 32,
+            is_last: true,
+            payload: &[0; STAMP_BYTES],
+            ..HorusTask::default()
+        }),
+    })
+    .to_vec()
+    .expect("a fixed task encodes")
+}
+
 const STEERING: Steering = Steering {
     steer: "responder_steer",
     on_cpu: "responder_cpu",

@@ -88,20 +88,7 @@ fn the_generator_writes_its_whole_task_over_a_recycled_reply() {
     let Some(mut traffic) = common::load_program(test, "gen_tx", Traffic::load) else {
         return;
     };
-    let task = Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: 1,
-            ..HorusHeader::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: 1 << 32,
-            is_last: true,
-            payload: &[0; STAMP_BYTES],
-            ..HorusTask::default()
-        }),
-    })
-    .to_vec()
-    .expect("encode");
+    let task = netsched_xdp::traffic::generator_task();
     let client = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 1), 6000);
     let leaf = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 2), 7101);
     let frame = common::frame_to(client, leaf, &task);

@@ -202,6 +202,15 @@ pub fn bpf_missing(test: &str) -> bool {
     false
 }
 
+/// [`lab`] for a test that needs BPF: `None` (the test skipped, loudly)
+/// when BPF or network namespaces are missing.
+pub fn xdp_lab(test: &str, prefix: &str) -> Option<Lab> {
+    if bpf_missing(test) {
+        return None;
+    }
+    lab(test, prefix)
+}
+
 /// A test's scratch directory (`netsched-netns-{tag}-{pid}`, emptied
 /// first): removed when the test passes, kept with the daemons' logs and
 /// configs when it fails.
@@ -462,4 +471,21 @@ pub fn summary_field(text: &str, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {key} in {text}"))
         .parse()
         .unwrap_or_else(|e| panic!("{key} in {text}: {e}"))
+}
+
+/// Where the Horus XDP namespace tests put things in each host: the leaf's
+/// and the spine's ports, the worker agent's executors and /metrics.
+pub mod horus_xdp {
+    pub const SPINE_PORT: u16 = 7100;
+    pub const LEAF_PORT: u16 = 7101;
+    pub const WORKER_PORT: u16 = 7201;
+    pub const WORKERS: u16 = 3;
+    /// A scheduler daemon's /metrics (the leaf's or the spine's).
+    pub const METRICS: u16 = 7400;
+    pub const WORKER_METRICS: u16 = 7401;
+    /// Attempts at a daemon's /metrics, 100 ms apart: the first read waits
+    /// for the program to attach, which took 2.2 s from the daemon's start
+    /// on a loaded machine (two busy processes and three builds; BPF
+    /// verification). Only a daemon that never answers waits them all out.
+    pub const SCRAPE_ATTEMPTS: u32 = 200;
 }

@@ -328,20 +328,11 @@ fn multi_queue_uses_the_counters_of_the_request_type() {
         )
         .is_empty());
     }
-    let typed = |class: u8| {
-        Input::Task(TaskMeta {
-            id: 1,
-            first: true,
-            last: true,
-            class,
-            ..TaskMeta::default()
-        })
-    };
     for _ in 0..10 {
-        assert_eq!(one_dispatch(&run(&mut rs, 0, typed(0))).0, 1);
-        assert_eq!(one_dispatch(&run(&mut rs, 0, typed(1))).0, 0);
+        assert_eq!(one_dispatch(&run(&mut rs, 0, typed_task(0))).0, 1);
+        assert_eq!(one_dispatch(&run(&mut rs, 0, typed_task(1))).0, 0);
         assert_eq!(
-            one_dispatch(&run(&mut rs, 0, typed(9))).0,
+            one_dispatch(&run(&mut rs, 0, typed_task(9))).0,
             0,
             "totals 5 vs 7"
         );
@@ -726,17 +717,8 @@ fn int2_keeps_one_minimum_per_request_type() {
     }
     assert_eq!(rs.recorded_minimum(0), Some((1, 1)));
     assert_eq!(rs.recorded_minimum(1), Some((2, 3)));
-    let typed = |class| {
-        Input::Task(TaskMeta {
-            id: 1,
-            first: true,
-            last: true,
-            class,
-            ..TaskMeta::default()
-        })
-    };
-    assert_eq!(one_dispatch(&run(&mut rs, 0, typed(0))).0, 1);
-    assert_eq!(one_dispatch(&run(&mut rs, 0, typed(1))).0, 2);
+    assert_eq!(one_dispatch(&run(&mut rs, 0, typed_task(0))).0, 1);
+    assert_eq!(one_dispatch(&run(&mut rs, 0, typed_task(1))).0, 2);
 }
 
 #[test]
@@ -799,4 +781,12 @@ fn many_classes_and_max_k_respect_the_switch_model() {
         0,
         "RackSched decides in one pass"
     );
+}
+
+/// Task 1, one packet, of type `class` (RackSched §3.3 multi-queue).
+fn typed_task(class: u8) -> Input {
+    Input::Task(TaskMeta {
+        class,
+        ..TaskMeta::single(1)
+    })
 }

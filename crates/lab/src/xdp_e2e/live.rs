@@ -44,8 +44,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusTask, Message};
-use netsched_xdp::traffic::{self, Traffic, TrafficStats, STAMP_BYTES};
+use netsched_xdp::traffic::{self, Traffic, TrafficStats};
 use netsched_xdp::{XdpError, XdpFlags};
 
 use super::{self as xdp_e2e, cpu_softirq_s, lab_err, softirq_s, Row, System, XdpE2eOpts};
@@ -60,23 +59,9 @@ const CLIENT_PORT: u16 = 6000;
 /// generator an open loop.
 const BATCH: u32 = 1 << 16;
 
-/// The task the generator sends: application 1, one packet, an 8-byte
-/// payload for the stamp.
+/// The generator's task ([`traffic::generator_task`]) in its frame.
 fn task_frame(gen: &Host, gen_mac: [u8; 6], sched: &Host, sched_mac: [u8; 6]) -> Vec<u8> {
-    let datagram = Message::Horus(HorusMessage {
-        header: HorusHeader {
-            pool_id: 1,
-            ..HorusHeader::default()
-        },
-        body: HorusBody::TaskFirst(HorusTask {
-            task_id: 1 << 32,
-            is_last: true,
-            payload: &[0; STAMP_BYTES],
-            ..HorusTask::default()
-        }),
-    })
-    .to_vec()
-    .expect("a task encodes");
+    let datagram = traffic::generator_task();
     udp_frame(
         (gen_mac, gen.addr, CLIENT_PORT),
         (sched_mac, sched.addr, xdp_e2e::SCHED_PORT),
