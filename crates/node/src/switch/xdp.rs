@@ -527,9 +527,12 @@ impl SwitchDaemon {
     /// zero, as after a leaf controller's restart) and the spine is told the
     /// rack's state again; replies re-teach the loads. At a spine, the
     /// sans-IO spine already applied the change (§A.3: a failed leaf's rack
-    /// takes no new tasks; §A.2: a rack's 1/w follows its live workers); its
-    /// registers, the program's random stream aside, are installed as they
-    /// are now.
+    /// takes no new tasks; §A.2: a rack's 1/w follows its live workers) and
+    /// its registers are installed, the program's random stream and
+    /// connection table aside. That spine sees no traffic (the program takes
+    /// the notices), so the racks' loads and idle list restart from the
+    /// control view, as the leaf's do: the leaves' next loadUpdates and idle
+    /// notices, and §A.3's repair of a wrong idle pick, re-teach them.
     fn xdp_reinstall(&mut self) {
         let inst = &self.instances[LEAF];
         let x = self.xdp.as_mut().expect("xdp");
