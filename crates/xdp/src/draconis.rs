@@ -179,9 +179,7 @@ impl XdpDraconis {
     /// Loads the program for `config`'s queue (the verifier runs here): the
     /// queue map is sized `levels × capacity`, every pointer starts at 0.
     pub fn load(config: &DraconisConfig) -> Result<Self, XdpError> {
-        if OBJECT.is_empty() {
-            return Err(XdpError::ObjectMissing);
-        }
+        let bytes = crate::object::object_bytes("draconis_queue", OBJECT)?;
         if config.constraint != Constraint::None {
             return Err(XdpError::SwapPolicy);
         }
@@ -194,7 +192,7 @@ impl XdpDraconis {
             .ok_or(XdpError::QueueTooLarge)?;
         let ebpf = EbpfLoader::new()
             .set_max_entries("drac_queue", entries)
-            .load(OBJECT)?;
+            .load(&bytes)?;
         let mut xdp = XdpDraconis {
             object: SchedulerObject::load(ebpf, PROGRAM, Steering::QUEUE)?,
             capacity: config.capacity,

@@ -48,6 +48,14 @@ pub const MAX_WORKERS: u32 = 64;
 pub enum XdpError {
     #[error("the BPF object was not built (clang missing when netsched-xdp was compiled)")]
     ObjectMissing,
+    #[error(
+        "reading the BPF object {path} (from {}): {source}",
+        object::OBJECT_DIR_ENV
+    )]
+    ObjectFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("loading the BPF object: {0}")]
     Load(#[from] aya::EbpfError),
     #[error("BPF program: {0}")]
@@ -266,10 +274,8 @@ impl XdpLeaf {
 
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {
-        if OBJECT.is_empty() {
-            return Err(XdpError::ObjectMissing);
-        }
-        let object = SchedulerObject::load(Ebpf::load(OBJECT)?, PROGRAM, Steering::LEAF)?;
+        let bytes = object::object_bytes("horus_leaf", OBJECT)?;
+        let object = SchedulerObject::load(Ebpf::load(&bytes)?, PROGRAM, Steering::LEAF)?;
         Ok(XdpLeaf {
             object,
             config: LeafConfig {

@@ -3,7 +3,9 @@
 //! the interface or by `BPF_PROG_TEST_RUN`, its register maps, and the
 //! steering that serialises it on one CPU (bpf/steer.h).
 
+use std::borrow::Cow;
 use std::os::fd::{AsFd, AsRawFd};
+use std::path::Path;
 
 use aya::maps::{Array, HashMap, MapData};
 use aya::programs::{Xdp, XdpFlags};
@@ -13,6 +15,34 @@ use netsched_core::switch::RegisterDump;
 use crate::daemon::{self, CpuRuns, SchedulerThread, Steering};
 use crate::test_run::{self, TestRun};
 use crate::XdpError;
+
+/// The environment variable naming a directory of compiled programs to load
+/// instead of the ones built into this binary.
+pub(crate) const OBJECT_DIR_ENV: &str = "NETSCHED_XDP_OBJECT_DIR";
+
+/// The compiled program `name` (`horus_leaf`, `horus_spine`,
+/// `draconis_queue`): the one built into this binary, or `{dir}/{name}.bpf.o`
+/// when [`OBJECT_DIR_ENV`] names a directory. scripts/bpf-mutants.py loads
+/// each mutant of the C this way, so that the differential tests run against
+/// it without rebuilding the crate. The variable is read from the process's
+/// own environment, which only the one who starts it (root, to load XDP at
+/// all) sets.
+pub(crate) fn object_bytes(
+    name: &str,
+    built_in: &'static [u8],
+) -> Result<Cow<'static, [u8]>, XdpError> {
+    let Some(dir) = std::env::var_os(OBJECT_DIR_ENV) else {
+        if built_in.is_empty() {
+            return Err(XdpError::ObjectMissing);
+        }
+        return Ok(Cow::Borrowed(built_in));
+    };
+    let path = Path::new(&dir).join(format!("{name}.bpf.o"));
+    // A `Vec`'s allocation is at least 8-aligned, as the ELF parser needs.
+    std::fs::read(&path)
+        .map(Cow::Owned)
+        .map_err(|source| XdpError::ObjectFile { path, source })
+}
 
 /// Where a Horus program (leaf or spine) keeps its switch model: the map
 /// of each sans-IO register array and how wide a map's cells are, the map

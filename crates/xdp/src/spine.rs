@@ -115,10 +115,8 @@ impl XdpSpine {
 
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {
-        if OBJECT.is_empty() {
-            return Err(XdpError::ObjectMissing);
-        }
-        let object = SchedulerObject::load(Ebpf::load(OBJECT)?, PROGRAM, Steering::SPINE)?;
+        let bytes = crate::object::object_bytes("horus_spine", OBJECT)?;
+        let object = SchedulerObject::load(Ebpf::load(&bytes)?, PROGRAM, Steering::SPINE)?;
         Ok(XdpSpine {
             object,
             mac: [0; 6],
