@@ -105,3 +105,24 @@ fn the_generator_writes_its_whole_task_over_a_recycled_reply() {
     assert_eq!(run.frame[..stamp_at], frame[..stamp_at], "the task, whole");
     assert_ne!(run.frame[stamp_at..], [0; STAMP_BYTES], "stamped");
 }
+
+/// The path's floor (`xdp-floor-live`) sends a task and a reply back out
+/// where they came in, by a redirect, unchanged: what reaches the responder
+/// is what the leaf would send it, less the scheduling.
+#[test]
+fn the_floor_sends_every_frame_back_unchanged() {
+    let test = "the_floor_sends_every_frame_back_unchanged";
+    let Some(mut traffic) = common::load_program(test, "path_floor", Traffic::load) else {
+        return;
+    };
+    let task = netsched_xdp::traffic::generator_task();
+    let client = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 1), 6000);
+    let leaf = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 2), 7101);
+    let frame = common::frame_to(client, leaf, &task);
+    let reply = traffic.respond_once(&frame).expect("test run").frame;
+    for f in [&frame, &reply] {
+        let run = traffic.floor_once(f).expect("test run");
+        assert_eq!(run.action, XdpAction::Redirect);
+        assert_eq!(&run.frame, f);
+    }
+}
