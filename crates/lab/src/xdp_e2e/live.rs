@@ -466,10 +466,7 @@ pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<R
     // twice more (pvclock in a VM, tens of ns each), which the path would
     // carry. The leaf program's own run time comes from a shorter run of
     // its own afterwards, with them on.
-    let paths = running
-        .as_ref()
-        .map(|r| r.stat_paths())
-        .unwrap_or_default();
+    let paths = running.as_ref().map(|r| r.stat_paths()).unwrap_or_default();
     // The daemon's process (ticks, every thread) and the cpumap thread,
     // then the NAPI thread (ns).
     let cpu = |paths: &[std::path::PathBuf]| -> Result<(f64, f64, f64), Error> {
@@ -513,7 +510,13 @@ pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<R
         }
     };
     let runs0 = runs();
-    let (traffic, _) = blast(&gen, traffic, frame.clone(), stats_duration(opts.duration), other)?;
+    let (traffic, _) = blast(
+        &gen,
+        traffic,
+        frame.clone(),
+        stats_duration(opts.duration),
+        other,
+    )?;
     let runs1 = runs();
     drop(stats_on);
     drop(running);
