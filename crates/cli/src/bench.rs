@@ -147,13 +147,14 @@ pub struct CapacityArgs {
 pub struct XdpE2eArgs {
     /// Systems in run order: xdp-leaf-live (the XDP leaf between an XDP
     /// generator and XDP workers), xdp-leaf-live-all (the same on every
-    /// CPU), xdp-leaf, xdp-leaf-all (the XDP leaf on every CPU, `[xdp] cpus
+    /// CPU), xdp-floor-live (the same path with a program that sends every
+    /// frame back in the leaf's place: the path's floor), xdp-leaf, xdp-leaf-all (the XDP leaf on every CPU, `[xdp] cpus
     /// = "all"`), xdp-spine, socket-leaf, socket-spine, nginx. A system
     /// named more than once runs each time (alternate them for a
     /// comparison) and gets a line of medians.
     #[arg(
         long,
-        default_value = "xdp-leaf-live,xdp-leaf-live-all,xdp-leaf,xdp-leaf-all,xdp-spine,socket-leaf,socket-spine,nginx",
+        default_value = "xdp-leaf-live,xdp-leaf-live-all,xdp-floor-live,xdp-leaf,xdp-leaf-all,xdp-spine,socket-leaf,socket-spine,nginx",
         value_delimiter = ','
     )]
     systems: Vec<String>,

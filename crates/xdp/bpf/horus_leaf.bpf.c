@@ -133,10 +133,15 @@ struct task_sealer {
 };
 ARRAY(task_sealer, struct task_sealer, 1);
 
+// The notices for the daemon to send, in the order the passes queued them:
+// a ring buffer, which user space reads from shared memory (a queue map
+// costs it a system call per notice, which at a notice every few tasks was
+// most of the daemon's CPU). 4,096 notices (a record is an 8-byte header
+// and the 8-byte notice).
+#define NOTICE_RING_BYTES (4096 * 16)
 struct {
-	__uint(type, BPF_MAP_TYPE_QUEUE);
-	__uint(max_entries, 4096);
-	__type(value, struct notice);
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, NOTICE_RING_BYTES);
 } notices SEC(".maps");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -144,9 +149,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 static __always_inline void notify(__u32 kind, __u32 value)
 {
 	struct notice n = { .kind = kind, .value = value };
-	// A full queue (the loader fell behind) loses the notice, as a lost
+	// A full ring (the loader fell behind) loses the notice, as a lost
 	// datagram would; the spine's view recovers with the next one (§A.3).
-	if (bpf_map_push_elem(&notices, &n, 0))
+	// No wake-up: the daemon drains the ring between its batches, on its
+	// own clock, so a wake-up per notice would only cost the sender. The
+	// ring reserves under its own lock, and notify runs inside the passes,
+	// so on every CPU the notices stay in the passes' (ticket) order.
+	if (bpf_ringbuf_output(&notices, &n, sizeof(n), BPF_RB_NO_WAKEUP))
 		count(C_NOTICES_LOST, 1);
 }
 
@@ -310,10 +319,22 @@ static long task_pass(__u32 index, void *ctx)
 	}
 }
 
+// The clock of a packet's passes, read once they hold the pass lock, so it
+// never goes back in the order the passes ran.
+static __always_inline __u64 leaf_now(const struct leaf_config *cfg)
+{
+	return cfg->fixed_now ? cfg->fixed_now : bpf_ktime_get_ns();
+}
+
+// How long since `last` (0 if the clock is behind it).
+static __always_inline __u64 idle_since(__u64 now, __u64 last)
+{
+	return now > last ? now - last : 0;
+}
+
 // on_reply: Alg. 2 UPDATE, the outstanding count, the rack average (§A.2),
 // and a relist pass when an older reply arrives last.
-static __always_inline int on_reply(__u32 node, __u32 qlen, __u64 now,
-				    const struct leaf_config *cfg)
+static __always_inline int on_reply(__u32 node, __u32 qlen, const struct leaf_config *cfg)
 {
 	if (node >= MAX_WORKERS || slot_of(node) == NO_SLOT) {
 		count(C_DROP_UNKNOWN_NODE, 1);
@@ -330,12 +351,15 @@ static __always_inline int on_reply(__u32 node, __u32 qlen, __u64 now,
 	pow2_update(node, qlen);
 	__u64 *sent = bpf_map_lookup_elem(&leaf_last_sent, &node);
 	__u64 last = sent ? *sent : 0;
-	__u64 idle_for = now > last ? now - last : 0;
 	__u32 *o = u32_cell(&leaf_outstand, node);
 	if (!o)
 		return XDP_DROP;
 	__u32 answered;
-	if (qlen == 0 && *o > 1 && idle_for >= cfg->loss_resync_ns)
+	// The clock is read only where the loss resync can apply (an idle
+	// reply from a worker owed more than one task): the other replies do
+	// not use it, and a read costs tens of ns (pvclock in a VM). Still
+	// inside the passes, so it never goes back in their order (leaf_now).
+	if (qlen == 0 && *o > 1 && idle_since(leaf_now(cfg), last) >= cfg->loss_resync_ns)
 		answered = *o;
 	else
 		answered = *o < 1 ? *o : 1;
@@ -484,12 +508,6 @@ static __always_inline int send_task(struct xdp_md *ctx, struct udp_frame *f, __
 	return verdict;
 }
 
-// The clock of a packet's passes, read once they hold the pass lock, so it
-// never goes back in the order the passes ran.
-static __always_inline __u64 leaf_now(const struct leaf_config *cfg)
-{
-	return cfg->fixed_now ? cfg->fixed_now : bpf_ktime_get_ns();
-}
 
 // A packet's key in `pass_order`: its task id's low word (bytes 16-19 of
 // the datagram, inside the fixed part of a task and of a reply).
@@ -533,7 +551,7 @@ static __always_inline int leaf_run(struct xdp_md *ctx)
 		// Given up under contention: passed up unapplied (pass_lock.h).
 		if (pass_begin(&held, task_key(horus)))
 			return XDP_PASS;
-		int verdict = on_reply(node, qlen, leaf_now(cfg), cfg);
+		int verdict = on_reply(node, qlen, cfg);
 		pass_end(held);
 		if (verdict == XDP_PASS)
 			verdict = reply_out(&frame, horus, data_end, node, cfg);

@@ -166,3 +166,17 @@ static __always_inline int respond(struct xdp_md *ctx)
 }
 
 DEFINE_STEERED_PROGRAMS(respond, responder, resp_cpu, responder_steer, responder_cpu)
+
+// The path's floor (`netsched bench xdp-e2e --systems xdp-floor-live`):
+// attached where the leaf on every CPU is, it sends every frame back out of
+// the interface it came in on, unchanged, by the leaf's own redirect and
+// run count (steer.h, DEFINE_REDIRECTING): a task goes back to the
+// responder as the leaf sends it to a worker, the worker's reply back to
+// the responder as the leaf forwards it to its client. What is left is the
+// path without a scheduler: the veth's receive, a program, the redirect,
+// the transmit into the peer's ring and its wake-up.
+static __always_inline int floor_run(struct xdp_md *ctx)
+{
+	return XDP_TX;
+}
+DEFINE_REDIRECTING(floor_run, path_floor, "xdp")

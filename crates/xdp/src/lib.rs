@@ -18,7 +18,7 @@ mod spine;
 mod test_run;
 pub mod traffic;
 
-use aya::maps::{MapData, Queue};
+use aya::maps::{MapData, RingBuf};
 use aya::Ebpf;
 use netsched_core::horus::HorusLeaf;
 use netsched_core::{Nanos, NodeId, Notice};
@@ -78,8 +78,10 @@ pub enum XdpError {
     SpineOptions,
     #[error("{racks} racks exceed the XDP spine's {}", spine::MAX_RACKS)]
     TooManyRacks { racks: u32 },
-    #[error("notice of unknown kind {0} on the notices queue")]
+    #[error("notice of unknown kind {0} on the notices ring")]
     UnknownNotice(u32),
+    #[error("a record of {0} bytes on the notices ring, not a notice of 8")]
+    ShortNotice(usize),
     #[error("the BPF object has no program `{0}`")]
     NoNamedProgram(&'static str),
     #[error("the XDP Draconis queue runs cFCFS and priorities, not the swap policies (resource, locality)")]
@@ -265,6 +267,9 @@ impl LeafConfig {
 pub struct XdpLeaf {
     object: SchedulerObject,
     config: LeafConfig,
+    /// The program's `notices` ring buffer, mapped once: draining it reads
+    /// shared memory, no system call per notice.
+    notices: RingBuf<MapData>,
 }
 
 impl XdpLeaf {
@@ -275,8 +280,13 @@ impl XdpLeaf {
     /// Loads the program (the verifier runs here) with zeroed maps.
     pub fn load() -> Result<Self, XdpError> {
         let bytes = object::object_bytes("horus_leaf", OBJECT)?;
-        let object = SchedulerObject::load(Ebpf::load(&bytes)?, PROGRAM, Steering::LEAF)?;
+        let mut object = SchedulerObject::load(Ebpf::load(&bytes)?, PROGRAM, Steering::LEAF)?;
+        let notices = object
+            .ebpf
+            .take_map("notices")
+            .ok_or(XdpError::NoMap("notices"))?;
         Ok(XdpLeaf {
+            notices: RingBuf::try_from(notices)?,
             object,
             config: LeafConfig {
                 threshold: 0,
@@ -403,15 +413,15 @@ impl XdpLeaf {
 
     /// Pops the notices the program queued, in the order it queued them.
     pub fn drain_notices(&mut self) -> Result<Vec<Notice>, XdpError> {
-        let map = self
-            .object
-            .ebpf
-            .map_mut("notices")
-            .ok_or(XdpError::NoMap("notices"))?;
-        let mut queue: Queue<&mut MapData, [u32; 2]> = Queue::try_from(map)?;
         let mut notices = Vec::new();
-        // An empty queue answers the pop with ENOENT.
-        while let Ok([kind, value]) = queue.pop(0) {
+        while let Some(record) = self.notices.next() {
+            let word = |i: usize| -> Result<u32, XdpError> {
+                let bytes = record
+                    .get(4 * i..4 * i + 4)
+                    .ok_or(XdpError::ShortNotice(record.len()))?;
+                Ok(u32::from_ne_bytes(bytes.try_into().expect("4 bytes")))
+            };
+            let (kind, value) = (word(0)?, word(1)?);
             notices.push(match kind {
                 1 => Notice::IdleAdd,
                 2 => Notice::IdleRemove,

@@ -98,6 +98,9 @@ impl TrafficStats {
     }
 }
 
+/// The path's floor program (bpf/traffic.bpf.c).
+const FLOOR: &str = "path_floor";
+
 /// The loaded generator and responder.
 pub struct Traffic {
     ebpf: Ebpf,
@@ -109,7 +112,7 @@ impl Traffic {
             return Err(XdpError::ObjectMissing);
         }
         let mut ebpf = Ebpf::load(OBJECT)?;
-        for name in ["gen_tx", "responder"] {
+        for name in ["gen_tx", "responder", FLOOR] {
             let prog: &mut Xdp = ebpf
                 .program_mut(name)
                 .ok_or(XdpError::NoNamedProgram(name))?
@@ -156,6 +159,25 @@ impl Traffic {
             .try_into()?;
         prog.attach(interface, flags)?;
         Ok(())
+    }
+
+    /// Attaches `path_floor` (bpf/traffic.bpf.c) to `interface`: every frame
+    /// goes back out where it came in, by the redirect the leaf on every CPU
+    /// sends with, and nothing else: the path's floor, in the leaf's place.
+    pub fn attach_floor(&mut self, interface: &str, flags: XdpFlags) -> Result<(), XdpError> {
+        let prog: &mut Xdp = self
+            .ebpf
+            .program_mut(FLOOR)
+            .ok_or(XdpError::NoNamedProgram(FLOOR))?
+            .try_into()?;
+        prog.attach(interface, flags)?;
+        Ok(())
+    }
+
+    /// `path_floor` on one frame, without an interface (its unit test).
+    pub fn floor_once(&mut self, frame: &[u8]) -> Result<test_run::TestRun, XdpError> {
+        let fd = self.fd(FLOOR)?;
+        test_run::run(fd, frame, 1).map_err(XdpError::TestRun)
     }
 
     fn fd(&mut self, name: &'static str) -> Result<i32, XdpError> {

@@ -82,16 +82,21 @@ fn a_task_becomes_its_idle_reply_and_the_reply_completes_it() {
 /// sent, into a reply trimmed by 9 bytes. The generator must send its task,
 /// whole and at its length, whatever the page held: before it wrote only
 /// the stamp, and the leaf took the stale reply as one of its workers'.
+/// The generator's task in its frame, from the client to the leaf.
+fn generator_frame() -> Vec<u8> {
+    let task = netsched_xdp::traffic::generator_task();
+    let client = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 1), 6000);
+    let leaf = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 2), 7101);
+    common::frame_to(client, leaf, &task)
+}
+
 #[test]
 fn the_generator_writes_its_whole_task_over_a_recycled_reply() {
     let test = "the_generator_writes_its_whole_task_over_a_recycled_reply";
     let Some(mut traffic) = common::load_program(test, "gen_tx", Traffic::load) else {
         return;
     };
-    let task = netsched_xdp::traffic::generator_task();
-    let client = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 1), 6000);
-    let leaf = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 2), 7101);
-    let frame = common::frame_to(client, leaf, &task);
+    let frame = generator_frame();
     assert_eq!(frame.len(), GEN_FRAME_BYTES);
     // What the page held: the responder's reply to this task (shorter),
     // then leftovers, to the length a run is given (one byte more).
@@ -104,4 +109,22 @@ fn the_generator_writes_its_whole_task_over_a_recycled_reply() {
     assert_eq!(run.frame.len(), GEN_FRAME_BYTES, "trimmed to the task");
     assert_eq!(run.frame[..stamp_at], frame[..stamp_at], "the task, whole");
     assert_ne!(run.frame[stamp_at..], [0; STAMP_BYTES], "stamped");
+}
+
+/// The path's floor (`xdp-floor-live`) sends a task and a reply back out
+/// where they came in, by a redirect, unchanged: what reaches the responder
+/// is what the leaf would send it, less the scheduling.
+#[test]
+fn the_floor_sends_every_frame_back_unchanged() {
+    let test = "the_floor_sends_every_frame_back_unchanged";
+    let Some(mut traffic) = common::load_program(test, "path_floor", Traffic::load) else {
+        return;
+    };
+    let frame = generator_frame();
+    let reply = traffic.respond_once(&frame).expect("test run").frame;
+    for f in [&frame, &reply] {
+        let run = traffic.floor_once(f).expect("test run");
+        assert_eq!(run.action, XdpAction::Redirect);
+        assert_eq!(&run.frame, f);
+    }
 }

@@ -31,8 +31,10 @@
 //! on this 2-core lab the other core is the generator's and the workers'.
 //! Figures: completed tasks per second; tasks per scheduler CPU-second; the
 //! leaf program's own run time per packet (and the steering program's)
-//! from the kernel's BPF run-time statistics (`BPF_ENABLE_STATS`, on only
-//! during the run); the leaf CPU's softirq time (receive work outside those
+//! from the kernel's BPF run-time statistics (`BPF_ENABLE_STATS`), in a
+//! shorter run of its own after the throughput run (statistics on, every
+//! program run reads the clock twice more, so the throughput run has them
+//! off); the leaf CPU's softirq time (receive work outside those
 //! threads); the generator's rate and the loss (sent − completed, dropped
 //! where a queue was full); and the latency at `low_rate` through the leaf
 //! and, for the latency the leaf adds, with the responder answering on
@@ -301,6 +303,74 @@ fn leaf_packets(sched: &Host) -> (u64, u64, u64, u64, u64) {
     out
 }
 
+/// Packets `t`'s steering took and its program (the responder or the
+/// floor) ran, summed over CPUs.
+fn resp_runs_of(t: &Traffic) -> (u64, u64) {
+    t.runs_on()
+        .map(|r| {
+            (
+                r.steered.iter().sum::<u64>(),
+                r.scheduler.iter().sum::<u64>(),
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// What one open-loop run of the generator did.
+struct Blast {
+    /// Tasks sent.
+    sent: u64,
+    wall_s: f64,
+    /// The generating thread's CPU seconds.
+    gen_cpu_s: f64,
+    /// What the responder counted, in-flight tasks landed.
+    total: TrafficStats,
+}
+
+/// The statistics-on run: a quarter of the throughput run (at least one
+/// batch).
+fn stats_duration(duration: Duration) -> Duration {
+    duration / 4
+}
+
+/// Sends batches of `frame` from `gen` on `cpu` as fast as the kernel takes
+/// them for `duration` (open loop).
+fn blast(
+    gen: &Host,
+    traffic: Traffic,
+    frame: Vec<u8>,
+    duration: Duration,
+    cpu: u32,
+) -> Result<(Traffic, Blast), Error> {
+    gen.run(move || -> Result<_, XdpError> {
+        let mut traffic = traffic;
+        pin(cpu);
+        let eth0 = ifindex("eth0");
+        let before = traffic.stats()?;
+        let cpu0 = netsched_node::net::thread_cpu_ns();
+        let start = Instant::now();
+        let mut sent = 0u64;
+        while start.elapsed() < duration {
+            traffic.send(&frame, BATCH, eth0)?;
+            sent += u64::from(BATCH);
+        }
+        let wall_s = start.elapsed().as_secs_f64();
+        let gen_cpu_s = (netsched_node::net::thread_cpu_ns() - cpu0) as f64 / 1e9;
+        // What is still in flight lands.
+        std::thread::sleep(Duration::from_millis(100));
+        let total = traffic.stats()?.since(&before);
+        let blast = Blast {
+            sent,
+            wall_s,
+            gen_cpu_s,
+            total,
+        };
+        Ok((traffic, blast))
+    })
+    .map_err(|e| lab_err("generator namespace", e))?
+    .map_err(xdp_err("live generator"))
+}
+
 /// `system`: `XdpLeafLive` (one CPU) or `XdpLeafLiveAll` (every CPU).
 pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<Row, Error> {
     let mut lab = Lab::new("xliv").map_err(|e| lab_err("network namespaces (run as root)", e))?;
@@ -339,7 +409,23 @@ pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<R
     let mac = |h: &Host| h.mac().map_err(|e| lab_err("MAC", e));
     let frame = task_frame(&gen, mac(&gen)?, &sched, mac(&sched)?);
     let workers_at = gen.at(xdp_e2e::ECHO_PORT);
-    let running = xdp_e2e::start(opts, system, &sched, &workers_at, dir)?;
+    // The leaf's daemon, or in its place the path's floor (a program that
+    // sends every frame back, Traffic::attach_floor) and no daemon.
+    let (running, floor) = if system == System::XdpFloorLive {
+        let floor = sched
+            .run(move || -> Result<Traffic, XdpError> {
+                let mut t = Traffic::load()?;
+                t.attach_floor("eth0", flags)?;
+                Ok(t)
+            })
+            .map_err(|e| lab_err("scheduler namespace", e))?
+            .map_err(xdp_err("the path's floor"))?;
+        (None, Some(floor))
+    } else {
+        let running = xdp_e2e::start(opts, system, &sched, &workers_at, dir)?;
+        (Some(running), None)
+    };
+    let log = running.as_ref().and_then(|r| r.log());
     // Real-time as the daemon's cpumap thread is (its default
     // `realtime_priority = 1`).
     let napi = if threaded {
@@ -357,7 +443,7 @@ pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<R
         other,
     )?;
     if warm.completed == 0 {
-        let log = std::fs::read_to_string(running.log().unwrap_or(dir)).unwrap_or_default();
+        let log = std::fs::read_to_string(log.unwrap_or(dir)).unwrap_or_default();
         return Err(Error::NothingCompleted {
             summary: format!(
                 "{}: no task came back through the leaf ({warm:?}); daemon log: {}",
@@ -375,21 +461,12 @@ pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<R
         other,
     )?;
 
-    // Throughput: open loop, as fast as live frames go.
-    let stats_on = traffic::enable_run_time_stats().map_err(xdp_err("bpf stats"))?;
-    let map_id = running.log().and_then(cpumap_id);
-    let attached = attached_program(&sched);
-    // The leaf program: the cpumap entry's (one CPU) or the attached one
-    // (every CPU, no cpumap); the steering program is the attached one.
-    let runs = || {
-        let cpumap = map_id.and_then(|id| traffic::cpumap_program_runs(id, opts.cpu).ok());
-        let direct = attached.and_then(|id| traffic::program_runs(id).ok());
-        match cpumap {
-            Some(leaf) => (Some(leaf), direct),
-            None => (direct, None),
-        }
-    };
-    let paths = running.stat_paths();
+    // Throughput: open loop, as fast as live frames go, with the kernel's
+    // BPF run-time statistics off: on, every program run reads the clock
+    // twice more (pvclock in a VM, tens of ns each), which the path would
+    // carry. The leaf program's own run time comes from a shorter run of
+    // its own afterwards, with them on.
+    let paths = running.as_ref().map(|r| r.stat_paths()).unwrap_or_default();
     // The daemon's process (ticks, every thread) and the cpumap thread,
     // then the NAPI thread (ns).
     let cpu = |paths: &[std::path::PathBuf]| -> Result<(f64, f64, f64), Error> {
@@ -402,50 +479,48 @@ pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<R
         Ok((daemon, cpumap, napi.map_or(0.0, task_cpu_s)))
     };
     let leaf_cpu = format!("cpu{}", opts.cpu);
-    let leaf_runs = || leaf_packets(&sched);
-    let resp_runs = |t: &Traffic| {
-        t.runs_on()
-            .map(|r| {
-                (
-                    r.steered.iter().sum::<u64>(),
-                    r.scheduler.iter().sum::<u64>(),
-                )
-            })
-            .unwrap_or_default()
+    // The floor counts its runs itself (no daemon publishes them).
+    let leaf_runs = || match &floor {
+        Some(f) => (0, resp_runs_of(f).1, 0, 0, 0),
+        None => leaf_packets(&sched),
     };
+    let resp_runs = resp_runs_of;
     let (leaf0, resp0) = (leaf_runs(), resp_runs(&traffic));
-    let (cpu0, soft0, runs0) = (cpu(&paths)?, softirq_s(), runs());
+    let (cpu0, soft0) = (cpu(&paths)?, softirq_s());
     let leaf_soft0 = cpu_softirq_s(&leaf_cpu);
-    let (duration, batch_frame) = (opts.duration, frame.clone());
-    let (traffic, sent, wall_s, gen_cpu_s, total) = gen
-        .run(move || -> Result<_, XdpError> {
-            let mut traffic = traffic;
-            pin(other);
-            let eth0 = ifindex("eth0");
-            let before = traffic.stats()?;
-            let cpu0 = netsched_node::net::thread_cpu_ns();
-            let start = Instant::now();
-            let mut sent = 0u64;
-            while start.elapsed() < duration {
-                traffic.send(&batch_frame, BATCH, eth0)?;
-                sent += u64::from(BATCH);
-            }
-            let wall = start.elapsed().as_secs_f64();
-            let gen_cpu = (netsched_node::net::thread_cpu_ns() - cpu0) as f64 / 1e9;
-            // What is still in flight lands.
-            std::thread::sleep(Duration::from_millis(100));
-            let total = traffic.stats()?.since(&before);
-            Ok((traffic, sent, wall, gen_cpu, total))
-        })
-        .map_err(|e| lab_err("generator namespace", e))?
-        .map_err(xdp_err("live generator"))?;
-    let (cpu1, soft1, runs1) = (cpu(&paths)?, softirq_s(), runs());
+    let (traffic, run) = blast(&gen, traffic, frame.clone(), opts.duration, other)?;
+    let (cpu1, soft1) = (cpu(&paths)?, softirq_s());
     let leaf_soft1 = cpu_softirq_s(&leaf_cpu);
     // The daemon publishes its counters every 100 ms.
     std::thread::sleep(Duration::from_millis(250));
     let (leaf1, resp1) = (leaf_runs(), resp_runs(&traffic));
+
+    // The programs' run time per packet, statistics on.
+    let stats_on = traffic::enable_run_time_stats().map_err(xdp_err("bpf stats"))?;
+    let map_id = log.and_then(cpumap_id);
+    let attached = attached_program(&sched);
+    // The leaf program: the cpumap entry's (one CPU) or the attached one
+    // (every CPU, no cpumap); the steering program is the attached one.
+    let runs = || {
+        let cpumap = map_id.and_then(|id| traffic::cpumap_program_runs(id, opts.cpu).ok());
+        let direct = attached.and_then(|id| traffic::program_runs(id).ok());
+        match cpumap {
+            Some(leaf) => (Some(leaf), direct),
+            None => (direct, None),
+        }
+    };
+    let runs0 = runs();
+    let (traffic, _) = blast(
+        &gen,
+        traffic,
+        frame.clone(),
+        stats_duration(opts.duration),
+        other,
+    )?;
+    let runs1 = runs();
     drop(stats_on);
     drop(running);
+    drop(floor);
 
     // The same hops without the leaf: the responder answers on `sched`,
     // on the leaf's CPU and real-time as the leaf's thread is (the daemon's
@@ -474,6 +549,12 @@ pub(crate) fn measure(opts: &XdpE2eOpts, system: System, dir: &Path) -> Result<R
     let us = |s: &TrafficStats, q| s.quantile_us(q).map_or(f64::NAN, |v| v as f64);
     let (daemon_cpu_s, cpumap_cpu_s, napi_cpu_s) =
         (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1, cpu1.2 - cpu0.2);
+    let Blast {
+        sent,
+        wall_s,
+        gen_cpu_s,
+        total,
+    } = run;
     Ok(Row {
         system,
         tasks: total.completed,

@@ -58,6 +58,9 @@ pub enum System {
     XdpLeafLive,
     /// The same with the leaf on every CPU (`[xdp] cpus = "all"`).
     XdpLeafLiveAll,
+    /// The live path with a program that sends every frame back in the
+    /// leaf's place: the floor no scheduler on it can beat.
+    XdpFloorLive,
     XdpSpine,
     SocketLeaf,
     SocketSpine,
@@ -65,9 +68,10 @@ pub enum System {
 }
 
 impl System {
-    pub const ALL: [System; 8] = [
+    pub const ALL: [System; 9] = [
         System::XdpLeafLive,
         System::XdpLeafLiveAll,
+        System::XdpFloorLive,
         System::XdpLeaf,
         System::XdpLeafAll,
         System::XdpSpine,
@@ -82,6 +86,7 @@ impl System {
             System::XdpLeafAll => "xdp-leaf-all",
             System::XdpLeafLive => "xdp-leaf-live",
             System::XdpLeafLiveAll => "xdp-leaf-live-all",
+            System::XdpFloorLive => "xdp-floor-live",
             System::XdpSpine => "xdp-spine",
             System::SocketLeaf => "socket-leaf",
             System::SocketSpine => "socket-spine",
@@ -107,7 +112,10 @@ impl System {
 
     /// Between an XDP generator and XDP workers (`live`).
     fn live(self) -> bool {
-        matches!(self, System::XdpLeafLive | System::XdpLeafLiveAll)
+        matches!(
+            self,
+            System::XdpLeafLive | System::XdpLeafLiveAll | System::XdpFloorLive
+        )
     }
 }
 

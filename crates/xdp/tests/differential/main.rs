@@ -874,3 +874,44 @@ fn with_gaps(
         })
         .collect()
 }
+
+/// The notices ring (bpf/horus_leaf.bpf.c, room for 4,096) full: a notice
+/// past it is lost and counted (`notices_lost`, as a lost datagram would
+/// be, §A.3), the ones drained are the sans-IO leaf's first, in its order,
+/// and once drained the ring takes notices again.
+#[test]
+fn a_full_notice_ring_loses_the_newest_notices_counted() {
+    let Some(mut xdp) = bpf_leaf("a_full_notice_ring_loses_the_newest_notices_counted") else {
+        return;
+    };
+    // One worker: each reply lowers the rack average by a whole task, a
+    // loadUpdate each (the tasks' rises mirror the spine's drift: none).
+    let mut leaf = installed_leaf(&mut xdp, 1);
+    let mut tally = Tally::default();
+    xdp.set_clock(Nanos::new(100)).expect("clock");
+    let runs = 5_000;
+    let mut run = |xdp: &mut XdpLeaf, event: Event, times: u32| -> Vec<Notice> {
+        xdp.test_run(&packet(PLAIN, event, 1), times)
+            .expect("test run");
+        (0..times)
+            .flat_map(|_| reference(&mut leaf, PLAIN, 100, event, 1, &mut tally).1)
+            .collect()
+    };
+    let task = Event::Task {
+        idle_selected: false,
+    };
+    let want = run(&mut xdp, task, runs);
+    assert_eq!(xdp.drain_notices().expect("notices"), want);
+    let reply = Event::Reply { node: 0, qlen: 2 };
+    let want = run(&mut xdp, reply, runs);
+    let got = xdp.drain_notices().expect("notices");
+    let lost = xdp.counters().expect("counters").notices_lost;
+    assert!(want.len() > 4_096 && lost > 0, "{} {lost}", want.len());
+    assert!(got.len() > 4_000 && got.len() <= 4_096, "{}", got.len());
+    assert_eq!(got.len() as u64 + lost, want.len() as u64);
+    assert_eq!(got[..], want[..got.len()]);
+    let mut want = run(&mut xdp, task, 1);
+    want.extend(run(&mut xdp, reply, 1));
+    assert!(!want.is_empty());
+    assert_eq!(xdp.drain_notices().expect("notices"), want);
+}
