@@ -47,9 +47,9 @@ BPF = ROOT / "crates" / "xdp" / "bpf"
 # The scheduler programs and the test binaries that compare each with its
 # sans-IO data plane. The generator (traffic.bpf.c) is not a scheduler.
 PROGRAMS = {
-    "horus_leaf": ["differential", "every_cpu", "task_seal"],
+    "horus_leaf": ["differential", "task_seal", "reply_routes", "every_cpu", "fuzz_parsers"],
     "horus_spine": ["spine_differential", "every_cpu"],
-    "draconis_queue": ["draconis_differential"],
+    "draconis_queue": ["draconis_differential", "fuzz_parsers"],
 }
 
 # The clang invocation of crates/xdp/build.rs.
@@ -263,7 +263,8 @@ def main() -> int:
                     outcome, detail = "stillborn", proc.stderr.strip().splitlines()[0]
                     break
             if not outcome:
-                tests = sorted({binaries[t] for p in affected for t in PROGRAMS[p]})
+                # In the order listed (the quickest to fail first), once each.
+                tests = list(dict.fromkeys(binaries[t] for p in affected for t in PROGRAMS[p]))
                 outcome, detail = run_tests(tests, objects, args.timeout)
             counts[outcome] = counts.get(outcome, 0) + 1
             if outcome == "survived" and m.key not in allowed:

@@ -65,6 +65,12 @@ impl SchedulerObject {
         })
     }
 
+    pub(crate) fn every_cpu_runner(&mut self) -> Result<ProgramRunner, XdpError> {
+        Ok(ProgramRunner {
+            fd: self.direct_program_fd()?,
+        })
+    }
+
     pub(crate) fn attach_every_cpu(
         &mut self,
         interface: &str,
@@ -113,6 +119,14 @@ macro_rules! every_cpu_methods {
         /// concurrent differential tests run one per CPU.
         pub fn runner(&mut self) -> Result<$crate::ProgramRunner, $crate::XdpError> {
             self.object.runner()
+        }
+
+        /// A handle that runs the program `attach_every_cpu` attaches: the
+        /// same passes, but a frame the scheduler sends back out leaves by
+        /// a redirect to the interface it came in on instead of `XDP_TX`
+        /// (which a veth's peer collects only if it runs XDP itself).
+        pub fn every_cpu_runner(&mut self) -> Result<$crate::ProgramRunner, $crate::XdpError> {
+            self.object.every_cpu_runner()
         }
 
         /// Attaches the program itself to `interface`: it runs on whichever

@@ -200,17 +200,33 @@ impl SchedulerObject {
         interface: &str,
         flags: XdpFlags,
     ) -> Result<(), XdpError> {
+        self.direct_program()?.attach(interface, flags)?;
+        Ok(())
+    }
+
+    /// The steering's `direct` program, loaded on first use unless it is
+    /// the scheduler's own.
+    fn direct_program(&mut self) -> Result<&mut Xdp, XdpError> {
         let direct = self.steering.direct;
         let xdp: &mut Xdp = self
             .ebpf
             .program_mut(direct)
             .ok_or(XdpError::NoNamedProgram(direct))?
             .try_into()?;
-        if direct != self.program {
+        if xdp.fd().is_err() {
             xdp.load()?;
         }
-        xdp.attach(interface, flags)?;
-        Ok(())
+        Ok(xdp)
+    }
+
+    /// A duplicate of the `direct` program's fd (the one `attach_direct`
+    /// attaches), for test runs.
+    pub(crate) fn direct_program_fd(&mut self) -> Result<std::os::fd::OwnedFd, XdpError> {
+        self.direct_program()?
+            .fd()?
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(XdpError::Fd)
     }
 
     pub(crate) fn attach_serialised(

@@ -121,6 +121,8 @@ fn packet(event: &Event) -> Vec<u8> {
 struct Held {
     hold: bool,
     repairs: Vec<Repair>,
+    /// Passes run after a packet's first (the program's `recirculations`).
+    recirculations: u64,
 }
 
 /// The sans-IO switch, each recirculation run after the pass that sent
@@ -143,7 +145,11 @@ fn reference(switch: &mut Draconis, event: &Event, held: &mut Held) -> Answer {
     let mut answer = Answer::Dropped;
     let mut rejected = None;
     let mut pending = VecDeque::from([input]);
+    let mut first = true;
     while let Some(input) = pending.pop_front() {
+        if !std::mem::take(&mut first) {
+            held.recirculations += 1;
+        }
         let mut out = PullOutbox::new();
         switch.handle(Nanos::ZERO, input, &mut out);
         for action in out.drain() {
@@ -314,8 +320,11 @@ fn differential(config: DraconisConfig, xdp: &mut XdpDraconis, events: &[Event])
     xdp.install(&switch, &clients(), &executors())
         .expect("install");
     assert_same_state(&switch, xdp, 0);
-    run_both(&mut switch, xdp, events, &mut Held::default());
+    let mut held = Held::default();
+    run_both(&mut switch, xdp, events, &mut held);
     assert_same_counters(&switch, xdp);
+    let recirculations = xdp.counters().expect("counters").recirculations;
+    assert_eq!(recirculations, held.recirculations, "recirculations");
     switch
 }
 
@@ -450,7 +459,7 @@ fn pending_repairs_installed_from_a_switch_behave_as_on_the_switch() {
         let mut switch = Draconis::new(config);
         let mut held = Held {
             hold: true,
-            repairs: Vec::new(),
+            ..Held::default()
         };
         for event in &setup {
             reference(&mut switch, event, &mut held);

@@ -13,7 +13,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Instant;
 
 use netsched_core::horus::{ConnTableConfig, HorusLeaf, HorusSpine};
-use netsched_proto::{HorusBody, HorusHeader, HorusMessage, Message};
+use netsched_proto::{HorusBody, HorusHeader, HorusMessage, HorusReply, Message, ReplyStatus};
 use netsched_xdp::{ProgramRunner, RackAddr, WorkerAddr, XdpAction, XdpLeaf, XdpSpine};
 
 const WORKERS: u32 = 8;
@@ -231,4 +231,82 @@ fn spine_decision_rate_one_cpu_against_every_cpu() {
         u64::from(runs) * 5 * (2 + threads as u64)
     );
     println!("spine, {threads} threads on {} CPUs, M decisions/s (all threads together), median of 5: {rates} ({busy} given up)", cpus());
+}
+
+/// `packets` through the program the tests check against the sans-IO model
+/// (`xdp`) and through the one `attach_every_cpu` attaches (`every`, loaded
+/// and installed alike): the same verdicts and frames, but what the first
+/// sends back out with `XDP_TX` the second redirects (bpf/steer.h,
+/// `DEFINE_REDIRECTING`: a veth's peer collects `XDP_TX` frames only if it
+/// runs XDP itself). Returns the verdicts seen.
+fn same_passes_but_redirected(
+    model_checked: &ProgramRunner,
+    every: &ProgramRunner,
+    packets: &[Vec<u8>],
+) -> Vec<XdpAction> {
+    packets
+        .iter()
+        .map(|packet| {
+            let checked = model_checked.test_run(packet, 1).expect("test run");
+            let run = every.test_run(packet, 1).expect("test run");
+            let expected = match checked.action {
+                XdpAction::Tx => XdpAction::Redirect,
+                other => other,
+            };
+            assert_eq!(run.action, expected, "verdict");
+            assert_eq!(run.frame, checked.frame, "frame");
+            checked.action
+        })
+        .collect()
+}
+
+#[test]
+fn the_every_cpu_leaf_redirects_what_it_sends_back_and_passes_the_rest() {
+    let test = "the_every_cpu_leaf_redirects_what_it_sends_back_and_passes_the_rest";
+    let Some((mut checked, task)) = busy_leaf(test, true, false) else {
+        return;
+    };
+    let (mut every, _) = busy_leaf(test, true, false).expect("loaded once");
+    let worker = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 1), 9000);
+    let reply = Message::Horus(HorusMessage {
+        header: HorusHeader {
+            pool_id: 1,
+            src_id: 0,
+            qlen: 3,
+            ..HorusHeader::default()
+        },
+        body: HorusBody::Reply(HorusReply {
+            task_id: 1,
+            status: ReplyStatus::Ok,
+            payload: b"value",
+        }),
+    });
+    let reply = common::frame(worker, &reply.to_vec().expect("encode"));
+    let not_horus = common::frame(CLIENT, b"not a horus message");
+    let packets = [task.clone(), reply, not_horus, task];
+    let verdicts = same_passes_but_redirected(
+        &checked.runner().expect("runner"),
+        &every.every_cpu_runner().expect("every-CPU runner"),
+        &packets,
+    );
+    assert_eq!(verdicts[0], XdpAction::Tx, "a task is sent on");
+    assert_eq!(verdicts[2], XdpAction::Pass, "a foreign datagram goes up");
+}
+
+#[test]
+fn the_every_cpu_spine_redirects_what_it_sends_back_and_passes_the_rest() {
+    let test = "the_every_cpu_spine_redirects_what_it_sends_back_and_passes_the_rest";
+    let Some((mut checked, task)) = busy_spine(test, true) else {
+        return;
+    };
+    let (mut every, _) = busy_spine(test, true).expect("loaded once");
+    let not_horus = common::frame(CLIENT, b"not a horus message");
+    let packets = [task.clone(), not_horus, task];
+    let verdicts = same_passes_but_redirected(
+        &checked.runner().expect("runner"),
+        &every.every_cpu_runner().expect("every-CPU runner"),
+        &packets,
+    );
+    assert_eq!(verdicts[0], XdpAction::Tx, "a task is sent on");
+    assert_eq!(verdicts[1], XdpAction::Pass, "a foreign datagram goes up");
 }

@@ -143,6 +143,17 @@ fn seeds() -> Vec<Vec<u8>> {
                 HorusBody::TaskContinuation(task(true, false, b"rest")),
             ),
         ),
+        // A continuation marked idleSelected, which the decoder refuses
+        // (`Inconsistent`) and the encoder will not write: a first packet
+        // so marked, its type byte turned into a continuation's.
+        frame(CLIENT, &{
+            let mut marked = horus(
+                HorusHeader::default(),
+                HorusBody::TaskFirst(task(true, true, b"rest")),
+            );
+            marked[1] = 2;
+            marked
+        }),
         frame(
             worker,
             &horus(

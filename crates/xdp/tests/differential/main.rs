@@ -89,10 +89,19 @@ enum Outcome {
 #[derive(Clone, Copy, Debug)]
 struct Mode {
     forwarding: bool,
+    /// The leaf announces itself idle while more than this many workers
+    /// are (`HorusOptions::leaf_idle_threshold`; 0 in the paper).
+    idle_threshold: u32,
 }
 
-const PLAIN: Mode = Mode { forwarding: false };
-const FORWARDING: Mode = Mode { forwarding: true };
+const PLAIN: Mode = Mode {
+    forwarding: false,
+    idle_threshold: 0,
+};
+const FORWARDING: Mode = Mode {
+    forwarding: true,
+    idle_threshold: 0,
+};
 
 impl Mode {
     /// The application a packet is of: task_id's upper half.
@@ -411,7 +420,11 @@ fn check_reply_forwarded(frame: &[u8], mode: Mode, event: Event, seq: u16) -> u8
 /// tests' connection table, installed into `xdp` (its start-up notices
 /// drained).
 fn installed_leaf(xdp: &mut XdpLeaf, workers: u32) -> HorusLeaf {
-    let leaf = HorusLeaf::with_options(workers, SEED, CONN, HorusOptions::default());
+    installed_leaf_with(xdp, workers, HorusOptions::default())
+}
+
+fn installed_leaf_with(xdp: &mut XdpLeaf, workers: u32, options: HorusOptions) -> HorusLeaf {
+    let leaf = HorusLeaf::with_options(workers, SEED, CONN, options);
     let addrs: Vec<WorkerAddr> = (0..workers).map(worker_addr).collect();
     xdp.install(&leaf, LEAF_MAC, &addrs).expect("install");
     xdp.drain_notices().expect("notices");
@@ -452,7 +465,11 @@ fn differential_in(xdp: &mut XdpLeaf, mode: Mode, workers: u32, events: &[(u64, 
         .expect("reply forwarding");
     xdp.set_upstreams(&upstreams()).expect("upstreams");
     let mut routes = std::collections::BTreeMap::new();
-    let mut leaf = installed_leaf(xdp, workers);
+    let options = HorusOptions {
+        leaf_idle_threshold: mode.idle_threshold,
+        ..HorusOptions::default()
+    };
+    let mut leaf = installed_leaf_with(xdp, workers, options);
     assert_same_state(&leaf, xdp, 0);
     let start = xdp.counters().expect("counters");
     let conn_start = xdp.conn_counters().expect("counters");
@@ -845,11 +862,14 @@ proptest! {
         workers in 1u32..5,
         events in proptest::collection::vec(event(), 1..60),
         forwarding in any::<bool>(),
+        // Above 0 the §A.3 re-sends compare the idle count with T.
+        idle_threshold in prop_oneof![2 => Just(0u32), 1 => 1u32..3],
     ) {
         let Some(mut xdp) = bpf_leaf("random_packet_sequences_match_the_sans_io_leaf") else {
             return Ok(());
         };
-        differential_in(&mut xdp, Mode { forwarding }, workers, &events);
+        let mode = Mode { forwarding, idle_threshold };
+        differential_in(&mut xdp, mode, workers, &events);
     }
 }
 
