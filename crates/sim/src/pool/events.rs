@@ -184,9 +184,8 @@ impl PoolSim<'_> {
                     self.nodes.len() as u32,
                     self.uppers.len() as u64,
                 );
-                let (nodes, spine) = (dead.nodes.clone(), dead.spine);
-                self.uppers
-                    .push(UpperState::new(sched, nodes, spine, self.racks.len()));
+                let (nodes, spine, hops) = (dead.nodes.clone(), dead.spine, dead.hops.clone());
+                self.uppers.push(UpperState::new(sched, nodes, spine, hops));
                 self.weights_dirty = true;
                 let new = (self.uppers.len() - 1) as u32;
                 for rack in self.linked_racks(upper) {

@@ -145,9 +145,10 @@ impl PoolSim<'_> {
             None => {
                 let new =
                     crate::build::replacement_upper(self.setup, &[], 0, self.uppers.len() as u64);
-                let spine = self.uppers[dead as usize].spine;
+                let dead = &self.uppers[dead as usize];
+                let (spine, hops) = (dead.spine, dead.hops.clone());
                 self.uppers
-                    .push(UpperState::new(new, Vec::new(), spine, self.racks.len()));
+                    .push(UpperState::new(new, Vec::new(), spine, hops));
                 (self.uppers.len() - 1) as u32
             }
         };

@@ -191,8 +191,9 @@ impl PoolSim<'_> {
 }
 
 impl UpperState {
-    pub(super) fn new(sched: Plane, nodes: Vec<u32>, spine: u32, racks: usize) -> Self {
-        let mut local = vec![NONE; racks];
+    /// `hops`: per rack of the pool, the spine-leaf hops to its leaf.
+    pub(super) fn new(sched: Plane, nodes: Vec<u32>, spine: u32, hops: Vec<u32>) -> Self {
+        let mut local = vec![NONE; hops.len()];
         for (i, &r) in nodes.iter().enumerate() {
             local[r as usize] = i as u32;
         }
@@ -201,6 +202,7 @@ impl UpperState {
             nodes,
             local,
             spine,
+            hops,
             alive: true,
             routable: true,
             inbox: Inbox::default(),
