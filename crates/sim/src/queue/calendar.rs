@@ -41,18 +41,12 @@ pub(super) struct CalendarKeys {
     /// The current bucket's keys, sorted descending (the next key last).
     current: Vec<Key>,
     /// Buckets `cur + 1 .. cur + RING`, unsorted, at index `bucket % RING`:
-    /// each a list through `next` from its head (`NIL` when empty). One
+    /// each a list through `nodes` from its head (`NIL` when empty). One
     /// node array per queue instead of a vector per bucket: a pool's setup
     /// allocated and grew 1,024 of those.
     heads: Box<[u32; RING]>,
-    /// The ring's keys, by node.
-    keys: Vec<Key>,
-    /// Per node, the next node of its list; free nodes form a list too.
-    /// Apart from the keys so that walking a bucket's list reads this small
-    /// array (4 bytes a node, it stays in cache) and the keys' loads, the
-    /// misses, do not wait for one another: with the links beside the keys,
-    /// each node's load waited for the one before (half of `advance`'s time).
-    next: Vec<u32>,
+    /// (key, next node) of the ring's keys; free nodes form a list too.
+    nodes: Vec<(Key, u32)>,
     free: u32,
     /// Non-empty ring buckets, one bit per index.
     occupied: [u64; WORDS],
@@ -70,8 +64,7 @@ impl CalendarKeys {
             cur: 0,
             current: Vec::with_capacity(16),
             heads: Box::new([NIL; RING]),
-            keys: Vec::new(),
-            next: Vec::new(),
+            nodes: Vec::new(),
             free: NIL,
             occupied: [0; WORDS],
             in_ring: 0,
@@ -110,14 +103,12 @@ impl CalendarKeys {
         let next = self.heads[i];
         let node = if self.free != NIL {
             let n = self.free;
-            self.free = self.next[n as usize];
-            self.keys[n as usize] = key;
-            self.next[n as usize] = next;
+            self.free = self.nodes[n as usize].1;
+            self.nodes[n as usize] = (key, next);
             n
         } else {
-            self.keys.push(key);
-            self.next.push(next);
-            (self.keys.len() - 1) as u32
+            self.nodes.push((key, next));
+            (self.nodes.len() - 1) as u32
         };
         self.heads[i] = node;
         self.occupied[i / 64] |= 1 << (i % 64);
@@ -171,9 +162,9 @@ impl CalendarKeys {
         self.occupied[i / 64] &= !(1 << (i % 64));
         let mut n = std::mem::replace(&mut self.heads[i], NIL);
         while n != NIL {
-            let next = self.next[n as usize];
-            self.current.push(self.keys[n as usize]);
-            self.next[n as usize] = self.free;
+            let (key, next) = self.nodes[n as usize];
+            self.current.push(key);
+            self.nodes[n as usize].1 = self.free;
             self.free = n;
             n = next;
         }
