@@ -184,8 +184,9 @@ impl PoolSim<'_> {
                     self.nodes.len() as u32,
                     self.uppers.len() as u64,
                 );
-                let (nodes, spine, hops) = (dead.nodes.clone(), dead.spine, dead.hops.clone());
-                self.uppers.push(UpperState::new(sched, nodes, spine, hops));
+                let (nodes, spine) = (dead.nodes.clone(), dead.spine);
+                self.uppers
+                    .push(UpperState::new(sched, nodes, spine, self.racks.len()));
                 self.weights_dirty = true;
                 let new = (self.uppers.len() - 1) as u32;
                 for rack in self.linked_racks(upper) {

@@ -145,10 +145,9 @@ impl PoolSim<'_> {
             None => {
                 let new =
                     crate::build::replacement_upper(self.setup, &[], 0, self.uppers.len() as u64);
-                let dead = &self.uppers[dead as usize];
-                let (spine, hops) = (dead.spine, dead.hops.clone());
+                let spine = self.uppers[dead as usize].spine;
                 self.uppers
-                    .push(UpperState::new(new, Vec::new(), spine, hops));
+                    .push(UpperState::new(new, Vec::new(), spine, self.racks.len()));
                 (self.uppers.len() - 1) as u32
             }
         };

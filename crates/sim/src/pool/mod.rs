@@ -56,10 +56,11 @@ struct UpperState {
     local: Vec<u32>,
     /// Global spine id hosting it.
     spine: u32,
-    /// Per rack of the pool, the spine-leaf hops from `spine` to its leaf:
-    /// read for every task and notice, so looked up once at set-up rather
-    /// than through the topology each time.
-    hops: Vec<u32>,
+    /// Per rack of the pool, the spine-leaf hops from `spine` to its leaf,
+    /// 0 until first asked: read for every task and notice, so looked up
+    /// through the topology once rather than each time, and only for the
+    /// racks asked about (a pool of ~600 racks can have ~60 spines).
+    hops: Vec<u8>,
     alive: bool,
     /// Submissions may choose it (cleared once clients know it died).
     routable: bool,
@@ -169,10 +170,7 @@ impl<'a> PoolSim<'a> {
             crate::build::schedulers(setup, plan, &rack_nodes, &stream, &mut leaves);
         let uppers: Vec<UpperState> = uppers
             .into_iter()
-            .map(|b| {
-                let hops = rack_hops(setup, plan, b.spine);
-                UpperState::new(b.sched, b.nodes, b.spine, hops)
-            })
+            .map(|b| UpperState::new(b.sched, b.nodes, b.spine, plan.racks.len()))
             .collect();
         let racks = plan
             .racks
@@ -356,8 +354,17 @@ impl<'a> PoolSim<'a> {
     }
 
     #[inline]
-    fn spine_leaf_hops(&self, upper: u32, rack: u32) -> u32 {
-        self.uppers[upper as usize].hops[rack as usize]
+    fn spine_leaf_hops(&mut self, upper: u32, rack: u32) -> u32 {
+        let u = &mut self.uppers[upper as usize];
+        match u.hops[rack as usize] {
+            0 => {
+                let h = (self.setup.hops)(u.spine, self.racks[rack as usize].leaf);
+                // Kept when it fits (topologies give 1 to 3); else asked again.
+                u.hops[rack as usize] = u8::try_from(h).unwrap_or(0);
+                h
+            }
+            h => h as u32,
+        }
     }
 
     // ---- tasks ----
@@ -421,14 +428,6 @@ thread_local! {
     /// faulted in and zeroed by the kernel, then moved by `unzip`.
     static SPARE_LEAVES: std::cell::RefCell<Vec<Option<Plane>>> =
         const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Per rack of `plan`, the spine-leaf hops from global spine `spine`.
-fn rack_hops(setup: &RunSetup<'_>, plan: &PoolPlan, spine: u32) -> Vec<u32> {
-    plan.racks
-        .iter()
-        .map(|r| (setup.hops)(spine, r.leaf))
-        .collect()
 }
 
 /// Cache lines of a leaf's data plane fetched ahead (of its ~27).

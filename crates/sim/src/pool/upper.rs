@@ -191,9 +191,8 @@ impl PoolSim<'_> {
 }
 
 impl UpperState {
-    /// `hops`: per rack of the pool, the spine-leaf hops to its leaf.
-    pub(super) fn new(sched: Plane, nodes: Vec<u32>, spine: u32, hops: Vec<u32>) -> Self {
-        let mut local = vec![NONE; hops.len()];
+    pub(super) fn new(sched: Plane, nodes: Vec<u32>, spine: u32, racks: usize) -> Self {
+        let mut local = vec![NONE; racks];
         for (i, &r) in nodes.iter().enumerate() {
             local[r as usize] = i as u32;
         }
@@ -202,7 +201,7 @@ impl UpperState {
             nodes,
             local,
             spine,
-            hops,
+            hops: vec![0; racks],
             alive: true,
             routable: true,
             inbox: Inbox::default(),
