@@ -50,18 +50,18 @@ pub(crate) struct BuiltUpper {
     pub spine: u32,
 }
 
-/// A rack's leaf data plane (none where a flat policy's leaf only forwards)
-/// and the (upper, local index) it is linked with.
-pub(crate) type LinkedLower = (Option<Plane>, (u32, u32));
-
-/// The pool's uppers, and per rack its lower with the (upper, local index) it
-/// is linked with.
+/// The pool's uppers, and per rack the (upper, local index) its lower is
+/// linked with; each rack's leaf data plane (none where a flat policy's
+/// leaf only forwards) is appended to `leaves`, built in place there: a
+/// `Plane` is large, and a pool has hundreds of leaves, so the caller
+/// passes a vector whose allocation it reuses from pool to pool.
 pub(crate) fn schedulers(
     setup: &RunSetup,
     plan: &PoolPlan,
     rack_nodes: &[Vec<u32>],
     stream: &dyn Fn(u64) -> Rng,
-) -> (Vec<BuiltUpper>, Vec<LinkedLower>) {
+    leaves: &mut Vec<Option<Plane>>,
+) -> (Vec<BuiltUpper>, Vec<(u32, u32)>) {
     let seed = |k: u64| stream(100 + k).next_u64();
     let params = plane_params(setup);
     let policy = setup.policy;
@@ -88,10 +88,9 @@ pub(crate) fn schedulers(
                 spine: first_spine,
             })
             .collect();
-        let lowers = (0..plan.racks.len())
-            .map(|r| (None, (0, r as u32)))
-            .collect();
-        return (uppers, lowers);
+        leaves.extend((0..plan.racks.len()).map(|_| None));
+        let links = (0..plan.racks.len()).map(|r| (0, r as u32)).collect();
+        return (uppers, links);
     }
     match policy {
         Policy::Horus | Policy::HorusTokens => {
@@ -145,10 +144,8 @@ pub(crate) fn schedulers(
                     spine,
                 });
             }
-            let lowers = (0..plan.racks.len())
-                .map(|r| (Some(leaf(r)), links[r]))
-                .collect();
-            (uppers, lowers)
+            leaves.extend((0..plan.racks.len()).map(|r| Some(leaf(r))));
+            (uppers, links)
         }
         Policy::RsH => {
             // Horus §4.1, §5.2: every spine covers every rack; every leaf
@@ -163,10 +160,11 @@ pub(crate) fn schedulers(
                     spine,
                 })
                 .collect();
-            let lowers = (0..plan.racks.len())
-                .map(|r| (Some(leaf(r)), (plan.racks[r].spine, r as u32)))
+            leaves.extend((0..plan.racks.len()).map(|r| Some(leaf(r))));
+            let links = (0..plan.racks.len())
+                .map(|r| (plan.racks[r].spine, r as u32))
                 .collect();
-            (uppers, lowers)
+            (uppers, links)
         }
         _ => {
             // RS-LB: a stateless load balancer spreads tasks uniformly over racks.
@@ -175,10 +173,9 @@ pub(crate) fn schedulers(
                 nodes: all_racks.clone(),
                 spine: first_spine,
             }];
-            let lowers = (0..plan.racks.len())
-                .map(|r| (Some(leaf(r)), (0, r as u32)))
-                .collect();
-            (uppers, lowers)
+            leaves.extend((0..plan.racks.len()).map(|r| Some(leaf(r))));
+            let links = (0..plan.racks.len()).map(|r| (0, r as u32)).collect();
+            (uppers, links)
         }
     }
 }

@@ -56,6 +56,11 @@ struct UpperState {
     local: Vec<u32>,
     /// Global spine id hosting it.
     spine: u32,
+    /// Per rack of the pool, the spine-leaf hops from `spine` to its leaf,
+    /// 0 until first asked: read for every task and notice, so looked up
+    /// through the topology once rather than each time, and only for the
+    /// racks asked about (a pool of ~600 racks can have ~60 spines).
+    hops: Vec<u8>,
     alive: bool,
     /// Submissions may choose it (cleared once clients know it died).
     routable: bool,
@@ -159,12 +164,14 @@ impl<'a> PoolSim<'a> {
         } else {
             Nodes::new(&node_cores, discipline)
         };
-        let (uppers, lowers) = crate::build::schedulers(setup, plan, &rack_nodes, &stream);
+        let mut leaves = SPARE_LEAVES.with(|s| s.take());
+        leaves.reserve(plan.racks.len());
+        let (uppers, links) =
+            crate::build::schedulers(setup, plan, &rack_nodes, &stream, &mut leaves);
         let uppers: Vec<UpperState> = uppers
             .into_iter()
             .map(|b| UpperState::new(b.sched, b.nodes, b.spine, plan.racks.len()))
             .collect();
-        let (leaves, links): (Vec<Option<Plane>>, Vec<(u32, u32)>) = lowers.into_iter().unzip();
         let racks = plan
             .racks
             .iter()
@@ -318,6 +325,15 @@ impl<'a> PoolSim<'a> {
         }
         self.metrics.events = self.q.processed;
         self.metrics.compact();
+        // The leaves' vector goes back to the thread, emptied, for its next
+        // pool (the larger one kept).
+        let mut leaves = std::mem::take(&mut self.leaves);
+        leaves.clear();
+        SPARE_LEAVES.with(|s| {
+            if s.borrow().capacity() < leaves.capacity() {
+                *s.borrow_mut() = leaves;
+            }
+        });
         self.metrics
     }
 
@@ -337,11 +353,18 @@ impl<'a> PoolSim<'a> {
         self.setup.loss > 0.0 && self.rng_net.chance(self.setup.loss)
     }
 
-    fn spine_leaf_hops(&self, upper: u32, rack: u32) -> u32 {
-        (self.setup.hops)(
-            self.uppers[upper as usize].spine,
-            self.racks[rack as usize].leaf,
-        )
+    #[inline]
+    fn spine_leaf_hops(&mut self, upper: u32, rack: u32) -> u32 {
+        let u = &mut self.uppers[upper as usize];
+        match u.hops[rack as usize] {
+            0 => {
+                let h = (self.setup.hops)(u.spine, self.racks[rack as usize].leaf);
+                // Kept when it fits (topologies give 1 to 3); else asked again.
+                u.hops[rack as usize] = u8::try_from(h).unwrap_or(0);
+                h
+            }
+            h => h as u32,
+        }
     }
 
     // ---- tasks ----
@@ -399,14 +422,22 @@ impl<'a> PoolSim<'a> {
     }
 }
 
+thread_local! {
+    /// An emptied leaves' vector for the thread's next pool: its ~1 MB
+    /// (hundreds of ~1.7 KB data planes) was fresh memory for every pool,
+    /// faulted in and zeroed by the kernel, then moved by `unzip`.
+    static SPARE_LEAVES: std::cell::RefCell<Vec<Option<Plane>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Cache lines of a leaf's data plane fetched ahead (of its ~27).
 const LEAF_LINES_PREFETCHED: usize = 4;
 
-/// The pool's calendar bucket width: a 512th of the mean service time,
-/// rounded up to a power of two by the queue (1,024 ns for Bimodal's
-/// 275 µs), so a bucket holds about one of the pool's ~one-per-worker events.
+/// The pool's calendar bucket width: a 2,048th of the mean service time,
+/// rounded up to a power of two by the queue (256 ns for Bimodal's 275 µs),
+/// so that a bucket holds a few of the pool's events.
 fn bucket_ns(mean_service_ns: f64) -> u64 {
-    (mean_service_ns / 512.0).clamp(1.0, (1u64 << 40) as f64) as u64
+    (mean_service_ns / 2048.0).clamp(1.0, (1u64 << 40) as f64) as u64
 }
 
 /// [`crate::floor::floor_loop`] on this simulator's own event type.

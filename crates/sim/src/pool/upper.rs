@@ -201,6 +201,7 @@ impl UpperState {
             nodes,
             local,
             spine,
+            hops: vec![0; racks],
             alive: true,
             routable: true,
             inbox: Inbox::default(),
