@@ -79,31 +79,13 @@ class Mutant:
         return f"{self.file}:{self.line}:{self.op}"
 
 
+# A comment, a string or a character literal (C: comments do not nest).
+NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+
+
 def code_only(text: str) -> str:
     """`text` with comments and string/char literals blanked (offsets kept)."""
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            j = min(j + 1, n)
-        else:
-            i += 1
-            continue
-        for k in range(i, j):
-            if out[k] != "\n":
-                out[k] = " "
-        i = j
-    return "".join(out)
+    return NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
 
 
 def comparisons(name: str, text: str) -> list[Mutant]:
