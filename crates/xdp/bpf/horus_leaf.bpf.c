@@ -508,7 +508,6 @@ static __always_inline int send_task(struct xdp_md *ctx, struct udp_frame *f, __
 	return verdict;
 }
 
-
 // A packet's key in `pass_order`: its task id's low word (bytes 16-19 of
 // the datagram, inside the fixed part of a task and of a reply).
 static __always_inline __u32 task_key(const __u8 *horus)
