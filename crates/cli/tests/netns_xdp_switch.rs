@@ -66,6 +66,26 @@ fn start_sealed_worker(
     procs.start("worker", wrk, &["worker", "-c", &p]);
 }
 
+/// The leaf daemon on `leaf` (seed 3, tasks sealed under `key`) over the
+/// worker agent on `wrk`; `xdp` is its `[xdp]` table and what follows it
+/// up to its `[[instance]]`.
+fn start_sealed_leaf(procs: &mut Procs, dir: &Path, leaf: &Host, wrk: &Host, key: &str, xdp: &str) {
+    let leaf_at = leaf.at(LEAF_PORT);
+    let quoted = worker_list(wrk);
+    let p = write_config(
+        dir,
+        "leaf.toml",
+        format!(
+            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\
+             key_file = \"{key}\"\n\n{xdp}\
+             [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\n\
+             downstream = [{quoted}]\n",
+            leaf.at(LEAF_METRICS)
+        ),
+    );
+    procs.start("leaf", leaf, &["switch", "-c", &p]);
+}
+
 #[test]
 fn every_task_completes_through_the_xdp_switch_with_loss() {
     let test = "every_task_completes_through_the_xdp_switch_with_loss";
@@ -78,7 +98,6 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let scratch = Scratch::new("xsw");
     let dir = scratch.path();
     let leaf_at = leaf.at(LEAF_PORT);
-    let quoted = worker_list(&wrk);
     let mut procs = Procs::new(dir);
 
     let key = cluster_key(dir, "5e");
@@ -86,20 +105,9 @@ fn every_task_completes_through_the_xdp_switch_with_loss() {
     let fault = "\n[fault]\ndrop_rate = 0.05\nseed = 11\n";
     start_sealed_worker(&mut procs, dir, &wrk, &leaf_at, &key, fault);
     // Replies lost after the program counted them (5 %).
-    let p = write_config(
-        dir,
-        "leaf.toml",
-        format!(
-            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\
-             key_file = \"{key}\"\n\n\
-             [xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpu = 1\n\n\
-             [fault]\ndrop_rate = 0.05\nseed = 12\n\n\
-             [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\n\
-             downstream = [{quoted}]\n",
-            leaf.at(LEAF_METRICS)
-        ),
-    );
-    procs.start("leaf", &leaf, &["switch", "-c", &p]);
+    let xdp = "[xdp]\ninterface = \"eth0\"\nmode = \"generic\"\ncpu = 1\n\n\
+               [fault]\ndrop_rate = 0.05\nseed = 12\n\n";
+    start_sealed_leaf(&mut procs, dir, &leaf, &wrk, &key, xdp);
     // Up: the leaf's metrics answer once the program is attached.
     let attached = scrape(&leaf, LEAF_METRICS, "netsched_xdp_events_total", "");
     procs.check_running();
@@ -242,23 +250,11 @@ fn every_task_completes_through_the_native_xdp_leaf_on_every_cpu() {
     let scratch = Scratch::new("xsn");
     let dir = scratch.path();
     let leaf_at = leaf.at(LEAF_PORT);
-    let quoted = worker_list(&wrk);
     let mut procs = Procs::new(dir);
     let key = cluster_key(dir, "7a");
     start_sealed_worker(&mut procs, dir, &wrk, &leaf_at, &key, "");
-    let p = write_config(
-        dir,
-        "leaf.toml",
-        format!(
-            "listen = \"{leaf_at}\"\nmetrics = \"{}\"\nseed = 3\ndatapath = \"xdp\"\n\
-             key_file = \"{key}\"\n\n\
-             [xdp]\ninterface = \"eth0\"\nmode = \"native\"\ncpus = \"all\"\n\n\
-             [[instance]]\npool = 1\nrole = \"leaf\"\npolicy = \"horus\"\n\
-             downstream = [{quoted}]\n",
-            leaf.at(LEAF_METRICS)
-        ),
-    );
-    procs.start("leaf", &leaf, &["switch", "-c", &p]);
+    let xdp = "[xdp]\ninterface = \"eth0\"\nmode = \"native\"\ncpus = \"all\"\n\n";
+    start_sealed_leaf(&mut procs, dir, &leaf, &wrk, &key, xdp);
     // The workers' keep-alives are passed up by the program.
     wait_for("every worker live", Duration::from_secs(15), || {
         scrape(&leaf, LEAF_METRICS, "netsched_live_nodes", "") == Some(u64::from(WORKERS))
