@@ -15,6 +15,7 @@ pub mod run;
 
 pub mod metrics;
 pub mod topology;
+mod work_queue;
 
 // Shared with the pull simulator, flowsim and the runtime; re-exported so
 // paths inside the simulator stay as they were.

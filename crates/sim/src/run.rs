@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
-
 use crate::config::{Policy, SimConfig};
 use crate::error::ConfigError;
 use crate::metrics::PoolMetrics;
@@ -284,7 +282,8 @@ fn run_one(
         .num_threads(threads)
         .build()
         .map_err(|e| ConfigError::new("threads", e.to_string()))?;
-    // Biggest pools first so that one straggler does not finish alone.
+    // Biggest pools first, each taken by the first free thread, so that
+    // one straggler does not finish alone.
     let mut order: Vec<usize> = (0..plans.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(plans[i].workers()));
     let workers = prepared.workers();
@@ -322,26 +321,22 @@ fn run_one(
     };
     let start = Instant::now();
     let mut per_pool: Vec<Option<PoolMetrics>> = (0..plans.len()).map(|_| None).collect();
-    let computed: Vec<(usize, PoolMetrics)> = pool.install(|| {
-        order
-            .par_iter()
-            .map(|&i| {
-                let last = std::cell::Cell::new(0u64);
-                let progress = |completed: u64| {
-                    obs.tasks_done(completed - last.get());
-                    last.set(completed);
-                };
-                let plan = if policy == Policy::Horus && !merged.is_empty() {
-                    &merged[i]
-                } else {
-                    &plans[i]
-                };
-                let mut m = PoolSim::new(&setup, plan).run(&progress);
-                m.set_window(warmup_ns, arrival_ns);
-                (i, m)
-            })
-            .collect()
-    });
+    let run_pool = |i: usize| {
+        let last = std::cell::Cell::new(0u64);
+        let progress = |completed: u64| {
+            obs.tasks_done(completed - last.get());
+            last.set(completed);
+        };
+        let plan = if policy == Policy::Horus && !merged.is_empty() {
+            &merged[i]
+        } else {
+            &plans[i]
+        };
+        let mut m = PoolSim::new(&setup, plan).run(&progress);
+        m.set_window(warmup_ns, arrival_ns);
+        m
+    };
+    let computed = crate::work_queue::run_in_order(&pool, &order, run_pool);
     for (i, m) in computed {
         per_pool[i] = Some(m);
     }
