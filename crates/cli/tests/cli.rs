@@ -240,3 +240,38 @@ fn sim_prints_json_or_csv_for_scripts() {
     assert_eq!(code, 2, "{err}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `bench sim` on a sliver of the datacenter: its summary says how many
+/// cores the run kept busy on average (CPU over wall), never more than its
+/// threads.
+#[test]
+fn bench_sim_reports_how_busy_its_threads_were() {
+    let args = [
+        "bench",
+        "sim",
+        "--tasks-per-worker",
+        "0.01",
+        "--threads",
+        "2",
+        "--floor-events",
+        "0",
+    ];
+    let (code, out, err) = netsched(&args);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("bench sim: CPU"))
+        .unwrap_or_else(|| panic!("no CPU line in:\n{out}"));
+    let busy: f64 = line
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no cores-busy figure in {line:?}"));
+    assert!(
+        line.contains("cores busy on average"),
+        "unlabelled figure in {line:?}"
+    );
+    // Two simulating threads, plus the progress thread's and the process's
+    // own bits of CPU.
+    assert!(busy > 0.0 && busy <= 2.5, "{busy} cores busy in {line:?}");
+}
